@@ -1,0 +1,41 @@
+# Quick start: `make run` and `make test` on a machine with only Python 3.11+.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SCENARIO ?= scenarios/blue_vela.yaml
+OUT    ?= runs/blue_vela
+
+.PHONY: run test venv venv-all lint bench assets clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[viz,sweep,dev]"
+	touch $@ $(VENV)/.installed
+
+venv: $(VENV)/.installed
+venv-all: $(VENV)/.installed-all
+
+run: venv
+	$(BIN)/twin run $(SCENARIO) --out $(OUT)
+
+test: venv-all
+	$(BIN)/python -m pytest -q -n 2
+
+lint: venv-all
+	$(BIN)/ruff check twin tests bench
+
+bench: venv-all
+	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+assets: venv-all
+	$(BIN)/python -m twin.viz.assets assets
+
+clean:
+	rm -rf $(VENV) runs build *.egg-info

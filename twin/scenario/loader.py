@@ -1,0 +1,268 @@
+"""Read scenario YAML (safe loader only), resolve ``extends:``, apply ``--set`` overrides,
+validate, and report every problem with file, dotted path, value and expectation."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from twin.catalog import load_catalog
+from twin.errors import Problem, ScenarioError
+from twin.scenario.schema import Scenario
+
+_MISSING = object()
+
+
+# --------------------------------------------------------------------------- YAML + extends
+def _read_yaml(path: Path, shown: str) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError([Problem(shown, "", str(path), "an existing scenario file")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError([Problem(shown, "", str(path), f"a readable UTF-8 file ({exc})")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScenarioError([Problem(shown, f"({where})", what, "valid YAML")]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError([Problem(shown, "", type(data).__name__, "a mapping at the top level")])
+    return data
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """Mappings merge key by key (``over`` wins); anything else is replaced by ``over``."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(over)
+
+
+def _origins(data: Any, file: str, prefix: str, out: dict[str, str]) -> None:
+    out[prefix] = file
+    if isinstance(data, dict):
+        for key, value in data.items():
+            _origins(value, file, f"{prefix}.{key}" if prefix else str(key), out)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            _origins(value, file, f"{prefix}.{i}" if prefix else str(i), out)
+
+
+def _resolve(path: Path, chain: tuple[Path, ...], origins: dict[str, str]) -> dict:
+    shown = str(path)
+    real = path.resolve()
+    if real in chain:
+        cycle = " -> ".join(str(p) for p in (*chain, real))
+        raise ScenarioError([Problem(shown, "extends", cycle, "no cycle of extends")])
+    data = _read_yaml(path, shown)
+    parent = data.pop("extends", None)
+    if parent is None:
+        _origins(data, shown, "", origins)
+        return data
+    if not isinstance(parent, str) or not parent:
+        raise ScenarioError([Problem(shown, "extends", parent, "a path to another scenario file")])
+    parent_path = (path.parent / parent)
+    if not parent_path.exists():
+        raise ScenarioError([Problem(shown, "extends", parent, f"an existing file ({parent_path})")])
+    base = _resolve(parent_path, (*chain, real), origins)
+    _origins(data, shown, "", origins)
+    return deep_merge(base, data)
+
+
+# --------------------------------------------------------------------------- overrides
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``a.b.0.c=value`` -> (['a','b','0','c'], value parsed as a YAML scalar/flow value)."""
+    if "=" not in text:
+        raise ScenarioError([Problem("--set", text, text, "dotted.path=value")])
+    key, raw = text.split("=", 1)
+    parts = [p for p in key.strip().split(".")]
+    if not key.strip() or any(not p for p in parts):
+        raise ScenarioError([Problem("--set", key, text, "a dotted path such as site.power.ups.mode")])
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return parts, value
+
+
+def apply_override(data: dict, parts: list[str], value: Any) -> None:
+    node: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            if not part.lstrip("-").isdigit() or not -len(node) <= int(part) < len(node):
+                raise ScenarioError([Problem("--set", where, part, f"a list index 0..{len(node) - 1}")])
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise ScenarioError([Problem("--set", where, node, "a mapping or list to descend into")])
+
+
+# --------------------------------------------------------------------------- validation
+def _expected(err: dict) -> str:
+    kind = err.get("type", "")
+    msg = err.get("msg", "")
+    if kind == "extra_forbidden":
+        return "no such field (unknown key)"
+    if kind == "missing":
+        return "a required field"
+    ctx = err.get("ctx") or {}
+    if "expected" in ctx:
+        return f"one of {ctx['expected']}"
+    return msg[0].lower() + msg[1:] if msg else kind
+
+
+def _origin_of(path: str, origins: dict[str, str], default: str) -> str:
+    parts = path.split(".")
+    while parts:
+        key = ".".join(parts)
+        if key in origins:
+            return origins[key]
+        parts.pop()
+    return origins.get("", default)
+
+
+def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
+    """Cross-field checks that the field types alone cannot express: (path, value, expected)."""
+    out: list[tuple[str, object, str]] = []
+    catalog = load_catalog()
+    if s.hardware.node_model not in catalog.nodes:
+        out.append(("hardware.node_model", s.hardware.node_model,
+                    f"a node model in the catalog: {sorted(catalog.nodes)}"))
+    if s.fabric.switch_model not in catalog.switches:
+        out.append(("fabric.switch_model", s.fabric.switch_model,
+                    f"a switch model in the catalog: {sorted(catalog.switches)}"))
+    n_racks = 0
+    for h, hall in enumerate(s.site.halls):
+        hw, hd = hall.rack_width_m / 2, hall.rack_depth_m / 2
+        for r, row in enumerate(hall.rows):
+            n_racks += row.racks
+            end = row.pitch_m * (row.racks - 1)
+            xs = (row.x_m, row.x_m + (end if row.along == "x" else 0.0))
+            ys = (row.y_m, row.y_m + (end if row.along == "y" else 0.0))
+            # footprint: width along the row, depth across it
+            ax, ay = (hw, hd) if row.along == "x" else (hd, hw)
+            if min(xs) - ax < 0 or max(xs) + ax > hall.width_m or min(ys) - ay < 0 or max(ys) + ay > hall.depth_m:
+                out.append((f"site.halls.{h}.rows.{r}",
+                            {"x_m": row.x_m, "y_m": row.y_m, "racks": row.racks},
+                            f"every rack footprint inside the {hall.width_m} m x {hall.depth_m} m hall"))
+        for c, cu in enumerate(hall.cooling_units):
+            if not (0 <= cu.x_m <= hall.width_m and 0 <= cu.y_m <= hall.depth_m):
+                out.append((f"site.halls.{h}.cooling_units.{c}", {"x_m": cu.x_m, "y_m": cu.y_m},
+                            f"a position inside the {hall.width_m} m x {hall.depth_m} m hall"))
+        for o, ob in enumerate(hall.obstacles):
+            if not (0 <= min(ob.x0_m, ob.x1_m) and max(ob.x0_m, ob.x1_m) <= hall.width_m
+                    and 0 <= min(ob.y0_m, ob.y1_m) and max(ob.y0_m, ob.y1_m) <= hall.depth_m):
+                out.append((f"site.halls.{h}.obstacles.{o}", ob.name, "an obstacle inside the hall"))
+    p = s.site.power
+    for k in range(1, len(p.plan)):
+        if p.plan[k].date <= p.plan[k - 1].date:
+            out.append((f"site.power.plan.{k}.date", p.plan[k].date.isoformat(),
+                        f"a date after the previous stage ({p.plan[k - 1].date.isoformat()})"))
+    waves = s.ramp.waves
+    for k in range(1, len(waves)):
+        if waves[k].date < waves[k - 1].date:
+            out.append((f"ramp.waves.{k}.date", waves[k].date.isoformat(),
+                        f"a date not before the previous wave ({waves[k - 1].date.isoformat()})"))
+    delivered = sum(w.racks for w in waves)
+    if delivered > n_racks:
+        out.append(("ramp.waves", delivered, f"at most {n_racks} racks (positions in the halls)"))
+    if p.rpp.count * p.rpp.racks_per_rpp < n_racks:
+        out.append(("site.power.rpp.count", p.rpp.count,
+                    f"enough RPPs for {n_racks} racks at {p.rpp.racks_per_rpp} racks per RPP"))
+    total_nodes = delivered * s.hardware.nodes_per_rack
+    gpn = catalog.nodes[s.hardware.node_model].gpu_count if s.hardware.node_model in catalog.nodes else None
+    for j, job in enumerate(s.workload.jobs):
+        if job.nodes > total_nodes:
+            out.append((f"workload.jobs.{j}.nodes", job.nodes, f"at most the {total_nodes} delivered nodes"))
+        if gpn:
+            gpus = job.nodes * gpn
+            model_par = job.tp * job.pp * job.cp
+            if gpus % model_par:
+                out.append((f"workload.jobs.{j}", {"gpus": gpus, "tp*pp*cp": model_par},
+                            "a GPU count divisible by tp*pp*cp"))
+            else:
+                dp = gpus // model_par
+                if job.global_batch % (dp * job.micro_batch):
+                    out.append((f"workload.jobs.{j}.global_batch", job.global_batch,
+                                f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
+            if job.tp > gpn:
+                out.append((f"workload.jobs.{j}.tp", job.tp, f"tensor parallelism within a node (<= {gpn})"))
+        if job.model.heads % job.model.kv_heads:
+            out.append((f"workload.jobs.{j}.model.kv_heads", job.model.kv_heads, "a divisor of heads"))
+        if job.model.layers % (job.pp * job.vpp):
+            out.append((f"workload.jobs.{j}.pp", job.pp, "pp * vpp dividing the number of layers"))
+    names = [job.name for job in s.workload.jobs]
+    for j, name in enumerate(names):
+        if names.index(name) != j:
+            out.append((f"workload.jobs.{j}.name", name, "a unique job name"))
+    if s.hardware.gpu_power_cap_w is not None and s.hardware.node_model in catalog.nodes:
+        node = catalog.nodes[s.hardware.node_model]
+        if not node.gpu_min_power_cap_w <= s.hardware.gpu_power_cap_w <= node.gpu_tdp_w:
+            out.append(("hardware.gpu_power_cap_w", s.hardware.gpu_power_cap_w,
+                        f"a cap between {node.gpu_min_power_cap_w} and {node.gpu_tdp_w} W"))
+    return out
+
+
+def validate_data(data: dict, file: str = "<scenario>", origins: dict[str, str] | None = None) -> Scenario:
+    """Validate a merged scenario mapping; raise :class:`ScenarioError` with every problem."""
+    origins = origins or {}
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            path = ".".join(str(p) for p in err["loc"])
+            value = err.get("input", _MISSING)
+            if err.get("type") == "missing":
+                value = None
+            problems.append(Problem(_origin_of(path, origins, file), path, value, _expected(err)))
+        raise ScenarioError(problems) from None
+    problems = [Problem(_origin_of(path, origins, file), path, value, expected)
+                for path, value, expected in semantic_problems(scenario)]
+    if problems:
+        raise ScenarioError(problems)
+    return scenario
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Load, merge (``extends:``), override (``a.b.c=value``) and validate a scenario file.
+
+    Raises :class:`twin.errors.ScenarioError` listing every problem (file, dotted path, value,
+    what was expected). YAML is read with ``yaml.safe_load`` only.
+    """
+    path = Path(path)
+    origins: dict[str, str] = {}
+    data = _resolve(path, (), origins)
+    for text in overrides or []:
+        parts, value = parse_override(text)
+        apply_override(data, parts, value)
+        origins[".".join(parts)] = "--set"
+    return validate_data(data, str(path), origins)
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """SHA-256 of the canonical JSON of the resolved scenario (seed included)."""
+    text = json.dumps(scenario.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

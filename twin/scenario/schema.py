@@ -1,0 +1,254 @@
+"""Scenario schema: frozen pydantic models, ``extra="forbid"``, SI units in field names.
+
+One representation of a scenario: the engine reads these models directly. Cross-field
+checks that need the catalog or geometry live in :func:`twin.scenario.loader.semantic_problems`
+so that each problem can carry the dotted path of the offending field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+Direction = Literal["north", "south", "east", "west"]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+# --------------------------------------------------------------------------- simulation
+class Simulation(Model):
+    start: dt.date = Field(description="first simulated day (00:00 UTC)")
+    duration_days: PositiveFloat = Field(description="simulated horizon [days]")
+    sample_interval_s: Annotated[float, Field(ge=1)] = Field(
+        3600.0, description="sampling step of the power/thermal recorder [s]")
+    seed: Annotated[int, Field(ge=0)] = Field(0, description="root seed of the one numpy Generator")
+
+
+# --------------------------------------------------------------------------- site
+class CoolingUnit(Model):
+    name: str
+    x_m: float
+    y_m: float
+    airflow_m3_s: PositiveFloat = Field(description="design supply airflow [m3/s]")
+    capacity_kw: PositiveFloat = Field(description="sensible cooling capacity [kW]")
+    supply_temp_c: Annotated[float, Field(ge=5, le=35)] = Field(18.0, description="supply air [C]")
+
+
+class RackRow(Model):
+    """A straight row of equal racks. Rack i stands at (x_m, y_m) + i * pitch_m along ``along``."""
+
+    name: str
+    x_m: float = Field(description="centre of the first rack, x [m]")
+    y_m: float = Field(description="centre of the first rack, y [m]")
+    racks: PositiveInt
+    along: Literal["x", "y"] = "x"
+    pitch_m: PositiveFloat = 0.6
+    intake: Direction = Field(description="side the racks breathe from (the cold aisle)")
+    enclosure: bool = Field(False, description="custom airflow-control enclosure (Blue Vela)")
+
+
+class Obstacle(Model):
+    name: str
+    kind: Literal["cable_tray", "column", "wall", "other"] = "cable_tray"
+    x0_m: float
+    y0_m: float
+    x1_m: float
+    y1_m: float
+
+
+class Hall(Model):
+    name: str
+    width_m: PositiveFloat = Field(description="extent in x [m]")
+    depth_m: PositiveFloat = Field(description="extent in y [m]")
+    height_m: PositiveFloat = 3.0
+    containment: Literal["none", "cold_aisle", "hot_aisle"] = "none"
+    rows: list[RackRow] = Field(min_length=1)
+    cooling_units: list[CoolingUnit] = Field(min_length=1)
+    obstacles: list[Obstacle] = []
+    rack_width_m: PositiveFloat = 0.6
+    rack_depth_m: PositiveFloat = 1.2
+    cell_m: PositiveFloat = Field(0.6, description="thermal grid resolution [m]")
+
+
+class Feed(Model):
+    name: str
+    capacity_kw: PositiveFloat = Field(description="utility feed / switchboard rating [kW]")
+
+
+class Ups(Model):
+    mode: Literal["double_conversion", "bypass"] = "double_conversion"
+    capacity_kw: PositiveFloat = Field(description="UPS output rating [kW]")
+    ride_through_s: NonNegFloat = Field(300.0, description="battery autonomy at full load [s]")
+
+
+class Rpp(Model):
+    """Remote power panels. Each rack is fed from one RPP (A/B sides split the load)."""
+
+    count: PositiveInt
+    racks_per_rpp: PositiveInt
+    breaker_a: PositiveFloat = Field(description="RPP feeder breaker rating [A]")
+    voltage_v: PositiveFloat = Field(415.0, description="line-to-line voltage [V]")
+    phases: Literal[1, 3] = 3
+    rated_100pct: bool = Field(False, description="100%-rated breaker (else NEC 80% continuous)")
+    power_factor: Annotated[float, Field(gt=0, le=1)] = 0.95
+
+
+class PowerStage(Model):
+    date: dt.date
+    it_power_kw: PositiveFloat = Field(description="IT power available from this date [kW]")
+    note: str = ""
+
+
+class GridEvent(Model):
+    time: dt.datetime
+    kind: Literal["sag", "outage"]
+    duration_s: PositiveFloat
+
+
+class Grid(Model):
+    sag_rate_per_year: NonNegFloat = Field(0.0, description="voltage sags deep enough to matter [1/yr]")
+    outage_rate_per_year: NonNegFloat = Field(0.0, description="utility outages [1/yr]")
+    sag_duration_s: PositiveFloat = Field(0.2, description="mean sag duration [s]")
+    outage_duration_s: PositiveFloat = Field(1800.0, description="mean outage duration [s]")
+    events: list[GridEvent] = []
+
+
+class CoolingPlant(Model):
+    outdoor_temp_c: float = Field(20.0, description="constant outdoor dry-bulb [C]")
+    outdoor_temp_swing_c: NonNegFloat = Field(0.0, description="seasonal half-amplitude [C]")
+    chiller_cop_at_25c: PositiveFloat = Field(4.5, description="chiller COP at 25 C outdoor")
+    fan_pump_fraction: NonNegFloat = Field(0.05, description="CRAH fan + pump power per heat [W/W]")
+
+
+class Power(Model):
+    feeds: list[Feed] = Field(min_length=1, max_length=2)
+    ups: Ups
+    rpp: Rpp
+    plan: list[PowerStage] = Field(min_length=1)
+    redundancy: Literal["2N", "none"] = Field(
+        "2N", description="2N: every rack load must fit one feed alone; none: both feeds carry load")
+    psu_holdup_s: NonNegFloat = Field(0.012, description="PSU hold-up time [s]")
+    generator_start_s: NonNegFloat = Field(15.0, description="generator start and transfer [s]")
+    power_cap_policy: bool = Field(
+        False, description="admit racks at the hardware.gpu_power_cap_w worst case instead of at TDP")
+    grid: Grid = Grid()
+    cooling: CoolingPlant = CoolingPlant()
+
+
+class Site(Model):
+    halls: list[Hall] = Field(min_length=1)
+    power: Power
+
+
+# --------------------------------------------------------------------------- hardware
+class Hardware(Model):
+    node_model: str = Field(description="key in the hardware catalog (twin/catalog/nodes.yaml)")
+    nodes_per_rack: PositiveInt
+    gpu_power_cap_w: PositiveFloat | None = Field(None, description="per-GPU power cap [W]; None = TDP")
+    network_power_per_rack_w: NonNegFloat = Field(
+        0.0, description="share of fabric switches and storage per compute rack [W]")
+    deployment: Literal["bare_metal", "container", "vm"] = "bare_metal"
+
+
+class Fabric(Model):
+    kind: Literal["rail_optimized", "clos", "fat_tree"]
+    su_nodes: PositiveInt = Field(32, description="nodes per scalable unit")
+    rails: PositiveInt = 8
+    link_gbps: PositiveFloat = 400.0
+    switch_model: str = "qm9700"
+    switch_ports: PositiveInt = 64
+    oversubscription: Annotated[float, Field(ge=1)] = 1.0
+    transport: Literal["ib_rdma", "roce", "tcp"] = "ib_rdma"
+    spines: PositiveInt | None = None
+    tor_uplinks_per_spine: PositiveInt = 2
+
+
+# --------------------------------------------------------------------------- workload
+class ModelShape(Model):
+    layers: PositiveInt
+    hidden: PositiveInt
+    ffn_hidden: PositiveInt
+    heads: PositiveInt
+    kv_heads: PositiveInt
+    vocab: PositiveInt
+
+
+class Job(Model):
+    name: str
+    model: ModelShape
+    seq_len: PositiveInt
+    global_batch: PositiveInt = Field(description="sequences per step")
+    micro_batch: PositiveInt = 1
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    cp: PositiveInt = 1
+    vpp: PositiveInt = 1
+    nodes: PositiveInt = Field(description="nodes the job asks for")
+    precision: Literal["bf16", "fp8"] = "bf16"
+    activation_recompute: bool = False
+    tokens_target: PositiveFloat | None = Field(None, description="stop after this many tokens; None = run to the end")
+    checkpoint_interval_s: PositiveFloat | Literal["auto"] = Field(
+        3600.0, description="fixed interval [s] or 'auto' (Daly optimum from the current MTBF)")
+    checkpoint_bytes: PositiveFloat | None = Field(
+        None, description="checkpoint size [B]; None = 14 B per parameter (bf16 weights + fp32 Adam state)")
+    restart_s: NonNegFloat = Field(600.0, description="job relaunch time after an interruption, before the reload [s]")
+    priority: int = 0
+    submit: dt.date | None = Field(None, description="submission date; None = simulation start")
+    elastic: bool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
+
+
+class Storage(Model):
+    kind: Literal["storage_scale", "nfs"] = "storage_scale"
+    units: PositiveInt = 2
+    write_gb_s_per_unit: PositiveFloat = Field(155.0, description="Storage Scale System 6000 write [GB/s]")
+    read_gb_s_per_unit: PositiveFloat = Field(310.0, description="Storage Scale System 6000 read [GB/s]")
+
+
+class Workload(Model):
+    jobs: list[Job] = Field(min_length=1)
+    storage: Storage = Storage()
+
+
+# --------------------------------------------------------------------------- failures, ramp
+class Failures(Model):
+    enabled: bool = True
+    rate_scale: NonNegFloat = Field(1.0, description="multiplier on the catalog failure rates")
+    detection_s: NonNegFloat = Field(120.0, description="mean delay of health checks to detect a fault [s]")
+    technicians: PositiveInt = Field(4, description="repair crew size")
+    spares: NonNegFloat = Field(16, description="spare parts in stock (node-level FRUs)")
+    restock_days: PositiveFloat = Field(7.0, description="spare restock lead time [days]")
+    burn_in_weibull_shape: Annotated[float, Field(gt=0, le=1)] = 0.6
+    burn_in_infant_factor: NonNegFloat = Field(
+        3.0, description="hazard multiplier at delivery, decaying with the Weibull shape during burn-in")
+    activation_energy_ev: PositiveFloat = Field(0.7, description="Arrhenius activation energy [eV]")
+
+
+class Wave(Model):
+    date: dt.date
+    racks: PositiveInt
+    note: str = ""
+
+
+class Ramp(Model):
+    waves: list[Wave] = Field(min_length=1)
+    burn_in_days: NonNegFloat = 3.0
+
+
+class Scenario(Model):
+    name: str
+    description: str = ""
+    simulation: Simulation
+    site: Site
+    hardware: Hardware
+    fabric: Fabric
+    workload: Workload
+    failures: Failures = Failures()
+    ramp: Ramp
