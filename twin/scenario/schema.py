@@ -139,13 +139,31 @@ class Power(Model):
     generator_start_s: NonNegFloat = Field(15.0, description="generator start and transfer [s]")
     power_cap_policy: bool = Field(
         False, description="admit racks at the hardware.gpu_power_cap_w worst case instead of at TDP")
+    oversubscription: Annotated[float, Field(ge=1, le=3)] = Field(
+        1.0, description="admit racks until worst-case draw reaches this multiple of the limits "
+                         "(power oversubscription; > 1 risks breaker trips)")
+    breaker_reset_s: PositiveFloat = Field(3600.0, description="time to reset a tripped RPP breaker [s]")
     grid: Grid = Grid()
     cooling: CoolingPlant = CoolingPlant()
+
+
+class CoolingEvent(Model):
+    time: dt.datetime
+    hall: int = Field(0, ge=0, description="index of the hall")
+    unit: str = Field(description="name of the cooling unit that trips")
+    duration_s: PositiveFloat
+
+
+class CoolingFaults(Model):
+    unit_failure_rate_per_year: NonNegFloat = Field(0.0, description="trips per cooling unit [1/yr]")
+    repair_h: PositiveFloat = Field(8.0, description="mean time to restore a cooling unit [h]")
+    events: list[CoolingEvent] = []
 
 
 class Site(Model):
     halls: list[Hall] = Field(min_length=1)
     power: Power
+    cooling_faults: CoolingFaults = CoolingFaults()
 
 
 # --------------------------------------------------------------------------- hardware

@@ -1,0 +1,127 @@
+"""The static plant a scenario describes, as arrays: racks, nodes, RPPs, halls, fabric.
+
+Built once per run (or per layout change); the engine's processes read it. Geometry of
+the rows is expanded here so that every sub-model receives plain arrays.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from twin.catalog import NodeModel, SwitchModel, load_catalog
+from twin.scenario.schema import Hall, Scenario
+
+_DIRECTIONS = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}
+
+
+def seconds_since(start: dt.date, when: dt.date | dt.datetime) -> float:
+    """Simulation time [s] of a date or datetime, counted from ``start`` 00:00."""
+    origin = dt.datetime.combine(start, dt.time())
+    if isinstance(when, dt.datetime):
+        when = when.replace(tzinfo=None)
+    else:
+        when = dt.datetime.combine(when, dt.time())
+    return (when - origin).total_seconds()
+
+
+def rack_positions(hall: Hall) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Centres (R,2) [m], intake directions (R,2), enclosure flags (R,) and names of a hall's racks."""
+    xy, intake, enclosed, names = [], [], [], []
+    for row in hall.rows:
+        step = np.array([row.pitch_m, 0.0] if row.along == "x" else [0.0, row.pitch_m])
+        for i in range(row.racks):
+            xy.append(np.array([row.x_m, row.y_m]) + i * step)
+            intake.append(_DIRECTIONS[row.intake])
+            enclosed.append(row.enclosure)
+            names.append(f"{row.name}-{i + 1:02d}")
+    return np.array(xy, float), np.array(intake, float), np.array(enclosed, bool), names
+
+
+@dataclass
+class Plant:
+    """Arrays describing what is built, indexed by rack ``r``, node ``n``, RPP ``p``, hall ``h``."""
+
+    scenario: Scenario
+    node: NodeModel
+    switch: SwitchModel
+    rack_names: list[str]
+    rack_hall: np.ndarray          # (R,) int
+    rack_xy_m: np.ndarray          # (R,2)
+    rack_intake: np.ndarray        # (R,2) unit vectors
+    rack_enclosed: np.ndarray      # (R,) bool
+    rack_rpp: np.ndarray           # (R,) int
+    rack_delivery_s: np.ndarray    # (R,) delivery time, inf if never delivered
+    node_rack: np.ndarray          # (N,) int
+    node_su: np.ndarray            # (N,) int
+    rpp_limit_w: np.ndarray        # (P,) continuous breaker limit [W]
+    rpp_rating_w: np.ndarray       # (P,) breaker rating (trip reference) [W]
+    plan_s: np.ndarray             # (S,) stage times [s]
+    plan_it_w: np.ndarray          # (S,) available IT power [W]
+    fabric: nx.Graph | None = field(default=None, repr=False)
+
+    @property
+    def n_racks(self) -> int:
+        return len(self.rack_names)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_rack)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.node.gpu_count
+
+
+def build_plant(s: Scenario) -> Plant:
+    """Expand a scenario into the plant arrays (no simulation state)."""
+    from twin.power import breaker_continuous_limit_w
+
+    catalog = load_catalog()
+    node = catalog.nodes[s.hardware.node_model]
+    switch = catalog.switches[s.fabric.switch_model]
+    xy, intake, enclosed, names, hall_idx = [], [], [], [], []
+    for h, hall in enumerate(s.site.halls):
+        a, b, c, d = rack_positions(hall)
+        xy.append(a)
+        intake.append(b)
+        enclosed.append(c)
+        names.extend(f"{hall.name}/{n}" if len(s.site.halls) > 1 else n for n in d)
+        hall_idx.append(np.full(len(a), h))
+    rack_xy = np.concatenate(xy)
+    n_racks = len(rack_xy)
+    p = s.site.power
+    rack_rpp = np.arange(n_racks) // p.rpp.racks_per_rpp
+    limit = breaker_continuous_limit_w(p.rpp.breaker_a, p.rpp.voltage_v, p.rpp.phases,
+                                       p.rpp.rated_100pct, p.rpp.power_factor)
+    rating = breaker_continuous_limit_w(p.rpp.breaker_a, p.rpp.voltage_v, p.rpp.phases,
+                                        True, p.rpp.power_factor)
+    rpp_limit = np.full(p.rpp.count, float(limit))
+    rpp_rating = np.full(p.rpp.count, float(rating))
+
+    delivery = np.full(n_racks, np.inf)
+    k = 0
+    for wave in s.ramp.waves:
+        delivery[k:k + wave.racks] = seconds_since(s.simulation.start, wave.date)
+        k += wave.racks
+    npr = s.hardware.nodes_per_rack
+    node_rack = np.repeat(np.arange(n_racks), npr)
+    node_su = np.arange(len(node_rack)) // s.fabric.su_nodes
+    plan_s = np.array([seconds_since(s.simulation.start, st.date) for st in p.plan])
+    plan_w = np.array([st.it_power_kw * 1e3 for st in p.plan])
+    return Plant(
+        scenario=s, node=node, switch=switch, rack_names=names,
+        rack_hall=np.concatenate(hall_idx), rack_xy_m=rack_xy, rack_intake=np.concatenate(intake),
+        rack_enclosed=np.concatenate(enclosed), rack_rpp=rack_rpp, rack_delivery_s=delivery,
+        node_rack=node_rack, node_su=node_su, rpp_limit_w=rpp_limit, rpp_rating_w=rpp_rating,
+        plan_s=plan_s, plan_it_w=plan_w,
+    )
+
+
+def available_it_w(plant: Plant, t_s: float) -> float:
+    """IT power the staged plan allows at time ``t_s`` [W] (0 before the first stage)."""
+    k = np.searchsorted(plant.plan_s, t_s, side="right") - 1
+    return float(plant.plan_it_w[k]) if k >= 0 else 0.0
