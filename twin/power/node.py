@@ -1,0 +1,460 @@
+"""Node power: GPU phase and cap -> DC load -> fans -> PSU loss -> AC power at the wall.
+
+All functions are pure and vectorised over nodes. Powers in watts, temperatures in
+degrees Celsius, ratios as fractions.
+
+Model (per node)::
+
+    P_gpu  = gpu_count * min(P_idle + u(phase) * (P_tdp - P_idle) * f**ALPHA, cap)
+    P_host = P_host_idle + h(phase) * (P_host_active - P_host_idle)
+    s_fan  = clip((P_gpu + P_host) / Q_design * (T_ctl - T_in,max) / (T_ctl - T_in), s_min, 1)
+    Q_design = gpu_count * P_tdp + P_host_active
+    P_fan  = P_fan_max * s_fan**3                      (fan affinity law)
+    P_dc   = P_gpu + P_host + P_fan
+    P_ac   = min(P_dc / eta_psu(P_dc / C_psu), P_node_max)
+
+``u`` is the phase's share of the GPU's dynamic power range, ``h`` the host's (CPU,
+memory, NICs, NVMe, NVSwitch baseboard) activity, ``f`` the GPU clock fraction (power
+brake), ``C_psu`` the output capacity of the working, load-sharing PSUs.
+
+Calibration (see tests/power/test_node.py): an 8x H100 SXM XE9680-class node at a 25 C
+inlet draws about 8.0 kW in TRAINING and 8.4 kW in BURN_IN (full load), matching the
+7.8-8.6 kW band of issue 3 and the 8.4 kW measured peak of Latif et al., IEEE Access 13
+(2025) (calibration.yaml: power.measured_8x_h100_node_peak_w), below the 10.2 kW rated
+maximum of the DGX H100 (power.dgx_h100_max_w).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from twin.phases import Phase
+
+__all__ = [
+    "GPU_DVFS_POWER_EXPONENT",
+    "PHASE_GPU_LOAD_FRACTION",
+    "PHASE_HOST_LOAD_FRACTION",
+    "PHASE_POWER_ORDER",
+    "PSU_TITANIUM_LOAD_FRACTION",
+    "PSU_TITANIUM_EFFICIENCY",
+    "psu_efficiency",
+    "node_fan_speed_fraction",
+    "node_fan_power_w",
+    "node_airflow_m3_s",
+    "node_dc_power_w",
+    "node_power_w",
+    "node_worst_case_w",
+    "gpu_power_w",
+    "gpu_clock_fraction_at_power",
+    "gpu_power_cap_for_node_budget_w",
+    "parse_psu_redundancy",
+    "gpu_power_brake_clock_fraction",
+    "psu_capacity_w",
+]
+
+# --- phase tables -----------------------------------------------------------------
+
+_N_PHASES = max(int(p) for p in Phase) + 1
+
+#: Share of the GPU dynamic power range (idle -> cap) drawn in each phase [fraction].
+#: TRAINING 0.93: dense LLM training keeps H100 SXM GPUs near their 700 W TDP (the 8.4 kW
+#: measured node peak of Latif et al. 2025 leaves ~5.6 kW for eight GPUs); exposed
+#: COMMUNICATION runs NCCL kernels on a few SMs with HBM and NVLink busy (~40 % of the
+#: range); CHECKPOINT and RESTART leave the GPUs mostly idle while the host writes/reads
+#: storage; BURN_IN is a full-load acceptance test (e.g. HPL/stress) at the cap.
+PHASE_GPU_LOAD_FRACTION = np.zeros(_N_PHASES)
+PHASE_GPU_LOAD_FRACTION[Phase.OFF] = 0.0
+PHASE_GPU_LOAD_FRACTION[Phase.IDLE] = 0.0
+PHASE_GPU_LOAD_FRACTION[Phase.TRAINING] = 0.95
+PHASE_GPU_LOAD_FRACTION[Phase.COMMUNICATION] = 0.40
+PHASE_GPU_LOAD_FRACTION[Phase.CHECKPOINT] = 0.10
+PHASE_GPU_LOAD_FRACTION[Phase.RESTART] = 0.15
+PHASE_GPU_LOAD_FRACTION[Phase.BURN_IN] = 1.0
+
+#: Host activity (CPU, memory, NICs, NVMe, NVSwitch baseboard) between host idle (0) and
+#: host active (1) per phase [fraction]. Every job phase keeps the CPUs, NICs and storage
+#: path busy (data loading, NCCL proxy threads, checkpoint I/O) at about the same level;
+#: BURN_IN stresses the whole node.
+PHASE_HOST_LOAD_FRACTION = np.zeros(_N_PHASES)
+PHASE_HOST_LOAD_FRACTION[Phase.OFF] = 0.0
+PHASE_HOST_LOAD_FRACTION[Phase.IDLE] = 0.0
+PHASE_HOST_LOAD_FRACTION[Phase.TRAINING] = 0.8
+PHASE_HOST_LOAD_FRACTION[Phase.COMMUNICATION] = 0.8
+PHASE_HOST_LOAD_FRACTION[Phase.CHECKPOINT] = 0.8
+PHASE_HOST_LOAD_FRACTION[Phase.RESTART] = 0.8
+PHASE_HOST_LOAD_FRACTION[Phase.BURN_IN] = 1.0
+
+#: 1 where the node is powered, 0 for OFF.
+_PHASE_POWERED = np.ones(_N_PHASES)
+_PHASE_POWERED[Phase.OFF] = 0.0
+
+#: Phases ordered by node power (non-decreasing) for the same cap, inlet and hardware.
+PHASE_POWER_ORDER = (
+    Phase.OFF,
+    Phase.IDLE,
+    Phase.CHECKPOINT,
+    Phase.RESTART,
+    Phase.COMMUNICATION,
+    Phase.TRAINING,
+    Phase.BURN_IN,
+)
+
+#: Dynamic power of a GPU versus clock under voltage-frequency scaling, P_dyn ~ C V^2 f
+#: with V roughly proportional to f in the DVFS range, so P_dyn ~ f**3 (CMOS dynamic
+#: power; e.g. Weste & Harris, CMOS VLSI Design, 4th ed., sec. 5.1).
+GPU_DVFS_POWER_EXPONENT = 3.0
+
+# --- PSU --------------------------------------------------------------------------
+
+#: 80 PLUS Titanium, 230 V internal redundant: minimum efficiency at 10/20/50/100 % load
+#: (calibration.yaml: power.psu_80plus_titanium_230v_internal_redundant).
+PSU_TITANIUM_LOAD_FRACTION = np.array([0.10, 0.20, 0.50, 1.00])
+PSU_TITANIUM_EFFICIENCY = np.array([0.90, 0.94, 0.96, 0.91])
+
+
+def psu_efficiency(
+    load_fraction,
+    *,
+    curve_load_fraction=PSU_TITANIUM_LOAD_FRACTION,
+    curve_efficiency=PSU_TITANIUM_EFFICIENCY,
+) -> np.ndarray:
+    """PSU efficiency [fraction] at a load fraction of its rated output [fraction].
+
+    Piecewise-linear interpolation of the 80 PLUS Titanium 230 V internal-redundant
+    points (10 %: 0.90, 20 %: 0.94, 50 %: 0.96, 100 %: 0.91; calibration.yaml). Below the
+    first point the loss is held at its value there (a fixed no-load loss
+    ``L0 = x0 (1/eta0 - 1)``), so ``eta = x / (x + L0)`` falls to 0 at no load, as a real
+    supply does. Above 100 % the 100 % efficiency is kept (overload is the breaker's and
+    the redundancy check's business, not this curve's).
+    """
+    x = np.asarray(load_fraction, dtype=float)
+    xs = np.asarray(curve_load_fraction, dtype=float)
+    es = np.asarray(curve_efficiency, dtype=float)
+    eta = np.interp(x, xs, es)
+    loss0 = xs[0] * (1.0 / es[0] - 1.0)
+    xc = np.maximum(x, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(xc > 0.0, xc / (xc + loss0), 0.0)
+    return np.where(x < xs[0], low, eta)
+
+
+def psu_capacity_w(psu_count, psu_rating_w, psus_failed=0) -> np.ndarray:
+    """Output capacity of the working, load-sharing PSUs of a node [W].
+
+    ``(psu_count - psus_failed) * psu_rating_w``, never below zero.
+    """
+    working = np.maximum(np.asarray(psu_count) - np.asarray(psus_failed), 0)
+    return working * np.asarray(psu_rating_w, dtype=float)
+
+
+# --- fans -------------------------------------------------------------------------
+
+#: Highest inlet temperature at which the node's fans reach full speed at its maximum
+#: heat [C]: ASHRAE A2 allowable upper limit (calibration.yaml: thermal.ashrae_tc99_2021_inlet_c).
+FAN_DESIGN_INLET_C = 35.0
+#: Effective control temperature of the fan loop [C]: the airflow needed to hold the
+#: components at their targets scales with 1/(T_ctl - T_inlet). 68 C makes the fan speed
+#: at a 25 C inlet 77 % of that at 35 C, so an XE9680-class node at full load runs its
+#: fans at about three quarters speed in a 25 C room (calibrated with the 8.4 kW peak).
+FAN_CONTROL_TEMP_C = 68.0
+#: Minimum fan speed of a powered node [fraction of full speed].
+FAN_MIN_SPEED_FRACTION = 0.3
+
+
+def node_fan_speed_fraction(
+    heat_w,
+    inlet_temp_c,
+    *,
+    design_heat_w,
+    fan_min_speed_fraction=FAN_MIN_SPEED_FRACTION,
+    fan_control_temp_c=FAN_CONTROL_TEMP_C,
+    fan_design_inlet_c=FAN_DESIGN_INLET_C,
+) -> np.ndarray:
+    """Fan speed [fraction of full] needed to remove ``heat_w`` [W] at ``inlet_temp_c`` [C].
+
+    Energy balance Q = rho cp V dT with the allowed air temperature rise shrinking as the
+    inlet warms: ``V / V_max = (Q / Q_max) (T_ctl - T_design) / (T_ctl - T_in)``, clipped to
+    [s_min, 1]. Full speed at the design heat ``Q_max = design_heat_w`` (all GPUs at TDP,
+    host fully active) and ``T_in = fan_design_inlet_c``: fans are sized to cool the
+    full configuration at the hottest allowed inlet.
+    Above ``fan_control_temp_c`` the fans are at full speed (the node is over-temperature).
+    """
+    q = np.asarray(heat_w, dtype=float)
+    t_in = np.asarray(inlet_temp_c, dtype=float)
+    margin = np.maximum(fan_control_temp_c - t_in, 1e-6)
+    speed = (q / design_heat_w) * (fan_control_temp_c - fan_design_inlet_c) / margin
+    return np.clip(speed, fan_min_speed_fraction, 1.0)
+
+
+def node_fan_power_w(fan_speed_fraction, *, fan_max_w) -> np.ndarray:
+    """Fan power [W] at a speed fraction: affinity law ``P = P_max s**3``.
+
+    (Fan laws, e.g. ASHRAE Handbook - HVAC Systems and Equipment, ch. 21.)
+    """
+    s = np.asarray(fan_speed_fraction, dtype=float)
+    return fan_max_w * s**3
+
+
+def node_airflow_m3_s(fan_speed_fraction, *, airflow_max_m3_s) -> np.ndarray:
+    """Node airflow [m^3/s] at a fan speed fraction: affinity law ``V = V_max s``.
+
+    Reference full airflow of an 8-GPU H100 node: DGX H100 1,105 CFM = 0.52 m^3/s (NVIDIA
+    DGX H100 user guide). A node that is OFF moves no air (pass speed 0).
+    """
+    return airflow_max_m3_s * np.asarray(fan_speed_fraction, dtype=float)
+
+
+# --- GPU --------------------------------------------------------------------------
+
+
+def gpu_power_w(
+    phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w, clock_fraction=1.0
+) -> np.ndarray:
+    """Power of one GPU [W] in ``phase`` (Phase codes) under a power cap [W].
+
+    ``P = min(P_idle + u(phase) (P_tdp - P_idle) f**ALPHA, cap)`` with the cap clipped to
+    [P_idle, P_tdp] and ALPHA = GPU_DVFS_POWER_EXPONENT; 0 when OFF.
+    """
+    ph = np.asarray(phase, dtype=np.intp)
+    u = PHASE_GPU_LOAD_FRACTION[ph]
+    f = np.clip(np.asarray(clock_fraction, dtype=float), 0.0, 1.0)
+    cap = np.clip(np.asarray(gpu_power_cap_w, dtype=float), gpu_idle_w, gpu_tdp_w)
+    demand = gpu_idle_w + u * (gpu_tdp_w - gpu_idle_w) * f**GPU_DVFS_POWER_EXPONENT
+    return np.minimum(demand, cap) * _PHASE_POWERED[ph]
+
+
+def gpu_clock_fraction_at_power(
+    gpu_power_w_, *, gpu_tdp_w, gpu_idle_w, load_fraction=PHASE_GPU_LOAD_FRACTION[Phase.TRAINING]
+) -> np.ndarray:
+    """Clock fraction [fraction] a GPU runs at when held to ``gpu_power_w_`` [W].
+
+    Inverse of the DVFS law used by :func:`gpu_power_w`:
+    ``f = ((P - P_idle) / (u (P_tdp - P_idle)))**(1/ALPHA)``, clipped to [0, 1]. For a
+    compute-bound phase the step rate scales with ``f``; the compute model decides how
+    much of a step is compute-bound. H100 SXM in training (u=0.93): a 500 W cap gives
+    f = 0.89, 400 W gives 0.80.
+    """
+    p = np.asarray(gpu_power_w_, dtype=float)
+    dyn_full = load_fraction * (gpu_tdp_w - gpu_idle_w)
+    ratio = np.clip((p - gpu_idle_w) / dyn_full, 0.0, 1.0)
+    return ratio ** (1.0 / GPU_DVFS_POWER_EXPONENT)
+
+
+# --- node -------------------------------------------------------------------------
+
+
+def node_dc_power_w(
+    phase,
+    gpu_power_cap_w,
+    inlet_temp_c,
+    *,
+    gpu_count,
+    gpu_tdp_w,
+    gpu_idle_w,
+    host_idle_w,
+    host_active_w,
+    fan_max_w,
+    node_max_w,
+    clock_fraction=1.0,
+    fan_min_speed_fraction=FAN_MIN_SPEED_FRACTION,
+    fan_control_temp_c=FAN_CONTROL_TEMP_C,
+    fan_design_inlet_c=FAN_DESIGN_INLET_C,
+):
+    """DC power of a node by part [W]: returns ``(gpu_w, host_w, fan_w)`` arrays.
+
+    See the module docstring for the equations. OFF nodes draw nothing.
+    """
+    ph = np.asarray(phase, dtype=np.intp)
+    on = _PHASE_POWERED[ph]
+    gpu = gpu_count * gpu_power_w(
+        ph, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
+        clock_fraction=clock_fraction,
+    )
+    host = (host_idle_w + PHASE_HOST_LOAD_FRACTION[ph] * (host_active_w - host_idle_w)) * on
+    speed = node_fan_speed_fraction(
+        gpu + host, inlet_temp_c, design_heat_w=gpu_count * gpu_tdp_w + host_active_w,
+        fan_min_speed_fraction=fan_min_speed_fraction,
+        fan_control_temp_c=fan_control_temp_c, fan_design_inlet_c=fan_design_inlet_c,
+    )
+    fan = node_fan_power_w(speed, fan_max_w=fan_max_w) * on
+    return gpu, host, fan
+
+
+def node_power_w(
+    phase,
+    gpu_power_cap_w,
+    inlet_temp_c,
+    *,
+    gpu_count,
+    gpu_tdp_w,
+    gpu_idle_w,
+    host_idle_w,
+    host_active_w,
+    fan_max_w,
+    node_max_w,
+    clock_fraction=1.0,
+    psu_capacity_w=None,
+    fan_min_speed_fraction=FAN_MIN_SPEED_FRACTION,
+    fan_control_temp_c=FAN_CONTROL_TEMP_C,
+    fan_design_inlet_c=FAN_DESIGN_INLET_C,
+) -> np.ndarray:
+    """AC input power of each node at the wall [W], PSU losses included.
+
+    Parameters
+    ----------
+    phase : (N,) int
+        :class:`twin.phases.Phase` codes.
+    gpu_power_cap_w : float or (N,)
+        Per-GPU power cap [W] (clipped to [gpu_idle_w, gpu_tdp_w]).
+    inlet_temp_c : float or (N,)
+        Node inlet air temperature [C]; sets the fan speed.
+    gpu_count, gpu_tdp_w, gpu_idle_w : GPUs per node, per-GPU TDP and idle power [W].
+    host_idle_w, host_active_w : everything but GPUs and fans (CPUs, memory, NICs, NVMe,
+        NVSwitch baseboard, BMC), idle and fully active [W, DC].
+    fan_max_w : all fans at full speed [W, DC].
+    node_max_w : the node's maximum AC input [W] (PSU/power-budget limit); the result
+        never exceeds it (the node's power manager throttles the GPUs to hold it).
+    clock_fraction : float or (N,)
+        GPU clock fraction (1 normally, lower under the PSU power brake).
+    psu_capacity_w : float or (N,), optional
+        Output capacity of the working load-sharing PSUs [W], e.g. 6 x 2800 W; sets the
+        PSU load fraction and so its efficiency. Default ``node_max_w``.
+
+    Returns
+    -------
+    (N,) float: ``min(P_dc / eta_psu(P_dc / C_psu), node_max_w)`` [W]; 0 for OFF nodes.
+    Heat released into the hall equals this power.
+    """
+    gpu, host, fan = node_dc_power_w(
+        phase, gpu_power_cap_w, inlet_temp_c, gpu_count=gpu_count, gpu_tdp_w=gpu_tdp_w,
+        gpu_idle_w=gpu_idle_w, host_idle_w=host_idle_w, host_active_w=host_active_w,
+        fan_max_w=fan_max_w, node_max_w=node_max_w, clock_fraction=clock_fraction,
+        fan_min_speed_fraction=fan_min_speed_fraction,
+        fan_control_temp_c=fan_control_temp_c, fan_design_inlet_c=fan_design_inlet_c,
+    )
+    dc = gpu + host + fan
+    cap_psu = node_max_w if psu_capacity_w is None else np.asarray(psu_capacity_w, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eta = psu_efficiency(dc / cap_psu)
+        ac = np.where(dc > 0.0, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
+    return np.minimum(ac, node_max_w)
+
+
+def node_worst_case_w(
+    gpu_power_cap_w,
+    *,
+    gpu_count,
+    gpu_tdp_w,
+    gpu_idle_w,
+    host_idle_w,
+    host_active_w,
+    fan_max_w,
+    node_max_w,
+    inlet_temp_c=FAN_DESIGN_INLET_C,
+    psu_capacity_w=None,
+    **fan_kw,
+) -> float | np.ndarray:
+    """Worst-case AC draw of a node [W] for admission checks.
+
+    Full load (``Phase.BURN_IN``) at the per-GPU cap ``gpu_power_cap_w`` [W] and the
+    hottest allowed inlet ``inlet_temp_c`` [C] (default 35 C, ASHRAE A2 upper allowable),
+    never above ``node_max_w``. Scalar in, scalar out.
+    """
+    cap = np.asarray(gpu_power_cap_w, dtype=float)
+    out = node_power_w(
+        np.full(cap.shape, int(Phase.BURN_IN)), cap, inlet_temp_c, gpu_count=gpu_count,
+        gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w, host_idle_w=host_idle_w,
+        host_active_w=host_active_w, fan_max_w=fan_max_w, node_max_w=node_max_w,
+        psu_capacity_w=psu_capacity_w, **fan_kw,
+    )
+    return float(out) if out.ndim == 0 else out
+
+
+def gpu_power_cap_for_node_budget_w(
+    node_budget_w,
+    *,
+    gpu_count,
+    gpu_tdp_w,
+    gpu_idle_w,
+    host_idle_w,
+    host_active_w,
+    fan_max_w,
+    node_max_w,
+    gpu_cap_min_w=None,
+    inlet_temp_c=FAN_DESIGN_INLET_C,
+    psu_capacity_w=None,
+    iterations=40,
+) -> np.ndarray:
+    """Highest per-GPU cap [W] whose worst-case node draw fits ``node_budget_w`` [W].
+
+    Bisection on the monotone :func:`node_worst_case_w` (vectorised over budgets). Result
+    in [gpu_cap_min_w, gpu_tdp_w]; NaN where even the minimum cap does not fit. Default
+    minimum cap is the GPU idle power (H100 SXM's configurable floor is 200 W; pass it).
+    """
+    budget = np.asarray(node_budget_w, dtype=float)
+    lo_cap = gpu_idle_w if gpu_cap_min_w is None else gpu_cap_min_w
+    kw = dict(
+        gpu_count=gpu_count, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
+        host_idle_w=host_idle_w, host_active_w=host_active_w, fan_max_w=fan_max_w,
+        node_max_w=node_max_w, inlet_temp_c=inlet_temp_c, psu_capacity_w=psu_capacity_w,
+    )
+    lo = np.full(budget.shape, float(lo_cap))
+    hi = np.full(budget.shape, float(gpu_tdp_w))
+    fits_hi = node_worst_case_w(hi, **kw) <= budget
+    fits_lo = node_worst_case_w(lo, **kw) <= budget
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        ok = node_worst_case_w(mid, **kw) <= budget
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    out = np.where(fits_hi, float(gpu_tdp_w), lo)
+    return np.where(fits_lo, out, np.nan)
+
+
+# --- PSU redundancy and the GPU power brake ---------------------------------------
+
+_RED_RE = re.compile(r"^\s*(\d+)\s*\+\s*(\d+)\s*$")
+
+
+def parse_psu_redundancy(redundancy: str) -> tuple[int, int]:
+    """``"5+1"`` -> (5, 1): PSUs needed (N) and redundant (M). Accepts ``"3+3 FTR"``."""
+    m = _RED_RE.match(redundancy.replace("FTR", "").replace("ftr", ""))
+    if not m:
+        raise ValueError(f"PSU redundancy must look like 'N+M', got {redundancy!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+#: Clock fraction under the HGX power brake [fraction]. The XE9680 asserts the GPU
+#: baseboard's power-brake signal, which drops the GPUs to a low-power state; the exact
+#: clock is not published. 0.5 is an assumption (gives ~1/8 of the dynamic power by the
+#: f**3 law), override per catalog entry.
+POWER_BRAKE_CLOCK_FRACTION = 0.5
+
+
+def gpu_power_brake_clock_fraction(
+    psus_failed,
+    psu_count: int,
+    redundancy: str,
+    *,
+    brake_clock_fraction: float = POWER_BRAKE_CLOCK_FRACTION,
+) -> np.ndarray:
+    """GPU clock fraction [fraction] of a node with ``psus_failed`` failed PSUs.
+
+    XE9680 (6 x 2800 W; Dell PowerEdge XE9680 technical guide, via the reference
+    README): in 5+1 the node runs at full clocks while one PSU is out (redundancy lost,
+    capacity kept) and brakes when a second fails (fewer than N=5 left); in 3+3
+    fault-tolerant redundancy (two grids of three) the brake engages with 2 or more PSUs
+    failed. General rule: brake when the failures exceed the tolerated count, where the
+    tolerated count is M for N+M with M < N and 1 for grid-redundant N+N (FTR) sets.
+    Returns 1.0 (no brake), ``brake_clock_fraction``, or 0.0 when no PSU is left (the
+    node is off).
+    """
+    n, m = parse_psu_redundancy(redundancy)
+    if n + m != psu_count:
+        raise ValueError(f"redundancy {redundancy!r} does not add up to {psu_count} PSUs")
+    tolerated = 1 if (m >= n and m > 0) else m
+    failed = np.asarray(psus_failed)
+    out = np.where(failed > tolerated, brake_clock_fraction, 1.0)
+    return np.where(failed >= psu_count, 0.0, out)
