@@ -1,0 +1,26 @@
+"""Fabric topologies (networkx), ECMP routing, link loads and achievable bandwidth."""
+
+from twin.fabric.routing import (
+    PATTERNS,
+    bottleneck_bandwidth_gbps,
+    bottleneck_fraction,
+    ecmp_path_count,
+    link_loads_gbps,
+    placement_hops,
+    shared_bandwidths_gbps,
+)
+from twin.fabric.topology import KINDS, FabricLayout, build_fabric, fabric_counts
+
+__all__ = [
+    "KINDS",
+    "PATTERNS",
+    "FabricLayout",
+    "bottleneck_bandwidth_gbps",
+    "bottleneck_fraction",
+    "build_fabric",
+    "ecmp_path_count",
+    "fabric_counts",
+    "link_loads_gbps",
+    "placement_hops",
+    "shared_bandwidths_gbps",
+]
