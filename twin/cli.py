@@ -1,0 +1,165 @@
+"""The ``twin`` command: run, validate, schema, estimate, render, sweep, report.
+
+Bad scenarios exit with code 2 and one line per problem (file, dotted path, value, what
+was expected), never a traceback, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+
+from twin.errors import ScenarioError
+
+EXIT_BAD_INPUT = 2
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr; silent unless stderr is a terminal, and only
+    shown once a run has taken more than ``delay_s``."""
+
+    def __init__(self, label: str, stream=None, delay_s: float = 2.0, force: bool = False):
+        self.stream = stream or sys.stderr
+        self.enabled = force or (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self.label = label
+        self.t0 = time.monotonic()
+        self.delay_s = delay_s
+        self.shown = False
+
+    def __call__(self, fraction: float) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.t0
+        if elapsed < self.delay_s and fraction < 1.0:
+            return
+        width = 30
+        done = int(round(width * fraction))
+        eta = elapsed * (1 - fraction) / fraction if fraction > 0 else float("nan")
+        self.stream.write(f"\r{self.label} [{'#' * done}{'.' * (width - done)}] {fraction:5.1%} "
+                          f"elapsed {elapsed:5.1f} s, left {eta:5.1f} s")
+        self.stream.flush()
+        self.shown = True
+        if fraction >= 1.0:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _report_problems(err: ScenarioError) -> int:
+    n = len(err.problems)
+    print(f"error: the scenario has {n} problem{'s' if n != 1 else ''}:", file=sys.stderr)
+    for p in err.problems:
+        print(f"  {p}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _load(args) -> object:
+    from twin.scenario.loader import load_scenario
+    overrides = list(args.set or [])
+    if getattr(args, "seed", None) is not None:
+        overrides.append(f"simulation.seed={args.seed}")
+    return load_scenario(args.scenario, overrides)
+
+
+def cmd_run(args) -> int:
+    import twin
+    try:
+        scenario = _load(args)
+    except ScenarioError as err:
+        return _report_problems(err)
+    out = args.out or f"runs/{scenario.name}"
+    bar = ProgressBar(f"twin run {scenario.name}")
+    t0 = time.perf_counter()
+    results = twin.simulate(scenario, progress=bar)
+    wall = time.perf_counter() - t0
+    results.save(out)
+    print(f"scenario {scenario.name}: {scenario.simulation.duration_days:g} days simulated in "
+          f"{wall:.2f} s; results in {out}/")
+    print(results.kpi_table())
+    return 0
+
+
+def cmd_validate(args) -> int:
+    try:
+        s = _load(args)
+    except ScenarioError as err:
+        return _report_problems(err)
+    from twin.catalog import node_model
+    racks = sum(r.racks for h in s.site.halls for r in h.rows)
+    delivered = sum(w.racks for w in s.ramp.waves)
+    gpus = delivered * s.hardware.nodes_per_rack * node_model(s.hardware.node_model).gpu_count
+    print(f"ok: {args.scenario}: scenario {s.name!r}, {racks} rack positions, {delivered} racks "
+          f"delivered ({gpus} GPUs), {len(s.workload.jobs)} jobs, {s.simulation.duration_days:g} days")
+    return 0
+
+
+def cmd_schema(args) -> int:
+    from twin.scenario.schema import Scenario
+    print(json.dumps(Scenario.model_json_schema(), indent=2))
+    return 0
+
+
+def _delegate(module: str, func: str) -> Callable[[list[str]], int]:
+    """Sub-commands whose parsers live with their module (estimate, render, sweep, report)."""
+    def run(argv: list[str]) -> int:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            print(f"error: this command needs an optional part that is not installed ({exc}); "
+                  f"install with `pip install -e .[viz,sweep]`", file=sys.stderr)
+            return 1
+        return int(getattr(mod, func)(argv) or 0)
+    return run
+
+
+DELEGATED = {
+    "estimate": ("twin.compute.cli", "run_estimate_cli", "step-time and collective estimates without a run"),
+    "render": ("twin.viz.cli", "run_render_cli", "draw the hall in 3D (pyvista) to PNG, GIF/MP4 or VTK"),
+    "sweep": ("twin.sweep", "run_sweep_cli", "parameter grid x seeds, locally or on Dask"),
+    "report": ("twin.report", "run_report_cli", "self-contained HTML report of a run or sweep"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="twin", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    def scenario_args(p):
+        p.add_argument("scenario", help="scenario YAML file")
+        p.add_argument("--set", action="append", metavar="dotted.path=value",
+                       help="override any field, e.g. --set site.power.ups.mode=double_conversion")
+
+    p = sub.add_parser("run", help="simulate a scenario; write results.nc, events.csv, kpis.json")
+    scenario_args(p)
+    p.add_argument("--out", help="output folder (default runs/<scenario name>)")
+    p.add_argument("--seed", type=int, help="override simulation.seed")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("validate", help="check a scenario; exit 2 with one line per problem")
+    scenario_args(p)
+    p.add_argument("--seed", type=int, help="override simulation.seed")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("schema", help="print the JSON Schema of a scenario")
+    p.set_defaults(func=cmd_schema)
+    for name, (_, _, help_text) in DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:
+        module, func, _ = DELEGATED[argv[0]]
+        return _delegate(module, func)(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

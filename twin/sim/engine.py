@@ -1,0 +1,839 @@
+"""The coupled discrete-event engine: one simpy Environment, processes for the ramp, failures
+and repairs, grid and cooling events, the scheduler, training jobs and the sampler.
+
+Continuous quantities (power, temperature, job progress) are never ticked: job progress is
+integrated in closed form between events (tokens = rate x time), and the sampler evaluates
+node -> rack -> RPP -> facility power and rack heat -> inlet temperature for all racks at
+once, vectorised, every ``simulation.sample_interval_s``.
+
+Feedback loops (DESIGN.md):
+  power plan and breaker limits gate which racks are powered (``_admit``); an overloaded
+  breaker trips its racks (``_check_breakers``);
+  a grid disturbance passes through a bypassed UPS and drops every powered node
+  (``_grid_process``), the UPS rides through it instead, paying its losses in the sampler;
+  rack heat raises inlet temperatures; hot GPUs lose clock (job steps slow down) and fail
+  more often (Arrhenius factor on the thermal failure classes);
+  failures shrink the healthy pool; the scheduler re-places jobs, maybe across more
+  scalable units, and the step time follows the fabric of the new placement;
+  a job's phase sets its nodes' power, so a synchronous job swings the facility load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from twin import compute, fabric, power, reliability, storage, thermal
+from twin.phases import Phase
+from twin.scenario.schema import Job, Scenario
+from twin.sim.plant import Plant, available_it_w, build_plant, seconds_since
+
+H = 3600.0
+DAY = 86400.0
+NODE_REBOOT_S = 600.0   # stateless xCAT boot of a node after a power loss (seed 000: "minutes")
+
+
+@dataclass
+class JobState:
+    """Mutable state of one training job inside the engine."""
+
+    spec: Job
+    index: int
+    params: float
+    checkpoint_bytes: float
+    status: str = "waiting"            # waiting|queued|starting|running|checkpointing|done
+    nodes: np.ndarray = field(default_factory=lambda: np.empty(0, int))
+    tokens: float = 0.0                # progress, including work not yet checkpointed
+    tokens_committed: float = 0.0      # progress safe in the last checkpoint
+    rate_tok_s: float = 0.0
+    t_last: float = 0.0
+    gpu_s_allocated: float = 0.0       # GPU-seconds the job held nodes
+    gpu_s_useful: float = 0.0          # GPU-seconds of running whose work survived
+    gpu_s_pending: float = 0.0         # GPU-seconds of running since the last checkpoint
+    gpu_s_lost: float = 0.0
+    checkpoint_s: float = 0.0          # wall time spent writing checkpoints
+    restart_s: float = 0.0             # wall time spent (re)starting
+    interruptions: int = 0
+    tokens_lost: float = 0.0
+    first_start_s: float = math.nan
+    end_s: float = math.nan
+    step: compute.StepEstimate | None = None
+    process: simpy.Process | None = None
+    placed: simpy.Event | None = None
+
+
+class Engine:
+    """Builds the plant from a scenario, wires the processes, runs, and hands back Results."""
+
+    def __init__(self, scenario: Scenario, progress: Callable[[float], None] | None = None):
+        self.s = scenario
+        self.plant: Plant = build_plant(scenario)
+        self.progress = progress
+        sim = scenario.simulation
+        self.horizon_s = sim.duration_days * DAY
+        self.dt_s = sim.sample_interval_s
+        self.n_samples = int(math.ceil(self.horizon_s / self.dt_s))
+        streams = np.random.SeedSequence(sim.seed).spawn(6)
+        self.rng_fail, self.rng_repair, self.rng_grid, self.rng_cool, self.rng_detect, self.rng_misc = (
+            np.random.default_rng(s) for s in streams)
+        self.env = simpy.Environment()
+        self.events: list[tuple[float, str, str, str]] = []
+        self._init_state()
+        self._init_power()
+        self._init_thermal()
+        self._init_fabric()
+        self._init_failures()
+        self._init_jobs()
+        self._init_recorder()
+
+    # ------------------------------------------------------------------ set-up
+    def _init_state(self) -> None:
+        p = self.plant
+        R, N = p.n_racks, p.n_nodes
+        self.rack_delivered = np.zeros(R, bool)
+        self.rack_powered = np.zeros(R, bool)
+        self.rack_tripped = np.zeros(R, bool)
+        self.rack_on_since = np.full(R, np.inf)
+        self.rack_ready = np.zeros(R, bool)           # burn-in passed
+        self.node_healthy = np.ones(N, bool)
+        self.node_grid_down = np.zeros(N, bool)
+        self.node_job = np.full(N, -1, int)
+        self.node_phase = np.zeros(N, np.int8)
+        self.node_clock = np.ones(N)                  # thermal clock fraction
+        self.node_accel = np.ones(N)                  # Arrhenius factor on thermal classes
+        self.su_degraded = np.zeros(int(p.node_su.max()) + 1, int)   # failed rails per SU
+        self.rack_inlet_c = np.zeros(R)
+        self.rack_heat_w = np.zeros(R)
+        self.next_sample_s = 0.0
+
+    def _init_power(self) -> None:
+        s, p, n = self.s, self.plant, self.plant.node
+        pw = s.site.power
+        self.node_kw = dict(gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w,
+                            host_idle_w=n.host_idle_w, host_active_w=n.host_active_w,
+                            fan_max_w=n.fan_max_w, node_max_w=n.node_max_w)
+        cap = s.hardware.gpu_power_cap_w or n.gpu_tdp_w
+        self.gpu_cap_w = float(cap)
+        admit_cap = cap if pw.power_cap_policy else n.gpu_tdp_w
+        self.rack_worst_w = (float(power.node_worst_case_w(admit_cap, **self.node_kw))
+                             * s.hardware.nodes_per_rack + s.hardware.network_power_per_rack_w)
+        self.feed_capacity_w = np.array([f.capacity_kw * 1e3 for f in pw.feeds])
+        self.tree = power.build_power_tree(
+            rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w, feed_capacity_w=self.feed_capacity_w,
+            ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3)
+        self.power_available_w = 0.0
+
+    def _init_thermal(self) -> None:
+        s, p = self.s, self.plant
+        self.rack_airflow_m3_s = np.full(p.n_racks, p.node.airflow_m3_s_at_max * s.hardware.nodes_per_rack)
+        self.halls = []
+        for h, hall in enumerate(s.site.halls):
+            idx = np.flatnonzero(p.rack_hall == h)
+            obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
+                         if hall.obstacles else None)
+            geom = thermal.HallGeometry(
+                width_m=hall.width_m, depth_m=hall.depth_m, height_m=hall.height_m,
+                rack_center_xy_m=p.rack_xy_m[idx], rack_intake_dir=p.rack_intake[idx],
+                rack_width_m=hall.rack_width_m, rack_depth_m=hall.rack_depth_m,
+                cooling_xy_m=np.array([[c.x_m, c.y_m] for c in hall.cooling_units], float),
+                cooling_airflow_m3_s=np.array([c.airflow_m3_s for c in hall.cooling_units], float),
+                cooling_supply_temp_c=np.array([c.supply_temp_c for c in hall.cooling_units], float),
+                cooling_capacity_w=np.array([c.capacity_kw * 1e3 for c in hall.cooling_units], float),
+                containment=hall.containment, rack_enclosed=p.rack_enclosed[idx],
+                obstacles_xyxy_m=obstacles, cell_m=hall.cell_m)
+            active = np.ones(len(hall.cooling_units), bool)
+            model = thermal.inlet_model(geom, self.rack_airflow_m3_s[idx], active)
+            self.halls.append({"idx": idx, "geom": geom, "active": active,
+                               "models": {tuple(active): model}, "model": model,
+                               "units": [c.name for c in hall.cooling_units]})
+            self.rack_inlet_c[idx] = model.base_inlet_c
+
+    def _init_fabric(self) -> None:
+        s, p = self.s, self.plant
+        f = s.fabric
+        self.graph = fabric.build_fabric(
+            f.kind, p.n_nodes, gpus_per_node=p.gpus_per_node, su_nodes=f.su_nodes, rails=f.rails,
+            link_gbps=f.link_gbps, switch_ports=f.switch_ports, oversubscription=f.oversubscription,
+            tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines)
+        p.fabric = self.graph
+        self._fabric_cache: dict = {}
+        self._step_cache: dict = {}
+
+    def _init_failures(self) -> None:
+        f = self.s.failures
+        self.classes = reliability.load_failure_classes()
+        self.class_thermal = np.array([c.thermal for c in self.classes], bool)
+        self.crew = simpy.Resource(self.env, capacity=f.technicians)
+        self.spares = simpy.Container(self.env, init=f.spares, capacity=max(f.spares, 1e9))
+
+    def _init_jobs(self) -> None:
+        self.jobs: list[JobState] = []
+        for j, spec in enumerate(self.s.workload.jobs):
+            m = spec.model
+            params = storage.model_params(m.layers, m.hidden, m.ffn_hidden, m.heads, m.kv_heads, m.vocab)
+            ck = spec.checkpoint_bytes or storage.checkpoint_bytes(params)
+            self.jobs.append(JobState(spec=spec, index=j, params=params, checkpoint_bytes=ck))
+        st = self.s.workload.storage
+        self.storage_write_gb_s, self.storage_read_gb_s = storage.storage_bandwidth_gb_s(
+            st.kind, st.units, st.write_gb_s_per_unit, st.read_gb_s_per_unit)
+        self.queue: list[JobState] = []
+        self.writers = 0
+
+    def _init_recorder(self) -> None:
+        T, R, P, F, J = (self.n_samples, self.plant.n_racks, len(self.plant.rpp_limit_w),
+                         len(self.feed_capacity_w), len(self.jobs))
+        z = np.zeros
+        self.rec = {
+            "rack_power_w": z((T, R), np.float32), "rack_inlet_c": z((T, R), np.float32),
+            "rack_gpu_temp_max_c": z((T, R), np.float32),
+            "rack_state": z((T, R), np.int8), "rpp_load_fraction": z((T, P), np.float32),
+            "feed_load_fraction": z((T, F), np.float32),
+            "facility_it_w": z(T), "facility_total_w": z(T), "ups_loss_w": z(T),
+            "distribution_loss_w": z(T), "cooling_w": z(T), "power_available_w": z(T),
+            "outdoor_temp_c": z(T), "gpus_installed": z(T, np.int32), "gpus_powered": z(T, np.int32),
+            "gpus_healthy": z(T, np.int32), "gpus_busy": z(T, np.int32),
+            "nodes_failed": z(T, np.int32), "throttle_fraction": z(T),
+            "job_tokens": z((T, J)), "job_tokens_per_s": z((T, J)), "job_gpus": z((T, J), np.int32),
+        }
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def log(self, kind: str, target: str, detail: str = "") -> None:
+        self.events.append((self.env.now, kind, target, detail))
+
+    def node_name(self, n: int) -> str:
+        return f"{self.plant.rack_names[self.plant.node_rack[n]]}/n{n % self.s.hardware.nodes_per_rack}"
+
+    def node_up(self) -> np.ndarray:
+        """Nodes that are powered, not dropped by the grid and healthy."""
+        p = self.plant
+        rack_on = self.rack_powered & ~self.rack_tripped
+        return rack_on[p.node_rack] & ~self.node_grid_down & self.node_healthy
+
+    def node_schedulable(self) -> np.ndarray:
+        return self.node_up() & self.rack_ready[self.plant.node_rack] & (self.node_job < 0)
+
+    # ------------------------------------------------------------------ ramp and power plan
+    def _ramp_process(self):
+        p = self.plant
+        times = sorted(set(p.plan_s.tolist()) | set(p.rack_delivery_s[np.isfinite(p.rack_delivery_s)].tolist()))
+        for t in times:
+            if t > self.now:
+                yield self.env.timeout(t - self.now)
+            new = (p.rack_delivery_s <= self.now) & ~self.rack_delivered
+            if new.any():
+                self.rack_delivered |= new
+                self.log("delivery", f"{int(new.sum())} racks", ", ".join(
+                    p.rack_names[i] for i in np.flatnonzero(new)[[0, -1]]))
+            level = available_it_w(p, self.now)
+            if level != self.power_available_w:
+                self.power_available_w = level
+                self.log("power_stage", "facility", f"{level / 1e3:.0f} kW IT available")
+            self._admit()
+
+    def facility_limit_w(self) -> float:
+        """IT power the racks may be admitted against [W]: plan, UPS (if in line), feeds."""
+        pw = self.s.site.power
+        limit = self.power_available_w
+        if pw.ups.mode == "double_conversion":
+            limit = min(limit, pw.ups.capacity_kw * 1e3)
+        feeds = (self.feed_capacity_w.min() * (1 if len(self.feed_capacity_w) > 1 else 1)
+                 if pw.redundancy == "2N" else self.feed_capacity_w.sum())
+        return min(limit, float(feeds))
+
+    def _admit(self) -> None:
+        """Power on delivered racks, in order, while their worst-case draw fits every limit
+        (scaled by ``power.oversubscription``); shed the last racks if a limit fell."""
+        p, pw = self.plant, self.s.site.power
+        k = pw.oversubscription
+        limit = self.facility_limit_w() * k
+        wc = self.rack_worst_w
+        committed = self.rack_powered.sum() * wc
+        rpp_sum = np.bincount(p.rack_rpp[self.rack_powered], minlength=len(p.rpp_limit_w)) * wc
+        for r in np.flatnonzero(self.rack_powered)[::-1]:
+            if committed <= limit + 1e-6:
+                break
+            self._power_off_rack(r, "power plan below committed load")
+            committed -= wc
+        turned_on = []
+        for r in np.flatnonzero(self.rack_delivered & ~self.rack_powered):
+            q = p.rack_rpp[r]
+            if committed + wc <= limit + 1e-6 and rpp_sum[q] + wc <= p.rpp_limit_w[q] * k + 1e-6:
+                committed += wc
+                rpp_sum[q] += wc
+                self.rack_powered[r] = True
+                self.rack_on_since[r] = self.now
+                turned_on.append(r)
+        if turned_on:
+            self.log("power_on", f"{len(turned_on)} racks",
+                     f"{committed / 1e3:.0f} of {limit / 1e3:.0f} kW worst case committed")
+            self.env.process(self._burn_in(np.array(turned_on)))
+        self._set_idle_phases()
+
+    def _power_off_rack(self, r: int, why: str) -> None:
+        self.rack_powered[r] = False
+        self.log("power_off", self.plant.rack_names[r], why)
+        self._interrupt_nodes(np.flatnonzero(self.plant.node_rack == r), f"rack power off: {why}")
+
+    def _burn_in(self, racks: np.ndarray):
+        days = self.s.ramp.burn_in_days
+        todo = racks[~self.rack_ready[racks]]
+        if len(todo) == 0:
+            return
+        self._set_idle_phases()
+        if days > 0:
+            yield self.env.timeout(days * DAY)
+        self.rack_ready[todo] = True
+        self.log("burn_in_done", f"{len(todo)} racks", f"after {days:g} days")
+        self._set_idle_phases()
+        self._schedule()
+
+    def _set_idle_phases(self) -> None:
+        """Phase of every node without a job: OFF, BURN_IN or IDLE."""
+        p = self.plant
+        free = self.node_job < 0
+        up = self.node_up()
+        burning = up & ~self.rack_ready[p.node_rack]
+        self.node_phase[free & ~up] = Phase.OFF
+        self.node_phase[free & up] = Phase.IDLE
+        self.node_phase[free & burning] = Phase.BURN_IN
+        self.node_phase[(self.node_job >= 0) & ~up] = Phase.OFF
+
+    # ------------------------------------------------------------------ scheduler
+    def _schedule(self) -> None:
+        """LSF-like: highest priority first; pack each job into as few scalable units as
+        possible, using only healthy, powered, burned-in, free nodes."""
+        if not self.queue:
+            return
+        self.queue.sort(key=lambda j: (-j.spec.priority, j.index))
+        for job in list(self.queue):
+            free = self.node_schedulable()
+            nodes = self._place(job, free)
+            if nodes is None:
+                continue
+            self.queue.remove(job)
+            job.nodes = nodes
+            self.node_job[nodes] = job.index
+            job.status = "starting"
+            job.placed.succeed(nodes)
+
+    def _place(self, job: JobState, free: np.ndarray) -> np.ndarray | None:
+        p, spec = self.plant, job.spec
+        want = spec.nodes
+        if free.sum() < want:
+            if not spec.elastic:
+                return None
+            want = self._elastic_size(spec, int(free.sum()))
+            if want == 0:
+                return None
+        su = p.node_su
+        counts = np.bincount(su[free], minlength=len(self.su_degraded))
+        # fullest healthy SUs first; degraded SUs last; ties by SU index (deterministic)
+        order = np.lexsort((np.arange(len(counts)), -counts, self.su_degraded > 0))
+        chosen = []
+        need = want
+        for u in order:
+            if need == 0 or counts[u] == 0:
+                break
+            cand = np.flatnonzero(free & (su == u))[:need]
+            chosen.append(cand)
+            need -= len(cand)
+        return np.concatenate(chosen) if need == 0 else None
+
+    def _elastic_size(self, spec: Job, free: int) -> int:
+        gpn = self.plant.gpus_per_node
+        for n in range(min(free, spec.nodes), 0, -1):
+            gpus = n * gpn
+            mp = spec.tp * spec.pp * spec.cp
+            if gpus % mp == 0 and spec.global_batch % ((gpus // mp) * spec.micro_batch) == 0:
+                return n
+        return 0
+
+    # ------------------------------------------------------------------ job rate (compute model)
+    def _fabric_figures(self, nodes: np.ndarray) -> tuple[float, float]:
+        sus = tuple(np.unique(self.plant.node_su[nodes]).tolist())
+        degraded = tuple(int(self.su_degraded[u]) for u in sus)
+        key = (len(nodes), sus, degraded)
+        if key not in self._fabric_cache:
+            hops = fabric.placement_hops(self.graph, nodes)
+            bw = fabric.bottleneck_bandwidth_gbps(self.graph, nodes)
+            rails = self.s.fabric.rails
+            worst = max(degraded) if degraded else 0
+            bw *= max(rails - worst, 0) / rails if worst else 1.0
+            self._fabric_cache[key] = (float(hops["max_hops"]), float(bw))
+        return self._fabric_cache[key]
+
+    def _job_step(self, job: JobState) -> compute.StepEstimate:
+        spec, node = job.spec, self.plant.node
+        nodes = job.nodes
+        clock = float(self.node_clock[nodes].min()) if len(nodes) else 1.0
+        clock *= float(compute.gpu_clock_fraction_at_power_cap(self.gpu_cap_w, node.gpu_tdp_w))
+        hops, bw = self._fabric_figures(nodes)
+        key = (spec.name, len(nodes), round(clock, 3), hops, round(bw, 3))
+        if key not in self._step_cache:
+            m = spec.model
+            gpus = len(nodes) * self.plant.gpus_per_node
+            mp = spec.tp * spec.pp * spec.cp
+            peak = node.gpu_peak_fp8_tflops if spec.precision == "fp8" else node.gpu_peak_bf16_tflops
+            est = compute.step_estimate(
+                layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+                kv_heads=m.kv_heads, vocab=m.vocab, seq_len=spec.seq_len,
+                global_batch=spec.global_batch, micro_batch=spec.micro_batch, tp=spec.tp,
+                pp=spec.pp, cp=spec.cp, vpp=spec.vpp, gpus=gpus - gpus % mp,
+                gpus_per_node=self.plant.gpus_per_node, peak_tflops=peak, precision=spec.precision,
+                hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
+                inter_node_gbps=bw, transport=self.s.fabric.transport, hops=hops,
+                activation_recompute=spec.activation_recompute, clock_fraction=clock,
+                deployment=self.s.hardware.deployment)
+            self._step_cache[key] = est
+        return self._step_cache[key]
+
+    def _update_rate(self, job: JobState) -> None:
+        job.step = self._job_step(job)
+        gpus = len(job.nodes) * self.plant.gpus_per_node
+        factor = storage.step_time_factor(self.s.workload.storage.kind)
+        job.rate_tok_s = job.step.tokens_per_s_per_gpu * gpus / factor
+
+    def _advance(self, job: JobState) -> None:
+        """Integrate the job's progress from its last update to now (closed form)."""
+        dt = self.now - job.t_last
+        if dt > 0:
+            gpus = len(job.nodes) * self.plant.gpus_per_node
+            job.gpu_s_allocated += gpus * dt
+            if job.status == "running":
+                job.tokens += job.rate_tok_s * dt
+                job.gpu_s_pending += gpus * dt
+            elif job.status == "checkpointing":
+                job.checkpoint_s += dt
+            elif job.status == "starting":
+                job.restart_s += dt
+        job.t_last = self.now
+
+    # ------------------------------------------------------------------ training job
+    def _checkpoint_interval_s(self, job: JobState) -> float:
+        iv = job.spec.checkpoint_interval_s
+        if iv != "auto":
+            return float(iv)
+        mtbf_s = reliability.job_mtbf_h(self.classes, max(len(job.nodes), 1),
+                                        self.s.failures.rate_scale) * H
+        ck = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s, 1))
+        return float(reliability.daly_interval_s(ck, mtbf_s))
+
+    def _job_process(self, job: JobState):
+        spec = job.spec
+        t_submit = seconds_since(self.s.simulation.start, spec.submit) if spec.submit else 0.0
+        if t_submit > self.now:
+            yield self.env.timeout(t_submit - self.now)
+        job.t_last = self.now
+        self._enqueue(job)
+        while job.status != "done":
+            try:
+                if job.status == "queued":
+                    yield job.placed
+                    job.t_last = self.now
+                # (re)start: relaunch, then reload the last checkpoint if there is one
+                self.node_phase[job.nodes] = Phase.RESTART
+                if math.isnan(job.first_start_s):
+                    job.first_start_s = self.now
+                reload = (float(storage.checkpoint_read_s(job.checkpoint_bytes, self.storage_read_gb_s))
+                          if job.tokens_committed > 0 else 0.0)
+                self.log("job_start", spec.name, f"{len(job.nodes)} nodes, reload {reload:.0f} s")
+                yield self.env.timeout(spec.restart_s + reload)
+                self._advance(job)
+                job.status = "running"
+                self._update_rate(job)
+                self.node_phase[job.nodes] = Phase.TRAINING
+                interval = self._checkpoint_interval_s(job)
+                next_ckpt = self.now + interval
+                while True:
+                    eta = (self.now + (spec.tokens_target - job.tokens) / job.rate_tok_s
+                           if spec.tokens_target and job.rate_tok_s > 0 else math.inf)
+                    wake = min(next_ckpt, eta, self.next_sample_s if self.next_sample_s > self.now
+                               else self.now + self.dt_s)
+                    yield self.env.timeout(max(wake - self.now, 0.0))
+                    self._advance(job)
+                    if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
+                        self._finish(job)
+                        break
+                    if self.now >= next_ckpt:
+                        yield from self._checkpoint(job)
+                        interval = self._checkpoint_interval_s(job)
+                        next_ckpt = self.now + interval
+            except simpy.Interrupt as intr:
+                yield from self._interrupted(job, str(intr.cause))
+
+    def _enqueue(self, job: JobState) -> None:
+        job.status = "queued"
+        job.placed = self.env.event()
+        self.queue.append(job)
+        self._schedule()
+
+    def _checkpoint(self, job: JobState):
+        job.status = "checkpointing"
+        self.node_phase[job.nodes] = Phase.CHECKPOINT
+        self.writers += 1
+        try:
+            dur = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s,
+                                                   self.writers))
+            yield self.env.timeout(dur)
+        finally:
+            self.writers -= 1
+        self._advance(job)
+        job.tokens_committed = job.tokens
+        job.gpu_s_useful += job.gpu_s_pending
+        job.gpu_s_pending = 0.0
+        job.status = "running"
+        self.node_phase[job.nodes] = Phase.TRAINING
+        self.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
+
+    def _finish(self, job: JobState) -> None:
+        job.tokens_committed = job.tokens
+        job.gpu_s_useful += job.gpu_s_pending
+        job.gpu_s_pending = 0.0
+        job.status = "done"
+        job.end_s = self.now
+        self.log("job_done", job.spec.name, f"{job.tokens:.4g} tokens")
+        self._release(job)
+
+    def _release(self, job: JobState) -> None:
+        self.node_job[job.nodes] = -1
+        job.nodes = np.empty(0, int)
+        job.rate_tok_s = 0.0
+        self._set_idle_phases()
+        self._schedule()
+
+    def _interrupted(self, job: JobState, cause: str):
+        self._advance(job)
+        lost = job.tokens - job.tokens_committed
+        job.tokens_lost += lost
+        job.tokens = job.tokens_committed
+        job.gpu_s_lost += job.gpu_s_pending
+        job.gpu_s_pending = 0.0
+        job.interruptions += 1
+        self.log("job_interrupted", job.spec.name, f"{cause}; lost {lost:.4g} tokens")
+        job.status = "waiting"
+        self._release(job)
+        # the failed part must be found and fenced before the relaunch (health checks)
+        delay = float(self.rng_detect.exponential(self.s.failures.detection_s)) \
+            if self.s.failures.detection_s > 0 else 0.0
+        if delay:
+            yield self.env.timeout(delay)
+        job.t_last = self.now
+        self.log("job_requeued", job.spec.name, f"after {delay:.0f} s detection")
+        self._enqueue(job)
+
+    def _interrupt_nodes(self, nodes: np.ndarray, cause: str) -> None:
+        """Interrupt every job holding any of ``nodes``."""
+        for j in np.unique(self.node_job[nodes]):
+            if j < 0:
+                continue
+            job = self.jobs[j]
+            if job.process is not None and job.process.is_alive and job.status != "waiting":
+                self._advance(job)
+                job.process.interrupt(cause)
+                job.status = "waiting"
+
+    # ------------------------------------------------------------------ failures and repair
+    def _failure_rates(self) -> np.ndarray:
+        """(N, K) failure rates [1/h] of the nodes that are up, with thermal and burn-in factors."""
+        p, f = self.plant, self.s.failures
+        up = self.node_up()
+        accel = np.where(self.class_thermal[None, :], self.node_accel[:, None], 1.0)
+        rates = reliability.node_failure_rates_per_h(self.classes, p.n_nodes, rate_scale=f.rate_scale,
+                                                     thermal_acceleration=None)
+        rates = np.broadcast_to(rates, (p.n_nodes, len(self.classes))) * accel
+        age_h = (self.now - self.rack_on_since[p.node_rack]) / H
+        burn_h = max(self.s.ramp.burn_in_days * 24.0, 1.0)
+        infant = np.where(age_h < burn_h, 1.0 + f.burn_in_infant_factor
+                          * np.maximum(age_h / burn_h, 1e-2) ** (f.burn_in_weibull_shape - 1.0), 1.0)
+        return rates * (infant * up)[:, None]
+
+    def _failure_process(self):
+        if not self.s.failures.enabled:
+            return
+        while True:
+            boundary = self.next_sample_s if self.next_sample_s > self.now else self.now + self.dt_s
+            rates = self._failure_rates()
+            hit = reliability.sample_next_failure(self.rng_fail, rates, (boundary - self.now) / H)
+            if hit is None:
+                yield self.env.timeout(boundary - self.now)
+                continue
+            dt_h, n, k = hit
+            yield self.env.timeout(dt_h * H)
+            if self.node_up()[n]:      # rates are piecewise constant: thin nodes that went down
+                self._fail(int(n), int(k))
+
+    def _fail(self, n: int, k: int) -> None:
+        c = self.classes[k]
+        p = self.plant
+        self.log("failure", self.node_name(n), c.name)
+        if c.scope == "node":
+            self.node_healthy[n] = False
+            self._interrupt_nodes(np.array([n]), f"{c.name} on {self.node_name(n)}")
+            self._set_idle_phases()
+        elif c.scope == "job":
+            self._interrupt_nodes(np.array([n]), f"{c.name} on {self.node_name(n)}")
+        elif c.scope == "rail_su":
+            u = p.node_su[n]
+            self.su_degraded[u] += 1
+            self._fabric_cache.clear()
+            self._interrupt_nodes(np.flatnonzero(p.node_su == u), f"{c.name} in SU {u}")
+        if c.repair != "none":
+            self.env.process(self._repair(n, c))
+
+    def _repair(self, n: int, c):
+        f = self.s.failures
+        detect = float(self.rng_detect.exponential(f.detection_s)) if f.detection_s > 0 else 0.0
+        yield self.env.timeout(detect)
+        self.log("detected", self.node_name(n), c.name)
+        t0 = self.now
+        if c.repair == "hardware":
+            with self.crew.request() as req:
+                yield req
+                if c.part:
+                    yield self.spares.get(1)
+                    self.env.process(self._restock())
+                self.log("repair_start", self.node_name(n), c.name)
+                yield self.env.timeout(reliability.sample_repair_duration_h(self.rng_repair, c.repair) * H)
+        else:
+            self.log("repair_start", self.node_name(n), c.name)
+            yield self.env.timeout(reliability.sample_repair_duration_h(self.rng_repair, c.repair) * H)
+        if c.scope == "rail_su":
+            self.su_degraded[self.plant.node_su[n]] -= 1
+            self._fabric_cache.clear()
+        self.node_healthy[n] = True
+        self.log("repair_end", self.node_name(n), f"{c.name}, {(self.now - t0) / H:.2f} h")
+        self._set_idle_phases()
+        self._schedule()
+
+    def _restock(self):
+        yield self.env.timeout(self.s.failures.restock_days * DAY)
+        yield self.spares.put(1)
+
+    # ------------------------------------------------------------------ grid events
+    def _grid_times(self) -> list[tuple[float, float, str]]:
+        g, start = self.s.site.power.grid, self.s.simulation.start
+        out = [(seconds_since(start, e.time), e.duration_s, e.kind) for e in g.events]
+        t, d, kind = power.sample_grid_events(
+            self.rng_grid, self.horizon_s, sag_rate_per_year=g.sag_rate_per_year,
+            outage_rate_per_year=g.outage_rate_per_year, sag_duration_s=g.sag_duration_s,
+            outage_duration_s=g.outage_duration_s)
+        out += list(zip(np.asarray(t, float).tolist(), np.asarray(d, float).tolist(),
+                        [str(k) for k in kind], strict=True))
+        return sorted(e for e in out if 0 <= e[0] < self.horizon_s)
+
+    def _grid_process(self):
+        pw = self.s.site.power
+        for t, dur, kind in self._grid_times():
+            if t > self.now:
+                yield self.env.timeout(t - self.now)
+            drops = bool(power.ride_through_outcome(
+                dur, pw.ups.mode, psu_holdup_s=pw.psu_holdup_s, ups_ride_through_s=pw.ups.ride_through_s,
+                generator_start_s=pw.generator_start_s))
+            if not drops:
+                self.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {pw.ups.mode}")
+                continue
+            victims = np.flatnonzero(self.node_up())
+            self.log("grid_drop", "facility", f"{kind} {dur:.3g} s dropped {len(victims)} nodes")
+            if len(victims) == 0:
+                continue
+            self.node_grid_down[victims] = True
+            self._interrupt_nodes(victims, f"grid {kind}")
+            self._set_idle_phases()
+            back = min(dur, pw.generator_start_s) if kind == "outage" else dur
+            self.env.process(self._grid_restore(victims, back + NODE_REBOOT_S))
+
+    def _grid_restore(self, nodes: np.ndarray, after_s: float):
+        yield self.env.timeout(after_s)
+        self.node_grid_down[nodes] = False
+        self.log("grid_restored", f"{len(nodes)} nodes", f"after {after_s:.0f} s")
+        self._set_idle_phases()
+        self._schedule()
+
+    # ------------------------------------------------------------------ cooling events
+    def _cooling_times(self) -> list[tuple[float, int, int, float]]:
+        cf, start = self.s.site.cooling_faults, self.s.simulation.start
+        out = []
+        for e in cf.events:
+            out.append((seconds_since(start, e.time), e.hall, self.halls[e.hall]["units"].index(e.unit),
+                        e.duration_s))
+        if cf.unit_failure_rate_per_year > 0:
+            for h, hall in enumerate(self.halls):
+                for u in range(len(hall["units"])):
+                    t = 0.0
+                    while True:
+                        t += self.rng_cool.exponential(365.25 * DAY / cf.unit_failure_rate_per_year)
+                        if t >= self.horizon_s:
+                            break
+                        out.append((t, h, u, float(self.rng_cool.exponential(cf.repair_h * H))))
+        return sorted(out)
+
+    def _cooling_process(self):
+        for t, h, u, dur in self._cooling_times():
+            if t > self.now:
+                yield self.env.timeout(t - self.now)
+            self.env.process(self._cooling_fault(h, u, dur))
+
+    def _set_cooling(self, h: int, u: int, active: bool) -> None:
+        hall = self.halls[h]
+        hall["active"] = hall["active"].copy()
+        hall["active"][u] = active
+        key = tuple(hall["active"])
+        if key not in hall["models"]:
+            hall["models"][key] = thermal.inlet_model(hall["geom"], self.rack_airflow_m3_s[hall["idx"]],
+                                                      hall["active"])
+        hall["model"] = hall["models"][key]
+
+    def _cooling_fault(self, h: int, u: int, dur: float):
+        name = self.halls[h]["units"][u]
+        self.log("cooling_fault", name, f"for {dur / H:.2f} h")
+        self._set_cooling(h, u, False)
+        yield self.env.timeout(dur)
+        self._set_cooling(h, u, True)
+        self.log("cooling_restored", name, "")
+
+    # ------------------------------------------------------------------ sampler
+    def outdoor_temp_c(self, t_s: float) -> float:
+        """Outdoor dry-bulb [C]: annual mean plus a cosine season peaking on 20 July."""
+        c = self.s.site.power.cooling
+        start = self.s.simulation.start
+        doy = start.timetuple().tm_yday + t_s / DAY
+        return c.outdoor_temp_c + c.outdoor_temp_swing_c * math.cos(2 * math.pi * (doy - 201) / 365.25)
+
+    def _sample(self, i: int) -> None:
+        p, s, node = self.plant, self.s, self.plant.node
+        for job in self.jobs:
+            if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
+                self._advance(job)
+        phase = self.node_phase
+        inlet_node = self.rack_inlet_c[p.node_rack]
+        node_w = power.node_power_w(phase, self.gpu_cap_w, inlet_node, clock_fraction=self.node_clock,
+                                    **self.node_kw)
+        rack_on = self.rack_powered & ~self.rack_tripped
+        rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
+                  + rack_on * s.hardware.network_power_per_rack_w)
+        flow = power.evaluate_power_tree(self.tree, rack_w)
+        # rack heat -> inlet temperature, one mat-vec per hall
+        for hall in self.halls:
+            idx = hall["idx"]
+            self.rack_inlet_c[idx] = thermal.inlet_temp_c(hall["model"], rack_w[idx])
+        inlet_node = self.rack_inlet_c[p.node_rack]
+        training = (phase == Phase.TRAINING) | (phase == Phase.BURN_IN)
+        gpu_w = np.where(training, min(self.gpu_cap_w, node.gpu_tdp_w), node.gpu_idle_w)
+        gpu_t = thermal.gpu_temp_c(inlet_node, gpu_w, node.gpu_thermal_resistance_k_per_w)
+        clock = np.asarray(thermal.gpu_clock_fraction(gpu_t, node.gpu_slowdown_c, node.gpu_hw_slowdown_c,
+                                                      node.gpu_shutdown_c), float)
+        up = self.node_up()
+        shut = up & (clock <= 0.0)
+        if shut.any():
+            for n in np.flatnonzero(shut):
+                self.log("thermal_shutdown", self.node_name(n), f"GPU {gpu_t[n]:.1f} C")
+            self.node_healthy[shut] = False
+            self._interrupt_nodes(np.flatnonzero(shut), "GPU thermal shutdown")
+            self.env.process(self._thermal_recover(np.flatnonzero(shut)))
+        changed = not np.array_equal(clock, self.node_clock)
+        self.node_clock = np.where(clock > 0, clock, 1.0)
+        self.node_accel = np.asarray(thermal.arrhenius_acceleration(
+            gpu_t, 65.0, s.failures.activation_energy_ev), float)
+        if changed:
+            for job in self.jobs:
+                if job.status == "running" and job.nodes.size:
+                    self._update_rate(job)
+        heat_w = float(rack_w.sum())
+        out_c = self.outdoor_temp_c(self.now)
+        cool_w = float(power.cooling_power_w(heat_w, out_c, chiller_cop_at_25c=s.site.power.cooling.chiller_cop_at_25c,
+                                             fan_pump_fraction=s.site.power.cooling.fan_pump_fraction))
+        self._check_breakers(np.asarray(flow.rpp_w, float))
+        r = self.rec
+        r["rack_power_w"][i] = rack_w
+        r["rack_inlet_c"][i] = self.rack_inlet_c
+        r["rack_gpu_temp_max_c"][i] = np.where(rack_on, np.maximum.reduceat(
+            gpu_t, np.arange(0, p.n_nodes, s.hardware.nodes_per_rack)), np.nan)
+        r["rack_state"][i] = np.where(self.rack_tripped, 3, np.where(
+            self.rack_powered, np.where(self.rack_ready, 2, 1), np.where(self.rack_delivered, 0, -1)))
+        r["rpp_load_fraction"][i] = flow.rpp_load_fraction
+        r["feed_load_fraction"][i] = flow.feed_load_fraction
+        r["facility_it_w"][i] = flow.it_w
+        r["ups_loss_w"][i] = flow.ups_loss_w
+        r["distribution_loss_w"][i] = float(flow.utility_w) - float(flow.it_w) - float(flow.ups_loss_w)
+        r["cooling_w"][i] = cool_w
+        r["facility_total_w"][i] = float(flow.utility_w) + cool_w
+        r["power_available_w"][i] = self.power_available_w
+        r["outdoor_temp_c"][i] = out_c
+        gpn = p.gpus_per_node
+        r["gpus_installed"][i] = self.rack_delivered[p.node_rack].sum() * gpn
+        r["gpus_powered"][i] = (rack_on[p.node_rack] & ~self.node_grid_down).sum() * gpn
+        r["gpus_healthy"][i] = (up & self.rack_ready[p.node_rack]).sum() * gpn
+        r["gpus_busy"][i] = (self.node_job >= 0).sum() * gpn
+        r["nodes_failed"][i] = (~self.node_healthy & self.rack_delivered[p.node_rack]).sum()
+        busy = self.node_job >= 0
+        r["throttle_fraction"][i] = float((self.node_clock[busy] < 1).mean()) if busy.any() else 0.0
+        for j, job in enumerate(self.jobs):
+            r["job_tokens"][i, j] = job.tokens
+            r["job_tokens_per_s"][i, j] = job.rate_tok_s if job.status == "running" else 0.0
+            r["job_gpus"][i, j] = len(job.nodes) * gpn
+
+    def _thermal_recover(self, nodes: np.ndarray):
+        yield self.env.timeout(H)      # operators let the node cool, then reboot it
+        self.node_healthy[nodes] = True
+        self.log("thermal_recovered", f"{len(nodes)} nodes", "")
+        self._set_idle_phases()
+        self._schedule()
+
+    def _check_breakers(self, rpp_w: np.ndarray) -> None:
+        """Trip an RPP breaker whose load stays over its inverse-time curve for a sample."""
+        p = self.plant
+        frac = rpp_w / p.rpp_rating_w
+        trip_s = np.asarray(power.breaker_trip_time_s(frac), float)
+        for q in np.flatnonzero(trip_s < self.dt_s):
+            racks = np.flatnonzero((p.rack_rpp == q) & self.rack_powered & ~self.rack_tripped)
+            if len(racks) == 0:
+                continue
+            self.rack_tripped[racks] = True
+            self.log("breaker_trip", f"rpp{q}", f"{frac[q]:.2f} x rating, {len(racks)} racks down")
+            self._interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), f"RPP {q} breaker trip")
+            self._set_idle_phases()
+            self.env.process(self._breaker_reset(racks))
+
+    def _breaker_reset(self, racks: np.ndarray):
+        yield self.env.timeout(self.s.site.power.breaker_reset_s)
+        self.rack_tripped[racks] = False
+        self.log("breaker_reset", f"{len(racks)} racks", "")
+        self._set_idle_phases()
+        self._schedule()
+
+    def _sampler(self):
+        step = max(self.n_samples // 100, 1)
+        for i in range(self.n_samples):
+            self.next_sample_s = (i + 1) * self.dt_s
+            self._sample(i)
+            if self.progress is not None and i % step == 0:
+                self.progress(i / self.n_samples)
+            yield self.env.timeout(self.dt_s)
+
+    # ------------------------------------------------------------------ run
+    def run(self):
+        """Run to the horizon and return :class:`twin.results.Results`."""
+        from twin.results import build_results
+
+        env = self.env
+        env.process(self._ramp_process())
+        env.process(self._failure_process())
+        env.process(self._grid_process())
+        env.process(self._cooling_process())
+        for job in self.jobs:
+            job.process = env.process(self._job_process(job))
+        env.process(self._sampler())
+        env.run(until=self.n_samples * self.dt_s)
+        for job in self.jobs:
+            self._advance(job)
+        if self.progress is not None:
+            self.progress(1.0)
+        return build_results(self)
