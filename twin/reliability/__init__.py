@@ -1,0 +1,92 @@
+"""Reliability: failure classes and rates, cluster failure sampling, repair and
+detection times, blast radius of failures, checkpoint intervals and goodput.
+
+Pure functions and small samplers; the simpy engine (twin.sim) calls them.
+Times in hours (``_h``) for failures and repairs, seconds (``_s``) for checkpointing.
+"""
+
+from twin.reliability.checkpoint import (
+    daly_interval_s,
+    expected_goodput_fraction,
+    optimal_interval_s,
+    young_interval_s,
+)
+from twin.reliability.classes import (
+    FailureClass,
+    basis_node_hours,
+    class_index,
+    load_failure_catalog,
+    load_failure_classes,
+    planned_maintenance_rate_per_h,
+)
+from twin.reliability.effects import (
+    PSU_NODE_DOWN,
+    PSU_OK,
+    PSU_POWER_BRAKE,
+    FailureEffect,
+    failure_effect,
+    last_clean_checkpoint_index,
+    psu_failure_effect,
+    rail_su_affected_nodes,
+    sdc_lost_work_s,
+)
+from twin.reliability.hazard import (
+    arrhenius_acceleration_factor,
+    class_rates_per_node_h,
+    interrupting_mask,
+    job_mtbf_h,
+    node_failure_rates_per_h,
+    sample_weibull_failure_age_h,
+    thermal_mask,
+    weibull_cumulative_hazard,
+    weibull_infant_hazard_per_h,
+    weibull_scale_h_for_expected_failures,
+)
+from twin.reliability.repair import (
+    mean_repair_duration_h,
+    sample_detection_delay_h,
+    sample_repair_duration_h,
+)
+from twin.reliability.sampling import (
+    ClusterFailureSampler,
+    sample_failure_class,
+    sample_next_failure,
+)
+
+__all__ = [
+    "PSU_NODE_DOWN",
+    "PSU_OK",
+    "PSU_POWER_BRAKE",
+    "ClusterFailureSampler",
+    "FailureClass",
+    "FailureEffect",
+    "arrhenius_acceleration_factor",
+    "basis_node_hours",
+    "class_index",
+    "class_rates_per_node_h",
+    "daly_interval_s",
+    "expected_goodput_fraction",
+    "failure_effect",
+    "interrupting_mask",
+    "job_mtbf_h",
+    "last_clean_checkpoint_index",
+    "load_failure_catalog",
+    "load_failure_classes",
+    "mean_repair_duration_h",
+    "node_failure_rates_per_h",
+    "optimal_interval_s",
+    "planned_maintenance_rate_per_h",
+    "psu_failure_effect",
+    "rail_su_affected_nodes",
+    "sample_detection_delay_h",
+    "sample_failure_class",
+    "sample_next_failure",
+    "sample_repair_duration_h",
+    "sample_weibull_failure_age_h",
+    "sdc_lost_work_s",
+    "thermal_mask",
+    "weibull_cumulative_hazard",
+    "weibull_infant_hazard_per_h",
+    "weibull_scale_h_for_expected_failures",
+    "young_interval_s",
+]

@@ -1,0 +1,132 @@
+"""Failure classes of a training node and their default rates (package data).
+
+The catalog ``twin/catalog/failures.yaml`` gives, for every class of the Llama 3 Table 5
+mix, the interruption count observed on 2,048 nodes in 54 days, what the failure takes
+down (scope), how it is repaired and detected, and its source. Rates per node-hour follow
+as ``count / (nodes * days * 24)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SCOPES = ("node", "rail_su", "job", "none")
+REPAIRS = ("reimage", "hardware", "warranty", "none")
+DETECTIONS = ("immediate", "health_check", "timeout", "silent")
+
+
+@dataclass(frozen=True)
+class FailureClass:
+    """One failure process of a node.
+
+    name             class name (``gpu``, ``gpu_hbm3``, ``software_bug``, ...)
+    rate_per_node_h  failures per node per hour [1/h] at rate scale 1 and no thermal
+                     acceleration
+    scope            what it takes down: ``node``, ``rail_su``, ``job`` or ``none``
+    repair           ``reimage``, ``hardware``, ``warranty`` or ``none``
+    thermal          hazard multiplied by the temperature acceleration factor
+    source           where the rate comes from
+    part             spare part a ``hardware`` repair consumes (None: technician only)
+    detection        ``immediate``, ``health_check``, ``timeout`` or ``silent``
+    count            interruptions of this class in the calibration basis (Table 5)
+    """
+
+    name: str
+    rate_per_node_h: float
+    scope: str
+    repair: str
+    thermal: bool
+    source: str
+    part: str | None = None
+    detection: str = "immediate"
+    count: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"{self.name}: scope {self.scope!r} not in {SCOPES}")
+        if self.repair not in REPAIRS:
+            raise ValueError(f"{self.name}: repair {self.repair!r} not in {REPAIRS}")
+        if self.detection not in DETECTIONS:
+            raise ValueError(f"{self.name}: detection {self.detection!r} not in {DETECTIONS}")
+        if not self.rate_per_node_h >= 0.0:
+            raise ValueError(f"{self.name}: rate_per_node_h must be >= 0")
+
+    @property
+    def interrupts_job(self) -> bool:
+        """True when a failure of this class stops the job that uses the node."""
+        return self.scope != "none"
+
+
+def _catalog_path() -> Path:
+    return Path(str(resources.files("twin.catalog").joinpath("failures.yaml")))
+
+
+@lru_cache(maxsize=8)
+def _load_yaml(path: str) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def load_failure_catalog(path: str | Path | None = None) -> dict[str, Any]:
+    """The raw failure catalog (basis, classes, repair, detection, ...) as a dict."""
+    return _load_yaml(str(Path(path) if path is not None else _catalog_path()))
+
+
+def basis_node_hours(catalog: dict[str, Any] | None = None) -> float:
+    """Node-hours [node*h] of the calibration basis (2,048 nodes * 54 d * 24 h)."""
+    b = (catalog or load_failure_catalog())["basis"]
+    return float(b["nodes"]) * float(b["days"]) * 24.0
+
+
+def load_failure_classes(path: str | Path | None = None) -> tuple[FailureClass, ...]:
+    """Failure classes from ``twin/catalog/failures.yaml`` (or ``path``).
+
+    rate_per_node_h [1/h] = count / (nodes * days * 24 h) of the catalog's basis
+    (Llama 3, arXiv 2407.21783, Table 5: 2,048 nodes, 54 days, 419 interruptions).
+    """
+    cat = load_failure_catalog(path)
+    node_h = basis_node_hours(cat)
+    out = []
+    for c in cat["classes"]:
+        out.append(
+            FailureClass(
+                name=str(c["name"]),
+                rate_per_node_h=float(c["count"]) / node_h,
+                scope=str(c["scope"]),
+                repair=str(c["repair"]),
+                thermal=bool(c["thermal"]),
+                source=str(c["source"]),
+                part=None if c.get("part") is None else str(c["part"]),
+                detection=str(c.get("detection", "immediate")),
+                count=float(c["count"]),
+            )
+        )
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise ValueError("duplicate failure class names in the catalog")
+    return tuple(out)
+
+
+def class_index(classes: tuple[FailureClass, ...], name: str) -> int:
+    """Index of the class called ``name``."""
+    for i, c in enumerate(classes):
+        if c.name == name:
+            return i
+    raise KeyError(name)
+
+
+def planned_maintenance_rate_per_h(path: str | Path | None = None) -> float:
+    """Planned (announced) interruptions of a cluster-wide job per hour [1/h].
+
+    47 planned interruptions in 54 days (Llama 3, arXiv 2407.21783): 47 / 1296 h.
+    Planned maintenance is announced: the job checkpoints at the announcement and loses
+    no work beyond it, unlike the unplanned ``host_maintenance`` class.
+    """
+    cat = load_failure_catalog(path)
+    return float(cat["planned_maintenance"]["count"]) / (float(cat["basis"]["days"]) * 24.0)

@@ -1,0 +1,168 @@
+"""Sampling cluster failures as a superposition of exponential (Poisson) processes.
+
+The failures of N nodes and K classes with rates lambda[n, k] form one Poisson process
+of total rate Lambda = sum lambda; the next event comes after Exp(Lambda) and belongs to
+(n, k) with probability lambda[n, k] / Lambda (superposition / competing exponentials).
+So one draw serves the whole cluster, whatever its size.
+
+Time-varying rates (thermal acceleration changed once per sampling interval) are handled
+by redrawing: on a change, discard the pending draw and sample again from the new rates.
+That is exact for piecewise-constant hazards because the exponential is memoryless.
+
+Nodes that are down, in repair or not installed: sample over all installed nodes and
+ignore events that land on a node that cannot fail now (thinning: splitting a Poisson
+process by an independent mark keeps both parts Poisson), so the sampler needs no
+rebuild per failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from twin.reliability.classes import FailureClass
+from twin.reliability.hazard import class_rates_per_node_h, thermal_mask
+
+
+def _pick(cum: np.ndarray, u: float) -> int:
+    """Index j with cum[j-1] <= u * cum[-1] < cum[j] (weights cum[j]-cum[j-1] > 0)."""
+    j = int(np.searchsorted(cum, u * cum[-1], side="right"))
+    if j >= cum.size:  # u * total rounded up to total
+        j = int(np.flatnonzero(np.diff(cum, prepend=0.0) > 0)[-1])
+    return j
+
+
+def sample_next_failure(
+    rng: np.random.Generator, rates_per_h: np.ndarray, horizon_h: float
+) -> tuple[float, int, int] | None:
+    """Next failure of a cluster with the given rates, or None if after ``horizon_h``.
+
+    rates_per_h: (N, K) per node and class, or (N,) per node [1/h].
+    dt ~ Exp(sum rates) [h]; (node, class) chosen with probability rate / sum.
+    Returns (dt_h, node_index, class_index); class_index is -1 for (N,) input (draw the
+    class with ``sample_failure_class``). Cost: one pass of numpy over the N*K rates
+    (a cumulative sum), O(1) Python work; use ``ClusterFailureSampler`` to reuse that
+    pass for many events while the rates stay put.
+    """
+    r = np.asarray(rates_per_h, dtype=float)
+    if r.ndim not in (1, 2):
+        raise ValueError("rates_per_h must be (N,) or (N, K)")
+    cum = np.cumsum(r.ravel())
+    total = float(cum[-1]) if cum.size else 0.0
+    if total <= 0.0:
+        return None
+    dt = float(rng.exponential(1.0 / total))
+    if dt > horizon_h:
+        return None
+    flat = _pick(cum, float(rng.random()))
+    if r.ndim == 1:
+        return dt, flat, -1
+    node, k = divmod(flat, r.shape[1])
+    return dt, int(node), int(k)
+
+
+def sample_failure_class(rng: np.random.Generator, class_rates_per_h: np.ndarray) -> int:
+    """Class index k of a failure, with probability rate_k / sum(rates)."""
+    cum = np.cumsum(np.asarray(class_rates_per_h, dtype=float))
+    if cum[-1] <= 0:
+        raise ValueError("all class rates are zero")
+    return _pick(cum, float(rng.random()))
+
+
+class ClusterFailureSampler:
+    """Failures of N nodes x K classes with rates that factorise as
+
+        lambda[n, k] = rate_k * s[n] * (a[n] if class k is thermal else 1)
+
+    (s: rate scale per node, a: thermal acceleration per node). ``update`` costs O(N)
+    numpy (two cumulative sums); ``next`` costs O(log N) and no per-node Python work:
+    class by its share of the total, then node by searchsorted in the cumulative
+    weights of that class's group (thermal or not).
+    """
+
+    def __init__(
+        self,
+        classes: Sequence[FailureClass],
+        n_nodes: int,
+        *,
+        rate_scale: float | np.ndarray = 1.0,
+        thermal_acceleration: np.ndarray | float | None = None,
+    ) -> None:
+        self.classes = tuple(classes)
+        self.n_nodes = int(n_nodes)
+        self._base = class_rates_per_node_h(self.classes)
+        self._thermal = thermal_mask(self.classes)
+        self._scale = np.ones(self.n_nodes)
+        self._accel = np.ones(self.n_nodes)
+        self.update(rate_scale=rate_scale, thermal_acceleration=thermal_acceleration)
+
+    def update(
+        self,
+        *,
+        rate_scale: float | np.ndarray | None = None,
+        thermal_acceleration: np.ndarray | float | None = None,
+    ) -> None:
+        """Set new per-node factors (O(N)); any pending draw must be redrawn."""
+        n = self.n_nodes
+        if rate_scale is not None:
+            s = np.array(np.broadcast_to(np.asarray(rate_scale, dtype=float), (n,)))
+            if np.any(s < 0):
+                raise ValueError("rate_scale must be >= 0")
+            self._scale = s
+        if thermal_acceleration is not None:
+            a = np.array(np.broadcast_to(np.asarray(thermal_acceleration, dtype=float), (n,)))
+            if np.any(a < 0):
+                raise ValueError("thermal_acceleration must be >= 0")
+            self._accel = a
+        self._cum_plain = np.cumsum(self._scale)
+        self._cum_thermal = np.cumsum(self._scale * self._accel)
+        w_plain = float(self._cum_plain[-1]) if n else 0.0
+        w_thermal = float(self._cum_thermal[-1]) if n else 0.0
+        self._class_rate = self._base * np.where(self._thermal, w_thermal, w_plain)
+        self._cum_class = np.cumsum(self._class_rate)
+        self.total_rate_per_h = float(self._cum_class[-1]) if self._cum_class.size else 0.0
+
+    @property
+    def class_rates_per_h(self) -> np.ndarray:
+        """Cluster-wide rate of every class [1/h], shape (K,)."""
+        return self._class_rate.copy()
+
+    def _node_for(self, k: int, u: float) -> int:
+        cum = self._cum_thermal if self._thermal[k] else self._cum_plain
+        return _pick(cum, u)
+
+    def next(self, rng: np.random.Generator, horizon_h: float = np.inf) -> tuple[float, int, int] | None:
+        """(dt_h, node_index, class_index) of the next failure, or None if dt > horizon_h."""
+        if self.total_rate_per_h <= 0.0:
+            return None
+        dt = float(rng.exponential(1.0 / self.total_rate_per_h))
+        if dt > horizon_h:
+            return None
+        u = rng.random(2)
+        k = _pick(self._cum_class, float(u[0]))
+        return dt, self._node_for(k, float(u[1])), k
+
+    def sample_until(
+        self, rng: np.random.Generator, horizon_h: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All failures in [0, horizon_h) at the current rates, fully vectorised.
+
+        Count M ~ Poisson(Lambda * T); times are M sorted uniforms on [0, T) (order
+        statistics of a Poisson process); classes and nodes as in ``next``.
+        Returns (time_h (M,), node_index (M,), class_index (M,)).
+        """
+        lam = self.total_rate_per_h * float(horizon_h)
+        m = int(rng.poisson(lam)) if lam > 0 else 0
+        t = np.sort(rng.random(m) * horizon_h)
+        tot = self._cum_class[-1] if self._cum_class.size else 0.0
+        k = np.minimum(np.searchsorted(self._cum_class, rng.random(m) * tot, side="right"),
+                       len(self.classes) - 1)
+        node = np.empty(m, dtype=np.int64)
+        u = rng.random(m)
+        th = self._thermal[k]
+        for mask, cum in ((th, self._cum_thermal), (~th, self._cum_plain)):
+            if np.any(mask):
+                idx = np.searchsorted(cum, u[mask] * cum[-1], side="right")
+                node[mask] = np.minimum(idx, self.n_nodes - 1)
+        return t, node, k.astype(np.int64)
