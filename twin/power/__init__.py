@@ -1,6 +1,47 @@
-"""Power physics of the twin: pure, vectorised functions (node, PSU, UPS, breakers, PUE)."""
+"""Power physics of the twin: pure, vectorised functions (node, PSU, UPS, breakers, PUE).
 
+Modules: :mod:`~twin.power.node` (node power, PSU, fans, power brake, caps),
+:mod:`~twin.power.electrical` (breakers, UPS, cable and transformer losses),
+:mod:`~twin.power.tree` (rack -> RPP -> UPS -> feed flow, admission),
+:mod:`~twin.power.grid` (sags, outages, ride-through), :mod:`~twin.power.facility`
+(cooling plant, PUE, ramp rates).
+"""
+
+from twin.power.electrical import (
+    NEC_CONTINUOUS_DERATING,
+    UPS_MODES,
+    breaker_apparent_power_va,
+    breaker_continuous_limit_w,
+    breaker_thermal_state_step,
+    breaker_thermal_trip_state,
+    breaker_trip_time_s,
+    resistive_loss_w,
+    transformer_loss_w,
+    ups_autonomy_s,
+    ups_efficiency,
+    ups_loss_w,
+)
+from twin.power.facility import (
+    chiller_cop,
+    cooling_power_breakdown_w,
+    cooling_power_w,
+    economizer_fraction,
+    outdoor_temp_c,
+    power_ramp_rate_kw_per_s,
+    pue,
+)
+from twin.power.grid import (
+    GRID_OUTAGE,
+    GRID_SAG,
+    power_restored_after_s,
+    psu_sag_tolerance_s,
+    ride_through_outcome,
+    sample_grid_events,
+)
 from twin.power.node import (
+    PHASE_GPU_LOAD_FRACTION,
+    PHASE_HOST_LOAD_FRACTION,
+    PHASE_POWER_ORDER,
     gpu_clock_fraction_at_power,
     gpu_power_brake_clock_fraction,
     gpu_power_cap_for_node_budget_w,
@@ -15,8 +56,37 @@ from twin.power.node import (
     psu_capacity_w,
     psu_efficiency,
 )
+from twin.power.tree import (
+    PowerFlow,
+    PowerTree,
+    build_power_tree,
+    evaluate_power_tree,
+    facility_it_capacity_w,
+    racks_admitted,
+)
 
 __all__ = [
+    "GRID_OUTAGE",
+    "GRID_SAG",
+    "NEC_CONTINUOUS_DERATING",
+    "PHASE_GPU_LOAD_FRACTION",
+    "PHASE_HOST_LOAD_FRACTION",
+    "PHASE_POWER_ORDER",
+    "UPS_MODES",
+    "PowerFlow",
+    "PowerTree",
+    "breaker_apparent_power_va",
+    "breaker_continuous_limit_w",
+    "breaker_thermal_state_step",
+    "breaker_thermal_trip_state",
+    "breaker_trip_time_s",
+    "build_power_tree",
+    "chiller_cop",
+    "cooling_power_breakdown_w",
+    "cooling_power_w",
+    "economizer_fraction",
+    "evaluate_power_tree",
+    "facility_it_capacity_w",
     "gpu_clock_fraction_at_power",
     "gpu_power_brake_clock_fraction",
     "gpu_power_cap_for_node_budget_w",
@@ -27,7 +97,20 @@ __all__ = [
     "node_fan_speed_fraction",
     "node_power_w",
     "node_worst_case_w",
+    "outdoor_temp_c",
     "parse_psu_redundancy",
+    "power_ramp_rate_kw_per_s",
+    "power_restored_after_s",
     "psu_capacity_w",
     "psu_efficiency",
+    "psu_sag_tolerance_s",
+    "pue",
+    "racks_admitted",
+    "resistive_loss_w",
+    "ride_through_outcome",
+    "sample_grid_events",
+    "transformer_loss_w",
+    "ups_autonomy_s",
+    "ups_efficiency",
+    "ups_loss_w",
 ]

@@ -1,0 +1,419 @@
+"""The facility power tree: rack PDU -> RPP -> (UPS or bypass) -> switchboard -> utility feed.
+
+:func:`build_power_tree` turns plain arrays into a frozen :class:`PowerTree` once;
+:func:`evaluate_power_tree` pushes rack IT power (one sample ``(R,)`` or a series
+``(T, R)``) up the tree, vectorised (no per-rack Python loop), and returns a
+:class:`PowerFlow` with every stage's power, load fraction and loss.
+
+Topology
+--------
+* Rack ``r`` draws through ``S`` cords (1 or 2: A/B PDUs). Cord ``s`` hangs on RPP
+  ``rack_rpp[r, s]`` and carries ``rack_share[r, s]`` of the rack when everything is up.
+  When an RPP loses all its feeds, its cords carry nothing and the rack's load moves to
+  its live cords (PSU load sharing); a rack with no live cord is dropped.
+* RPP ``p`` is fed by the feeds in ``rpp_feed_share[p, :]`` (one-hot for a classic 2N
+  A/B design, or split across both feeds). A failed feed's share moves to the
+  surviving feeds of that RPP.
+* Each feed path ``f`` has its own UPS (capacity ``ups_capacity_w[f]``, in ``ups_mode``),
+  and a switchboard/transformer rated at the feed capacity ``feed_capacity_w[f]``.
+
+Losses by stage (all in the conditioned building): RPP and branch cabling
+(I^2 R, :func:`resistive_loss_w`), UPS (:func:`ups_loss_w`, zero in bypass), and the
+feed transformer/switchboard (:func:`transformer_loss_w`). Energy balance:
+``utility_w = it_w + rpp_loss_w + ups_loss_w + feed_loss_w`` exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from twin.power.electrical import (
+    NEC_CONTINUOUS_DERATING,
+    UPS_LOSS_COEFFS,
+    UPS_MODES,
+    resistive_loss_w,
+    transformer_loss_w,
+    ups_loss_w,
+)
+
+__all__ = [
+    "PowerTree",
+    "PowerFlow",
+    "build_power_tree",
+    "evaluate_power_tree",
+    "facility_it_capacity_w",
+    "racks_admitted",
+]
+
+#: Default RPP + branch-circuit + feeder resistive loss at rated current [fraction]
+#: (a ~1 % voltage-drop design; NEC 210.19(A) informational note allows 3 % + 2 %).
+RPP_LOSS_FRACTION_AT_RATING = 0.01
+#: Default MV/LV transformer no-load and full-load copper loss [fraction of rating]
+#: (IEEE C57.12.91 two-term model; DOE 2016 efficiency levels, ~99 % at 50 % load).
+FEED_NO_LOAD_LOSS_FRACTION = 0.002
+FEED_LOAD_LOSS_FRACTION = 0.008
+
+
+@dataclass(frozen=True, eq=False)
+class PowerTree:
+    """Static description of the power chain as arrays (build with :func:`build_power_tree`).
+
+    Attributes (R racks, S cords per rack, P RPPs, F feeds)
+    ----------
+    rack_rpp : (R, S) int          RPP of each cord
+    rack_share : (R, S) float      share of the rack on each cord, rows sum to 1
+    rpp_limit_w : (P,)             continuous limit of the RPP breaker [W]
+    rpp_rating_w : (P,)            breaker rating (trip-curve reference) [W]
+    rpp_feed_share : (P, F)        share of each RPP on each feed, rows sum to 1
+    feed_capacity_w : (F,)         feed / switchboard rating [W]
+    ups_mode : str                 "double_conversion", "eco" or "bypass"
+    ups_capacity_w : (F,)          UPS output rating on each feed path [W]
+    ups_ride_through_s : float     battery autonomy at full load [s]
+    rpp_loss_fraction : float      RPP + cabling I^2R loss at rating [fraction]
+    feed_no_load_loss_fraction, feed_load_loss_fraction : transformer loss [fraction]
+    """
+
+    rack_rpp: np.ndarray
+    rack_share: np.ndarray
+    rpp_limit_w: np.ndarray
+    rpp_rating_w: np.ndarray
+    rpp_feed_share: np.ndarray
+    feed_capacity_w: np.ndarray
+    ups_mode: str
+    ups_capacity_w: np.ndarray
+    ups_ride_through_s: float
+    rpp_loss_fraction: float
+    feed_no_load_loss_fraction: float
+    feed_load_loss_fraction: float
+    # precomputed for the all-feeds-up case
+    _rack_to_rpp: sp.csr_matrix  # (R, P) shares
+    _rpp_ups_loss_coeffs: tuple
+
+    @property
+    def n_racks(self) -> int:
+        return self.rack_rpp.shape[0]
+
+    @property
+    def n_rpps(self) -> int:
+        return self.rpp_limit_w.shape[0]
+
+    @property
+    def n_feeds(self) -> int:
+        return self.feed_capacity_w.shape[0]
+
+
+@dataclass(frozen=True, eq=False)
+class PowerFlow:
+    """Result of :func:`evaluate_power_tree`. Shapes: leading ``(T,)`` if the input was ``(T, R)``.
+
+    rack_w (…, R)             IT power actually delivered to each rack [W] (0 if dropped)
+    rack_dropped (R,)         rack lost all its cords (bool)
+    rpp_w (…, P)              power out of each RPP breaker to the racks [W]
+    rpp_load_fraction (…, P)  rpp_w / continuous limit (> 1 breaks the NEC 80 % rule)
+    rpp_rating_fraction (…, P) rpp_w / breaker rating (input of the trip curve)
+    rpp_loss_w (…, P)         RPP + cabling loss [W]
+    ups_output_w (…, F)       load on each UPS (or passing through the bypass) [W]
+    ups_load_fraction (…, F)  ups_output_w / UPS rating
+    ups_loss_w (…, F)         UPS loss [W] (0 in bypass)
+    feed_w (…, F)             power drawn from each utility feed [W]
+    feed_load_fraction (…, F) feed_w / feed capacity
+    feed_loss_w (…, F)        switchboard / transformer loss [W]
+    it_w (…)                  total delivered IT power [W]
+    utility_w (…)             total utility power for the IT chain, before cooling [W]
+    loss_w (…)                total loss = utility_w - it_w [W]
+    rpp_ok, feed_ok, ups_ok (…) every RPP within its continuous limit / every feed within
+                              capacity / every UPS within rating (always True in bypass)
+    holds (…)                 all of the above and no rack dropped
+    """
+
+    rack_w: np.ndarray
+    rack_dropped: np.ndarray
+    rpp_w: np.ndarray
+    rpp_load_fraction: np.ndarray
+    rpp_rating_fraction: np.ndarray
+    rpp_loss_w: np.ndarray
+    ups_output_w: np.ndarray
+    ups_load_fraction: np.ndarray
+    ups_loss_w: np.ndarray
+    feed_w: np.ndarray
+    feed_load_fraction: np.ndarray
+    feed_loss_w: np.ndarray
+    it_w: np.ndarray
+    utility_w: np.ndarray
+    loss_w: np.ndarray
+    rpp_ok: np.ndarray
+    feed_ok: np.ndarray
+    ups_ok: np.ndarray
+    holds: np.ndarray
+
+    @property
+    def loss_by_stage_w(self) -> dict[str, np.ndarray]:
+        """Total loss per stage [W]: ``{"rpp": …, "ups": …, "feed": …}``."""
+        return {
+            "rpp": self.rpp_loss_w.sum(axis=-1),
+            "ups": self.ups_loss_w.sum(axis=-1),
+            "feed": self.feed_loss_w.sum(axis=-1),
+        }
+
+
+def _as_2d_int(a, name):
+    a = np.asarray(a)
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{name} must be an (R,) or (R, S) integer array")
+    return a.astype(np.intp)
+
+
+def build_power_tree(
+    rack_rpp,
+    rpp_limit_w,
+    feed_capacity_w,
+    ups_mode: str,
+    ups_capacity_w,
+    *,
+    rpp_rating_w=None,
+    rack_share=None,
+    rpp_feed=None,
+    rpp_feed_share=None,
+    ups_ride_through_s: float = 300.0,
+    rpp_loss_fraction: float = RPP_LOSS_FRACTION_AT_RATING,
+    feed_no_load_loss_fraction: float = FEED_NO_LOAD_LOSS_FRACTION,
+    feed_load_loss_fraction: float = FEED_LOAD_LOSS_FRACTION,
+) -> PowerTree:
+    """Build the power tree from arrays (once per layout).
+
+    Parameters
+    ----------
+    rack_rpp : (R,) or (R, S) int
+        RPP index of each rack, or of each of its S cords (A/B).
+    rpp_limit_w : (P,) float
+        Continuous limit of each RPP breaker [W] (:func:`breaker_continuous_limit_w`).
+    feed_capacity_w : (F,) float
+        Rating of each utility feed / switchboard [W].
+    ups_mode : "double_conversion", "eco" or "bypass".
+    ups_capacity_w : float or (F,)
+        UPS output rating on each feed path [W] (a scalar is each path's UPS).
+    rpp_rating_w : (P,), optional
+        Breaker rating [W]; default ``rpp_limit_w / 0.8`` (standard-rated breaker).
+    rack_share : (R, S), optional
+        Share of each cord when all are up; default equal split.
+    rpp_feed : (P,) int, optional
+        Feed of each RPP (one-hot ``rpp_feed_share``); exclusive with ``rpp_feed_share``.
+    rpp_feed_share : (P, F), optional
+        Share of each RPP on each feed; default equal split over all feeds.
+    ups_ride_through_s : battery autonomy at full load [s].
+    rpp_loss_fraction, feed_no_load_loss_fraction, feed_load_loss_fraction : losses
+        [fraction of rating] of the RPP/cabling and feed-transformer stages.
+    """
+    if ups_mode not in UPS_MODES:
+        raise ValueError(f"ups_mode must be one of {UPS_MODES}, got {ups_mode!r}")
+    rr = _as_2d_int(rack_rpp, "rack_rpp")
+    n_r, n_s = rr.shape
+    lim = np.asarray(rpp_limit_w, dtype=float).ravel()
+    n_p = lim.shape[0]
+    if rr.size and (rr.min() < 0 or rr.max() >= n_p):
+        raise ValueError("rack_rpp refers to an RPP that does not exist")
+    rating = lim / NEC_CONTINUOUS_DERATING if rpp_rating_w is None else np.broadcast_to(
+        np.asarray(rpp_rating_w, dtype=float), lim.shape).copy()
+    feed_cap = np.atleast_1d(np.asarray(feed_capacity_w, dtype=float))
+    n_f = feed_cap.shape[0]
+    ups_cap = np.broadcast_to(np.asarray(ups_capacity_w, dtype=float), (n_f,)).copy()
+
+    if rack_share is None:
+        share = np.full((n_r, n_s), 1.0 / n_s)
+    else:
+        share = np.asarray(rack_share, dtype=float).reshape(n_r, n_s)
+        if np.any(share < 0) or not np.allclose(share.sum(axis=1), 1.0):
+            raise ValueError("rack_share rows must be non-negative and sum to 1")
+    if rpp_feed is not None and rpp_feed_share is not None:
+        raise ValueError("give rpp_feed or rpp_feed_share, not both")
+    if rpp_feed is not None:
+        pf = np.asarray(rpp_feed, dtype=np.intp)
+        if pf.shape != (n_p,) or pf.min() < 0 or pf.max() >= n_f:
+            raise ValueError("rpp_feed must be (P,) feed indices")
+        fshare = np.zeros((n_p, n_f))
+        fshare[np.arange(n_p), pf] = 1.0
+    elif rpp_feed_share is None:
+        fshare = np.full((n_p, n_f), 1.0 / n_f)
+    else:
+        fshare = np.asarray(rpp_feed_share, dtype=float).reshape(n_p, n_f)
+        if np.any(fshare < 0) or not np.allclose(fshare.sum(axis=1), 1.0):
+            raise ValueError("rpp_feed_share rows must be non-negative and sum to 1")
+
+    m = _rack_to_rpp_matrix(rr, share, n_p)
+    for a in (rr, share, lim, rating, fshare, feed_cap, ups_cap):
+        a.setflags(write=False)
+    return PowerTree(
+        rack_rpp=rr, rack_share=share, rpp_limit_w=lim, rpp_rating_w=rating,
+        rpp_feed_share=fshare, feed_capacity_w=feed_cap, ups_mode=ups_mode,
+        ups_capacity_w=ups_cap, ups_ride_through_s=float(ups_ride_through_s),
+        rpp_loss_fraction=float(rpp_loss_fraction),
+        feed_no_load_loss_fraction=float(feed_no_load_loss_fraction),
+        feed_load_loss_fraction=float(feed_load_loss_fraction),
+        _rack_to_rpp=m, _rpp_ups_loss_coeffs=UPS_LOSS_COEFFS[ups_mode],
+    )
+
+
+def _rack_to_rpp_matrix(rack_rpp, share, n_p) -> sp.csr_matrix:
+    n_r, n_s = rack_rpp.shape
+    rows = np.repeat(np.arange(n_r), n_s)
+    return sp.csr_matrix((share.ravel(), (rows, rack_rpp.ravel())), shape=(n_r, n_p))
+
+
+def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
+    """Push rack IT power through the tree [W] and return every stage's flow and loss.
+
+    Parameters
+    ----------
+    tree : PowerTree
+    rack_it_w : (R,) or (T, R) float
+        Power each rack draws at its PDU inputs [W] (sum of node wall power plus rack
+        switches).
+    feed_up : (F,) bool, optional
+        Which utility feeds are live; default all. The survivors carry everything their
+        RPPs and racks can move onto them; ``PowerFlow.holds`` says whether they hold.
+
+    Equations: cord share ``w_rs = share_rs u_rs / sum_s share_rs u_rs`` (u = cord's RPP
+    live); ``P_rpp = sum_r P_r w_rs``; RPP input ``P_rpp + f_r P_rpp^2 / P_rating``;
+    feed share of RPP ``v_pf = share_pf up_f / sum_f share_pf up_f``; UPS output
+    ``sum_p P_rpp,in v_pf``; UPS input = output + UPS loss; feed power = UPS input +
+    transformer loss.
+    """
+    x = np.asarray(rack_it_w, dtype=float)
+    n_f = tree.n_feeds
+    if feed_up is None:
+        up = np.ones(n_f, dtype=bool)
+        m = tree._rack_to_rpp
+        vshare = tree.rpp_feed_share
+        dropped = np.zeros(tree.n_racks, dtype=bool)
+    else:
+        up = np.asarray(feed_up, dtype=bool).reshape(n_f)
+        vw = tree.rpp_feed_share * up
+        vsum = vw.sum(axis=1)
+        rpp_live = vsum > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vshare = np.where(rpp_live[:, None], vw / np.where(rpp_live, vsum, 1.0)[:, None], 0.0)
+        w = tree.rack_share * rpp_live[tree.rack_rpp]
+        wsum = w.sum(axis=1)
+        dropped = wsum <= 0
+        w = np.where(dropped[:, None], 0.0, w / np.where(dropped, 1.0, wsum)[:, None])
+        m = _rack_to_rpp_matrix(tree.rack_rpp, w, tree.n_rpps)
+
+    rack_w = np.where(dropped, 0.0, x)
+    if x.ndim == 1:
+        rpp_w = m.T @ rack_w
+    else:
+        rpp_w = (m.T @ rack_w.T).T
+    rpp_loss = resistive_loss_w(rpp_w, tree.rpp_rating_w, tree.rpp_loss_fraction)
+    ups_out = (rpp_w + rpp_loss) @ vshare
+    ups_loss = ups_loss_w(ups_out, tree.ups_capacity_w, tree.ups_mode,
+                          loss_coeffs=tree._rpp_ups_loss_coeffs) * up
+    ups_in = ups_out + ups_loss
+    feed_loss = transformer_loss_w(
+        ups_in, tree.feed_capacity_w, no_load_loss_fraction=tree.feed_no_load_loss_fraction,
+        load_loss_fraction=tree.feed_load_loss_fraction) * up
+    feed_w = ups_in + feed_loss
+
+    it_w = rack_w.sum(axis=-1)
+    utility_w = feed_w.sum(axis=-1)
+    rpp_lf = rpp_w / tree.rpp_limit_w
+    feed_lf = feed_w / tree.feed_capacity_w
+    ups_lf = ups_out / tree.ups_capacity_w
+    rpp_ok = np.all(rpp_lf <= 1.0, axis=-1)
+    feed_ok = np.all(feed_lf <= 1.0, axis=-1)
+    ups_ok = np.all(ups_lf <= 1.0, axis=-1) if tree.ups_mode != "bypass" else np.ones_like(feed_ok)
+    load_lost = np.any((x != 0.0) & dropped, axis=-1)
+    holds = rpp_ok & feed_ok & ups_ok & ~load_lost
+    return PowerFlow(
+        rack_w=rack_w, rack_dropped=dropped, rpp_w=rpp_w, rpp_load_fraction=rpp_lf,
+        rpp_rating_fraction=rpp_w / tree.rpp_rating_w, rpp_loss_w=rpp_loss,
+        ups_output_w=ups_out, ups_load_fraction=ups_lf, ups_loss_w=ups_loss, feed_w=feed_w,
+        feed_load_fraction=feed_lf, feed_loss_w=feed_loss, it_w=it_w, utility_w=utility_w,
+        loss_w=utility_w - it_w, rpp_ok=rpp_ok, feed_ok=feed_ok, ups_ok=ups_ok, holds=holds,
+    )
+
+
+def facility_it_capacity_w(tree: PowerTree, redundancy: str = "2N") -> float:
+    """IT power the chain can carry under a redundancy policy [W] (upper bound, losses ignored).
+
+    Each feed path carries at most ``c_f = min(feed_f, UPS_f)`` (``feed_f`` alone in
+    bypass: the UPS limit is lifted). ``"2N"``: every feed must carry the whole load
+    alone, capacity ``min_f c_f``; ``"none"``: the paths add, ``sum_f c_f``. Either way
+    no more than the RPPs' continuous limits in total. Bypassing the UPS and the 2N
+    redundancy is how Blue Vela gained about 70 % (reference README, arXiv 2407.05467).
+    """
+    path = tree.feed_capacity_w.copy()
+    if tree.ups_mode != "bypass":
+        path = np.minimum(path, tree.ups_capacity_w)
+    if redundancy == "2N":
+        cap = path.min()
+    elif redundancy == "none":
+        cap = path.sum()
+    else:
+        raise ValueError("redundancy must be '2N' or 'none'")
+    return float(min(cap, tree.rpp_limit_w.sum()))
+
+
+def racks_admitted(
+    worst_case_rack_w,
+    available_it_w: float,
+    rack_rpp,
+    rpp_limit_w,
+    *,
+    candidate=None,
+    rack_share=None,
+    rpp_redundant: bool = False,
+    policy: str = "stop",
+) -> np.ndarray:
+    """Which racks may be powered on so that no limit can be exceeded [bool (R,)].
+
+    Racks are considered in index order (the ramp's order). A rack is admitted when the
+    worst-case draws [W] of it and of every earlier candidate fit both the facility's
+    ``available_it_w`` [W] and every RPP's continuous limit ``rpp_limit_w`` [W] (P,).
+    With ``rpp_redundant`` (A/B cords, 2N), each cord's RPP must carry the whole rack
+    (its partner may fail); otherwise a cord carries ``rack_share`` of it.
+
+    ``policy="stop"``: the first rack that does not fit ends the admission (strict
+    prefix; exact greedy). ``policy="skip"``: a rack that does not fit is skipped and later
+    racks may still be admitted; the running sums still count skipped racks, which keeps
+    the result feasible (conservative; exact when all racks draw the same).
+
+    Guarantee (tested): with the admitted racks all at their worst case, the facility sum
+    is <= ``available_it_w`` and every RPP <= its limit, so a plan that admits racks with
+    this function never overloads a breaker.
+    """
+    wc = np.broadcast_to(np.asarray(worst_case_rack_w, dtype=float), np.shape(rack_rpp)[:1])
+    rr = _as_2d_int(rack_rpp, "rack_rpp")
+    n_r, n_s = rr.shape
+    lim = np.asarray(rpp_limit_w, dtype=float)
+    cand = np.ones(n_r, dtype=bool) if candidate is None else np.asarray(candidate, dtype=bool)
+    load = np.where(cand, wc, 0.0)
+    if rpp_redundant:
+        cord = np.repeat(load[:, None], n_s, axis=1)
+    else:
+        sh = np.full((n_r, n_s), 1.0 / n_s) if rack_share is None else np.asarray(rack_share, float)
+        cord = load[:, None] * sh
+    # cumulative load of each RPP seen by each rack, in order: one-hot (R*S, P) cumsum is
+    # O(R P); a sort by RPP keeps it O(R S log R)
+    flat_p = rr.ravel()
+    flat_w = cord.ravel()
+    order = np.argsort(flat_p, kind="stable")  # stable: keeps rack order within an RPP
+    w_sorted = flat_w[order]
+    cs = np.cumsum(w_sorted)
+    p_sorted = flat_p[order]
+    start = np.searchsorted(p_sorted, p_sorted, side="left")
+    before = np.concatenate(([0.0], cs))[start]
+    cum_rpp = np.empty_like(cs)
+    cum_rpp[order] = cs - before
+    fits_rpp = np.all((cum_rpp <= lim[flat_p] * (1 + 1e-12)).reshape(n_r, n_s), axis=1)
+    fits_total = np.cumsum(load) <= available_it_w * (1 + 1e-12)
+    ok = cand & fits_rpp & fits_total
+    if policy == "stop":
+        return cand & np.logical_and.accumulate(ok | ~cand)
+    if policy == "skip":
+        return ok
+    raise ValueError("policy must be 'stop' or 'skip'")
