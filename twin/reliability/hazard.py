@@ -152,3 +152,51 @@ def sample_weibull_failure_age_h(
     a = np.asarray(current_age_h, dtype=float)
     e = rng.exponential(1.0, size=a.shape)
     return scale_h * np.power(np.power(a / scale_h, shape) + e, 1.0 / shape)
+
+
+def weibull_mean_hazard_per_h(
+    age_start_h: np.ndarray | float, age_end_h: np.ndarray | float, shape: float, scale_h: float
+) -> np.ndarray:
+    """Mean Weibull hazard over the age interval [a0, a1] [1/h].
+
+    h_mean = (H(a1) - H(a0)) / (a1 - a0),  H(t) = (t / eta)^k.
+    Holding this constant over a sampling interval keeps the expected number of infant
+    failures exact (unlike the hazard at the interval start, infinite at age 0 for k < 1).
+    Where a1 == a0 the point hazard is returned.
+    """
+    a0 = np.asarray(age_start_h, dtype=float)
+    a1 = np.asarray(age_end_h, dtype=float)
+    if np.any(a1 < a0) or np.any(a0 < 0):
+        raise ValueError("need 0 <= age_start_h <= age_end_h")
+    span = a1 - a0
+    dh = weibull_cumulative_hazard(a1, shape, scale_h) - weibull_cumulative_hazard(a0, shape, scale_h)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = dh / span
+    point = weibull_infant_hazard_per_h(np.maximum(a0, 1e-300), shape, scale_h)
+    return np.where(span > 0, mean, point)
+
+
+def burn_in_rate_multiplier(
+    age_h: np.ndarray,
+    interval_h: float,
+    shape: float,
+    scale_h: float,
+    base_rate_per_node_h: float,
+    burn_in_h: float = np.inf,
+) -> np.ndarray:
+    """Factor on a node's failure rates for the infant-mortality hazard [-], per node.
+
+    m = 1 + h_mean(age, age + interval) / lambda_node   while age < burn_in_h, else 1,
+
+    with h_mean the Weibull mean hazard over the coming sampling interval
+    (``weibull_mean_hazard_per_h``) and lambda_node the node's base total rate [1/h].
+    The infant hazard adds to the constant one, so scaling all classes by m keeps the
+    class mix and adds the expected infant failures exactly over each interval. Pass
+    the result as (part of) ``rate_scale`` to ``ClusterFailureSampler.update``.
+    Nodes not yet delivered: pass any age and zero their rate_scale instead.
+    """
+    age = np.maximum(np.asarray(age_h, dtype=float), 0.0)
+    if not base_rate_per_node_h > 0:
+        raise ValueError("base_rate_per_node_h must be > 0")
+    extra = weibull_mean_hazard_per_h(age, age + float(interval_h), shape, scale_h)
+    return np.where(age < burn_in_h, 1.0 + extra / base_rate_per_node_h, 1.0)

@@ -1,0 +1,98 @@
+"""Spares and repair-crew logistics in closed form, to size stocks and crews and to
+cross-check the engine's simpy Container (spares) and Resource (technicians)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+from twin.reliability.classes import FailureClass
+
+
+def part_demand_rates_per_h(
+    classes: Sequence[FailureClass], n_nodes: int, rate_scale: float = 1.0
+) -> dict[str, float]:
+    """Spare-part demand of a cluster by part type [parts/h].
+
+    d_p = n_nodes * s * sum of rate_k over hardware classes k that consume part p.
+    """
+    out: dict[str, float] = {}
+    for c in classes:
+        if c.repair == "hardware" and c.part:
+            out[c.part] = out.get(c.part, 0.0) + float(n_nodes) * float(rate_scale) * c.rate_per_node_h
+    return out
+
+
+def spares_fill_rate(stock: int, demand_per_h: float, lead_time_h: float) -> float:
+    """Fraction of part requests served from stock at once [-], one-for-one restocking.
+
+    With an (S-1, S) base-stock policy (every part used is re-ordered, lead time L) and
+    Poisson demand d, the parts on order are Poisson(d L) in steady state, whatever the
+    lead-time distribution (Palm's theorem; Sherbrooke, "Optimal Inventory Modeling of
+    Systems", 2004). A request finds a spare iff fewer than S are on order:
+        fill = P(Poisson(d L) <= S - 1)
+    """
+    if stock <= 0:
+        return 0.0
+    return float(stats.poisson.cdf(stock - 1, demand_per_h * lead_time_h))
+
+
+def expected_backorders(stock: int, demand_per_h: float, lead_time_h: float) -> float:
+    """Mean number of repairs waiting for a part [-]: E[(X - S)^+], X ~ Poisson(d L)."""
+    mu = demand_per_h * lead_time_h
+    s = max(int(stock), 0)
+    # E[(X - S)^+] = mu - S + sum_{x < S} (S - x) P(X = x)
+    x = np.arange(s)
+    return float(mu - s + np.sum((s - x) * stats.poisson.pmf(x, mu)))
+
+
+def stock_for_fill_rate(target_fill: float, demand_per_h: float, lead_time_h: float) -> int:
+    """Smallest stock S whose fill rate reaches ``target_fill``: S = Poisson quantile + 1."""
+    if not 0 < target_fill < 1:
+        raise ValueError("target_fill must be in (0, 1)")
+    return int(stats.poisson.ppf(target_fill, demand_per_h * lead_time_h)) + 1
+
+
+def erlang_c_wait_probability(arrival_per_h: float, mean_service_h: float, servers: int) -> float:
+    """Probability that a repair waits for a technician, M/M/c queue (Erlang C) [-].
+
+    a = lambda * E[S] (offered load), rho = a / c < 1:
+    C = (a^c / c!) / (1 - rho) / (sum_{k<c} a^k / k! + (a^c / c!) / (1 - rho))
+    Returns 1 for rho >= 1 (the queue grows without bound).
+    """
+    a = arrival_per_h * mean_service_h
+    c = int(servers)
+    if c < 1:
+        raise ValueError("servers must be >= 1")
+    if a >= c:
+        return 1.0
+    if a == 0:
+        return 0.0
+    # terms a^k / k! in log space, finite for large crews
+    k = np.arange(c)
+    log_terms = k * math.log(a) - np.array([math.lgamma(i + 1) for i in k])
+    log_last = c * math.log(a) - math.lgamma(c + 1) - math.log(1.0 - a / c)
+    m = max(float(np.max(log_terms)), log_last)
+    num = math.exp(log_last - m)
+    return float(num / (np.sum(np.exp(log_terms - m)) + num))
+
+
+def mean_repair_wait_h(
+    arrival_per_h: float, mean_service_h: float, servers: int, service_cv2: float = 1.0
+) -> float:
+    """Mean wait for a technician [h], M/G/c by the Allen-Cunneen approximation.
+
+    Wq = C(c, a) / (c mu - lambda) * (1 + cv_s^2) / 2,  mu = 1 / E[S],
+    cv_s^2 the squared coefficient of variation of the repair time (exp(sigma^2) - 1
+    for a lognormal). Exact for M/M/c (cv^2 = 1) and for M/G/1 (Pollaczek-Khinchine).
+    Infinite when the crew is overloaded (lambda E[S] >= c).
+    """
+    c = int(servers)
+    mu = 1.0 / mean_service_h
+    if arrival_per_h >= c * mu:
+        return math.inf
+    pw = erlang_c_wait_probability(arrival_per_h, mean_service_h, c)
+    return pw / (c * mu - arrival_per_h) * (1.0 + service_cv2) / 2.0
