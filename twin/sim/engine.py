@@ -124,7 +124,8 @@ class Engine:
         self.feed_capacity_w = np.array([f.capacity_kw * 1e3 for f in pw.feeds])
         self.tree = power.build_power_tree(
             rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w, feed_capacity_w=self.feed_capacity_w,
-            ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3)
+            ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3 / len(pw.feeds),
+            rpp_rating_w=p.rpp_rating_w, ups_ride_through_s=pw.ups.ride_through_s)
         self.power_available_w = 0.0
 
     def _init_thermal(self) -> None:
@@ -167,6 +168,8 @@ class Engine:
         f = self.s.failures
         self.classes = reliability.load_failure_classes()
         self.class_thermal = np.array([c.thermal for c in self.classes], bool)
+        self.base_rates_per_h = np.asarray(reliability.node_failure_rates_per_h(
+            self.classes, 1, rate_scale=f.rate_scale), float).reshape(-1, len(self.classes))[0]
         self.crew = simpy.Resource(self.env, capacity=f.technicians)
         self.spares = simpy.Container(self.env, init=f.spares, capacity=max(f.spares, 1e9))
 
@@ -545,10 +548,8 @@ class Engine:
         """(N, K) failure rates [1/h] of the nodes that are up, with thermal and burn-in factors."""
         p, f = self.plant, self.s.failures
         up = self.node_up()
-        accel = np.where(self.class_thermal[None, :], self.node_accel[:, None], 1.0)
-        rates = reliability.node_failure_rates_per_h(self.classes, p.n_nodes, rate_scale=f.rate_scale,
-                                                     thermal_acceleration=None)
-        rates = np.broadcast_to(rates, (p.n_nodes, len(self.classes))) * accel
+        base = self.base_rates_per_h
+        rates = np.where(self.class_thermal[None, :], base[None, :] * self.node_accel[:, None], base[None, :])
         age_h = (self.now - self.rack_on_since[p.node_rack]) / H
         burn_h = max(self.s.ramp.burn_in_days * 24.0, 1.0)
         infant = np.where(age_h < burn_h, 1.0 + f.burn_in_infant_factor
@@ -618,25 +619,28 @@ class Engine:
         yield self.spares.put(1)
 
     # ------------------------------------------------------------------ grid events
-    def _grid_times(self) -> list[tuple[float, float, str]]:
+    def _grid_times(self) -> list[tuple[float, float, str, float]]:
+        """(start [s], duration [s], kind, residual voltage [pu]) of every grid disturbance:
+        the scenario's dated events plus Poisson sags and outages."""
         g, start = self.s.site.power.grid, self.s.simulation.start
-        out = [(seconds_since(start, e.time), e.duration_s, e.kind) for e in g.events]
-        t, d, kind = power.sample_grid_events(
+        out = [(seconds_since(start, e.time), e.duration_s, e.kind, 0.0) for e in g.events]
+        ev = power.sample_grid_events(
             self.rng_grid, self.horizon_s, sag_rate_per_year=g.sag_rate_per_year,
-            outage_rate_per_year=g.outage_rate_per_year, sag_duration_s=g.sag_duration_s,
-            outage_duration_s=g.outage_duration_s)
-        out += list(zip(np.asarray(t, float).tolist(), np.asarray(d, float).tolist(),
-                        [str(k) for k in kind], strict=True))
+            outage_rate_per_year=g.outage_rate_per_year, sag_mean_duration_s=g.sag_duration_s,
+            outage_mean_duration_s=g.outage_duration_s)
+        kinds = np.where(np.asarray(ev["kind"]) == power.GRID_OUTAGE, "outage", "sag")
+        out += list(zip(np.asarray(ev["start_s"], float).tolist(), np.asarray(ev["duration_s"], float).tolist(),
+                        kinds.tolist(), np.asarray(ev["residual_voltage_pu"], float).tolist(), strict=True))
         return sorted(e for e in out if 0 <= e[0] < self.horizon_s)
 
     def _grid_process(self):
         pw = self.s.site.power
-        for t, dur, kind in self._grid_times():
+        for t, dur, kind, residual in self._grid_times():
             if t > self.now:
                 yield self.env.timeout(t - self.now)
             drops = bool(power.ride_through_outcome(
                 dur, pw.ups.mode, psu_holdup_s=pw.psu_holdup_s, ups_ride_through_s=pw.ups.ride_through_s,
-                generator_start_s=pw.generator_start_s))
+                generator_start_s=pw.generator_start_s, residual_voltage_pu=residual))
             if not drops:
                 self.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {pw.ups.mode}")
                 continue
@@ -700,12 +704,12 @@ class Engine:
         self.log("cooling_restored", name, "")
 
     # ------------------------------------------------------------------ sampler
-    def outdoor_temp_c(self, t_s: float) -> float:
-        """Outdoor dry-bulb [C]: annual mean plus a cosine season peaking on 20 July."""
+    def outdoor_temp_c(self, t_s):
+        """Outdoor dry-bulb [C] at simulation time(s) ``t_s``: annual mean plus a cosine
+        season peaking on 20 July."""
         c = self.s.site.power.cooling
-        start = self.s.simulation.start
-        doy = start.timetuple().tm_yday + t_s / DAY
-        return c.outdoor_temp_c + c.outdoor_temp_swing_c * math.cos(2 * math.pi * (doy - 201) / 365.25)
+        doy = self.s.simulation.start.timetuple().tm_yday + np.asarray(t_s, float) / DAY
+        return c.outdoor_temp_c + c.outdoor_temp_swing_c * np.cos(2 * np.pi * (doy - 201) / 365.25)
 
     def _sample(self, i: int) -> None:
         p, s, node = self.plant, self.s, self.plant.node
@@ -719,7 +723,6 @@ class Engine:
         rack_on = self.rack_powered & ~self.rack_tripped
         rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
                   + rack_on * s.hardware.network_power_per_rack_w)
-        flow = power.evaluate_power_tree(self.tree, rack_w)
         # rack heat -> inlet temperature, one mat-vec per hall
         for hall in self.halls:
             idx = hall["idx"]
@@ -746,11 +749,8 @@ class Engine:
             for job in self.jobs:
                 if job.status == "running" and job.nodes.size:
                     self._update_rate(job)
-        heat_w = float(rack_w.sum())
-        out_c = self.outdoor_temp_c(self.now)
-        cool_w = float(power.cooling_power_w(heat_w, out_c, chiller_cop_at_25c=s.site.power.cooling.chiller_cop_at_25c,
-                                             fan_pump_fraction=s.site.power.cooling.fan_pump_fraction))
-        self._check_breakers(np.asarray(flow.rpp_w, float))
+        rpp_w = np.bincount(p.rack_rpp, weights=rack_w, minlength=len(p.rpp_limit_w))
+        self._check_breakers(rpp_w)
         r = self.rec
         r["rack_power_w"][i] = rack_w
         r["rack_inlet_c"][i] = self.rack_inlet_c
@@ -758,15 +758,7 @@ class Engine:
             gpu_t, np.arange(0, p.n_nodes, s.hardware.nodes_per_rack)), np.nan)
         r["rack_state"][i] = np.where(self.rack_tripped, 3, np.where(
             self.rack_powered, np.where(self.rack_ready, 2, 1), np.where(self.rack_delivered, 0, -1)))
-        r["rpp_load_fraction"][i] = flow.rpp_load_fraction
-        r["feed_load_fraction"][i] = flow.feed_load_fraction
-        r["facility_it_w"][i] = flow.it_w
-        r["ups_loss_w"][i] = flow.ups_loss_w
-        r["distribution_loss_w"][i] = float(flow.utility_w) - float(flow.it_w) - float(flow.ups_loss_w)
-        r["cooling_w"][i] = cool_w
-        r["facility_total_w"][i] = float(flow.utility_w) + cool_w
         r["power_available_w"][i] = self.power_available_w
-        r["outdoor_temp_c"][i] = out_c
         gpn = p.gpus_per_node
         r["gpus_installed"][i] = self.rack_delivered[p.node_rack].sum() * gpn
         r["gpus_powered"][i] = (rack_on[p.node_rack] & ~self.node_grid_down).sum() * gpn
@@ -791,6 +783,8 @@ class Engine:
         """Trip an RPP breaker whose load stays over its inverse-time curve for a sample."""
         p = self.plant
         frac = rpp_w / p.rpp_rating_w
+        if frac.max() <= 1.0:      # a breaker carries its rating indefinitely
+            return
         trip_s = np.asarray(power.breaker_trip_time_s(frac), float)
         for q in np.flatnonzero(trip_s < self.dt_s):
             racks = np.flatnonzero((p.rack_rpp == q) & self.rack_powered & ~self.rack_tripped)
@@ -834,6 +828,30 @@ class Engine:
         env.run(until=self.n_samples * self.dt_s)
         for job in self.jobs:
             self._advance(job)
+        self._facility_series()
         if self.progress is not None:
             self.progress(1.0)
         return build_results(self)
+
+    def _facility_series(self) -> None:
+        """Power chain and cooling for every sample at once, (T, R) -> (T,), vectorised.
+
+        Nothing in the feedback loops needs the UPS, feed or cooling figures within the run
+        (RPP loads for the breakers are summed in the sampler), so they are evaluated once.
+        """
+        r, s = self.rec, self.s
+        flow = power.evaluate_power_tree(self.tree, r["rack_power_w"].astype(float))
+        t_s = np.arange(self.n_samples) * self.dt_s
+        out_c = self.outdoor_temp_c(t_s)
+        c = s.site.power.cooling
+        cool = np.asarray(power.cooling_power_w(flow.it_w, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                                                fan_pump_fraction=c.fan_pump_fraction), float)
+        ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
+        r["rpp_load_fraction"][:] = flow.rpp_load_fraction
+        r["feed_load_fraction"][:] = flow.feed_load_fraction
+        r["facility_it_w"][:] = flow.it_w
+        r["ups_loss_w"][:] = ups_loss
+        r["distribution_loss_w"][:] = np.asarray(flow.utility_w) - np.asarray(flow.it_w) - ups_loss
+        r["cooling_w"][:] = cool
+        r["facility_total_w"][:] = np.asarray(flow.utility_w) + cool
+        r["outdoor_temp_c"][:] = out_c
