@@ -288,6 +288,7 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
     if feed_up is None:
         up = np.ones(n_f, dtype=bool)
         m = tree._rack_to_rpp
+        w = tree.rack_share
         vshare = tree.rpp_feed_share
         dropped = np.zeros(tree.n_racks, dtype=bool)
     else:
@@ -301,12 +302,15 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
         wsum = w.sum(axis=1)
         dropped = wsum <= 0
         w = np.where(dropped[:, None], 0.0, w / np.where(dropped, 1.0, wsum)[:, None])
-        m = _rack_to_rpp_matrix(tree.rack_rpp, w, tree.n_rpps)
+        m = None
 
     rack_w = np.where(dropped, 0.0, x)
     if x.ndim == 1:
-        rpp_w = m.T @ rack_w
+        rpp_w = np.bincount(tree.rack_rpp.ravel(), weights=(rack_w[:, None] * w).ravel(),
+                            minlength=tree.n_rpps)
     else:
+        if m is None:
+            m = _rack_to_rpp_matrix(tree.rack_rpp, w, tree.n_rpps)
         rpp_w = (m.T @ rack_w.T).T
     rpp_loss = resistive_loss_w(rpp_w, tree.rpp_rating_w, tree.rpp_loss_fraction)
     ups_out = (rpp_w + rpp_loss) @ vshare
