@@ -1,0 +1,41 @@
+"""Airflow and heat of the data hall: field solver, recirculation matrix, transients,
+GPU temperature and throttling, ASHRAE classes, failure acceleration, rack placement."""
+
+from .geometry import HallGeometry
+from .layouts import row_hall
+from .properties import (
+    AIR_CP_J_KG_K,
+    AIR_DENSITY_KG_M3,
+    ASHRAE_CLASS_NAMES,
+    ASHRAE_H1_CLASS_NAMES,
+    GPU_ACTIVATION_ENERGY_EV,
+    arrhenius_acceleration,
+    ashrae_class,
+    ashrae_h1_class,
+    exhaust_temp_c,
+    gpu_clock_fraction,
+    gpu_temp_c,
+    rack_airflow_m3_s,
+)
+from .solver import InletModel, inlet_model, inlet_temp_c, steady_field
+
+__all__ = [
+    "AIR_CP_J_KG_K",
+    "AIR_DENSITY_KG_M3",
+    "ASHRAE_CLASS_NAMES",
+    "ASHRAE_H1_CLASS_NAMES",
+    "GPU_ACTIVATION_ENERGY_EV",
+    "HallGeometry",
+    "InletModel",
+    "arrhenius_acceleration",
+    "ashrae_class",
+    "ashrae_h1_class",
+    "exhaust_temp_c",
+    "gpu_clock_fraction",
+    "gpu_temp_c",
+    "inlet_model",
+    "inlet_temp_c",
+    "rack_airflow_m3_s",
+    "row_hall",
+    "steady_field",
+]

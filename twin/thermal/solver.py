@@ -1,0 +1,556 @@
+"""Steady airflow and temperature of the hall, and the recirculation matrix D.
+
+Model (two coupled layers on the plan grid of :mod:`twin.thermal.geometry`):
+
+1. **Plenum (raised floor).** Darcy flow: the flux between neighbouring plenum cells is
+   k * (p_i - p_j); a cell with open area (tile or floor leakage) of conductance g
+   discharges g * p into the room above (room pressure is the reference, 0). Cooling
+   units inject their airflow at their cells, enclosed / contained rack intakes draw
+   theirs. Solving (k * L + diag(g)) p = s gives tile flows that decay with distance from
+   the units over ``plenum_spread_m`` = cell * sqrt(k / g_mean): a tile far from any unit
+   blows less air (screened-Poisson plenum model; a 2-D, linearised cousin of the
+   plenum flow-network models of Karki & Patankar, Build. Environ. 41 (2006) 734).
+2. **Room.** Potential flow: the velocity is the gradient of a potential phi solving the
+   discrete Laplace equation L phi = s with tile flows, rack exhausts (sources) and rack
+   intakes, cooling-unit returns (sinks); walls and solid cells are no-flux faces. The
+   face fluxes then conserve mass in every cell to solver precision. Potential flow has
+   no jets or buoyancy; it is the classic reduced model for rack-level recirculation
+   studies (e.g. Toulouse, Doljac, Carey & Bash, ASME IMECE 2009 "Exploration of a
+   potential-flow-based compact model of air-flow transport in data centers").
+3. **Heat.** Steady advection-diffusion of temperature in both layers, finite volumes,
+   conservative and linear in T (default QUICK face values, Leonard 1979; Patankar's
+   power-law scheme as an option). Racks move their airflow from intake to exhaust and
+   add Q / (rho cp V) to it; cooling units remove the room air they draw and return it
+   to the plenum at their supply temperature. The effective horizontal diffusivity
+   ``eddy_diffusivity_m2_s`` (default 0.1 m2/s) stands for turbulent mixing plus the
+   dispersion by vertical shear that a depth-averaged model must carry: a mixing-length
+   estimate l_m * u' with l_m ~ 0.4 m (rack-face scale) and u' ~ 0.25 m/s (25 %
+   turbulence at 1 m/s exhaust) gives 0.1 m2/s; Chen & Xu's zero-equation indoor model
+   (Energy Build. 28 (1998) 137), nu_t = 0.03874 V l, gives 0.06 m2/s at V = 1 m/s,
+   l = 1.5 m. It is the least certain parameter of the model; values down to 0.06
+   change the hottest inlet by about 1-2 C (see bench/RESULTS.md).
+
+Because the heat problem is linear in the rack heat loads, the rack inlet temperatures
+are exactly T_in = S @ T_supply + D @ Q_rack, and D is derived once per layout from one
+sparse LU factorisation and R transposed solves (:func:`inlet_model`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import xarray as xr
+from scipy.sparse.csgraph import connected_components
+
+from .geometry import HallGeometry, HallGrid, _intake_enclosed, rasterise
+from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+
+PLENUM_HEIGHT_M = 0.6
+"""Raised-floor plenum depth [m] used for the plenum's diffusive conductance."""
+
+
+def power_law_weight(peclet):
+    """Patankar's power-law function A(|P|) = max(0, (1 - 0.1 |P|)^5) [-]."""
+    return np.maximum(0.0, 1.0 - 0.1 * np.abs(peclet)) ** 5
+
+
+def _grid_faces(nx: int, ny: int, mask: np.ndarray):
+    """Pairs (i, j) of flat indices of horizontally / vertically adjacent cells, both in mask.
+
+    Returns (i, j, axis) with j the +x (axis 0) or +y (axis 1) neighbour of i.
+    """
+    idx = np.arange(nx * ny).reshape(ny, nx)
+    m = mask.reshape(ny, nx)
+    hx = m[:, :-1] & m[:, 1:]
+    hy = m[:-1, :] & m[1:, :]
+    i = np.concatenate([idx[:, :-1][hx], idx[:-1, :][hy]])
+    j = np.concatenate([idx[:, 1:][hx], idx[1:, :][hy]])
+    axis = np.concatenate([np.zeros(hx.sum(), np.int8), np.ones(hy.sum(), np.int8)])
+    return i, j, axis
+
+
+def _laplacian(n: int, i: np.ndarray, j: np.ndarray, w: np.ndarray | float = 1.0) -> sp.csr_matrix:
+    w = np.broadcast_to(np.asarray(w, float), i.shape)
+    rows = np.concatenate([i, j, i, j])
+    cols = np.concatenate([i, j, j, i])
+    vals = np.concatenate([w, w, -w, -w])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+
+
+class _Triplets:
+    """COO accumulator for the temperature operator."""
+
+    def __init__(self):
+        self.r, self.c, self.v = [], [], []
+
+    def add(self, rows, cols, vals):
+        rows, cols, vals = np.broadcast_arrays(np.asarray(rows), np.asarray(cols), np.asarray(vals, float))
+        self.r.append(rows.ravel())
+        self.c.append(cols.ravel())
+        self.v.append(vals.ravel())
+
+    def matrix(self, n):
+        return sp.csc_matrix(
+            (np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))), shape=(n, n)
+        )
+
+
+def _advection_diffusion(t, fi, fj, fax, flux, d_cond, uid, nx, ny, scheme):
+    """Add the face fluxes of advection-diffusion to the triplets ``t``.
+
+    Faces join flat cell fi to its +x (fax 0) or +y (fax 1) neighbour fj; ``flux`` is the
+    volume flux fi -> fj [m3/s], ``d_cond`` the diffusive conductance Gamma * A / dx
+    [m3/s]; ``uid`` maps flat cells to unknowns (-1: solid). The heat flux through a face
+    is J = F * T_face - d_cond * (T_j - T_i) with:
+
+    - ``"power_law"``: Patankar's power-law scheme (1980, ch. 5): J = (F+ + a) T_i -
+      (F- + a) T_j, a = d_cond * max(0, (1 - 0.1 |F / d_cond|)^5); bounded, first order.
+    - ``"quick"``: Leonard's QUICK (Comput. Methods Appl. Mech. Eng. 19 (1979) 59):
+      T_face = 6/8 T_U + 3/8 T_D - 1/8 T_UU with central diffusion; third-order face
+      values, first-order upwind where the far-upwind cell UU is a wall or solid.
+
+    Both are conservative (what leaves one cell enters the next) and linear in T.
+    """
+    ri, rj = uid[fi], uid[fj]
+    if scheme == "power_law":
+        a = d_cond * power_law_weight(flux / d_cond)
+        ci = np.maximum(flux, 0.0) + a
+        cj = np.maximum(-flux, 0.0) + a
+        t.add(ri, ri, ci)
+        t.add(ri, rj, -cj)
+        t.add(rj, ri, -ci)
+        t.add(rj, rj, cj)
+        return
+    if scheme != "quick":
+        raise ValueError(f"unknown advection scheme {scheme!r}")
+    step = np.where(fax == 0, 1, nx)
+    pos = flux >= 0
+    up = np.where(pos, fi, fj)
+    down = np.where(pos, fj, fi)
+    uu = np.where(pos, fi - step, fj + step)
+    inside = np.where(
+        fax == 0,
+        np.where(pos, fi % nx > 0, fj % nx < nx - 1),
+        np.where(pos, fi // nx > 0, fj // nx < ny - 1),
+    )
+    uu_ok = inside.copy()
+    uu_ok[inside] = uid[uu[inside]] >= 0
+    ru, rd = uid[up], uid[down]
+    ruu = np.where(uu_ok, uid[np.where(uu_ok, uu, up)], ru)
+    w = ((ru, np.where(uu_ok, 6 / 8, 1.0)), (rd, np.where(uu_ok, 3 / 8, 0.0)), (ruu, np.where(uu_ok, -1 / 8, 0.0)))
+    for idx, wk in w:
+        t.add(ri, idx, flux * wk)
+        t.add(rj, idx, -flux * wk)
+    t.add(ri, ri, d_cond)
+    t.add(ri, rj, -d_cond)
+    t.add(rj, rj, d_cond)
+    t.add(rj, ri, -d_cond)
+
+
+def face_operator(nx, ny, mask, flux_m3_s, conductance_m3_s, scheme="quick"):
+    """Sparse advection-diffusion operator on the cells of ``mask`` (flat, ny*nx bool).
+
+    Faces are enumerated as in the hall solver (all +x faces row by row, then all +y
+    faces); ``flux_m3_s`` gives one volume flux per face. Row k of the result is the net
+    heat outflow of the k-th masked cell per unit of temperature (walls: no flux).
+    """
+    mask = np.asarray(mask, bool).ravel()
+    fi, fj, fax = _grid_faces(nx, ny, mask)
+    uid = -np.ones(nx * ny, np.int64)
+    uid[mask] = np.arange(mask.sum())
+    t = _Triplets()
+    flux = np.broadcast_to(np.asarray(flux_m3_s, float), fi.shape)
+    cond = np.broadcast_to(np.asarray(conductance_m3_s, float), fi.shape)
+    _advection_diffusion(t, fi, fj, fax, flux, cond, uid, nx, ny, scheme)
+    return t.matrix(int(mask.sum()))
+
+
+@dataclass
+class HallProblem:
+    """Assembled steady problem of one layout and airflow (internal; see inlet_model).
+
+    Temperature unknowns are ordered [room fluid cells | plenum cells | return node].
+    A @ T = E @ T_supply + B @ Q_rack;  T_inlet = W @ T;  T_return = M @ T.
+    """
+
+    geometry: HallGeometry
+    grid: HallGrid
+    rack_airflow_m3_s: np.ndarray
+    cooling_airflow_m3_s: np.ndarray  # effective (0 for inactive units)
+    room_id: np.ndarray  # (ny*nx,) unknown index of room cell or -1 if solid
+    n_room: int
+    n_unknowns: int
+    plenum_pressure: np.ndarray  # (ny*nx,) [arbitrary units]
+    floor_flow_m3_s: np.ndarray  # (ny*nx,) plenum -> room flow per cell [m3/s]
+    plenum_source_m3_s: np.ndarray  # (ny*nx,) unit supply minus enclosed-rack draw [m3/s]
+    room_source_m3_s: np.ndarray  # (n_room,) net volume source per room cell [m3/s]
+    room_face: tuple  # (i, j, axis, flux) in room-unknown indices, flux i -> j [m3/s]
+    plenum_face: tuple  # (i, j, axis, flux) in flat cell indices [m3/s]
+    A: sp.csc_matrix
+    E: sp.csr_matrix  # (n_unknowns, C)
+    B: sp.csr_matrix  # (n_unknowns, R)
+    W: sp.csr_matrix  # (R, n_unknowns)
+    M: sp.csr_matrix  # (C, n_unknowns)
+    duct_m3_s: np.ndarray  # (C,) flow each unit draws from the hot-aisle return plenum
+    _lu: object = field(default=None, repr=False)
+
+    @property
+    def lu(self):
+        if self._lu is None:
+            self._lu = spla.splu(self.A)
+        return self._lu
+
+    def solve(self, rack_heat_w: np.ndarray) -> np.ndarray:
+        rhs = self.E @ self.geometry.cooling_supply_temp_c + self.B @ np.asarray(rack_heat_w, float)
+        return self.lu.solve(rhs)
+
+
+def build_problem(
+    geometry: HallGeometry, rack_airflow_m3_s, cooling_active=None
+) -> HallProblem:
+    """Rasterise the hall, solve both flow layers and assemble the heat operator."""
+    g = geometry
+    grid = rasterise(g)
+    nx, ny, h = grid.nx, grid.ny, grid.cell_m
+    n = nx * ny
+    n_r, n_c = g.n_racks, g.n_cooling
+    v_r = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), (n_r,)).copy()
+    if np.any(v_r <= 0):
+        raise ValueError("rack airflow must be positive for every rack")
+    active = np.ones(n_c, bool) if cooling_active is None else np.asarray(cooling_active, bool).reshape(n_c)
+    v_c = np.where(active, g.cooling_airflow_m3_s, 0.0)
+    if v_c.sum() <= 0:
+        raise ValueError("no active cooling airflow: the hall has no steady state (use fault_transient)")
+    fluid = ~grid.solid.ravel()
+    room_id = -np.ones(n, np.int64)
+    room_id[fluid] = np.arange(fluid.sum())
+    n_room = int(fluid.sum())
+    leak = g.containment_leakage_fraction
+    enclosed = _intake_enclosed(g)
+    e_frac = np.where(enclosed, 1.0 - leak, 0.0)  # share of rack airflow drawn from the plenum
+    h_frac = np.full(n_r, 1.0 - leak if g.containment == "hot_aisle" else 0.0)  # ducted share
+    ducted = float((h_frac * v_r).sum())
+    if ducted > v_c.sum():  # units cannot take it all: the excess spills into the room
+        h_frac *= v_c.sum() / ducted
+        ducted = float((h_frac * v_r).sum())
+    duct_c = v_c / v_c.sum() * ducted
+
+    # ---- plenum: (k L + G) p = s ----------------------------------------------------
+    s_p = np.zeros(n)
+    for c in range(n_c):
+        cells = grid.cooling_cells[c]
+        np.add.at(s_p, cells, v_c[c] / len(cells))
+    for r in range(n_r):
+        if e_frac[r] > 0:
+            cells = grid.intake_cells[r]
+            np.add.at(s_p, cells, -e_frac[r] * v_r[r] / len(cells))
+    g_open = np.zeros(n)
+    for cells in grid.tile_cells:
+        if len(cells):
+            np.add.at(g_open, cells, 1.0 / len(cells))
+    n_tiles = g_open.sum()
+    lf = g.floor_leakage_fraction
+    g_leak = lf / (1 - lf) * n_tiles / n_room if n_tiles > 0 else 1.0
+    g_open = g_open + np.where(fluid, g_leak, 0.0)
+    k_lat = g_open.sum() / n * (g.plenum_spread_m / h) ** 2
+    pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
+    a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open)).tocsc()
+    p = spla.spsolve(a_p, s_p)
+    q_floor = g_open * p
+    f_plenum = k_lat * (p[pi] - p[pj])
+
+    # ---- room: potential flow L phi = s ---------------------------------------------
+    s_room_full = np.where(fluid, q_floor, 0.0)
+    for r in range(n_r):
+        cin, cout = grid.intake_cells[r], grid.exhaust_cells[r]
+        np.add.at(s_room_full, cin, -(1 - e_frac[r]) * v_r[r] / len(cin))
+        np.add.at(s_room_full, cout, (1 - h_frac[r]) * v_r[r] / len(cout))
+    for c in range(n_c):
+        cells = grid.cooling_cells[c]
+        np.add.at(s_room_full, cells, -(v_c[c] - duct_c[c]) / len(cells))
+    s_room = s_room_full[fluid]
+    fi, fj, fax = _grid_faces(nx, ny, fluid)
+    ri, rj = room_id[fi], room_id[fj]
+    lap = _laplacian(n_room, ri, rj).tolil()
+    n_comp, labels = connected_components(
+        sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False
+    )
+    rhs = s_room.copy()
+    for comp in range(n_comp):
+        members = np.flatnonzero(labels == comp)
+        imbalance = s_room[members].sum()
+        if abs(imbalance) > 1e-9 * max(1.0, v_c.sum()):
+            raise ValueError(
+                f"room region of {len(members)} cells around cell {members[0]} is sealed off "
+                f"with a net air source of {imbalance:.3g} m3/s (obstacles close it in)"
+            )
+        pin = members[0]
+        lap.rows[pin] = [pin]
+        lap.data[pin] = [1.0]
+        rhs[pin] = 0.0
+    phi = spla.spsolve(lap.tocsc(), rhs)
+    f_room = phi[ri] - phi[rj]  # outflow of a cell = sum of its face fluxes = source
+
+    # ---- heat operator ---------------------------------------------------------------
+    gamma = g.eddy_diffusivity_m2_s
+    hot = g.containment == "hot_aisle"
+    n_u = n_room + n + (1 if hot else 0)
+    pl = n_room + np.arange(n)  # plenum unknown of each flat cell
+    pl_full = pl
+    rn = n_room + n  # return node unknown (if hot aisle)
+    t = _Triplets()
+
+    _advection_diffusion(t, fi, fj, fax, f_room, gamma * g.height_m, room_id, nx, ny, g.advection_scheme)
+    _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl_full, nx, ny, g.advection_scheme)
+    # floor exchange
+    cells = np.flatnonzero(fluid & (q_floor != 0))
+    q = q_floor[cells]
+    up, down = q > 0, q < 0
+    t.add(pl[cells[up]], pl[cells[up]], q[up])
+    t.add(room_id[cells[up]], pl[cells[up]], -q[up])
+    t.add(room_id[cells[down]], room_id[cells[down]], -q[down])
+    t.add(pl[cells[down]], room_id[cells[down]], q[down])
+    # racks
+    w_r, w_c, w_v = [], [], []
+    b_r, b_c, b_v = [], [], []
+    for r in range(n_r):
+        cin = grid.intake_cells[r]
+        k_room = room_id[cin]
+        a_room = np.full(len(cin), (1 - e_frac[r]) * v_r[r] / len(cin))
+        a_plen = np.full(len(cin), e_frac[r] * v_r[r] / len(cin))
+        src_idx = np.concatenate([k_room, pl[cin]])
+        src_w = np.concatenate([a_room, a_plen]) / v_r[r]
+        keep = src_w > 0
+        src_idx, src_w = src_idx[keep], src_w[keep]
+        t.add(k_room, k_room, a_room)  # intake sinks
+        t.add(pl[cin], pl[cin], a_plen)
+        w_r.append(np.full(len(src_idx), r))
+        w_c.append(src_idx)
+        w_v.append(src_w)
+        cout = grid.exhaust_cells[r]
+        tgt = room_id[cout]
+        m = np.full(len(cout), (1 - h_frac[r]) * v_r[r] / len(cout))
+        if hot and h_frac[r] > 0:
+            tgt = np.append(tgt, rn)
+            m = np.append(m, h_frac[r] * v_r[r])
+        keep = m > 0
+        tgt, m = tgt[keep], m[keep]
+        t.add(tgt[:, None], src_idx[None, :], -m[:, None] * src_w[None, :])
+        b_r.append(tgt)
+        b_c.append(np.full(len(tgt), r))
+        b_v.append(m / (AIR_VOLUMETRIC_HEAT_J_M3_K * v_r[r]))
+    # cooling units
+    e_r, e_c, e_v = [], [], []
+    m_r, m_c, m_v = [], [], []
+    for c in range(n_c):
+        if v_c[c] <= 0:
+            continue
+        cells_c = grid.cooling_cells[c]
+        draw = (v_c[c] - duct_c[c]) / len(cells_c)
+        t.add(room_id[cells_c], room_id[cells_c], np.full(len(cells_c), draw))
+        e_r.append(pl[cells_c])
+        e_c.append(np.full(len(cells_c), c))
+        e_v.append(np.full(len(cells_c), v_c[c] / len(cells_c)))
+        m_r.append(np.full(len(cells_c), c))
+        m_c.append(room_id[cells_c])
+        m_v.append(np.full(len(cells_c), draw / v_c[c]))
+        if hot and duct_c[c] > 0:
+            m_r.append([c])
+            m_c.append([rn])
+            m_v.append([duct_c[c] / v_c[c]])
+    if hot:
+        t.add([rn], [rn], [ducted if ducted > 0 else 1.0])
+    A = t.matrix(n_u)
+
+    def coo(rows, cols, vals, shape):
+        if not rows:
+            return sp.csr_matrix(shape)
+        return sp.csr_matrix(
+            (np.concatenate(vals).astype(float), (np.concatenate(rows), np.concatenate(cols))), shape=shape
+        )
+
+    return HallProblem(
+        geometry=g,
+        grid=grid,
+        rack_airflow_m3_s=v_r,
+        cooling_airflow_m3_s=v_c,
+        room_id=room_id,
+        n_room=n_room,
+        n_unknowns=n_u,
+        plenum_pressure=p,
+        floor_flow_m3_s=q_floor,
+        plenum_source_m3_s=s_p,
+        room_source_m3_s=s_room,
+        room_face=(ri, rj, fax, f_room),
+        plenum_face=(pi, pj, pax, f_plenum),
+        A=A,
+        E=coo(e_r, e_c, e_v, (n_u, n_c)),
+        B=coo(b_r, b_c, b_v, (n_u, n_r)),
+        W=coo(w_r, w_c, w_v, (n_r, n_u)),
+        M=coo(m_r, m_c, m_v, (n_c, n_u)),
+        duct_m3_s=duct_c,
+    )
+
+
+@dataclass(frozen=True)
+class InletModel:
+    """Linear map from rack heat to rack inlet temperature for one layout and airflow.
+
+    inlet_temp_c = base_inlet_c + recirculation_k_per_w @ rack_heat_w       (exact)
+    base_inlet_c = supply_mix @ cooling_supply_temp_c
+    cooling heat removed [W] = cooling_base_w + cooling_heat_share @ rack_heat_w
+    The columns of cooling_heat_share sum to 1 (every watt ends in some unit).
+    """
+
+    base_inlet_c: np.ndarray  # (R,) [C]
+    recirculation_k_per_w: np.ndarray  # (R, R) D [K/W]
+    supply_mix: np.ndarray  # (R, C) d inlet / d supply temperature [-]
+    cooling_supply_temp_c: np.ndarray  # (C,) [C]
+    cooling_airflow_m3_s: np.ndarray  # (C,) effective airflow, 0 for inactive units
+    cooling_capacity_w: np.ndarray  # (C,) [W]
+    cooling_active: np.ndarray  # (C,) bool
+    return_mix: np.ndarray  # (C, C) d return temperature / d supply temperature [-]
+    return_k_per_w: np.ndarray  # (C, R) d return temperature / d rack heat [K/W]
+    cooling_base_w: np.ndarray  # (C,) heat removed with zero rack heat [W]
+    cooling_heat_share: np.ndarray  # (C, R) fraction of rack j's heat removed by unit c [-]
+    rack_airflow_m3_s: np.ndarray  # (R,) [m3/s]
+
+    def cooling_load_w(self, rack_heat_w) -> np.ndarray:
+        """Heat removed by each cooling unit [W] (compare with cooling_capacity_w)."""
+        return self.cooling_base_w + self.cooling_heat_share @ np.asarray(rack_heat_w, float)
+
+    def return_temp_c(self, rack_heat_w) -> np.ndarray:
+        """Return-air temperature of each cooling unit [C] (NaN for inactive units)."""
+        t = self.return_mix @ self.cooling_supply_temp_c + self.return_k_per_w @ np.asarray(rack_heat_w, float)
+        return np.where(self.cooling_active, t, np.nan)
+
+
+def inlet_model(
+    geometry: HallGeometry, rack_airflow_m3_s, cooling_active=None, *, block_size: int = 512
+) -> InletModel:
+    """Derive the recirculation matrix D (and supply mixing) of a layout.
+
+    One sparse LU factorisation of the heat operator A, then transposed solves
+    A^T Y = [W; M]^T (one per rack and per cooling unit, in blocks of ``block_size``);
+    D = (B^T Y_W)^T, S = (E^T Y_W)^T. Re-derive when the layout, rack airflow or the set
+    of running cooling units (``cooling_active``, (C,) bool) changes.
+    """
+    prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
+    lu = prob.lu
+    n_r, n_c = geometry.n_racks, geometry.n_cooling
+    rows = sp.vstack([prob.W, prob.M]).tocsr()
+    bt = prob.B.T.tocsr()
+    et = prob.E.T.tocsr()
+    d_all = np.empty((n_r + n_c, n_r))
+    s_all = np.empty((n_r + n_c, n_c))
+    for start in range(0, n_r + n_c, block_size):
+        stop = min(start + block_size, n_r + n_c)
+        y = lu.solve(rows[start:stop].T.toarray(), trans="T")
+        d_all[start:stop] = (bt @ y).T
+        s_all[start:stop] = (et @ y).T
+    v_c = prob.cooling_airflow_m3_s
+    t_sup = geometry.cooling_supply_temp_c
+    active = v_c > 0
+    ret_mix = s_all[n_r:]
+    ret_k = d_all[n_r:]
+    vol = AIR_VOLUMETRIC_HEAT_J_M3_K * v_c
+    base_w = vol * (ret_mix @ t_sup - t_sup)
+    return InletModel(
+        base_inlet_c=s_all[:n_r] @ t_sup,
+        recirculation_k_per_w=d_all[:n_r],
+        supply_mix=s_all[:n_r],
+        cooling_supply_temp_c=t_sup.copy(),
+        cooling_airflow_m3_s=v_c,
+        cooling_capacity_w=geometry.cooling_capacity_w.copy(),
+        cooling_active=active,
+        return_mix=ret_mix,
+        return_k_per_w=ret_k,
+        cooling_base_w=np.where(active, base_w, 0.0),
+        cooling_heat_share=vol[:, None] * ret_k,
+        rack_airflow_m3_s=prob.rack_airflow_m3_s,
+    )
+
+
+def inlet_temp_c(model: InletModel, rack_heat_w) -> np.ndarray:
+    """Rack inlet temperatures [C]: T_in = base_inlet_c + D @ rack_heat_w (one mat-vec)."""
+    return model.base_inlet_c + model.recirculation_k_per_w @ rack_heat_w
+
+
+def steady_field(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling_active=None) -> xr.Dataset:
+    """Full steady solve: room temperature and velocity on the grid, for the 3-D viewer.
+
+    Returns an xarray Dataset with coordinates x_m (nx), y_m (ny) [m] (cell centres),
+    ``rack`` and ``cooling_unit``, and variables:
+    temperature (y_m, x_m) [C] of room air (NaN inside racks / obstacles),
+    velocity (component, y_m, x_m) [m/s] cell-centred room air velocity (x, y),
+    speed (y_m, x_m) [m/s], plenum_temperature [C], floor_airflow (y_m, x_m) [m3/s] through
+    tiles and leaks, solid (y_m, x_m) bool, rack_inlet_temp / rack_exhaust_temp (rack)
+    [C], cooling_return_temp (cooling_unit) [C], cooling_heat_removed (cooling_unit) [W].
+    Velocity = face flux / (cell_m * height_m): the room is one layer of the hall height.
+    """
+    prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
+    heat = np.broadcast_to(np.asarray(rack_heat_w, float), (geometry.n_racks,))
+    temp = prob.solve(heat)
+    return _field_dataset(prob, temp, heat)
+
+
+def _field_dataset(prob: HallProblem, temp: np.ndarray, heat: np.ndarray) -> xr.Dataset:
+    g, grid = prob.geometry, prob.grid
+    nx, ny, h = grid.nx, grid.ny, grid.cell_m
+    n = nx * ny
+    fluid = prob.room_id >= 0
+    t_room = np.full(n, np.nan)
+    t_room[fluid] = temp[: prob.n_room]
+    t_plen = temp[prob.n_room : prob.n_room + n]
+    ri, rj, fax, flux = prob.room_face
+    cell_of = np.flatnonzero(fluid)
+    area = h * g.height_m
+    u = np.zeros(n)
+    v = np.zeros(n)
+    for ax, vel in ((0, u), (1, v)):
+        sel = fax == ax
+        np.add.at(vel, cell_of[ri[sel]], 0.5 * flux[sel] / area)
+        np.add.at(vel, cell_of[rj[sel]], 0.5 * flux[sel] / area)
+    u[~fluid] = np.nan
+    v[~fluid] = np.nan
+    t_in = prob.W @ temp
+    v_r = prob.rack_airflow_m3_s
+    t_ret = prob.M @ temp
+    v_c = prob.cooling_airflow_m3_s
+    removed = AIR_VOLUMETRIC_HEAT_J_M3_K * v_c * (t_ret - g.cooling_supply_temp_c)
+    t_ret = np.where(v_c > 0, t_ret, np.nan)
+    x = (np.arange(nx) + 0.5) * h
+    y = (np.arange(ny) + 0.5) * h
+    shape = (ny, nx)
+    ds = xr.Dataset(
+        {
+            "temperature": (("y_m", "x_m"), t_room.reshape(shape), {"units": "degC", "long_name": "room air temperature"}),
+            "velocity": (
+                ("component", "y_m", "x_m"),
+                np.stack([u.reshape(shape), v.reshape(shape)]),
+                {"units": "m/s", "long_name": "room air velocity (cell centred)"},
+            ),
+            "speed": (("y_m", "x_m"), np.hypot(u, v).reshape(shape), {"units": "m/s", "long_name": "room air speed"}),
+            "plenum_temperature": (("y_m", "x_m"), t_plen.reshape(shape), {"units": "degC", "long_name": "raised-floor plenum air temperature"}),
+            "floor_airflow": (("y_m", "x_m"), prob.floor_flow_m3_s.reshape(shape), {"units": "m3/s", "long_name": "airflow from plenum into room through tiles and leaks"}),
+            "solid": (("y_m", "x_m"), grid.solid, {"long_name": "rack body or obstacle"}),
+            "rack_inlet_temp": (("rack",), t_in, {"units": "degC", "long_name": "rack inlet air temperature"}),
+            "rack_exhaust_temp": (("rack",), t_in + heat / (AIR_VOLUMETRIC_HEAT_J_M3_K * v_r), {"units": "degC", "long_name": "rack exhaust air temperature"}),
+            "rack_heat": (("rack",), heat, {"units": "W", "long_name": "rack heat load"}),
+            "cooling_return_temp": (("cooling_unit",), t_ret, {"units": "degC", "long_name": "cooling unit return air temperature"}),
+            "cooling_heat_removed": (("cooling_unit",), removed, {"units": "W", "long_name": "heat removed by cooling unit"}),
+        },
+        coords={
+            "x_m": ("x_m", x, {"units": "m", "long_name": "x (hall width)"}),
+            "y_m": ("y_m", y, {"units": "m", "long_name": "y (hall depth)"}),
+            "component": ("component", ["x", "y"]),
+            "rack": ("rack", np.arange(g.n_racks)),
+            "cooling_unit": ("cooling_unit", np.arange(g.n_cooling)),
+        },
+        attrs={"cell_m": h, "height_m": g.height_m, "containment": g.containment,
+               "model": "2-D plan: Darcy plenum + potential-flow room + power-law advection-diffusion"},
+    )
+    return ds
