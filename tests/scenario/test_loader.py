@@ -187,3 +187,11 @@ def test_random_text_files_load_or_fail_clearly(tmp_path_factory, text):
         load_scenario(p)
     except ScenarioError as err:
         assert err.problems
+
+
+def test_cooling_event_must_name_a_unit_of_its_hall():
+    data = copy.deepcopy(BASE)
+    data["site"]["cooling_faults"] = {"events": [{"time": "2024-02-01T00:00:00", "unit": "crah_x9",
+                                                   "duration_s": 600}]}
+    (prob,) = problems_of(data)
+    assert prob.path == "site.cooling_faults.events.0.unit" and "crah_w1" in prob.expected

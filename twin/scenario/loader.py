@@ -175,6 +175,12 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             if not (0 <= min(ob.x0_m, ob.x1_m) and max(ob.x0_m, ob.x1_m) <= hall.width_m
                     and 0 <= min(ob.y0_m, ob.y1_m) and max(ob.y0_m, ob.y1_m) <= hall.depth_m):
                 out.append((f"site.halls.{h}.obstacles.{o}", ob.name, "an obstacle inside the hall"))
+    for e, ev in enumerate(s.site.cooling_faults.events):
+        if ev.hall >= len(s.site.halls):
+            out.append((f"site.cooling_faults.events.{e}.hall", ev.hall, f"a hall index below {len(s.site.halls)}"))
+        elif ev.unit not in {c.name for c in s.site.halls[ev.hall].cooling_units}:
+            out.append((f"site.cooling_faults.events.{e}.unit", ev.unit,
+                        f"a cooling unit of hall {ev.hall}: {[c.name for c in s.site.halls[ev.hall].cooling_units]}"))
     p = s.site.power
     for k in range(1, len(p.plan)):
         if p.plan[k].date <= p.plan[k - 1].date:

@@ -160,10 +160,28 @@ class CoolingFaults(Model):
     events: list[CoolingEvent] = []
 
 
+class Upgrade(Model):
+    """A site upgrade option a siting study may buy (e.g. UPS bypass, RPP re-feed, enclosures)."""
+
+    name: str
+    description: str = ""
+    cost_usd: NonNegFloat
+    lead_time_days: NonNegFloat
+    it_power_kw_added: NonNegFloat = 0.0
+    cooling_kw_added: NonNegFloat = 0.0
+
+
+class Economics(Model):
+    electricity_usd_per_mwh: NonNegFloat = Field(80.0, description="energy price [USD/MWh]")
+    carbon_kg_per_mwh: NonNegFloat = Field(370.0, description="grid carbon intensity [kg CO2/MWh]")
+    upgrades: list[Upgrade] = []
+
+
 class Site(Model):
     halls: list[Hall] = Field(min_length=1)
     power: Power
     cooling_faults: CoolingFaults = CoolingFaults()
+    economics: Economics = Economics()
 
 
 # --------------------------------------------------------------------------- hardware
