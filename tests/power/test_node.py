@@ -140,3 +140,14 @@ def test_node_power_monotone_in_cap_and_phase_and_bounded(cap, inlet, clock):
     assert np.all(np.diff(p_hi) >= -1e-9)
     assert np.all(p_hi <= HW["node_max_w"])
     assert np.all(p_lo >= 0.0)
+
+
+def test_power_brake_accepts_psus_required():
+    # catalog form: psus_required = 5 of 6 is 5+1
+    np.testing.assert_array_equal(gpu_power_brake_clock_fraction(np.arange(7), 6, 5),
+                                  gpu_power_brake_clock_fraction(np.arange(7), 6, "5+1"))
+    # SR675 V3: 4 x 2400 W, N+1 (3 required): brakes (or throttles) with 2 failed
+    np.testing.assert_array_equal(gpu_power_brake_clock_fraction(np.arange(5), 4, 3),
+                                  [1, 1, 0.5, 0.5, 0])
+    with pytest.raises(ValueError):
+        gpu_power_brake_clock_fraction(0, 4, 5)

@@ -241,3 +241,18 @@ def test_cap_admits_more_racks_at_lower_per_gpu_clock():
     assert f[0] == 1.0 and f[1] < 1.0 and f[2] < f[1]
     # GPU-clock-seconds online (a throughput proxy for compute-bound steps) still grows
     assert n[500.0] * f[1] > n[700.0] * f[0]
+
+
+def test_admission_with_racks_already_on():
+    # 8 racks of 20 kW on 2 RPPs (4 each) of 50 kW, total 120 kW; racks 5 and 6 already on
+    wc = np.full(8, 20e3)
+    rack_rpp = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    powered = np.zeros(8, bool)
+    powered[[5, 6]] = True
+    got = racks_admitted(wc, 120e3, rack_rpp, np.array([50e3, 50e3]), powered=powered,
+                         policy="skip")
+    # RPP 1 has 40 kW committed -> no room; RPP 0 takes 2 racks (40 kW); total 80 kW
+    np.testing.assert_array_equal(got, [1, 1, 0, 0, 0, 1, 1, 0])
+    # tighter stage: 60 kW leaves room for one more rack
+    got = racks_admitted(wc, 60e3, rack_rpp, np.array([50e3, 50e3]), powered=powered)
+    np.testing.assert_array_equal(got, [1, 0, 0, 0, 0, 1, 1, 0])

@@ -436,7 +436,7 @@ POWER_BRAKE_CLOCK_FRACTION = 0.5
 def gpu_power_brake_clock_fraction(
     psus_failed,
     psu_count: int,
-    redundancy: str,
+    redundancy: str | int,
     *,
     brake_clock_fraction: float = POWER_BRAKE_CLOCK_FRACTION,
 ) -> np.ndarray:
@@ -448,10 +448,17 @@ def gpu_power_brake_clock_fraction(
     fault-tolerant redundancy (two grids of three) the brake engages with 2 or more PSUs
     failed. General rule: brake when the failures exceed the tolerated count, where the
     tolerated count is M for N+M with M < N and 1 for grid-redundant N+N (FTR) sets.
+    ``redundancy`` is ``"N+M"`` (``"3+3 FTR"`` accepted) or the number N of PSUs required
+    (the catalog's ``psus_required``; M = psu_count - N).
     Returns 1.0 (no brake), ``brake_clock_fraction``, or 0.0 when no PSU is left (the
     node is off).
     """
-    n, m = parse_psu_redundancy(redundancy)
+    if isinstance(redundancy, str):
+        n, m = parse_psu_redundancy(redundancy)
+    else:
+        n, m = int(redundancy), int(psu_count) - int(redundancy)
+        if n <= 0 or m < 0:
+            raise ValueError(f"psus_required must be in 1..{psu_count}, got {redundancy}")
     if n + m != psu_count:
         raise ValueError(f"redundancy {redundancy!r} does not add up to {psu_count} PSUs")
     tolerated = 1 if (m >= n and m > 0) else m

@@ -369,6 +369,7 @@ def racks_admitted(
     rpp_limit_w,
     *,
     candidate=None,
+    powered=None,
     rack_share=None,
     rpp_redundant: bool = False,
     policy: str = "stop",
@@ -386,6 +387,12 @@ def racks_admitted(
     racks may still be admitted; the running sums still count skipped racks, which keeps
     the result feasible (conservative; exact when all racks draw the same).
 
+    ``candidate`` (R,) bool: racks that may be powered on (delivered, not tripped);
+    default all. ``powered`` (R,) bool: racks already on; their worst case is committed
+    first (to the total and to their RPPs), they stay admitted, and the candidates fill
+    what is left. A stage whose limit falls below the powered racks' commitment is the
+    caller's to shed (nothing new is admitted then).
+
     Guarantee (tested): with the admitted racks all at their worst case, the facility sum
     is <= ``available_it_w`` and every RPP <= its limit, so a plan that admits racks with
     this function never overloads a breaker.
@@ -394,13 +401,18 @@ def racks_admitted(
     rr = _as_2d_int(rack_rpp, "rack_rpp")
     n_r, n_s = rr.shape
     lim = np.asarray(rpp_limit_w, dtype=float)
+    on = np.zeros(n_r, dtype=bool) if powered is None else np.asarray(powered, dtype=bool)
     cand = np.ones(n_r, dtype=bool) if candidate is None else np.asarray(candidate, dtype=bool)
-    load = np.where(cand, wc, 0.0)
+    cand = cand & ~on
     if rpp_redundant:
-        cord = np.repeat(load[:, None], n_s, axis=1)
+        sh = np.ones((n_r, n_s))
     else:
         sh = np.full((n_r, n_s), 1.0 / n_s) if rack_share is None else np.asarray(rack_share, float)
-        cord = load[:, None] * sh
+    base_cord = np.where(on, wc, 0.0)[:, None] * sh
+    base_rpp = np.bincount(rr.ravel(), weights=base_cord.ravel(), minlength=lim.shape[0])
+    base_total = float(np.where(on, wc, 0.0).sum())
+    load = np.where(cand, wc, 0.0)
+    cord = load[:, None] * sh
     # cumulative load of each RPP seen by each rack, in order: one-hot (R*S, P) cumsum is
     # O(R P); a sort by RPP keeps it O(R S log R)
     flat_p = rr.ravel()
@@ -413,11 +425,12 @@ def racks_admitted(
     before = np.concatenate(([0.0], cs))[start]
     cum_rpp = np.empty_like(cs)
     cum_rpp[order] = cs - before
+    cum_rpp += base_rpp[flat_p]
     fits_rpp = np.all((cum_rpp <= lim[flat_p] * (1 + 1e-12)).reshape(n_r, n_s), axis=1)
-    fits_total = np.cumsum(load) <= available_it_w * (1 + 1e-12)
+    fits_total = base_total + np.cumsum(load) <= available_it_w * (1 + 1e-12)
     ok = cand & fits_rpp & fits_total
     if policy == "stop":
-        return cand & np.logical_and.accumulate(ok | ~cand)
+        return on | (cand & np.logical_and.accumulate(ok | ~cand))
     if policy == "skip":
-        return ok
+        return on | ok
     raise ValueError("policy must be 'stop' or 'skip'")
