@@ -49,6 +49,13 @@ def test_xe9680_training_power_in_the_calibration_band():
     assert p25 == pytest.approx(8043.0, abs=5.0)
 
 
+def test_training_power_matches_the_brookhaven_h100_statistics():
+    # Newkirk et al., arXiv 2506.14551 (2025), Brookhaven 8x H100 HGX nodes: compute-
+    # intensive training runs at about 76 % of the 10.2 kW rating = 7.75 kW (20 C room)
+    p = node_power_w(np.array([Phase.TRAINING]), 700.0, 20.0, **HW)[0]
+    assert p == pytest.approx(0.76 * 10200.0, rel=0.03)
+
+
 def test_full_load_matches_measured_peak_and_stays_below_rating():
     # Latif et al., IEEE Access 13 (2025): measured 8x H100 node peak 8.4 kW, 18 % below
     # the 10.2 kW rating (calibration.yaml power.measured_8x_h100_node_peak_w, dgx_h100_max_w).

@@ -256,3 +256,28 @@ def test_admission_with_racks_already_on():
     # tighter stage: 60 kW leaves room for one more rack
     got = racks_admitted(wc, 60e3, rack_rpp, np.array([50e3, 50e3]), powered=powered)
     np.testing.assert_array_equal(got, [1, 0, 0, 0, 0, 1, 1, 0])
+
+
+def test_feed_loss_engages_the_xe9680_power_brake_and_the_survivor_holds():
+    """End to end: feed A lost -> each XE9680 loses 3 of 6 PSUs -> brake -> B carries less."""
+    from twin.power.node import gpu_power_brake_clock_fraction, psu_capacity_w, psus_without_input
+
+    n_racks, nodes = 32, 2
+    tree = two_n_tree(n_racks=n_racks, ups_w=400e3, feed_w=500e3)
+    ph = np.full(n_racks * nodes, Phase.TRAINING)
+    rack = lambda w: w.reshape(n_racks, nodes).sum(axis=1) + 900.0  # noqa: E731
+    full = rack(node_power_w(ph, 700.0, 25.0, **HW))
+    assert full.sum() == pytest.approx(32 * (2 * 8043 + 900), rel=2e-3)
+    lost = psus_without_input(6, [False, True])
+    assert lost == 3
+    for red in ("3+3", "5+1"):
+        assert gpu_power_brake_clock_fraction(lost, 6, red) == 0.5
+    clock = gpu_power_brake_clock_fraction(lost, 6, "3+3")
+    hw = dict(XE9680_H100, psu_capacity_w=float(psu_capacity_w(6, 2800.0, lost)))
+    braked = rack(node_power_w(ph, 700.0, 25.0, clock_fraction=clock, **hw))
+    # braked GPUs draw 70 + 0.95 * 630 / 8 = 144.8 W; DC 1158 + 1740 host + 43 fans (floor)
+    # = 2941 W at 35 % of the 3 surviving PSUs (eta 0.95): 3.10 kW instead of 8.04 kW
+    assert (braked[0] - 900.0) / 2 == pytest.approx(2941.0 / 0.95, rel=2e-3)
+    # unbraked, the survivor would carry 544 kW on a 400 kW UPS; braked it holds
+    assert not evaluate_power_tree(tree, full, feed_up=[False, True]).holds
+    assert evaluate_power_tree(tree, braked, feed_up=[False, True]).holds

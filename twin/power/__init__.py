@@ -55,6 +55,7 @@ from twin.power.node import (
     parse_psu_redundancy,
     psu_capacity_w,
     psu_efficiency,
+    psus_without_input,
 )
 from twin.power.tree import (
     PowerFlow,
@@ -104,6 +105,7 @@ __all__ = [
     "psu_capacity_w",
     "psu_efficiency",
     "psu_sag_tolerance_s",
+    "psus_without_input",
     "pue",
     "racks_admitted",
     "resistive_loss_w",

@@ -52,6 +52,7 @@ __all__ = [
     "parse_psu_redundancy",
     "gpu_power_brake_clock_fraction",
     "psu_capacity_w",
+    "psus_without_input",
 ]
 
 # --- phase tables -----------------------------------------------------------------
@@ -414,6 +415,21 @@ def gpu_power_cap_for_node_budget_w(
 
 
 # --- PSU redundancy and the GPU power brake ---------------------------------------
+
+
+def psus_without_input(psu_count: int, feed_up) -> int:
+    """PSUs of a node left without input when some feeds are down [count].
+
+    The node's PSUs are cabled alternately to the rack's A/B (... F) PDUs, PSU ``i`` on
+    feed ``i mod F`` (Dell XE9680 3+3 FTR: PSUs 1-3 on grid A, 4-6 on grid B), so a
+    lost feed takes ``ceil`` or ``floor`` of ``psu_count / F`` PSUs with it. Add the
+    result to the failed PSUs before :func:`gpu_power_brake_clock_fraction` and
+    :func:`psu_capacity_w`: losing a feed in 3+3 leaves 3 PSUs and engages the brake.
+    """
+    up = np.asarray(feed_up, dtype=bool).ravel()
+    per_feed = np.bincount(np.arange(psu_count) % up.size, minlength=up.size)
+    return int(per_feed[~up].sum())
+
 
 _RED_RE = re.compile(r"^\s*(\d+)\s*\+\s*(\d+)\s*$")
 
