@@ -259,25 +259,22 @@ class Engine:
         limit = self.facility_limit_w() * k
         wc = self.rack_worst_w
         committed = self.rack_powered.sum() * wc
-        rpp_sum = np.bincount(p.rack_rpp[self.rack_powered], minlength=len(p.rpp_limit_w)) * wc
         for r in np.flatnonzero(self.rack_powered)[::-1]:
             if committed <= limit + 1e-6:
                 break
             self._power_off_rack(r, "power plan below committed load")
             committed -= wc
-        turned_on = []
-        for r in np.flatnonzero(self.rack_delivered & ~self.rack_powered):
-            q = p.rack_rpp[r]
-            if committed + wc <= limit + 1e-6 and rpp_sum[q] + wc <= p.rpp_limit_w[q] * k + 1e-6:
-                committed += wc
-                rpp_sum[q] += wc
-                self.rack_powered[r] = True
-                self.rack_on_since[r] = self.now
-                turned_on.append(r)
-        if turned_on:
+        admitted = power.racks_admitted(wc, limit, p.rack_rpp, p.rpp_limit_w * k,
+                                        candidate=self.rack_delivered, powered=self.rack_powered,
+                                        policy="stop")
+        turned_on = np.flatnonzero(admitted & ~self.rack_powered)
+        self.rack_powered[turned_on] = True
+        self.rack_on_since[turned_on] = self.now
+        committed = self.rack_powered.sum() * wc
+        if len(turned_on):
             self.log("power_on", f"{len(turned_on)} racks",
                      f"{committed / 1e3:.0f} of {limit / 1e3:.0f} kW worst case committed")
-            self.env.process(self._burn_in(np.array(turned_on)))
+            self.env.process(self._burn_in(turned_on))
         self._set_idle_phases()
 
     def _power_off_rack(self, r: int, why: str) -> None:
