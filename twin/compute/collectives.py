@@ -1,0 +1,203 @@
+"""Cost model of NCCL-style collectives: NVLink/NVSwitch inside a node, rails across nodes.
+
+Conventions (nccl-tests doc/PERFORMANCE.md): for a collective on ``n`` ranks over a
+buffer of ``S`` bytes, ``algbw = S / t`` and ``busbw = algbw * F(n)`` with the bus
+factor ``F = 2(n-1)/n`` for all-reduce and ``(n-1)/n`` for reduce-scatter, all-gather
+and all-to-all; ``busbw`` is the speed of the bottleneck link.  So
+``t = F(n) * S / busbw(S)``, and the model is a model of ``busbw(S)``.
+
+Protocol regimes instead of one alpha-beta line (calibration.yaml:
+collectives.cost_model note):
+
+* latency-bound small messages (NCCL LL protocol): ``t_LL = lat + F S / (B_LL)``, with
+  ``lat`` the 13 us small-message latency of 8x H100 and ``B_LL = B_inf / 8`` (LL moves
+  4 data bytes per 8-byte flag word and runs on few channels);
+* bandwidth regime (LL128 / Simple): ``t_BW = max(F S / B_inf * (1 + (S_0 / S)**gamma),
+  2 lat)``.
+  The second factor is the pipeline fill and channel ramp-up: NCCL splits a buffer into
+  chunks over channels and the number of channels and chunk size grow with ``S``; the
+  measured 8x H100 curve has this shape, ``1/eff - 1`` falling as ``S**-0.65`` over three
+  decades (a fixed latency would give ``S**-1``).
+* ``t = min(t_LL, t_BW)`` (the tuner picks the faster protocol).
+
+Fitted on the DGX H100 all-reduce curve (calibration.yaml:
+collectives.h100_sxm_8gpu_allreduce_busbw, log-least-squares over 1 MB..8 GB):
+``B_inf = 1.104 * nvlink_gb_s`` with NVLS (in-switch reduction: busbw above the one-way
+NVLink 450 GB/s), ``S_0 = 18.3 MB``, ``gamma = 0.652``.  Without NVLS the ring's
+``B_inf`` is ``0.80 * nvlink_gb_s`` (DGX A100: ~235 GB/s all-reduce busbw on 300 GB/s
+NVLink3, nccl-tests results published by NVIDIA; the same ratio is used for H100).
+
+Across nodes (hierarchical ring, one ring per NIC/rail, NCCL's default for large
+buffers): each ring crosses every node boundary once, so a node's NICs carry
+``F S`` bytes per node for a collective that uses all its GPUs; with ``r`` ranks of the
+group per node and ``g`` GPUs per node the group gets ``r/g`` of the node's NIC
+bandwidth (the other GPUs run their own groups at the same time, as data parallelism
+does).  ``busbw_net = r/g * inter_node_GB/s * eta_transport`` and the NVLink part of the
+ring moves ``(r-1)/r`` of the bus bytes; the slower of the two sets ``B_inf``.
+Latency across nodes grows as a tree, ``2 ceil(log2 N) (alpha_transport + hops *
+alpha_switch)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+OPS = ("allreduce", "reduce_scatter", "all_gather", "all_to_all")
+
+#: small-message latency of an 8x H100 all-reduce [s] (calibration.yaml)
+INTRA_LATENCY_S = 13e-6
+#: pipeline-fill law of the bandwidth regime (fit to the 8x H100 curve, see module doc)
+FILL_S0_BYTES = 18.3e6
+FILL_GAMMA = 0.652
+#: NVLS all-reduce asymptote over the one-way NVLink bandwidth (same fit)
+NVLS_BUSBW_OVER_NVLINK = 1.104
+#: ring (no in-switch reduction) asymptote over one-way NVLink (DGX A100 nccl-tests)
+RING_BUSBW_OVER_NVLINK = 0.80
+#: LL protocol bandwidth over the bandwidth-regime asymptote (4 B data per 8 B line, few channels)
+LL_BW_FRACTION = 1.0 / 8.0
+
+#: Transports across nodes: fraction of NIC line rate a large collective reaches, per-hop
+#: software/NIC latency [s] and per-switch latency [s].
+#: ib_rdma: GPUDirect RDMA over InfiniBand NDR; perftest ib_write_bw reaches ~97 % of
+#:   400 Gb/s and NCCL multi-node busbw on DGX H100 is ~90-95 % of the NIC aggregate;
+#:   NDR switch port-to-port latency ~130 ns (QM9700 datasheet).
+#: roce: RoCEv2 with GPUDirect RDMA (Vela after its 2023 upgrade; Llama 3's RoCE
+#:   cluster): a few % below IB for congestion control headroom; Spectrum switch ~0.6 us.
+#: roce_host: RoCE without GPUDirect, staged through host memory (extra PCIe copies and a
+#:   proxy thread): engineering estimate 0.70.
+#: tcp: NCCL socket transport, bounded by kernel copies and CPU threads: engineering
+#:   estimate 0.25 and ~25 us per hop (Vela ran TCP before its RoCE/GDR upgrade and
+#:   reported a large gain from the upgrade, IBM Research blog 2023-12).
+TRANSPORTS: dict[str, tuple[float, float, float]] = {
+    "ib_rdma": (0.93, 3.0e-6, 0.13e-6),
+    "roce": (0.90, 4.0e-6, 0.6e-6),
+    "roce_host": (0.70, 6.0e-6, 0.6e-6),
+    "tcp": (0.25, 25.0e-6, 0.6e-6),
+}
+
+
+def bus_factor(op: str, n_ranks) -> np.ndarray:
+    """Bus-bandwidth factor [-]: ``2(n-1)/n`` all-reduce, ``(n-1)/n`` the others (nccl-tests)."""
+    n = np.asarray(n_ranks, dtype=float)
+    if op == "allreduce":
+        return 2.0 * (n - 1.0) / n
+    if op in ("reduce_scatter", "all_gather", "all_to_all"):
+        return (n - 1.0) / n
+    raise ValueError(f"unknown collective {op!r}; expected one of {OPS}")
+
+
+def transport_efficiency(transport: str) -> float:
+    """Fraction [-] of NIC line rate a large collective reaches over ``transport``."""
+    try:
+        return TRANSPORTS[transport][0]
+    except KeyError:
+        raise ValueError(f"unknown transport {transport!r}; expected one of "
+                         f"{tuple(TRANSPORTS)}") from None
+
+
+def _fill_factor(message_bytes):
+    s = np.maximum(np.asarray(message_bytes, dtype=float), 1.0)
+    return 1.0 + (FILL_S0_BYTES / s) ** FILL_GAMMA
+
+
+def intra_node_busbw_inf_gb_s(op: str, nvlink_gb_s: float, nvls: bool, ranks: int) -> float:
+    """Large-message bus bandwidth [GB/s] inside one NVSwitch node.
+
+    NVLS (in-switch reduction) serves all-reduce on 3+ GPUs; everything else runs rings
+    over NVLink at ``RING_BUSBW_OVER_NVLINK`` of the one-way NVLink bandwidth.
+    """
+    if op == "allreduce" and nvls and ranks > 2:
+        return NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s
+    return RING_BUSBW_OVER_NVLINK * nvlink_gb_s
+
+
+def group_collective_time_s(
+    op: str,
+    message_bytes,
+    *,
+    nodes: int,
+    ranks_per_node: int,
+    gpus_per_node: int = 8,
+    nvlink_gb_s: float = 450.0,
+    nvls: bool = True,
+    inter_node_gbps: float = 3200.0,
+    transport: str = "ib_rdma",
+    hops: float = 4.0,
+    latency_s: float = INTRA_LATENCY_S,
+):
+    """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
+
+    message_bytes [B]: the buffer ``S`` of nccl-tests (all-reduce in/out size; the full
+    gathered size for reduce-scatter / all-gather; each rank's send size for all-to-all).
+    inter_node_gbps [Gb/s]: a node's achievable NIC bandwidth (all rails), e.g.
+    ``twin.fabric.bottleneck_bandwidth_gbps``.  The group shares it with the other
+    ``gpus_per_node / ranks_per_node`` groups of the node.  hops [-]: switch hops
+    between the group's nodes (``placement_hops``).
+    """
+    s = np.asarray(message_bytes, dtype=float)
+    r = int(ranks_per_node)
+    n_nodes = int(nodes)
+    n = n_nodes * r
+    if n <= 1:
+        return np.zeros_like(s)
+    f = bus_factor(op, n)
+    eff, alpha_t, alpha_sw = TRANSPORTS[transport] if transport in TRANSPORTS else (
+        transport_efficiency(transport), 0.0, 0.0)
+    lat = latency_s
+    if n_nodes == 1:
+        b_inf = intra_node_busbw_inf_gb_s(op, nvlink_gb_s, nvls, r) * 1e9
+    else:
+        net = r / gpus_per_node * inter_node_gbps / 8.0 * eff * 1e9  # B/s for this group
+        if op == "all_to_all":
+            # every rank talks to every other: only (N-1)/N of a rank's bytes leave the
+            # node, (r-1)/... stay on NVLink; per node r ranks send (N-1)/N S each
+            t_net_per_byte = (n_nodes - 1) / n_nodes * r / net
+            t_nvl_per_byte = (r - 1) / n / (RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9)
+            b_inf = f / max(t_net_per_byte, t_nvl_per_byte)
+        else:
+            nvl = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
+            b_nvl = nvl * r / max(r - 1, 1) if r > 1 else math.inf
+            b_inf = min(net, b_nvl)
+        lat = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * (alpha_t + hops * alpha_sw)
+    # LL128/Simple pay about twice LL's start-up latency (NCCL tuning tables)
+    t_bw = np.maximum(f * s / b_inf * _fill_factor(s), 2.0 * latency_s)
+    t_ll = lat + f * s / (LL_BW_FRACTION * b_inf)
+    if n_nodes > 1:
+        t_bw = t_bw + lat - latency_s  # network latency is paid in every protocol
+    return np.minimum(t_ll, t_bw)
+
+
+def collective_time_s(
+    op: str,
+    message_bytes,
+    n_nodes: int,
+    gpus_per_node: int = 8,
+    *,
+    nvlink_gb_s: float = 450.0,
+    nvls: bool = True,
+    inter_node_gbps: float = 3200.0,
+    transport: str = "ib_rdma",
+    hops: float = 4.0,
+):
+    """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
+
+    Defaults are a DGX H100 / Blue Vela node: NVLink4 450 GB/s one way per GPU,
+    NVSwitch with NVLS, 8x NDR 400 Gb/s (3,200 Gb/s per node) GPUDirect RDMA over
+    InfiniBand.  ``t = F(n) S / busbw(S)`` (see the module doc for ``busbw``).
+    """
+    return group_collective_time_s(
+        op, message_bytes, nodes=n_nodes, ranks_per_node=gpus_per_node,
+        gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
+        inter_node_gbps=inter_node_gbps, transport=transport, hops=hops)
+
+
+def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,
+                               **kw) -> dict:
+    """``{"time_s", "algbw_gb_s", "busbw_gb_s"}`` for a collective (nccl-tests definitions)."""
+    t = collective_time_s(op, message_bytes, n_nodes, gpus_per_node, **kw)
+    s = np.asarray(message_bytes, dtype=float)
+    alg = s / t / 1e9
+    return {"time_s": t, "algbw_gb_s": alg,
+            "busbw_gb_s": alg * bus_factor(op, n_nodes * gpus_per_node)}

@@ -1,0 +1,396 @@
+"""Training step time of a dense decoder transformer under Megatron-style 4D parallelism.
+
+The step is built bottom-up from kernels on the most loaded pipeline stage, each at its
+own efficiency (no blanket MFU factor):
+
+* GEMMs (QKV, attention output, SwiGLU up/gate, down; forward, data-grad and weight-grad)
+  at ``gemm`` x wave quantisation (tiles of 128x256 over the SMs), or the HBM roofline if
+  that is slower; FP8 GEMMs at ``gemm_fp8`` of the FP8 peak;
+* flash attention (causal: half the score matrix is computed; backward does 2.5x the
+  forward FLOPs: 5 matmuls against 2, Dao 2023) at ``attention_fwd`` / ``attention_bwd``
+  of the BF16 peak;
+* memory-bound kernels (RMSNorm, residual adds, RoPE, SwiGLU, FP8 casts, vocab-parallel
+  cross-entropy) at ``hbm`` of the HBM bandwidth, plus a launch gap per kernel;
+* tensor-parallel all-gather / reduce-scatter (sequence parallel: 4 collectives forward,
+  6 backward per layer), of which ``tp_overlap`` is hidden behind GEMMs;
+* context-parallel ring attention (KV blocks passed around the CP ring) hidden behind
+  the attention kernels as far as they last;
+* pipeline-parallel point-to-point sends (2 x vpp per micro-batch and stage), partly
+  overlapped; the interleaved 1F1B bubble ``(pp-1)/vpp`` micro-batch times; the last
+  stage also carries the output layer and loss (the pipeline runs at its slowest stage);
+* data-parallel gradient reduce-scatter (fp32) and parameter all-gather (bf16) of the
+  distributed optimizer over the DP x CP group, overlapped with the last backward /
+  first forward micro-batch and the pipeline cool-down/warm-up;
+* the Adam update of the local optimizer shard (HBM bound);
+* the deployment overhead (bare metal / container / VM).
+
+``clock_fraction`` scales the compute-bound kernels only (GEMM, attention): HBM,
+NVLink and the network do not slow with the SM clock.  The job runs at its slowest GPU,
+so an array of clock fractions is reduced with ``min``.
+
+MFU uses the model-FLOPs formula of calibration.yaml (training.flops_per_sequence):
+``s (12 L h^2 (1 + kv/heads + s/h) + 18 L F h + 6 V h)`` per sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from twin.compute.collectives import group_collective_time_s, transport_efficiency
+
+
+@dataclass(frozen=True)
+class KernelEfficiency:
+    """Per-kernel efficiencies of one GPU generation (fractions of datasheet peaks).
+
+    gemm: large BF16 GEMM throughput over the dense BF16 peak at the sustained clock of
+    a GPU at its power limit.  gemm_fp8: the same for FP8 over the FP8 peak.
+    attention_fwd / attention_bwd: flash-attention throughput (actual FLOPs) over the
+    BF16 peak at long sequences; attention_seq_half [tokens]: KV length at which it
+    reaches half of that (short sequences leave the tensor cores idle between tiles).
+    hbm: achieved over datasheet HBM bandwidth in streaming kernels.
+    kernel_gap_s: launch gap per kernel [s].  sms / tile_m / tile_n: wave quantisation.
+    tp_overlap: share of tensor-parallel communication hidden behind GEMMs (NeMo
+    userbuffer overlap), net of the SMs it takes.  pp_overlap: share of pipeline
+    point-to-point time hidden.
+    """
+
+    gemm: float
+    gemm_fp8: float
+    attention_fwd: float
+    attention_bwd: float
+    attention_seq_half: float
+    hbm: float
+    kernel_gap_s: float
+    sms: int
+    tile_m: int = 128
+    tile_n: int = 256
+    tp_overlap: float = 0.7
+    pp_overlap: float = 0.7
+    source: str = field(default="", compare=False)
+
+
+#: H100 SXM.  ``gemm`` = 0.74 is fitted to the Llama 3.1 70B / 64-GPU step
+#: (calibration.yaml training.llama31_70b_bf16_64gpu) with the other efficiencies fixed
+#: from kernel benchmarks: cuBLAS BF16 GEMMs on H100 SXM sustain ~650-750 TFLOP/s at the
+#: 700 W limit (0.66-0.76 of 989); cuDNN / FlashAttention-2/3 BF16 causal attention with
+#: head dim 128 ~500-600 TFLOP/s forward, lower backward (Shah et al., FlashAttention-3,
+#: 2024: FA2 ~350, FA3 ~600-750 forward); HBM3 streaming ~2.6-2.9 of 3.35 TB/s.
+H100_SXM = KernelEfficiency(
+    gemm=0.74, gemm_fp8=0.55, attention_fwd=0.55, attention_bwd=0.45,
+    attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
+    source="see H100_SXM comment in twin/compute/step.py")
+
+#: A100 SXM: BF16 GEMMs sustain ~250-270 of 312 TFLOP/s (0.80-0.87; A100 is rarely power
+#: limited in GEMMs); FlashAttention-2 forward ~70 % of peak on A100 (Dao 2023, fig. 4:
+#: up to 225 TFLOP/s), backward ~60 %; HBM2e ~1.6-1.7 of 2.0 TB/s.
+A100_SXM = KernelEfficiency(
+    gemm=0.82, gemm_fp8=0.82, attention_fwd=0.65, attention_bwd=0.55,
+    attention_seq_half=256.0, hbm=0.82, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
+    source="see A100_SXM comment in twin/compute/step.py")
+
+KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100": H100_SXM, "a100_sxm": A100_SXM,
+                     "a100": A100_SXM}
+
+#: Step-time factor of the deployment mode [-].  Vela (IBM Research, 2023): the
+#: OpenShift container platform stays within 5 % of bare-metal performance and its
+#: iteration time is within 4 % of VMs at all batch sizes; Lenovo offers bare metal or
+#: VMware.  Taken as +3 % for containers and +5 % for VMs (both inside the quoted bounds,
+#: 2 % apart).
+DEPLOYMENT_STEP_FACTOR = {"bare_metal": 1.00, "container": 1.03, "vm": 1.05}
+
+PRECISIONS = ("bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """One training step: time [s], MFU [-], throughput and the time per part [s]."""
+
+    step_time_s: float
+    mfu: float
+    tokens_per_s_per_gpu: float
+    tokens_per_day: float
+    breakdown: dict[str, float]
+
+    def as_dict(self) -> dict:
+        return {"step_time_s": self.step_time_s, "mfu": self.mfu,
+                "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+                "tokens_per_day": self.tokens_per_day, "breakdown": dict(self.breakdown)}
+
+
+def model_flops_per_sequence(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len):
+    """Forward+backward model FLOPs per sequence [FLOP] (calibration.yaml formula).
+
+    ``s (12 L h^2 (1 + kv/heads + s/h) + 18 L F h + 6 V h)``: grouped-query attention,
+    SwiGLU MLP, untied output layer; no causal discount and no recompute (MFU counts
+    model FLOPs only).
+    """
+    L, h, F, s = layers, hidden, ffn_hidden, seq_len
+    return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h) + 18.0 * L * F * h
+                + 6.0 * vocab * h)
+
+
+def parameter_count(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab) -> float:
+    """Parameters of a Llama-style decoder (untied embeddings, RMSNorm, no biases) [-]."""
+    h = hidden
+    hkv = h * kv_heads / heads
+    per_layer = h * (h + 2 * hkv) + h * h + 3 * h * ffn_hidden + 2 * h
+    return layers * per_layer + 2 * vocab * h + h
+
+
+def kernel_efficiency_for(peak_tflops: float, precision: str = "bf16") -> KernelEfficiency:
+    """Default efficiencies from the peak: Hopper-class above 600 dense BF16 TFLOP/s."""
+    bf16 = peak_tflops / (2.0 if precision == "fp8" else 1.0)
+    return H100_SXM if bf16 > 600.0 else A100_SXM
+
+
+def _gemm_time_s(m, n, k, *, peak_flops, eff: float, ke: KernelEfficiency, hbm_b_s: float,
+                 bytes_per_el: float):
+    """Time [s] of GEMMs ``(m x k) @ (k x n)`` (arrays): wave-quantised compute or HBM roofline."""
+    m = np.asarray(m, dtype=float)
+    n = np.asarray(n, dtype=float)
+    k = np.asarray(k, dtype=float)
+    flops = 2.0 * m * n * k
+    tiles = np.ceil(m / ke.tile_m) * np.ceil(n / ke.tile_n)
+    waves = np.ceil(tiles / ke.sms)
+    wave_eff = tiles / (waves * ke.sms)
+    t_c = flops / (peak_flops * eff * wave_eff)
+    t_m = bytes_per_el * (m * k + k * n + m * n) / (hbm_b_s * ke.hbm)
+    return np.maximum(t_c, t_m)
+
+
+def _check(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(msg)
+
+
+def step_estimate(
+    *,
+    layers: int,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int,
+    vocab: int,
+    seq_len: int,
+    global_batch: int,
+    micro_batch: int,
+    tp: int,
+    pp: int,
+    cp: int,
+    vpp: int,
+    gpus: int,
+    gpus_per_node: int,
+    peak_tflops: float,
+    precision: str = "bf16",
+    hbm_bw_tb_s: float,
+    nvlink_gb_s: float,
+    nvls: bool,
+    inter_node_gbps: float,
+    transport: str = "ib_rdma",
+    hops: float = 4.0,
+    activation_recompute: bool | str = False,
+    clock_fraction=1.0,
+    deployment: str = "bare_metal",
+    kernel_efficiency: KernelEfficiency | None = None,
+) -> StepEstimate:
+    """Estimate one optimizer step of a dense transformer [s] and its MFU.
+
+    Model shape: layers, hidden, ffn_hidden (SwiGLU inner size), heads, kv_heads, vocab,
+    seq_len [tokens].  global_batch and micro_batch [sequences].  tp, pp, cp, vpp
+    (virtual stages per pipeline rank), gpus; data parallelism ``dp = gpus / (tp pp cp)``.
+    peak_tflops [TFLOP/s]: dense peak per GPU in ``precision`` ("bf16" or "fp8"; FP8
+    runs GEMMs in FP8 and attention in BF16 at half that peak).  hbm_bw_tb_s [TB/s],
+    nvlink_gb_s [GB/s one way per GPU], nvls (NVSwitch in-switch reduction),
+    inter_node_gbps [Gb/s per node, all NICs, e.g. ``fabric.bottleneck_bandwidth_gbps``],
+    transport (``ib_rdma``, ``roce`` (RoCE with GPUDirect), ``roce_host``, ``tcp``),
+    hops [-] between the job's nodes, activation_recompute (False/"none", True/"full",
+    "selective"), clock_fraction [-] (scalar or per-GPU array, the slowest GPU sets the
+    pace), deployment (``bare_metal``, ``container``, ``vm``).
+    MFU is relative to ``peak_tflops``.
+    """
+    _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
+    _check(deployment in DEPLOYMENT_STEP_FACTOR,
+           f"deployment must be one of {tuple(DEPLOYMENT_STEP_FACTOR)}, got {deployment!r}")
+    for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
+                    ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
+                    ("seq_len", seq_len), ("global_batch", global_batch),
+                    ("micro_batch", micro_batch), ("tp", tp), ("pp", pp), ("cp", cp),
+                    ("vpp", vpp), ("gpus", gpus), ("gpus_per_node", gpus_per_node)):
+        _check(int(v) == v and v >= 1, f"{name} must be a positive integer, got {v!r}")
+    for name, v in (("peak_tflops", peak_tflops), ("hbm_bw_tb_s", hbm_bw_tb_s),
+                    ("nvlink_gb_s", nvlink_gb_s)):
+        _check(v > 0, f"{name} must be > 0, got {v!r}")
+    _check(inter_node_gbps >= 0, f"inter_node_gbps must be >= 0, got {inter_node_gbps!r}")
+    mp = tp * pp * cp
+    _check(gpus % mp == 0, f"gpus={gpus} is not a multiple of tp*pp*cp={mp}")
+    dp = gpus // mp
+    _check(global_batch % (dp * micro_batch) == 0,
+           f"global_batch={global_batch} is not a multiple of dp*micro_batch={dp * micro_batch}")
+    _check(heads % tp == 0 and kv_heads <= heads and heads % kv_heads == 0,
+           f"heads={heads}, kv_heads={kv_heads} do not split over tp={tp}")
+    _check(layers >= pp * vpp, f"layers={layers} < pp*vpp={pp * vpp}")
+    _check(seq_len % cp == 0, f"seq_len={seq_len} is not a multiple of cp={cp}")
+    if activation_recompute is True:
+        recompute = "full"
+    elif activation_recompute in (False, None, "none"):
+        recompute = "none"
+    else:
+        recompute = str(activation_recompute)
+        _check(recompute in ("full", "selective"),
+               f"activation_recompute must be none/selective/full, got {activation_recompute!r}")
+    transport_efficiency(transport)  # validates
+    clock = float(np.min(np.asarray(clock_fraction, dtype=float)))
+    _check(0.0 < clock <= 1.0 + 1e-9, f"clock_fraction must be in (0, 1], got {clock!r}")
+    _check(dp == 1 or inter_node_gbps > 0 or gpus <= gpus_per_node,
+           "inter_node_gbps is 0: the job's nodes cannot talk (partitioned fabric)")
+
+    ke = kernel_efficiency or kernel_efficiency_for(peak_tflops, precision)
+    g = gpus_per_node
+    m_micro = global_batch // (dp * micro_batch)
+    h, F, s, b = hidden, ffn_hidden, seq_len, micro_batch
+    hkv = h * kv_heads / heads
+    T = b * s / cp  # tokens per micro-batch on one rank (GEMM M dimension)
+    peak = peak_tflops * 1e12 * clock
+    peak_bf16 = peak / (2.0 if precision == "fp8" else 1.0)
+    gemm_eff = ke.gemm_fp8 if precision == "fp8" else ke.gemm
+    hbm = hbm_bw_tb_s * 1e12
+    el = 1.0 if precision == "fp8" else 2.0
+
+    # ---- one transformer layer, one micro-batch, one GPU --------------------------
+    # forward GEMMs (M, N, K); backward = data-grad (M, K, N) + weight-grad (K, N, M)
+    fm = np.array([T, T, T, T])
+    fn = np.array([(h + 2 * hkv) / tp, h, 2 * F / tp, h])
+    fk = np.array([h, h / tp, h, F / tp])
+    kw = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
+    t_gemm_f = float(_gemm_time_s(fm, fn, fk, **kw).sum())
+    t_gemm_b = float(_gemm_time_s(fm, fk, fn, **kw).sum() + _gemm_time_s(fk, fn, fm, **kw).sum())
+    # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp
+    attn_f_flops = 4.0 * b * (s * s / (2.0 * cp)) * (h / tp)
+    kv_len = s / cp
+    seq_eff = kv_len / (kv_len + ke.attention_seq_half)
+    t_attn_f = attn_f_flops / (peak_bf16 * ke.attention_fwd * seq_eff)
+    t_attn_b = 2.5 * attn_f_flops / (peak_bf16 * ke.attention_bwd * seq_eff)
+    # memory-bound kernels [bytes]: norms + residuals on T/tp tokens (sequence parallel),
+    # RoPE on q,k, SwiGLU on F/tp; backward ~2x forward; FP8 adds casts of GEMM inputs
+    mem_f = 2.0 * (T / tp * 10.0 * h + T * 2.0 * (h + hkv) / tp + T * 3.0 * F / tp)
+    if precision == "fp8":
+        mem_f += 3.0 * T * (2.0 * h + h / tp + F / tp)
+    t_mem_f = mem_f / (hbm * ke.hbm) + 14 * ke.kernel_gap_s
+    t_mem_b = 2.0 * mem_f / (hbm * ke.hbm) + 28 * ke.kernel_gap_s
+
+    # tensor parallel (sequence parallel AG/RS of T x h activations): 4 fwd + 6 bwd
+    tp_nodes = math.ceil(tp / g)
+    tp_rpn = min(tp, g)
+    net = inter_node_gbps if inter_node_gbps > 0 else 1e-9
+    coll = dict(gpus_per_node=g, nvlink_gb_s=nvlink_gb_s, nvls=nvls, inter_node_gbps=net,
+                transport=transport, hops=hops)
+    if tp > 1:
+        act_bytes = T * h * 2.0
+        t_ag = float(group_collective_time_s("all_gather", act_bytes, nodes=tp_nodes,
+                                             ranks_per_node=tp_rpn, **coll))
+        t_rs = float(group_collective_time_s("reduce_scatter", act_bytes, nodes=tp_nodes,
+                                             ranks_per_node=tp_rpn, **coll))
+        t_tp = 2 * t_ag + 2 * t_rs + 4 * t_ag + 2 * t_rs
+    else:
+        t_tp = 0.0
+    t_tp_exposed = (1.0 - ke.tp_overlap) * t_tp
+
+    # context parallel ring attention: (cp-1) KV blocks forward, KV + dKV backward
+    if cp > 1:
+        kv_bytes = T * 2.0 * hkv / tp * 2.0
+        cp_in_node = tp * cp <= g
+        bw = (0.8 * nvlink_gb_s * 1e9 if cp_in_node
+              else net / 8.0 / g * transport_efficiency(transport) * 1e9)
+        t_cp = 3.0 * (cp - 1) * (kv_bytes / bw + 10e-6)
+        t_cp_exposed = max(0.0, t_cp - (t_attn_f + t_attn_b))
+    else:
+        t_cp_exposed = 0.0
+
+    fwd = t_gemm_f + t_attn_f + t_mem_f
+    if recompute == "full":
+        t_rec = fwd
+    elif recompute == "selective":
+        t_rec = t_attn_f
+    else:
+        t_rec = 0.0
+    t_layer = {
+        "gemm": t_gemm_f + t_gemm_b,
+        "attention": t_attn_f + t_attn_b,
+        "elementwise": t_mem_f + t_mem_b,
+        "recompute": t_rec,
+        "tp_comm_exposed": t_tp_exposed,
+        "cp_comm_exposed": t_cp_exposed,
+    }
+
+    # ---- output layer + loss (last stage) and embedding (first stage) ------------
+    t_logits = float(_gemm_time_s(np.array([T, T, h]), np.array([vocab / tp, h, vocab / tp]),
+                                  np.array([h, vocab / tp, T]), **kw).sum())
+    t_logits += T * vocab / tp * 20.0 / (hbm * ke.hbm)  # fp32 vocab-parallel cross-entropy
+    t_embed = 3.0 * T * h * 2.0 / (hbm * ke.hbm)
+
+    layers_per_stage = math.ceil(layers / pp)
+    stage_last = {k: v * layers_per_stage for k, v in t_layer.items()}
+    stage_last["output_layer"] = t_logits + (t_embed if pp == 1 else 0.0)
+    t_stage = sum(stage_last.values())
+    t_stage_first = (sum(t_layer.values()) * layers_per_stage + t_embed) if pp > 1 else t_stage
+    t_stage_max = max(t_stage, t_stage_first)
+    if t_stage_first > t_stage:  # embedding-heavy first stage (tiny models)
+        stage_last["output_layer"] += t_stage_first - t_stage
+
+    # pipeline point-to-point: 2*vpp sends of T x h / tp per micro-batch and stage
+    if pp > 1:
+        stride = tp * cp * dp
+        p2p_bytes = T * h * 2.0 / tp
+        if stride < g:
+            p2p_bw = 0.8 * nvlink_gb_s * 1e9
+        else:
+            p2p_bw = net / 8.0 / g * transport_efficiency(transport) * 1e9
+        t_pp = 2.0 * vpp * (p2p_bytes / p2p_bw + 10e-6)
+        t_pp_exposed = (1.0 - ke.pp_overlap) * t_pp
+        bubble = (pp - 1) / vpp * t_stage_max
+    else:
+        t_pp_exposed = 0.0
+        bubble = 0.0
+
+    # ---- data parallel: distributed optimizer over the DP x CP group ------------
+    p_local = (layers_per_stage * (h * (h + 2 * hkv) + h * h + 3 * h * F) / tp
+               + vocab * h / tp + 2 * h * layers_per_stage)
+    n_dp = dp * cp
+    if n_dp > 1:
+        rpn = max(1, min(n_dp, g // tp)) if tp <= g else 1
+        dp_nodes = math.ceil(n_dp / rpn)
+        t_grad_rs = float(group_collective_time_s("reduce_scatter", p_local * 4.0, nodes=dp_nodes,
+                                                  ranks_per_node=rpn, **coll))
+        t_param_ag = float(group_collective_time_s("all_gather", p_local * 2.0, nodes=dp_nodes,
+                                                   ranks_per_node=rpn, **coll))
+        t_mb_bwd = (2.0 / 3.0) * t_stage_max
+        t_mb_fwd = (1.0 / 3.0) * t_stage_max
+        t_dp_exposed = (max(0.0, t_grad_rs - t_mb_bwd - bubble / 2.0)
+                        + max(0.0, t_param_ag - t_mb_fwd - bubble / 2.0))
+    else:
+        t_dp_exposed = 0.0
+    # Adam on the local shard: fp32 param, m, v read+write, fp32 grad read, bf16 param
+    # write, grad-norm read: ~34 B per parameter
+    t_opt = p_local / n_dp * 34.0 / (hbm * ke.hbm)
+
+    breakdown = {k: v * m_micro for k, v in stage_last.items()}
+    breakdown["pp_comm_exposed"] = t_pp_exposed * m_micro
+    breakdown["pipeline_bubble"] = bubble
+    breakdown["dp_comm_exposed"] = t_dp_exposed
+    breakdown["optimizer"] = t_opt
+    base = sum(breakdown.values())
+    breakdown["deployment_overhead"] = base * (DEPLOYMENT_STEP_FACTOR[deployment] - 1.0)
+    step = base + breakdown["deployment_overhead"]
+
+    tokens = global_batch * seq_len
+    flops = global_batch * model_flops_per_sequence(
+        layers=layers, hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads,
+        vocab=vocab, seq_len=seq_len)
+    mfu = flops / (gpus * peak_tflops * 1e12 * step)
+    return StepEstimate(step_time_s=step, mfu=mfu, tokens_per_s_per_gpu=tokens / step / gpus,
+                        tokens_per_day=tokens / step * 86400.0,
+                        breakdown={k: float(v) for k, v in breakdown.items()})
