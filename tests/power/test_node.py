@@ -158,3 +158,20 @@ def test_power_brake_accepts_psus_required():
                                   [1, 1, 0.5, 0.5, 0])
     with pytest.raises(ValueError):
         gpu_power_brake_clock_fraction(0, 4, 5)
+
+
+def test_breakdown_adds_up_and_matches_node_power():
+    from twin.power.node import node_power_breakdown_w
+
+    ph = np.array([int(p) for p in PHASE_POWER_ORDER] * 3)
+    inlet = np.repeat([20.0, 35.0, 45.0], 7)
+    for hw in (HW, dict(HW, node_max_w=8500.0)):
+        b = node_power_breakdown_w(ph, 700.0, inlet, **hw)
+        np.testing.assert_allclose(b["ac_w"], node_power_w(ph, 700.0, inlet, **hw))
+        np.testing.assert_allclose(b["gpu_w"] + b["host_w"] + b["fan_w"] + b["psu_loss_w"], b["ac_w"])
+        assert np.all(b["psu_loss_w"] >= 0.0)
+    # with an 8.5 kW ceiling the full-load nodes at 35 and 45 C are held there
+    assert b["limited"].sum() >= 2 and np.all(b["ac_w"][b["limited"]] == 8500.0)
+    # XE9680 training at 25 C: PSU loss 4.2 % of the wall power (eta 0.958 at 47 % load)
+    b = node_power_breakdown_w(np.array([Phase.TRAINING]), 700.0, 25.0, **HW)
+    assert b["psu_loss_w"][0] / b["ac_w"][0] == pytest.approx(0.042, abs=0.002)

@@ -281,3 +281,35 @@ def test_feed_loss_engages_the_xe9680_power_brake_and_the_survivor_holds():
     # unbraked, the survivor would carry 544 kW on a 400 kW UPS; braked it holds
     assert not evaluate_power_tree(tree, full, feed_up=[False, True]).holds
     assert evaluate_power_tree(tree, braked, feed_up=[False, True]).holds
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_racks=st.integers(1, 40),
+    n_rpp=st.integers(1, 8),
+    n_feeds=st.integers(1, 2),
+    two_cords=st.booleans(),
+    mode=st.sampled_from(["double_conversion", "eco", "bypass"]),
+    seed=st.integers(0, 2**16),
+    t=st.integers(1, 3),
+)
+def test_flow_conserves_energy_for_random_trees(n_racks, n_rpp, n_feeds, two_cords, mode, seed, t):
+    rng = np.random.default_rng(seed)
+    rack_rpp = rng.integers(0, n_rpp, (n_racks, 2 if two_cords else 1))
+    fshare = rng.dirichlet(np.ones(n_feeds), n_rpp)
+    tree = build_power_tree(rack_rpp, rng.uniform(50e3, 300e3, n_rpp),
+                            rng.uniform(0.5e6, 2e6, n_feeds), mode, rng.uniform(0.3e6, 2e6),
+                            rpp_feed_share=fshare)
+    rack_w = rng.uniform(0.0, 30e3, (t, n_racks))
+    feed_up = rng.random(n_feeds) < 0.7
+    flow = evaluate_power_tree(tree, rack_w, feed_up=feed_up)
+    delivered = rack_w * ~flow.rack_dropped
+    np.testing.assert_allclose(flow.rpp_w.sum(axis=1), delivered.sum(axis=1), rtol=1e-9, atol=1e-6)
+    losses = sum(flow.loss_by_stage_w.values())
+    np.testing.assert_allclose(flow.utility_w, flow.it_w + losses, rtol=1e-12, atol=1e-6)
+    assert np.all(flow.feed_w[:, ~feed_up] == 0.0)
+    assert np.all(flow.utility_w >= flow.it_w - 1e-9)
+    assert np.all(flow.building_heat_w <= flow.utility_w + 1e-9)
+    # more IT load never lowers utility power
+    more = evaluate_power_tree(tree, rack_w * 1.1, feed_up=feed_up)
+    assert np.all(more.utility_w >= flow.utility_w - 1e-9)

@@ -45,6 +45,7 @@ __all__ = [
     "node_airflow_m3_s",
     "node_dc_power_w",
     "node_power_w",
+    "node_power_breakdown_w",
     "node_worst_case_w",
     "gpu_power_w",
     "gpu_clock_fraction_at_power",
@@ -341,6 +342,48 @@ def node_power_w(
         eta = psu_efficiency(dc / cap_psu)
         ac = np.where(dc > 0.0, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
     return np.minimum(ac, node_max_w)
+
+
+def node_power_breakdown_w(
+    phase,
+    gpu_power_cap_w,
+    inlet_temp_c,
+    *,
+    gpu_count,
+    gpu_tdp_w,
+    gpu_idle_w,
+    host_idle_w,
+    host_active_w,
+    fan_max_w,
+    node_max_w,
+    clock_fraction=1.0,
+    psu_capacity_w=None,
+    **fan_kw,
+) -> dict[str, np.ndarray]:
+    """Node power by part [W]: ``gpu_w``, ``host_w``, ``fan_w`` (DC), ``psu_loss_w``,
+    ``ac_w`` (= :func:`node_power_w`) and ``limited`` (bool: held at ``node_max_w``).
+
+    ``ac_w = gpu_w + host_w + fan_w + psu_loss_w`` exactly. Where the node is held at
+    ``node_max_w``, the GPUs give up the excess (the node power manager caps them), at the
+    PSU efficiency of the unconstrained load.
+    """
+    gpu, host, fan = node_dc_power_w(
+        phase, gpu_power_cap_w, inlet_temp_c, gpu_count=gpu_count, gpu_tdp_w=gpu_tdp_w,
+        gpu_idle_w=gpu_idle_w, host_idle_w=host_idle_w, host_active_w=host_active_w,
+        fan_max_w=fan_max_w, node_max_w=node_max_w, clock_fraction=clock_fraction, **fan_kw,
+    )
+    dc = gpu + host + fan
+    cap_psu = node_max_w if psu_capacity_w is None else np.asarray(psu_capacity_w, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eta = psu_efficiency(dc / cap_psu)
+        eta = np.where(eta > 0.0, eta, 1.0)
+        ac_free = np.where(dc > 0.0, dc / eta, 0.0)
+    limited = ac_free > node_max_w
+    ac = np.minimum(ac_free, node_max_w)
+    dc_held = np.where(limited, ac * eta, dc)
+    gpu = np.maximum(gpu - (dc - dc_held), 0.0)
+    return {"gpu_w": gpu, "host_w": host, "fan_w": fan, "psu_loss_w": ac - (gpu + host + fan),
+            "ac_w": ac, "limited": limited}
 
 
 def node_worst_case_w(

@@ -150,6 +150,15 @@ class PowerFlow:
     holds: np.ndarray
 
     @property
+    def building_heat_w(self) -> np.ndarray:
+        """Heat the cooling plant must remove from the IT chain [W]: IT + RPP + UPS losses.
+
+        The feed transformer/switchboard is taken to stand outdoors or in a separately
+        ventilated electrical room.
+        """
+        return self.it_w + self.rpp_loss_w.sum(axis=-1) + self.ups_loss_w.sum(axis=-1)
+
+    @property
     def loss_by_stage_w(self) -> dict[str, np.ndarray]:
         """Total loss per stage [W]: ``{"rpp": …, "ups": …, "feed": …}``."""
         return {
