@@ -35,6 +35,9 @@ KPI_UNITS: dict[str, tuple[str, str]] = {
     "interruptions": ("count", "job interruptions (failures, grid drops, trips, shutdowns)"),
     "lost_gpu_hours": ("GPU-h", "GPU-time of work lost since the last checkpoint"),
     "checkpoint_overhead_fraction": ("1", "wall time writing checkpoints / job wall time"),
+    "effective_training_time_fraction": ("1", "job wall time making progress that survived / job wall time"),
+    "mtbf_job_h": ("h", "job wall time / job interruptions"),
+    "mttr_h": ("h", "mean time from a failure to the node back in service"),
     "failures": ("count", "component failures"),
     "energy_it_mwh": ("MWh", "IT energy at the rack PDUs"),
     "energy_facility_mwh": ("MWh", "utility energy: IT + UPS/distribution losses + cooling"),
@@ -70,7 +73,9 @@ class Results:
                         for k, v in ds.attrs.items()}
             ds.to_netcdf(tmp / "results.nc", engine="h5netcdf")
             self.events.to_csv(tmp / "events.csv", index=False)
-            (tmp / "kpis.json").write_text(json.dumps(self.kpis, indent=2, sort_keys=True))
+            finite = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+                      for k, v in self.kpis.items()}    # strict JSON has no NaN/Infinity
+            (tmp / "kpis.json").write_text(json.dumps(finite, indent=2, sort_keys=True, allow_nan=False))
             if out.exists():
                 old = out.with_name(f".{out.name}.old")
                 if old.exists():
@@ -100,7 +105,10 @@ class Results:
         for name, (unit, _) in KPI_UNITS.items():
             if name in self.kpis:
                 v = self.kpis[name]
-                text = f"{v:16.4g}" if isinstance(v, float) else f"{v:16d}"
+                if v is None or (isinstance(v, float) and not math.isfinite(v)):
+                    text = f"{'n/a':>16s}"
+                else:
+                    text = f"{v:16.4g}" if isinstance(v, float) else f"{v:16d}"
                 lines.append(f"{name:34s} {text}  {unit}")
         return "\n".join(lines)
 
@@ -142,6 +150,12 @@ def build_results(engine) -> Results:
         "gpus_healthy": _var(rec["gpus_healthy"], ("time",), "GPU", "GPUs powered, burned in, healthy"),
         "gpus_busy": _var(rec["gpus_busy"], ("time",), "GPU", "GPUs allocated to jobs"),
         "nodes_failed": _var(rec["nodes_failed"], ("time",), "node", "delivered nodes failed or in repair"),
+        "nodes_in_repair": _var(rec["nodes_in_repair"], ("time",), "node", "nodes whose repair is under way"),
+        "job_goodput_fraction": _var(np.array([j.gpu_s_useful_total / j.gpu_s_allocated if j.gpu_s_allocated > 0
+                                               else np.nan for j in engine.jobs]), ("job",), "1",
+                                     "GPU-time whose work survived / GPU-time allocated"),
+        "job_interruptions": _var(np.array([j.interruptions for j in engine.jobs]), ("job",), "count",
+                                  "interruptions of the job"),
         "throttle_fraction": _var(rec["throttle_fraction"], ("time",), "1",
                                   "share of busy nodes running below full GPU clock"),
         "job_tokens": _var(rec["job_tokens"], ("time", "job"), "tokens", "job progress (incl. not checkpointed)"),
@@ -193,13 +207,16 @@ def compute_kpis(engine, ds: xr.Dataset, ev: pd.DataFrame) -> dict[str, float]:
     else:
         tpd_full = math.nan
     alloc = sum(j.gpu_s_allocated for j in jobs)
-    useful = sum(j.gpu_s_useful + j.gpu_s_pending for j in jobs)
+    useful = sum(j.gpu_s_useful_total for j in jobs)
+    # wall time of running whose work survived (GPU-seconds / GPUs held)
+    useful_wall = sum(j.wall_s_useful + j.wall_s_pending for j in jobs)
     wall = sum(((j.end_s if not math.isnan(j.end_s) else engine.horizon_s) - j.first_start_s)
                for j in jobs if not math.isnan(j.first_start_s))
     inlet = np.where(rec["rack_state"] >= 1, rec["rack_inlet_c"], np.nan)
     e_it = float(it.sum() * dt / H / 1e6)
     e_tot = float(tot.sum() * dt / H / 1e6)
     kinds = ev["kind"].value_counts()
+    n_int = int(sum(j.interruptions for j in jobs))
     return {
         "tokens_total": tokens_total,
         "tokens_per_day_mean": tokens_total / days,
@@ -211,6 +228,9 @@ def compute_kpis(engine, ds: xr.Dataset, ev: pd.DataFrame) -> dict[str, float]:
         "interruptions": int(sum(j.interruptions for j in jobs)),
         "lost_gpu_hours": float(sum(j.gpu_s_lost for j in jobs) / H),
         "checkpoint_overhead_fraction": float(sum(j.checkpoint_s for j in jobs) / wall) if wall > 0 else math.nan,
+        "effective_training_time_fraction": float(useful_wall / wall) if wall > 0 else math.nan,
+        "mtbf_job_h": float(wall / H / n_int) if n_int else math.nan,
+        "mttr_h": float(np.mean(engine.repair_times_h)) if engine.repair_times_h else math.nan,
         "failures": int(kinds.get("failure", 0)),
         "energy_it_mwh": e_it,
         "energy_facility_mwh": e_tot,

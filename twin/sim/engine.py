@@ -55,6 +55,8 @@ class JobState:
     gpu_s_useful: float = 0.0          # GPU-seconds of running whose work survived
     gpu_s_pending: float = 0.0         # GPU-seconds of running since the last checkpoint
     gpu_s_lost: float = 0.0
+    wall_s_useful: float = 0.0         # wall time of running whose work survived
+    wall_s_pending: float = 0.0        # wall time of running since the last checkpoint
     checkpoint_s: float = 0.0          # wall time spent writing checkpoints
     restart_s: float = 0.0             # wall time spent (re)starting
     interruptions: int = 0
@@ -64,6 +66,28 @@ class JobState:
     step: compute.StepEstimate | None = None
     process: simpy.Process | None = None
     placed: simpy.Event | None = None
+
+    @property
+    def gpu_s_useful_total(self) -> float:
+        """GPU-seconds whose work survived, counting work done since the last checkpoint
+        (the end of a run is not an interruption)."""
+        return self.gpu_s_useful + self.gpu_s_pending
+
+    def commit(self) -> None:
+        """The work since the last checkpoint is now safe."""
+        self.tokens_committed = self.tokens
+        self.gpu_s_useful += self.gpu_s_pending
+        self.wall_s_useful += self.wall_s_pending
+        self.gpu_s_pending = self.wall_s_pending = 0.0
+
+    def lose(self) -> float:
+        """Roll back to the last checkpoint; return the tokens lost."""
+        lost = self.tokens - self.tokens_committed
+        self.tokens_lost += lost
+        self.tokens = self.tokens_committed
+        self.gpu_s_lost += self.gpu_s_pending
+        self.gpu_s_pending = self.wall_s_pending = 0.0
+        return lost
 
 
 class Engine:
@@ -100,6 +124,8 @@ class Engine:
         self.rack_on_since = np.full(R, np.inf)
         self.rack_ready = np.zeros(R, bool)           # burn-in passed
         self.node_healthy = np.ones(N, bool)
+        self.node_repairing = np.zeros(N, bool)       # a repair (re-image, technician) is under way
+        self.repair_times_h: list[float] = []         # failure -> back in service [h]
         self.node_grid_down = np.zeros(N, bool)
         self.node_job = np.full(N, -1, int)
         self.node_phase = np.zeros(N, np.int8)
@@ -199,7 +225,7 @@ class Engine:
             "distribution_loss_w": z(T), "cooling_w": z(T), "power_available_w": z(T),
             "outdoor_temp_c": z(T), "gpus_installed": z(T, np.int32), "gpus_powered": z(T, np.int32),
             "gpus_healthy": z(T, np.int32), "gpus_busy": z(T, np.int32),
-            "nodes_failed": z(T, np.int32), "throttle_fraction": z(T),
+            "nodes_failed": z(T, np.int32), "nodes_in_repair": z(T, np.int32), "throttle_fraction": z(T),
             "job_tokens": z((T, J)), "job_tokens_per_s": z((T, J)), "job_gpus": z((T, J), np.int32),
         }
 
@@ -410,6 +436,7 @@ class Engine:
             if job.status == "running":
                 job.tokens += job.rate_tok_s * dt
                 job.gpu_s_pending += gpus * dt
+                job.wall_s_pending += dt
             elif job.status == "checkpointing":
                 job.checkpoint_s += dt
             elif job.status == "starting":
@@ -486,17 +513,13 @@ class Engine:
         finally:
             self.writers -= 1
         self._advance(job)
-        job.tokens_committed = job.tokens
-        job.gpu_s_useful += job.gpu_s_pending
-        job.gpu_s_pending = 0.0
+        job.commit()
         job.status = "running"
         self.node_phase[job.nodes] = Phase.TRAINING
         self.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
 
     def _finish(self, job: JobState) -> None:
-        job.tokens_committed = job.tokens
-        job.gpu_s_useful += job.gpu_s_pending
-        job.gpu_s_pending = 0.0
+        job.commit()
         job.status = "done"
         job.end_s = self.now
         self.log("job_done", job.spec.name, f"{job.tokens:.4g} tokens")
@@ -511,11 +534,7 @@ class Engine:
 
     def _interrupted(self, job: JobState, cause: str):
         self._advance(job)
-        lost = job.tokens - job.tokens_committed
-        job.tokens_lost += lost
-        job.tokens = job.tokens_committed
-        job.gpu_s_lost += job.gpu_s_pending
-        job.gpu_s_pending = 0.0
+        lost = job.lose()
         job.interruptions += 1
         self.log("job_interrupted", job.spec.name, f"{cause}; lost {lost:.4g} tokens")
         job.status = "waiting"
@@ -591,7 +610,7 @@ class Engine:
         detect = float(self.rng_detect.exponential(f.detection_s)) if f.detection_s > 0 else 0.0
         yield self.env.timeout(detect)
         self.log("detected", self.node_name(n), c.name)
-        t0 = self.now
+        t0 = self.now - detect
         if c.repair == "hardware":
             with self.crew.request() as req:
                 yield req
@@ -599,10 +618,14 @@ class Engine:
                     yield self.spares.get(1)
                     self.env.process(self._restock())
                 self.log("repair_start", self.node_name(n), c.name)
+                self.node_repairing[n] = True
                 yield self.env.timeout(reliability.sample_repair_duration_h(self.rng_repair, c.repair) * H)
         else:
             self.log("repair_start", self.node_name(n), c.name)
+            self.node_repairing[n] = True
             yield self.env.timeout(reliability.sample_repair_duration_h(self.rng_repair, c.repair) * H)
+        self.node_repairing[n] = False
+        self.repair_times_h.append((self.now - t0) / H)
         if c.scope == "rail_su":
             self.su_degraded[self.plant.node_su[n]] -= 1
             self._fabric_cache.clear()
@@ -762,6 +785,7 @@ class Engine:
         r["gpus_healthy"][i] = (up & self.rack_ready[p.node_rack]).sum() * gpn
         r["gpus_busy"][i] = (self.node_job >= 0).sum() * gpn
         r["nodes_failed"][i] = (~self.node_healthy & self.rack_delivered[p.node_rack]).sum()
+        r["nodes_in_repair"][i] = self.node_repairing.sum()
         busy = self.node_job >= 0
         r["throttle_fraction"][i] = float((self.node_clock[busy] < 1).mean()) if busy.any() else 0.0
         for j, job in enumerate(self.jobs):
