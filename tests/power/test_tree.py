@@ -313,3 +313,33 @@ def test_flow_conserves_energy_for_random_trees(n_racks, n_rpp, n_feeds, two_cor
     # more IT load never lowers utility power
     more = evaluate_power_tree(tree, rack_w * 1.1, feed_up=feed_up)
     assert np.all(more.utility_w >= flow.utility_w - 1e-9)
+
+
+def test_blue_vela_like_staged_plan():
+    """Nine-month plan 1650 -> 2000 -> 2400 -> 2805 kW (+70 %, reference README, arXiv
+    2407.05467), 128 racks of two XE9680 + 900 W network on 16 RPPs of 400 A / 415 V."""
+    from twin.power.tree import staged_admission
+
+    stages = np.array([1650e3, 2000e3, 2400e3, 2805e3])
+    rack_rpp = np.arange(128) // 8
+    lim = np.full(16, RPP_400A)
+    avail = np.repeat([0, 0, 1, 2], 32)          # four waves of 32 racks
+    wc = 2 * node_worst_case_w(700.0, **HW) + 900.0   # 19.94 kW at a 35 C inlet
+    plan = staged_admission(stages, avail, wc, rack_rpp, lim)
+    n = plan.sum(axis=1)
+    # stage 0: 64 delivered (1276 kW fit); stage 1: 96 delivered, 2000/19.94 = 100 -> 96;
+    # stage 2: 2400/19.94 = 120; stage 3: all 128 (2552 kW of 2805)
+    np.testing.assert_array_equal(n, [64, 96, 120, 128])
+    assert np.all(plan[1:] >= plan[:-1])            # nothing is shed on a rising plan
+    for k in range(4):
+        assert plan[k].sum() * wc <= stages[k]
+        per = np.bincount(rack_rpp[plan[k]], minlength=16) * wc
+        assert np.all(per <= lim)
+    # a plan that falls back (a slipped stage) sheds from the end of the order
+    back = staged_admission(np.array([2400e3, 1650e3]), np.zeros(128, int), wc, rack_rpp, lim)
+    assert back[0].sum() == 120 and back[1].sum() == int(1650e3 // wc)
+    np.testing.assert_array_equal(np.flatnonzero(back[1]), np.arange(back[1].sum()))
+    # a 500 W per-GPU cap admits all 128 racks already at 2000 kW (14.9 kW worst case)
+    wc500 = 2 * node_worst_case_w(500.0, **HW) + 900.0
+    capped = staged_admission(stages, np.zeros(128, int), wc500, rack_rpp, lim)
+    assert capped[0].sum() == int(1650e3 // wc500) and capped[1].sum() == 128

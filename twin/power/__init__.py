@@ -65,6 +65,7 @@ from twin.power.tree import (
     evaluate_power_tree,
     facility_it_capacity_w,
     racks_admitted,
+    staged_admission,
 )
 
 __all__ = [
@@ -113,6 +114,7 @@ __all__ = [
     "resistive_loss_w",
     "ride_through_outcome",
     "sample_grid_events",
+    "staged_admission",
     "transformer_loss_w",
     "ups_autonomy_s",
     "ups_efficiency",

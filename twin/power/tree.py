@@ -46,6 +46,7 @@ __all__ = [
     "evaluate_power_tree",
     "facility_it_capacity_w",
     "racks_admitted",
+    "staged_admission",
 ]
 
 #: Default RPP + branch-circuit + feeder resistive loss at rated current [fraction]
@@ -443,3 +444,40 @@ def racks_admitted(
     if policy == "skip":
         return on | ok
     raise ValueError("policy must be 'stop' or 'skip'")
+
+
+def staged_admission(
+    stage_it_w,
+    rack_available_stage,
+    worst_case_rack_w,
+    rack_rpp,
+    rpp_limit_w,
+    *,
+    rpp_redundant: bool = False,
+    rack_share=None,
+    policy: str = "skip",
+) -> np.ndarray:
+    """Racks powered at each stage of a staged facility power plan [bool (S, R)].
+
+    ``stage_it_w`` (S,) is the IT power available from each stage on [W];
+    ``rack_available_stage`` (R,) int is the first stage at which a rack is delivered and
+    burnt-in-ready to power (``S`` or more: never). At each stage the racks already on
+    stay on while their worst-case commitment fits; if the stage's limit fell below it,
+    racks are shed from the end of the index order; then new racks are admitted with
+    :func:`racks_admitted`. Every stage's result obeys the facility and RPP limits at the
+    racks' worst case.
+    """
+    lim_s = np.asarray(stage_it_w, dtype=float)
+    avail = np.asarray(rack_available_stage)
+    n_r = avail.shape[0]
+    wc = np.broadcast_to(np.asarray(worst_case_rack_w, dtype=float), (n_r,))
+    out = np.zeros((lim_s.shape[0], n_r), dtype=bool)
+    on = np.zeros(n_r, dtype=bool)
+    kw = dict(rack_share=rack_share, rpp_redundant=rpp_redundant)
+    for k, limit in enumerate(lim_s):
+        # keep the longest index-order prefix of the racks already on that still fits
+        on = racks_admitted(wc, limit, rack_rpp, rpp_limit_w, candidate=on, policy="stop", **kw)
+        on = racks_admitted(wc, limit, rack_rpp, rpp_limit_w, candidate=avail <= k,
+                            powered=on, policy=policy, **kw)
+        out[k] = on
+    return out
