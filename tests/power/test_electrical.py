@@ -127,3 +127,14 @@ def test_resistive_and_transformer_losses():
     assert transformer_loss_w(1e6, 2e6, no_load_loss_fraction=0.002,
                               load_loss_fraction=0.008) == pytest.approx(8000.0)
     assert transformer_loss_w(0.0, 2e6, no_load_loss_fraction=0.002, load_loss_fraction=0.008) == 0.0
+
+
+def test_ups_recharge_after_a_generator_start():
+    from twin.power.electrical import ups_recharge
+
+    # 800 kW carried for 15 s = 12 MJ; 10 % of 1.65 MW = 165 kW at 85 % -> 85.6 s
+    p, t = ups_recharge(800e3 * 15.0, 1.65e6)
+    assert p == pytest.approx(165e3)
+    assert t == pytest.approx(12e6 / (0.85 * 165e3))
+    p0, t0 = ups_recharge(0.0, 1.65e6)
+    assert p0 == 0.0 and t0 == 0.0

@@ -20,6 +20,7 @@ from twin.power.electrical import (
     ups_autonomy_s,
     ups_efficiency,
     ups_loss_w,
+    ups_recharge,
 )
 from twin.power.facility import (
     chiller_cop,
@@ -119,4 +120,5 @@ __all__ = [
     "ups_autonomy_s",
     "ups_efficiency",
     "ups_loss_w",
+    "ups_recharge",
 ]

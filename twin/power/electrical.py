@@ -17,6 +17,7 @@ __all__ = [
     "ups_efficiency",
     "ups_loss_w",
     "ups_autonomy_s",
+    "ups_recharge",
     "resistive_loss_w",
     "transformer_loss_w",
 ]
@@ -189,6 +190,33 @@ def ups_autonomy_s(
     x = np.asarray(load_fraction, dtype=float)
     with np.errstate(divide="ignore"):
         return np.where(x > 0.0, ride_through_at_full_load_s * np.abs(x) ** (-peukert_exponent), np.inf)
+
+
+#: Battery recharge power of a UPS rectifier [fraction of the UPS rating] (typ. 10-20 %;
+#: generator sizing must cover it, e.g. Schneider Electric WP 2 / IEEE 446).
+UPS_RECHARGE_FRACTION = 0.10
+#: Battery charge efficiency (VRLA, ~85 %; IEEE 1184).
+UPS_CHARGE_EFFICIENCY = 0.85
+
+
+def ups_recharge(
+    discharged_energy_j,
+    capacity_w,
+    *,
+    recharge_fraction=UPS_RECHARGE_FRACTION,
+    charge_efficiency=UPS_CHARGE_EFFICIENCY,
+):
+    """Extra input power [W] and duration [s] of recharging a UPS battery after a ride-through.
+
+    The rectifier draws ``P = recharge_fraction * capacity`` on top of the load until it
+    has put back ``E / charge_efficiency``: ``t = E / (charge_efficiency * P)``. Returns
+    ``(power_w, duration_s)``; (0, 0) for nothing discharged. A 1.65 MW UPS that carried
+    800 kW for 15 s (a generator start) recharges 12 MJ at 165 kW for 86 s.
+    """
+    e = np.asarray(discharged_energy_j, dtype=float)
+    p = recharge_fraction * np.asarray(capacity_w, dtype=float)
+    dur = np.where(e > 0.0, e / (charge_efficiency * p), 0.0)
+    return np.where(e > 0.0, p, 0.0), dur
 
 
 # --- cables, busways, transformers -------------------------------------------------

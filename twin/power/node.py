@@ -235,8 +235,8 @@ def gpu_clock_fraction_at_power(
     Inverse of the DVFS law used by :func:`gpu_power_w`:
     ``f = ((P - P_idle) / (u (P_tdp - P_idle)))**(1/ALPHA)``, clipped to [0, 1]. For a
     compute-bound phase the step rate scales with ``f``; the compute model decides how
-    much of a step is compute-bound. H100 SXM in training (u=0.93): a 500 W cap gives
-    f = 0.89, 400 W gives 0.80.
+    much of a step is compute-bound (twin.compute.gpu_clock_fraction_at_power_cap is the
+    same law). H100 SXM in training (u = 0.95): a 500 W cap gives f = 0.90, 400 W 0.82.
     """
     p = np.asarray(gpu_power_w_, dtype=float)
     dyn_full = load_fraction * (gpu_tdp_w - gpu_idle_w)
