@@ -55,7 +55,10 @@ class KernelEfficiency:
     kernel_gap_s: launch gap per kernel [s].  sms / tile_m / tile_n: wave quantisation.
     tp_overlap: share of tensor-parallel communication hidden behind GEMMs (NeMo
     userbuffer overlap), net of the SMs it takes.  pp_overlap: share of pipeline
-    point-to-point time hidden.
+    point-to-point time hidden.  rank_jitter_fraction: standard deviation of one
+    rank's step time over its mean [-] (clock, thermal and OS noise); a synchronous step
+    waits for the slowest of ``n`` ranks, ``E[max] ~ mean (1 + sigma sqrt(2 ln n))``
+    (extreme value of ``n`` normal draws, Gumbel limit).
     """
 
     gemm: float
@@ -70,27 +73,36 @@ class KernelEfficiency:
     tile_n: int = 256
     tp_overlap: float = 0.7
     pp_overlap: float = 0.7
+    rank_jitter_fraction: float = 0.015
     source: str = field(default="", compare=False)
 
 
-#: H100 SXM.  ``gemm`` = 0.74 is fitted to the Llama 3.1 70B / 64-GPU step
-#: (calibration.yaml training.llama31_70b_bf16_64gpu) with the other efficiencies fixed
-#: from kernel benchmarks: cuBLAS BF16 GEMMs on H100 SXM sustain ~650-750 TFLOP/s at the
-#: 700 W limit (0.66-0.76 of 989); cuDNN / FlashAttention-2/3 BF16 causal attention with
-#: head dim 128 ~500-600 TFLOP/s forward, lower backward (Shah et al., FlashAttention-3,
-#: 2024: FA2 ~350, FA3 ~600-750 forward); HBM3 streaming ~2.6-2.9 of 3.35 TB/s.
+#: H100 SXM.  Fitted (log least squares, 5 parameters, 20 points) to the NVIDIA DGX
+#: H100 NeMo 24.09/24.11 step times of dgxc-benchmarking (llama3.1/README_{8b,70b,405b}.md,
+#: nemotron/README_340b.md, nemo_megatron/README_175b.md; BF16 and FP8, smallest and
+#: largest scale of each table), which include the calibration point of calibration.yaml
+#: (training.llama31_70b_bf16_64gpu); mean absolute step-time error 2.3 %.  The fitted
+#: values sit inside the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain
+#: ~650-800 TFLOP/s on H100 SXM at 700 W (0.66-0.81 of 989), FP8 GEMMs ~1,100-1,300 of
+#: 1,979; cuDNN/FlashAttention BF16 causal attention (head dim 128) ~500 TFLOP/s forward,
+#: less backward (Shah et al., FlashAttention-3, 2024); NeMo hides most tensor-parallel
+#: traffic behind GEMMs with userbuffers.  HBM3 streaming ~2.7 of 3.35 TB/s.
 H100_SXM = KernelEfficiency(
-    gemm=0.74, gemm_fp8=0.55, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.687, gemm_fp8=0.572, attention_fwd=0.50, attention_bwd=0.41,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
-    source="see H100_SXM comment in twin/compute/step.py")
+    tp_overlap=0.815, pp_overlap=0.7, rank_jitter_fraction=0.020,
+    source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
-#: A100 SXM: BF16 GEMMs sustain ~250-270 of 312 TFLOP/s (0.80-0.87; A100 is rarely power
-#: limited in GEMMs); FlashAttention-2 forward ~70 % of peak on A100 (Dao 2023, fig. 4:
-#: up to 225 TFLOP/s), backward ~60 %; HBM2e ~1.6-1.7 of 2.0 TB/s.
+#: A100 SXM (no public step-time table at hand to fit): BF16 GEMM microbenchmarks reach
+#: ~250-270 of 312 TFLOP/s; the H100 fit sits at 0.87 of its microbenchmark level, so
+#: 0.74 here; FlashAttention-2 on A100 ~0.6-0.7 of peak forward (Dao 2023), taken
+#: 0.55 / 0.45 as for H100's ratio to its benchmarks; HBM2e ~1.6 of 2.0 TB/s; the
+#: overlap and jitter terms as H100 (same software stack).
 A100_SXM = KernelEfficiency(
-    gemm=0.82, gemm_fp8=0.82, attention_fwd=0.65, attention_bwd=0.55,
-    attention_seq_half=256.0, hbm=0.82, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
-    source="see A100_SXM comment in twin/compute/step.py")
+    gemm=0.74, gemm_fp8=0.74, attention_fwd=0.55, attention_bwd=0.45,
+    attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
+    tp_overlap=0.815, pp_overlap=0.7, rank_jitter_fraction=0.020,
+    source="A100 kernel benchmarks scaled as the H100 fit, see comment")
 
 KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100": H100_SXM, "a100_sxm": A100_SXM,
                      "a100": A100_SXM}
@@ -121,23 +133,27 @@ class StepEstimate:
                 "tokens_per_day": self.tokens_per_day, "breakdown": dict(self.breakdown)}
 
 
-def model_flops_per_sequence(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len):
+def model_flops_per_sequence(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len,
+                             gated_mlp: bool = True):
     """Forward+backward model FLOPs per sequence [FLOP] (calibration.yaml formula).
 
     ``s (12 L h^2 (1 + kv/heads + s/h) + 18 L F h + 6 V h)``: grouped-query attention,
-    SwiGLU MLP, untied output layer; no causal discount and no recompute (MFU counts
-    model FLOPs only).
+    SwiGLU MLP (three F x h matrices; ``12 L F h`` for a plain two-matrix MLP), untied
+    output layer; no causal discount and no recompute (MFU counts model FLOPs only).
     """
     L, h, F, s = layers, hidden, ffn_hidden, seq_len
-    return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h) + 18.0 * L * F * h
+    mats = 3.0 if gated_mlp else 2.0
+    return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h) + 6.0 * mats * L * F * h
                 + 6.0 * vocab * h)
 
 
-def parameter_count(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab) -> float:
+def parameter_count(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab,
+                    gated_mlp: bool = True) -> float:
     """Parameters of a Llama-style decoder (untied embeddings, RMSNorm, no biases) [-]."""
     h = hidden
     hkv = h * kv_heads / heads
-    per_layer = h * (h + 2 * hkv) + h * h + 3 * h * ffn_hidden + 2 * h
+    mats = 3 if gated_mlp else 2
+    per_layer = h * (h + 2 * hkv) + h * h + mats * h * ffn_hidden + 2 * h
     return layers * per_layer + 2 * vocab * h + h
 
 
@@ -195,6 +211,7 @@ def step_estimate(
     activation_recompute: bool | str = False,
     clock_fraction=1.0,
     deployment: str = "bare_metal",
+    gated_mlp: bool = True,
     kernel_efficiency: KernelEfficiency | None = None,
 ) -> StepEstimate:
     """Estimate one optimizer step of a dense transformer [s] and its MFU.
@@ -209,7 +226,9 @@ def step_estimate(
     transport (``ib_rdma``, ``roce`` (RoCE with GPUDirect), ``roce_host``, ``tcp``),
     hops [-] between the job's nodes, activation_recompute (False/"none", True/"full",
     "selective"), clock_fraction [-] (scalar or per-GPU array, the slowest GPU sets the
-    pace), deployment (``bare_metal``, ``container``, ``vm``).
+    pace), deployment (``bare_metal``, ``container``, ``vm``), gated_mlp (SwiGLU with
+    three F x h matrices, else a two-matrix GeLU / squared-ReLU MLP as GPT-3 and
+    Nemotron-4), kernel_efficiency (default from the peak: H100 or A100 table).
     MFU is relative to ``peak_tflops``.
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -263,7 +282,8 @@ def step_estimate(
     # ---- one transformer layer, one micro-batch, one GPU --------------------------
     # forward GEMMs (M, N, K); backward = data-grad (M, K, N) + weight-grad (K, N, M)
     fm = np.array([T, T, T, T])
-    fn = np.array([(h + 2 * hkv) / tp, h, 2 * F / tp, h])
+    mats = 3 if gated_mlp else 2
+    fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * F / tp, h])
     fk = np.array([h, h / tp, h, F / tp])
     kw = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
     t_gemm_f = float(_gemm_time_s(fm, fn, fk, **kw).sum())
@@ -276,7 +296,7 @@ def step_estimate(
     t_attn_b = 2.5 * attn_f_flops / (peak_bf16 * ke.attention_bwd * seq_eff)
     # memory-bound kernels [bytes]: norms + residuals on T/tp tokens (sequence parallel),
     # RoPE on q,k, SwiGLU on F/tp; backward ~2x forward; FP8 adds casts of GEMM inputs
-    mem_f = 2.0 * (T / tp * 10.0 * h + T * 2.0 * (h + hkv) / tp + T * 3.0 * F / tp)
+    mem_f = 2.0 * (T / tp * 10.0 * h + T * 2.0 * (h + hkv) / tp + T * mats * F / tp)
     if precision == "fp8":
         mem_f += 3.0 * T * (2.0 * h + h / tp + F / tp)
     t_mem_f = mem_f / (hbm * ke.hbm) + 14 * ke.kernel_gap_s
@@ -357,7 +377,7 @@ def step_estimate(
         bubble = 0.0
 
     # ---- data parallel: distributed optimizer over the DP x CP group ------------
-    p_local = (layers_per_stage * (h * (h + 2 * hkv) + h * h + 3 * h * F) / tp
+    p_local = (layers_per_stage * (h * (h + 2 * hkv) + h * h + mats * h * F) / tp
                + vocab * h / tp + 2 * h * layers_per_stage)
     n_dp = dp * cp
     if n_dp > 1:
@@ -382,6 +402,9 @@ def step_estimate(
     breakdown["pipeline_bubble"] = bubble
     breakdown["dp_comm_exposed"] = t_dp_exposed
     breakdown["optimizer"] = t_opt
+    # synchronous step: everyone waits for the slowest of the gpus ranks
+    breakdown["stragglers"] = sum(breakdown.values()) * ke.rank_jitter_fraction * math.sqrt(
+        2.0 * math.log(gpus)) if gpus > 1 else 0.0
     base = sum(breakdown.values())
     breakdown["deployment_overhead"] = base * (DEPLOYMENT_STEP_FACTOR[deployment] - 1.0)
     step = base + breakdown["deployment_overhead"]
@@ -389,7 +412,7 @@ def step_estimate(
     tokens = global_batch * seq_len
     flops = global_batch * model_flops_per_sequence(
         layers=layers, hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads,
-        vocab=vocab, seq_len=seq_len)
+        vocab=vocab, seq_len=seq_len, gated_mlp=gated_mlp)
     mfu = flops / (gpus * peak_tflops * 1e12 * step)
     return StepEstimate(step_time_s=step, mfu=mfu, tokens_per_s_per_gpu=tokens / step / gpus,
                         tokens_per_day=tokens / step * 86400.0,

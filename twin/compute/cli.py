@@ -1,0 +1,214 @@
+"""``twin estimate``: step-time and collective estimates without running the simulation.
+
+    twin estimate step FILE [--set dotted.path=value ...] [--cluster SCENARIO] [--json]
+    twin estimate collective --op allreduce|reduce_scatter|all_gather|all_to_all
+                             --bytes N --nodes K [--gpus-per-node 8]
+                             [--cluster SCENARIO] [--json]
+
+``FILE`` is an estimate file (:mod:`twin.compute.estimate_file`).  ``--cluster SCENARIO``
+takes the cluster (GPU, node, fabric, transport, deployment) from a scenario through
+:data:`CLUSTER_LOADER`; the default loader reads the scenario with
+``twin.scenario.load_scenario`` and the node catalog.  Without ``--cluster`` the
+collective runs on the Blue Vela compute fabric (DGX H100 nodes, 8x NDR 400 Gb/s,
+GPUDirect RDMA over InfiniBand).
+
+Bad input exits 2 with one line per problem on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from twin.compute.collectives import OPS, bus_factor, collective_time_s
+from twin.compute.estimate_file import (
+    Cluster,
+    EstimateFileError,
+    FabricSpec,
+    Gpu,
+    estimate_from_file,
+    fabric_figures,
+    load_estimate,
+)
+
+#: Blue Vela compute node and fabric (arXiv 2407.05467; NVIDIA H100 SXM datasheet).
+BLUE_VELA_CLUSTER = Cluster(
+    gpus=8, gpus_per_node=8,
+    gpu=Gpu(peak_bf16_tflops=989, peak_fp8_tflops=1979, hbm_bw_tb_s=3.35, nvlink_gb_s=450,
+            nvls=True, kernel_efficiency="h100_sxm"),
+    fabric=FabricSpec(kind="rail_optimized", su_nodes=32, rails=8, link_gbps=400,
+                      switch_ports=64, transport="ib_rdma"),
+)
+
+
+def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Cluster:
+    """Cluster of a scenario file: node model from the catalog, fabric, deployment.
+
+    The hook the ``--cluster`` option calls (replace :data:`CLUSTER_LOADER` to change it).
+    ``gpus`` is the scenario's node count times GPUs per node when the scenario states
+    it; the estimate file's ``cluster.gpus`` wins in ``twin estimate step``.
+    """
+    from twin.catalog import node_model
+    from twin.scenario import load_scenario
+
+    s = load_scenario(path, overrides)
+    node = node_model(s.hardware.node_model)
+    f = s.fabric
+    g = int(node.gpu_count)
+    return Cluster(
+        gpus=g, gpus_per_node=g,
+        gpu=Gpu(peak_bf16_tflops=node.gpu_peak_bf16_tflops,
+                peak_fp8_tflops=getattr(node, "gpu_peak_fp8_tflops", None),
+                hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls),
+        fabric=FabricSpec(kind=f.kind, su_nodes=f.su_nodes, rails=f.rails, link_gbps=f.link_gbps,
+                          switch_ports=f.switch_ports, oversubscription=f.oversubscription,
+                          tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines,
+                          transport=f.transport),
+        deployment=s.hardware.deployment,
+    )
+
+
+#: ``--cluster`` hook: ``(scenario_path) -> Cluster``.
+CLUSTER_LOADER: Callable[[str], Cluster] = cluster_from_scenario
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # exit 2 with one clear line (argparse's own convention)
+        raise EstimateFileError([f"twin estimate: {message}"])
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="twin estimate",
+                 description="step-time and collective estimates without a simulation")
+    sub = ap.add_subparsers(dest="what", metavar="{step,collective}", parser_class=_Parser)
+    p = sub.add_parser("step", help="training step time, MFU and breakdown of a job")
+    p.add_argument("file", help="estimate YAML file (e.g. scenarios/estimates/*.yaml)")
+    p.add_argument("--set", action="append", default=[], metavar="dotted.path=value",
+                   help="override a field, e.g. --set cluster.gpus=128")
+    p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
+    p.add_argument("--op", required=True, choices=OPS)
+    p.add_argument("--bytes", required=True, type=_positive_float, metavar="N",
+                   help="buffer size [B] (nccl-tests convention)")
+    p.add_argument("--nodes", required=True, type=_positive_int, metavar="K")
+    p.add_argument("--gpus-per-node", type=_positive_int, default=None)
+    p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return ap
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+def _load_cluster(path: str) -> Cluster:
+    if not Path(path).exists():
+        raise EstimateFileError([f"{path}: no such scenario file"])
+    try:
+        return CLUSTER_LOADER(path)
+    except EstimateFileError:
+        raise
+    except Exception as exc:  # scenario errors carry their own per-field messages
+        raise EstimateFileError([f"{path}: {exc}"]) from None
+
+
+def _cmd_step(args) -> dict:
+    est = load_estimate(args.file, args.set)
+    if args.cluster:
+        c = _load_cluster(args.cluster)
+        c = c.model_copy(update={"gpus": est.cluster.gpus,
+                                 "clock_fraction": est.cluster.clock_fraction})
+        est = est.model_copy(update={"cluster": c})
+    r = estimate_from_file(est)
+    out = {"name": est.name, **r.as_dict()}
+    if est.reference is not None and est.reference.step_time_s:
+        out["reference"] = est.reference.model_dump()
+    return out
+
+
+def _cmd_collective(args) -> dict:
+    c = _load_cluster(args.cluster) if args.cluster else BLUE_VELA_CLUSTER
+    g = args.gpus_per_node or c.gpus_per_node
+    c = c.model_copy(update={"gpus": args.nodes * g, "gpus_per_node": g})
+    bw, hops = fabric_figures(c)
+    t = float(collective_time_s(args.op, args.bytes, args.nodes, g, nvlink_gb_s=c.gpu.nvlink_gb_s,
+                                nvls=c.gpu.nvls, inter_node_gbps=bw,
+                                transport=c.fabric.transport, hops=hops))
+    n = args.nodes * g
+    alg = args.bytes / t / 1e9 if t > 0 else float("inf")
+    return {"op": args.op, "bytes": args.bytes, "nodes": args.nodes, "gpus_per_node": g,
+            "time_s": t, "algbw_gb_s": alg, "busbw_gb_s": alg * float(bus_factor(args.op, n)),
+            "inter_node_gbps": bw, "transport": c.fabric.transport}
+
+
+def _print_step(out: dict) -> None:
+    print(f"{out['name']}")
+    print(f"  step_time_s           {out['step_time_s']:12.3f}")
+    print(f"  mfu                   {out['mfu']:12.3f}")
+    print(f"  tokens_per_s_per_gpu  {out['tokens_per_s_per_gpu']:12.1f}")
+    print(f"  tokens_per_day        {out['tokens_per_day']:12.4g}")
+    print("  breakdown [s]:")
+    for k, v in out["breakdown"].items():
+        print(f"    {k:22s} {v:10.3f}")
+    ref = out.get("reference")
+    if ref:
+        print(f"  reference step_time_s {ref['step_time_s']:12.3f}  ({ref.get('source', '')})")
+
+
+def _print_collective(out: dict) -> None:
+    for k in ("op", "bytes", "nodes", "gpus_per_node", "transport"):
+        print(f"{k:16s} {out[k]}")
+    print(f"{'time_s':16s} {out['time_s']:.6g}")
+    print(f"{'algbw_gb_s':16s} {out['algbw_gb_s']:.4g}")
+    print(f"{'busbw_gb_s':16s} {out['busbw_gb_s']:.4g}")
+
+
+def run_estimate_cli(argv: list[str] | None = None) -> int:
+    """Entry point of ``twin estimate``; returns the exit code (0 ok, 2 bad input)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _parser().parse_args(argv)
+        if args.what is None:
+            raise EstimateFileError(["twin estimate: choose 'step' or 'collective' "
+                                     "(see twin estimate --help)"])
+        out = _cmd_step(args) if args.what == "step" else _cmd_collective(args)
+    except EstimateFileError as exc:
+        for line in exc.problems:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # physics refused the configuration
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out, indent=2, default=float))
+    elif args.what == "step":
+        _print_step(out)
+    else:
+        _print_collective(out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(run_estimate_cli())

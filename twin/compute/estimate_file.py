@@ -1,0 +1,226 @@
+"""The estimate file: one training job on one cluster, for ``twin estimate step``.
+
+A YAML file with four sections, every field overridable with ``--set dotted.path=value``
+(see ``scenarios/estimates/llama31_70b_bf16_64gpu.yaml``)::
+
+    name: llama31_70b_bf16_64gpu
+    model:        {layers, hidden, ffn_hidden, heads, kv_heads, vocab, gated_mlp}
+    training:     {seq_len, global_batch, micro_batch, precision, activation_recompute}
+    parallelism:  {tp, pp, cp, vpp}
+    cluster:
+      gpus, gpus_per_node, deployment, clock_fraction
+      gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, kernel_efficiency}
+      fabric: {kind, su_nodes, rails, link_gbps, switch_ports, oversubscription,
+               tor_uplinks_per_spine, spines, transport, inter_node_gbps, hops}
+    reference:    {step_time_s, mfu, tokens_per_s_per_gpu, source}   # optional
+
+``fabric.inter_node_gbps`` / ``fabric.hops`` left null are computed by building the
+fabric for ``gpus / gpus_per_node`` nodes and placing the job on the first nodes.
+All models are frozen and forbid unknown keys, so a typo is an error, not a default.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
+
+from twin.compute.step import KERNEL_EFFICIENCY, StepEstimate, step_estimate
+
+_Frac = Annotated[float, Field(gt=0.0, le=1.0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class ModelShape(_Model):
+    layers: PositiveInt
+    hidden: PositiveInt
+    ffn_hidden: PositiveInt = Field(description="MLP inner size (SwiGLU: per gate/up matrix)")
+    heads: PositiveInt
+    kv_heads: PositiveInt = Field(description="key/value heads (grouped-query attention)")
+    vocab: PositiveInt
+    gated_mlp: bool = Field(True, description="SwiGLU (3 matrices); false = GeLU/ReLU^2 (2)")
+
+
+class Training(_Model):
+    seq_len: PositiveInt = Field(description="tokens per sequence")
+    global_batch: PositiveInt = Field(description="sequences per optimizer step")
+    micro_batch: PositiveInt = 1
+    precision: Literal["bf16", "fp8"] = "bf16"
+    activation_recompute: Literal["none", "selective", "full"] = "none"
+
+
+class Parallelism(_Model):
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    cp: PositiveInt = 1
+    vpp: PositiveInt = Field(1, description="virtual pipeline stages per pipeline rank")
+
+
+class Gpu(_Model):
+    peak_bf16_tflops: PositiveFloat = Field(description="dense BF16 peak [TFLOP/s]")
+    peak_fp8_tflops: PositiveFloat | None = Field(None, description="dense FP8 peak [TFLOP/s]")
+    hbm_bw_tb_s: PositiveFloat = Field(description="HBM bandwidth [TB/s]")
+    nvlink_gb_s: PositiveFloat = Field(description="NVLink one-way per GPU [GB/s]")
+    nvls: bool = Field(description="NVSwitch in-switch reduction (NVLS)")
+    kernel_efficiency: Literal[tuple(KERNEL_EFFICIENCY)] | None = Field(  # type: ignore[valid-type]
+        None, description="per-kernel efficiency table; null = from the peak")
+
+
+class FabricSpec(_Model):
+    kind: Literal["rail_optimized", "clos", "fat_tree"] = "rail_optimized"
+    su_nodes: PositiveInt = 32
+    rails: PositiveInt = 8
+    link_gbps: PositiveFloat = 400.0
+    switch_ports: PositiveInt = 64
+    oversubscription: Annotated[float, Field(ge=1.0)] = 1.0
+    tor_uplinks_per_spine: PositiveInt = 2
+    spines: PositiveInt | None = None
+    transport: Literal["ib_rdma", "roce", "roce_host", "tcp"] = "ib_rdma"
+    inter_node_gbps: PositiveFloat | None = Field(
+        None, description="per-node achievable bandwidth [Gb/s]; null = from the fabric")
+    hops: Annotated[float, Field(ge=0.0)] | None = Field(
+        None, description="switch hops between the job's nodes; null = from the fabric")
+
+
+class Cluster(_Model):
+    gpus: PositiveInt
+    gpus_per_node: PositiveInt = 8
+    gpu: Gpu
+    fabric: FabricSpec = FabricSpec()
+    deployment: Literal["bare_metal", "container", "vm"] = "bare_metal"
+    clock_fraction: _Frac = Field(1.0, description="slowest GPU's clock over nominal")
+
+
+class Reference(_Model):
+    step_time_s: PositiveFloat | None = None
+    mfu: _Frac | None = None
+    tokens_per_s_per_gpu: PositiveFloat | None = None
+    source: str = ""
+
+
+class EstimateFile(_Model):
+    name: str
+    description: str = ""
+    model: ModelShape
+    training: Training
+    parallelism: Parallelism = Parallelism()
+    cluster: Cluster
+    reference: Reference | None = None
+
+
+class EstimateFileError(ValueError):
+    """Bad estimate file or override: ``problems`` is a list of one-line messages."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def apply_overrides(data: dict, overrides: list[str] | None) -> dict:
+    """Apply ``dotted.path=value`` overrides (value parsed as YAML) to a copy of ``data``."""
+    out = copy.deepcopy(data)
+    problems = []
+    for text in overrides or []:
+        if "=" not in text:
+            problems.append(f"--set {text!r}: expected dotted.path=value")
+            continue
+        key, raw = text.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            problems.append(f"--set {text!r}: empty path")
+            continue
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        node: Any = out
+        for p in parts[:-1]:
+            if not isinstance(node, dict):
+                break
+            node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            problems.append(f"--set {text!r}: {'.'.join(parts[:-1])} is not a section")
+            continue
+        node[parts[-1]] = value
+    if problems:
+        raise EstimateFileError(problems)
+    return out
+
+
+def parse_estimate(data: Any, file: str = "<estimate>") -> EstimateFile:
+    """Validate a mapping as an :class:`EstimateFile`; one message per problem."""
+    if not isinstance(data, dict):
+        raise EstimateFileError([f"{file}: expected a mapping at the top level"])
+    try:
+        return EstimateFile.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            path = ".".join(str(p) for p in err["loc"]) or "<root>"
+            value = err.get("input")
+            shown = "" if isinstance(value, dict) else f" = {value!r}"
+            problems.append(f"{file}: {path}{shown}: {err['msg']}")
+        raise EstimateFileError(problems) from None
+
+
+def load_estimate(path: str | Path, overrides: list[str] | None = None) -> EstimateFile:
+    """Read an estimate YAML file (safe loader), apply overrides, validate."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise EstimateFileError([f"{path}: cannot read ({exc.strerror})"]) from None
+    except yaml.YAMLError as exc:
+        raise EstimateFileError([f"{path}: not valid YAML ({exc})"]) from None
+    return parse_estimate(apply_overrides(data or {}, overrides), str(path))
+
+
+def fabric_figures(cluster: Cluster) -> tuple[float, float]:
+    """(inter_node_gbps per node, hops) of the job on the first nodes of its fabric."""
+    f = cluster.fabric
+    if f.inter_node_gbps is not None and f.hops is not None:
+        return f.inter_node_gbps, f.hops
+    import numpy as np
+
+    from twin.fabric import bottleneck_bandwidth_gbps, build_fabric, placement_hops
+
+    n_nodes = max(1, -(-cluster.gpus // cluster.gpus_per_node))
+    g = build_fabric(f.kind, n_nodes, gpus_per_node=cluster.gpus_per_node, su_nodes=f.su_nodes,
+                     rails=f.rails, link_gbps=f.link_gbps, switch_ports=f.switch_ports,
+                     oversubscription=f.oversubscription,
+                     tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines)
+    nodes = np.arange(n_nodes)
+    bw = f.inter_node_gbps if f.inter_node_gbps is not None else bottleneck_bandwidth_gbps(g, nodes)
+    hops = f.hops if f.hops is not None else float(placement_hops(g, nodes)["max_hops"])
+    return float(bw), float(hops)
+
+
+def estimate_from_file(est: EstimateFile) -> StepEstimate:
+    """Run :func:`twin.compute.step_estimate` on a validated estimate file."""
+    c, m, t, p = est.cluster, est.model, est.training, est.parallelism
+    if t.precision == "fp8":
+        if c.gpu.peak_fp8_tflops is None:
+            raise EstimateFileError(["cluster.gpu.peak_fp8_tflops: needed for precision fp8"])
+        peak = c.gpu.peak_fp8_tflops
+    else:
+        peak = c.gpu.peak_bf16_tflops
+    bw, hops = fabric_figures(c)
+    ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
+    try:
+        return step_estimate(
+            layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+            kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, seq_len=t.seq_len,
+            global_batch=t.global_batch, micro_batch=t.micro_batch, tp=p.tp, pp=p.pp, cp=p.cp,
+            vpp=p.vpp, gpus=c.gpus, gpus_per_node=c.gpus_per_node, peak_tflops=peak,
+            precision=t.precision, hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s,
+            nvls=c.gpu.nvls, inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
+            activation_recompute=t.activation_recompute, clock_fraction=c.clock_fraction,
+            deployment=c.deployment, kernel_efficiency=ke)
+    except ValueError as exc:
+        raise EstimateFileError([f"{est.name}: {exc}"]) from None
