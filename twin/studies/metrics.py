@@ -1,0 +1,143 @@
+"""Planner's figures derived from a run: capacity hosted, time to full capacity, cost, CO2,
+and how close each site constraint (power, cooling, floor) is to binding.
+
+The accounting functions are pure and vectorised (numbers or arrays in, arrays out);
+:func:`study_kpis` orchestrates them for one scenario and its Results.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# name: (unit, long name) of the figures added to every sweep run next to twin.results.KPI_UNITS
+STUDY_KPI_UNITS: dict[str, tuple[str, str]] = {
+    "gpus_delivered": ("GPU", "GPUs delivered by the end of the run"),
+    "gpus_hosted": ("GPU", "most GPUs powered at once"),
+    "days_to_full_capacity": ("days", "days from start until every delivered GPU was powered (NaN: never)"),
+    "days_to_max_hosted": ("days", "days from start until the most GPUs were first powered"),
+    "upgrade_cost_usd": ("USD", "sum of the site's upgrade options (site.economics.upgrades)"),
+    "upgrade_lead_time_days": ("days", "longest lead time of the site's upgrade options"),
+    "energy_cost_usd": ("USD", "utility energy x electricity price"),
+    "co2_t": ("t CO2", "utility energy x grid carbon intensity"),
+    "energy_cost_usd_per_btok": ("USD/1e9 tokens", "energy cost per billion surviving tokens"),
+    "power_use_fraction": ("1", "worst-case draw of all delivered racks / tightest power limit (facility or RPP)"),
+    "cooling_use_fraction": ("1", "worst-case heat of all delivered racks / installed cooling capacity"),
+    "floor_use_fraction": ("1", "racks delivered / rack positions on the floor"),
+    "inlet_margin_c": ("degC", "27 C (ASHRAE TC 9.9 recommended) minus the worst inlet of a powered rack"),
+}
+
+ASHRAE_RECOMMENDED_MAX_C = 27.0  # ASHRAE TC 9.9 (2021), recommended envelope upper limit, classes A1-A4
+
+
+def energy_cost_usd(energy_mwh, price_usd_per_mwh) -> np.ndarray:
+    """Energy cost [USD] = energy [MWh] x price [USD/MWh]."""
+    return np.asarray(energy_mwh, float) * np.asarray(price_usd_per_mwh, float)
+
+
+def co2_t(energy_mwh, carbon_kg_per_mwh) -> np.ndarray:
+    """Emissions [t CO2] = energy [MWh] x grid intensity [kg/MWh] / 1000 (scope 2, location based)."""
+    return np.asarray(energy_mwh, float) * np.asarray(carbon_kg_per_mwh, float) / 1e3
+
+
+def cost_per_billion_tokens_usd(cost_usd, tokens) -> np.ndarray:
+    """Cost per 1e9 tokens [USD/1e9 tokens]; NaN when no token survived."""
+    cost = np.asarray(cost_usd, float)
+    tok = np.asarray(tokens, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tok > 0, cost / (tok / 1e9), np.nan)
+
+
+def first_time_reached_days(series, t_days, target) -> float:
+    """First time [days] at which ``series`` >= ``target``; NaN if never (or target <= 0)."""
+    s = np.asarray(series, float)
+    if not np.isfinite(target) or target <= 0:
+        return math.nan
+    hit = np.flatnonzero(s >= target)
+    return float(np.asarray(t_days, float)[hit[0]]) if len(hit) else math.nan
+
+
+def facility_it_limit_w(plan_max_w, ups_capacity_w, ups_in_line, feed_capacity_w, redundancy_2n) -> float:
+    """Tightest facility IT limit [W]: the final power stage, the UPS when it is in line
+    (double conversion), and the feeds (one feed alone under 2N, their sum otherwise)."""
+    feeds = np.asarray(feed_capacity_w, float)
+    limit = min(float(plan_max_w), float(feeds.min() if redundancy_2n else feeds.sum()))
+    return min(limit, float(ups_capacity_w)) if ups_in_line else limit
+
+
+def use_fraction(demand, capacity) -> np.ndarray:
+    """Demand / capacity [1]; > 1 means the constraint cannot host the demand."""
+    d = np.asarray(demand, float)
+    c = np.asarray(capacity, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(c > 0, d / c, np.inf)
+
+
+def binding_constraint(power_use, cooling_use, floor_use, inlet_margin_c, threshold=0.95) -> str:
+    """Name the constraint that binds: the one with the highest use fraction if it is at or
+    above ``threshold``; cooling also binds when the worst inlet exceeds the ASHRAE
+    recommended limit (negative margin). 'none' when every constraint has headroom."""
+    fr = {"power": float(power_use), "cooling": float(cooling_use), "floor": float(floor_use)}
+    name = max(fr, key=lambda k: (fr[k] if np.isfinite(fr[k]) else -1.0))
+    if fr[name] >= threshold:
+        return name
+    if np.isfinite(inlet_margin_c) and inlet_margin_c < 0:
+        return "cooling"
+    return "none"
+
+
+def study_kpis(scenario, results) -> dict[str, float]:
+    """The :data:`STUDY_KPI_UNITS` figures for one run (scenario + its Results)."""
+    from twin import power
+    from twin.catalog import node_model
+
+    s = scenario
+    ds = results.dataset
+    k = results.kpis
+    pw = s.site.power
+    t_days = (ds["time"].values - ds["time"].values[0]) / np.timedelta64(1, "D")
+    installed = ds["gpus_installed"].values
+    powered = ds["gpus_powered"].values
+    delivered_gpus = float(installed.max()) if len(installed) else 0.0
+    hosted = float(powered.max()) if len(powered) else 0.0
+
+    node = node_model(s.hardware.node_model)
+    node_kw = dict(gpu_count=node.gpu_count, gpu_tdp_w=node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w,
+                   host_idle_w=node.host_idle_w, host_active_w=node.host_active_w,
+                   fan_max_w=node.fan_max_w, node_max_w=node.node_max_w)
+    cap = s.hardware.gpu_power_cap_w or node.gpu_tdp_w
+    admit_cap = cap if pw.power_cap_policy else node.gpu_tdp_w
+    rack_worst_w = (float(power.node_worst_case_w(admit_cap, **node_kw)) * s.hardware.nodes_per_rack
+                    + s.hardware.network_power_per_rack_w)
+    racks_delivered = sum(w.racks for w in s.ramp.waves
+                          if (w.date - s.simulation.start).days < s.simulation.duration_days)
+    positions = sum(r.racks for h in s.site.halls for r in h.rows)
+    demand_w = racks_delivered * rack_worst_w
+    facility_w = facility_it_limit_w(max(st.it_power_kw for st in pw.plan) * 1e3, pw.ups.capacity_kw * 1e3,
+                                     pw.ups.mode == "double_conversion",
+                                     [f.capacity_kw * 1e3 for f in pw.feeds], pw.redundancy == "2N")
+    rpp_limit_w = float(power.breaker_continuous_limit_w(pw.rpp.breaker_a, pw.rpp.voltage_v, pw.rpp.phases,
+                                                         pw.rpp.rated_100pct, pw.rpp.power_factor))
+    rpp_racks = np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp) if racks_delivered else [0]
+    rpp_use = float(np.max(use_fraction(np.asarray(rpp_racks) * rack_worst_w, rpp_limit_w)))
+    cooling_w = sum(u.capacity_kw for h in s.site.halls for u in h.cooling_units) * 1e3
+    econ = s.site.economics
+    e_mwh = k.get("energy_facility_mwh", math.nan)
+    cost = float(energy_cost_usd(e_mwh, econ.electricity_usd_per_mwh))
+    inlet = k.get("max_rack_inlet_c", math.nan)
+    return {
+        "gpus_delivered": delivered_gpus,
+        "gpus_hosted": hosted,
+        "days_to_full_capacity": first_time_reached_days(powered, t_days, delivered_gpus),
+        "days_to_max_hosted": first_time_reached_days(powered, t_days, hosted),
+        "upgrade_cost_usd": float(sum(u.cost_usd for u in econ.upgrades)),
+        "upgrade_lead_time_days": float(max((u.lead_time_days for u in econ.upgrades), default=0.0)),
+        "energy_cost_usd": cost,
+        "co2_t": float(co2_t(e_mwh, econ.carbon_kg_per_mwh)),
+        "energy_cost_usd_per_btok": float(cost_per_billion_tokens_usd(cost, k.get("tokens_total", 0.0))),
+        "power_use_fraction": max(float(use_fraction(demand_w, facility_w)), rpp_use),
+        "cooling_use_fraction": float(use_fraction(demand_w, cooling_w)),
+        "floor_use_fraction": float(use_fraction(racks_delivered, positions)),
+        "inlet_margin_c": ASHRAE_RECOMMENDED_MAX_C - inlet,
+    }
