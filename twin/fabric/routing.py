@@ -82,24 +82,34 @@ def placement_hops(graph: nx.Graph, node_indices) -> dict:
 def ecmp_path_count(graph: nx.Graph, src: int, dst: int) -> int:
     """Number of equal-cost shortest node-to-node paths, counting parallel cables.
 
-    Closed form from the layout, summed over the NICs (rails) of ``src`` that reach
-    ``dst``: same leaf 1; same pod ``spines * m1^2``; other pods
-    ``spines * m1^2 * cores_per_group * m2^2`` (a path picks one cable per hop).
+    Closed form from the layout over every pair of NICs of ``src`` and ``dst`` whose
+    leaves share a plane, keeping the pairs at the shortest distance: same leaf 1 path
+    (2 hops); same pod ``spines * m1^2`` (4 hops); other pods
+    ``spines * m1^2 * cores_per_group * m2^2`` (6 hops); a path picks one cable per hop.
     """
     lay = _layout(graph)
-    total = 0
+    best, total = None, 0
+    nic = lay.node_nic_links**2
     for i in range(lay.nics_per_node):
-        la, lb = lay.node_leaf[src, i], lay.node_leaf[dst, i]
-        pl = lay.planes[int(lay.leaf_plane[la])]
-        nic = lay.node_nic_links**2
-        if la == lb:
-            total += nic
-            continue
-        pa, pb = pl.leaf_pod[lay.leaf_pos[la]], pl.leaf_pod[lay.leaf_pos[lb]]
-        paths = pl.spines_per_pod * pl.m1**2
-        if pa != pb:
-            paths *= pl.cores_per_group * pl.m2**2
-        total += nic * paths
+        la = lay.node_leaf[src, i]
+        for j in range(lay.nics_per_node):
+            lb = lay.node_leaf[dst, j]
+            if lay.leaf_plane[la] != lay.leaf_plane[lb]:
+                continue
+            pl = lay.planes[int(lay.leaf_plane[la])]
+            if la == lb:
+                hops, paths = 2, 1
+            else:
+                pa, pb = pl.leaf_pod[lay.leaf_pos[la]], pl.leaf_pod[lay.leaf_pos[lb]]
+                paths = pl.spines_per_pod * pl.m1**2
+                hops = 4
+                if pa != pb:
+                    paths *= pl.cores_per_group * pl.m2**2
+                    hops = 6
+            if best is None or hops < best:
+                best, total = hops, 0
+            if hops == best:
+                total += nic * paths
     return total
 
 

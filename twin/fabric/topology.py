@@ -175,7 +175,8 @@ def build_fabric(
         ``"clos"``: Vela-style two-tier Ethernet CLOS (IBM Research blog, 2023): racks
         of ``su_nodes`` nodes, each of the ``rails`` NICs to a different TOR of the
         rack, every TOR with ``tor_uplinks_per_spine`` links to each of ``spines``
-        spines (default 4, or more when the spine ports run out).
+        spines (default 4).  ``switch_ports`` bounds the TORs; the spines are modular
+        chassis with one port per TOR uplink (``n_tors * tor_uplinks_per_spine``).
         ``"fat_tree"``: generic k-ary fat tree (``k = switch_ports``) with leaf
         oversubscription ``d:u``; every node attaches to one leaf with ``rails``
         cables, ``floor(d / rails)`` nodes per leaf.
@@ -226,8 +227,10 @@ def build_fabric(
         if su_nodes > k:
             raise ValueError(f"{su_nodes} nodes per rack exceed {k} TOR ports")
         n_tors = n_racks * rails
-        n_sp = spines if spines is not None else max(
-            4, math.ceil(n_tors * tor_uplinks_per_spine / k))
+        n_sp = spines if spines is not None else 4
+        if su_nodes + n_sp * tor_uplinks_per_spine > k:
+            raise ValueError(f"a TOR needs {su_nodes} down + {n_sp * tor_uplinks_per_spine} "
+                             f"up ports > {k}")
         node_leaf = np.empty((n_nodes, rails), dtype=np.int64)
         for rack in range(n_racks):
             for i in range(rails):
