@@ -76,7 +76,8 @@ class ClusterFailureSampler:
         lambda[n, k] = rate_k * s[n] * (a[n] if class k is thermal else 1)
 
     (s: rate scale per node, a: thermal acceleration per node). ``update`` costs O(N)
-    numpy (two cumulative sums); ``next`` costs O(log N) and no per-node Python work:
+    numpy (a sum and a dot product); ``next`` costs O(log N) and no per-node Python work
+    (plus one O(N) cumulative sum after an update):
     class by its share of the total, then node by searchsorted in the cumulative
     weights of that class's group (thermal or not).
     """
@@ -95,7 +96,11 @@ class ClusterFailureSampler:
         self._thermal = thermal_mask(self.classes)
         self._scale = np.ones(self.n_nodes)
         self._accel = np.ones(self.n_nodes)
-        self.update(rate_scale=rate_scale, thermal_acceleration=thermal_acceleration)
+        self._w_node_thermal = np.ones(self.n_nodes)
+        self.update(
+            rate_scale=rate_scale,
+            thermal_acceleration=1.0 if thermal_acceleration is None else thermal_acceleration,
+        )
 
     def update(
         self,
@@ -103,23 +108,30 @@ class ClusterFailureSampler:
         rate_scale: float | np.ndarray | None = None,
         thermal_acceleration: np.ndarray | float | None = None,
     ) -> None:
-        """Set new per-node factors (O(N)); any pending draw must be redrawn."""
-        n = self.n_nodes
+        """Set new per-node factors; any pending draw must be redrawn.
+
+        Costs two O(N) reductions; the cumulative weights used to pick a node are
+        rebuilt lazily, only when an event lands before the next update.
+        """
         if rate_scale is not None:
-            s = np.array(np.broadcast_to(np.asarray(rate_scale, dtype=float), (n,)))
-            if np.any(s < 0):
+            r = np.asarray(rate_scale, dtype=float)
+            if r.size and r.min() < 0:
                 raise ValueError("rate_scale must be >= 0")
-            self._scale = s
+            np.copyto(self._scale, r)
+            self._w_plain = float(self._scale.sum())
+            self._cum_plain = None
         if thermal_acceleration is not None:
-            a = np.array(np.broadcast_to(np.asarray(thermal_acceleration, dtype=float), (n,)))
-            if np.any(a < 0):
+            a = np.asarray(thermal_acceleration, dtype=float)
+            if a.size and a.min() < 0:
                 raise ValueError("thermal_acceleration must be >= 0")
-            self._accel = a
-        self._cum_plain = np.cumsum(self._scale)
-        self._cum_thermal = np.cumsum(self._scale * self._accel)
-        w_plain = float(self._cum_plain[-1]) if n else 0.0
-        w_thermal = float(self._cum_thermal[-1]) if n else 0.0
-        self._class_rate = self._base * np.where(self._thermal, w_thermal, w_plain)
+            np.copyto(self._accel, a)
+        if rate_scale is not None or thermal_acceleration is not None:
+            # elementwise product and a ufunc sum, not a BLAS dot: a threaded BLAS call
+            # costs milliseconds on a loaded machine (measured: 1 ms vs 40 us)
+            np.multiply(self._scale, self._accel, out=self._w_node_thermal)
+            self._w_thermal = float(self._w_node_thermal.sum())
+            self._cum_thermal = None
+        self._class_rate = self._base * np.where(self._thermal, self._w_thermal, self._w_plain)
         self._cum_class = np.cumsum(self._class_rate)
         self.total_rate_per_h = float(self._cum_class[-1]) if self._cum_class.size else 0.0
 
@@ -128,9 +140,17 @@ class ClusterFailureSampler:
         """Cluster-wide rate of every class [1/h], shape (K,)."""
         return self._class_rate.copy()
 
+    def _cum(self, thermal: bool) -> np.ndarray:
+        if thermal:
+            if self._cum_thermal is None:
+                self._cum_thermal = np.cumsum(self._w_node_thermal)
+            return self._cum_thermal
+        if self._cum_plain is None:
+            self._cum_plain = np.cumsum(self._scale)
+        return self._cum_plain
+
     def _node_for(self, k: int, u: float) -> int:
-        cum = self._cum_thermal if self._thermal[k] else self._cum_plain
-        return _pick(cum, u)
+        return _pick(self._cum(bool(self._thermal[k])), u)
 
     def next(self, rng: np.random.Generator, horizon_h: float = np.inf) -> tuple[float, int, int] | None:
         """(dt_h, node_index, class_index) of the next failure, or None if dt > horizon_h."""
@@ -161,8 +181,9 @@ class ClusterFailureSampler:
         node = np.empty(m, dtype=np.int64)
         u = rng.random(m)
         th = self._thermal[k]
-        for mask, cum in ((th, self._cum_thermal), (~th, self._cum_plain)):
+        for mask, thermal in ((th, True), (~th, False)):
             if np.any(mask):
+                cum = self._cum(thermal)
                 idx = np.searchsorted(cum, u[mask] * cum[-1], side="right")
                 node[mask] = np.minimum(idx, self.n_nodes - 1)
         return t, node, k.astype(np.int64)
