@@ -1,0 +1,147 @@
+"""``twin render``: draw the hall of a run or scenario to PNG, VTK, GIF or MP4.
+
+    twin render RUN_DIR_OR_SCENARIO --color inlet_temp|power|rpp_load|health|ashrae
+                [--time T] --out hall.png|hall.vtm|hall.vtk
+    twin render RUN_DIR_OR_SCENARIO --animate --out ramp.gif|ramp.mp4 [--frames N] [--fps F]
+
+Bad input (missing file, run folder without results.nc, unknown colour, unreadable time,
+unsupported output type, invalid scenario) exits 2 with one clear message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time as _time
+
+from twin.errors import ScenarioError
+
+from .snapshot import COLORS
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 too; keep its message on one line
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="twin render", description=(
+        "Draw the hall in 3D (pyvista, off-screen): floor, walls, racks coloured by a quantity, "
+        "cooling units, containment/enclosures, obstacles, and where the field is solved a "
+        "room-air temperature slice with airflow streamlines. A run folder shows its samples; "
+        "a scenario file shows its design point (every rack at worst-case power) unless "
+        "--simulate runs it first."))
+    ap.add_argument("source", help="run folder (results.nc from `twin run`) or scenario YAML")
+    ap.add_argument("--color", default="inlet_temp", choices=COLORS,
+                    help="rack colour: inlet temperature, rack power, RPP load fraction, rack "
+                         "state (health) or ASHRAE class (default inlet_temp)")
+    ap.add_argument("--time", help="sample to show: ISO date or date-time (2024-06-01T12:00), "
+                                   "offset from the start (90d, 36h), 'start' or 'end' (default end)")
+    ap.add_argument("--out", required=True,
+                    help="output: .png/.jpg image, .vtm/.vtk scene for ParaView, or .gif/.mp4 "
+                         "with --animate")
+    ap.add_argument("--animate", action="store_true", help="animate the run over its samples")
+    ap.add_argument("--frames", type=int, default=60, help="frames of an animation (default 60)")
+    ap.add_argument("--fps", type=float, default=8.0, help="frames per second (default 8)")
+    fg = ap.add_mutually_exclusive_group()
+    fg.add_argument("--field", dest="field", action="store_true", default=None,
+                    help="solve and draw the temperature slice and streamlines (default: on for "
+                         "images and VTK, off for animations)")
+    fg.add_argument("--no-field", dest="field", action="store_false", help="draw racks only")
+    ap.add_argument("--size", default=None, metavar="WxH",
+                    help="image size in pixels (default 1280x800; 1024x640 for animations)")
+    ap.add_argument("--simulate", action="store_true",
+                    help="for a scenario file: run it first (honours --set) and draw the run")
+    ap.add_argument("--set", action="append", metavar="dotted.path=value",
+                    help="override a scenario field (scenario sources only)")
+    return ap
+
+
+def _size(text: str | None, default: tuple[int, int]) -> tuple[int, int]:
+    if text is None:
+        return default
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError as exc:
+        raise ValueError(f"--size {text!r}: expected WIDTHxHEIGHT, e.g. 1280x800") from exc
+    if not (16 <= w <= 8192 and 16 <= h <= 8192):
+        raise ValueError(f"--size {text!r}: width and height must be 16 to 8192 pixels")
+    return w, h
+
+
+def _bad(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def run_render_cli(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from pathlib import Path
+
+    out = Path(args.out)
+    suffix = out.suffix.lower()
+    from . import render
+
+    if args.animate and suffix not in render.ANIMATION_SUFFIXES:
+        return _bad(f"--out {args.out}: an animation is written as .gif or .mp4")
+    if not args.animate and suffix in render.ANIMATION_SUFFIXES:
+        return _bad(f"--out {args.out}: .gif/.mp4 need --animate")
+    if not args.animate and suffix not in render.IMAGE_SUFFIXES + render.EXPORT_SUFFIXES:
+        return _bad(f"--out {args.out}: expected .png, .jpg, .vtm or .vtk (or .gif/.mp4 with --animate)")
+    if args.frames < 1 or args.fps <= 0:
+        return _bad("--frames must be at least 1 and --fps positive")
+    try:
+        size = _size(args.size, (1024, 640) if args.animate else (1280, 800))
+    except ValueError as exc:
+        return _bad(str(exc))
+    src = Path(args.source)
+    if not src.exists():
+        return _bad(f"{src}: no such run folder or scenario file")
+    if src.is_dir() and (args.set or args.simulate):
+        return _bad("--set and --simulate apply to a scenario file, not to a run folder")
+    try:
+        scenario, results = render.load_source(src, args.set)
+    except ScenarioError as err:
+        n = len(err.problems)
+        print(f"error: the scenario has {n} problem{'s' if n != 1 else ''}:", file=sys.stderr)
+        for p in err.problems:
+            print(f"  {p}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        return _bad(str(exc))
+    if results is None and (args.simulate or args.animate):
+        import twin
+
+        t0 = _time.perf_counter()
+        results = twin.simulate(scenario)
+        print(f"simulated {scenario.name}: {scenario.simulation.duration_days:g} days in "
+              f"{_time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    source = results if results is not None else scenario
+    t0 = _time.perf_counter()
+    try:
+        if args.animate:
+            render.animate(source, out, color=args.color, frames=args.frames, fps=args.fps,
+                           field=bool(args.field), window_size=size)
+        else:
+            field = True if args.field is None else args.field
+            snap = render.make_snapshot(source, args.color, args.time, field)
+            if suffix in render.EXPORT_SUFFIXES:
+                render.export_scene(snap, out)
+            else:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                render.render_snapshot(snap, out, size)
+    except ValueError as exc:
+        return _bad(str(exc))
+    except RuntimeError as exc:  # a missing optional writer (MP4 without imageio-ffmpeg)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({args.color}) in {_time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_render_cli(sys.argv[1:]))

@@ -1,0 +1,324 @@
+"""What the 3-D view shows at one instant: per-rack values, states, cooling units, field.
+
+A :class:`Snapshot` is plain data (numpy arrays and xarray field datasets) taken either
+from a run's Results at a sample time, or from a scenario alone at its design point
+(every rack in service at its worst-case admission power). :mod:`twin.viz.scene` turns
+it into pyvista meshes. Nothing here imports pyvista, so the data side is testable and
+usable without a renderer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from twin.scenario.schema import Scenario
+
+COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
+
+HEALTH_NAMES = {0: "off", 1: "burn-in", 2: "in service", 3: "tripped"}
+HEALTH_COLORS = ("#9e9e9e", "#f2c14e", "#3a9d5d", "#d7263d")
+ASHRAE_COLORS = ("#1a9850", "#a6d96a", "#fee08b", "#fdae61", "#f46d43", "#a50026")
+
+
+@dataclass
+class ColorScale:
+    """How rack values map to colours: a continuous colormap or categories."""
+
+    quantity: str
+    title: str
+    clim: tuple[float, float]
+    cmap: str | list[str]
+    categories: dict[int, str] | None = None
+
+
+@dataclass
+class Snapshot:
+    """Everything the hall view draws at one time (rack index = plant / Dataset order)."""
+
+    scenario: Scenario
+    rack_xy_m: np.ndarray          # (R, 2) [m] in each hall's own frame
+    rack_intake: np.ndarray        # (R, 2) unit vectors
+    rack_enclosed: np.ndarray      # (R,) bool
+    rack_hall: np.ndarray          # (R,) int
+    rack_state: np.ndarray         # (R,) int, -1 not delivered ... 3 tripped
+    rack_value: np.ndarray         # (R,) value of the colour quantity (NaN where not drawn)
+    rack_heat_w: np.ndarray        # (R,) [W]
+    scale: ColorScale
+    cooling_active: list[np.ndarray]   # per hall, (C,) bool
+    label: str                     # e.g. "2024-06-01 12:00" or "design point"
+    caption: str = ""              # KPI line
+    fields: list[xr.Dataset | None] = field(default_factory=list)   # per hall steady field
+
+    @property
+    def n_racks(self) -> int:
+        return len(self.rack_state)
+
+
+# --------------------------------------------------------------------------- scenario helpers
+def scenario_of(results) -> Scenario:
+    """The Scenario a run was made from (stored as JSON in the Dataset attributes)."""
+    raw = results.dataset.attrs.get("scenario_json")
+    if raw is None:
+        raise ValueError("the run's results.nc has no scenario_json attribute")
+    data = json.loads(raw) if isinstance(raw, str) else raw
+    return Scenario.model_validate(data)
+
+
+def hall_geometries(scenario: Scenario, plant=None) -> list:
+    """One ``twin.thermal.HallGeometry`` per hall, built as the engine builds them.
+
+    Returns a list of (geometry, rack_indices) pairs; rack indices are global (plant order).
+    """
+    from twin import thermal
+    from twin.sim.plant import build_plant
+
+    p = plant or build_plant(scenario)
+    out = []
+    for h, hall in enumerate(scenario.site.halls):
+        idx = np.flatnonzero(p.rack_hall == h)
+        obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
+                     if hall.obstacles else None)
+        geom = thermal.HallGeometry(
+            width_m=hall.width_m, depth_m=hall.depth_m, height_m=hall.height_m,
+            rack_center_xy_m=p.rack_xy_m[idx], rack_intake_dir=p.rack_intake[idx],
+            rack_width_m=hall.rack_width_m, rack_depth_m=hall.rack_depth_m,
+            cooling_xy_m=np.array([[c.x_m, c.y_m] for c in hall.cooling_units], float),
+            cooling_airflow_m3_s=np.array([c.airflow_m3_s for c in hall.cooling_units], float),
+            cooling_supply_temp_c=np.array([c.supply_temp_c for c in hall.cooling_units], float),
+            cooling_capacity_w=np.array([c.capacity_kw * 1e3 for c in hall.cooling_units], float),
+            containment=hall.containment, rack_enclosed=p.rack_enclosed[idx],
+            obstacles_xyxy_m=obstacles, cell_m=hall.cell_m)
+        out.append((geom, idx))
+    return out
+
+
+def rack_design_airflow_m3_s(scenario: Scenario, plant) -> float:
+    """Airflow of one rack at full fan speed [m3/s] (the engine's design airflow)."""
+    return float(plant.node.airflow_m3_s_at_max * scenario.hardware.nodes_per_rack)
+
+
+def rack_design_power_w(scenario: Scenario, plant) -> float:
+    """Worst-case admission power of one rack [W] (nodes at the cap, hottest allowed inlet)."""
+    from twin import power
+
+    n = plant.node
+    cap = scenario.hardware.gpu_power_cap_w or n.gpu_tdp_w
+    node_w = power.node_worst_case_w(
+        cap, gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w,
+        host_idle_w=n.host_idle_w, host_active_w=n.host_active_w, fan_max_w=n.fan_max_w,
+        node_max_w=n.node_max_w)
+    return float(node_w) * scenario.hardware.nodes_per_rack + scenario.hardware.network_power_per_rack_w
+
+
+# --------------------------------------------------------------------------- time parsing
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dhm])\s*$")
+
+
+def parse_time(text: str | None, times: np.ndarray) -> int:
+    """Index of the sample nearest to ``text`` in ``times`` (datetime64 array).
+
+    ``text`` is an ISO date or date-time (``2024-06-01``, ``2024-06-01T12:00``), an offset
+    from the start (``90d``, ``36h``, ``30m``), ``start``, ``end`` or None (the last sample).
+    Raises ValueError for text it cannot read or a time outside the run.
+    """
+    times = np.asarray(times).astype("datetime64[s]")
+    if len(times) == 0:
+        raise ValueError("the run has no samples")
+    if text is None or text.strip().lower() == "end":
+        return len(times) - 1
+    if text.strip().lower() == "start":
+        return 0
+    m = _DURATION.match(text)
+    if m:
+        unit = {"d": 86400.0, "h": 3600.0, "m": 60.0}[m.group(2)]
+        when = times[0] + np.timedelta64(int(round(float(m.group(1)) * unit)), "s")
+    else:
+        try:
+            when = np.datetime64(pd.Timestamp(text).to_pydatetime().replace(tzinfo=None), "s")
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"--time {text!r}: expected an ISO date (2024-06-01), a date-time "
+                             f"(2024-06-01T12:00), an offset (90d, 36h), 'start' or 'end'") from exc
+    step = (times[1] - times[0]) if len(times) > 1 else np.timedelta64(0, "s")
+    if when < times[0] or when > times[-1] + step:
+        raise ValueError(f"--time {text!r} is outside the run ({times[0]} to {times[-1]})")
+    return int(np.argmin(np.abs((times - when).astype(np.int64))))
+
+
+# --------------------------------------------------------------------------- colour scales
+def _span(lo: float, hi: float, min_span: float) -> tuple[float, float]:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return (0.0, min_span)
+    if hi - lo < min_span:
+        mid = 0.5 * (lo + hi)
+        lo, hi = mid - min_span / 2, mid + min_span / 2
+    return (float(lo), float(hi))
+
+
+def color_scale(quantity: str, values: np.ndarray) -> ColorScale:
+    """Colour scale of ``quantity`` fitted to ``values`` (all the values it will show, e.g.
+    over a whole animation, so that a colour means the same thing in every frame)."""
+    from twin.thermal.properties import ASHRAE_CLASS_NAMES
+
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (np.nan, np.nan)
+    if quantity == "inlet_temp":
+        lo, hi = _span(np.floor(lo), np.ceil(hi), 4.0)
+        return ColorScale(quantity, "rack inlet [°C]", (lo, hi), "coolwarm")
+    if quantity == "power":
+        return ColorScale(quantity, "rack power [kW]", (0.0, max(hi, 1.0) if np.isfinite(hi) else 1.0),
+                          "plasma")
+    if quantity == "rpp_load":
+        top = max(1.0, hi) if np.isfinite(hi) else 1.0
+        return ColorScale(quantity, "RPP load / breaker limit", (0.0, top), "RdYlGn_r")
+    if quantity == "health":
+        return ColorScale(quantity, "rack state", (-0.5, 3.5), list(HEALTH_COLORS), dict(HEALTH_NAMES))
+    if quantity == "ashrae":
+        names = {i: n for i, n in enumerate(ASHRAE_CLASS_NAMES)}
+        return ColorScale(quantity, "ASHRAE class", (-0.5, len(names) - 0.5), list(ASHRAE_COLORS), names)
+    raise ValueError(f"unknown colour {quantity!r}; expected one of {', '.join(COLORS)}")
+
+
+def _rack_quantity(quantity: str, inlet_c, power_w, rpp_load, state) -> np.ndarray:
+    """Per-rack value of the colour quantity (NaN where not delivered)."""
+    from twin.thermal.properties import ashrae_class
+
+    state = np.asarray(state)
+    if quantity == "inlet_temp":
+        v = np.asarray(inlet_c, float)
+    elif quantity == "power":
+        v = np.asarray(power_w, float) / 1e3
+    elif quantity == "rpp_load":
+        v = np.asarray(rpp_load, float)
+    elif quantity == "health":
+        v = state.astype(float)
+    elif quantity == "ashrae":
+        v = ashrae_class(np.asarray(inlet_c, float)).astype(float)
+    else:
+        raise ValueError(f"unknown colour {quantity!r}; expected one of {', '.join(COLORS)}")
+    return np.where(state >= 0, v, np.nan)
+
+
+# --------------------------------------------------------------------------- snapshots
+def cooling_active_at(scenario: Scenario, events: pd.DataFrame, t_s: float) -> list[np.ndarray]:
+    """Per hall, which cooling units run at time ``t_s`` (from cooling_fault / _restored events)."""
+    down: set[str] = set()
+    if events is not None and len(events):
+        ev = events[events["kind"].isin(["cooling_fault", "cooling_restored"])]
+        ev = ev[ev["time_s"].astype(float) <= t_s].sort_values("time_s", kind="stable")
+        for kind, target in zip(ev["kind"], ev["target"], strict=True):
+            (down.add if kind == "cooling_fault" else down.discard)(str(target))
+    return [np.array([c.name not in down for c in hall.cooling_units], bool) for hall in scenario.site.halls]
+
+
+def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
+                  cooling_active: list[np.ndarray]) -> list[xr.Dataset | None]:
+    """Steady temperature/velocity field of each hall (None where it has no steady state)."""
+    from twin import thermal
+
+    airflow = rack_design_airflow_m3_s(scenario, plant)
+    out = []
+    for h, (geom, idx) in enumerate(hall_geometries(scenario, plant)):
+        if not cooling_active[h].any():
+            out.append(None)
+            continue
+        out.append(thermal.steady_field(geom, np.nan_to_num(rack_heat_w[idx]), np.full(len(idx), airflow),
+                                        cooling_active[h]))
+    return out
+
+
+def _caption(ds: xr.Dataset, i: int) -> str:
+    def g(name):
+        return float(ds[name].values[i]) if name in ds else float("nan")
+
+    tokens = float(ds["job_tokens"].values[i].sum()) if "job_tokens" in ds else float("nan")
+    inlet = ds["rack_inlet_c"].values[i]
+    on = ds["rack_state"].values[i] >= 1
+    tmax = float(np.nanmax(inlet[on])) if on.any() else float("nan")
+    parts = [f"IT {g('facility_it_power_w') / 1e6:.2f} MW of {g('power_available_w') / 1e6:.2f} MW",
+             f"facility {g('facility_total_power_w') / 1e6:.2f} MW",
+             f"GPUs {g('gpus_installed'):.0f} installed / {g('gpus_powered'):.0f} powered / "
+             f"{g('gpus_healthy'):.0f} healthy",
+             f"tokens {tokens:.3g}"]
+    if np.isfinite(tmax):
+        parts.append(f"max inlet {tmax:.1f} °C")
+    return " · ".join(parts)
+
+
+def run_values(results, quantity: str) -> np.ndarray:
+    """(T, R) values of ``quantity`` over the whole run (for a common colour scale)."""
+    ds = results.dataset
+    rpp = ds["rpp_load_fraction"].values[:, ds["rack_rpp"].values]
+    return _rack_quantity(quantity, ds["rack_inlet_c"].values, ds["rack_power_w"].values, rpp,
+                          ds["rack_state"].values)
+
+
+def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int = -1,
+                          field: bool = True, scale: ColorScale | None = None,
+                          scenario: Scenario | None = None, plant=None) -> Snapshot:
+    """Snapshot of a run at sample ``time_index``; ``scale`` defaults to one fitted to the
+    whole run. ``field`` solves the steady hall field for the sampled rack heat."""
+    from twin.sim.plant import build_plant
+
+    s = scenario or scenario_of(results)
+    p = plant or build_plant(s)
+    ds = results.dataset
+    i = int(time_index) % ds.sizes["time"]
+    state = ds["rack_state"].values[i].astype(int)
+    power_w = np.nan_to_num(ds["rack_power_w"].values[i].astype(float))
+    rpp = ds["rpp_load_fraction"].values[i][ds["rack_rpp"].values]
+    value = _rack_quantity(quantity, ds["rack_inlet_c"].values[i], power_w, rpp, state)
+    if scale is None:
+        scale = color_scale(quantity, run_values(results, quantity))
+    t_s = float((ds["time"].values[i] - ds["time"].values[0]) / np.timedelta64(1, "s"))
+    active = cooling_active_at(s, results.events, t_s)
+    fields = steady_fields(s, p, power_w, active) if field else []
+    when = f"{pd.Timestamp(ds['time'].values[i]):%Y-%m-%d %H:%M} (day {t_s / 86400:.0f})"
+    return Snapshot(scenario=s, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
+                    rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
+                    rack_value=value, rack_heat_w=power_w, scale=scale, cooling_active=active,
+                    label=when, caption=_caption(ds, i), fields=fields)
+
+
+def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", field: bool = True,
+                           rack_heat_w: np.ndarray | None = None, plant=None) -> Snapshot:
+    """Design-point snapshot of a scenario: every rack position in service at its worst-case
+    admission power (or at ``rack_heat_w``), inlets from the steady hall field."""
+    from twin.sim.plant import build_plant
+
+    p = plant or build_plant(scenario)
+    n = p.n_racks
+    heat = (np.full(n, rack_design_power_w(scenario, p)) if rack_heat_w is None
+            else np.asarray(rack_heat_w, float).reshape(n))
+    active = [np.ones(len(h.cooling_units), bool) for h in scenario.site.halls]
+    fields = steady_fields(scenario, p, heat, active)
+    inlet = np.full(n, np.nan)
+    for (_, idx), f in zip(hall_geometries(scenario, p), fields, strict=True):
+        if f is not None:
+            inlet[idx] = f["rack_inlet_temp"].values
+    n_rpp = len(p.rpp_limit_w)
+    load = np.bincount(p.rack_rpp, weights=heat, minlength=n_rpp)[:n_rpp] / p.rpp_limit_w
+    rpp = load[np.minimum(p.rack_rpp, n_rpp - 1)]
+    state = np.full(n, 2)
+    value = _rack_quantity(quantity, inlet, heat, rpp, state)
+    total = heat.sum()
+    caption = (f"design point: {n} racks at {heat.mean() / 1e3:.1f} kW = {total / 1e6:.2f} MW IT; "
+               f"first stage {scenario.site.power.plan[0].it_power_kw / 1e3:.2f} MW")
+    if np.isfinite(inlet).any():
+        caption += f" · max inlet {np.nanmax(inlet):.1f} °C"
+    return Snapshot(scenario=scenario, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
+                    rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
+                    rack_value=value, rack_heat_w=heat, scale=color_scale(quantity, value),
+                    cooling_active=active, label="design point", caption=caption,
+                    fields=fields if field else [])
+
+
+def start_datetime(scenario: Scenario) -> dt.datetime:
+    return dt.datetime.combine(scenario.simulation.start, dt.time())
