@@ -475,9 +475,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     run (tests use it to stop a sweep half way).
     """
     out = Path(out_dir)
+    tasks = resolve_tasks(spec)          # a bad base scenario raises before anything is written
     out.mkdir(parents=True, exist_ok=True)
     store = RunStore(out)
-    tasks = resolve_tasks(spec)
     (out / "sweep.json").write_text(json.dumps(spec.to_json(), indent=1, default=_jsonable))
     todo, reused, seen = [], [], set()
     for t in tasks:
@@ -881,13 +881,15 @@ def format_summary(ds, kpis: tuple[str, ...] = ("tokens_total", "goodput_fractio
     """Plain-text table: per grid point, mean [p05, p95] over seeds of a few KPIs."""
     table = summary_table(ds)
     axes = [d for d in ds["status"].dims if d != "seed"]
-    head = "  ".join(f"{a:>18s}" for a in axes) + "  ok/fail  " + "  ".join(f"{k:>30s}" for k in kpis)
-    lines = [head]
-    for _, row in table.iterrows():
-        cells = [f"{str(row[a])[-18:]:>18s}" for a in axes]
-        cells.append(f"{row['runs_ok']:>3d}/{row['runs_failed']:<3d}")
+    w = {a: max(len(a), *(len(str(v)) for v in table[a])) for a in axes}
+    head = ["  ".join(f"{a:>{w[a]}s}" for a in axes), f"{'ok/fail':>8s}",
+            *(f"{k + ' mean [p05, p95]':>34s}" for k in kpis)]
+    lines = ["  ".join(h for h in head if h)]
+    for row in table.to_dict("records"):
+        cells = [f"{str(row[a]):>{w[a]}s}" for a in axes]
+        cells.append(f"{int(row['runs_ok']):>4d}/{int(row['runs_failed']):<3d}")
         for k in kpis:
-            m, lo, hi = row.get(f"{k}_mean"), row.get(f"{k}_p05"), row.get(f"{k}_p95")
-            cells.append(f"{m:10.4g} [{lo:8.3g},{hi:8.3g}]" if m is not None else " " * 30)
+            m, lo, hi = (row.get(f"{k}_{s}", math.nan) for s in ("mean", "p05", "p95"))
+            cells.append(f"{m:12.4g} [{lo:9.3g}, {hi:9.3g}]")
         lines.append("  ".join(cells))
     return "\n".join(lines)
