@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from twin.power.grid import (
     GRID_OUTAGE,
@@ -87,3 +89,24 @@ def test_bypass_drops_on_most_sampled_sags_ups_on_none():
     assert not ups.any()
     # deep sags (< 70 %) with lognormal durations (mean 0.2 s, sigma 1): P(d > 12 ms) ~ 0.99
     assert byp.mean() > 0.95
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    d=st.lists(st.floats(1e-4, 1e5), min_size=2, max_size=2),
+    v=st.floats(0.0, 1.0),
+    gen=st.one_of(st.none(), st.floats(1.0, 120.0)),
+    bat=st.floats(0.0, 1800.0),
+    load=st.one_of(st.none(), st.floats(0.05, 1.2)),
+)
+def test_ride_through_monotone_and_ups_never_worse_than_bypass(d, v, gen, bat, load):
+    lo, hi = sorted(d)
+    kw = dict(psu_holdup_s=0.012, ups_ride_through_s=bat, generator_start_s=gen,
+              residual_voltage_pu=v, ups_load_fraction=load)
+    for mode in ("bypass", "eco", "double_conversion"):
+        # a longer disturbance never rescues nodes that a shorter one drops
+        assert ride_through_outcome(hi, mode, **kw) >= ride_through_outcome(lo, mode, **kw)
+    for dur in (lo, hi):
+        byp = ride_through_outcome(dur, "bypass", **kw)
+        assert ride_through_outcome(dur, "double_conversion", **kw) <= byp
+        assert ride_through_outcome(dur, "eco", **kw) <= byp
