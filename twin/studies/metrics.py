@@ -17,6 +17,7 @@ STUDY_KPI_UNITS: dict[str, tuple[str, str]] = {
     "gpus_hosted": ("GPU", "most GPUs powered at once"),
     "days_to_full_capacity": ("days", "days from start until every delivered GPU was powered (NaN: never)"),
     "days_to_max_hosted": ("days", "days from start until the most GPUs were first powered"),
+    "days_power_limited": ("days", "time during which delivered GPUs waited unpowered (power plan or limits)"),
     "upgrade_cost_usd": ("USD", "sum of the site's upgrade options (site.economics.upgrades)"),
     "upgrade_lead_time_days": ("days", "longest lead time of the site's upgrade options"),
     "energy_cost_usd": ("USD", "utility energy x electricity price"),
@@ -56,6 +57,12 @@ def first_time_reached_days(series, t_days, target) -> float:
         return math.nan
     hit = np.flatnonzero(s >= target)
     return float(np.asarray(t_days, float)[hit[0]]) if len(hit) else math.nan
+
+
+def duration_below_days(series, reference, dt_s) -> float:
+    """Time [days] during which ``series`` < ``reference`` (sampled every ``dt_s`` [s])."""
+    below = np.asarray(series, float) < np.asarray(reference, float)
+    return float(below.sum() * float(dt_s) / 86400.0)
 
 
 def facility_it_limit_w(plan_max_w, ups_capacity_w, ups_in_line, feed_capacity_w, redundancy_2n) -> float:
@@ -131,6 +138,7 @@ def study_kpis(scenario, results) -> dict[str, float]:
         "gpus_hosted": hosted,
         "days_to_full_capacity": first_time_reached_days(powered, t_days, delivered_gpus),
         "days_to_max_hosted": first_time_reached_days(powered, t_days, hosted),
+        "days_power_limited": duration_below_days(powered, installed, s.simulation.sample_interval_s),
         "upgrade_cost_usd": float(sum(u.cost_usd for u in econ.upgrades)),
         "upgrade_lead_time_days": float(max((u.lead_time_days for u in econ.upgrades), default=0.0)),
         "energy_cost_usd": cost,
