@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from twin.fabric import (
     bottleneck_bandwidth_gbps,
     build_fabric,
+    link_loads,
     link_loads_gbps,
     placement_hops,
     shared_bandwidths_gbps,
@@ -125,3 +126,21 @@ def test_single_rail_failures_never_raise_bandwidth_of_a_uniform_job(cuts):
     worst_leaf_cut = max((sum(1 for c in cuts if c[0] == leaf) for leaf in range(4)), default=0)
     need = 32 * 400 * 96 / 127
     assert bw <= 400.0 * min(1.0, (32 - min(worst_leaf_cut, 32)) * 400 / need) + 1e-6
+
+
+@pytest.mark.parametrize(("n", "nodes"), [(128, np.r_[0:20, 40:70, 80:96]),
+                                          (4096, np.arange(0, 3000, 7))])
+def test_fast_intact_path_equals_general_ecmp_solver(n, nodes):
+    # a failed cable on a leaf the job does not use sends every plane it touches through
+    # the general weighted-ECMP solver; the job's loads must not change
+    g = build_fabric("rail_optimized", n)
+    lay = g.graph["layout"]
+    unused_leaf = lay.leaf_names[lay.node_leaf[n - 1, 0]]
+    assert not np.isin(lay.node_leaf[nodes, 0], lay.node_leaf[n - 1, 0]).any()
+    far = [(unused_leaf, "spine:p0:" + ("3" if n == 4096 else "0") + ":0")]
+    for pattern in ("ring", "all_to_all"):
+        a = link_loads(g, nodes, pattern=pattern)
+        b = link_loads(g, nodes, pattern=pattern, failed_links=far)
+        da, db = a.as_dict(), b.as_dict()
+        assert set(da) == set(db)
+        assert np.allclose([da[k] for k in da], [db[k] for k in da])

@@ -25,7 +25,6 @@ topology-aware NCCL ring uses):
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -118,263 +117,314 @@ def ecmp_path_count(graph: nx.Graph, src: int, dst: int) -> int:
 
 @dataclass
 class _Failures:
-    """Cables removed per bundle, and dead switches, keyed by vertex names."""
+    """Cables removed per bundle (vertex-id pairs) and dead switches (vertex ids)."""
 
-    cut: Counter
+    cut: dict  # (min_id, max_id) -> cables removed
     dead: frozenset
+    planes: frozenset  # planes with a failed leaf/spine/core cable or switch
+    nic: bool  # some node cable failed
 
     @classmethod
-    def build(cls, failed_links: Iterable = (), failed_switches: Iterable = ()) -> _Failures:
-        cut: Counter = Counter()
+    def build(cls, lay: FabricLayout, failed_links: Iterable = (),
+              failed_switches: Iterable = ()) -> _Failures:
+        idx = lay.vertex_index
+        cut: dict = {}
+        planes = set()
+        nic = False
+
+        def vid(name):
+            try:
+                return idx[name]
+            except KeyError:
+                raise ValueError(f"no vertex {name!r} in this fabric") from None
+
+        def plane_of(v):
+            name = lay.vertex_names[v]
+            return int(name.split(":")[1][1:]) if ":" in name else None
+
         for link in failed_links:
-            a, b = link
-            cut[frozenset((a, b))] += 1
-        return cls(cut, frozenset(failed_switches))
+            a, b = (vid(x) for x in link)
+            key = (min(a, b), max(a, b))
+            cut[key] = cut.get(key, 0) + 1
+            for v in key:
+                if v < lay.n_nodes:
+                    nic = True
+                else:
+                    planes.add(plane_of(v))
+        dead = frozenset(vid(x) for x in failed_switches)
+        for v in dead:
+            planes.add(plane_of(v))
+            if lay.vertex_names[v].startswith("leaf"):
+                nic = True
+        return cls(cut, dead, frozenset(p for p in planes if p is not None), nic)
 
-    def working(self, a: str, b: str, links: int) -> int:
-        if a in self.dead or b in self.dead:
-            return 0
-        return max(0, links - self.cut.get(frozenset((a, b)), 0))
 
-    def __bool__(self) -> bool:
-        return bool(self.cut) or bool(self.dead)
+# ---------------------------------------------------------------- link loads
 
 
-# ---------------------------------------------------------------- traffic
+@dataclass(frozen=True)
+class LinkLoads:
+    """Offered load on the directed links a job uses (integer vertex ids, see ``names``).
 
+    ``load_gbps`` may exceed ``capacity_gbps``: the ratio is how much the job is slowed
+    on that link.  ``partitioned`` is True when failures cut some of the job's nodes off.
+    """
 
-@dataclass
-class _Segment:
-    """Loads on a group of directed links: keys built lazily (names are slow)."""
-
+    src: np.ndarray
+    dst: np.ndarray
     load_gbps: np.ndarray
-    cap_gbps: np.ndarray
-    keys: object  # callable returning a list of (u, v) names aligned with the arrays
+    capacity_gbps: np.ndarray
+    names: tuple
+    partitioned: bool = False
 
     def fraction(self) -> float:
+        """Achievable fraction of the offered rate: ``min(1, min capacity/load)``."""
+        if self.partitioned:
+            return 0.0
         used = self.load_gbps > 1e-12
         if not np.any(used):
             return 1.0
-        return float(np.min(self.cap_gbps[used] / self.load_gbps[used]))
+        return float(min(1.0, np.min(self.capacity_gbps[used] / self.load_gbps[used])))
+
+    def utilization(self) -> np.ndarray:
+        """Load over capacity per link [-] (inf on a link with no capacity left)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.capacity_gbps > 0, self.load_gbps / self.capacity_gbps, np.inf)
+
+    def as_dict(self) -> dict[tuple[str, str], float]:
+        """``{(from_name, to_name): load_gbps}`` for the links with load."""
+        out: dict = {}
+        names = self.names
+        for a, b, x in zip(self.src.tolist(), self.dst.tolist(), self.load_gbps.tolist(),
+                           strict=True):
+            if x > 0:
+                key = (names[a], names[b])
+                out[key] = out.get(key, 0.0) + x
+        return out
+
+
+def _empty_loads(lay: FabricLayout, partitioned: bool = False) -> LinkLoads:
+    z = np.zeros(0)
+    zi = np.zeros(0, np.int64)
+    return LinkLoads(zi, zi, z, z, lay.vertex_names, partitioned)
 
 
 def _nic_state(lay: FabricLayout, idx: np.ndarray, fails: _Failures) -> np.ndarray:
     """(n, nics) working cables on each NIC edge of the job's nodes."""
     ok = np.full((idx.size, lay.nics_per_node), lay.node_nic_links, dtype=np.int64)
-    if fails:
-        for row, i in enumerate(idx):
-            for r in range(lay.nics_per_node):
-                ok[row, r] = fails.working(f"n{i}", lay.leaf_names[lay.node_leaf[i, r]],
-                                           lay.node_nic_links)
+    if fails.nic:
+        leaf_v = lay.leaf_vid[lay.node_leaf[idx]]  # (n, nics)
+        for (a, b), c in fails.cut.items():
+            if a < lay.n_nodes:
+                row = np.searchsorted(idx, a)
+                if row < idx.size and idx[row] == a:
+                    ok[row, leaf_v[row] == b] -= c
+        for v in fails.dead:
+            ok[leaf_v == v] = 0
+        np.maximum(ok, 0, out=ok)
     return ok
 
 
-def _job_segments(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
-                  rate_scale: float = 1.0) -> list[_Segment]:
-    """Directed link loads [Gb/s] of one job's collective traffic, by link group."""
+def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
+               rate_scale: float = 1.0) -> LinkLoads:
+    """Directed link loads [Gb/s] of one job's collective traffic."""
     if pattern not in PATTERNS:
         raise ValueError(f"unknown traffic pattern {pattern!r}; expected one of {PATTERNS}")
     lay = _layout(graph)
     idx = _as_nodes(node_indices, lay.n_nodes)
     n = idx.size
     if n < 2:
-        return []
+        return _empty_loads(lay)
     link = lay.link_gbps
     nics = lay.nics_per_node
-    ok = _nic_state(lay, idx, fails)  # working cables per NIC
+    ok = _nic_state(lay, idx, fails)
     ok_nic = ok > 0
     n_ok = ok_nic.sum(axis=1)
     if np.any(n_ok == 0):
-        # a node with no working NIC partitions the job
-        dead = np.flatnonzero(n_ok == 0)
-        return [_Segment(np.ones(dead.size), np.zeros(dead.size),
-                         lambda d=dead: [(f"n{idx[i]}", "fabric") for i in d])]
-    # offered rate per working NIC [Gb/s]: the node's full line rate over fewer NICs
-    node_rate = nics * lay.node_nic_links * link * rate_scale
-    nic_rate = np.where(ok_nic, node_rate / n_ok[:, None], 0.0)
-
-    segments: list[_Segment] = []
-    names_nodes = [f"n{i}" for i in idx]
-
-    # per-NIC flow rates [Gb/s] and the NIC edges: node -> leaf (send), leaf -> node
+        return _empty_loads(lay, partitioned=True)
+    node_rate = nics * lay.node_nic_links * link * rate_scale  # offered per node [Gb/s]
+    nxt = np.roll(np.arange(n), -1)
     if pattern == "ring":
-        nxt = np.roll(np.arange(n), -1)
         common = ok_nic & ok_nic[nxt]  # a pair talks over the NICs working at both ends
         n_common = common.sum(axis=1)
         if np.any(n_common == 0):
-            bad = np.flatnonzero(n_common == 0)
-            return [_Segment(np.ones(bad.size), np.zeros(bad.size),
-                             lambda b=bad: [(f"n{idx[i]}", f"n{idx[nxt[i]]}") for i in b])]
+            return _empty_loads(lay, partitioned=True)
         flow = np.where(common, node_rate / np.maximum(n_common, 1)[:, None], 0.0)
         send = flow
         recv = np.roll(flow, 1, axis=0)
     else:
-        flow = nic_rate
-        send = nic_rate
-        recv = np.where(ok_nic, (nic_rate.sum(axis=0)[None, :] - nic_rate) / (n - 1), 0.0)
-    cap_nic = ok.astype(float) * link
-
-    def nic_keys(up: bool):
-        def keys():
-            out = []
-            for row in range(n):
-                for r in range(nics):
-                    leaf = lay.leaf_names[lay.node_leaf[idx[row], r]]
-                    out.append((names_nodes[row], leaf) if up else (leaf, names_nodes[row]))
-            return out
-        return keys
-
-    segments.append(_Segment(send.ravel(), cap_nic.ravel(), nic_keys(True)))
-    segments.append(_Segment(recv.ravel(), cap_nic.ravel(), nic_keys(False)))
-
-    # leaf-level traffic matrix per plane
+        flow = np.where(ok_nic, node_rate / n_ok[:, None], 0.0)
+        send = flow
+        recv = np.where(ok_nic, (flow.sum(axis=0)[None, :] - flow) / (n - 1), 0.0)
+    cap_nic = (ok * link).astype(float).ravel()
+    node_v = np.repeat(idx, nics)
+    leaf_v = lay.leaf_vid[lay.node_leaf[idx]].ravel()
+    src = [node_v, leaf_v]
+    dst = [leaf_v, node_v]
+    load = [send.ravel(), recv.ravel()]
+    cap = [cap_nic, cap_nic]
+    partitioned = False
     for p_i, pl in enumerate(lay.planes):
-        nic_cols = [r for r in range(nics)
-                    if int(lay.leaf_plane[lay.node_leaf[idx[0], r]]) == p_i]
-        if not nic_cols:
+        cols = [r for r in range(nics) if int(lay.leaf_plane[lay.node_leaf[idx[0], r]]) == p_i]
+        if not cols:
             continue
-        src_l, dst_l, rate = [], [], []
-        for r in nic_cols:
-            leaf_r = lay.leaf_pos[lay.node_leaf[idx, r]]
-            src_l.append(leaf_r)
-            dst_l.append(leaf_r[nxt] if pattern == "ring" else leaf_r)
-            rate.append(flow[:, r])
-        involved, inv = np.unique(np.concatenate(src_l + dst_l), return_inverse=True)
+        pos = lay.leaf_pos[lay.node_leaf[idx][:, cols]]  # (n, len(cols))
+        dst_pos = pos[nxt] if pattern == "ring" else pos
+        involved, inv = np.unique(np.concatenate([pos.ravel(), dst_pos.ravel()]),
+                                  return_inverse=True)
         ni = involved.size
         if ni < 2:
             continue
+        s_i = inv[: pos.size].reshape(pos.shape)
+        d_i = inv[pos.size:].reshape(pos.shape)
         T = np.zeros((ni, ni))
-        m = idx.size
-        for c in range(len(nic_cols)):
-            s_i = inv[c * m:(c + 1) * m]
-            d_i = inv[(len(nic_cols) + c) * m:(len(nic_cols) + c + 1) * m]
+        for c, r in enumerate(cols):
             if pattern == "ring":
-                np.add.at(T, (s_i, d_i), rate[c])
+                np.add.at(T, (s_i[:, c], d_i[:, c]), flow[:, r])
             else:
-                # every NIC spreads its rate evenly over the same NIC of the n-1 others
-                out_l = np.bincount(s_i, weights=rate[c], minlength=ni)
-                cnt_l = np.bincount(d_i, minlength=ni).astype(float)
+                out_l = np.bincount(s_i[:, c], weights=flow[:, r], minlength=ni)
+                cnt_l = np.bincount(d_i[:, c], minlength=ni).astype(float)
                 T += np.outer(out_l, cnt_l) / (n - 1)
         np.fill_diagonal(T, 0.0)
-        segments.extend(_plane_segments(lay, pl, involved, T, fails))
-    return segments
+        part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap)
+        partitioned = partitioned or part
+    return LinkLoads(np.concatenate(src), np.concatenate(dst), np.concatenate(load),
+                     np.concatenate(cap), lay.vertex_names, partitioned)
 
 
-def _plane_segments(lay: FabricLayout, pl: PlaneLayout, involved: np.ndarray, T: np.ndarray,
-                    fails: _Failures) -> list[_Segment]:
-    """Leaf->spine, spine->leaf, spine->core, core->spine loads of one plane."""
+def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndarray,
+                 T: np.ndarray, fails: _Failures, src: list, dst: list, load: list,
+                 cap: list) -> bool:
+    """Append leaf<->spine and spine<->core loads of one plane; True if partitioned."""
     link = lay.link_gbps
     u = pl.spines_per_pod
-    p = pl.plane
+    ni = involved.size
     pods = pl.leaf_pod[involved]
-    leaf_names = [lay.leaf_names[pl.leaves[x]] for x in involved]
-    M = np.full((involved.size, u), pl.m1, dtype=float)
-    if fails:
-        for a, name in enumerate(leaf_names):
-            for j in range(u):
-                M[a, j] = fails.working(name, lay.spine_name(p, int(pods[a]), j), pl.m1)
-    A = (M > 0).astype(float)
+    leaf_v = lay.leaf_vid[pl.leaves[involved]]
+    sp_v = lay.spine_vid[p_i][pods]  # (ni, u)
     three = pl.tiers == 3
     if three:
-        upods = np.unique(pods)
+        upods, pod_i = np.unique(pods, return_inverse=True)
         npod = upods.size
-        pod_i = np.searchsorted(upods, pods)
         cpg = pl.cores_per_group
-        # M2[j, P, c]: working cables spine (P, j) -> core (j, c)
-        M2 = np.full((u, npod, cpg), pl.m2, dtype=float)
-        if fails:
-            for j in range(u):
-                for a, P in enumerate(upods):
-                    for c in range(cpg):
-                        M2[j, a, c] = fails.working(lay.spine_name(p, int(P), j),
-                                                    lay.core_name(p, j, c), pl.m2)
-        A2 = (M2 > 0).astype(float)
-        # R[j, P, P']: spine j of P reaches spine j of P' through some core
-        R = (np.einsum("jpc,jqc->jpq", A2, A2) > 0).astype(float)
-        for j in range(u):
-            np.fill_diagonal(R[j], 1.0)
-        Rl = R[:, pod_i][:, :, pod_i]  # (u, ni, ni)
-        W = M.T[:, :, None] * A.T[:, None, :] * Rl  # (u, src, dst)
+        core_v = lay.core_vid[p_i]  # (u, cpg)
+        pod_sp_v = lay.spine_vid[p_i][upods]  # (npod, u)
+    partitioned = False
+    if pl.plane not in fails.planes:
+        # intact plane: every leaf reaches every spine of its pod with m1 cables,
+        # traffic splits evenly over the u spines (and the cores of each group)
+        out_l, in_l = T.sum(axis=1), T.sum(axis=0)
+        up = np.repeat(out_l[:, None] / u, u, axis=1)
+        down = np.repeat(in_l[:, None] / u, u, axis=1)
+        M = np.full((ni, u), float(pl.m1))
+        if three and npod > 1:
+            E = np.zeros((ni, npod))
+            E[np.arange(ni), pod_i] = 1.0
+            X = E.T @ T @ E
+            np.fill_diagonal(X, 0.0)
+            up2 = np.broadcast_to((X.sum(axis=1) / (u * cpg))[None, :, None], (u, npod, cpg))
+            down2 = np.broadcast_to((X.sum(axis=0) / (u * cpg))[None, :, None], (u, npod, cpg))
+            M2 = np.full((u, npod, cpg), float(pl.m2))
     else:
-        W = M.T[:, :, None] * A.T[:, None, :]
-    den = W.sum(axis=0)
-    unreachable = (T > 0) & (den <= 0)
-    share = np.divide(T, den, out=np.zeros_like(T), where=den > 0)
-    F = W * share[None, :, :]  # (u, src, dst) flow through spine index j
-    up = F.sum(axis=2).T  # (ni, u)
-    down = F.sum(axis=1).T  # (ni, u)
-    cap = M * link
-
-    def up_keys():
-        return [(leaf_names[a], lay.spine_name(p, int(pods[a]), j))
-                for a in range(len(leaf_names)) for j in range(u)]
-
-    def down_keys():
-        return [(lay.spine_name(p, int(pods[a]), j), leaf_names[a])
-                for a in range(len(leaf_names)) for j in range(u)]
-
-    segs = [_Segment(up.ravel(), cap.ravel(), up_keys),
-            _Segment(down.ravel(), cap.ravel(), down_keys)]
-    if np.any(unreachable):
-        bad = np.argwhere(unreachable)
-        segs.append(_Segment(np.ones(len(bad)), np.zeros(len(bad)),
-                             lambda b=bad: [(leaf_names[x], leaf_names[y]) for x, y in b]))
+        dead = np.fromiter(fails.dead, dtype=np.int64, count=len(fails.dead))
+        M = np.full((ni, u), float(pl.m1))
+        leaf_row = {int(v): a for a, v in enumerate(leaf_v)}
+        for (x, y), c in fails.cut.items():
+            for lf, other in ((x, y), (y, x)):
+                a = leaf_row.get(lf)
+                if a is not None:
+                    M[a, sp_v[a] == other] -= c
+        M[np.isin(sp_v, dead)] = 0.0
+        M[np.isin(leaf_v, dead)] = 0.0
+        np.maximum(M, 0.0, out=M)
+        A = (M > 0).astype(float)
+        if three:
+            M2 = np.full((u, npod, cpg), float(pl.m2))
+            sp_grid = np.broadcast_to(pod_sp_v.T[:, :, None], (u, npod, cpg))
+            co_grid = np.broadcast_to(core_v[:, None, :], (u, npod, cpg))
+            sp_where = {int(v): (j, a) for a, row in enumerate(pod_sp_v) for j, v in enumerate(row)}
+            for (x, y), c in fails.cut.items():
+                for sp, other in ((x, y), (y, x)):
+                    ja = sp_where.get(sp)
+                    if ja is not None:
+                        j, a = ja
+                        M2[j, a, core_v[j] == other] -= c
+            M2[np.isin(sp_grid, dead) | np.isin(co_grid, dead)] = 0.0
+            np.maximum(M2, 0.0, out=M2)
+            A2 = (M2 > 0).astype(float)
+            R = (np.einsum("jpc,jqc->jpq", A2, A2) > 0).astype(float)
+            for j in range(u):
+                np.fill_diagonal(R[j], 1.0)
+            W = M.T[:, :, None] * A.T[:, None, :] * R[:, pod_i][:, :, pod_i]
+        else:
+            W = M.T[:, :, None] * A.T[:, None, :]
+        den = W.sum(axis=0)
+        partitioned = bool(np.any((T > 0) & (den <= 0)))
+        share = np.divide(T, den, out=np.zeros_like(T), where=den > 0)
+        F = W * share[None, :, :]  # (u, src, dst)
+        up = F.sum(axis=2).T
+        down = F.sum(axis=1).T
+        if three and npod > 1:
+            E = np.zeros((ni, npod))
+            E[np.arange(ni), pod_i] = 1.0
+            X = np.matmul(np.matmul(E.T[None, :, :], F), E[None, :, :])
+            for j in range(u):
+                np.fill_diagonal(X[j], 0.0)
+            W2 = M2[:, :, None, :] * A2[:, None, :, :]
+            den2 = W2.sum(axis=3)
+            partitioned = partitioned or bool(np.any((X > 0) & (den2 <= 0)))
+            share2 = np.divide(X, den2, out=np.zeros_like(X), where=den2 > 0)
+            F2 = W2 * share2[..., None]
+            up2 = F2.sum(axis=2)
+            down2 = F2.sum(axis=1)
+    lv = np.repeat(leaf_v, u)
+    sv = sp_v.ravel()
+    c1 = (M * link).ravel()
+    src += [lv, sv]
+    dst += [sv, lv]
+    load += [up.ravel(), down.ravel()]
+    cap += [c1, c1]
     if three and npod > 1:
-        # inter-pod flow through spine j between pods: X[j, P, P']
-        E = np.zeros((involved.size, npod))
-        E[np.arange(involved.size), pod_i] = 1.0
-        X = np.matmul(np.matmul(E.T[None, :, :], F), E[None, :, :])
-        for j in range(u):
-            np.fill_diagonal(X[j], 0.0)
-        W2 = M2[:, :, None, :] * A2[:, None, :, :]  # (u, P, P', c)
-        den2 = W2.sum(axis=3)
-        share2 = np.divide(X, den2, out=np.zeros_like(X), where=den2 > 0)
-        F2 = W2 * share2[..., None]
-        up2 = F2.sum(axis=2)  # (u, P, c): spine (P, j) -> core (j, c)
-        down2 = F2.sum(axis=1)  # (u, P', c): core (j, c) -> spine (P', j)
-        cap2 = M2 * link
-
-        def up2_keys():
-            return [(lay.spine_name(p, int(upods[a]), j), lay.core_name(p, j, c))
-                    for j in range(u) for a in range(npod) for c in range(cpg)]
-
-        def down2_keys():
-            return [(lay.core_name(p, j, c), lay.spine_name(p, int(upods[a]), j))
-                    for j in range(u) for a in range(npod) for c in range(cpg)]
-
-        segs.append(_Segment(up2.ravel(), cap2.ravel(), up2_keys))
-        segs.append(_Segment(down2.ravel(), cap2.ravel(), down2_keys))
-    return segs
+        spv = np.broadcast_to(pod_sp_v.T[:, :, None], (u, npod, cpg)).ravel()
+        cv = np.broadcast_to(core_v[:, None, :], (u, npod, cpg)).ravel()
+        c2 = (M2 * link).ravel()
+        src += [spv, cv]
+        dst += [cv, spv]
+        load += [np.ascontiguousarray(up2).ravel(), np.ascontiguousarray(down2).ravel()]
+        cap += [c2, c2]
+    return partitioned
 
 
 # ---------------------------------------------------------------- public API
 
 
+def link_loads(graph: nx.Graph, node_indices, *, pattern: str = "ring",
+               failed_links: Iterable = (), failed_switches: Iterable = (),
+               rate_scale: float = 1.0) -> LinkLoads:
+    """Offered load [Gb/s] on every directed link a job's collective uses (arrays).
+
+    Every NIC offers ``rate_scale`` times its line rate.  ``failed_links``: ``(u, v)``
+    vertex-name pairs, each removing one cable of that bundle (repeat to remove more);
+    ``failed_switches``: switch names.
+    """
+    lay = _layout(graph)
+    fails = _Failures.build(lay, failed_links, failed_switches)
+    return _job_loads(graph, node_indices, pattern, fails, rate_scale)
+
+
 def link_loads_gbps(graph: nx.Graph, node_indices, *, pattern: str = "ring",
                     failed_links: Iterable = (), failed_switches: Iterable = (),
                     rate_scale: float = 1.0) -> dict[tuple[str, str], float]:
-    """Offered load [Gb/s] on every directed link a job's collective uses.
-
-    Every NIC offers ``rate_scale`` times its line rate; keys are ``(from, to)`` vertex
-    names.  Loads may exceed capacity: the ratio is how far the job is slowed there.
-    """
-    fails = _Failures.build(failed_links, failed_switches)
-    out: dict = {}
-    for seg in _job_segments(graph, node_indices, pattern, fails, rate_scale):
-        for key, load in zip(seg.keys(), seg.load_gbps.tolist(), strict=True):
-            if load > 0:
-                out[key] = out.get(key, 0.0) + load
-    return out
+    """:func:`link_loads` as ``{(from_name, to_name): load_gbps}`` (links with load)."""
+    return link_loads(graph, node_indices, pattern=pattern, failed_links=failed_links,
+                      failed_switches=failed_switches, rate_scale=rate_scale).as_dict()
 
 
 def bottleneck_fraction(graph: nx.Graph, node_indices, failed_links: Iterable = (), *,
                         failed_switches: Iterable = (), pattern: str = "ring") -> float:
     """Fraction [0..1] of its NIC line rate a job's collective achieves (worst link)."""
-    fails = _Failures.build(failed_links, failed_switches)
-    segs = _job_segments(graph, node_indices, pattern, fails)
-    if not segs:
-        return 1.0
-    return min(1.0, min(s.fraction() for s in segs))
+    return link_loads(graph, node_indices, pattern=pattern, failed_links=failed_links,
+                      failed_switches=failed_switches).fraction()
 
 
 def bottleneck_bandwidth_gbps(graph: nx.Graph, node_indices, failed_links: Iterable = (), *,
@@ -401,25 +451,28 @@ def shared_bandwidths_gbps(graph: nx.Graph, jobs: list, *, pattern: str = "ring"
     """
     lay = _layout(graph)
     node_bw = lay.nics_per_node * lay.node_nic_links * lay.link_gbps
-    fails = _Failures.build(failed_links, failed_switches)
-    per_job = []
-    total: dict = {}
-    caps: dict = {}
-    for nodes in jobs:
-        loads: dict = {}
-        for seg in _job_segments(graph, nodes, pattern, fails):
-            for key, load, cap in zip(seg.keys(), seg.load_gbps.tolist(), seg.cap_gbps.tolist(),
-                                      strict=True):
-                if load > 0:
-                    loads[key] = loads.get(key, 0.0) + load
-                    caps[key] = cap
-        per_job.append(loads)
-        for key, load in loads.items():
-            total[key] = total.get(key, 0.0) + load
+    fails = _Failures.build(lay, failed_links, failed_switches)
+    nv = len(lay.vertex_names)
+    per_job = [_job_loads(graph, nodes, pattern, fails) for nodes in jobs]
+    keys = [ld.src * nv + ld.dst for ld in per_job]
+    all_keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    uniq, inv = np.unique(all_keys, return_inverse=True)
+    total = np.bincount(inv, weights=np.concatenate([ld.load_gbps for ld in per_job])
+                        if per_job else np.zeros(0), minlength=uniq.size)
+    caps = np.zeros(uniq.size)
+    if per_job:
+        caps[inv] = np.concatenate([ld.capacity_gbps for ld in per_job])
     out = np.empty(len(jobs))
-    for j, loads in enumerate(per_job):
+    start = 0
+    for j, ld in enumerate(per_job):
+        sl = inv[start:start + ld.src.size]
+        start += ld.src.size
+        if ld.partitioned:
+            out[j] = 0.0
+            continue
+        used = ld.load_gbps > 1e-12
         frac = 1.0
-        for key in loads:
-            frac = min(frac, caps[key] / total[key])
+        if np.any(used):
+            frac = min(1.0, float(np.min(caps[sl[used]] / total[sl[used]])))
         out[j] = node_bw * frac
     return out

@@ -33,7 +33,7 @@ spines; a rail in the rail-optimised design, the whole fabric otherwise):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -75,6 +75,12 @@ class FabricLayout:
     leaf_plane: np.ndarray  # (n_leaves,) plane (index into planes) of each leaf
     leaf_pos: np.ndarray  # (n_leaves,) position of the leaf within its plane
     planes: tuple[PlaneLayout, ...]
+    # integer vertex ids (0..n_nodes-1 are the compute nodes) for fast link keys
+    vertex_names: tuple[str, ...] = ()
+    vertex_index: dict = field(default_factory=dict, repr=False)
+    leaf_vid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    spine_vid: tuple = ()  # per plane: (n_pods, spines_per_pod) vertex ids
+    core_vid: tuple = ()  # per plane: (spines_per_pod, cores_per_group) ids, or empty
 
     def spine_name(self, plane: int, pod: int, j: int) -> str:
         return f"spine:p{plane}:{pod}:{j}"
@@ -289,11 +295,24 @@ def build_fabric(
                 "tier": t, "plane": p})
         for a, b, m, t, p in edges
     )
+    names = tuple(g.nodes)
+    index = {name: i for i, name in enumerate(names)}
+    spine_vid, core_vid = [], []
+    for pl in planes:
+        p = pl.plane
+        spine_vid.append(np.array([[index[f"spine:p{p}:{pod}:{j}"] for j in range(pl.spines_per_pod)]
+                                   for pod in range(pl.n_pods)], dtype=np.int64))
+        core_vid.append(np.array([[index[f"core:p{p}:{j}:{c}"] for c in range(pl.cores_per_group)]
+                                  for j in range(pl.spines_per_pod)], dtype=np.int64)
+                        if pl.cores_per_group else np.zeros((0, 0), np.int64))
     layout = FabricLayout(
         kind=kind, n_nodes=n_nodes, nics_per_node=nics, link_gbps=float(link_gbps),
         node_su=node_su, node_leaf=node_leaf, node_nic_links=nic_links,
         leaf_names=tuple(leaf_names), leaf_plane=np.asarray(leaf_plane),
         leaf_pos=np.asarray(leaf_pos), planes=tuple(planes),
+        vertex_names=names, vertex_index=index,
+        leaf_vid=np.array([index[x] for x in leaf_names], dtype=np.int64),
+        spine_vid=tuple(spine_vid), core_vid=tuple(core_vid),
     )
     g.graph.update(kind=kind, n_nodes=n_nodes, gpus_per_node=gpus_per_node,
                    link_gbps=float(link_gbps), switch_ports=k, layout=layout,
