@@ -157,7 +157,7 @@ def build_results(engine) -> Results:
         "job_interruptions": _var(np.array([j.interruptions for j in engine.jobs]), ("job",), "count",
                                   "interruptions of the job"),
         "throttle_fraction": _var(rec["throttle_fraction"], ("time",), "1",
-                                  "share of busy nodes running below full GPU clock"),
+                                  "share of powered, healthy nodes running below full GPU clock"),
         "job_tokens": _var(rec["job_tokens"], ("time", "job"), "tokens", "job progress (incl. not checkpointed)"),
         "job_tokens_per_s": _var(rec["job_tokens_per_s"], ("time", "job"), "tokens/s", "job training rate"),
         "job_gpus": _var(rec["job_gpus"], ("time", "job"), "GPU", "GPUs allocated to the job"),

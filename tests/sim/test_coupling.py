@@ -40,7 +40,7 @@ def test_power_plan_caps_powered_racks():
     limit = ds.power_available_w.values
     # worst-case draw of the powered racks never exceeds the plan
     assert np.all(powered_racks * per_rack <= limit + 1e-6)
-    # some delivered racks had to wait for a power stage (128 racks need more than 2,400 kW)
+    # some delivered racks had to wait for a power stage
     delivered = (ds.rack_state.values >= 0).sum(axis=1)
     assert (delivered > powered_racks).any()
     # and more power lets more racks on
@@ -53,8 +53,8 @@ def test_power_plan_caps_powered_racks():
 
 def test_hot_inlet_throttles_and_slows_training():
     base = run(SMALL, "simulation.duration_days=5", "failures.enabled=false")
-    hot = run(SMALL, "simulation.duration_days=5", "failures.enabled=false",
-              "site.halls.0.cooling_units.0.supply_temp_c=35", "site.halls.0.cooling_units.1.supply_temp_c=35")
+    starved = [f"site.halls.0.cooling_units.{u}.{k}" for u in (0, 1) for k in ("supply_temp_c=32", "airflow_m3_s=0.3")]
+    hot = run(SMALL, "simulation.duration_days=5", "failures.enabled=false", *starved)
     assert hot.kpis["max_rack_inlet_c"] > base.kpis["max_rack_inlet_c"] + 10
     assert hot.dataset.throttle_fraction.max() > 0
     assert base.dataset.throttle_fraction.max() == 0
@@ -93,14 +93,16 @@ def test_oversubscribed_breaker_trips_and_respecting_plan_never_trips():
     over = run(BV, "simulation.duration_days=40", "failures.enabled=false",
                "site.power.oversubscription=2.5", "site.power.rpp.breaker_a=100")
     assert over.kpis["breaker_trips"] > 0
-    assert over.kpis["interruptions"] > 0
+    assert (over.dataset.rack_state.values == 3).any()         # tripped racks go dark
+    assert (over.events.kind == "breaker_reset").any()
 
 
 def test_failed_node_is_never_placed_and_replacement_spans_more_units():
     s = twin.load_scenario(BV, ["simulation.duration_days=20", "failures.enabled=false"])
     eng = Engine(s)
-    eng.env.run(until=15 * 86400)    # pod 1 delivered, burned in, jobs placed
-    job = eng.jobs[0]
+    eng.start()
+    eng.env.run(until=15 * 86400)    # first SUs delivered and burned in, the 20B job placed
+    job = eng.jobs[1]
     assert job.status == "running"
     sus_before = np.unique(eng.plant.node_su[job.nodes])
     hops_before, bw_before = eng._fabric_figures(job.nodes)
@@ -114,7 +116,7 @@ def test_failed_node_is_never_placed_and_replacement_spans_more_units():
 
 
 def test_synchronous_job_swings_facility_power_at_checkpoints():
-    res = run(SMALL, "simulation.duration_days=1", "simulation.sample_interval_s=60",
+    res = run(SMALL, "simulation.duration_days=2", "simulation.sample_interval_s=60",
               "failures.enabled=false", "workload.jobs.0.checkpoint_interval_s=1800",
               "workload.jobs.0.checkpoint_bytes=2e12")
     it = res.dataset.facility_it_power_w.values
@@ -135,6 +137,7 @@ def test_energy_balance_of_the_recorded_series():
 def test_phase_codes_cover_every_node_state():
     s = twin.load_scenario(SMALL, ["simulation.duration_days=2"])
     eng = Engine(s)
+    eng.start()
     eng.env.run(until=3600)
     assert set(np.unique(eng.node_phase)) <= {int(p) for p in Phase}
 

@@ -215,6 +215,7 @@ class ModelShape(Model):
     heads: PositiveInt
     kv_heads: PositiveInt
     vocab: PositiveInt
+    gated_mlp: bool = Field(True, description="SwiGLU (3 matrices of h x ffn) or plain GELU MLP (2)")
 
 
 class Job(Model):

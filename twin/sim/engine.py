@@ -30,6 +30,7 @@ import simpy
 from twin import compute, fabric, power, reliability, storage, thermal
 from twin.phases import Phase
 from twin.scenario.schema import Job, Scenario
+from twin.sim import coupling
 from twin.sim.plant import Plant, available_it_w, build_plant, seconds_since
 
 H = 3600.0
@@ -203,7 +204,8 @@ class Engine:
         self.jobs: list[JobState] = []
         for j, spec in enumerate(self.s.workload.jobs):
             m = spec.model
-            params = storage.model_params(m.layers, m.hidden, m.ffn_hidden, m.heads, m.kv_heads, m.vocab)
+            params = storage.model_params(m.layers, m.hidden, m.ffn_hidden, m.heads, m.kv_heads, m.vocab,
+                                          m.gated_mlp)
             ck = spec.checkpoint_bytes or storage.checkpoint_bytes(params)
             self.jobs.append(JobState(spec=spec, index=j, params=params, checkpoint_bytes=ck))
         st = self.s.workload.storage
@@ -345,6 +347,7 @@ class Engine:
             if nodes is None:
                 continue
             self.queue.remove(job)
+            self._advance(job)            # nothing accrues while queued; start the clock now
             job.nodes = nodes
             self.node_job[nodes] = job.index
             job.status = "starting"
@@ -417,7 +420,7 @@ class Engine:
                 hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
                 inter_node_gbps=bw, transport=self.s.fabric.transport, hops=hops,
                 activation_recompute=spec.activation_recompute, clock_fraction=clock,
-                deployment=self.s.hardware.deployment)
+                deployment=self.s.hardware.deployment, gated_mlp=m.gated_mlp)
             self._step_cache[key] = est
         return self._step_cache[key]
 
@@ -748,11 +751,10 @@ class Engine:
             idx = hall["idx"]
             self.rack_inlet_c[idx] = thermal.inlet_temp_c(hall["model"], rack_w[idx])
         inlet_node = self.rack_inlet_c[p.node_rack]
-        training = (phase == Phase.TRAINING) | (phase == Phase.BURN_IN)
-        gpu_w = np.where(training, min(self.gpu_cap_w, node.gpu_tdp_w), node.gpu_idle_w)
-        gpu_t = thermal.gpu_temp_c(inlet_node, gpu_w, node.gpu_thermal_resistance_k_per_w)
-        clock = np.asarray(thermal.gpu_clock_fraction(gpu_t, node.gpu_slowdown_c, node.gpu_hw_slowdown_c,
-                                                      node.gpu_shutdown_c), float)
+        clock, _, gpu_t = coupling.equilibrium_gpu_state(
+            inlet_node, phase, self.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w,
+            thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w, slowdown_c=node.gpu_slowdown_c,
+            hw_slowdown_c=node.gpu_hw_slowdown_c, shutdown_c=node.gpu_shutdown_c)
         up = self.node_up()
         shut = up & (clock <= 0.0)
         if shut.any():
@@ -786,8 +788,7 @@ class Engine:
         r["gpus_busy"][i] = (self.node_job >= 0).sum() * gpn
         r["nodes_failed"][i] = (~self.node_healthy & self.rack_delivered[p.node_rack]).sum()
         r["nodes_in_repair"][i] = self.node_repairing.sum()
-        busy = self.node_job >= 0
-        r["throttle_fraction"][i] = float((self.node_clock[busy] < 1).mean()) if busy.any() else 0.0
+        r["throttle_fraction"][i] = float((self.node_clock[up] < 1).mean()) if up.any() else 0.0
         for j, job in enumerate(self.jobs):
             r["job_tokens"][i, j] = job.tokens
             r["job_tokens_per_s"][i, j] = job.rate_tok_s if job.status == "running" else 0.0
@@ -838,6 +839,20 @@ class Engine:
         """Run to the horizon and return :class:`twin.results.Results`."""
         from twin.results import build_results
 
+        self.start()
+        self.env.run(until=self.n_samples * self.dt_s)
+        for job in self.jobs:
+            self._advance(job)
+        self._facility_series()
+        if self.progress is not None:
+            self.progress(1.0)
+        return build_results(self)
+
+    def start(self) -> None:
+        """Register the processes (once); ``env.run(until=...)`` can then step the twin."""
+        if getattr(self, "_started", False):
+            return
+        self._started = True
         env = self.env
         env.process(self._ramp_process())
         env.process(self._failure_process())
@@ -846,13 +861,6 @@ class Engine:
         for job in self.jobs:
             job.process = env.process(self._job_process(job))
         env.process(self._sampler())
-        env.run(until=self.n_samples * self.dt_s)
-        for job in self.jobs:
-            self._advance(job)
-        self._facility_series()
-        if self.progress is not None:
-            self.progress(1.0)
-        return build_results(self)
 
     def _facility_series(self) -> None:
         """Power chain and cooling for every sample at once, (T, R) -> (T,), vectorised.

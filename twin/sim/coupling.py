@@ -1,0 +1,49 @@
+"""Pure functions that couple two sub-models (used by the engine's sampler)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin import power, thermal
+
+
+def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
+                          thermal_resistance_k_per_w, slowdown_c, hw_slowdown_c, shutdown_c,
+                          iterations: int = 20):
+    """Self-consistent GPU clock, power and temperature of each node's GPUs.
+
+    A hot GPU slows its clock, which lowers its power (DVFS, ``power.gpu_power_w``), which
+    lowers its temperature (``T = inlet + R_th P``, ``thermal.gpu_temp_c``). With
+    ``g(f) = clock(T(P(f)))`` non-increasing in the clock fraction ``f``, the fixed point
+    ``f = g(f)`` is unique and found by bisection on ``g(f) - f`` (vectorised over nodes).
+    A node whose GPUs cross the shutdown threshold even at the lowest clock gets clock 0.
+
+    inlet_temp_c [C] (N,), phase (N,) Phase codes, gpu_power_cap_w [W]. Returns
+    ``(clock_fraction (N,), gpu_power_w (N,), gpu_temp_c (N,))``.
+    """
+    inlet = np.asarray(inlet_temp_c, float)
+    phase = np.asarray(phase)
+
+    def state(f):
+        p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
+                              clock_fraction=f)
+        t = thermal.gpu_temp_c(inlet, p, thermal_resistance_k_per_w)
+        g = np.asarray(thermal.gpu_clock_fraction(t, slowdown_c, hw_slowdown_c, shutdown_c), float)
+        return p, t, g
+
+    ones = np.ones(inlet.shape)
+    p, t, g = state(ones)
+    hot = g < 1.0
+    if not hot.any():
+        return ones, p, t
+    lo, hi = np.zeros(inlet.shape), ones.copy()
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        _, _, gm = state(mid)
+        above = gm >= mid            # the fixed point lies at or above mid
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    f = np.where(hot, lo, 1.0)
+    p, t, g = state(f)
+    f = np.where(g <= 0.0, 0.0, f)   # too hot even when slowed: shutdown
+    return f, p, t
