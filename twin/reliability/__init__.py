@@ -8,6 +8,7 @@ Times in hours (``_h``) for failures and repairs, seconds (``_s``) for checkpoin
 from twin.reliability.checkpoint import (
     daly_interval_s,
     expected_goodput_fraction,
+    job_goodput_fraction,
     optimal_interval_s,
     young_interval_s,
 )
@@ -36,6 +37,7 @@ from twin.reliability.hazard import (
     class_rates_per_node_h,
     interrupting_mask,
     job_mtbf_h,
+    mean_detection_delay_of_interruptions_h,
     node_failure_rates_per_h,
     sample_weibull_failure_age_h,
     thermal_mask,
@@ -47,6 +49,7 @@ from twin.reliability.hazard import (
 from twin.reliability.logistics import (
     erlang_c_wait_probability,
     expected_backorders,
+    hot_spare_shortfall_probability,
     mean_repair_wait_h,
     part_demand_rates_per_h,
     spares_fill_rate,
@@ -57,6 +60,7 @@ from twin.reliability.maintenance import (
     sample_planned_maintenance_times_h,
 )
 from twin.reliability.repair import (
+    mean_detection_delay_h,
     mean_repair_duration_h,
     sample_detection_delay_h,
     sample_repair_duration_h,
@@ -84,12 +88,16 @@ __all__ = [
     "expected_backorders",
     "expected_goodput_fraction",
     "failure_effect",
+    "hot_spare_shortfall_probability",
     "interrupting_mask",
     "interruption_lost_work_s",
+    "job_goodput_fraction",
     "job_mtbf_h",
     "last_clean_checkpoint_index",
     "load_failure_catalog",
     "load_failure_classes",
+    "mean_detection_delay_h",
+    "mean_detection_delay_of_interruptions_h",
     "mean_repair_duration_h",
     "mean_repair_wait_h",
     "node_failure_rates_per_h",

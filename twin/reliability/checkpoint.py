@@ -75,3 +75,27 @@ def optimal_interval_s(checkpoint_s: float, restart_s: float, mtbf_s: float) -> 
         tol=1e-10,
     )
     return float(np.exp(res.x))
+
+
+def job_goodput_fraction(
+    job_mtbf_s: float,
+    interval_s: float,
+    checkpoint_s: float,
+    restart_s: float,
+    *,
+    mean_detection_s: float = 0.0,
+    planned_rate_per_s: float = 0.0,
+    planned_downtime_s: float = 0.0,
+) -> float:
+    """Expected effective-training-time fraction of a job [-], unplanned and planned.
+
+    Unplanned faults: ``expected_goodput_fraction`` with restart R + D, D the mean
+    detection delay (a fail-stop fault found late, or silent corruption found late,
+    both waste D more: the job is dead, or computing on corrupted state that the
+    roll-back throws away). Planned maintenance (rate p): the job checkpoints at the
+    announcement and loses no work, paying delta + downtime + R per event:
+        G = G_unplanned * (1 - p * (delta + downtime + R))      (first order in p)
+    """
+    g = float(expected_goodput_fraction(interval_s, checkpoint_s, restart_s + mean_detection_s, job_mtbf_s))
+    planned = planned_rate_per_s * (checkpoint_s + planned_downtime_s + restart_s)
+    return max(g * (1.0 - planned), 0.0)

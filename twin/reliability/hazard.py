@@ -9,8 +9,6 @@ import numpy as np
 
 from twin.reliability.classes import FailureClass
 
-BOLTZMANN_EV_PER_K = 8.617333262e-5  # CODATA 2018
-
 
 def class_rates_per_node_h(classes: Sequence[FailureClass]) -> np.ndarray:
     """Base rate of every class [1/(node*h)], shape (K,)."""
@@ -91,11 +89,13 @@ def arrhenius_acceleration_factor(
     AF = exp(Ea / k_B * (1 / T_ref - 1 / T)),  T in kelvin   [-]
 
     Ea [eV] activation energy (0.7 eV default, JEDEC JEP122 / JESD85), k_B Boltzmann
-    constant [eV/K]. AF = 1 at the reference temperature, > 1 above it.
+    constant [eV/K]. AF = 1 at the reference temperature, > 1 above it. The one
+    implementation lives in the thermal model (``twin.thermal.arrhenius_acceleration``);
+    this name keeps the reliability API self-contained.
     """
-    t = np.asarray(temp_c, dtype=float) + 273.15
-    t_ref = float(reference_temp_c) + 273.15
-    return np.exp(float(activation_energy_ev) / BOLTZMANN_EV_PER_K * (1.0 / t_ref - 1.0 / t))
+    from twin.thermal.properties import arrhenius_acceleration
+
+    return np.asarray(arrhenius_acceleration(temp_c, reference_temp_c, activation_energy_ev), dtype=float)
 
 
 def weibull_infant_hazard_per_h(
@@ -200,3 +200,17 @@ def burn_in_rate_multiplier(
         raise ValueError("base_rate_per_node_h must be > 0")
     extra = weibull_mean_hazard_per_h(age, age + float(interval_h), shape, scale_h)
     return np.where(age < burn_in_h, 1.0 + extra / base_rate_per_node_h, 1.0)
+
+
+def mean_detection_delay_of_interruptions_h(classes: Sequence[FailureClass], **detection_kw) -> float:
+    """Rate-weighted mean detection delay [h] over the classes that interrupt a job.
+
+    D = sum_k lambda_k E[D_k] / sum_k lambda_k, E[D_k] by ``mean_detection_delay_h``;
+    keyword arguments (health_check_interval_h, watchdog_timeout_h, sdc_mean_h) go there.
+    """
+    from twin.reliability.repair import mean_detection_delay_h
+
+    base = class_rates_per_node_h(classes)
+    m = interrupting_mask(classes)
+    d = np.array([mean_detection_delay_h(c.detection, **detection_kw) for c in classes])
+    return float(np.sum(base[m] * d[m]) / np.sum(base[m])) if np.any(base[m] > 0) else 0.0

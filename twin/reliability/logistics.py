@@ -96,3 +96,22 @@ def mean_repair_wait_h(
         return math.inf
     pw = erlang_c_wait_probability(arrival_per_h, mean_service_h, c)
     return pw / (c * mu - arrival_per_h) * (1.0 + service_cv2) / 2.0
+
+
+def hot_spare_shortfall_probability(
+    job_nodes: int, hot_spares: int, rate_per_node_h: float, mean_out_of_service_h: float
+) -> float:
+    """Probability that a failure of a job finds none of its hot spare nodes free [-].
+
+    Failed nodes of the job's pool are out of service for detection + wait + repair
+    (mean T). With Poisson failures the number out is Poisson(a), a = n * lambda * T,
+    whatever the repair-time distribution (M/G/infinity); a failure sees the time
+    average (PASTA), so it finds no free spare iff at least ``hot_spares`` are out:
+        P = P(Poisson(a) >= h) = 1 - F(h - 1; a)
+    Then the job waits for a repair or shrinks (elastic), instead of restarting at once.
+    """
+    a = float(job_nodes) * float(rate_per_node_h) * float(mean_out_of_service_h)
+    h = int(hot_spares)
+    if h <= 0:
+        return 1.0
+    return float(stats.poisson.sf(h - 1, a))

@@ -86,3 +86,24 @@ def sample_detection_delay_h(
     else:
         raise ValueError(f"unknown detection {detection!r}")
     return float(v) if size is None else np.asarray(v, dtype=float)
+
+
+def mean_detection_delay_h(
+    detection: str,
+    *,
+    health_check_interval_h: float | None = None,
+    watchdog_timeout_h: float | None = None,
+    sdc_mean_h: float | None = None,
+) -> float:
+    """Mean of ``sample_detection_delay_h`` [h]: 0, interval/2, timeout or the SDC mean."""
+    d = load_failure_catalog()["detection"]
+    if detection == "immediate":
+        return 0.0
+    if detection == "health_check":
+        iv = d["health_check_interval_h"]["value"] if health_check_interval_h is None else health_check_interval_h
+        return 0.5 * float(iv)
+    if detection == "timeout":
+        return float(d["watchdog_timeout_h"]["value"] if watchdog_timeout_h is None else watchdog_timeout_h)
+    if detection == "silent":
+        return float(d["sdc_mean_h"]["value"] if sdc_mean_h is None else sdc_mean_h)
+    raise ValueError(f"unknown detection {detection!r}")
