@@ -6,6 +6,7 @@ Target (issue 3): one evaluation of the tree for 4,096 racks in under 1 ms.
 
 from __future__ import annotations
 
+import os
 import platform
 import timeit
 
@@ -51,8 +52,10 @@ def main():
     rows = [
         ("evaluate_power_tree, 4096 racks (A/B, 1024 RPPs, 2 feeds), all feeds up",
          lambda: evaluate_power_tree(tree, rack_w), 200),
-        ("evaluate_power_tree, 4096 racks, feed A lost",
+        ("evaluate_power_tree, 4096 racks, feed A lost (routing cached)",
          lambda: evaluate_power_tree(tree, rack_w, feed_up=[False, True]), 200),
+        ("evaluate_power_tree, 4096 racks, feed A lost, first time (routing built)",
+         lambda: (tree._routes.clear(), evaluate_power_tree(tree, rack_w, feed_up=[False, True])), 100),
         ("evaluate_power_tree, 24 x 4096 racks (one day hourly)",
          lambda: evaluate_power_tree(tree, series), 50),
         ("node_power_w, 16384 nodes",
@@ -62,7 +65,8 @@ def main():
         ("racks_admitted, 4096 racks, skip policy",
          lambda: racks_admitted(wc, 120e6, rack_rpp, lim, policy="skip", rpp_redundant=True), 100),
     ]
-    print(f"machine: {platform.machine()}, python {platform.python_version()}, numpy {np.__version__}")
+    print(f"machine: {platform.machine()}, python {platform.python_version()}, numpy {np.__version__}, "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     for name, fn, number in rows:
         fn()
         lo, med = best_us(fn, number)

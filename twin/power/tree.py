@@ -25,7 +25,7 @@ feed transformer/switchboard (:func:`transformer_loss_w`). Energy balance:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,9 +89,17 @@ class PowerTree:
     rpp_loss_fraction: float
     feed_no_load_loss_fraction: float
     feed_load_loss_fraction: float
-    # precomputed for the all-feeds-up case
-    _rack_to_rpp: sp.csr_matrix  # (R, P) shares
     _rpp_ups_loss_coeffs: tuple
+    # routing (cord shares, RPP feed shares, dropped racks) per feed-up pattern, built on
+    # first use: at most 2**F entries
+    _routes: dict = field(default_factory=dict, repr=False)
+
+    def _route(self, up: tuple) -> _Route:
+        r = self._routes.get(up)
+        if r is None:
+            r = _build_route(self, np.array(up, dtype=bool))
+            self._routes[up] = r
+        return r
 
     @property
     def n_racks(self) -> int:
@@ -254,7 +262,6 @@ def build_power_tree(
         if np.any(fshare < 0) or not np.allclose(fshare.sum(axis=1), 1.0):
             raise ValueError("rpp_feed_share rows must be non-negative and sum to 1")
 
-    m = _rack_to_rpp_matrix(rr, share, n_p)
     for a in (rr, share, lim, rating, fshare, feed_cap, ups_cap):
         a.setflags(write=False)
     return PowerTree(
@@ -264,8 +271,37 @@ def build_power_tree(
         rpp_loss_fraction=float(rpp_loss_fraction),
         feed_no_load_loss_fraction=float(feed_no_load_loss_fraction),
         feed_load_loss_fraction=float(feed_load_loss_fraction),
-        _rack_to_rpp=m, _rpp_ups_loss_coeffs=UPS_LOSS_COEFFS[ups_mode],
+        _rpp_ups_loss_coeffs=UPS_LOSS_COEFFS[ups_mode],
     )
+
+
+@dataclass(frozen=True, eq=False)
+class _Route:
+    """How power routes through the tree for one pattern of live feeds."""
+
+    up: np.ndarray          # (F,) bool
+    cord_w: np.ndarray      # (R, S) share of each rack on each cord (0 on dead cords)
+    rpp_feed: np.ndarray    # (P, F) share of each RPP on each live feed
+    dropped: np.ndarray     # (R,) rack has no live cord
+    any_dropped: bool
+    rack_to_rpp: sp.csr_matrix  # (R, P) cord shares, for (T, R) inputs
+
+
+def _build_route(tree: PowerTree, up: np.ndarray) -> _Route:
+    # row sums by mat-vec: much faster than .sum(axis=1) over a short last axis
+    vw = tree.rpp_feed_share * up
+    vsum = vw @ np.ones(up.size)
+    rpp_live = vsum > 0
+    vshare = vw / np.where(rpp_live, vsum, 1.0)[:, None]      # dead RPP rows stay 0
+    w = tree.rack_share * rpp_live[tree.rack_rpp]
+    wsum = w @ np.ones(w.shape[1])
+    dropped = wsum <= 0
+    w = w / np.where(dropped, 1.0, wsum)[:, None]               # dropped rows stay 0
+    for a in (up, w, vshare, dropped):
+        a.setflags(write=False)
+    return _Route(up=up, cord_w=w, rpp_feed=vshare, dropped=dropped,
+                  any_dropped=bool(dropped.any()),
+                  rack_to_rpp=_rack_to_rpp_matrix(tree.rack_rpp, w, tree.n_rpps))
 
 
 def _rack_to_rpp_matrix(rack_rpp, share, n_p) -> sp.csr_matrix:
@@ -295,33 +331,16 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
     """
     x = np.asarray(rack_it_w, dtype=float)
     n_f = tree.n_feeds
-    if feed_up is None:
-        up = np.ones(n_f, dtype=bool)
-        m = tree._rack_to_rpp
-        w = tree.rack_share
-        vshare = tree.rpp_feed_share
-        dropped = np.zeros(tree.n_racks, dtype=bool)
-    else:
-        up = np.asarray(feed_up, dtype=bool).reshape(n_f)
-        # row sums by mat-vec: much faster than .sum(axis=1) over a short last axis
-        vw = tree.rpp_feed_share * up
-        vsum = vw @ np.ones(n_f)
-        rpp_live = vsum > 0
-        vshare = vw / np.where(rpp_live, vsum, 1.0)[:, None]      # dead RPP rows stay 0
-        w = tree.rack_share * rpp_live[tree.rack_rpp]
-        wsum = w @ np.ones(w.shape[1])
-        dropped = wsum <= 0
-        w = w / np.where(dropped, 1.0, wsum)[:, None]               # dropped rows stay 0
-        m = None
-
-    rack_w = np.where(dropped, 0.0, x)
+    key = (True,) * n_f if feed_up is None else tuple(
+        bool(u) for u in np.asarray(feed_up, dtype=bool).reshape(n_f))
+    route = tree._route(key)
+    up, vshare, dropped = route.up, route.rpp_feed, route.dropped
+    rack_w = np.where(dropped, 0.0, x) if route.any_dropped else x.copy()
     if x.ndim == 1:
-        rpp_w = np.bincount(tree.rack_rpp.ravel(), weights=(rack_w[:, None] * w).ravel(),
+        rpp_w = np.bincount(tree.rack_rpp.ravel(), weights=(rack_w[:, None] * route.cord_w).ravel(),
                             minlength=tree.n_rpps)
     else:
-        if m is None:
-            m = _rack_to_rpp_matrix(tree.rack_rpp, w, tree.n_rpps)
-        rpp_w = (m.T @ rack_w.T).T
+        rpp_w = (route.rack_to_rpp.T @ rack_w.T).T
     rpp_loss = resistive_loss_w(rpp_w, tree.rpp_rating_w, tree.rpp_loss_fraction)
     ups_out = (rpp_w + rpp_loss) @ vshare
     ups_loss = ups_loss_w(ups_out, tree.ups_capacity_w, tree.ups_mode,
@@ -340,7 +359,10 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
     rpp_ok = np.all(rpp_lf <= 1.0, axis=-1)
     feed_ok = np.all(feed_lf <= 1.0, axis=-1)
     ups_ok = np.all(ups_lf <= 1.0, axis=-1) if tree.ups_mode != "bypass" else np.ones_like(feed_ok)
-    load_lost = np.any((x != 0.0) & dropped, axis=-1)
+    if route.any_dropped:
+        load_lost = np.any((x != 0.0) & dropped, axis=-1)
+    else:
+        load_lost = np.zeros(np.shape(it_w), dtype=bool)
     holds = rpp_ok & feed_ok & ups_ok & ~load_lost
     return PowerFlow(
         rack_w=rack_w, rack_dropped=dropped, rpp_w=rpp_w, rpp_load_fraction=rpp_lf,
