@@ -156,6 +156,13 @@ def test_slower_transport_and_fabric_slow_the_step():
     assert ib < tcp and ib < thin
 
 
+def test_partitioned_job_makes_no_progress():
+    e = est(inter_node_gbps=0.0)
+    assert e.step_time_s == float("inf") and e.tokens_per_s_per_gpu == 0.0 and e.mfu == 0.0
+    one_node = est("8b", gpus=8, global_batch=128, inter_node_gbps=0.0)
+    assert np.isfinite(one_node.step_time_s)
+
+
 def test_recompute_costs_a_forward():
     none, sel, full = (est(activation_recompute=r).step_time_s
                        for r in ("none", "selective", "full"))

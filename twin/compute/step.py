@@ -229,7 +229,8 @@ def step_estimate(
     pace), deployment (``bare_metal``, ``container``, ``vm``), gated_mlp (SwiGLU with
     three F x h matrices, else a two-matrix GeLU / squared-ReLU MLP as GPT-3 and
     Nemotron-4), kernel_efficiency (default from the peak: H100 or A100 table).
-    MFU is relative to ``peak_tflops``.
+    MFU is relative to ``peak_tflops``.  A multi-node job with ``inter_node_gbps = 0``
+    (partitioned fabric) gets an infinite step and zero throughput.
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -264,8 +265,10 @@ def step_estimate(
     transport_efficiency(transport)  # validates
     clock = float(np.min(np.asarray(clock_fraction, dtype=float)))
     _check(0.0 < clock <= 1.0 + 1e-9, f"clock_fraction must be in (0, 1], got {clock!r}")
-    _check(dp == 1 or inter_node_gbps > 0 or gpus <= gpus_per_node,
-           "inter_node_gbps is 0: the job's nodes cannot talk (partitioned fabric)")
+    if inter_node_gbps <= 0 and gpus > gpus_per_node:
+        # partitioned fabric: the job's nodes cannot talk, no step completes
+        return StepEstimate(step_time_s=math.inf, mfu=0.0, tokens_per_s_per_gpu=0.0,
+                            tokens_per_day=0.0, breakdown={"partitioned": math.inf})
 
     ke = kernel_efficiency or kernel_efficiency_for(peak_tflops, precision)
     g = gpus_per_node

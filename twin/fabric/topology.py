@@ -112,6 +112,8 @@ def _add_clos_plane(
     """Add spines (and cores) above ``leaf_ids`` of one plane; return its layout."""
     k = switch_ports
     n_leaves = len(leaf_ids)
+    if n_leaves == 1:  # one leaf per plane (a single SU, a Lenovo T-shirt size): no spines
+        return PlaneLayout(plane, np.asarray(leaf_ids), np.zeros(1, dtype=np.int64), 1, 0, 0, 0, 0)
     if n_leaves <= k:
         if spines_per_plane is not None:
             if uplinks % spines_per_plane:
@@ -169,6 +171,7 @@ def build_fabric(
     oversubscription: float = 1.0,
     tor_uplinks_per_spine: int = 2,
     spines: int | None = None,
+    ports_per_nic: int = 1,
 ) -> nx.Graph:
     """Build a compute fabric as a networkx graph.
 
@@ -188,7 +191,9 @@ def build_fabric(
         cables, ``floor(d / rails)`` nodes per leaf.
     n_nodes [-], link_gbps [Gb/s per cable per direction], switch_ports [-],
     oversubscription [-] (leaf down/up bandwidth ratio, 1 = non-blocking).
-    gpus_per_node is recorded in ``graph.graph`` (collectives use it).
+    ports_per_nic [-]: cables from each NIC to its leaf (Lenovo: 4 dual-port CX-7 split
+    over two switches = 2 rails x 4 ports of 200 Gb/s).  A plane with a single leaf gets
+    no spines.  gpus_per_node is recorded in ``graph.graph`` (collectives use it).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown fabric kind {kind!r}; expected one of {KINDS}")
@@ -205,12 +210,14 @@ def build_fabric(
     edges: list = []  # (u, v, links, tier, plane)
     planes: list[PlaneLayout] = []
 
+    if ports_per_nic < 1:
+        raise ValueError("ports_per_nic must be >= 1")
     if kind == "rail_optimized":
-        d = su_nodes
+        d = su_nodes * ports_per_nic
         u = max(1, round(d / oversubscription))
-        if d + u > k:
-            raise ValueError(f"a leaf needs {d} down + {u} up ports > {k}")
         n_su = math.ceil(n_nodes / su_nodes)
+        if d + (u if n_su > 1 else 0) > k:
+            raise ValueError(f"a leaf needs {d} down + {u} up ports > {k}")
         node_su = nodes_idx // su_nodes
         nics = rails
         node_leaf = np.empty((n_nodes, rails), dtype=np.int64)
@@ -225,7 +232,7 @@ def build_fabric(
             node_leaf[:, r] = ids[node_su]
             planes.append(_add_clos_plane(edges, switches, r, ids, leaf_names, u, k,
                                           link_gbps, spines))
-        nic_links = 1
+        nic_links = ports_per_nic
     elif kind == "clos":
         n_racks = math.ceil(n_nodes / su_nodes)
         node_su = nodes_idx // su_nodes
@@ -234,9 +241,9 @@ def build_fabric(
             raise ValueError(f"{su_nodes} nodes per rack exceed {k} TOR ports")
         n_tors = n_racks * rails
         n_sp = spines if spines is not None else 4
-        if su_nodes + n_sp * tor_uplinks_per_spine > k:
-            raise ValueError(f"a TOR needs {su_nodes} down + {n_sp * tor_uplinks_per_spine} "
-                             f"up ports > {k}")
+        if su_nodes * ports_per_nic + n_sp * tor_uplinks_per_spine > k:
+            raise ValueError(f"a TOR needs {su_nodes * ports_per_nic} down + "
+                             f"{n_sp * tor_uplinks_per_spine} up ports > {k}")
         node_leaf = np.empty((n_nodes, rails), dtype=np.int64)
         for rack in range(n_racks):
             for i in range(rails):
@@ -254,11 +261,11 @@ def build_fabric(
                 edges.append((leaf_names[t], sname, tor_uplinks_per_spine, "leaf-spine", 0))
         planes.append(PlaneLayout(0, np.arange(n_tors), np.zeros(n_tors, dtype=np.int64), 1,
                                   n_sp, tor_uplinks_per_spine, 0, 0, shared_spines=True))
-        nic_links = 1
+        nic_links = ports_per_nic
     else:  # fat_tree
         d = round(k * oversubscription / (1.0 + oversubscription))
         u = k - d
-        per_leaf = d // rails
+        per_leaf = d // (rails * ports_per_nic)
         if per_leaf < 1:
             raise ValueError(f"{rails} cables per node exceed {d} leaf down ports")
         n_leaves = math.ceil(n_nodes / per_leaf)
@@ -273,7 +280,7 @@ def build_fabric(
         node_leaf = node_su[:, None].copy()
         planes.append(_add_clos_plane(edges, switches, 0, np.arange(n_leaves), leaf_names, u, k,
                                       link_gbps, spines))
-        nic_links = rails
+        nic_links = rails * ports_per_nic
 
     g = nx.Graph()
     g.add_nodes_from((f"n{i}", {"kind": "node", "tier": 0, "su": int(node_su[i]), "index": i})
