@@ -275,16 +275,26 @@ def build_power_tree(
     )
 
 
-@dataclass(frozen=True, eq=False)
 class _Route:
-    """How power routes through the tree for one pattern of live feeds."""
+    """How power routes through the tree for one pattern of live feeds.
 
-    up: np.ndarray          # (F,) bool
-    cord_w: np.ndarray      # (R, S) share of each rack on each cord (0 on dead cords)
-    rpp_feed: np.ndarray    # (P, F) share of each RPP on each live feed
-    dropped: np.ndarray     # (R,) rack has no live cord
-    any_dropped: bool
-    rack_to_rpp: sp.csr_matrix  # (R, P) cord shares, for (T, R) inputs
+    up (F,) bool; cord_w (R, S) share of each rack on each cord (0 on dead cords);
+    rpp_feed (P, F) share of each RPP on each live feed; dropped (R,) rack has no live
+    cord; rack_to_rpp (R, P) sparse cord shares, built on first (T, R) use.
+    """
+
+    __slots__ = ("up", "cord_w", "rpp_feed", "dropped", "any_dropped", "_m", "_rack_rpp", "_n_p")
+
+    def __init__(self, up, cord_w, rpp_feed, dropped, rack_rpp, n_p):
+        self.up, self.cord_w, self.rpp_feed, self.dropped = up, cord_w, rpp_feed, dropped
+        self.any_dropped = bool(dropped.any())
+        self._m, self._rack_rpp, self._n_p = None, rack_rpp, n_p
+
+    @property
+    def rack_to_rpp(self) -> sp.csr_matrix:
+        if self._m is None:
+            self._m = _rack_to_rpp_matrix(self._rack_rpp, self.cord_w, self._n_p)
+        return self._m
 
 
 def _build_route(tree: PowerTree, up: np.ndarray) -> _Route:
@@ -299,9 +309,7 @@ def _build_route(tree: PowerTree, up: np.ndarray) -> _Route:
     w = w / np.where(dropped, 1.0, wsum)[:, None]               # dropped rows stay 0
     for a in (up, w, vshare, dropped):
         a.setflags(write=False)
-    return _Route(up=up, cord_w=w, rpp_feed=vshare, dropped=dropped,
-                  any_dropped=bool(dropped.any()),
-                  rack_to_rpp=_rack_to_rpp_matrix(tree.rack_rpp, w, tree.n_rpps))
+    return _Route(up, w, vshare, dropped, tree.rack_rpp, tree.n_rpps)
 
 
 def _rack_to_rpp_matrix(rack_rpp, share, n_p) -> sp.csr_matrix:
