@@ -280,7 +280,7 @@ class _Route:
 
     up (F,) bool; cord_w (R, S) share of each rack on each cord (0 on dead cords);
     rpp_feed (P, F) share of each RPP on each live feed; dropped (R,) rack has no live
-    cord; rack_to_rpp (R, P) sparse cord shares, built on first (T, R) use.
+    cord; rpp_from_rack (P, R) sparse cord shares, built on first (T, R) use.
     """
 
     __slots__ = ("up", "cord_w", "rpp_feed", "dropped", "any_dropped", "_m", "_rack_rpp", "_n_p")
@@ -291,9 +291,10 @@ class _Route:
         self._m, self._rack_rpp, self._n_p = None, rack_rpp, n_p
 
     @property
-    def rack_to_rpp(self) -> sp.csr_matrix:
+    def rpp_from_rack(self) -> sp.csr_matrix:
+        """(P, R) CSR matrix: ``rpp_w.T = M @ rack_w.T``."""
         if self._m is None:
-            self._m = _rack_to_rpp_matrix(self._rack_rpp, self.cord_w, self._n_p)
+            self._m = _rack_to_rpp_matrix(self._rack_rpp, self.cord_w, self._n_p).T.tocsr()
         return self._m
 
 
@@ -348,7 +349,7 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
         rpp_w = np.bincount(tree.rack_rpp.ravel(), weights=(rack_w[:, None] * route.cord_w).ravel(),
                             minlength=tree.n_rpps)
     else:
-        rpp_w = (route.rack_to_rpp.T @ rack_w.T).T
+        rpp_w = (route.rpp_from_rack @ rack_w.T).T
     rpp_loss = resistive_loss_w(rpp_w, tree.rpp_rating_w, tree.rpp_loss_fraction)
     ups_out = (rpp_w + rpp_loss) @ vshare
     ups_loss = ups_loss_w(ups_out, tree.ups_capacity_w, tree.ups_mode,
