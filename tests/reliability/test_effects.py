@@ -95,3 +95,36 @@ def test_detection_delays():
     assert sample_detection_delay_h(rng, "timeout") == pytest.approx(10 / 60, rel=1e-3)
     sdc = sample_detection_delay_h(rng, "silent", sdc_mean_h=2.0, size=20_000)
     assert sdc.mean() == pytest.approx(2.0, rel=0.05)
+
+
+def test_scale_class_rates_changes_only_the_named_classes():
+    from twin.reliability import job_mtbf_h, scale_class_rates
+
+    scaled = scale_class_rates(CLASSES, {"gpu_hbm3": 2.0})
+    by = {c.name: c for c in scaled}
+    orig = {c.name: c for c in CLASSES}
+    assert by["gpu_hbm3"].rate_per_node_h == pytest.approx(2 * orig["gpu_hbm3"].rate_per_node_h)
+    assert by["gpu"] is orig["gpu"]
+    # 72 more interruptions on the 2,048-node basis: MTBF 1296 / (419 + 72) h
+    assert job_mtbf_h(scaled, 2048) == pytest.approx(1296 / 491)
+    with pytest.raises(KeyError):
+        scale_class_rates(CLASSES, {"flux_capacitor": 2.0})
+
+
+def test_catalog_has_a_source_for_every_number():
+    from twin.reliability import load_failure_catalog
+
+    cat = load_failure_catalog()
+    assert cat["basis"]["source"]
+    for c in cat["classes"]:
+        assert c["count"] > 0 and c["source"], c["name"]
+    for kind in ("reimage", "hardware", "warranty", "none"):
+        assert cat["repair"][kind]["source"]
+    for v in cat["detection"].values():
+        assert v["source"] and v["value"] > 0
+    for v in cat["psu_redundancy"].values():
+        assert v["source"]
+    assert cat["planned_maintenance"]["source"]
+    # the returned dict is a copy: mutating it does not change the classes
+    cat["classes"][0]["count"] = 1e9
+    assert load_failure_classes()[0].count == 148

@@ -193,3 +193,16 @@ def test_sampler_never_picks_a_zero_rate_node(weights, seed):
             assert ev is None
             break
         assert w[ev[1]] > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(weights=st.lists(st.floats(0.0, 1e3), min_size=1, max_size=50), seed=st.integers(0, 2**32 - 1))
+def test_batch_sampler_never_picks_a_zero_rate_node(weights, seed):
+    w = np.asarray(weights)
+    s = ClusterFailureSampler(CLASSES, w.size, rate_scale=w, thermal_acceleration=np.resize([0.0, 2.0], w.size))
+    t, node, k = s.sample_until(np.random.default_rng(seed), 5e4)
+    therm = np.array([c.thermal for c in CLASSES])[k]
+    acc = np.resize([0.0, 2.0], w.size)[node]
+    assert np.all(w[node] > 0)
+    assert np.all(acc[therm] > 0)  # thermal classes never land on a zero-acceleration node
+    assert t.size == node.size == k.size

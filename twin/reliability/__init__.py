@@ -19,6 +19,7 @@ from twin.reliability.classes import (
     load_failure_catalog,
     load_failure_classes,
     planned_maintenance_rate_per_h,
+    scale_class_rates,
 )
 from twin.reliability.effects import (
     PSU_NODE_DOWN,
@@ -112,6 +113,7 @@ __all__ = [
     "sample_planned_maintenance_times_h",
     "sample_repair_duration_h",
     "sample_weibull_failure_age_h",
+    "scale_class_rates",
     "sdc_lost_work_s",
     "spares_fill_rate",
     "stock_for_fill_rate",

@@ -8,7 +8,9 @@ as ``count / (nodes * days * 24)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -73,14 +75,19 @@ def _load_yaml(path: str) -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
-def load_failure_catalog(path: str | Path | None = None) -> dict[str, Any]:
-    """The raw failure catalog (basis, classes, repair, detection, ...) as a dict."""
+def _catalog(path: str | Path | None = None) -> dict[str, Any]:
+    """The cached catalog dict (shared: never mutate)."""
     return _load_yaml(str(Path(path) if path is not None else _catalog_path()))
+
+
+def load_failure_catalog(path: str | Path | None = None) -> dict[str, Any]:
+    """The raw failure catalog (basis, classes, repair, detection, ...) as a new dict."""
+    return copy.deepcopy(_catalog(path))
 
 
 def basis_node_hours(catalog: dict[str, Any] | None = None) -> float:
     """Node-hours [node*h] of the calibration basis (2,048 nodes * 54 d * 24 h)."""
-    b = (catalog or load_failure_catalog())["basis"]
+    b = (catalog or _catalog())["basis"]
     return float(b["nodes"]) * float(b["days"]) * 24.0
 
 
@@ -90,7 +97,7 @@ def load_failure_classes(path: str | Path | None = None) -> tuple[FailureClass, 
     rate_per_node_h [1/h] = count / (nodes * days * 24 h) of the catalog's basis
     (Llama 3, arXiv 2407.21783, Table 5: 2,048 nodes, 54 days, 419 interruptions).
     """
-    cat = load_failure_catalog(path)
+    cat = _catalog(path)
     node_h = basis_node_hours(cat)
     out = []
     for c in cat["classes"]:
@@ -128,5 +135,26 @@ def planned_maintenance_rate_per_h(path: str | Path | None = None) -> float:
     Planned maintenance is announced: the job checkpoints at the announcement and loses
     no work beyond it, unlike the unplanned ``host_maintenance`` class.
     """
-    cat = load_failure_catalog(path)
+    cat = _catalog(path)
     return float(cat["planned_maintenance"]["count"]) / (float(cat["basis"]["days"]) * 24.0)
+
+
+def scale_class_rates(
+    classes: tuple[FailureClass, ...], factors: Mapping[str, float]
+) -> tuple[FailureClass, ...]:
+    """Classes with the rates of the named classes multiplied by their factor [-].
+
+    E.g. {"gpu_hbm3": 2.0, "software_bug": 0.5} for a what-if on one failure mode.
+    Unknown names raise KeyError; factors must be >= 0.
+    """
+    names = {c.name for c in classes}
+    unknown = set(factors) - names
+    if unknown:
+        raise KeyError(f"unknown failure classes: {sorted(unknown)}")
+    out = []
+    for c in classes:
+        f = float(factors.get(c.name, 1.0))
+        if f < 0:
+            raise ValueError(f"{c.name}: factor must be >= 0")
+        out.append(replace(c, rate_per_node_h=c.rate_per_node_h * f) if f != 1.0 else c)
+    return tuple(out)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.reliability.classes import REPAIRS, load_failure_catalog
+from twin.reliability.classes import REPAIRS, _catalog
 
 
 def repair_lognormal_params(repair: str) -> tuple[float, float]:
     """(median_h, log_sigma) of the catalog's lognormal for a repair kind."""
     if repair not in REPAIRS:
         raise ValueError(f"repair {repair!r} not in {REPAIRS}")
-    r = load_failure_catalog()["repair"][repair]
+    r = _catalog()["repair"][repair]
     return float(r["median_h"]), float(r["log_sigma"])
 
 
@@ -71,7 +71,7 @@ def sample_detection_delay_h(
     silent        Exp(mean): silent data corruption found later by numerics checks
     Defaults from twin/catalog/failures.yaml ``detection``.
     """
-    d = load_failure_catalog()["detection"]
+    d = _catalog()["detection"]
     if detection == "immediate":
         v = np.zeros(size) if size is not None else 0.0
     elif detection == "health_check":
@@ -96,7 +96,7 @@ def mean_detection_delay_h(
     sdc_mean_h: float | None = None,
 ) -> float:
     """Mean of ``sample_detection_delay_h`` [h]: 0, interval/2, timeout or the SDC mean."""
-    d = load_failure_catalog()["detection"]
+    d = _catalog()["detection"]
     if detection == "immediate":
         return 0.0
     if detection == "health_check":

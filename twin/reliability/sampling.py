@@ -25,6 +25,15 @@ from twin.reliability.classes import FailureClass
 from twin.reliability.hazard import class_rates_per_node_h, thermal_mask
 
 
+def _pick_many(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Vectorised ``_pick`` for uniforms ``u`` (M,)."""
+    j = np.searchsorted(cum, u * cum[-1], side="right")
+    over = j >= cum.size
+    if np.any(over):
+        j[over] = int(np.flatnonzero(np.diff(cum, prepend=0.0) > 0)[-1])
+    return j
+
+
 def _pick(cum: np.ndarray, u: float) -> int:
     """Index j with cum[j-1] <= u * cum[-1] < cum[j] (weights cum[j]-cum[j-1] > 0)."""
     j = int(np.searchsorted(cum, u * cum[-1], side="right"))
@@ -48,6 +57,8 @@ def sample_next_failure(
     r = np.asarray(rates_per_h, dtype=float)
     if r.ndim not in (1, 2):
         raise ValueError("rates_per_h must be (N,) or (N, K)")
+    if r.size and r.min() < 0:
+        raise ValueError("rates_per_h must be >= 0")
     cum = np.cumsum(r.ravel())
     total = float(cum[-1]) if cum.size else 0.0
     if total <= 0.0:
@@ -175,15 +186,11 @@ class ClusterFailureSampler:
         lam = self.total_rate_per_h * float(horizon_h)
         m = int(rng.poisson(lam)) if lam > 0 else 0
         t = np.sort(rng.random(m) * horizon_h)
-        tot = self._cum_class[-1] if self._cum_class.size else 0.0
-        k = np.minimum(np.searchsorted(self._cum_class, rng.random(m) * tot, side="right"),
-                       len(self.classes) - 1)
+        k = _pick_many(self._cum_class, rng.random(m)) if m else np.empty(0, dtype=np.int64)
         node = np.empty(m, dtype=np.int64)
         u = rng.random(m)
         th = self._thermal[k]
         for mask, thermal in ((th, True), (~th, False)):
             if np.any(mask):
-                cum = self._cum(thermal)
-                idx = np.searchsorted(cum, u[mask] * cum[-1], side="right")
-                node[mask] = np.minimum(idx, self.n_nodes - 1)
+                node[mask] = _pick_many(self._cum(thermal), u[mask])
         return t, node, k.astype(np.int64)
