@@ -91,6 +91,21 @@ class ClusterFailureSampler:
     (plus one O(N) cumulative sum after an update):
     class by its share of the total, then node by searchsorted in the cumulative
     weights of that class's group (thermal or not).
+
+    Engine loop (one simpy process), per sampling interval [t, t + dt):
+
+        sampler.update(rate_scale=scale * installed * burn_in_multiplier,
+                       thermal_acceleration=accel)          # O(N), once per interval
+        left = dt
+        while (hit := sampler.next(rng, left)) is not None:
+            dt_h, node, k = hit
+            yield env.timeout(dt_h)                         # hours -> engine units
+            left -= dt_h
+            if node_can_fail[node]:                         # thinning: down nodes
+                fail(node, k)
+        yield env.timeout(left)
+
+    Redrawing at every interval is exact for piecewise-constant rates (memoryless).
     """
 
     def __init__(
