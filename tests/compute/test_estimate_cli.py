@@ -100,3 +100,17 @@ def test_cluster_from_scenario(capsys):
     if rc == 2:
         pytest.skip(f"scenario not loadable here: {out.err}")
     assert json.loads(out.out)["transport"] == "ib_rdma"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios/estimates").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_estimate_matches_its_reference(path):
+    est = load_estimate(path)
+    r = estimate_from_file(est)
+    ref = est.reference
+    assert ref is not None and ref.source
+    tol = 0.05 if path.stem == "llama31_70b_bf16_64gpu" else 0.12
+    if ref.step_time_s:
+        assert r.step_time_s == pytest.approx(ref.step_time_s, rel=tol)
+    if ref.mfu and ref.step_time_s is None:
+        assert r.mfu == pytest.approx(ref.mfu, rel=tol)

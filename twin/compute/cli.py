@@ -143,7 +143,7 @@ def _cmd_step(args) -> dict:
         est = est.model_copy(update={"cluster": c})
     r = estimate_from_file(est)
     out = {"name": est.name, **r.as_dict()}
-    if est.reference is not None and est.reference.step_time_s:
+    if est.reference is not None:
         out["reference"] = est.reference.model_dump()
     return out
 
@@ -174,7 +174,10 @@ def _print_step(out: dict) -> None:
         print(f"    {k:22s} {v:10.3f}")
     ref = out.get("reference")
     if ref:
-        print(f"  reference step_time_s {ref['step_time_s']:12.3f}  ({ref.get('source', '')})")
+        for key in ("step_time_s", "mfu", "tokens_per_s_per_gpu"):
+            if ref.get(key) is not None:
+                print(f"  reference {key:22s} {ref[key]:10.4g}")
+        print(f"  reference source: {ref.get('source', '')}")
 
 
 def _print_collective(out: dict) -> None:
