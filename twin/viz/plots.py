@@ -249,3 +249,47 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
+
+
+def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: str = "seed",
+                 time_dim: str = "day", band: str = "minmax") -> Figure:
+    """A time series of a sweep (dims: axes..., seed, day) against time, one line per value
+    of ``hue`` (default: the first swept dimension), mean over seeds with a band
+    (``"minmax"``, ``"std"`` or ``"none"``). Other dimensions must have length 1."""
+    if series not in ds:
+        raise KeyError(f"{series!r} is not a variable of the sweep dataset")
+    da = ds[series]
+    if time_dim not in da.dims:
+        raise ValueError(f"{series!r} has no {time_dim!r} dimension; use plots.sweep for a KPI")
+    axes = [d for d in da.dims if d not in (seed_dim, time_dim)]
+    if hue is None and axes:
+        hue = axes[0]
+    for d in axes:
+        if d != hue and da.sizes[d] != 1:
+            raise ValueError(f"dimension {d!r} has {da.sizes[d]} values; select one (ds.sel) or pass it as hue")
+    da = da.squeeze([d for d in axes if d != hue], drop=True)
+    fig, (ax,) = _figure(figsize=(8.5, 4.5))
+    t = da[time_dim].values
+    groups = [(None, da)] if hue is None else [(v, da.sel({hue: v})) for v in da[hue].values]
+    for k, (value, g) in enumerate(groups):
+        color = f"C{k % 10}"
+        mean = g.mean(seed_dim).values if seed_dim in g.dims else g.values
+        if seed_dim in g.dims and band != "none":
+            if band == "minmax":
+                lo, hi = g.min(seed_dim).values, g.max(seed_dim).values
+            elif band == "std":
+                sd = g.std(seed_dim).values
+                lo, hi = mean - sd, mean + sd
+            else:
+                raise ValueError(f"band must be 'minmax', 'std' or 'none', got {band!r}")
+            ax.fill_between(t, lo, hi, color=color, alpha=0.2, linewidth=0)
+        ax.plot(t, mean, color=color, label=None if value is None else f"{hue} = {value}")
+    units = da.attrs.get("units")
+    ax.set_xlabel(f"{time_dim} [days]" if time_dim == "day" else time_dim)
+    ax.set_ylabel(series + (f" [{units}]" if units and units != "1" else ""))
+    n_seeds = ds.sizes.get(seed_dim, 1)
+    ax.set_title(f"{series} (mean of {n_seeds} seed{'s' if n_seeds != 1 else ''}, band {band})")
+    if hue is not None:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig

@@ -234,6 +234,13 @@ def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
     return out
 
 
+def format_power(w: float) -> str:
+    """Power with a readable unit: 830 kW, 2.41 MW."""
+    if not np.isfinite(w):
+        return "n/a"
+    return f"{w / 1e6:.2f} MW" if abs(w) >= 1e6 else f"{w / 1e3:.1f} kW"
+
+
 def _caption(ds: xr.Dataset, i: int) -> str:
     def g(name):
         return float(ds[name].values[i]) if name in ds else float("nan")
@@ -242,8 +249,8 @@ def _caption(ds: xr.Dataset, i: int) -> str:
     inlet = ds["rack_inlet_c"].values[i]
     on = ds["rack_state"].values[i] >= 1
     tmax = float(np.nanmax(inlet[on])) if on.any() else float("nan")
-    parts = [f"IT {g('facility_it_power_w') / 1e6:.2f} MW of {g('power_available_w') / 1e6:.2f} MW",
-             f"facility {g('facility_total_power_w') / 1e6:.2f} MW",
+    parts = [f"IT {format_power(g('facility_it_power_w'))} of {format_power(g('power_available_w'))}",
+             f"facility {format_power(g('facility_total_power_w'))}",
              f"GPUs {g('gpus_installed'):.0f} installed / {g('gpus_powered'):.0f} powered / "
              f"{g('gpus_healthy'):.0f} healthy",
              f"tokens {tokens:.3g}"]
@@ -309,8 +316,8 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
     state = np.full(n, 2)
     value = _rack_quantity(quantity, inlet, heat, rpp, state)
     total = heat.sum()
-    caption = (f"design point: {n} racks at {heat.mean() / 1e3:.1f} kW = {total / 1e6:.2f} MW IT; "
-               f"first stage {scenario.site.power.plan[0].it_power_kw / 1e3:.2f} MW")
+    caption = (f"design point: {n} racks at {heat.mean() / 1e3:.1f} kW = {format_power(total)} IT; "
+               f"first stage {format_power(scenario.site.power.plan[0].it_power_kw * 1e3)}")
     if np.isfinite(inlet).any():
         caption += f" · max inlet {np.nanmax(inlet):.1f} °C"
     return Snapshot(scenario=scenario, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,

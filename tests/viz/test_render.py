@@ -1,0 +1,205 @@
+"""The 3-D hall off-screen: reference images, colours follow the data, VTK export,
+animation and the ``twin render`` command.
+
+Reference images live in tests/viz/reference/; regenerate them (after a deliberate change
+of the scene) with ``TWIN_UPDATE_REFERENCES=1 pytest tests/viz/test_render.py``.
+"""
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pv = pytest.importorskip("pyvista")
+
+from twin.viz import render, scene  # noqa: E402
+from twin.viz import snapshot as S  # noqa: E402
+from twin.viz.cli import run_render_cli  # noqa: E402
+
+REFERENCE = Path(__file__).parent / "reference"
+SIZE = (480, 320)
+# vtkImageDifference error (pyvista.compare_images; it forgives pixels matched by a
+# neighbour, so shifts of one pixel cost little). pyvista's own image cache fails above 500;
+# here one rack of two changing colour scores about 270 and a re-render of the same scene 0,
+# so 150 keeps room for anti-aliasing / font differences and still catches a wrong colour.
+IMAGE_ERROR_MAX = 150.0
+
+
+def _check_reference(name: str, img: np.ndarray) -> float:
+    ref = REFERENCE / f"{name}.png"
+    if os.environ.get("TWIN_UPDATE_REFERENCES") or not ref.exists():
+        REFERENCE.mkdir(parents=True, exist_ok=True)
+        import imageio.v3 as iio
+
+        iio.imwrite(ref, img)
+        if not os.environ.get("TWIN_UPDATE_REFERENCES"):
+            pytest.fail(f"reference image {ref} was missing and has been written; commit it")
+    import imageio.v3 as iio
+
+    expected = iio.imread(ref)[..., :3]
+    assert expected.shape == img.shape, f"{name}: image size changed"
+    return pv.compare_images(pv.pyvista_ndarray(img), pv.pyvista_ndarray(expected))
+
+
+@pytest.fixture(scope="module")
+def design_snapshot(small_scenario):
+    return S.snapshot_from_scenario(small_scenario, "power")
+
+
+def _two_rack_snapshot(small_scenario, values):
+    """Both racks delivered, inlet temperatures ``values`` [C], no field."""
+    snap = S.snapshot_from_scenario(small_scenario, "inlet_temp", field=False)
+    v = np.asarray(values, float)
+    return dataclasses.replace(snap, rack_value=v, scale=S.color_scale("inlet_temp", np.array([18.0, 32.0])),
+                               fields=[], caption="")
+
+
+def _rack_pixels(snap, size=SIZE):
+    """Render ``snap`` and return the RGB colour at the centre of each rack's top face."""
+    pl = scene.new_plotter(size)
+    try:
+        scene.draw_snapshot(pl, snap, title="", caption=False)
+        scene.frame_camera(pl, snap.scenario)
+        img = pl.screenshot(return_img=True)
+        ren = pl.renderer
+        out = []
+        for (x, y) in snap.rack_xy_m:
+            ren.SetWorldPoint(x, y, scene.RACK_HEIGHT_M, 1.0)
+            ren.WorldToDisplay()
+            dx, dy, _ = ren.GetDisplayPoint()
+            out.append(img[img.shape[0] - 1 - int(round(dy)), int(round(dx))].astype(int))
+    finally:
+        pl.close()
+    return img, out
+
+
+def test_design_point_matches_reference(design_snapshot):
+    img = render.render_snapshot(design_snapshot, None, SIZE)
+    assert img.shape == (SIZE[1], SIZE[0], 3)
+    err = _check_reference("lenovo_small_design_power", img)
+    assert err < IMAGE_ERROR_MAX
+
+
+def test_run_health_matches_reference(small_results):
+    snap = S.snapshot_from_results(small_results, "health", time_index=5, field=False)
+    img = render.render_snapshot(snap, None, SIZE)
+    assert _check_reference("lenovo_small_run_health", img) < IMAGE_ERROR_MAX
+
+
+def test_hot_rack_is_drawn_hotter(small_scenario):
+    # coolwarm: a rack at the top of the scale is red, one at the bottom blue
+    img, (a, b) = _rack_pixels(_two_rack_snapshot(small_scenario, [19.0, 31.0]))
+    assert a[2] > a[0] + 40, f"cold rack should be blue, got {a}"
+    assert b[0] > b[2] + 40, f"hot rack should be red, got {b}"
+    # swap the data: the colours swap
+    img2, (a2, b2) = _rack_pixels(_two_rack_snapshot(small_scenario, [31.0, 19.0]))
+    assert a2[0] > a2[2] + 40 and b2[2] > b2[0] + 40
+    # and the image comparison notices the change (the reference test has teeth)
+    assert pv.compare_images(pv.pyvista_ndarray(img), pv.pyvista_ndarray(img2)) > IMAGE_ERROR_MAX
+
+
+def test_undelivered_racks_are_slots_not_boxes(small_scenario):
+    snap = S.snapshot_from_scenario(small_scenario, "health", field=False)
+    snap = dataclasses.replace(snap, rack_state=np.array([2, -1]), rack_value=np.array([2.0, np.nan]))
+    blocks = scene.build_scene(snap)
+    assert blocks["racks"].n_cells == 1 and blocks["racks"]["rack"].tolist() == [0]
+    slot = blocks["rack_slots"]
+    assert slot.n_cells == 1 and slot.bounds[5] < 0.05   # a footprint on the floor
+    # the drawn rack box has the rack's footprint and position
+    b = blocks["racks"].bounds
+    x, y = snap.rack_xy_m[0]
+    assert (b[0] + b[1]) / 2 == pytest.approx(x) and (b[2] + b[3]) / 2 == pytest.approx(y)
+    assert b[1] - b[0] == pytest.approx(0.6) and b[3] - b[2] == pytest.approx(1.2)  # intake south: depth along y
+
+
+def test_field_blocks_cover_the_room(design_snapshot):
+    blocks = scene.build_scene(design_snapshot)
+    f = design_snapshot.fields[0]
+    sl = blocks["temperature_slice_0"]
+    fluid = int(np.isfinite(f["temperature"].values).sum())
+    assert sl.n_cells == fluid
+    assert sl["temperature"].min() == pytest.approx(np.nanmin(f["temperature"].values))
+    st = blocks["streamlines_0"]
+    assert st.n_cells > 0
+    # streamlines stay inside the hall, at the slice height
+    b = st.bounds
+    hall = design_snapshot.scenario.site.halls[0]
+    assert b[0] >= -1e-6 and b[1] <= hall.width_m + 1e-6 and b[2] >= -1e-6 and b[3] <= hall.depth_m + 1e-6
+    assert b[4] == pytest.approx(scene.SLICE_HEIGHT_M) and b[5] == pytest.approx(scene.SLICE_HEIGHT_M)
+
+
+def test_vtk_export_opens(tmp_path, design_snapshot):
+    vtm = render.export_scene(design_snapshot, tmp_path / "hall.vtm")
+    mb = pv.read(vtm)
+    assert isinstance(mb, pv.MultiBlock)
+    assert {"floor", "racks", "cooling_units", "temperature_slice_0"} <= set(mb.keys())
+    assert mb["racks"]["value"] == pytest.approx(design_snapshot.rack_value)
+    vtk = render.export_scene(design_snapshot, tmp_path / "hall.vtk")
+    grid = pv.read(vtk)
+    parts = set(np.unique(grid["part"]).tolist())
+    assert {scene.PART_CODES["racks"], scene.PART_CODES["floor"], scene.PART_CODES["temperature_slice"]} <= parts
+    racks = grid["value"][grid["part"] == scene.PART_CODES["racks"]]
+    assert np.sort(racks) == pytest.approx(np.sort(design_snapshot.rack_value))
+
+
+def test_two_halls_stand_side_by_side(small_scenario):
+    data = small_scenario.model_dump()
+    second = dict(data["site"]["halls"][0], name="annex")
+    data["site"]["halls"].append(second)
+    data["site"]["power"]["rpp"]["racks_per_rpp"] = 8
+    s2 = type(small_scenario).model_validate(data)
+    snap = S.snapshot_from_scenario(s2, "inlet_temp")
+    blocks = scene.build_scene(snap)
+    off = scene.hall_offsets_m(s2)
+    assert off[1] == pytest.approx(small_scenario.site.halls[0].width_m + scene.HALL_GAP_M)
+    xs = np.sort(blocks["racks"].cell_centers().points[:, 0])
+    assert xs[2:] == pytest.approx(xs[:2] + off[1])           # same layout, shifted
+    assert "temperature_slice_1" in blocks.keys()
+
+
+def test_animation_gif(tmp_path, small_results):
+    iio = pytest.importorskip("imageio.v3")
+    out = render.animate(small_results, tmp_path / "ramp.gif", color="power", frames=3, window_size=(240, 160))
+    frames = iio.imread(out, index=None)
+    assert frames.shape[0] == 3 and frames.shape[1:3] == (160, 240)
+    assert render.frame_indices(49, 3).tolist() == [0, 24, 48]
+    assert render.frame_indices(2, 10).tolist() == [0, 1]
+
+
+def test_cli_render_png_and_vtk(tmp_path, small_run_dir, capsys):
+    png = tmp_path / "hall.png"
+    assert run_render_cli([str(small_run_dir), "--color", "rpp_load", "--time", "1d", "--out", str(png),
+                           "--size", "320x200", "--no-field"]) == 0
+    import imageio.v3 as iio
+
+    assert iio.imread(png).shape[:2] == (200, 320)
+    assert run_render_cli([str(small_run_dir), "--out", str(tmp_path / "hall.vtm")]) == 0
+    assert isinstance(pv.read(tmp_path / "hall.vtm"), pv.MultiBlock)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["{run}", "--color", "humidity", "--out", "x.png"], "invalid choice"),
+    (["{run}", "--time", "2031-01-01", "--out", "x.png"], "outside the run"),
+    (["{run}", "--time", "soon", "--out", "x.png"], "expected an ISO date"),
+    (["{tmp}/missing", "--out", "x.png"], "no such run folder"),
+    (["{tmp}", "--out", "x.png"], "must contain results.nc"),
+    (["{run}", "--out", "x.txt"], "expected .png"),
+    (["{run}", "--out", "x.png", "--animate"], "animation is written as .gif or .mp4"),
+    (["{run}", "--out", "x.gif"], "need --animate"),
+    (["{run}", "--out", "x.png", "--size", "big"], "WIDTHxHEIGHT"),
+    (["{scenario}", "--time", "2d", "--out", "x.png"], "--time needs a run"),
+    (["{scenario}", "--set", "site.power.ups.capacity_kw=-5", "--out", "x.png"], "capacity_kw"),
+    (["{run}", "--set", "a.b=1", "--out", "x.png"], "apply to a scenario file"),
+])
+def test_cli_bad_input_exits_2(tmp_path, small_run_dir, capsys, argv, message):
+    fill = {"run": str(small_run_dir), "tmp": str(tmp_path), "scenario": str(Path(__file__).parents[2] / "scenarios" / "lenovo_small.yaml")}
+    args = [a.format(**fill) for a in argv]
+    args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(run_render_cli(args))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not list(tmp_path.glob("x.*"))
