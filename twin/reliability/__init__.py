@@ -1,8 +1,28 @@
 """Reliability: failure classes and rates, cluster failure sampling, repair and
-detection times, blast radius of failures, checkpoint intervals and goodput.
+detection times, blast radius of failures, checkpoint intervals and goodput, spares and
+repair-crew logistics.
 
 Pure functions and small samplers; the simpy engine (twin.sim) calls them.
 Times in hours (``_h``) for failures and repairs, seconds (``_s``) for checkpointing.
+
+Semantics the engine follows
+- Rates: ``twin/catalog/failures.yaml``, per node-hour, from Llama 3 Table 5 (419
+  unexpected interruptions on 2,048 nodes in 54 days). They count while a node is
+  installed and up; events landing on a down node are ignored (thinning).
+- Scope: ``node`` takes the node down; ``rail_su`` (leaf switch) degrades every node of
+  the scalable unit (one rail lost, ``rail_su_affected_nodes``) until the switch is
+  replaced; ``job`` crashes the job on the node only; ``none`` stops nothing.
+- Repair: ``reimage`` (xCAT stateless boot, minutes, no crew), ``hardware`` (a
+  technician and, if ``part`` is set, a spare), ``warranty`` (vendor, days), ``none``.
+- Detection: ``immediate``, ``health_check`` (uniform in the check interval),
+  ``timeout`` (collective watchdog), ``silent`` (silent data corruption: the job rolls
+  back to the last checkpoint completed before the corruption,
+  ``last_clean_checkpoint_index``).
+- Planned maintenance (announced; ``sample_planned_maintenance_times_h``): the job
+  checkpoints at the announcement and loses no work; the ``host_maintenance`` class is
+  the unplanned kind and loses the work since the last checkpoint.
+- Thermal: classes with ``thermal`` set scale with the node's Arrhenius factor.
+- Burn-in: Weibull infant hazard (shape < 1) added through ``burn_in_rate_multiplier``.
 """
 
 from twin.reliability.checkpoint import (
