@@ -7,25 +7,27 @@ and all-to-all; ``busbw`` is the speed of the bottleneck link.  So
 ``t = F(n) * S / busbw(S)``, and the model is a model of ``busbw(S)``.
 
 Protocol regimes instead of one alpha-beta line (calibration.yaml:
-collectives.cost_model note):
+collectives.cost_model note), each ``t = latency + F S / bandwidth``, the tuner taking the
+fastest:
 
-* latency-bound small messages (NCCL LL protocol): ``t_LL = lat + F S / (B_LL)``, with
-  ``lat`` the 13 us small-message latency of 8x H100 and ``B_LL = B_inf / 8`` (LL moves
-  4 data bytes per 8-byte flag word and runs on few channels);
-* bandwidth regime (LL128 / Simple): ``t_BW = max(F S / B_inf * (1 + (S_0 / S)**gamma),
-  2 lat)``.
-  The second factor is the pipeline fill and channel ramp-up: NCCL splits a buffer into
-  chunks over channels and the number of channels and chunk size grow with ``S``; the
-  measured 8x H100 curve has this shape, ``1/eff - 1`` falling as ``S**-0.65`` over three
-  decades (a fixed latency would give ``S**-1``).
-* ``t = min(t_LL, t_BW)`` (the tuner picks the faster protocol).
+* LL (8-byte flag words, few channels): ``13 us`` start-up, a trickle of bandwidth
+  (0.5 % of ``B_inf``): the flat 13-17 us of messages up to a few KB;
+* LL128 (128-byte lines): ``18.1 us`` start-up, ``0.39 B_inf`` (medium messages run on a
+  fraction of the channels): the 18-21 us plateau from 32 KB to 512 KB;
+* Simple: ``t = max(F S / B_inf * (1 + (S_0 / S)**gamma), 2 * 13 us)``.  The second
+  factor is the pipeline fill and channel ramp-up: NCCL splits a buffer into chunks over
+  channels, and the number of channels and the chunk size grow with ``S``; the measured
+  curve has ``1/eff - 1`` falling as ``S**-0.75`` over three decades (a fixed latency
+  would give ``S**-1``).
 
-Fitted on the DGX H100 all-reduce curve (calibration.yaml:
-collectives.h100_sxm_8gpu_allreduce_busbw, log-least-squares over 1 MB..8 GB):
-``B_inf = 1.104 * nvlink_gb_s`` with NVLS (in-switch reduction: busbw above the one-way
-NVLink 450 GB/s), ``S_0 = 18.3 MB``, ``gamma = 0.652``.  Without NVLS the ring's
-``B_inf`` is ``0.80 * nvlink_gb_s`` (DGX A100: ~235 GB/s all-reduce busbw on 300 GB/s
-NVLink3, nccl-tests results published by NVIDIA; the same ratio is used for H100).
+Fitted (log least squares, sizes >= 16 MB weighted 3x) on the full DGX H100 all-reduce
+curve, 8 B..16 GB, of NVIDIA dgxc-benchmarking nccl/README.md, which contains the five
+calibration.yaml points (collectives.h100_sxm_8gpu_allreduce_busbw): ``B_inf = 1.072 *
+nvlink_gb_s`` with NVLS (in-switch reduction: busbw above the one-way NVLink 450 GB/s),
+``S_0 = 17.6 MB``, ``gamma = 0.755``.  Errors: under 3 % from 16 MB to 16 GB, under
+11 % from 1 MB, 5.6 % mean over all 30 sizes.  Without NVLS the ring's ``B_inf`` is
+``0.80 * nvlink_gb_s`` (DGX A100: ~235 GB/s all-reduce busbw on 300 GB/s NVLink3,
+nccl-tests results published by NVIDIA; the same ratio is used for H100).
 
 Across nodes (hierarchical ring, one ring per NIC/rail, NCCL's default for large
 buffers): each ring crosses every node boundary once, so a node's NICs carry
@@ -46,17 +48,20 @@ import numpy as np
 
 OPS = ("allreduce", "reduce_scatter", "all_gather", "all_to_all")
 
-#: small-message latency of an 8x H100 all-reduce [s] (calibration.yaml)
+#: small-message (LL) latency of an 8x H100 all-reduce [s] (calibration.yaml: 13 us)
 INTRA_LATENCY_S = 13e-6
-#: pipeline-fill law of the bandwidth regime (fit to the 8x H100 curve, see module doc)
-FILL_S0_BYTES = 18.3e6
-FILL_GAMMA = 0.652
+#: LL bandwidth over B_inf [-] (fit, see module doc)
+LL_BW_FRACTION = 0.005
+#: LL128 start-up latency [s] and bandwidth over B_inf [-] (fit)
+LL128_LATENCY_S = 18.1e-6
+LL128_BW_FRACTION = 0.39
+#: pipeline-fill law of the Simple protocol (fit to the 8x H100 curve, see module doc)
+FILL_S0_BYTES = 17.6e6
+FILL_GAMMA = 0.755
 #: NVLS all-reduce asymptote over the one-way NVLink bandwidth (same fit)
-NVLS_BUSBW_OVER_NVLINK = 1.104
+NVLS_BUSBW_OVER_NVLINK = 1.072
 #: ring (no in-switch reduction) asymptote over one-way NVLink (DGX A100 nccl-tests)
 RING_BUSBW_OVER_NVLINK = 0.80
-#: LL protocol bandwidth over the bandwidth-regime asymptote (4 B data per 8 B line, few channels)
-LL_BW_FRACTION = 1.0 / 8.0
 
 #: Transports across nodes: fraction of NIC line rate a large collective reaches, per-hop
 #: software/NIC latency [s] and per-switch latency [s].
@@ -161,12 +166,12 @@ def group_collective_time_s(
             b_nvl = nvl * r / max(r - 1, 1) if r > 1 else math.inf
             b_inf = min(net, b_nvl)
         lat = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * (alpha_t + hops * alpha_sw)
-    # LL128/Simple pay about twice LL's start-up latency (NCCL tuning tables)
-    t_bw = np.maximum(f * s / b_inf * _fill_factor(s), 2.0 * latency_s)
+    net_lat = lat - latency_s  # network latency, paid in every protocol
+    t_simple = np.maximum(f * s / b_inf * _fill_factor(s), 2.0 * latency_s) + net_lat
     t_ll = lat + f * s / (LL_BW_FRACTION * b_inf)
-    if n_nodes > 1:
-        t_bw = t_bw + lat - latency_s  # network latency is paid in every protocol
-    return np.minimum(t_ll, t_bw)
+    t_ll128 = LL128_LATENCY_S * latency_s / INTRA_LATENCY_S + net_lat + f * s / (
+        LL128_BW_FRACTION * b_inf)
+    return np.minimum(np.minimum(t_ll, t_ll128), t_simple)
 
 
 def collective_time_s(
