@@ -36,6 +36,10 @@ group per node and ``g`` GPUs per node the group gets ``r/g`` of the node's NIC
 bandwidth (the other GPUs run their own groups at the same time, as data parallelism
 does).  ``busbw_net = r/g * inter_node_GB/s * eta_transport`` and the NVLink part of the
 ring moves ``(r-1)/r`` of the bus bytes; the slower of the two sets ``B_inf``.
+With NVLS an all-reduce may instead reduce inside each node first (NCCL's NVLS tree), so
+that only ``2(N-1)/N`` of a GPU's shard crosses the network: its bus bandwidth is
+``min(B_nvls, busbw_net * [2(n-1)/n] / [2(N-1)/N])``, well above the NICs on 2-4 nodes
+and tending to the ring's on many; the faster of the two algorithms is taken.
 Latency across nodes grows as a tree, ``2 ceil(log2 N) (alpha_transport + hops *
 alpha_switch)``.
 """
@@ -165,6 +169,12 @@ def group_collective_time_s(
             nvl = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
             b_nvl = nvl * r / max(r - 1, 1) if r > 1 else math.inf
             b_inf = min(net, b_nvl)
+            if op == "allreduce" and nvls and r > 2:
+                # NVLS tree: reduce inside the node in the NVSwitch, then only 1/r of the
+                # buffer per GPU crosses the network, 2(N-1)/N of it (NCCL NVLSTree)
+                ratio = (2.0 * (n - 1) / n) / (2.0 * (n_nodes - 1) / n_nodes)
+                b_tree = min(NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, net * ratio)
+                b_inf = max(b_inf, b_tree)
         lat = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * (alpha_t + hops * alpha_sw)
     net_lat = lat - latency_s  # network latency, paid in every protocol
     t_simple = np.maximum(f * s / b_inf * _fill_factor(s), 2.0 * latency_s) + net_lat
