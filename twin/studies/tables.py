@@ -1,0 +1,228 @@
+"""Study tables and readings built from a run Dataset or a sweep Dataset (numbers in, pandas
+tables and plain sentences out; no plotting, no files)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+from twin.studies.metrics import binding_constraint
+
+HEADLINE_KPIS = ("tokens_total", "gpus_hosted", "goodput_fraction", "interruptions", "lost_gpu_hours",
+                 "energy_facility_mwh", "pue_mean", "max_rack_inlet_c", "energy_cost_usd", "co2_t")
+
+
+# --------------------------------------------------------------------------- single run
+def monthly_ramp_table(ds) -> pd.DataFrame:
+    """Per calendar month of a run: GPUs installed / powered / healthy (mean and at month end),
+    tokens trained in the month and cumulative (progress incl. not-yet-checkpointed work)."""
+    t = pd.DatetimeIndex(ds["time"].values)
+    tok = ds["job_tokens"].sum("job").values if "job" in ds["job_tokens"].dims else ds["job_tokens"].values
+    frame = pd.DataFrame({
+        "installed": ds["gpus_installed"].values, "powered": ds["gpus_powered"].values,
+        "healthy": ds["gpus_healthy"].values, "tokens": tok}, index=t)
+    month = t.to_period("M")
+    rows = []
+    prev_end = 0.0
+    for m, g in frame.groupby(month):
+        end_tok = float(g["tokens"].iloc[-1])
+        rows.append({"month": str(m), "installed_end": int(g["installed"].iloc[-1]),
+                     "powered_end": int(g["powered"].iloc[-1]), "healthy_end": int(g["healthy"].iloc[-1]),
+                     "healthy_mean": float(g["healthy"].mean()),
+                     "tokens_in_month": end_tok - prev_end, "tokens_cumulative": end_tok})
+        prev_end = end_tok
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- sweeps
+def _paired_difference(ds, kpi: str, dim: str, base) -> dict:
+    """Per label of ``dim``: mean and 5-95 % band over seeds of (label - base), paired by seed."""
+    ref = ds[kpi].sel({dim: base})
+    out = {}
+    for lab in ds[dim].values:
+        d = (ds[kpi].sel({dim: lab}) - ref).values.ravel()
+        d = d[np.isfinite(d)]
+        out[lab.item() if hasattr(lab, "item") else lab] = (
+            (float(d.mean()), float(np.quantile(d, 0.05)), float(np.quantile(d, 0.95)))
+            if len(d) else (math.nan,) * 3)
+    return out
+
+
+def slip_table(ds, dim: str = "slip", base="none") -> pd.DataFrame:
+    """Ramp-slip study: tokens and healthy GPU-hours per slip case, and what the slip costs
+    against the on-time plan, paired by seed (mean and 5-95 % band)."""
+    tok = _paired_difference(ds, "tokens_total", dim, base)
+    gh = _paired_difference(ds, "gpu_hours_healthy", dim, base)
+    rows = []
+    for lab in ds[dim].values:
+        lab = lab.item() if hasattr(lab, "item") else lab
+        v = ds["tokens_total"].sel({dim: lab}).values
+        rows.append({dim: lab, "tokens_mean": float(np.nanmean(v)),
+                     "tokens_lost_mean": -tok[lab][0], "tokens_lost_p05": -tok[lab][2],
+                     "tokens_lost_p95": -tok[lab][1],
+                     "tokens_lost_fraction": -tok[lab][0] / float(np.nanmean(ds["tokens_total"].sel({dim: base}))),
+                     "healthy_gpu_hours_lost": -gh[lab][0]})
+    return pd.DataFrame(rows)
+
+
+def siting_table(ds, dim: str = "site") -> pd.DataFrame:
+    """Siting study: per candidate (mean over seeds) the planner's figures, the binding
+    constraint, a rank per criterion (1 = best) and an overall rank (sum of ranks, equal
+    weights; ties broken by first-year tokens)."""
+    m = ds.mean("seed", skipna=True)
+    rows = []
+    for lab in ds[dim].values:
+        r = m.sel({dim: lab})
+        g = {k: float(r[k]) for k in ("gpus_hosted", "gpus_delivered", "days_to_full_capacity",
+                                      "days_power_limited", "tokens_total", "max_rack_inlet_c",
+                                      "upgrade_cost_usd", "upgrade_lead_time_days", "energy_cost_usd",
+                                      "co2_t", "pue_mean", "power_use_fraction", "cooling_use_fraction",
+                                      "floor_use_fraction", "inlet_margin_c", "energy_facility_mwh")
+             if k in r}
+        g["binds"] = binding_constraint(g.get("power_use_fraction", math.nan),
+                                        g.get("cooling_use_fraction", math.nan),
+                                        g.get("floor_use_fraction", math.nan), g.get("inlet_margin_c", math.nan))
+        if g["binds"] == "none" and g.get("days_power_limited", 0) > 1:
+            g["binds"] = "power (during the ramp)"
+        rows.append({dim: str(lab), **g})
+    t = pd.DataFrame(rows)
+    crit = {"gpus_hosted": False, "days_to_full_capacity": True, "tokens_total": False,
+            "max_rack_inlet_c": True, "upgrade_cost_usd": True, "energy_cost_usd": True, "co2_t": True}
+    ranks = []
+    for k, low_is_good in crit.items():
+        if k in t:
+            col = t[k].fillna(np.inf if low_is_good else -np.inf)
+            ranks.append(col.rank(ascending=low_is_good, method="min").rename(f"rank_{k}"))
+    if ranks:
+        rk = pd.concat(ranks, axis=1)
+        t = pd.concat([t, rk], axis=1)
+        t["rank_sum"] = rk.sum(axis=1)
+        t = t.sort_values(["rank_sum", "tokens_total"], ascending=[True, False]).reset_index(drop=True)
+        t.insert(1, "overall_rank", np.arange(1, len(t) + 1))
+    return t
+
+
+def _fmt(v: float, unit: str = "") -> str:
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    if unit == "tokens" or a >= 1e9:
+        s = f"{v / 1e12:.3g} T" if a >= 1e12 else f"{v / 1e9:.3g} B"
+        return s + (" tokens" if unit == "tokens" else "")
+    s = f"{v:,.0f}" if a >= 1000 else f"{v:.3g}"
+    return f"{s} {unit}".strip() if unit not in ("1", "count") else s
+
+
+def _label(v) -> str:
+    return str(v.item() if hasattr(v, "item") else v)
+
+
+def axis_effects(ds, dim: str, kpis=None) -> pd.DataFrame:
+    """Per KPI: mean over seeds (and the other axes) for the first and last value of ``dim``,
+    the best/worst label, the relative spread of the means and the seed band width."""
+    kpis = kpis or [k for k in ds.data_vars if "day" not in ds[k].dims and ds[k].dtype.kind in "fiu"
+                    and k != "wall_s"]
+    other = [d for d in ds[kpis[0]].dims if d != dim]
+    rows = []
+    for k in kpis:
+        with np.errstate(all="ignore"):
+            mean = ds[k].mean(other, skipna=True).values
+            vals = ds[k].transpose(dim, *other).values.reshape(ds.sizes[dim], -1)
+            lo = np.nanquantile(vals, 0.05, axis=1) if np.isfinite(vals).any() else mean * np.nan
+            hi = np.nanquantile(vals, 0.95, axis=1) if np.isfinite(vals).any() else mean * np.nan
+        if not np.isfinite(mean).any():
+            continue
+        i_max, i_min = int(np.nanargmax(mean)), int(np.nanargmin(mean))
+        scale = np.nanmax(np.abs(mean))
+        spread = float((mean[i_max] - mean[i_min]) / scale) if scale > 0 else 0.0
+        overlap = bool(lo[i_max] <= hi[i_min]) if i_max != i_min else True
+        rows.append({"kpi": k, "spread_fraction": spread, "max_label": _label(ds[dim].values[i_max]),
+                     "max_mean": float(mean[i_max]), "min_label": _label(ds[dim].values[i_min]),
+                     "min_mean": float(mean[i_min]), "bands_overlap": overlap,
+                     "units": ds[k].attrs.get("units", "")})
+    return pd.DataFrame(rows).sort_values("spread_fraction", ascending=False).reset_index(drop=True)
+
+
+def axis_reading(ds, dim: str) -> str:
+    """One paragraph on what ``dim`` does to the numbers (generated, not written by hand)."""
+    eff = axis_effects(ds, dim)
+    if eff.empty:
+        return f"No run of this sweep finished, so nothing can be said about {dim}."
+    n_seeds = ds.sizes.get("seed", 1)
+    parts = []
+    tok = eff[eff.kpi == "tokens_total"]
+    if len(tok):
+        r = tok.iloc[0]
+        if r.spread_fraction < 1e-9:
+            parts.append(f"Across {dim} ({', '.join(_label(v) for v in ds[dim].values)}), training tokens do "
+                         f"not change ({_fmt(r.max_mean, 'tokens')}).")
+        else:
+            sig = ("inside the spread over seeds, so the difference is not established with "
+                   f"{n_seeds} seeds" if r.bands_overlap else
+                   f"outside the 5-95 % spread over {n_seeds} seeds")
+            parts.append(
+                f"Across {dim}, training tokens are highest with {r.max_label} ({_fmt(r.max_mean, 'tokens')}) "
+                f"and lowest with {r.min_label} ({_fmt(r.min_mean, 'tokens')}), "
+                f"{r.spread_fraction:.1%} less; the gap is {sig}.")
+    movers = eff[(eff.kpi != "tokens_total") & (eff.spread_fraction > 0.02)].head(4)
+    if len(movers):
+        bits = [f"{r.kpi} ({_fmt(r.min_mean, r.units)} with {r.min_label} to {_fmt(r.max_mean, r.units)} "
+                f"with {r.max_label})" for r in movers.itertuples()]
+        parts.append("What moves most with it: " + "; ".join(bits) + ".")
+    flat = eff[eff.spread_fraction <= 0.02].kpi.tolist()
+    if flat:
+        shown = [k for k in HEADLINE_KPIS if k in flat][:4]
+        if shown:
+            parts.append(f"Nearly unchanged (within 2 %): {', '.join(shown)}.")
+    failed = int((ds["status"] == "failed").sum()) if "status" in ds else 0
+    if failed:
+        parts.append(f"{failed} run(s) failed and are left out of these means.")
+    return " ".join(parts)
+
+
+def slip_reading(table: pd.DataFrame, dim: str = "slip", base="none", slip_days: float = 30) -> str:
+    rows = table[table[dim] != base]
+    if rows.empty:
+        return "No slip case in this sweep."
+    worst = rows.loc[rows.tokens_lost_mean.idxmax()]
+    least = rows.loc[rows.tokens_lost_mean.idxmin()]
+    parts = [f"A {slip_days:g}-day slip of a power stage costs between {_fmt(least.tokens_lost_mean, 'tokens')} "
+             f"({least[dim]}) and {_fmt(worst.tokens_lost_mean, 'tokens')} ({worst[dim]}), i.e. up to "
+             f"{worst.tokens_lost_fraction:.1%} of the on-time plan's "
+             f"{_fmt(float(table[table[dim] == base].tokens_mean.iloc[0]), 'tokens')}."]
+    parts.append("Per stage: " + "; ".join(
+        f"{r[dim]} {_fmt(r.tokens_lost_mean, 'tokens')} [5-95 %: {_fmt(r.tokens_lost_p05)}, "
+        f"{_fmt(r.tokens_lost_p95)}], {_fmt(r.healthy_gpu_hours_lost, 'GPU-h')} of healthy GPU time"
+        for _, r in rows.iterrows()) + ".")
+    zero = rows[rows.tokens_lost_mean.abs() <= 1e-6 * max(1.0, float(table.tokens_mean.max()))]
+    if len(zero):
+        parts.append(f"A slip of {', '.join(zero[dim])} costs nothing: no delivered rack was waiting for that "
+                     f"power (the racks, not the power, set the pace then).")
+    return " ".join(parts)
+
+
+def siting_reading(table: pd.DataFrame, dim: str = "site") -> str:
+    if table.empty:
+        return "No candidate finished."
+    best = table.iloc[0]
+    parts = [f"{best[dim]} ranks first overall (equal weights on GPUs hosted, time to full capacity, "
+             f"first-year tokens, worst inlet, upgrade cost, energy cost and CO2)."]
+    for _, r in table.iterrows():
+        full = ("never reaches full capacity" if not np.isfinite(r.get("days_to_full_capacity", np.nan))
+                else f"reaches full capacity after {r.days_to_full_capacity:.0f} days")
+        parts.append(
+            f"{r[dim]}: hosts {r.gpus_hosted:,.0f} of {r.gpus_delivered:,.0f} GPUs and {full}; "
+            f"{_fmt(r.tokens_total, 'tokens')} in the year, worst inlet {r.max_rack_inlet_c:.1f} C, "
+            f"upgrades {_fmt(r.upgrade_cost_usd, 'USD')}, energy {_fmt(r.energy_cost_usd, 'USD')} and "
+            f"{r.co2_t:,.0f} t CO2; binding: {r.binds} (power {r.power_use_fraction:.0%}, cooling "
+            f"{r.cooling_use_fraction:.0%}, floor {r.floor_use_fraction:.0%} used).")
+    return " ".join(parts)
+
+
+def grid_points(ds, dims):
+    """Every combination of labels of ``dims`` as dicts (for plotting lines)."""
+    for combo in itertools.product(*(ds[d].values for d in dims)):
+        yield dict(zip(dims, combo, strict=True))
