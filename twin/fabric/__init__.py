@@ -11,6 +11,7 @@ from twin.fabric.routing import (
     placement_hops,
     shared_bandwidths_gbps,
 )
+from twin.fabric.storage import build_storage_fabric, storage_bandwidth_gb_s
 from twin.fabric.topology import KINDS, FabricLayout, build_fabric, fabric_counts
 
 __all__ = [
@@ -21,10 +22,12 @@ __all__ = [
     "bottleneck_bandwidth_gbps",
     "bottleneck_fraction",
     "build_fabric",
+    "build_storage_fabric",
     "ecmp_path_count",
     "fabric_counts",
     "link_loads",
     "link_loads_gbps",
     "placement_hops",
     "shared_bandwidths_gbps",
+    "storage_bandwidth_gb_s",
 ]
