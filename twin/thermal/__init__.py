@@ -3,6 +3,7 @@ GPU temperature and throttling, ASHRAE classes, failure acceleration, rack place
 
 from .geometry import HallGeometry
 from .layouts import row_hall
+from .placement import PlacementResult, suggest_placement
 from .properties import (
     AIR_CP_J_KG_K,
     AIR_DENSITY_KG_M3,
@@ -18,24 +19,31 @@ from .properties import (
     rack_airflow_m3_s,
 )
 from .solver import InletModel, inlet_model, inlet_temp_c, steady_field
+from .transient import FaultTransient, fault_transient, hall_air_volume_m3, minutes_to_inlet_limit
 
 __all__ = [
     "AIR_CP_J_KG_K",
     "AIR_DENSITY_KG_M3",
     "ASHRAE_CLASS_NAMES",
     "ASHRAE_H1_CLASS_NAMES",
+    "FaultTransient",
     "GPU_ACTIVATION_ENERGY_EV",
     "HallGeometry",
     "InletModel",
+    "PlacementResult",
     "arrhenius_acceleration",
     "ashrae_class",
     "ashrae_h1_class",
     "exhaust_temp_c",
+    "fault_transient",
     "gpu_clock_fraction",
     "gpu_temp_c",
+    "hall_air_volume_m3",
     "inlet_model",
     "inlet_temp_c",
+    "minutes_to_inlet_limit",
     "rack_airflow_m3_s",
     "row_hall",
     "steady_field",
+    "suggest_placement",
 ]

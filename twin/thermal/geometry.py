@@ -219,19 +219,7 @@ def rasterise(g: HallGeometry) -> HallGrid:
             mask[iy, ix] = True
         cooling_cells.append(np.flatnonzero(mask.ravel()))
 
-    if g.tile_xy_m is not None:
-        tile_centres = g.tile_xy_m
-    else:
-        enclosed = _intake_enclosed(g)
-        tc = []
-        for r in range(g.n_racks):
-            if enclosed[r]:
-                continue
-            dx, dy = _axis_dir(g.rack_intake_dir[r])
-            cx, cy = g.rack_center_xy_m[r]
-            off = g.rack_depth_m / 2 + 0.3
-            tc.append((cx + dx * off, cy + dy * off))
-        tile_centres = np.asarray(tc, float).reshape(-1, 2)
+    tile_centres = g.tile_xy_m if g.tile_xy_m is not None else default_tile_xy_m(g)
     tile_cells = []
     for px, py in tile_centres:
         ix = _index_range(px - 0.3, px + 0.3, h, nx)
@@ -240,6 +228,21 @@ def rasterise(g: HallGeometry) -> HallGrid:
         cells = cells[~solid.ravel()[cells]]
         tile_cells.append(cells)
     return HallGrid(nx, ny, h, solid, rack_cells, intake_cells, exhaust_cells, cooling_cells, tile_cells)
+
+
+def default_tile_xy_m(g: HallGeometry) -> np.ndarray:
+    """Centres of the default perforated tiles [m]: one 0.6 m tile against the intake
+    face of every rack whose intake is not enclosed (standard cold-aisle practice)."""
+    enclosed = _intake_enclosed(g)
+    tc = []
+    for r in range(g.n_racks):
+        if enclosed[r]:
+            continue
+        dx, dy = _axis_dir(g.rack_intake_dir[r])
+        cx, cy = g.rack_center_xy_m[r]
+        off = g.rack_depth_m / 2 + 0.3
+        tc.append((cx + dx * off, cy + dy * off))
+    return np.asarray(tc, float).reshape(-1, 2)
 
 
 def _intake_enclosed(g: HallGeometry) -> np.ndarray:

@@ -417,6 +417,8 @@ class InletModel:
     cooling_base_w: np.ndarray  # (C,) heat removed with zero rack heat [W]
     cooling_heat_share: np.ndarray  # (C, R) fraction of rack j's heat removed by unit c [-]
     rack_airflow_m3_s: np.ndarray  # (R,) [m3/s]
+    recirculation_csr: sp.csr_matrix | None = None  # truncated D for large halls (or None)
+    truncation_k_per_w: float = 0.0  # bound on the dropped |D| per row [K/W]
 
     def cooling_load_w(self, rack_heat_w) -> np.ndarray:
         """Heat removed by each cooling unit [W] (compare with cooling_capacity_w)."""
@@ -428,8 +430,30 @@ class InletModel:
         return np.where(self.cooling_active, t, np.nan)
 
 
+def truncate_recirculation(d_k_per_w: np.ndarray, drop_k_per_w: float) -> sp.csr_matrix:
+    """Sparse copy of D without its smallest entries.
+
+    In each row the smallest |D_ij| are dropped while their sum stays <= drop_k_per_w, so
+    for rack heats below Q_max the inlet error is at most drop_k_per_w * Q_max [K].
+    """
+    a = np.abs(d_k_per_w)
+    order = np.argsort(a, axis=1)
+    csum = np.cumsum(np.take_along_axis(a, order, axis=1), axis=1)
+    drop_sorted = csum <= drop_k_per_w
+    drop = np.zeros_like(drop_sorted)
+    np.put_along_axis(drop, order, drop_sorted, axis=1)
+    return sp.csr_matrix(np.where(drop, 0.0, d_k_per_w))
+
+
 def inlet_model(
-    geometry: HallGeometry, rack_airflow_m3_s, cooling_active=None, *, block_size: int = 512
+    geometry: HallGeometry,
+    rack_airflow_m3_s,
+    cooling_active=None,
+    *,
+    block_size: int = 512,
+    sparse_min_racks: int = 1024,
+    truncation_error_k: float = 0.01,
+    max_rack_heat_w: float = 100e3,
 ) -> InletModel:
     """Derive the recirculation matrix D (and supply mixing) of a layout.
 
@@ -437,6 +461,11 @@ def inlet_model(
     A^T Y = [W; M]^T (one per rack and per cooling unit, in blocks of ``block_size``);
     D = (B^T Y_W)^T, S = (E^T Y_W)^T. Re-derive when the layout, rack airflow or the set
     of running cooling units (``cooling_active``, (C,) bool) changes.
+
+    Halls of ``sparse_min_racks`` racks or more also get a truncated sparse D
+    (``recirculation_csr``) that :func:`inlet_temp_c` uses: recirculation decays with
+    distance, so most of D is negligible; the inlet error it allows is at most
+    ``truncation_error_k`` for rack heats up to ``max_rack_heat_w``.
     """
     prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
     lu = prob.lu
@@ -471,12 +500,24 @@ def inlet_model(
         cooling_base_w=np.where(active, base_w, 0.0),
         cooling_heat_share=vol[:, None] * ret_k,
         rack_airflow_m3_s=prob.rack_airflow_m3_s,
+        **_sparse_part(d_all[:n_r], sparse_min_racks, truncation_error_k / max_rack_heat_w),
     )
 
 
+def _sparse_part(d, sparse_min_racks, drop):
+    if d.shape[0] < sparse_min_racks:
+        return {}
+    return {"recirculation_csr": truncate_recirculation(d, drop), "truncation_k_per_w": drop}
+
+
 def inlet_temp_c(model: InletModel, rack_heat_w) -> np.ndarray:
-    """Rack inlet temperatures [C]: T_in = base_inlet_c + D @ rack_heat_w (one mat-vec)."""
-    return model.base_inlet_c + model.recirculation_k_per_w @ rack_heat_w
+    """Rack inlet temperatures [C]: T_in = base_inlet_c + D @ rack_heat_w (one mat-vec).
+
+    Uses the truncated sparse D of large halls when the model has one (error at most
+    truncation_k_per_w * max(rack_heat_w)), the dense D otherwise (exact).
+    """
+    d = model.recirculation_csr if model.recirculation_csr is not None else model.recirculation_k_per_w
+    return model.base_inlet_c + d @ rack_heat_w
 
 
 def steady_field(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling_active=None) -> xr.Dataset:

@@ -1,0 +1,281 @@
+"""Cooling-fault transients: lumped thermal capacitances integrated with solve_ivp.
+
+When a cooling unit trips, the airflow pattern changes at once (fans stop), while
+temperatures follow the heat stored in the hall. The model couples the recirculation
+matrices of the hall before and after the trip (:func:`twin.thermal.inlet_model`) with
+four kinds of thermal mass:
+
+- **IT and rack mass** per rack, C_it [J/K] at temperature y_r, cooled by its airflow:
+  C_it dy_r/dt = Q_r - q_r,  q_r = rho cp V_r (y_r - z_r)  (heat handed to the air);
+  y_r is also the exhaust temperature (steady state: y = z + Q / (rho cp V)).
+- **Room air**, split among the running cooling units in proportion to their airflow
+  (C_ret,c = rho cp V_air V_c / sum V): the air that unit c will take back, at its return
+  temperature T_ret,c, relaxing to the quasi-steady return of the new flow pattern:
+  C_ret,c dT_ret,c/dt = rho cp V_c (R0_c s + R_c q - T_ret,c),
+  with R0 = return_mix, R = return_k_per_w of the after-trip model.
+- **Coil of each running unit**: supply temperature s_c = max(T_set,c, T_w + approach_c,
+  T_ret,c - cap_c / (rho cp V_c)); heat removed rho cp V_c (T_ret,c - s_c) <= cap_c.
+- **Chilled-water loop** at T_w with heat capacity C_w, cooled by the chiller (capacity
+  P_ch; it holds its set point T_w,set while it can): C_w dT_w/dt = sum removed - P_ch.
+
+Rack inlets are quasi-steady (aisle air turns over in seconds): z = S s + D q with the
+after-trip supply mixing S and recirculation D. With these definitions the stored energy
+sum C_it y + sum C_ret T_ret + C_w T_w changes at exactly sum Q - P_ch (the column sums
+of the heat shares are 1 and the supply air returns somewhere).
+If no unit is left running, the room air is one well-mixed node T_room and z = T_room:
+C_air dT_room/dt = sum q. With small IT mass this gives the textbook estimate
+t = C_air (T_limit - T_0) / sum Q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .geometry import HallGeometry
+from .properties import (
+    AIR_VOLUMETRIC_HEAT_J_M3_K,
+    ASHRAE_ALLOWABLE_C,
+    GPU_SHUTDOWN_C,
+    GPU_SLOWDOWN_C,
+)
+from .solver import PLENUM_HEIGHT_M, InletModel, inlet_model
+
+IT_HEAT_CAPACITY_J_K = 2.5e5
+"""Default thermally active heat capacity of one rack of IT [J/K].
+
+About 500 kg of servers, rails and PDUs (a DGX H100 is 130 kg per node, NVIDIA DGX H100
+user guide; four to a rack) at about 500 J/(kg K) (steel 490, aluminium 900, copper 385,
+FR-4 about 1100 J/(kg K)); with a rack airflow of 0.56 m3/s its time constant
+C / (rho cp V) is about 6 minutes.
+"""
+
+WATER_VOLUMETRIC_HEAT_J_M3_K = 4.18e6
+"""rho * cp of water near 10 C [J/(m3 K)]."""
+
+
+def hall_air_volume_m3(geometry: HallGeometry) -> float:
+    """Air volume of the hall and its raised-floor plenum [m3] (rack bodies excluded)."""
+    g = geometry
+    rack_area = g.n_racks * g.rack_width_m * g.rack_depth_m
+    return (g.width_m * g.depth_m - rack_area) * g.height_m + g.width_m * g.depth_m * PLENUM_HEIGHT_M
+
+
+@dataclass(frozen=True)
+class FaultTransient:
+    """Trajectories after a cooling fault and the times at which limits are crossed."""
+
+    time_s: np.ndarray  # (K,)
+    inlet_temp_c: np.ndarray  # (K, R)
+    exhaust_temp_c: np.ndarray  # (K, R)
+    supply_temp_c: np.ndarray  # (K, C) NaN for units not running
+    heat_removed_w: np.ndarray  # (K, C)
+    chilled_water_temp_c: np.ndarray  # (K,)
+    limit_c: float
+    minutes_to_limit: np.ndarray  # (R,) inf when the inlet stays below limit_c
+    minutes_to_gpu_slowdown: np.ndarray  # (R,) inf if no GPU data or never reached
+    minutes_to_gpu_shutdown: np.ndarray  # (R,)
+
+
+def _first_crossing_min(time_s, values, threshold):
+    """First time [min] each column of values (K, R) reaches threshold (linear interp.)."""
+    above = values >= threshold
+    out = np.full(values.shape[1], np.inf)
+    hit = above.any(axis=0)
+    k = np.argmax(above, axis=0)
+    for r in np.flatnonzero(hit):
+        i = k[r]
+        if i == 0:
+            out[r] = time_s[0] / 60.0
+            continue
+        v0, v1 = values[i - 1, r], values[i, r]
+        frac = (threshold - v0) / (v1 - v0) if v1 != v0 else 0.0
+        out[r] = (time_s[i - 1] + frac * (time_s[i] - time_s[i - 1])) / 60.0
+    return out
+
+
+def fault_transient(
+    before: InletModel,
+    after: InletModel | None,
+    rack_heat_w,
+    *,
+    air_volume_m3: float,
+    duration_s: float = 3600.0,
+    limit_c: float = ASHRAE_ALLOWABLE_C["A1"][1],
+    it_heat_capacity_j_k=IT_HEAT_CAPACITY_J_K,
+    chilled_water_volume_m3: float = 20.0,
+    chilled_water_supply_c: float = 12.0,
+    chiller_capacity_w: float = np.inf,
+    gpu_power_w=None,
+    gpu_thermal_resistance_k_per_w=None,
+    gpu_slowdown_c: float = GPU_SLOWDOWN_C,
+    gpu_shutdown_c: float = GPU_SHUTDOWN_C,
+    output_step_s: float = 2.0,
+) -> FaultTransient:
+    """Integrate the hall after a cooling fault (see the module docstring for the model).
+
+    before / after: inlet models of the hall with the units running before and after the
+    fault (after = None when no unit is left). rack_heat_w (R,) [W] stays constant (open
+    loop: throttling is reported, not fed back). The hall starts in the steady state of
+    ``before``. limit_c defaults to the ASHRAE A1 allowable maximum, 32 C (TC 9.9, 2021).
+    chiller_capacity_w = 0 models a chiller (plant) trip: the loop's water volume
+    ``chilled_water_volume_m3`` then absorbs the heat the coils remove, and the supply
+    temperature follows the water (approach = supply set point - chilled_water_supply_c).
+    Returns trajectories sampled every ``output_step_s`` and minutes to limit_c per rack,
+    and, given GPU power and inlet-to-die resistance, minutes to GPU slowdown / shutdown.
+    """
+    heat = np.asarray(rack_heat_w, float)
+    n_r = heat.size
+    v_r = before.rack_airflow_m3_s
+    g_r = AIR_VOLUMETRIC_HEAT_J_M3_K * v_r  # W/K
+    c_it = np.broadcast_to(np.asarray(it_heat_capacity_j_k, float), (n_r,))
+    c_w = WATER_VOLUMETRIC_HEAT_J_M3_K * chilled_water_volume_m3
+    t_set = before.cooling_supply_temp_c
+    approach = t_set - chilled_water_supply_c
+    c_air = AIR_VOLUMETRIC_HEAT_J_M3_K * air_volume_m3
+
+    z0 = before.base_inlet_c + before.recirculation_k_per_w @ heat
+    y0 = z0 + heat / g_r
+    ret_before = before.return_temp_c(heat)
+    running = after is not None and after.cooling_airflow_m3_s.sum() > 0
+    if running:
+        v_c = after.cooling_airflow_m3_s
+        act = v_c > 0
+        g_c = AIR_VOLUMETRIC_HEAT_J_M3_K * v_c
+        c_ret = np.where(act, c_air * v_c / v_c.sum(), 1.0)
+        cap = after.cooling_capacity_w
+        s_mix, d_mat = after.supply_mix, after.recirculation_k_per_w
+        r0, r_k = after.return_mix, after.return_k_per_w
+        ret0 = np.where(act & np.isfinite(ret_before), ret_before, np.nanmean(ret_before))
+    else:
+        act = np.zeros(before.cooling_airflow_m3_s.size, bool)
+        v_b = before.cooling_airflow_m3_s
+        ret0 = np.array([np.nansum(v_b * np.nan_to_num(ret_before)) / v_b.sum()])
+    n_c = ret0.size
+
+    def supply(ret, tw):
+        floor = np.maximum(t_set, tw + approach)
+        return np.maximum(floor, ret - cap / np.where(act, g_c, 1.0))
+
+    # z depends on q, q depends on z: z = S s + D q, q = G (y - z) -> solve once for
+    # the linear map (I + D G) z = S s + D G y.
+    if running:
+        lhs = np.eye(n_r) + d_mat * g_r[None, :]
+        lhs_lu = _lu(lhs)
+
+    def inlet(y, s):
+        if running:
+            return _lu_solve(lhs_lu, s_mix @ s + d_mat @ (g_r * y))
+        return None
+
+    def rhs_running(_t, x):
+        y = x[:n_r]
+        ret = x[n_r : n_r + n_c]
+        tw = x[-1]
+        s = supply(ret, tw)
+        z = inlet(y, s)
+        q = g_r * (y - z)
+        dy = (heat - q) / c_it
+        dret = np.where(act, g_c * (r0 @ s + r_k @ q - ret) / c_ret, 0.0)
+        removed = np.where(act, g_c * (ret - s), 0.0).sum()
+        net = removed - chiller_capacity_w
+        dtw = net / c_w if (tw > chilled_water_supply_c or net > 0) else 0.0
+        return np.concatenate([dy, dret, [dtw]])
+
+    def rhs_no_cooling(_t, x):
+        y = x[:n_r]
+        room = x[n_r]
+        q = g_r * (y - room)
+        return np.concatenate([(heat - q) / c_it, [q.sum() / c_air], [0.0]])
+
+    x0 = np.concatenate([y0, ret0, [chilled_water_supply_c]])
+    t_eval = np.arange(0.0, duration_s + 0.5 * output_step_s, output_step_s)
+    t_eval[-1] = min(t_eval[-1], duration_s)
+    sol = solve_ivp(
+        rhs_running if running else rhs_no_cooling,
+        (0.0, duration_s),
+        x0,
+        method="LSODA",
+        t_eval=t_eval,
+        rtol=1e-6,
+        atol=1e-6,
+        max_step=60.0,
+    )
+    if not sol.success:
+        raise RuntimeError(f"fault transient integration failed: {sol.message}")
+    ys = sol.y[:n_r].T
+    rets = sol.y[n_r : n_r + n_c].T
+    tws = sol.y[-1]
+    if running:
+        sup = np.array([supply(rets[k], tws[k]) for k in range(len(sol.t))])
+        inl = np.array([inlet(ys[k], sup[k]) for k in range(len(sol.t))])
+        removed = np.where(act, g_c * (rets - sup), 0.0)
+        sup = np.where(act, sup, np.nan)
+    else:
+        inl = np.repeat(rets[:, :1], n_r, axis=1)
+        sup = np.full((len(sol.t), before.cooling_airflow_m3_s.size), np.nan)
+        removed = np.zeros_like(sup)
+    slow = np.full(n_r, np.inf)
+    shut = np.full(n_r, np.inf)
+    if gpu_power_w is not None and gpu_thermal_resistance_k_per_w is not None:
+        rise = np.broadcast_to(np.asarray(gpu_thermal_resistance_k_per_w, float) * np.asarray(gpu_power_w, float), (n_r,))
+        gpu = inl + rise[None, :]
+        slow = _first_crossing_min(sol.t, gpu, gpu_slowdown_c)
+        shut = _first_crossing_min(sol.t, gpu, gpu_shutdown_c)
+    return FaultTransient(
+        time_s=sol.t,
+        inlet_temp_c=inl,
+        exhaust_temp_c=ys,
+        supply_temp_c=sup,
+        heat_removed_w=removed,
+        chilled_water_temp_c=tws,
+        limit_c=limit_c,
+        minutes_to_limit=_first_crossing_min(sol.t, inl, limit_c),
+        minutes_to_gpu_slowdown=slow,
+        minutes_to_gpu_shutdown=shut,
+    )
+
+
+def _lu(a):
+    from scipy.linalg import lu_factor
+
+    return lu_factor(a)
+
+
+def _lu_solve(lu, b):
+    from scipy.linalg import lu_solve
+
+    return lu_solve(lu, b)
+
+
+def minutes_to_inlet_limit(
+    geometry: HallGeometry,
+    rack_heat_w,
+    rack_airflow_m3_s,
+    tripped,
+    *,
+    cooling_active=None,
+    limit_c: float = ASHRAE_ALLOWABLE_C["A1"][1],
+    **transient_kwargs,
+) -> np.ndarray:
+    """Minutes until each rack's inlet crosses ``limit_c`` after cooling units trip.
+
+    tripped: index or (C,) bool of the units that stop (fans off). cooling_active: the
+    units running before the fault (default all). Derives the recirculation matrices
+    before and after and integrates :func:`fault_transient`; inf = never within
+    ``duration_s`` (default one hour). limit_c defaults to the ASHRAE TC 9.9 (2021) A1
+    allowable maximum, 32 C.
+    """
+    n_c = geometry.n_cooling
+    before_act = np.ones(n_c, bool) if cooling_active is None else np.asarray(cooling_active, bool)
+    trip = np.zeros(n_c, bool)
+    trip[np.asarray(tripped)] = True
+    after_act = before_act & ~trip
+    before = inlet_model(geometry, rack_airflow_m3_s, before_act)
+    after = inlet_model(geometry, rack_airflow_m3_s, after_act) if after_act.any() else None
+    res = fault_transient(
+        before, after, rack_heat_w, air_volume_m3=hall_air_volume_m3(geometry), limit_c=limit_c, **transient_kwargs
+    )
+    return res.minutes_to_limit
