@@ -295,15 +295,22 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
 
 
 def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", field: bool = True,
-                           rack_heat_w: np.ndarray | None = None, plant=None) -> Snapshot:
+                           rack_heat_w: np.ndarray | None = None, plant=None,
+                           installed: np.ndarray | None = None) -> Snapshot:
     """Design-point snapshot of a scenario: every rack position in service at its worst-case
-    admission power (or at ``rack_heat_w``), inlets from the steady hall field."""
+    admission power (or at ``rack_heat_w``), inlets from the steady hall field.
+
+    ``installed`` (R,) bool marks the positions that hold a rack (e.g. a placement
+    suggestion); the others are drawn as empty slots and carry no heat (their airflow
+    stays in the field, as in the engine's recirculation model)."""
     from twin.sim.plant import build_plant
 
     p = plant or build_plant(scenario)
     n = p.n_racks
     heat = (np.full(n, rack_design_power_w(scenario, p)) if rack_heat_w is None
-            else np.asarray(rack_heat_w, float).reshape(n))
+            else np.asarray(rack_heat_w, float).reshape(n).copy())
+    there = np.ones(n, bool) if installed is None else np.asarray(installed, bool).reshape(n)
+    heat[~there] = 0.0
     active = [np.ones(len(h.cooling_units), bool) for h in scenario.site.halls]
     fields = steady_fields(scenario, p, heat, active)
     inlet = np.full(n, np.nan)
@@ -313,13 +320,13 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
     n_rpp = len(p.rpp_limit_w)
     load = np.bincount(p.rack_rpp, weights=heat, minlength=n_rpp)[:n_rpp] / p.rpp_limit_w
     rpp = load[np.minimum(p.rack_rpp, n_rpp - 1)]
-    state = np.full(n, 2)
+    state = np.where(there, 2, -1)
     value = _rack_quantity(quantity, inlet, heat, rpp, state)
     total = heat.sum()
-    caption = (f"design point: {n} racks at {heat.mean() / 1e3:.1f} kW = {format_power(total)} IT; "
+    caption = (f"design point: {int(there.sum())} racks at {heat[there].mean() / 1e3 if there.any() else 0:.1f} kW = {format_power(total)} IT; "
                f"first stage {format_power(scenario.site.power.plan[0].it_power_kw * 1e3)}")
-    if np.isfinite(inlet).any():
-        caption += f" · max inlet {np.nanmax(inlet):.1f} °C"
+    if np.isfinite(inlet[there]).any():
+        caption += f" · max inlet {np.nanmax(inlet[there]):.1f} °C"
     return Snapshot(scenario=scenario, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
                     rack_value=value, rack_heat_w=heat, scale=color_scale(quantity, value),
