@@ -12,6 +12,7 @@ from twin.compute.collectives import (
 from twin.compute.power_cap import gpu_clock_fraction_at_power_cap
 from twin.compute.step import (
     A100_SXM,
+    A100_SXM_MODERN,
     DEPLOYMENT_STEP_FACTOR,
     H100_SXM,
     KERNEL_EFFICIENCY,
@@ -24,6 +25,7 @@ from twin.compute.step import (
 
 __all__ = [
     "A100_SXM",
+    "A100_SXM_MODERN",
     "DEPLOYMENT_STEP_FACTOR",
     "H100_SXM",
     "KERNEL_EFFICIENCY",

@@ -59,6 +59,11 @@ class KernelEfficiency:
     rank's step time over its mean [-] (clock, thermal and OS noise); a synchronous step
     waits for the slowest of ``n`` ranks, ``E[max] ~ mean (1 + sigma sqrt(2 ln n))``
     (extreme value of ``n`` normal draws, Gumbel limit).
+    Software generation: flash_attention (fused causal attention; else batched GEMMs over
+    the full ``s x s`` scores plus memory-bound softmax and dropout, Megatron 2021),
+    sequence_parallel (TP all-gather/reduce-scatter and norms on ``1/tp`` of the tokens;
+    else all-reduce and norms on all tokens), distributed_optimizer (DP reduce-scatter /
+    all-gather and a sharded Adam; else a DP all-reduce and a full Adam per rank).
     """
 
     gemm: float
@@ -74,6 +79,9 @@ class KernelEfficiency:
     tp_overlap: float = 0.7
     pp_overlap: float = 0.7
     rank_jitter_fraction: float = 0.015
+    flash_attention: bool = True
+    sequence_parallel: bool = True
+    distributed_optimizer: bool = True
     source: str = field(default="", compare=False)
 
 
@@ -93,19 +101,33 @@ H100_SXM = KernelEfficiency(
     tp_overlap=0.815, pp_overlap=0.7, rank_jitter_fraction=0.020,
     source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
-#: A100 SXM (no public step-time table at hand to fit): BF16 GEMM microbenchmarks reach
-#: ~250-270 of 312 TFLOP/s; the H100 fit sits at 0.87 of its microbenchmark level, so
-#: 0.74 here; FlashAttention-2 on A100 ~0.6-0.7 of peak forward (Dao 2023), taken
-#: 0.55 / 0.45 as for H100's ratio to its benchmarks; HBM2e ~1.6 of 2.0 TB/s; the
-#: overlap and jitter terms as H100 (same software stack).
+#: A100 SXM with the Megatron-LM software of the public A100 scaling measurements
+#: (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+#: Using Megatron-LM", SC21, Table 1: GPT 1.7B..1T on 32..3,072 A100, 44-52 % of peak
+#: with full recompute): unfused attention, tensor-parallel all-reduce without sequence
+#: parallelism or overlap, data-parallel all-reduce.  ``gemm`` = 0.766 fitted to that
+#: table (1-parameter log least squares over its 10 rows, best micro-batch / virtual
+#: stages per row as the paper tuned them; mean absolute error 4.5 %); attention and HBM
+#: efficiencies as measured for A100 kernels (FlashAttention-2, Dao 2023: ~0.6-0.7 of
+#: peak forward; HBM2e ~1.6 of 2.0 TB/s).  The default for GPUs below 600 dense TFLOP/s.
 A100_SXM = KernelEfficiency(
-    gemm=0.74, gemm_fp8=0.74, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.766, gemm_fp8=0.766, attention_fwd=0.55, attention_bwd=0.45,
+    attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
+    tp_overlap=0.0, pp_overlap=0.0, rank_jitter_fraction=0.020, flash_attention=False,
+    sequence_parallel=False, distributed_optimizer=False,
+    source="fit to Megatron-LM SC21 Table 1 (A100), see comment")
+
+#: A100 SXM with today's software (flash attention, sequence parallel, distributed
+#: optimizer, TP overlap as fitted on H100): the same kernels, not validated against a
+#: public A100 step time.
+A100_SXM_MODERN = KernelEfficiency(
+    gemm=0.766, gemm_fp8=0.766, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     tp_overlap=0.815, pp_overlap=0.7, rank_jitter_fraction=0.020,
-    source="A100 kernel benchmarks scaled as the H100 fit, see comment")
+    source="A100 kernels with the H100 software stack, see comment")
 
-KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100": H100_SXM, "a100_sxm": A100_SXM,
-                     "a100": A100_SXM}
+KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "a100_sxm": A100_SXM,
+                     "a100_sxm_modern": A100_SXM_MODERN}
 
 #: Step-time factor of the deployment mode [-].  Vela (IBM Research, 2023): the
 #: OpenShift container platform stays within 5 % of bare-metal performance and its
@@ -292,14 +314,30 @@ def step_estimate(
     t_gemm_f = float(_gemm_time_s(fm, fn, fk, **kw).sum())
     t_gemm_b = float(_gemm_time_s(fm, fk, fn, **kw).sum() + _gemm_time_s(fk, fn, fm, **kw).sum())
     # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp
-    attn_f_flops = 4.0 * b * (s * s / (2.0 * cp)) * (h / tp)
-    kv_len = s / cp
-    seq_eff = kv_len / (kv_len + ke.attention_seq_half)
-    t_attn_f = attn_f_flops / (peak_bf16 * ke.attention_fwd * seq_eff)
-    t_attn_b = 2.5 * attn_f_flops / (peak_bf16 * ke.attention_bwd * seq_eff)
+    if ke.flash_attention:
+        attn_f_flops = 4.0 * b * (s * s / (2.0 * cp)) * (h / tp)
+        kv_len = s / cp
+        seq_eff = kv_len / (kv_len + ke.attention_seq_half)
+        t_attn_f = attn_f_flops / (peak_bf16 * ke.attention_fwd * seq_eff)
+        t_attn_b = 2.5 * attn_f_flops / (peak_bf16 * ke.attention_bwd * seq_eff)
+    else:
+        # unfused: QK^T and AV batched GEMMs over all s x s scores of each local head
+        # (masked half included), softmax + mask + dropout streamed through HBM
+        # (~9 B per score forward, ~11 B backward: fp16 scores, 1 B dropout mask)
+        hl = heads / tp
+        d = h / heads
+        kvl = s / cp
+        bat = b * hl
+        akw = dict(peak_flops=peak_bf16, eff=ke.gemm, ke=ke, hbm_b_s=hbm, bytes_per_el=2.0)
+        t_qk = float(_gemm_time_s(T * bat, kvl, d, **akw))
+        t_av = float(_gemm_time_s(T * bat, d, kvl, **akw))
+        scores = bat * T * kvl
+        t_attn_f = t_qk + t_av + 9.0 * scores / (hbm * ke.hbm) + 4 * ke.kernel_gap_s
+        t_attn_b = 2.0 * (t_qk + t_av) + 11.0 * scores / (hbm * ke.hbm) + 6 * ke.kernel_gap_s
     # memory-bound kernels [bytes]: norms + residuals on T/tp tokens (sequence parallel),
     # RoPE on q,k, SwiGLU on F/tp; backward ~2x forward; FP8 adds casts of GEMM inputs
-    mem_f = 2.0 * (T / tp * 10.0 * h + T * 2.0 * (h + hkv) / tp + T * mats * F / tp)
+    sp = tp if ke.sequence_parallel else 1
+    mem_f = 2.0 * (T / sp * 10.0 * h + T * 2.0 * (h + hkv) / tp + T * mats * F / tp)
     if precision == "fp8":
         mem_f += 3.0 * T * (2.0 * h + h / tp + F / tp)
     t_mem_f = mem_f / (hbm * ke.hbm) + 14 * ke.kernel_gap_s
@@ -317,7 +355,12 @@ def step_estimate(
                                              ranks_per_node=tp_rpn, **coll))
         t_rs = float(group_collective_time_s("reduce_scatter", act_bytes, nodes=tp_nodes,
                                              ranks_per_node=tp_rpn, **coll))
-        t_tp = 2 * t_ag + 2 * t_rs + 4 * t_ag + 2 * t_rs
+        if ke.sequence_parallel:
+            t_tp = 2 * t_ag + 2 * t_rs + 4 * t_ag + 2 * t_rs
+        else:  # 2 all-reduces forward, 2 backward
+            t_ar = float(group_collective_time_s("allreduce", act_bytes, nodes=tp_nodes,
+                                                 ranks_per_node=tp_rpn, **coll))
+            t_tp = 4 * t_ar
     else:
         t_tp = 0.0
     t_tp_exposed = (1.0 - ke.tp_overlap) * t_tp
@@ -386,10 +429,15 @@ def step_estimate(
     if n_dp > 1:
         rpn = max(1, min(n_dp, g // tp)) if tp <= g else 1
         dp_nodes = math.ceil(n_dp / rpn)
-        t_grad_rs = float(group_collective_time_s("reduce_scatter", p_local * 4.0, nodes=dp_nodes,
-                                                  ranks_per_node=rpn, **coll))
-        t_param_ag = float(group_collective_time_s("all_gather", p_local * 2.0, nodes=dp_nodes,
-                                                   ranks_per_node=rpn, **coll))
+        if ke.distributed_optimizer:
+            t_grad_rs = float(group_collective_time_s("reduce_scatter", p_local * 4.0,
+                                                      nodes=dp_nodes, ranks_per_node=rpn, **coll))
+            t_param_ag = float(group_collective_time_s("all_gather", p_local * 2.0,
+                                                       nodes=dp_nodes, ranks_per_node=rpn, **coll))
+        else:  # fp32 gradient all-reduce, overlapped with the last backward
+            t_grad_rs = float(group_collective_time_s("allreduce", p_local * 4.0,
+                                                      nodes=dp_nodes, ranks_per_node=rpn, **coll))
+            t_param_ag = 0.0
         t_mb_bwd = (2.0 / 3.0) * t_stage_max
         t_mb_fwd = (1.0 / 3.0) * t_stage_max
         t_dp_exposed = (max(0.0, t_grad_rs - t_mb_bwd - bubble / 2.0)
@@ -398,7 +446,7 @@ def step_estimate(
         t_dp_exposed = 0.0
     # Adam on the local shard: fp32 param, m, v read+write, fp32 grad read, bf16 param
     # write, grad-norm read: ~34 B per parameter
-    t_opt = p_local / n_dp * 34.0 / (hbm * ke.hbm)
+    t_opt = p_local / (n_dp if ke.distributed_optimizer else 1) * 34.0 / (hbm * ke.hbm)
 
     breakdown = {k: v * m_micro for k, v in stage_last.items()}
     breakdown["pp_comm_exposed"] = t_pp_exposed * m_micro
