@@ -203,9 +203,23 @@ class HallProblem:
             self._lu = spla.splu(self.A)
         return self._lu
 
+    @property
+    def plenum_upstream(self) -> bool:
+        """True when no room air enters the plenum (block-triangular operator)."""
+        return bool(np.all(self.floor_flow_m3_s >= 0))
+
     def solve(self, rack_heat_w: np.ndarray) -> np.ndarray:
+        """All temperatures [C] for the rack heats [W] (block substitution if possible)."""
         rhs = self.E @ self.geometry.cooling_supply_temp_c + self.B @ np.asarray(rack_heat_w, float)
-        return self.lu.solve(rhs)
+        if not self.plenum_upstream:
+            return self.lu.solve(rhs)
+        nr, n_p = self.n_room, self.plenum_pressure.size
+        a = self.A.tocsr()
+        rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, self.n_unknowns)
+        t_p = spla.spsolve(a[pp, pp].tocsc(), rhs[pp])
+        t_r = spla.spsolve(a[rr, rr].tocsc(), rhs[rr] - a[rr, pp] @ t_p)
+        t_n = (rhs[nn] - a[nn, pp] @ t_p - a[nn, rr] @ t_r) / a[nn, nn].diagonal()
+        return np.concatenate([t_r, t_p, t_n])
 
 
 def build_problem(
@@ -430,6 +444,63 @@ class InletModel:
         return np.where(self.cooling_active, t, np.nan)
 
 
+def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = True):
+    """Sensitivities of rack inlets and unit returns: rows [W; M] of A^-1 B and A^-1 E.
+
+    Returns (d_all (R+C, R) [K/W], s_all (R+C, C) [-]). When no room air flows down into
+    the plenum (every floor flow >= 0) the operator is block lower-triangular in the
+    order (plenum, room, return node): the plenum does not see the room. Then D comes
+    from transposed solves with the room block alone (a few times cheaper: a smaller,
+    two-dimensional factor) and S from C forward block substitutions. Otherwise the whole
+    operator is factorised. Both paths are exact.
+    """
+    n_r, n_c = prob.geometry.n_racks, prob.geometry.n_cooling
+    rows = sp.vstack([prob.W, prob.M]).tocsr()
+    n_out = n_r + n_c
+    d_all = np.empty((n_out, n_r))
+    s_all = np.empty((n_out, n_c))
+    nr, n_u = prob.n_room, prob.n_unknowns
+    n_p = prob.plenum_pressure.size
+    if use_blocks and prob.plenum_upstream:
+        a = prob.A.tocsr()
+        rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, n_u)
+        lu_r = spla.splu(a[rr, rr].tocsc())
+        lu_p = spla.splu(a[pp, pp].tocsc())
+        has_n = n_u > nr + n_p
+        a_nn = a[nn, nn].toarray().ravel() if has_n else np.zeros(0)
+        a_nr = a[nn, rr] if has_n else None
+        b = prob.B.tocsr()
+        b_r, b_n = b[rr], b[nn]
+        for start in range(0, n_out, block_size):
+            stop = min(start + block_size, n_out)
+            w = rows[start:stop]
+            w_r = w[:, rr].T.toarray()
+            if has_n:
+                y_n = w[:, nn].T.toarray() / a_nn[:, None]
+                y_r = lu_r.solve(w_r - (a_nr.T @ y_n), trans="T")
+                d_all[start:stop] = (b_r.T @ y_r + b_n.T @ y_n).T
+            else:
+                y_r = lu_r.solve(w_r, trans="T")
+                d_all[start:stop] = (b_r.T @ y_r).T
+        e = prob.E.tocsr()
+        t_p = lu_p.solve(e[pp].toarray())
+        t_r = lu_r.solve(e[rr].toarray() - a[rr, pp] @ t_p)
+        t_all = [t_r, t_p]
+        if has_n:
+            t_all.append((e[nn].toarray() - a[nn, pp] @ t_p - a_nr @ t_r) / a_nn[:, None])
+        s_all[:] = rows @ np.vstack(t_all)
+        return d_all, s_all
+    lu = prob.lu
+    bt = prob.B.T.tocsr()
+    et = prob.E.T.tocsr()
+    for start in range(0, n_out, block_size):
+        stop = min(start + block_size, n_out)
+        y = lu.solve(rows[start:stop].T.toarray(), trans="T")
+        d_all[start:stop] = (bt @ y).T
+        s_all[start:stop] = (et @ y).T
+    return d_all, s_all
+
+
 def truncate_recirculation(d_k_per_w: np.ndarray, drop_k_per_w: float) -> sp.csr_matrix:
     """Sparse copy of D without its smallest entries.
 
@@ -468,18 +539,8 @@ def inlet_model(
     ``truncation_error_k`` for rack heats up to ``max_rack_heat_w``.
     """
     prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
-    lu = prob.lu
-    n_r, n_c = geometry.n_racks, geometry.n_cooling
-    rows = sp.vstack([prob.W, prob.M]).tocsr()
-    bt = prob.B.T.tocsr()
-    et = prob.E.T.tocsr()
-    d_all = np.empty((n_r + n_c, n_r))
-    s_all = np.empty((n_r + n_c, n_c))
-    for start in range(0, n_r + n_c, block_size):
-        stop = min(start + block_size, n_r + n_c)
-        y = lu.solve(rows[start:stop].T.toarray(), trans="T")
-        d_all[start:stop] = (bt @ y).T
-        s_all[start:stop] = (et @ y).T
+    d_all, s_all = linear_maps(prob, block_size)
+    n_r = geometry.n_racks
     v_c = prob.cooling_airflow_m3_s
     t_sup = geometry.cooling_supply_temp_c
     active = v_c > 0
