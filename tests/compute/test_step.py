@@ -159,6 +159,7 @@ def test_slower_transport_and_fabric_slow_the_step():
 def test_partitioned_job_makes_no_progress():
     e = est(inter_node_gbps=0.0)
     assert e.step_time_s == float("inf") and e.tokens_per_s_per_gpu == 0.0 and e.mfu == 0.0
+    assert est(clock_fraction=np.r_[np.ones(63), 0.0]).step_time_s == float("inf")
     one_node = est("8b", gpus=8, global_batch=128, inter_node_gbps=0.0)
     assert np.isfinite(one_node.step_time_s)
 
@@ -206,7 +207,7 @@ def test_a100_megatron_scaling_table():
 
 @pytest.mark.parametrize("bad", [dict(gpus=100), dict(global_batch=101), dict(tp=3),
                                  dict(precision="fp4"), dict(deployment="cloud"),
-                                 dict(clock_fraction=0.0), dict(transport="x")])
+                                 dict(clock_fraction=1.5), dict(transport="x")])
 def test_bad_configurations_raise(bad):
     with pytest.raises(ValueError):
         est(**bad)

@@ -286,7 +286,12 @@ def step_estimate(
                f"activation_recompute must be none/selective/full, got {activation_recompute!r}")
     transport_efficiency(transport)  # validates
     clock = float(np.min(np.asarray(clock_fraction, dtype=float)))
-    _check(0.0 < clock <= 1.0 + 1e-9, f"clock_fraction must be in (0, 1], got {clock!r}")
+    _check(np.isfinite(clock) and clock <= 1.0 + 1e-6,
+           f"clock_fraction must be in [0, 1], got {clock!r}")
+    clock = min(clock, 1.0)
+    if clock <= 0.0:  # a stopped GPU (power brake to zero, shut down): the job stalls
+        return StepEstimate(step_time_s=math.inf, mfu=0.0, tokens_per_s_per_gpu=0.0,
+                            tokens_per_day=0.0, breakdown={"stalled": math.inf})
     if inter_node_gbps <= 0 and gpus > gpus_per_node:
         # partitioned fabric: the job's nodes cannot talk, no step completes
         return StepEstimate(step_time_s=math.inf, mfu=0.0, tokens_per_s_per_gpu=0.0,
