@@ -63,7 +63,7 @@ def test_hot_inlet_throttles_and_slows_training():
 
 def test_failures_interrupt_jobs_and_lose_work():
     clean = run(SMALL, "simulation.duration_days=10", "failures.enabled=false")
-    faulty = run(SMALL, "simulation.duration_days=10", "failures.rate_scale=50")
+    faulty = run(SMALL, "simulation.duration_days=10", "failures.rate_scale=20", "workload.jobs.0.elastic=true")
     assert clean.kpis["interruptions"] == 0 and clean.kpis["goodput_fraction"] > 0.95
     assert faulty.kpis["interruptions"] > 0
     assert faulty.kpis["lost_gpu_hours"] > 0
@@ -144,7 +144,7 @@ def test_phase_codes_cover_every_node_state():
 
 @pytest.mark.slow
 def test_interruptions_pair_with_restart_or_end():
-    res = run(SMALL, "simulation.duration_days=20", "failures.rate_scale=40")
+    res = run(SMALL, "simulation.duration_days=20", "failures.rate_scale=20", "workload.jobs.0.elastic=true")
     ev = res.events
     for job in res.dataset.job.values:
         e = ev[ev.target == job]
@@ -153,3 +153,26 @@ def test_interruptions_pair_with_restart_or_end():
         n_start = kinds.count("job_start")
         assert n_int >= 1
         assert n_start in (n_int, n_int + 1)      # every interruption is followed by a restart, or the run ended
+
+
+def test_hot_spare_takes_over_without_requeue():
+    s = twin.load_scenario(BV, ["simulation.duration_days=20", "failures.enabled=false",
+                                "workload.jobs.1.hot_spares=2"])
+    eng = Engine(s)
+    eng.start()
+    eng.env.run(until=15 * 86400)
+    job = eng.jobs[1]
+    assert job.status == "running" and len(job.nodes) == 48 and len(job.spares) == 2
+    spares = set(job.spares.tolist())
+    victim = int(job.nodes[3])
+    eng._fail(victim, [c.name for c in eng.classes].index("gpu"))
+    eng.env.run(until=eng.env.now + 2 * 3600)
+    kinds = [e[1] for e in eng.events if e[2] == job.spec.name]
+    assert "job_spare_swap" in kinds and "job_requeued" not in kinds
+    assert job.status == "running" and len(job.nodes) == 48 and len(job.spares) == 1
+    assert victim not in set(job.nodes.tolist()) and spares & set(job.nodes.tolist())
+    # a failed hot spare does not interrupt the job
+    n_int = job.interruptions
+    eng._fail(int(job.spares[0]), [c.name for c in eng.classes].index("gpu"))
+    eng.env.run(until=eng.env.now + 600)
+    assert job.interruptions == n_int and len(job.spares) == 0 and job.status == "running"

@@ -200,8 +200,9 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     total_nodes = delivered * s.hardware.nodes_per_rack
     gpn = catalog.nodes[s.hardware.node_model].gpu_count if s.hardware.node_model in catalog.nodes else None
     for j, job in enumerate(s.workload.jobs):
-        if job.nodes > total_nodes:
-            out.append((f"workload.jobs.{j}.nodes", job.nodes, f"at most the {total_nodes} delivered nodes"))
+        if job.nodes + job.hot_spares > total_nodes:
+            out.append((f"workload.jobs.{j}.nodes", job.nodes,
+                        f"nodes + hot_spares at most the {total_nodes} delivered nodes"))
         if gpn:
             gpus = job.nodes * gpn
             model_par = job.tp * job.pp * job.cp
@@ -219,6 +220,11 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             out.append((f"workload.jobs.{j}.model.kv_heads", job.model.kv_heads, "a divisor of heads"))
         if job.model.layers % (job.pp * job.vpp):
             out.append((f"workload.jobs.{j}.pp", job.pp, "pp * vpp dividing the number of layers"))
+    from twin.reliability import load_failure_classes
+    known = {c.name for c in load_failure_classes()}
+    for name in s.failures.class_rate_scale:
+        if name not in known:
+            out.append((f"failures.class_rate_scale.{name}", name, f"a failure class: {sorted(known)}"))
     names = [job.name for job in s.workload.jobs]
     for j, name in enumerate(names):
         if names.index(name) != j:

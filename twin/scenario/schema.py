@@ -240,6 +240,8 @@ class Job(Model):
     priority: int = 0
     submit: dt.date | None = Field(None, description="submission date; None = simulation start")
     elastic: bool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
+    hot_spares: Annotated[int, Field(ge=0)] = Field(
+        0, description="extra idle nodes the job holds; a failed node is swapped for one without requeueing")
 
 
 class Storage(Model):
@@ -257,15 +259,23 @@ class Workload(Model):
 # --------------------------------------------------------------------------- failures, ramp
 class Failures(Model):
     enabled: bool = True
-    rate_scale: NonNegFloat = Field(1.0, description="multiplier on the catalog failure rates")
-    detection_s: NonNegFloat = Field(120.0, description="mean delay of health checks to detect a fault [s]")
+    rate_scale: NonNegFloat = Field(1.0, description="multiplier on every catalog failure rate")
+    class_rate_scale: dict[str, NonNegFloat] = Field(
+        {}, description="multiplier per failure class, e.g. {gpu_hbm3: 2.0} (twin/catalog/failures.yaml)")
+    health_check_interval_s: PositiveFloat = Field(
+        300.0, description="period of the GPU/node health checks (LSF GPU health, Autopilot) [s]")
+    watchdog_timeout_s: PositiveFloat = Field(600.0, description="collective watchdog timeout (hangs) [s]")
+    sdc_detection_mean_s: PositiveFloat = Field(3600.0, description="mean time to notice silent data corruption [s]")
     technicians: PositiveInt = Field(4, description="repair crew size")
     spares: NonNegFloat = Field(16, description="spare parts in stock (node-level FRUs)")
     restock_days: PositiveFloat = Field(7.0, description="spare restock lead time [days]")
-    burn_in_weibull_shape: Annotated[float, Field(gt=0, le=1)] = 0.6
-    burn_in_infant_factor: NonNegFloat = Field(
-        3.0, description="hazard multiplier at delivery, decaying with the Weibull shape during burn-in")
+    burn_in_weibull_shape: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.6, description="Weibull shape of infant mortality (< 1: hazard falls with age)")
+    burn_in_expected_failures_per_node: NonNegFloat = Field(
+        0.03, description="expected infant failures per node during ramp.burn_in_days")
     activation_energy_ev: PositiveFloat = Field(0.7, description="Arrhenius activation energy [eV]")
+    arrhenius_reference_temp_c: float = Field(
+        65.0, description="GPU temperature at which the catalog rates hold [C]")
 
 
 class Wave(Model):

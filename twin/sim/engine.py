@@ -47,7 +47,8 @@ class JobState:
     params: float
     checkpoint_bytes: float
     status: str = "waiting"            # waiting|queued|starting|running|checkpointing|done
-    nodes: np.ndarray = field(default_factory=lambda: np.empty(0, int))
+    nodes: np.ndarray = field(default_factory=lambda: np.empty(0, int))     # running the job
+    spares: np.ndarray = field(default_factory=lambda: np.empty(0, int))    # hot spares held idle
     tokens: float = 0.0                # progress, including work not yet checkpointed
     tokens_committed: float = 0.0      # progress safe in the last checkpoint
     rate_tok_s: float = 0.0
@@ -136,6 +137,8 @@ class Engine:
         self.rack_inlet_c = np.zeros(R)
         self.rack_heat_w = np.zeros(R)
         self.next_sample_s = 0.0
+        self._physics_key = None
+        self._physics = None
 
     def _init_power(self) -> None:
         s, p, n = self.s, self.plant, self.plant.node
@@ -193,10 +196,10 @@ class Engine:
 
     def _init_failures(self) -> None:
         f = self.s.failures
-        self.classes = reliability.load_failure_classes()
-        self.class_thermal = np.array([c.thermal for c in self.classes], bool)
-        self.base_rates_per_h = np.asarray(reliability.node_failure_rates_per_h(
-            self.classes, 1, rate_scale=f.rate_scale), float).reshape(-1, len(self.classes))[0]
+        classes = reliability.load_failure_classes()
+        self.classes = (reliability.scale_class_rates(classes, f.class_rate_scale)
+                        if f.class_rate_scale else classes)
+        self.base_rate_per_node_h = float(sum(c.rate_per_node_h for c in self.classes))
         self.crew = simpy.Resource(self.env, capacity=f.technicians)
         self.spares = simpy.Container(self.env, init=f.spares, capacity=max(f.spares, 1e9))
 
@@ -348,14 +351,15 @@ class Engine:
                 continue
             self.queue.remove(job)
             self._advance(job)            # nothing accrues while queued; start the clock now
-            job.nodes = nodes
+            job.nodes, job.spares = nodes[:job.spec.nodes], nodes[job.spec.nodes:]
             self.node_job[nodes] = job.index
+            self.node_phase[job.spares] = Phase.IDLE
             job.status = "starting"
             job.placed.succeed(nodes)
 
     def _place(self, job: JobState, free: np.ndarray) -> np.ndarray | None:
         p, spec = self.plant, job.spec
-        want = spec.nodes
+        want = spec.nodes + spec.hot_spares
         if free.sum() < want:
             if not spec.elastic:
                 return None
@@ -435,7 +439,7 @@ class Engine:
         dt = self.now - job.t_last
         if dt > 0:
             gpus = len(job.nodes) * self.plant.gpus_per_node
-            job.gpu_s_allocated += gpus * dt
+            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * self.plant.gpus_per_node * dt
             if job.status == "running":
                 job.tokens += job.rate_tok_s * dt
                 job.gpu_s_pending += gpus * dt
@@ -530,96 +534,146 @@ class Engine:
 
     def _release(self, job: JobState) -> None:
         self.node_job[job.nodes] = -1
+        self.node_job[job.spares] = -1
         job.nodes = np.empty(0, int)
+        job.spares = np.empty(0, int)
         job.rate_tok_s = 0.0
         self._set_idle_phases()
         self._schedule()
 
-    def _interrupted(self, job: JobState, cause: str):
+    def _interrupted(self, job: JobState, cause):
+        text, detect_s = cause if isinstance(cause, tuple) else (str(cause), 0.0)
         self._advance(job)
         lost = job.lose()
         job.interruptions += 1
-        self.log("job_interrupted", job.spec.name, f"{cause}; lost {lost:.4g} tokens")
+        self.log("job_interrupted", job.spec.name, f"{text}; lost {lost:.4g} tokens")
         job.status = "waiting"
-        self._release(job)
-        # the failed part must be found and fenced before the relaunch (health checks)
-        delay = float(self.rng_detect.exponential(self.s.failures.detection_s)) \
-            if self.s.failures.detection_s > 0 else 0.0
-        if delay:
-            yield self.env.timeout(delay)
-        job.t_last = self.now
-        self.log("job_requeued", job.spec.name, f"after {delay:.0f} s detection")
+        spare = job.spec.hot_spares > 0
+        if spare:
+            # keep the healthy nodes (active and hot spares), give back the ones that are down
+            held = np.concatenate([job.nodes, job.spares])
+            keep = held[self.node_up()[held]]
+            self._release_nodes(held[~np.isin(held, keep)])
+            job.nodes, job.spares = keep[:0], keep
+            self.node_phase[keep] = Phase.IDLE
+        else:
+            self._release(job)
+        # the failed part must be found and fenced before the relaunch (health checks,
+        # watchdog timeout, numerics checks for silent corruption)
+        if detect_s > 0:
+            yield self.env.timeout(detect_s)
+        self._advance(job)
+        if spare:
+            held = job.spares[self.node_up()[job.spares]]
+            self._release_nodes(job.spares[~np.isin(job.spares, held)])
+            if len(held) >= job.spec.nodes:
+                job.nodes, job.spares = held[:job.spec.nodes], held[job.spec.nodes:]
+                job.status = "starting"
+                self.log("job_spare_swap", job.spec.name,
+                         f"after {detect_s:.0f} s detection; {len(job.spares)} hot spares left")
+                return
+            job.spares = np.empty(0, int)
+            self._release_nodes(held)
+        self.log("job_requeued", job.spec.name, f"after {detect_s:.0f} s detection")
         self._enqueue(job)
 
-    def _interrupt_nodes(self, nodes: np.ndarray, cause: str) -> None:
-        """Interrupt every job holding any of ``nodes``."""
+    def _release_nodes(self, nodes: np.ndarray) -> None:
+        if len(nodes):
+            self.node_job[nodes] = -1
+            self._set_idle_phases()
+            self._schedule()
+
+    def _interrupt_nodes(self, nodes: np.ndarray, cause: str, detect_s: float = 0.0) -> None:
+        """Interrupt every job running on any of ``nodes``; a job whose hot spare is hit
+        just loses that spare. The job relaunches after ``detect_s`` [s]."""
         for j in np.unique(self.node_job[nodes]):
             if j < 0:
                 continue
             job = self.jobs[j]
-            if job.process is not None and job.process.is_alive and job.status != "waiting":
-                self._advance(job)
-                job.process.interrupt(cause)
-                job.status = "waiting"
+            if job.status == "waiting" or job.process is None or not job.process.is_alive:
+                continue
+            if not np.isin(nodes, job.nodes).any():
+                hit = job.spares[np.isin(job.spares, nodes)]
+                job.spares = job.spares[~np.isin(job.spares, nodes)]
+                self._release_nodes(hit)
+                continue
+            self._advance(job)
+            job.process.interrupt((cause, detect_s))
+            job.status = "waiting"
 
     # ------------------------------------------------------------------ failures and repair
-    def _failure_rates(self) -> np.ndarray:
-        """(N, K) failure rates [1/h] of the nodes that are up, with thermal and burn-in factors."""
+    def _failure_scale(self) -> np.ndarray:
+        """Per-node multiplier on the class rates: scenario scale x node up x burn-in."""
         p, f = self.plant, self.s.failures
         up = self.node_up()
-        base = self.base_rates_per_h
-        rates = np.where(self.class_thermal[None, :], base[None, :] * self.node_accel[:, None], base[None, :])
-        age_h = (self.now - self.rack_on_since[p.node_rack]) / H
-        burn_h = max(self.s.ramp.burn_in_days * 24.0, 1.0)
-        infant = np.where(age_h < burn_h, 1.0 + f.burn_in_infant_factor
-                          * np.maximum(age_h / burn_h, 1e-2) ** (f.burn_in_weibull_shape - 1.0), 1.0)
-        return rates * (infant * up)[:, None]
+        scale = f.rate_scale * up.astype(float)
+        burn_h = self.s.ramp.burn_in_days * 24.0
+        if burn_h > 0 and f.burn_in_expected_failures_per_node > 0:
+            age_h = (self.now - self.rack_on_since[p.node_rack]) / H
+            young = up & (age_h < burn_h)
+            if young.any():
+                eta_h = reliability.weibull_scale_h_for_expected_failures(
+                    f.burn_in_expected_failures_per_node, burn_h, f.burn_in_weibull_shape)
+                scale = scale * reliability.burn_in_rate_multiplier(
+                    np.where(young, age_h, burn_h), self.dt_s / H, f.burn_in_weibull_shape, eta_h,
+                    self.base_rate_per_node_h, burn_h)
+        return scale
 
     def _failure_process(self):
+        """Superposed exponential failures of every node and class, redrawn each sampling
+        interval with that interval's rates (memoryless, so exact for piecewise-constant
+        rates); a node that went down within the interval is thinned out."""
         if not self.s.failures.enabled:
             return
+        sampler = reliability.ClusterFailureSampler(self.classes, self.plant.n_nodes, rate_scale=0.0)
         while True:
             boundary = self.next_sample_s if self.next_sample_s > self.now else self.now + self.dt_s
-            rates = self._failure_rates()
-            hit = reliability.sample_next_failure(self.rng_fail, rates, (boundary - self.now) / H)
-            if hit is None:
-                yield self.env.timeout(boundary - self.now)
-                continue
-            dt_h, n, k = hit
-            yield self.env.timeout(dt_h * H)
-            if self.node_up()[n]:      # rates are piecewise constant: thin nodes that went down
-                self._fail(int(n), int(k))
+            sampler.update(rate_scale=self._failure_scale(), thermal_acceleration=self.node_accel)
+            left_h = (boundary - self.now) / H
+            while (hit := sampler.next(self.rng_fail, left_h)) is not None:
+                dt_h, n, k = hit
+                yield self.env.timeout(dt_h * H)
+                left_h -= dt_h
+                if self.node_up()[n]:
+                    self._fail(int(n), int(k))
+            yield self.env.timeout(max(boundary - self.now, 0.0))
+
+    def _detection_delay_s(self, c) -> float:
+        f = self.s.failures
+        return float(reliability.sample_detection_delay_h(
+            self.rng_detect, c.detection, health_check_interval_h=f.health_check_interval_s / H,
+            watchdog_timeout_h=f.watchdog_timeout_s / H, sdc_mean_h=f.sdc_detection_mean_s / H)) * H
 
     def _fail(self, n: int, k: int) -> None:
         c = self.classes[k]
         p = self.plant
+        detect_s = self._detection_delay_s(c)
         self.log("failure", self.node_name(n), c.name)
+        why = f"{c.name} on {self.node_name(n)}"
         if c.scope == "node":
             self.node_healthy[n] = False
-            self._interrupt_nodes(np.array([n]), f"{c.name} on {self.node_name(n)}")
+            self._interrupt_nodes(np.array([n]), why, detect_s)
             self._set_idle_phases()
         elif c.scope == "job":
-            self._interrupt_nodes(np.array([n]), f"{c.name} on {self.node_name(n)}")
+            self._interrupt_nodes(np.array([n]), why, detect_s)
         elif c.scope == "rail_su":
             u = p.node_su[n]
             self.su_degraded[u] += 1
             self._fabric_cache.clear()
-            self._interrupt_nodes(np.flatnonzero(p.node_su == u), f"{c.name} in SU {u}")
+            self._interrupt_nodes(np.flatnonzero(p.node_su == u), f"{c.name} in SU {u}", detect_s)
         if c.repair != "none":
-            self.env.process(self._repair(n, c))
+            self.env.process(self._repair(n, c, detect_s))
 
-    def _repair(self, n: int, c):
-        f = self.s.failures
-        detect = float(self.rng_detect.exponential(f.detection_s)) if f.detection_s > 0 else 0.0
-        yield self.env.timeout(detect)
+    def _repair(self, n: int, c, detect_s: float):
+        yield self.env.timeout(detect_s)
         self.log("detected", self.node_name(n), c.name)
-        t0 = self.now - detect
+        t0 = self.now - detect_s
+        if c.repair == "hardware" and c.part:
+            yield self.spares.get(1)             # the part first, so no technician waits idle
+            self.env.process(self._restock())
         if c.repair == "hardware":
             with self.crew.request() as req:
                 yield req
-                if c.part:
-                    yield self.spares.get(1)
-                    self.env.process(self._restock())
                 self.log("repair_start", self.node_name(n), c.name)
                 self.node_repairing[n] = True
                 yield self.env.timeout(reliability.sample_repair_duration_h(self.rng_repair, c.repair) * H)
@@ -735,26 +789,22 @@ class Engine:
         return c.outdoor_temp_c + c.outdoor_temp_swing_c * np.cos(2 * np.pi * (doy - 201) / 365.25)
 
     def _sample(self, i: int) -> None:
-        p, s, node = self.plant, self.s, self.plant.node
+        p = self.plant
         for job in self.jobs:
             if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
                 self._advance(job)
         phase = self.node_phase
-        inlet_node = self.rack_inlet_c[p.node_rack]
-        node_w = power.node_power_w(phase, self.gpu_cap_w, inlet_node, clock_fraction=self.node_clock,
-                                    **self.node_kw)
         rack_on = self.rack_powered & ~self.rack_tripped
-        rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
-                  + rack_on * s.hardware.network_power_per_rack_w)
-        # rack heat -> inlet temperature, one mat-vec per hall
-        for hall in self.halls:
-            idx = hall["idx"]
-            self.rack_inlet_c[idx] = thermal.inlet_temp_c(hall["model"], rack_w[idx])
-        inlet_node = self.rack_inlet_c[p.node_rack]
-        clock, _, gpu_t = coupling.equilibrium_gpu_state(
-            inlet_node, phase, self.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w,
-            thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w, slowdown_c=node.gpu_slowdown_c,
-            hw_slowdown_c=node.gpu_hw_slowdown_c, shutdown_c=node.gpu_shutdown_c)
+        # Between events the plant sits in a steady state: when the inputs of the physics
+        # (phases, powered racks, inlet temperatures, clocks, cooling state) equal those of
+        # the last sample, so do the outputs, and the vectorised evaluation is skipped.
+        key = (phase.tobytes(), rack_on.tobytes(), self.rack_inlet_c.tobytes(),
+               self.node_clock.tobytes(), tuple(id(h["model"]) for h in self.halls))
+        if key != self._physics_key:
+            self._physics_key = key
+            self._physics = self._physics_step(phase, rack_on)
+        rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c = self._physics
+        self.rack_inlet_c = inlet_c.copy()
         up = self.node_up()
         shut = up & (clock <= 0.0)
         if shut.any():
@@ -765,8 +815,7 @@ class Engine:
             self.env.process(self._thermal_recover(np.flatnonzero(shut)))
         changed = not np.array_equal(clock, self.node_clock)
         self.node_clock = np.where(clock > 0, clock, 1.0)
-        self.node_accel = np.asarray(thermal.arrhenius_acceleration(
-            gpu_t, 65.0, s.failures.activation_energy_ev), float)
+        self.node_accel = accel
         if changed:
             for job in self.jobs:
                 if job.status == "running" and job.nodes.size:
@@ -776,8 +825,7 @@ class Engine:
         r = self.rec
         r["rack_power_w"][i] = rack_w
         r["rack_inlet_c"][i] = self.rack_inlet_c
-        r["rack_gpu_temp_max_c"][i] = np.where(rack_on, np.maximum.reduceat(
-            gpu_t, np.arange(0, p.n_nodes, s.hardware.nodes_per_rack)), np.nan)
+        r["rack_gpu_temp_max_c"][i] = rack_gpu_max_c
         r["rack_state"][i] = np.where(self.rack_tripped, 3, np.where(
             self.rack_powered, np.where(self.rack_ready, 2, 1), np.where(self.rack_delivered, 0, -1)))
         r["power_available_w"][i] = self.power_available_w
@@ -793,6 +841,29 @@ class Engine:
             r["job_tokens"][i, j] = job.tokens
             r["job_tokens_per_s"][i, j] = job.rate_tok_s if job.status == "running" else 0.0
             r["job_gpus"][i, j] = len(job.nodes) * gpn
+
+    def _physics_step(self, phase: np.ndarray, rack_on: np.ndarray):
+        """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
+        failure acceleration, vectorised over every node and rack."""
+        p, s, node = self.plant, self.s, self.plant.node
+        inlet_node = self.rack_inlet_c[p.node_rack]
+        node_w = power.node_power_w(phase, self.gpu_cap_w, inlet_node, clock_fraction=self.node_clock,
+                                    **self.node_kw)
+        rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
+                  + rack_on * s.hardware.network_power_per_rack_w)
+        inlet_c = np.empty(p.n_racks)
+        for hall in self.halls:          # rack heat -> inlet temperature, one mat-vec per hall
+            idx = hall["idx"]
+            inlet_c[idx] = thermal.inlet_temp_c(hall["model"], rack_w[idx])
+        clock, _, gpu_t = coupling.equilibrium_gpu_state(
+            inlet_c[p.node_rack], phase, self.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
+            gpu_idle_w=node.gpu_idle_w, thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,
+            slowdown_c=node.gpu_slowdown_c, hw_slowdown_c=node.gpu_hw_slowdown_c,
+            shutdown_c=node.gpu_shutdown_c)
+        accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
+                                                          s.failures.activation_energy_ev), float)
+        rack_gpu_max_c = np.where(rack_on, gpu_t.reshape(p.n_racks, -1).max(axis=1), np.nan)
+        return rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c
 
     def _thermal_recover(self, nodes: np.ndarray):
         yield self.env.timeout(H)      # operators let the node cool, then reboot it
