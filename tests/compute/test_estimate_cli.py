@@ -72,6 +72,7 @@ def test_collective(capsys):
     ["collective", "--op", "broadcast", "--bytes", "1", "--nodes", "1"],
     ["collective", "--op", "allreduce", "--bytes", "-5", "--nodes", "1"],
     ["collective", "--op", "allreduce", "--bytes", "1e6", "--nodes", "zero"],
+    ["collective", "--op", "allreduce", "--bytes", "1e6", "--nodes", "1", "--gpus-per-node", "1"],
 ])
 def test_bad_input_exits_2_with_a_message(argv, capsys):
     assert run_estimate_cli(argv) == 2

@@ -151,6 +151,9 @@ def _cmd_step(args) -> dict:
 def _cmd_collective(args) -> dict:
     c = _load_cluster(args.cluster) if args.cluster else BLUE_VELA_CLUSTER
     g = args.gpus_per_node or c.gpus_per_node
+    if args.nodes * g < 2:
+        raise EstimateFileError(["twin estimate collective: needs at least 2 GPUs "
+                                 f"(--nodes {args.nodes} x --gpus-per-node {g})"])
     c = c.model_copy(update={"gpus": args.nodes * g, "gpus_per_node": g})
     bw, hops = fabric_figures(c)
     t = float(collective_time_s(args.op, args.bytes, args.nodes, g, nvlink_gb_s=c.gpu.nvlink_gb_s,
