@@ -338,25 +338,50 @@ class RunTask:
 
 def resolve_tasks(spec: SweepSpec) -> list[RunTask]:
     """Load and validate every run's scenario. A combination that does not validate becomes
-    a task with ``problem`` set (recorded as failed); a bad base scenario raises."""
+    a task with ``problem`` set (recorded as failed); a bad base scenario raises.
+
+    Each grid point is loaded once (with its first seed) and the other seeds are copies with
+    ``simulation.seed`` replaced: the same model as loading with ``--set simulation.seed=S``
+    (the seed is only range-checked, which :func:`parse_seeds` did)."""
     from twin.errors import ScenarioError
     from twin.scenario.loader import load_scenario, scenario_hash
 
     tasks = []
     for idx, path, overrides in spec.points():
-        for si, seed in enumerate(spec.seeds):
-            ov = [*overrides, f"simulation.seed={seed}"]
-            try:
-                s = load_scenario(path, ov)
-            except ScenarioError as err:
-                if not any(idx):          # the first grid point: the base itself is bad
-                    raise
-                text = "; ".join(str(p) for p in err.problems)
-                key = hashlib.sha256(json.dumps([str(path), ov]).encode()).hexdigest()
+        ov = [*overrides, f"simulation.seed={spec.seeds[0]}"]
+        try:
+            first = load_scenario(path, ov)
+        except ScenarioError as err:
+            if not any(idx):          # the first grid point: the base itself is bad
+                raise
+            text = "; ".join(str(p) for p in err.problems)
+            for si, seed in enumerate(spec.seeds):
+                key = hashlib.sha256(json.dumps([str(path), [*overrides, f"simulation.seed={seed}"]]).encode()
+                                     ).hexdigest()
                 tasks.append(RunTask((*idx, si), key, None, f"scenario does not validate: {text}"))
-                continue
+            continue
+        for si, seed in enumerate(spec.seeds):
+            s = first if si == 0 else first.model_copy(
+                update={"simulation": first.simulation.model_copy(update={"seed": int(seed)})})
             tasks.append(RunTask((*idx, si), scenario_hash(s), s))
     return tasks
+
+
+_CODE_FINGERPRINT: str | None = None
+
+
+def code_fingerprint() -> str:
+    """SHA-256 (first 16 hex) of the twin package's code and catalog data: runs stored by a
+    different fingerprint were made by other code and may differ (see ``rerun_stale``)."""
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml", ".csv") and p.is_file()):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _CODE_FINGERPRINT = h.hexdigest()[:16]
+    return _CODE_FINGERPRINT
 
 
 def _series_from(results, names: Iterable[str]) -> dict[str, np.ndarray]:
@@ -396,11 +421,11 @@ def execute_run(scenario, series: tuple[str, ...] = DEFAULT_SERIES) -> dict:
         ser = _series_from(res, series)
         return {"status": "ok", "kpis": kpis, "error": None, "day": day, "series": ser,
                 "start": str(scenario.simulation.start), "wall_s": time.perf_counter() - t0,
-                "pid": os.getpid()}
+                "pid": os.getpid(), "code": code_fingerprint()}
     except Exception as exc:  # a failed run is recorded, the sweep goes on
         return {"status": "failed", "kpis": {}, "error": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(), "wall_s": time.perf_counter() - t0,
-                "pid": os.getpid()}
+                "pid": os.getpid(), "code": code_fingerprint()}
 
 
 def _num(v) -> float:
@@ -419,6 +444,13 @@ class RunStore:
 
     def has(self, key: str) -> bool:
         return self._json(key).exists()
+
+    def meta(self, key: str) -> dict | None:
+        """The stored JSON of a run (status, KPIs, error, code), or None if not stored."""
+        try:
+            return json.loads(self._json(key).read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
 
     def load(self, key: str) -> dict | None:
         try:
@@ -456,6 +488,7 @@ class SweepOutcome:
     reused: list[str]               # run keys found on disk
     failed: list[str]               # run keys whose status is 'failed'
     out_dir: Path
+    stale: list[str] = dataclasses.field(default_factory=list)  # reused runs made by other code
 
 
 ProgressFn = Callable[[int, int, int, float], None]   # (done, failed, total, elapsed_s)
@@ -463,7 +496,7 @@ ProgressFn = Callable[[int, int, int, float], None]   # (done, failed, total, el
 
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = None,
               scheduler: str | None = None, client=None, retry_failed: bool = False,
-              progress: ProgressFn | None = None,
+              rerun_stale: bool = False, progress: ProgressFn | None = None,
               on_result: Callable[[RunTask, dict], None] | None = None) -> SweepOutcome:
     """Run every missing run of ``spec``, store each as it finishes, then assemble ``sweep.nc``
     and ``summary.csv`` in ``out_dir``.
@@ -471,25 +504,34 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     ``workers``: local processes (default: all cores; 1 = in this process, no pool).
     ``scheduler``: ``tcp://host:port`` of a running Dask scheduler, or ``local`` for a fresh
     ``dask.distributed.LocalCluster`` of ``workers`` processes; ``client``: an existing
-    ``dask.distributed.Client`` (overrides both). ``on_result`` is called after each stored
-    run (tests use it to stop a sweep half way).
+    ``dask.distributed.Client`` (overrides both). ``retry_failed`` runs again the runs stored
+    as failed; ``rerun_stale`` the runs stored by other code (:func:`code_fingerprint`).
+    ``on_result`` is called after each stored run (tests use it to stop a sweep half way).
     """
     out = Path(out_dir)
     tasks = resolve_tasks(spec)          # a bad base scenario raises before anything is written
     out.mkdir(parents=True, exist_ok=True)
     store = RunStore(out)
     (out / "sweep.json").write_text(json.dumps(spec.to_json(), indent=1, default=_jsonable))
-    todo, reused, seen = [], [], set()
+    todo, reused, seen, stale = [], [], set(), set()
+    failed_n = 0
+    code = code_fingerprint()
     for t in tasks:
-        rec_exists = store.has(t.key)
-        if rec_exists and not (retry_failed and (store.load(t.key) or {}).get("status") == "failed"):
-            reused.append(t.key)
-        elif t.key not in seen:
-            todo.append(t)
+        meta = store.meta(t.key) if t.key not in seen else None
+        if t.key in seen:
+            (reused if t.key in set(reused) else []).append(t.key)
+            continue
         seen.add(t.key)
+        if meta is not None:
+            is_stale = meta.get("code") != code
+            stale.update([t.key] if is_stale else [])
+            if not ((retry_failed and meta.get("status") == "failed") or (rerun_stale and is_stale)):
+                reused.append(t.key)
+                failed_n += meta.get("status") == "failed"
+                continue
+        todo.append(t)
     total = len(tasks)
     done_n = len(reused)
-    failed_n = sum(1 for k in set(reused) if (store.load(k) or {}).get("status") == "failed")
     ran: list[str] = []
     t0 = time.monotonic()
     if progress:
@@ -525,7 +567,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     ds = assemble(spec, tasks, store)
     write_dataset(ds, out)
     failed = sorted({t.key for t in tasks if str(ds["status"].values[t.index]) == "failed"})
-    return SweepOutcome(ds, ran, reused, failed, out)
+    return SweepOutcome(ds, ran, reused, failed, out, sorted(stale - set(ran)))
 
 
 def _run_local(tasks: list[RunTask], series, store_result, workers: int) -> None:
@@ -728,18 +770,16 @@ def summary_table(ds):
     import pandas as pd
     sm = summarize(ds)
     axes = [d for d in ds["status"].dims if d != "seed"]
-    rows = []
-    for idx in itertools.product(*(range(ds.sizes[d]) for d in axes)):
-        sel = dict(zip(axes, idx, strict=True))
-        row = {d: ds[d].values[i].item() for d, i in sel.items()}
-        st = ds["status"].isel(sel).values
-        row["runs_ok"] = int((st == "ok").sum())
-        row["runs_failed"] = int((st == "failed").sum())
-        for k in sm.data_vars:
-            for stat in ("mean", "p05", "p95"):
-                row[f"{k}_{stat}"] = float(sm[k].isel(sel).sel(stat=stat))
-        rows.append(row)
-    return pd.DataFrame(rows)
+    shape = tuple(ds.sizes[d] for d in axes)
+    grid = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij") if axes else []
+    cols: dict[str, np.ndarray] = {d: ds[d].values[g.ravel()] for d, g in zip(axes, grid, strict=True)}
+    cols["runs_ok"] = (ds["status"] == "ok").sum("seed").transpose(*axes).values.ravel().astype(int)
+    cols["runs_failed"] = (ds["status"] == "failed").sum("seed").transpose(*axes).values.ravel().astype(int)
+    for k in sm.data_vars:
+        v = sm[k].transpose("stat", *axes)
+        for stat in ("mean", "p05", "p95"):
+            cols[f"{k}_{stat}"] = np.asarray(v.sel(stat=stat).values, float).ravel()
+    return pd.DataFrame(cols)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -806,6 +846,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--scheduler", metavar="tcp://HOST:PORT|local",
                     help="run on this Dask scheduler ('local': a fresh LocalCluster of --workers processes)")
     ap.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
+    ap.add_argument("--rerun-stale", action="store_true",
+                    help="run again stored runs made by a different version of the twin code")
     return ap
 
 
@@ -844,7 +886,8 @@ def run_sweep_cli(argv: list[str]) -> int:
               f" x seed[{len(spec.seeds)}]) -> {args.out}/", file=sys.stderr)
         t0 = time.perf_counter()
         outcome = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
-                            retry_failed=args.retry_failed, progress=SweepProgress())
+                            retry_failed=args.retry_failed, rerun_stale=args.rerun_stale,
+                            progress=SweepProgress())
     except ScenarioError as err:
         print(f"error: the scenario has {len(err.problems)} problem(s):", file=sys.stderr)
         for p in err.problems:
@@ -861,6 +904,9 @@ def run_sweep_cli(argv: list[str]) -> int:
     ds = outcome.dataset
     print(f"{len(outcome.ran)} runs done, {len(outcome.reused)} reused from {args.out}/runs/, "
           f"{ds.attrs['runs_failed']} failed; {wall:.1f} s; wrote {args.out}/sweep.nc and summary.csv")
+    if outcome.stale:
+        print(f"warning: {len(outcome.stale)} stored runs were made by a different version of the twin "
+              f"code; --rerun-stale runs them again", file=sys.stderr)
     print(format_summary(ds))
     if ds.attrs["runs_failed"]:
         st = ds["status"].values.ravel()

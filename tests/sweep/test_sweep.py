@@ -272,3 +272,16 @@ def test_run_keys_are_content_hashes(small_spec):
     b = resolve_tasks(other)
     assert b[0].key == a[(1, 0)] and b[1].key == a[(1, 1)]
     assert len(set(a.values())) == 4
+
+
+def test_runs_made_by_other_code_are_flagged_and_rerun_on_request(small_spec, tmp_path, monkeypatch):
+    import twin.sweep as sweep
+    spec = dataclasses.replace(small_spec, seeds=(0,), series=())
+    first = run_sweep(spec, tmp_path / "sw", workers=1)
+    assert first.stale == [] and len(first.ran) == 2
+    monkeypatch.setattr(sweep, "_CODE_FINGERPRINT", "0" * 16)     # as if the model code changed
+    again = run_sweep(spec, tmp_path / "sw", workers=1)
+    assert again.ran == [] and sorted(again.stale) == sorted(first.ran)
+    redo = run_sweep(spec, tmp_path / "sw", workers=1, rerun_stale=True)
+    assert sorted(redo.ran) == sorted(first.ran) and redo.stale == []
+    np.testing.assert_array_equal(redo.dataset.tokens_total.values, first.dataset.tokens_total.values)

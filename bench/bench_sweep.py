@@ -1,0 +1,98 @@
+"""Benchmark of `twin sweep`: 200 runs of a small scenario (lenovo_small, 2 days, hourly
+samples; 10 failure-rate values x 20 seeds) in this process (1 worker), on a local
+process pool of 2 workers, and on a Dask LocalCluster of 2 workers; the speed-up from 1 to
+2 workers; and the cost of re-running a finished sweep (everything reused, only assembly).
+
+    .venv/bin/python bench/bench_sweep.py [--runs 200] [--no-dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from twin.sweep import Axis, SweepSpec, kpi_names, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spec_for(runs: int) -> SweepSpec:
+    seeds = max(1, runs // 10)
+    return SweepSpec(scenario=str(ROOT / "scenarios" / "lenovo_small.yaml"),
+                     overrides=("simulation.duration_days=2", "simulation.sample_interval_s=3600"),
+                     axes=(Axis.grid("failures.rate_scale", [1, 2, 4, 8, 12, 16, 20, 30, 40, 50][:min(10, runs)]),),
+                     seeds=tuple(range(seeds)), name="bench")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def timed(label, fn):
+    t0 = time.perf_counter()
+    out = fn()
+    wall = time.perf_counter() - t0
+    return label, wall, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--no-dask", action="store_true")
+    args = ap.parse_args()
+    spec = spec_for(args.runs)
+    n = int(np.prod(spec.shape))
+    base = Path(tempfile.mkdtemp(prefix="bench_sweep."))
+    print(f"machine: {platform.machine()}, nproc {os.cpu_count()}, CPU {cpu_model()!r}, "
+          f"load average {os.getloadavg()[0]:.2f} at start")
+    print(f"sweep: {n} runs of lenovo_small (2 days, hourly samples)")
+    # warm the imports and caches once so the first mode does not pay them alone
+    run_sweep(spec_for(1), base / "warm", workers=1)
+    rows = []
+    try:
+        label, w1, o1 = timed("1 worker (in process)", lambda: run_sweep(spec, base / "w1", workers=1))
+        rows.append((label, w1))
+        label, w2, o2 = timed("2 workers (process pool)", lambda: run_sweep(spec, base / "w2", workers=2))
+        rows.append((label, w2))
+        for k in kpi_names(o1.dataset):
+            np.testing.assert_array_equal(o1.dataset[k].values, o2.dataset[k].values)
+        if not args.no_dask:
+            import distributed
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                          dashboard_address=None) as cl, distributed.Client(cl) as client:
+                label, wd, od = timed("2 workers (Dask LocalCluster, incl. worker start-up)",
+                                      lambda: run_sweep(spec, base / "wd", client=client))
+            rows.append((label, wd))
+            for k in kpi_names(o1.dataset):
+                np.testing.assert_array_equal(o1.dataset[k].values, od.dataset[k].values)
+        label, wr, orr = timed("re-run of the finished sweep (all reused)", lambda: run_sweep(spec, base / "w2",
+                                                                                              workers=2))
+        assert not orr.ran and len(orr.reused) == n
+        rows.append((label, wr))
+        per_run = np.nanmean(o1.dataset.wall_s.values)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"{'mode':55s} {'wall':>8s} {'runs/s':>8s}")
+    for label, w in rows:
+        print(f"{label:55s} {w:7.1f}s {n / w:8.2f}")
+    print(f"speed-up 1 -> 2 workers (process pool): {w1 / w2:.2f}x")
+    print(f"mean simulate() time per run in the serial sweep: {per_run:.3f} s; "
+          f"sweep overhead per run (serial): {(w1 / n - per_run) * 1e3:.0f} ms")
+    print(f"load average {os.getloadavg()[0]:.2f} at end (other processes share these cores)")
+
+
+if __name__ == "__main__":
+    main()
