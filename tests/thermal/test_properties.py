@@ -110,3 +110,23 @@ def test_arrhenius_monotone_and_multiplicative(t, dt, ea):
     # AF(T3, T1) = AF(T3, T2) * AF(T2, T1)
     assert arrhenius_acceleration(t + 2 * dt, t, ea) == pytest.approx(
         arrhenius_acceleration(t + 2 * dt, t + dt, ea) * a, rel=1e-9)
+
+
+def test_ashrae_class_hours_count_samples():
+    from twin.thermal import ashrae_class_hours
+
+    series = np.array([[20.0, 30.0], [28.0, 46.0], [26.0, 33.0], [27.0, 33.0]])  # 4 samples x 2 racks
+    hours = ashrae_class_hours(series, 900.0)  # 15-minute samples
+    np.testing.assert_allclose(hours[0], [0.75, 0.25, 0, 0, 0, 0])
+    np.testing.assert_allclose(hours[1], [0, 0.25, 0.5, 0, 0, 0.25])
+    assert hours.sum() == pytest.approx(2.0)
+
+
+def test_hot_inlet_throttles_the_gpu_clock():
+    # 700 W H100 SXM with 0.08 K/W inlet-to-die: 56 K rise (an assumption of this test)
+    clock_cool = gpu_clock_fraction(gpu_temp_c(25.0, 700.0, 0.08))
+    clock_hot = gpu_clock_fraction(gpu_temp_c(32.5, 700.0, 0.08))
+    assert clock_cool == 1.0
+    assert 0.5 < clock_hot < 1.0  # 88.5 C: software slowdown
+    # a compute-bound step scales with 1 / clock: the hot node's step is slower
+    assert 1.0 / clock_hot > 1.0 / clock_cool

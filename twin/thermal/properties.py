@@ -166,3 +166,16 @@ def ashrae_h1_class(inlet_temp_c):
     code = np.where((t >= lo) & (t <= hi), np.int8(1), code)
     lo, hi = ASHRAE_H1_RECOMMENDED_C
     return np.where((t >= lo) & (t <= hi), np.int8(0), code)
+
+
+def ashrae_class_hours(inlet_temp_c, sample_interval_s):
+    """Hours each rack spends in each ASHRAE class over a sampled series.
+
+    inlet_temp_c (T, R) [C] sampled every ``sample_interval_s`` [s] (each sample stands
+    for one interval). Returns (R, 6) [h], columns as ``ASHRAE_CLASS_NAMES``; hours
+    outside the recommended envelope are ``hours[:, 1:].sum(axis=1)``.
+    """
+    codes = ashrae_class(np.atleast_2d(np.asarray(inlet_temp_c, float)))
+    n_cls = len(ASHRAE_CLASS_NAMES)
+    counts = np.stack([(codes == c).sum(axis=0) for c in range(n_cls)], axis=1)
+    return counts * (float(sample_interval_s) / 3600.0)
