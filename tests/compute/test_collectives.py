@@ -150,3 +150,16 @@ def test_time_grows_with_bytes_and_nodes(op, nodes, s, k):
     assert bb <= 1.072 * 450 + 1e-9
     if nodes > 1 and op != "allreduce":
         assert bb <= 400.0 + 1e-9
+
+
+def test_without_nvswitch_rings_cross_pcie():
+    # H100 NVL: NVLink bridges join pairs only; 8-GPU rings run over PCIe Gen5 (64 GB/s)
+    nvl = collective_bandwidths_gb_s("all_gather", 2**30, 1, 8, nvlink_gb_s=300.0,
+                                     nvls=False, nvswitch=False)["busbw_gb_s"]
+    sw = collective_bandwidths_gb_s("all_gather", 2**30, 1, 8, nvlink_gb_s=300.0,
+                                    nvls=False)["busbw_gb_s"]
+    assert float(nvl) < 64.0 < float(sw)
+    pair = group_collective_time_s("all_gather", 2**30, nodes=1, ranks_per_node=2,
+                                   nvlink_gb_s=300.0, nvls=False, nvswitch=False)
+    assert float(pair) < float(collective_time_s("all_gather", 2**30, 1, 8, nvlink_gb_s=300.0,
+                                                 nvls=False, nvswitch=False))

@@ -46,6 +46,15 @@ BLUE_VELA_CLUSTER = Cluster(
 )
 
 
+def _has_nvswitch(node) -> bool:
+    """Catalog field ``nvswitch`` if present, else: NVL / PCIe / L40S boards have none."""
+    flag = getattr(node, "nvswitch", None)
+    if flag is not None:
+        return bool(flag)
+    model = str(getattr(node, "gpu_model", "")).upper()
+    return not any(tag in model for tag in ("NVL", "PCIE", "L40"))
+
+
 def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Cluster:
     """Cluster of a scenario file: node model from the catalog, fabric, deployment.
 
@@ -64,7 +73,8 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
         gpus=g, gpus_per_node=g,
         gpu=Gpu(peak_bf16_tflops=node.gpu_peak_bf16_tflops,
                 peak_fp8_tflops=getattr(node, "gpu_peak_fp8_tflops", None),
-                hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls),
+                hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
+                nvswitch=_has_nvswitch(node)),
         fabric=FabricSpec(kind=f.kind, su_nodes=f.su_nodes, rails=f.rails, link_gbps=f.link_gbps,
                           switch_ports=f.switch_ports, oversubscription=f.oversubscription,
                           tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines,
@@ -158,7 +168,8 @@ def _cmd_collective(args) -> dict:
     bw, hops = fabric_figures(c)
     t = float(collective_time_s(args.op, args.bytes, args.nodes, g, nvlink_gb_s=c.gpu.nvlink_gb_s,
                                 nvls=c.gpu.nvls, inter_node_gbps=bw,
-                                transport=c.fabric.transport, hops=hops))
+                                transport=c.fabric.transport, hops=hops,
+                                nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s))
     n = args.nodes * g
     alg = args.bytes / t / 1e9 if t > 0 else float("inf")
     return {"op": args.op, "bytes": args.bytes, "nodes": args.nodes, "gpus_per_node": g,

@@ -135,8 +135,14 @@ def group_collective_time_s(
     transport: str = "ib_rdma",
     hops: float = 4.0,
     latency_s: float = INTRA_LATENCY_S,
+    nvswitch: bool = True,
+    pcie_gb_s: float = 64.0,
 ):
     """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
+
+    nvswitch: the node's GPUs sit on an NVSwitch (HGX/DGX).  Without it (H100 NVL, PCIe
+    cards with NVLink bridges between pairs) a ring over more than two GPUs of a node
+    crosses PCIe (``pcie_gb_s`` [GB/s] per direction; Gen5 x16 = 64), and there is no NVLS.
 
     message_bytes [B]: the buffer ``S`` of nccl-tests (all-reduce in/out size; the full
     gathered size for reduce-scatter / all-gather; each rank's send size for all-to-all).
@@ -147,6 +153,9 @@ def group_collective_time_s(
     """
     s = np.asarray(message_bytes, dtype=float)
     r = int(ranks_per_node)
+    if not nvswitch and r > 2:
+        nvlink_gb_s = min(nvlink_gb_s, pcie_gb_s)
+        nvls = False
     n_nodes = int(nodes)
     n = n_nodes * r
     if n <= 1:
@@ -195,6 +204,8 @@ def collective_time_s(
     inter_node_gbps: float = 3200.0,
     transport: str = "ib_rdma",
     hops: float = 4.0,
+    nvswitch: bool = True,
+    pcie_gb_s: float = 64.0,
 ):
     """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
 
@@ -205,7 +216,8 @@ def collective_time_s(
     return group_collective_time_s(
         op, message_bytes, nodes=n_nodes, ranks_per_node=gpus_per_node,
         gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
-        inter_node_gbps=inter_node_gbps, transport=transport, hops=hops)
+        inter_node_gbps=inter_node_gbps, transport=transport, hops=hops, nvswitch=nvswitch,
+        pcie_gb_s=pcie_gb_s)
 
 
 def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,

@@ -9,7 +9,8 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
     parallelism:  {tp, pp, cp, vpp}
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
-      gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, kernel_efficiency}
+      gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, nvswitch,
+               pcie_gb_s, kernel_efficiency}
       fabric: {kind, su_nodes, rails, link_gbps, switch_ports, oversubscription,
                tor_uplinks_per_spine, spines, transport, inter_node_gbps, hops}
     reference:    {step_time_s, mfu, tokens_per_s_per_gpu, source}   # optional
@@ -68,6 +69,8 @@ class Gpu(_Model):
     hbm_bw_tb_s: PositiveFloat = Field(description="HBM bandwidth [TB/s]")
     nvlink_gb_s: PositiveFloat = Field(description="NVLink one-way per GPU [GB/s]")
     nvls: bool = Field(description="NVSwitch in-switch reduction (NVLS)")
+    nvswitch: bool = Field(True, description="GPUs on an NVSwitch; false = NVLink pairs + PCIe")
+    pcie_gb_s: PositiveFloat = Field(64.0, description="PCIe per direction per GPU [GB/s]")
     kernel_efficiency: Literal[tuple(KERNEL_EFFICIENCY)] | None = Field(  # type: ignore[valid-type]
         None, description="per-kernel efficiency table; null = from the peak")
 
@@ -221,6 +224,7 @@ def estimate_from_file(est: EstimateFile) -> StepEstimate:
             precision=t.precision, hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s,
             nvls=c.gpu.nvls, inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
             activation_recompute=t.activation_recompute, clock_fraction=c.clock_fraction,
-            deployment=c.deployment, kernel_efficiency=ke)
+            deployment=c.deployment, kernel_efficiency=ke, nvswitch=c.gpu.nvswitch,
+            pcie_gb_s=c.gpu.pcie_gb_s)
     except ValueError as exc:
         raise EstimateFileError([f"{est.name}: {exc}"]) from None

@@ -248,6 +248,8 @@ def step_estimate(
     deployment: str = "bare_metal",
     gated_mlp: bool = True,
     kernel_efficiency: KernelEfficiency | None = None,
+    nvswitch: bool = True,
+    pcie_gb_s: float = 64.0,
 ) -> StepEstimate:
     """Estimate one optimizer step of a dense transformer [s] and its MFU.
 
@@ -263,7 +265,9 @@ def step_estimate(
     "selective"), clock_fraction [-] (scalar or per-GPU array, the slowest GPU sets the
     pace), deployment (``bare_metal``, ``container``, ``vm``), gated_mlp (SwiGLU with
     three F x h matrices, else a two-matrix GeLU / squared-ReLU MLP as GPT-3 and
-    Nemotron-4), kernel_efficiency (default from the peak: H100 or A100 table).
+    Nemotron-4), kernel_efficiency (default from the peak: H100 or A100 table),
+    nvswitch / pcie_gb_s [GB/s] (no NVSwitch, e.g. H100 NVL with NVLink bridges between
+    pairs: traffic among more than two GPUs of a node crosses PCIe).
     MFU is relative to ``peak_tflops``.  A multi-node job with ``inter_node_gbps = 0``
     (partitioned fabric) gets an infinite step and zero throughput.
     """
@@ -366,7 +370,9 @@ def step_estimate(
     tp_rpn = min(tp, g)
     net = inter_node_gbps if inter_node_gbps > 0 else 1e-9
     coll = dict(gpus_per_node=g, nvlink_gb_s=nvlink_gb_s, nvls=nvls, inter_node_gbps=net,
-                transport=transport, hops=hops)
+                transport=transport, hops=hops, nvswitch=nvswitch, pcie_gb_s=pcie_gb_s)
+    # point-to-point inside a node: NVLink through the switch, else PCIe beyond a pair
+    p2p_intra = nvlink_gb_s if nvswitch else min(nvlink_gb_s, pcie_gb_s)
     if tp > 1:
         act_bytes = T * h * 2.0
         t_ag = float(group_collective_time_s("all_gather", act_bytes, nodes=tp_nodes,
@@ -387,7 +393,7 @@ def step_estimate(
     if cp > 1:
         kv_bytes = T * 2.0 * hkv / tp * 2.0
         cp_in_node = tp * cp <= g
-        bw = (0.8 * nvlink_gb_s * 1e9 if cp_in_node
+        bw = (0.8 * p2p_intra * 1e9 if cp_in_node
               else net / 8.0 / g * transport_efficiency(transport) * 1e9)
         t_cp = 3.0 * (cp - 1) * (kv_bytes / bw + 10e-6)
         t_cp_exposed = max(0.0, t_cp - (t_attn_f + t_attn_b))
@@ -430,7 +436,7 @@ def step_estimate(
         stride = tp * cp * dp
         p2p_bytes = T * h * 2.0 / tp
         if stride < g:
-            p2p_bw = 0.8 * nvlink_gb_s * 1e9
+            p2p_bw = 0.8 * p2p_intra * 1e9
         else:
             p2p_bw = net / 8.0 / g * transport_efficiency(transport) * 1e9
         t_pp = 2.0 * vpp * (p2p_bytes / p2p_bw + 10e-6)
