@@ -163,3 +163,13 @@ def test_without_nvswitch_rings_cross_pcie():
                                    nvlink_gb_s=300.0, nvls=False, nvswitch=False)
     assert float(pair) < float(collective_time_s("all_gather", 2**30, 1, 8, nvlink_gb_s=300.0,
                                                  nvls=False, nvswitch=False))
+
+
+def test_sharp_lifts_multi_node_allreduce_to_the_switch_limit():
+    base = float(collective_bandwidths_gb_s("allreduce", 8 * 2**30, 64, 8)["busbw_gb_s"])
+    sharp = float(collective_bandwidths_gb_s("allreduce", 8 * 2**30, 64, 8,
+                                             in_network_reduction=True)["busbw_gb_s"])
+    one = float(collective_bandwidths_gb_s("allreduce", 8 * 2**30, 1, 8)["busbw_gb_s"])
+    assert base < 400 < sharp == pytest.approx(one, rel=0.01)
+    rs = collective_time_s("reduce_scatter", 2**30, 64, 8, in_network_reduction=True)
+    assert float(rs) == float(collective_time_s("reduce_scatter", 2**30, 64, 8))

@@ -137,8 +137,13 @@ def group_collective_time_s(
     latency_s: float = INTRA_LATENCY_S,
     nvswitch: bool = True,
     pcie_gb_s: float = 64.0,
+    in_network_reduction: bool = False,
 ):
     """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
+
+    in_network_reduction: all-reduce reduced in the switches (InfiniBand SHARP, as the
+    QM9700 offers): a GPU's shard crosses its NIC once each way instead of 2(N-1)/N
+    times, so the bus bandwidth reaches the intra-node limit (~480 GB/s on DGX H100).
 
     nvswitch: the node's GPUs sit on an NVSwitch (HGX/DGX).  Without it (H100 NVL, PCIe
     cards with NVLink bridges between pairs) a ring over more than two GPUs of a node
@@ -184,6 +189,12 @@ def group_collective_time_s(
                 ratio = (2.0 * (n - 1) / n) / (2.0 * (n_nodes - 1) / n_nodes)
                 b_tree = min(NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, net * ratio)
                 b_inf = max(b_inf, b_tree)
+            if op == "allreduce" and in_network_reduction:
+                # SHARP: the switches reduce, each GPU's shard crosses its NIC once up and
+                # once down, ratio 2(n-1)/n over 1 (NCCL CollNet / NVLS+SHARP)
+                intra = (NVLS_BUSBW_OVER_NVLINK if nvls and r > 2 else RING_BUSBW_OVER_NVLINK)
+                b_sharp = min(intra * nvlink_gb_s * 1e9, net * 2.0 * (n - 1) / n)
+                b_inf = max(b_inf, b_sharp)
         lat = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * (alpha_t + hops * alpha_sw)
     net_lat = lat - latency_s  # network latency, paid in every protocol
     t_simple = np.maximum(f * s / b_inf * _fill_factor(s), 2.0 * latency_s) + net_lat
@@ -206,6 +217,7 @@ def collective_time_s(
     hops: float = 4.0,
     nvswitch: bool = True,
     pcie_gb_s: float = 64.0,
+    in_network_reduction: bool = False,
 ):
     """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
 
@@ -217,7 +229,7 @@ def collective_time_s(
         op, message_bytes, nodes=n_nodes, ranks_per_node=gpus_per_node,
         gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
         inter_node_gbps=inter_node_gbps, transport=transport, hops=hops, nvswitch=nvswitch,
-        pcie_gb_s=pcie_gb_s)
+        pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction)
 
 
 def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,
