@@ -3,7 +3,7 @@
     twin estimate step FILE [--set dotted.path=value ...] [--cluster SCENARIO] [--json]
     twin estimate collective --op allreduce|reduce_scatter|all_gather|all_to_all
                              --bytes N --nodes K [--gpus-per-node 8]
-                             [--cluster SCENARIO] [--json]
+                             [--in-network-reduction] [--cluster SCENARIO] [--json]
 
 ``FILE`` is an estimate file (:mod:`twin.compute.estimate_file`).  ``--cluster SCENARIO``
 takes the cluster (GPU, node, fabric, transport, deployment) from a scenario through
@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="buffer size [B] (nccl-tests convention)")
     p.add_argument("--nodes", required=True, type=_positive_int, metavar="K")
     p.add_argument("--gpus-per-node", type=_positive_int, default=None)
+    p.add_argument("--in-network-reduction", action="store_true",
+                   help="all-reduce in the switches (InfiniBand SHARP)")
     p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return ap
@@ -169,7 +171,9 @@ def _cmd_collective(args) -> dict:
     t = float(collective_time_s(args.op, args.bytes, args.nodes, g, nvlink_gb_s=c.gpu.nvlink_gb_s,
                                 nvls=c.gpu.nvls, inter_node_gbps=bw,
                                 transport=c.fabric.transport, hops=hops,
-                                nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s))
+                                nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
+                                in_network_reduction=(args.in_network_reduction
+                                                      or c.fabric.in_network_reduction)))
     n = args.nodes * g
     alg = args.bytes / t / 1e9 if t > 0 else float("inf")
     return {"op": args.op, "bytes": args.bytes, "nodes": args.nodes, "gpus_per_node": g,

@@ -85,6 +85,7 @@ class FabricSpec(_Model):
     tor_uplinks_per_spine: PositiveInt = 2
     spines: PositiveInt | None = None
     transport: Literal["ib_rdma", "roce", "roce_host", "tcp"] = "ib_rdma"
+    in_network_reduction: bool = Field(False, description="switch all-reduce (IB SHARP)")
     inter_node_gbps: PositiveFloat | None = Field(
         None, description="per-node achievable bandwidth [Gb/s]; null = from the fabric")
     hops: Annotated[float, Field(ge=0.0)] | None = Field(
