@@ -144,3 +144,28 @@ def test_fast_intact_path_equals_general_ecmp_solver(n, nodes):
         da, db = a.as_dict(), b.as_dict()
         assert set(da) == set(db)
         assert np.allclose([da[k] for k in da], [db[k] for k in da])
+
+
+def test_oversubscribed_clos_all_to_all_by_hand():
+    # 4 racks x 16 nodes, one 100G NIC each, TOR with 2 x 100G to each of 2 spines:
+    # 1.6 Tb/s down, 400 Gb/s up.  All-to-all: 16 * 100 * 48/63 Gb/s leave each TOR.
+    g = build_fabric("clos", 64, su_nodes=16, rails=1, link_gbps=100, spines=2,
+                     tor_uplinks_per_spine=2)
+    bw = bottleneck_bandwidth_gbps(g, np.arange(64), pattern="all_to_all")
+    assert bw == pytest.approx(100 * 400 / (16 * 100 * 48 / 63))
+    # a dead spine halves the uplinks
+    bw1 = bottleneck_bandwidth_gbps(g, np.arange(64), pattern="all_to_all",
+                                    failed_switches=["spine:p0:0:0"])
+    assert bw1 == pytest.approx(bw / 2)
+
+
+def test_fat_tree_three_tier_core_failure_by_hand():
+    # k=4 fat tree, 16 hosts, all-to-all.  Pod 0's 4 hosts send 4*400*12/15 Gb/s to
+    # other pods; dead core 0:0 leaves agg 0 of every pod one core cable of two
+    g = build_fabric("fat_tree", 16, switch_ports=4, rails=1)
+    assert bottleneck_bandwidth_gbps(g, np.arange(16), pattern="all_to_all") == 400.0
+    bw = bottleneck_bandwidth_gbps(g, np.arange(16), pattern="all_to_all",
+                                   failed_switches=["core:p0:0:0"])
+    # spine (pod, 0) gets half its leaves' inter-pod traffic: 2 edges x 2 hosts x 400 x
+    # 12/15 / 2 = 640 Gb/s, now on one 400 Gb/s core cable
+    assert bw == pytest.approx(400 * 400 / 640)
