@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 from twin.compute import bus_factor, collective_bandwidths_gb_s, collective_time_s
 from twin.compute.collectives import TRANSPORTS, group_collective_time_s
 
-CAL = yaml.safe_load((Path(__file__).resolve().parents[3] / "shared/reference/calibration.yaml")
-                     .read_text()) if (Path(__file__).resolve().parents[3]
-                                       / "shared/reference/calibration.yaml").exists() else None
+CAL_FILE = Path(__file__).resolve().parents[3] / "shared/reference/calibration.yaml"
+CAL = yaml.safe_load(CAL_FILE.read_text()) if CAL_FILE.exists() else None
 # the calibration figures, copied with their source in case ../shared is absent
 H100_8GPU = {  # NVIDIA dgxc-benchmarking nccl/README.md (DGX H100, NVLS), calibration.yaml
     "message_bytes": [1048576, 16777216, 134217728, 1073741824, 8589934592],
