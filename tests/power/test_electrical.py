@@ -138,3 +138,17 @@ def test_ups_recharge_after_a_generator_start():
     assert t == pytest.approx(12e6 / (0.85 * 165e3))
     p0, t0 = ups_recharge(0.0, 1.65e6)
     assert p0 == 0.0 and t0 == 0.0
+
+
+def test_phase_imbalance_derates_a_three_phase_circuit():
+    from twin.power.electrical import phase_imbalance_limit_w
+
+    lim = breaker_continuous_limit_w(60, 415, 3)
+    assert phase_imbalance_limit_w(lim, 0.10) == pytest.approx(34502.45 / 1.1, abs=0.01)
+    assert phase_imbalance_limit_w(lim, 0.0) == pytest.approx(lim)
+    # cross-check from currents: 3 single-phase loads at 240 V phase voltage (415/sqrt 3),
+    # worst phase at 48 A (80 % of 60 A) and the mean 10 % lower
+    v_ph = 415 / np.sqrt(3)
+    i_max = 0.8 * 60
+    total = 3 * v_ph * i_max / 1.1
+    assert phase_imbalance_limit_w(lim, 0.10) == pytest.approx(total, rel=1e-9)

@@ -11,6 +11,7 @@ __all__ = [
     "breaker_apparent_power_va",
     "breaker_continuous_limit_w",
     "breaker_trip_time_s",
+    "phase_imbalance_limit_w",
     "breaker_thermal_state_step",
     "breaker_thermal_trip_state",
     "UPS_MODES",
@@ -55,6 +56,17 @@ def breaker_continuous_limit_w(
     k = np.where(np.asarray(rated_100pct, dtype=bool), 1.0, NEC_CONTINUOUS_DERATING)
     s = breaker_apparent_power_va(breaker_a, voltage_v, phases)
     return k * s * np.asarray(power_factor, dtype=float)
+
+
+def phase_imbalance_limit_w(limit_w, imbalance_fraction) -> np.ndarray:
+    """Usable three-phase limit [W] when single-phase loads leave the phases unbalanced.
+
+    With the most loaded phase carrying ``(1 + u)/3`` of the total (``u`` = its excess
+    over the mean, NEMA MG-1 style definition ``u = I_max / I_mean - 1``), that phase's
+    conductor and pole reach the breaker limit first: ``P_usable = P_limit / (1 + u)``.
+    A 10 % imbalance on a 34.5 kW continuous circuit leaves 31.4 kW.
+    """
+    return np.asarray(limit_w, dtype=float) / (1.0 + np.asarray(imbalance_fraction, dtype=float))
 
 
 # --- trip curve --------------------------------------------------------------------
