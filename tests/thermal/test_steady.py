@@ -264,3 +264,46 @@ def test_room_air_drawn_into_the_plenum_uses_the_coupled_operator(small_hall):
     np.testing.assert_allclose(inlet_temp_c(model, heat), full.rack_inlet_temp.values, atol=1e-8)
     assert full.rack_inlet_temp.values.max() > 19.0  # starved containment recirculates
     assert full.cooling_heat_removed.sum() == pytest.approx(heat.sum(), rel=1e-9)
+
+
+def test_missing_blanking_heats_the_server_inlets(small_hall):
+    g, heat, v = small_hall
+    g2 = replace(g, cooling_airflow_m3_s=np.full(2, 12.5))
+    blanked = steady_field(g2, heat, v)
+    leaky_g = replace(g2, rack_bypass_fraction=0.1)
+    leaky = steady_field(leaky_g, heat, v)
+    # 10 % of the server air is its own exhaust: b/(1-b) Q/(rho cp V) = 1.67 K above the
+    # aisle air. Racks fed by their tile see all of it; at the row ends the racks draw
+    # less room air, so less air wraps round the rows, which offsets part of it.
+    own = 0.1 / 0.9 * heat / (RHO_CP * v)
+    rise = leaky.rack_inlet_temp.values - blanked.rack_inlet_temp.values
+    middle = np.tile(np.arange(10), 4) % 10 == 4
+    np.testing.assert_allclose(rise[middle], own[middle], atol=0.05)
+    assert rise.mean() > 0.5 * own.mean()
+    assert leaky.cooling_heat_removed.sum() == pytest.approx(heat.sum(), rel=1e-9)
+    model = inlet_model(leaky_g, v)
+    np.testing.assert_allclose(inlet_temp_c(model, heat), leaky.rack_inlet_temp.values, atol=1e-8)
+
+
+def test_overhead_supply_feeds_every_diffuser_alike():
+    xs = 3.3 + 0.6 * np.arange(40)
+    g = HallGeometry(
+        width_m=30.0, depth_m=6.0, height_m=3.0,
+        rack_center_xy_m=np.column_stack([xs, np.full(40, 2.4)]),
+        rack_intake_dir=np.tile([0.0, 1.0], (40, 1)),
+        cooling_xy_m=np.array([(1.0, 1.5), (1.0, 4.5)]),
+        cooling_airflow_m3_s=np.array([12.0, 12.0]),
+        cooling_supply_temp_c=np.array([18.0, 18.0]),
+        cooling_capacity_w=np.array([300e3, 300e3]),
+        supply="overhead",
+    )
+    heat = np.full(40, 10e3)
+    v = rack_airflow_m3_s(heat, 15.0)
+    ds = steady_field(g, heat, v)
+    per_tile = ds.floor_airflow.values[ds.floor_airflow.values > 0]
+    assert per_tile.sum() == pytest.approx(24.0, rel=1e-9)  # no floor leakage overhead
+    assert per_tile.max() / per_tile.min() < 1.01
+    # the far end of the row is no longer starved as it is with a 10 m plenum spread
+    floor = steady_field(replace(g, supply="raised_floor"), heat, v)
+    assert ds.rack_inlet_temp.values.max() < floor.rack_inlet_temp.values.max() - 10.0
+    assert ds.cooling_heat_removed.sum() == pytest.approx(heat.sum(), rel=1e-9)

@@ -42,6 +42,11 @@ class HallGeometry:
     ``plenum_spread_m`` decay length of the plenum pressure away from a cooling unit;
     ``eddy_diffusivity_m2_s`` effective horizontal mixing of room air;
     ``advection_scheme`` "quick" (default) or "power_law".
+    ``supply`` "raised_floor" (default) or "overhead": ducted overhead supply through
+    diffusers at the tile positions, every diffuser blowing alike (no floor leakage).
+    ``rack_bypass_fraction`` share of each rack's server airflow that is its own exhaust
+    drawn back inside the rack through open U spaces (0 = fully blanked; blanking
+    panels are what bring it to 0).
     """
 
     width_m: float
@@ -67,6 +72,8 @@ class HallGeometry:
     eddy_diffusivity_m2_s: float = 0.1
     cooling_return_radius_m: float = 0.6
     advection_scheme: str = "quick"
+    supply: str = "raised_floor"
+    rack_bypass_fraction: float = 0.0
 
     def __post_init__(self):
         for name in ("width_m", "depth_m", "height_m", "cell_m", "rack_width_m", "rack_depth_m"):
@@ -92,6 +99,10 @@ class HallGeometry:
             raise ValueError(f"containment must be one of {CONTAINMENT_KINDS}, got {self.containment!r}")
         if not 0.0 <= self.containment_leakage_fraction <= 1.0:
             raise ValueError("containment_leakage_fraction must be in [0, 1]")
+        if self.supply not in ("raised_floor", "overhead"):
+            raise ValueError(f"supply must be 'raised_floor' or 'overhead', got {self.supply!r}")
+        if not 0.0 <= self.rack_bypass_fraction < 1.0:
+            raise ValueError("rack_bypass_fraction must be in [0, 1)")
         if not 0.0 < self.floor_leakage_fraction < 1.0:
             raise ValueError("floor_leakage_fraction must be in (0, 1)")
         if self.rack_enclosed is not None:

@@ -52,7 +52,8 @@ def subset_geometry(geometry: HallGeometry, racks) -> HallGeometry:
 def _layout_inlets(geometry, racks, heat_w, airflow_m3_s):
     g = subset_geometry(geometry, racks)
     prob = build_problem(g, np.full(len(racks), airflow_m3_s))
-    return prob.W @ prob.solve(np.full(len(racks), heat_w))
+    q = np.full(len(racks), heat_w)
+    return prob.inlet_temp_c(prob.solve(q), q)
 
 
 def greedy_min_max(base_c, d_k_per_w, heat_w, n, swap_passes=4):

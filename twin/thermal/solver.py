@@ -203,6 +203,16 @@ class HallProblem:
             self._lu = spla.splu(self.A)
         return self._lu
 
+    def self_heating_k_per_w(self) -> np.ndarray:
+        """(R,) server-inlet rise per watt of the rack's own heat from its internal
+        bypass (missing blanking): b / ((1 - b) rho cp V) [K/W]."""
+        b = self.geometry.rack_bypass_fraction
+        return np.full(self.rack_airflow_m3_s.size, b / (1 - b)) / (AIR_VOLUMETRIC_HEAT_J_M3_K * self.rack_airflow_m3_s)
+
+    def inlet_temp_c(self, temp: np.ndarray, rack_heat_w) -> np.ndarray:
+        """Server inlet temperature of each rack [C] from the solved field."""
+        return self.W @ temp + self.self_heating_k_per_w() * np.asarray(rack_heat_w, float)
+
     @property
     def plenum_upstream(self) -> bool:
         """True when no room air enters the plenum (block-triangular operator)."""
@@ -242,6 +252,9 @@ def build_problem(
     room_id = -np.ones(n, np.int64)
     room_id[fluid] = np.arange(fluid.sum())
     n_room = int(fluid.sum())
+    bypass = g.rack_bypass_fraction
+    v_server = v_r
+    v_r = (1.0 - bypass) * v_server  # air the racks exchange with the hall
     leak = g.containment_leakage_fraction
     enclosed = _intake_enclosed(g)
     e_frac = np.where(enclosed, 1.0 - leak, 0.0)  # share of rack airflow drawn from the plenum
@@ -266,10 +279,16 @@ def build_problem(
         if len(cells):
             np.add.at(g_open, cells, 1.0 / len(cells))
     n_tiles = g_open.sum()
+    overhead = g.supply == "overhead"
+    if overhead and n_tiles == 0:
+        raise ValueError("overhead supply needs diffuser positions (tile_xy_m) or racks with open intakes")
     lf = g.floor_leakage_fraction
     g_leak = lf / (1 - lf) * n_tiles / n_room if n_tiles > 0 else 1.0
-    g_open = g_open + np.where(fluid, g_leak, 0.0)
-    k_lat = g_open.sum() / n * (g.plenum_spread_m / h) ** 2
+    if not overhead:
+        g_open = g_open + np.where(fluid, g_leak, 0.0)
+    # overhead ducts: a stiff supply network, every diffuser at the same pressure
+    spread = g.plenum_spread_m if not overhead else 20.0 * max(g.width_m, g.depth_m)
+    k_lat = g_open.sum() / n * (spread / h) ** 2
     pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
     a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open)).tocsc()
     p = spla.spsolve(a_p, s_p)
@@ -389,7 +408,7 @@ def build_problem(
     return HallProblem(
         geometry=g,
         grid=grid,
-        rack_airflow_m3_s=v_r,
+        rack_airflow_m3_s=v_server,
         cooling_airflow_m3_s=v_c,
         room_id=room_id,
         n_room=n_room,
@@ -541,6 +560,7 @@ def inlet_model(
     prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
     d_all, s_all = linear_maps(prob, block_size)
     n_r = geometry.n_racks
+    d_all[np.arange(n_r), np.arange(n_r)] += prob.self_heating_k_per_w()
     v_c = prob.cooling_airflow_m3_s
     t_sup = geometry.cooling_supply_temp_c
     active = v_c > 0
@@ -618,7 +638,7 @@ def _field_dataset(prob: HallProblem, temp: np.ndarray, heat: np.ndarray) -> xr.
         np.add.at(vel, cell_of[rj[sel]], 0.5 * flux[sel] / area)
     u[~fluid] = np.nan
     v[~fluid] = np.nan
-    t_in = prob.W @ temp
+    t_in = prob.inlet_temp_c(temp, heat)
     v_r = prob.rack_airflow_m3_s
     t_ret = prob.M @ temp
     v_c = prob.cooling_airflow_m3_s
