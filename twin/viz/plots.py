@@ -43,7 +43,24 @@ def ashrae_band_segments() -> list[tuple[str, list[tuple[float, float]]]]:
     return out
 
 
+def _register_notebook_display() -> None:
+    """In IPython/Jupyter, show a returned Figure as a PNG even when pyplot (and with it
+    the inline backend) was never imported."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import print_figure
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    png = ip.display_formatter.formatters["image/png"]
+    if Figure not in png.type_printers:
+        png.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight"))
+
+
 def _figure(figsize=(9, 4.5), nrows=1, sharex=False, height_ratios=None) -> tuple[Figure, list]:
+    _register_notebook_display()
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
     kw = {"height_ratios": height_ratios} if height_ratios else {}
@@ -217,7 +234,11 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
     groups = [(None, da)] if hue is None else [(v, da.sel({hue: v})) for v in da[hue].values]
     xv = da[x].values
     numeric = np.issubdtype(np.asarray(xv).dtype, np.number)
-    pos = xv if numeric else np.arange(len(xv))
+    pos = xv if numeric else np.arange(len(xv), dtype=float)
+
+    def shift(k):  # side by side when categories carry several hue values
+        return 0.0 if len(groups) == 1 else (k - (len(groups) - 1) / 2) * 0.6 / len(groups)
+
     for k, (value, g) in enumerate(groups):
         color = f"C{k % 10}"
         if seed_dim in g.dims:
@@ -231,14 +252,20 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
                 lo = hi = None
             else:
                 raise ValueError(f"band must be 'minmax', 'std' or 'none', got {band!r}")
-            if lo is not None:
+            if lo is not None and numeric:
                 ax.fill_between(pos, lo, hi, color=color, alpha=0.2, linewidth=0)
+            elif lo is not None:   # categories: a bar of the band at each category
+                ax.vlines(pos + shift(k), lo, hi, color=color, alpha=0.35, linewidth=8)
         else:
             mean = g.values
         label = None if value is None else f"{hue} = {value}"
-        ax.plot(pos, mean, marker="o", color=color, label=label)
+        if numeric:
+            ax.plot(pos, mean, marker="o", color=color, label=label)
+        else:
+            ax.plot(pos + shift(k), mean, marker="o", linestyle="none", color=color, label=label)
     if not numeric:
         ax.set_xticks(pos, [str(v) for v in xv])
+        ax.set_xlim(-0.5, len(xv) - 0.5)
     units = da.attrs.get("units")
     ax.set_xlabel(x + (f" [{ds[x].attrs['units']}]" if x in ds.coords and "units" in ds[x].attrs else ""))
     ax.set_ylabel(kpi + (f" [{units}]" if units and units != "1" else ""))
