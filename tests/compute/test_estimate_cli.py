@@ -115,3 +115,22 @@ def test_every_shipped_estimate_matches_its_reference(path):
         assert r.step_time_s == pytest.approx(ref.step_time_s, rel=tol)
     if ref.mfu and ref.step_time_s is None:
         assert r.mfu == pytest.approx(ref.mfu, rel=tol)
+
+
+def test_step_on_a_scenario(capsys):
+    scen = ROOT / "scenarios/blue_vela.yaml"
+    if not scen.exists():
+        pytest.skip("no Blue Vela scenario")
+    rc = run_estimate_cli(["step", str(scen), "--json"])
+    out = capsys.readouterr()
+    if rc == 2:
+        pytest.skip(f"scenario not loadable here: {out.err}")
+    first = json.loads(out.out)
+    assert first["name"].startswith("blue_vela:") and first["step_time_s"] > 0
+    # a power cap lowers the clock, so the step takes longer
+    assert run_estimate_cli(["step", str(scen), "--json", "--set",
+                             "hardware.gpu_power_cap_w=400"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["step_time_s"] > first["step_time_s"]
+    assert run_estimate_cli(["step", str(scen), "--job", "no_such_job"]) == 2
+    assert "no job" in capsys.readouterr().err

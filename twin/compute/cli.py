@@ -1,11 +1,13 @@
 """``twin estimate``: step-time and collective estimates without running the simulation.
 
-    twin estimate step FILE [--set dotted.path=value ...] [--cluster SCENARIO] [--json]
+    twin estimate step FILE [--set dotted.path=value ...] [--job NAME] [--cluster SCENARIO]
+                       [--json]
     twin estimate collective --op allreduce|reduce_scatter|all_gather|all_to_all
                              --bytes N --nodes K [--gpus-per-node 8]
                              [--in-network-reduction] [--cluster SCENARIO] [--json]
 
-``FILE`` is an estimate file (:mod:`twin.compute.estimate_file`).  ``--cluster SCENARIO``
+``FILE`` is an estimate file (:mod:`twin.compute.estimate_file`) or a scenario (then the
+job ``--job NAME``, default the first, on the scenario's cluster).  ``--cluster SCENARIO``
 takes the cluster (GPU, node, fabric, transport, deployment) from a scenario through
 :data:`CLUSTER_LOADER`; the default loader reads the scenario with
 ``twin.scenario.load_scenario`` and the node catalog.  Without ``--cluster`` the
@@ -83,8 +85,47 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
     )
 
 
+def estimate_from_scenario(path: str, overrides: list[str] | None = None,
+                           job: str | None = None):
+    """An :class:`EstimateFile` for one job of a scenario on that scenario's cluster.
+
+    ``twin estimate step SCENARIO.yaml`` takes this path: the job (``--job NAME``, default
+    the first) on ``job.nodes`` nodes, the scenario's node model, fabric, transport,
+    deployment and GPU power cap (as a clock fraction).  ``--set`` applies to the scenario.
+    """
+    from twin.catalog import node_model
+    from twin.compute.estimate_file import EstimateFile
+    from twin.compute.power_cap import gpu_clock_fraction_at_power_cap
+    from twin.scenario import load_scenario
+
+    s = load_scenario(path, overrides)
+    jobs = {j.name: j for j in s.workload.jobs}
+    if job is not None and job not in jobs:
+        raise EstimateFileError([f"{path}: workload.jobs has no job {job!r} "
+                                 f"(jobs: {', '.join(jobs)})"])
+    j = jobs[job] if job is not None else s.workload.jobs[0]
+    c = _CLUSTER_FROM_SCENARIO(path, overrides)
+    node = node_model(s.hardware.node_model)
+    clock = 1.0
+    if s.hardware.gpu_power_cap_w is not None:
+        clock = float(gpu_clock_fraction_at_power_cap(
+            s.hardware.gpu_power_cap_w, node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w))
+    c = c.model_copy(update={"gpus": j.nodes * c.gpus_per_node, "clock_fraction": clock})
+    m = j.model
+    return EstimateFile(
+        name=f"{s.name}:{j.name}",
+        model={"layers": m.layers, "hidden": m.hidden, "ffn_hidden": m.ffn_hidden,
+               "heads": m.heads, "kv_heads": m.kv_heads, "vocab": m.vocab},
+        training={"seq_len": j.seq_len, "global_batch": j.global_batch,
+                  "micro_batch": j.micro_batch, "precision": j.precision,
+                  "activation_recompute": "full" if j.activation_recompute else "none"},
+        parallelism={"tp": j.tp, "pp": j.pp, "cp": j.cp, "vpp": j.vpp},
+        cluster=c)
+
+
 #: ``--cluster`` hook: ``(scenario_path) -> Cluster``.
 CLUSTER_LOADER: Callable[[str], Cluster] = cluster_from_scenario
+_CLUSTER_FROM_SCENARIO = cluster_from_scenario
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,7 +138,8 @@ def _parser() -> argparse.ArgumentParser:
                  description="step-time and collective estimates without a simulation")
     sub = ap.add_subparsers(dest="what", metavar="{step,collective}", parser_class=_Parser)
     p = sub.add_parser("step", help="training step time, MFU and breakdown of a job")
-    p.add_argument("file", help="estimate YAML file (e.g. scenarios/estimates/*.yaml)")
+    p.add_argument("file", help="estimate file (scenarios/estimates/*.yaml) or a scenario")
+    p.add_argument("--job", help="job name when FILE is a scenario (default: the first)")
     p.add_argument("--set", action="append", default=[], metavar="dotted.path=value",
                    help="override a field, e.g. --set cluster.gpus=128")
     p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
@@ -146,8 +188,27 @@ def _load_cluster(path: str) -> Cluster:
         raise EstimateFileError([f"{path}: {exc}"]) from None
 
 
+def _is_scenario(path: str) -> bool:
+    import yaml
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return False  # load_estimate reports it
+    return isinstance(data, dict) and ("workload" in data or "extends" in data)
+
+
 def _cmd_step(args) -> dict:
-    est = load_estimate(args.file, args.set)
+    if _is_scenario(args.file):
+        try:
+            est = estimate_from_scenario(args.file, args.set, args.job)
+        except EstimateFileError:
+            raise
+        except Exception as exc:  # ScenarioError lists its own problems
+            problems = getattr(exc, "problems", None)
+            lines = [str(p) for p in problems] if problems else [f"{args.file}: {exc}"]
+            raise EstimateFileError(lines) from None
+    else:
+        est = load_estimate(args.file, args.set)
     if args.cluster:
         c = _load_cluster(args.cluster)
         c = c.model_copy(update={"gpus": est.cluster.gpus,
