@@ -132,3 +132,17 @@ def test_minutes_to_limit_and_gpu_slowdown_ordering(hall):
     # ASHRAE A1 limit of 32 C; shutdown (92 C) later, at an inlet of 36 C
     assert np.all(res.minutes_to_gpu_slowdown < res.minutes_to_limit)
     assert np.all(res.minutes_to_limit < res.minutes_to_gpu_shutdown)
+
+
+def test_inlet_at_interpolates_the_trajectory(hall):
+    g, heat, v = hall
+    before = inlet_model(g, v)
+    after = inlet_model(g, v, np.array([False, True]))
+    res = fault_transient(before, after, heat, air_volume_m3=hall_air_volume_m3(g), duration_s=120.0,
+                          output_step_s=2.0)
+    np.testing.assert_allclose(res.inlet_at(0.0), res.inlet_temp_c[0])
+    np.testing.assert_allclose(res.inlet_at(3.0), 0.5 * (res.inlet_temp_c[1] + res.inlet_temp_c[2]))
+    np.testing.assert_allclose(res.inlet_at(1e6), res.inlet_temp_c[-1])
+    # before the fault the hall sat in the steady state of the "before" model
+    np.testing.assert_allclose(res.exhaust_temp_c[0] - heat / (RHO_CP * v),
+                               before.base_inlet_c + before.recirculation_k_per_w @ heat, atol=1e-9)

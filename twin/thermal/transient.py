@@ -78,6 +78,17 @@ class FaultTransient:
     minutes_to_gpu_slowdown: np.ndarray  # (R,) inf if no GPU data or never reached
     minutes_to_gpu_shutdown: np.ndarray  # (R,)
 
+    def inlet_at(self, t_s: float) -> np.ndarray:
+        """Rack inlet temperatures [C] at t_s seconds after the fault (linear
+        interpolation between samples; the last sample beyond the horizon)."""
+        t = float(np.clip(t_s, self.time_s[0], self.time_s[-1]))
+        k = int(np.searchsorted(self.time_s, t, side="right")) - 1
+        k = min(max(k, 0), len(self.time_s) - 2) if len(self.time_s) > 1 else 0
+        if len(self.time_s) == 1:
+            return self.inlet_temp_c[0].copy()
+        w = (t - self.time_s[k]) / (self.time_s[k + 1] - self.time_s[k])
+        return (1 - w) * self.inlet_temp_c[k] + w * self.inlet_temp_c[k + 1]
+
 
 def _first_crossing_min(time_s, values, threshold):
     """First time [min] each column of values (K, R) reaches threshold (linear interp.)."""
