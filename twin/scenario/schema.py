@@ -273,6 +273,9 @@ class Failures(Model):
         0.6, description="Weibull shape of infant mortality (< 1: hazard falls with age)")
     burn_in_expected_failures_per_node: NonNegFloat = Field(
         0.03, description="expected infant failures per node during ramp.burn_in_days")
+    planned_maintenance_per_day: NonNegFloat = Field(
+        0.0, description="announced cluster maintenance windows [1/day] (Llama 3: 47 in 54 days = 0.87)")
+    planned_maintenance_downtime_s: NonNegFloat = Field(1800.0, description="length of a window [s]")
     activation_energy_ev: PositiveFloat = Field(0.7, description="Arrhenius activation energy [eV]")
     arrhenius_reference_temp_c: float = Field(
         65.0, description="GPU temperature at which the catalog rates hold [C]")

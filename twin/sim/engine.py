@@ -501,7 +501,7 @@ class Engine:
                         interval = self._checkpoint_interval_s(job)
                         next_ckpt = self.now + interval
             except simpy.Interrupt as intr:
-                yield from self._interrupted(job, str(intr.cause))
+                yield from self._interrupted(job, intr.cause)
 
     def _enqueue(self, job: JobState) -> None:
         job.status = "queued"
@@ -574,7 +574,7 @@ class Engine:
                 return
             job.spares = np.empty(0, int)
             self._release_nodes(held)
-        self.log("job_requeued", job.spec.name, f"after {detect_s:.0f} s detection")
+        self.log("job_requeued", job.spec.name, f"after {detect_s:.0f} s (detection or maintenance window)")
         self._enqueue(job)
 
     def _release_nodes(self, nodes: np.ndarray) -> None:
@@ -637,6 +637,24 @@ class Engine:
                 if self.node_up()[n]:
                     self._fail(int(n), int(k))
             yield self.env.timeout(max(boundary - self.now, 0.0))
+
+    def _maintenance_process(self):
+        """Announced maintenance windows: every running job checkpoints at the announcement
+        (no work lost), stops for the window, and relaunches."""
+        f = self.s.failures
+        if f.planned_maintenance_per_day <= 0:
+            return
+        times_h = reliability.sample_planned_maintenance_times_h(
+            self.rng_misc, self.horizon_s / H, f.planned_maintenance_per_day / 24.0)
+        for t_h in np.asarray(times_h, float):
+            if t_h * H > self.now:
+                yield self.env.timeout(t_h * H - self.now)
+            self.log("maintenance", "cluster", f"{f.planned_maintenance_downtime_s:.0f} s window")
+            for job in self.jobs:
+                if job.status in ("running", "checkpointing") and job.nodes.size:
+                    self._advance(job)
+                    job.commit()
+                    self._interrupt_nodes(job.nodes, "planned maintenance", f.planned_maintenance_downtime_s)
 
     def _detection_delay_s(self, c) -> float:
         f = self.s.failures
@@ -929,6 +947,7 @@ class Engine:
         env.process(self._failure_process())
         env.process(self._grid_process())
         env.process(self._cooling_process())
+        env.process(self._maintenance_process())
         for job in self.jobs:
             job.process = env.process(self._job_process(job))
         env.process(self._sampler())
