@@ -59,6 +59,7 @@ def _num(v) -> str:
     if isinstance(v, (float, np.floating)):
         if not np.isfinite(v):
             return "n/a"
+        v = v + 0.0   # no "-0"
         a = abs(v)
         if a >= 1e9:
             return f"{v:.4g}"

@@ -125,7 +125,7 @@ def test_siting_ranking_and_binding_constraint():
     by = t.set_index("site")
     assert by.loc["A", "overall_rank"] < by.loc["B", "overall_rank"]
     assert by.loc["B", "overall_rank"] == 3
-    assert by.loc["B", "binds"] == "power" and by.loc["C", "binds"] == "floor" and by.loc["A", "binds"] == "none"
+    assert by.loc["B", "binds"] == "power + cooling" and by.loc["C", "binds"] == "floor" and by.loc["A", "binds"] == "none"
     assert by.loc["B", "rank_days_to_full_capacity"] == 3   # never reaching full capacity ranks last
 
 

@@ -82,16 +82,14 @@ def use_fraction(demand, capacity) -> np.ndarray:
 
 
 def binding_constraint(power_use, cooling_use, floor_use, inlet_margin_c, threshold=0.95) -> str:
-    """Name the constraint that binds: the one with the highest use fraction if it is at or
-    above ``threshold``; cooling also binds when the worst inlet exceeds the ASHRAE
-    recommended limit (negative margin). 'none' when every constraint has headroom."""
+    """Name the constraints that bind: those whose use fraction is at or above ``threshold``,
+    most used first, joined by ' + '; cooling also binds when the worst inlet exceeds the
+    ASHRAE recommended limit (negative margin). 'none' when every constraint has headroom."""
     fr = {"power": float(power_use), "cooling": float(cooling_use), "floor": float(floor_use)}
-    name = max(fr, key=lambda k: (fr[k] if np.isfinite(fr[k]) else -1.0))
-    if fr[name] >= threshold:
-        return name
-    if np.isfinite(inlet_margin_c) and inlet_margin_c < 0:
-        return "cooling"
-    return "none"
+    hit = sorted((k for k, v in fr.items() if np.isfinite(v) and v >= threshold), key=lambda k: -fr[k])
+    if np.isfinite(inlet_margin_c) and inlet_margin_c < 0 and "cooling" not in hit:
+        hit.append("cooling")
+    return " + ".join(hit) if hit else "none"
 
 
 def study_kpis(scenario, results) -> dict[str, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -128,7 +129,8 @@ def axis_effects(ds, dim: str, kpis=None) -> pd.DataFrame:
     other = [d for d in ds[kpis[0]].dims if d != dim]
     rows = []
     for k in kpis:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             mean = ds[k].mean(other, skipna=True).values
             vals = ds[k].transpose(dim, *other).values.reshape(ds.sizes[dim], -1)
             lo = np.nanquantile(vals, 0.05, axis=1) if np.isfinite(vals).any() else mean * np.nan
@@ -189,18 +191,22 @@ def slip_reading(table: pd.DataFrame, dim: str = "slip", base="none", slip_days:
         return "No slip case in this sweep."
     worst = rows.loc[rows.tokens_lost_mean.idxmax()]
     least = rows.loc[rows.tokens_lost_mean.idxmin()]
-    parts = [f"A {slip_days:g}-day slip of a power stage costs between {_fmt(least.tokens_lost_mean, 'tokens')} "
-             f"({least[dim]}) and {_fmt(worst.tokens_lost_mean, 'tokens')} ({worst[dim]}), i.e. up to "
-             f"{worst.tokens_lost_fraction:.1%} of the on-time plan's "
-             f"{_fmt(float(table[table[dim] == base].tokens_mean.iloc[0]), 'tokens')}."]
+    base_tok = float(table[table[dim] == base].tokens_mean.iloc[0])
+    parts = [f"The costliest {slip_days:g}-day slip of a power stage is {worst[dim]}: "
+             f"{_fmt(worst.tokens_lost_mean, 'tokens')} lost, {worst.tokens_lost_fraction:.1%} of the on-time "
+             f"plan's {_fmt(base_tok, 'tokens')}; the cheapest is {least[dim]} "
+             f"({_fmt(least.tokens_lost_mean, 'tokens')})."]
     parts.append("Per stage: " + "; ".join(
         f"{r[dim]} {_fmt(r.tokens_lost_mean, 'tokens')} [5-95 %: {_fmt(r.tokens_lost_p05)}, "
         f"{_fmt(r.tokens_lost_p95)}], {_fmt(r.healthy_gpu_hours_lost, 'GPU-h')} of healthy GPU time"
         for _, r in rows.iterrows()) + ".")
-    zero = rows[rows.tokens_lost_mean.abs() <= 1e-6 * max(1.0, float(table.tokens_mean.max()))]
-    if len(zero):
-        parts.append(f"A slip of {', '.join(zero[dim])} costs nothing: no delivered rack was waiting for that "
-                     f"power (the racks, not the power, set the pace then).")
+    idle = rows[(rows.tokens_lost_p05 <= 0) & (rows.tokens_lost_p95 >= 0)]
+    if len(idle):
+        parts.append(
+            f"The slip of {' and '.join(map(str, idle[dim]))} costs no tokens that the seeds can tell apart from "
+            f"zero, though it costs {_fmt(float(idle.healthy_gpu_hours_lost.sum()), 'GPU-h')} of healthy GPU time: "
+            f"the scenario's jobs were already placed, so that stage's capacity would have gone to spares "
+            f"and idle nodes, not to training.")
     return " ".join(parts)
 
 
