@@ -285,3 +285,20 @@ def test_runs_made_by_other_code_are_flagged_and_rerun_on_request(small_spec, tm
     redo = run_sweep(spec, tmp_path / "sw", workers=1, rerun_stale=True)
     assert sorted(redo.ran) == sorted(first.ran) and redo.stale == []
     np.testing.assert_array_equal(redo.dataset.tokens_total.values, first.dataset.tokens_total.values)
+
+
+def test_progress_bar_shows_done_failed_and_time_left_only_on_a_terminal():
+    import io
+
+    from twin.sweep import SweepProgress
+    silent = io.StringIO()
+    SweepProgress(stream=silent)(3, 1, 10, 5.0)
+    assert silent.getvalue() == ""                      # not a terminal: nothing
+    out = io.StringIO()
+    bar = SweepProgress(stream=out, force=True)
+    bar(2, 0, 10, 0.0)                                  # 2 runs found on disk at the start
+    bar(4, 1, 10, 20.0)                                 # 2 new runs in 20 s -> 6 left take 60 s
+    text = out.getvalue()
+    assert "4/10 runs, 1 failed" in text and "left 1:00" in text and "elapsed 0:20" in text
+    bar(10, 1, 10, 60.0)
+    assert out.getvalue().endswith("\n")
