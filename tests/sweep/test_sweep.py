@@ -123,8 +123,10 @@ def test_dask_local_cluster_gives_the_same_numbers_as_local_processes(small_spec
     distributed = pytest.importorskip("distributed")
     local = run_sweep(small_spec, tmp_path / "local", workers=2).dataset
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        dask = run_sweep(small_spec, tmp_path / "dask", client=client)
+                                  dashboard_address=None) as cluster:
+        # the address as `--scheduler tcp://HOST:PORT` gives it: run_sweep connects its own client
+        assert cluster.scheduler_address.startswith("tcp://")
+        dask = run_sweep(small_spec, tmp_path / "dask", scheduler=cluster.scheduler_address)
         pids = {json.loads(p.read_text())["pid"] for p in (tmp_path / "dask" / "runs").glob("*.json")}
     assert os.getpid() not in pids
     for k in kpi_names(local):
