@@ -300,6 +300,11 @@ def sweep_report_html(ds, spec, title: str | None = None) -> str:
         if "gpus_powered" in ds and ds.sizes.get("day", 0):
             sections.append(_img(_series_figure(ds, dims, [n for n in ("gpus_powered", "tokens_cumulative")
                                                            if n in ds]), "slip series"))
+        if ds.attrs.get("start") and ds.sizes.get("day", 0):
+            for var, what in (("gpus_healthy", "healthy GPUs"), ("tokens_cumulative", "cumulative tokens")):
+                if var in ds:
+                    sections.append(f"<h3>{what} at the end of each month (mean over seeds)</h3>"
+                                    + table_html(tables.monthly_sweep_table(ds, dims[0], ds.attrs["start"], var)))
 
     # readings and KPI figures per axis
     names = kpi_names(ds)

@@ -700,7 +700,9 @@ def assemble(spec: SweepSpec, tasks: list[RunTask], store: RunStore):
     coords["day"] = ("day", day, {"units": "days", "long_name": "days since the scenario start"})
     ds = xr.Dataset(data, coords=coords)
     from twin import __version__
+    starts = sorted({r["start"] for r in recs.values() if r and r.get("start")})
     ds.attrs = {"title": f"twin sweep {spec.name}", "sweep_name": spec.name, "study": spec.study or "",
+                "start": starts[0] if len(starts) == 1 else "",
                 "sweep_json": json.dumps(spec.to_json(), default=_jsonable), "twin_version": __version__,
                 "runs_total": int(np.prod(shape)), "runs_failed": int((status == "failed").sum()),
                 "runs_missing": int((status == "missing").sum())}
@@ -868,7 +870,7 @@ def run_sweep_cli(argv: list[str]) -> int:
         if is_sweep_file(args.scenario):
             spec = SweepSpec.from_file(args.scenario)
         else:
-            spec = SweepSpec(scenario=args.scenario)
+            spec = SweepSpec(scenario=args.scenario, name=Path(args.scenario).stem)
         axes = list(spec.axes) + [parse_grid(g) for g in args.grid]
         repl: dict[str, Any] = {"axes": tuple(axes), "overrides": (*spec.overrides, *args.set)}
         if args.seeds is not None:

@@ -190,3 +190,13 @@ def test_run_report_html_is_a_function_of_results(run_dir):
     res = twin.Results.load(run_dir)
     a = run_report_html(res, title="x")
     assert a.startswith("<!DOCTYPE html>") and "<title>x</title>" in a
+
+
+def test_monthly_sweep_table_takes_the_last_sample_of_each_month():
+    from twin.studies.tables import monthly_sweep_table
+    v = np.array([[[0, 1, 2, 3], [0, 3, 4, 5]], [[0, 0, 1, 1], [0, 0, 1, 3]]], float)   # (slip, seed, day)
+    ds = xr.Dataset({"tokens_cumulative": (("slip", "seed", "day"), v)},
+                    coords={"slip": ["none", "stage_1"], "seed": [0, 1], "day": [0.0, 15.0, 31.0, 45.0]})
+    t = monthly_sweep_table(ds, "slip", "2024-01-01")
+    assert list(t.month_end) == ["2024-01", "2024-02"]
+    assert list(t["none"]) == [2.0, 4.0] and list(t["stage_1"]) == [0.0, 2.0]

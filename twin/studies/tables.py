@@ -39,6 +39,24 @@ def monthly_ramp_table(ds) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- sweeps
+def monthly_sweep_table(ds, dim: str, start: str, var: str = "tokens_cumulative") -> pd.DataFrame:
+    """``var`` (mean over seeds) at the end of each calendar month, one column per label of
+    ``dim``; ``start`` is the scenarios' common start date (the ``day`` axis origin)."""
+    t0 = pd.Timestamp(start)
+    day = ds["day"].values
+    when = t0 + pd.to_timedelta(day, unit="D")
+    month = pd.DatetimeIndex(when).to_period("M")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = ds[var].mean("seed", skipna=True).transpose(dim, "day").values
+    rows = []
+    for m in pd.unique(month):
+        i = np.flatnonzero(month == m)[-1]
+        rows.append({"month_end": str(m), **{_label(lab): float(mean[k, i])
+                                            for k, lab in enumerate(ds[dim].values)}})
+    return pd.DataFrame(rows)
+
+
 def _paired_difference(ds, kpi: str, dim: str, base) -> dict:
     """Per label of ``dim``: mean and 5-95 % band over seeds of (label - base), paired by seed."""
     ref = ds[kpi].sel({dim: base})
