@@ -30,8 +30,8 @@ def test_blue_vela_ramp_follows_the_power_plan(blue_vela):
     assert ds.gpus_installed.values.max() == 2048
     assert powered[ds.time.values >= np.datetime64("2024-09-02")].max() == 2048
     assert powered[ds.time.values < np.datetime64("2024-03-15")].max() < 2048
-    # +70% plan: the IT draw at the end is well above the original 1,400 kW
-    assert ds.facility_it_power_w.values.max() > 1400e3
+    # +70% plan: the IT draw at the end is well above the original 1,520 kW
+    assert ds.facility_it_power_w.values.max() > 1520e3
     assert blue_vela.kpis["breaker_trips"] == 0
     assert 1.05 < blue_vela.kpis["pue_mean"] < 1.6
     assert blue_vela.kpis["ups_loss_mwh"] == 0.0            # bypassed UPS has no loss
@@ -58,7 +58,6 @@ def test_lenovo_tshirt_sizes(size, gpus):
     per_node_w = ds.rack_power_w.sum("rack").values.max() / (gpus / 8)
     assert 2000 < per_node_w < 7200 + 900
     assert res.kpis["tokens_per_day_mean"] > 0
-    return res.kpis["tokens_per_day_mean"]
 
 
 def test_lenovo_throughput_scales_with_size():

@@ -41,7 +41,7 @@ def test_extends_deep_merges_and_overrides(tmp_path):
     s = load_scenario(child, ["simulation.seed=99", "workload.jobs.0.nodes=64"])
     assert s.name == "child"
     assert s.site.power.ups.mode == "double_conversion"
-    assert s.site.power.ups.capacity_kw == 1400          # inherited beside the override
+    assert s.site.power.ups.capacity_kw == 1520          # inherited beside the override
     assert s.simulation.seed == 99
     assert s.workload.jobs[0].nodes == 64
     assert s.workload.jobs[1].name == "granite_20b"

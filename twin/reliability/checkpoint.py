@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 
 def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
@@ -69,6 +68,7 @@ def optimal_interval_s(checkpoint_s: float, restart_s: float, mtbf_s: float) -> 
     """Interval [s] that maximises the exact exponential-model goodput (numerical)."""
     d, m = float(checkpoint_s), float(mtbf_s)
     guess = daly_interval_s(d, m)
+    from scipy.optimize import minimize_scalar  # lazy: slow import
     res = minimize_scalar(
         lambda lt: -float(expected_goodput_fraction(np.exp(lt), d, restart_s, m)),
         bracket=(np.log(guess) - 1.0, np.log(guess), np.log(guess) + 1.0),

@@ -7,7 +7,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from twin.reliability.classes import FailureClass
 
@@ -37,6 +36,7 @@ def spares_fill_rate(stock: int, demand_per_h: float, lead_time_h: float) -> flo
     """
     if stock <= 0:
         return 0.0
+    from scipy import stats  # imported here: scipy.stats costs ~1 s at start-up
     return float(stats.poisson.cdf(stock - 1, demand_per_h * lead_time_h))
 
 
@@ -46,6 +46,7 @@ def expected_backorders(stock: int, demand_per_h: float, lead_time_h: float) -> 
     s = max(int(stock), 0)
     # E[(X - S)^+] = mu - S + sum_{x < S} (S - x) P(X = x)
     x = np.arange(s)
+    from scipy import stats  # imported here: scipy.stats costs ~1 s at start-up
     return float(mu - s + np.sum((s - x) * stats.poisson.pmf(x, mu)))
 
 
@@ -53,6 +54,7 @@ def stock_for_fill_rate(target_fill: float, demand_per_h: float, lead_time_h: fl
     """Smallest stock S whose fill rate reaches ``target_fill``: S = Poisson quantile + 1."""
     if not 0 < target_fill < 1:
         raise ValueError("target_fill must be in (0, 1)")
+    from scipy import stats  # imported here: scipy.stats costs ~1 s at start-up
     return int(stats.poisson.ppf(target_fill, demand_per_h * lead_time_h)) + 1
 
 
@@ -114,4 +116,5 @@ def hot_spare_shortfall_probability(
     h = int(hot_spares)
     if h <= 0:
         return 1.0
+    from scipy import stats  # imported here: scipy.stats costs ~1 s at start-up
     return float(stats.poisson.sf(h - 1, a))

@@ -145,7 +145,8 @@ class Engine:
         pw = s.site.power
         self.node_kw = dict(gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w,
                             host_idle_w=n.host_idle_w, host_active_w=n.host_active_w,
-                            fan_max_w=n.fan_max_w, node_max_w=n.node_max_w)
+                            fan_max_w=n.fan_max_w, node_max_w=n.node_max_w,
+                            psu_capacity_w=n.psu_count * n.psu_rating_w)
         cap = s.hardware.gpu_power_cap_w or n.gpu_tdp_w
         self.gpu_cap_w = float(cap)
         admit_cap = cap if pw.power_cap_policy else n.gpu_tdp_w
@@ -963,7 +964,7 @@ class Engine:
         t_s = np.arange(self.n_samples) * self.dt_s
         out_c = self.outdoor_temp_c(t_s)
         c = s.site.power.cooling
-        cool = np.asarray(power.cooling_power_w(flow.it_w, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+        cool = np.asarray(power.cooling_power_w(flow.building_heat_w, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
                                                 fan_pump_fraction=c.fan_pump_fraction), float)
         ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
         r["rpp_load_fraction"][:] = flow.rpp_load_fraction
