@@ -14,7 +14,8 @@ fastest:
   (0.5 % of ``B_inf``): the flat 13-17 us of messages up to a few KB;
 * LL128 (128-byte lines): ``18.1 us`` start-up, ``0.39 B_inf`` (medium messages run on a
   fraction of the channels): the 18-21 us plateau from 32 KB to 512 KB;
-* Simple: ``t = max(F S / B_inf * (1 + (S_0 / S)**gamma), 2 * 13 us)``.  The second
+* Simple: ``t = max(F S / B_inf * (1 + (S_0 / S)**gamma), 2 * 13 us)`` (``S_0`` of the
+  NVLS all-reduce below; rings ramp up faster, ``RING_FILL_S0_BYTES``).  The second
   factor is the pipeline fill and channel ramp-up: NCCL splits a buffer into chunks over
   channels, and the number of channels and the chunk size grow with ``S``; the measured
   curve has ``1/eff - 1`` falling as ``S**-0.75`` over three decades (a fixed latency
@@ -62,6 +63,13 @@ LL128_BW_FRACTION = 0.39
 #: pipeline-fill law of the Simple protocol (fit to the 8x H100 curve, see module doc)
 FILL_S0_BYTES = 17.6e6
 FILL_GAMMA = 0.755
+#: half-efficiency size of ring algorithms (reduce-scatter, all-gather, all-to-all,
+#: all-reduce without NVLS) [B].  Two bounds: the measured 8x H100 all-reduce curve is
+#: the best of ring and NVLS, so a ring may not beat it at 2-8 MB, which needs
+#: S_0 >= 9.4 MB; the Megatron-LM A100 step times (exposed tensor-parallel rings of
+#: 10-100 MB, twin/compute/step.py) favour small S_0 (mean error 3.9 % at 0.25-2 MB,
+#: 4.5 % at 10 MB, 4.9 % at 17.6 MB).  10 MB meets both.
+RING_FILL_S0_BYTES = 10.0e6
 #: NVLS all-reduce asymptote over the one-way NVLink bandwidth (same fit)
 NVLS_BUSBW_OVER_NVLINK = 1.072
 #: ring (no in-switch reduction) asymptote over one-way NVLink (DGX A100 nccl-tests)
@@ -106,20 +114,9 @@ def transport_efficiency(transport: str) -> float:
                          f"{tuple(TRANSPORTS)}") from None
 
 
-def _fill_factor(message_bytes):
+def _fill_factor(message_bytes, s0_bytes: float = FILL_S0_BYTES):
     s = np.maximum(np.asarray(message_bytes, dtype=float), 1.0)
-    return 1.0 + (FILL_S0_BYTES / s) ** FILL_GAMMA
-
-
-def intra_node_busbw_inf_gb_s(op: str, nvlink_gb_s: float, nvls: bool, ranks: int) -> float:
-    """Large-message bus bandwidth [GB/s] inside one NVSwitch node.
-
-    NVLS (in-switch reduction) serves all-reduce on 3+ GPUs; everything else runs rings
-    over NVLink at ``RING_BUSBW_OVER_NVLINK`` of the one-way NVLink bandwidth.
-    """
-    if op == "allreduce" and nvls and ranks > 2:
-        return NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s
-    return RING_BUSBW_OVER_NVLINK * nvlink_gb_s
+    return 1.0 + (s0_bytes / s) ** FILL_GAMMA
 
 
 def group_collective_time_s(
@@ -169,39 +166,46 @@ def group_collective_time_s(
     eff, alpha_t, alpha_sw = TRANSPORTS[transport] if transport in TRANSPORTS else (
         transport_efficiency(transport), 0.0, 0.0)
     lat = latency_s
+    ring_intra = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
+    use_nvls = op == "allreduce" and nvls and r > 2
     if n_nodes == 1:
-        b_inf = intra_node_busbw_inf_gb_s(op, nvlink_gb_s, nvls, r) * 1e9
+        algos = [(ring_intra, RING_FILL_S0_BYTES)]
+        if use_nvls:
+            algos.append((NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, FILL_S0_BYTES))
     else:
         net = r / gpus_per_node * inter_node_gbps / 8.0 * eff * 1e9  # B/s for this group
         if op == "all_to_all":
-            # every rank talks to every other: only (N-1)/N of a rank's bytes leave the
-            # node, (r-1)/... stay on NVLink; per node r ranks send (N-1)/N S each
+            # every rank talks to every other: (N-1)/N of a rank's bytes leave the node
+            # through the group's NICs, (r-1)/n of them stay on NVLink
             t_net_per_byte = (n_nodes - 1) / n_nodes * r / net
-            t_nvl_per_byte = (r - 1) / n / (RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9)
-            b_inf = f / max(t_net_per_byte, t_nvl_per_byte)
+            t_nvl_per_byte = (r - 1) / n / ring_intra
+            algos = [(f / max(t_net_per_byte, t_nvl_per_byte), RING_FILL_S0_BYTES)]
         else:
-            nvl = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
-            b_nvl = nvl * r / max(r - 1, 1) if r > 1 else math.inf
-            b_inf = min(net, b_nvl)
-            if op == "allreduce" and nvls and r > 2:
+            b_nvl = ring_intra * r / max(r - 1, 1) if r > 1 else math.inf
+            algos = [(min(net, b_nvl), RING_FILL_S0_BYTES)]
+            if use_nvls:
                 # NVLS tree: reduce inside the node in the NVSwitch, then only 1/r of the
                 # buffer per GPU crosses the network, 2(N-1)/N of it (NCCL NVLSTree)
                 ratio = (2.0 * (n - 1) / n) / (2.0 * (n_nodes - 1) / n_nodes)
-                b_tree = min(NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, net * ratio)
-                b_inf = max(b_inf, b_tree)
+                algos.append((min(NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, net * ratio),
+                              FILL_S0_BYTES))
             if op == "allreduce" and in_network_reduction:
                 # SHARP: the switches reduce, each GPU's shard crosses its NIC once up and
                 # once down, ratio 2(n-1)/n over 1 (NCCL CollNet / NVLS+SHARP)
-                intra = (NVLS_BUSBW_OVER_NVLINK if nvls and r > 2 else RING_BUSBW_OVER_NVLINK)
-                b_sharp = min(intra * nvlink_gb_s * 1e9, net * 2.0 * (n - 1) / n)
-                b_inf = max(b_inf, b_sharp)
+                intra = NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9 if use_nvls else ring_intra
+                algos.append((min(intra, net * 2.0 * (n - 1) / n),
+                              FILL_S0_BYTES if use_nvls else RING_FILL_S0_BYTES))
         lat = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * (alpha_t + hops * alpha_sw)
     net_lat = lat - latency_s  # network latency, paid in every protocol
-    t_simple = np.maximum(f * s / b_inf * _fill_factor(s), 2.0 * latency_s) + net_lat
-    t_ll = lat + f * s / (LL_BW_FRACTION * b_inf)
-    t_ll128 = LL128_LATENCY_S * latency_s / INTRA_LATENCY_S + net_lat + f * s / (
-        LL128_BW_FRACTION * b_inf)
-    return np.minimum(np.minimum(t_ll, t_ll128), t_simple)
+    # the tuner takes the fastest algorithm and protocol for each size
+    b_top = max(b for b, _ in algos)
+    t = lat + f * s / (LL_BW_FRACTION * b_top)
+    t = np.minimum(t, LL128_LATENCY_S * latency_s / INTRA_LATENCY_S + net_lat
+                   + f * s / (LL128_BW_FRACTION * b_top))
+    for b_inf, s0 in algos:
+        t_simple = np.maximum(f * s / b_inf * _fill_factor(s, s0), 2.0 * latency_s) + net_lat
+        t = np.minimum(t, t_simple)
+    return t
 
 
 def collective_time_s(
