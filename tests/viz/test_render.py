@@ -203,3 +203,17 @@ def test_cli_bad_input_exits_2(tmp_path, small_run_dir, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not list(tmp_path.glob("x.*"))
+
+
+def test_animation_mp4(tmp_path, small_results):
+    pytest.importorskip("imageio_ffmpeg")
+    import imageio.v2 as iio2
+
+    out = render.animate(small_results, tmp_path / "ramp.mp4", color="inlet_temp", frames=4,
+                         window_size=(256, 160), field=True)
+    reader = iio2.get_reader(out, format="FFMPEG")
+    try:
+        assert reader.count_frames() == 4
+        assert reader.get_data(0).shape[:2] == (160, 256)
+    finally:
+        reader.close()
