@@ -154,3 +154,19 @@ def test_every_build_respects_ports_and_wires_every_nic(kind, n, su, rails, over
     assert max(use[v] for v in fixed) <= g.graph["switch_ports"]  # clos spines are chassis
     assert np.all(lay.node_leaf >= 0)
     assert nx.is_connected(g)
+
+
+def test_presets_build_the_seed_fabrics():
+    from twin.fabric import FABRIC_PRESETS, build_preset_fabric
+
+    g, tr = build_preset_fabric("blue_vela", 128)
+    assert tr == "ib_rdma" and fabric_counts(g)["spine"] == 16
+    g, tr = build_preset_fabric("vela", 60)
+    assert tr == "roce" and fabric_counts(g)["leaf"] == 20 and fabric_counts(g)["spine"] == 4
+    for name in ("lenovo_qm9700", "lenovo_sn4600"):
+        g, _ = build_preset_fabric(name, 16)
+        assert g.graph["node_bandwidth_gbps"] == 1600.0
+        assert max(_port_use(g).values()) <= 64
+    assert set(FABRIC_PRESETS) >= {"blue_vela", "vela", "lenovo_qm9700", "lenovo_sn4600"}
+    with pytest.raises(ValueError):
+        build_preset_fabric("dragonfly", 8)

@@ -12,9 +12,17 @@ from twin.fabric.routing import (
     shared_bandwidths_gbps,
 )
 from twin.fabric.storage import build_storage_fabric, storage_bandwidth_gb_s
-from twin.fabric.topology import KINDS, FabricLayout, build_fabric, fabric_counts
+from twin.fabric.topology import (
+    FABRIC_PRESETS,
+    KINDS,
+    FabricLayout,
+    build_fabric,
+    build_preset_fabric,
+    fabric_counts,
+)
 
 __all__ = [
+    "FABRIC_PRESETS",
     "KINDS",
     "PATTERNS",
     "FabricLayout",
@@ -22,6 +30,7 @@ __all__ = [
     "bottleneck_bandwidth_gbps",
     "bottleneck_fraction",
     "build_fabric",
+    "build_preset_fabric",
     "build_storage_fabric",
     "ecmp_path_count",
     "fabric_counts",

@@ -337,3 +337,35 @@ def fabric_counts(graph: nx.Graph) -> dict:
     for _, _, data in graph.edges(data=True):
         out[data["tier"]] += data["links"]
     return out
+
+
+#: Reference fabrics of the seed systems: ``build_fabric`` keyword arguments and the
+#: transport the compute model should use.
+FABRIC_PRESETS: dict[str, dict] = {
+    # Blue Vela: DGX SuperPOD H100 compute fabric, 8 rails of NDR 400 Gb/s, QM9700
+    "blue_vela": {"kind": "rail_optimized", "su_nodes": 32, "rails": 8, "link_gbps": 400.0,
+                  "switch_ports": 64, "transport": "ib_rdma"},
+    # Vela: two-tier CLOS, each NIC on its own TOR, 2 x 100G from each TOR to 4 spines,
+    # RoCE with GPUDirect RDMA (racks of 6 nodes and 2 NICs as in the 2022 build)
+    "vela": {"kind": "clos", "su_nodes": 6, "rails": 2, "link_gbps": 100.0, "switch_ports": 64,
+             "spines": 4, "tor_uplinks_per_spine": 2, "transport": "roce"},
+    # Lenovo GenAI RA, 4/8/16 nodes: 2 switches, each node 4 x 200G to each (8 x 200G,
+    # 200 Gb/s per GPU); QM9700 NDR (ports split to 200G) or Spectrum SN4600 200GbE
+    "lenovo_qm9700": {"kind": "rail_optimized", "su_nodes": 16, "rails": 2, "ports_per_nic": 4,
+                      "link_gbps": 200.0, "switch_ports": 128, "transport": "ib_rdma"},
+    "lenovo_sn4600": {"kind": "rail_optimized", "su_nodes": 16, "rails": 2, "ports_per_nic": 4,
+                      "link_gbps": 200.0, "switch_ports": 64, "transport": "roce"},
+}
+
+
+def build_preset_fabric(name: str, n_nodes: int, **overrides) -> tuple[nx.Graph, str]:
+    """``(graph, transport)`` of a reference fabric (see :data:`FABRIC_PRESETS`)."""
+    try:
+        kw = dict(FABRIC_PRESETS[name])
+    except KeyError:
+        raise ValueError(f"unknown fabric preset {name!r}; expected one of "
+                         f"{tuple(FABRIC_PRESETS)}") from None
+    kw.update(overrides)
+    transport = kw.pop("transport")
+    kind = kw.pop("kind")
+    return build_fabric(kind, n_nodes, **kw), transport
