@@ -346,7 +346,8 @@ FABRIC_PRESETS: dict[str, dict] = {
     "blue_vela": {"kind": "rail_optimized", "su_nodes": 32, "rails": 8, "link_gbps": 400.0,
                   "switch_ports": 64, "transport": "ib_rdma"},
     # Vela: two-tier CLOS, each NIC on its own TOR, 2 x 100G from each TOR to 4 spines,
-    # RoCE with GPUDirect RDMA (racks of 6 nodes and 2 NICs as in the 2022 build)
+    # RoCE with GPUDirect RDMA; 2 NICs per node (2 TORs x 800G = the 1.6 Tb/s cross-rack
+    # of the seed); 6 nodes per rack is an assumption
     "vela": {"kind": "clos", "su_nodes": 6, "rails": 2, "link_gbps": 100.0, "switch_ports": 64,
              "spines": 4, "tor_uplinks_per_spine": 2, "transport": "roce"},
     # Lenovo GenAI RA, 4/8/16 nodes: 2 switches, each node 4 x 200G to each (8 x 200G,
