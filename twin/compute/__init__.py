@@ -1,4 +1,15 @@
-"""Collectives cost model, training step time, and the GPU clock under a power cap."""
+"""Collectives cost model, training step time, and the GPU clock under a power cap.
+
+* :func:`collective_time_s` / :func:`group_collective_time_s` /
+  :func:`collective_bandwidths_gb_s`: NCCL-style collectives (protocol regimes, NVLS,
+  rings and trees across rails, transports, SHARP);
+* :func:`step_estimate` -> :class:`StepEstimate`: training step time, MFU, tokens and the
+  breakdown, from per-kernel efficiencies (:class:`KernelEfficiency` tables ``H100_SXM``,
+  ``A100_SXM``, ``A100_SXM_MODERN``);
+* :func:`gpu_clock_fraction_at_power_cap`: clock under a power cap;
+* estimate files and ``twin estimate``: :mod:`twin.compute.estimate_file`,
+  :mod:`twin.compute.cli`.
+"""
 
 from twin.compute.collectives import (
     OPS,

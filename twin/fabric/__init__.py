@@ -1,4 +1,13 @@
-"""Fabric topologies (networkx), ECMP routing, link loads and achievable bandwidth."""
+"""Fabric topologies (networkx), ECMP routing, link loads and achievable bandwidth.
+
+* :func:`build_fabric` (``rail_optimized`` / ``clos`` / ``fat_tree``), :func:`build_preset_fabric`,
+  :func:`fabric_counts`, :func:`build_storage_fabric`;
+* :func:`placement_hops`, :func:`ecmp_path_count`;
+* :func:`link_loads` (arrays) / :func:`link_loads_gbps` (dict) of a job's collective,
+  :func:`bottleneck_bandwidth_gbps` (per-node achievable Gb/s, with failed cables,
+  switches or NICs), :func:`shared_bandwidths_gbps` (jobs sharing links),
+  :func:`storage_bandwidth_gb_s`.
+"""
 
 from twin.fabric.routing import (
     PATTERNS,
