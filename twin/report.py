@@ -373,6 +373,12 @@ def run_report_cli(argv: list[str]) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) and EXIT_BAD_INPUT
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("error: twin report draws its figures with matplotlib, which is not installed; "
+              "install with `pip install -e .[viz]`", file=sys.stderr)
+        return 1
     p = Path(args.folder)
     if not p.is_dir():
         print(f"error: {args.folder}: no such folder", file=sys.stderr)

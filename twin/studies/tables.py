@@ -176,9 +176,9 @@ def axis_reading(ds, dim: str) -> str:
     tok = eff[eff.kpi == "tokens_total"]
     if len(tok):
         r = tok.iloc[0]
-        if r.spread_fraction < 1e-9:
-            parts.append(f"Across {dim} ({', '.join(_label(v) for v in ds[dim].values)}), training tokens do "
-                         f"not change ({_fmt(r.max_mean, 'tokens')}).")
+        if r.spread_fraction < 1e-3:
+            parts.append(f"Across {dim} ({', '.join(_label(v) for v in ds[dim].values)}), training tokens "
+                         f"change by less than 0.1 % ({_fmt(r.max_mean, 'tokens')}).")
         else:
             sig = ("inside the spread over seeds, so the difference is not established with "
                    f"{n_seeds} seeds" if r.bands_overlap else
