@@ -169,3 +169,42 @@ def test_fat_tree_three_tier_core_failure_by_hand():
     # spine (pod, 0) gets half its leaves' inter-pod traffic: 2 edges x 2 hosts x 400 x
     # 12/15 / 2 = 640 Gb/s, now on one 400 Gb/s core cable
     assert bw == pytest.approx(400 * 400 / 640)
+
+
+BIG = build_fabric("rail_optimized", 2048 + 256)  # 72 leaves per rail: three tiers
+
+
+@settings(max_examples=30, deadline=None)
+@given(nodes=st.sets(st.integers(0, 2048 + 255), min_size=1, max_size=300))
+def test_placement_hops_properties(nodes):
+    idx = np.array(sorted(nodes))
+    h = placement_hops(BIG, idx)
+    assert h["max_hops"] in (0, 2, 4, 6)
+    assert (h["mean_hops"] <= h["max_hops"]) and (h["nodes"] == idx.size)
+    assert h["sus"] == np.unique(idx // 32).size
+    if idx.size > 1:
+        assert h["mean_hops"] >= 2.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(nodes=st.sets(st.integers(0, 2048 + 255), min_size=2, max_size=200),
+       cuts=st.lists(st.tuples(st.integers(0, 71), st.integers(0, 31)), max_size=20),
+       pattern=st.sampled_from(["ring", "all_to_all"]))
+def test_spine_layer_conserves_flow_under_failures(nodes, cuts, pattern):
+    idx = np.array(sorted(nodes))
+    lay = BIG.graph["layout"]
+    pl = lay.planes[0]
+    failed = []
+    for leaf, j in cuts:
+        pod = int(pl.leaf_pod[leaf])
+        failed.append((f"leaf:p0:{leaf}", f"spine:p0:{pod}:{j}"))
+    ld = link_loads(BIG, idx, pattern=pattern, failed_links=failed)
+    if ld.partitioned:
+        return
+    names = ld.names
+    kind = np.array([names[v].split(":")[0] for v in range(len(names))])
+    up = ld.load_gbps[(kind[ld.src] == "leaf") & (kind[ld.dst] == "spine")].sum()
+    down = ld.load_gbps[(kind[ld.src] == "spine") & (kind[ld.dst] == "leaf")].sum()
+    assert up == pytest.approx(down, rel=1e-9, abs=1e-6)
+    # cut cables carry nothing: their capacity is gone and no flow is routed on them
+    assert np.all(ld.load_gbps[ld.capacity_gbps == 0] == 0)
