@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -19,6 +20,10 @@ REQUIRED_KPIS = ["tokens_total", "tokens_per_day_mean", "gpu_hours_installed", "
                  "goodput_fraction", "interruptions", "energy_it_mwh", "energy_facility_mwh", "pue_mean",
                  "peak_facility_power_kw", "max_rpp_load_fraction", "max_rack_inlet_c",
                  "hours_above_ashrae_recommended"]
+
+
+def ds_peak_index(res):
+    return np.argmax(res.dataset.facility_it_power_w.values)
 
 
 def cli(*args):
@@ -47,6 +52,12 @@ def test_run_writes_the_three_files_and_prints_kpis(tmp_path):
     assert header == "time,time_s,kind,target,detail"
     again = Results.load(out)
     assert again.kpis == kpis
+    (hall,) = again.fields
+    field = again.fields[hall]
+    assert {"x_m", "y_m"} <= set(field.coords) and field.temperature.attrs.get("units") in ("C", "degC")
+    # the field at the peak sample reproduces the recorded inlet temperatures of that sample
+    i = int(ds_peak_index(again))
+    np.testing.assert_allclose(field.rack_inlet_temp.values, again.dataset.rack_inlet_c.values[i], atol=0.05)
 
 
 @pytest.mark.parametrize("text, path", [

@@ -65,16 +65,20 @@ def _load(args) -> object:
 
 
 def cmd_run(args) -> int:
-    import twin
     try:
         scenario = _load(args)
     except ScenarioError as err:
         return _report_problems(err)
+    from twin.sim.engine import Engine
+    from twin.sim.field import peak_sample_fields
     out = args.out or f"runs/{scenario.name}"
     bar = ProgressBar(f"twin run {scenario.name}")
     t0 = time.perf_counter()
-    results = twin.simulate(scenario, progress=bar)
+    engine = Engine(scenario, progress=bar)
+    results = engine.run()
     wall = time.perf_counter() - t0
+    if not args.no_field:
+        results.fields = peak_sample_fields(engine, results)
     results.save(out)
     print(f"scenario {scenario.name}: {scenario.simulation.duration_days:g} days simulated in "
           f"{wall:.2f} s; results in {out}/")
@@ -136,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(p)
     p.add_argument("--out", help="output folder (default runs/<scenario name>)")
     p.add_argument("--seed", type=int, help="override simulation.seed")
+    p.add_argument("--no-field", action="store_true",
+                   help="skip the steady thermal field (field_<hall>.nc) at the peak-power sample")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("validate", help="check a scenario; exit 2 with one line per problem")
     scenario_args(p)

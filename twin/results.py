@@ -11,7 +11,7 @@ import math
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +49,8 @@ KPI_UNITS: dict[str, tuple[str, str]] = {
     "max_feed_load_fraction": ("1", "highest feed load / feed capacity"),
     "max_rack_inlet_c": ("degC", "hottest sampled inlet of a powered rack"),
     "hours_above_ashrae_recommended": ("rack-h", "rack-hours with inlet above 27 C (ASHRAE TC 9.9)"),
+    "hours_outside_ashrae_recommended": ("rack-h", "rack-hours with inlet outside 18-27 C (ASHRAE TC 9.9)"),
+    "throttled_node_hours": ("node-h", "node-hours of GPUs running below full clock (thermal)"),
     "breaker_trips": ("count", "RPP breaker trips"),
     "grid_drop_events": ("count", "grid disturbances that dropped nodes"),
 }
@@ -61,6 +63,7 @@ class Results:
     dataset: xr.Dataset
     events: pd.DataFrame
     kpis: dict[str, float]
+    fields: dict[str, xr.Dataset] = field(default_factory=dict)   # steady thermal field per hall
 
     def save(self, out_dir: str | Path) -> Path:
         """Write results.nc, events.csv, kpis.json into ``out_dir`` atomically."""
@@ -73,6 +76,8 @@ class Results:
                         for k, v in ds.attrs.items()}
             ds.to_netcdf(tmp / "results.nc", engine="h5netcdf")
             self.events.to_csv(tmp / "events.csv", index=False)
+            for hall, fds in self.fields.items():
+                fds.to_netcdf(tmp / f"field_{hall}.nc", engine="h5netcdf")
             finite = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
                       for k, v in self.kpis.items()}    # strict JSON has no NaN/Infinity
             (tmp / "kpis.json").write_text(json.dumps(finite, indent=2, sort_keys=True, allow_nan=False))
@@ -97,7 +102,11 @@ class Results:
             dataset = ds.load()
         events = pd.read_csv(out / "events.csv", keep_default_na=False)
         kpis = json.loads((out / "kpis.json").read_text())
-        return cls(dataset, events, kpis)
+        fields = {}
+        for path in sorted(out.glob("field_*.nc")):
+            with xr.open_dataset(path, engine="h5netcdf") as fds:
+                fields[path.stem.removeprefix("field_")] = fds.load()
+        return cls(dataset, events, kpis, fields)
 
     def kpi_table(self) -> str:
         """Plain-text KPI table with units."""
@@ -126,6 +135,8 @@ def build_results(engine) -> Results:
     start = np.datetime64(s.simulation.start.isoformat(), "s")
     times = start + (t_s * 1e3).astype("timedelta64[ms]")
     jobs = [j.spec.name for j in engine.jobs]
+    from twin.thermal import ashrae_class
+    ashrae = np.where(rec["rack_state"] >= 1, ashrae_class(rec["rack_inlet_c"]), -1).astype(np.int8)
     v = {
         "rack_power_w": _var(rec["rack_power_w"], ("time", "rack"), "W", "rack IT power at the PDU"),
         "rack_inlet_c": _var(rec["rack_inlet_c"], ("time", "rack"), "degC", "rack inlet air temperature"),
@@ -158,6 +169,16 @@ def build_results(engine) -> Results:
                                   "interruptions of the job"),
         "throttle_fraction": _var(rec["throttle_fraction"], ("time",), "1",
                                   "share of powered, healthy nodes running below full GPU clock"),
+        "rpp_power_w": _var(rec["rpp_power_w"], ("time", "rpp"), "W", "power out of each RPP breaker"),
+        "feed_power_w": _var(rec["feed_power_w"], ("time", "feed"), "W", "power drawn from each utility feed"),
+        "ups_output_w": _var(rec["ups_output_w"], ("time", "feed"), "W", "load on the UPS (or its bypass) of each feed path"),
+        "ups_load_fraction": _var(rec["ups_load_fraction"], ("time", "feed"), "1", "UPS output / rating"),
+        "rpp_loss_w": _var(rec["rpp_loss_w"], ("time",), "W", "RPP and cabling losses"),
+        "feed_loss_w": _var(rec["feed_loss_w"], ("time",), "W", "switchboard and transformer losses"),
+        "rack_ashrae_class": _var(ashrae, ("time", "rack"), "1",
+                                  "ASHRAE TC 9.9 class of the inlet: -1 off, 0 recommended, 1 A1, 2 A2, 3 A3, 4 A4, 5 beyond A4"),
+        "rack_hours_outside_recommended": _var((ashrae > 0).sum(axis=0) * dt / H, ("rack",), "h",
+                                               "hours the powered rack's inlet was outside ASHRAE recommended"),
         "job_tokens": _var(rec["job_tokens"], ("time", "job"), "tokens", "job progress (incl. not checkpointed)"),
         "job_tokens_per_s": _var(rec["job_tokens_per_s"], ("time", "job"), "tokens/s", "job training rate"),
         "job_gpus": _var(rec["job_gpus"], ("time", "job"), "GPU", "GPUs allocated to the job"),
@@ -242,6 +263,8 @@ def compute_kpis(engine, ds: xr.Dataset, ev: pd.DataFrame) -> dict[str, float]:
         "max_feed_load_fraction": float(rec["feed_load_fraction"].max()),
         "max_rack_inlet_c": float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan,
         "hours_above_ashrae_recommended": float((inlet > 27.0).sum() * dt / H),
+        "hours_outside_ashrae_recommended": float(((inlet > 27.0) | (inlet < 18.0)).sum() * dt / H),
+        "throttled_node_hours": float(engine.throttled_node_s / H),
         "breaker_trips": int(kinds.get("breaker_trip", 0)),
         "grid_drop_events": int(kinds.get("grid_drop", 0)),
     }

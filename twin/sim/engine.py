@@ -128,6 +128,7 @@ class Engine:
         self.node_healthy = np.ones(N, bool)
         self.node_repairing = np.zeros(N, bool)       # a repair (re-image, technician) is under way
         self.repair_times_h: list[float] = []         # failure -> back in service [h]
+        self.throttled_node_s = 0.0
         self.node_grid_down = np.zeros(N, bool)
         self.node_job = np.full(N, -1, int)
         self.node_phase = np.zeros(N, np.int8)
@@ -855,7 +856,9 @@ class Engine:
         r["gpus_busy"][i] = (self.node_job >= 0).sum() * gpn
         r["nodes_failed"][i] = (~self.node_healthy & self.rack_delivered[p.node_rack]).sum()
         r["nodes_in_repair"][i] = self.node_repairing.sum()
-        r["throttle_fraction"][i] = float((self.node_clock[up] < 1).mean()) if up.any() else 0.0
+        throttled = int((self.node_clock[up] < 1).sum())
+        r["throttle_fraction"][i] = throttled / max(int(up.sum()), 1)
+        self.throttled_node_s += throttled * self.dt_s
         for j, job in enumerate(self.jobs):
             r["job_tokens"][i, j] = job.tokens
             r["job_tokens_per_s"][i, j] = job.rate_tok_s if job.status == "running" else 0.0
@@ -938,6 +941,10 @@ class Engine:
             self.progress(1.0)
         return build_results(self)
 
+    def hall_geometry(self, h: int = 0):
+        """The thermal model's geometry of hall ``h`` (for steady fields and placement)."""
+        return self.halls[h]["geom"]
+
     def start(self) -> None:
         """Register the processes (once); ``env.run(until=...)`` can then step the twin."""
         if getattr(self, "_started", False):
@@ -968,7 +975,13 @@ class Engine:
                                                 fan_pump_fraction=c.fan_pump_fraction), float)
         ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
         r["rpp_load_fraction"][:] = flow.rpp_load_fraction
+        r["rpp_power_w"] = np.asarray(flow.rpp_w, float)
         r["feed_load_fraction"][:] = flow.feed_load_fraction
+        r["feed_power_w"] = np.asarray(flow.feed_w, float)
+        r["ups_output_w"] = np.asarray(flow.ups_output_w, float)
+        r["ups_load_fraction"] = np.asarray(flow.ups_load_fraction, float)
+        r["rpp_loss_w"] = np.asarray(flow.rpp_loss_w, float).sum(axis=-1)
+        r["feed_loss_w"] = np.asarray(flow.feed_loss_w, float).sum(axis=-1)
         r["facility_it_w"][:] = flow.it_w
         r["ups_loss_w"][:] = ups_loss
         r["distribution_loss_w"][:] = np.asarray(flow.utility_w) - np.asarray(flow.it_w) - ups_loss
