@@ -131,6 +131,7 @@ def test_power_cap_lowers_throughput_sublinearly():
     f = gpu_clock_fraction_at_power_cap(caps, 700.0)
     assert np.all(np.diff(f) > 0) and f[-1] == 1.0
     assert gpu_clock_fraction_at_power_cap(800.0, 700.0) == 1.0
+    assert gpu_clock_fraction_at_power_cap(None, 700.0) == 1.0
     steps = np.array([est(clock_fraction=x).step_time_s for x in f])
     thr = steps[-1] / steps
     power_ratio = caps / 700.0

@@ -33,8 +33,10 @@ def gpu_clock_fraction_at_power_cap(cap_w, tdp_w, *, gpu_idle_w=None,
     for AI: GPU Power Capping at HPC Scale", SoCC 2023, V100/A100; Patel et al.,
     "Characterizing Power Management Opportunities for LLMs in the Cloud", ASPLOS 2024,
     A100/H100).  Example, H100 SXM (700 W, idle 70 W): cap 600 W -> f = 0.96,
-    500 W -> 0.90, 400 W -> 0.81.
+    500 W -> 0.90, 400 W -> 0.81.  ``cap_w=None`` (no cap) gives 1.
     """
+    if cap_w is None:  # no cap: the GPU runs at its TDP
+        return 1.0
     cap = np.asarray(cap_w, dtype=float)
     tdp = np.asarray(tdp_w, dtype=float)
     idle = DEFAULT_IDLE_FRACTION * tdp if gpu_idle_w is None else np.asarray(gpu_idle_w, float)
