@@ -89,3 +89,22 @@ def test_run_snapshot_matches_dataset(small_results):
     withfield = S.snapshot_from_results(small_results, "inlet_temp", time_index=10, field=True)
     f = withfield.fields[0]
     assert f["rack_heat"].values == pytest.approx(np.nan_to_num(ds["rack_power_w"].values[10]))
+
+
+def test_scenario_of_a_run_saved_by_another_version(small_results):
+    import json
+
+    ds = small_results.dataset.copy()
+    data = json.loads(ds.attrs["scenario_json"])
+    data["failures"]["retired_option"] = 1.0          # a field this schema does not know
+    ds.attrs["scenario_json"] = json.dumps(data)
+
+    class Old:
+        dataset = ds
+
+    s = S.scenario_of(Old())
+    assert s.name == "lenovo_small" and not hasattr(s.failures, "retired_option")
+    del data["simulation"]
+    ds.attrs["scenario_json"] = json.dumps(data)
+    with pytest.raises(ValueError, match="does not fit this twin version"):
+        S.scenario_of(Old())

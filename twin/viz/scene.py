@@ -261,32 +261,32 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
     ``slice_clim`` (room-air slice; default: its own range)."""
     names = blocks.keys()
     plotter.set_background("white")
-    plotter.add_mesh(blocks["floor"], color="#e9e6df", name="floor")
-    plotter.add_mesh(blocks["walls"], color="#b8b2a7", name="walls")
-    plotter.add_mesh(blocks["hall_outline"], color="#6d675e", line_width=1.5, name="hall_outline")
+    plotter.add_mesh(blocks["floor"], color="#e9e6df", name="floor", render=False)
+    plotter.add_mesh(blocks["walls"], color="#b8b2a7", name="walls", render=False)
+    plotter.add_mesh(blocks["hall_outline"], color="#6d675e", line_width=1.5, name="hall_outline", render=False)
     if "rack_slots" in names:
         plotter.add_mesh(blocks["rack_slots"], color="#cfcac0", show_edges=True, edge_color="#a49d90",
-                         name="rack_slots")
+                         name="rack_slots", render=False)
     racks = blocks["racks"]
     if racks.n_cells:
         kw = _mesh_kwargs(scale)
         plotter.add_mesh(racks, scalars="value", show_edges=True, edge_color="#303030", line_width=1,
                          nan_color="#d0d0d0", show_scalar_bar=scalar_bars,
                          scalar_bar_args=_scalar_bar(scale.title, 0.52, scale.categories is not None),
-                         name="racks", **kw)
+                         name="racks", **kw, render=False)
     if "cooling_units" in names:
         cu = blocks["cooling_units"]
         plotter.add_mesh(cu, scalars=cu.cell_data["active"].astype(float), cmap=["#c0392b", "#5dade2"],
                          clim=[0, 1], show_scalar_bar=False, show_edges=True, edge_color="#1b4f72",
-                         name="cooling_units")
+                         name="cooling_units", render=False)
     if "enclosures" in names:
         plotter.add_mesh(blocks["enclosures"], color="#7fb3d5", opacity=0.25, show_edges=True,
-                         edge_color="#2e86c1", name="enclosures")
+                         edge_color="#2e86c1", name="enclosures", render=False)
     if "containment" in names:
         plotter.add_mesh(blocks["containment"], color="#a9cce3", opacity=0.25, show_edges=True,
-                         edge_color="#2874a6", name="containment")
+                         edge_color="#2874a6", name="containment", render=False)
     if "obstacles" in names:
-        plotter.add_mesh(blocks["obstacles"], color="#7b7d7d", name="obstacles")
+        plotter.add_mesh(blocks["obstacles"], color="#7b7d7d", name="obstacles", render=False)
     slices = [k for k in names if k.startswith("temperature_slice")]
     if slices:
         lo = min(float(np.nanmin(blocks[k]["temperature"])) for k in slices)
@@ -296,14 +296,14 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
             plotter.add_mesh(blocks[k], scalars="temperature", cmap=SLICE_CMAP, clim=list(clim),
                              opacity=0.8, show_scalar_bar=scalar_bars and i == 0,
                              scalar_bar_args=_scalar_bar(f"room air at {SLICE_HEIGHT_M:g} m [°C]", 0.06, False),
-                             name=k)
+                             name=k, render=False)
     for k in names:
         if k.startswith("streamlines"):
-            plotter.add_mesh(blocks[k], color="#1c2833", line_width=1.2, opacity=0.8, name=k)
+            plotter.add_mesh(blocks[k], color="#1c2833", line_width=1.2, opacity=0.8, name=k, render=False)
     if title:
-        plotter.add_text(title, position="upper_left", font_size=11, color="black", name="title")
+        plotter.add_text(title, position="upper_left", font_size=11, color="black", name="title", render=False)
     if caption:
-        plotter.add_text(caption, position="lower_left", font_size=8, color="black", name="caption")
+        plotter.add_text(caption, position="lower_left", font_size=8, color="black", name="caption", render=False)
 
 
 def frame_camera(plotter: pv.Plotter, scenario, zoom: float = 1.15) -> None:

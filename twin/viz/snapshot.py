@@ -68,6 +68,27 @@ def scenario_of(results) -> Scenario:
     if raw is None:
         raise ValueError("the run's results.nc has no scenario_json attribute")
     data = json.loads(raw) if isinstance(raw, str) else raw
+    return _validate_tolerant(data)
+
+
+def _validate_tolerant(data: dict) -> Scenario:
+    """Validate a stored scenario; fields that this version of the schema no longer knows
+    (a run saved by another twin version) are dropped rather than refused. Missing
+    required fields still fail, with pydantic's message."""
+    from pydantic import ValidationError
+
+    for _ in range(4):
+        try:
+            return Scenario.model_validate(data)
+        except ValidationError as exc:
+            extra = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+            if not extra:
+                raise ValueError(f"the run's stored scenario does not fit this twin version: {exc}") from exc
+            for loc in extra:
+                node = data
+                for key in loc[:-1]:
+                    node = node[key]
+                node.pop(loc[-1], None)
     return Scenario.model_validate(data)
 
 
