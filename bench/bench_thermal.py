@@ -65,6 +65,24 @@ def main(skip_large: bool) -> None:
         alt = steady_field(replace(g, eddy_diffusivity_m2_s=gamma), heat, v).rack_inlet_temp.values
         print(f"sensitivity: eddy diffusivity {gamma} m2/s -> hottest inlet {alt.max():.2f} C")
 
+    # transients: one unit of the 200-rack hall trips; then all of them
+    from twin.thermal import minutes_to_inlet_limit, suggest_placement
+
+    t0 = time.perf_counter()
+    one = minutes_to_inlet_limit(g, heat, v, 0)
+    t_tr = time.perf_counter() - t0
+    every = minutes_to_inlet_limit(g, heat, v, np.arange(g.n_cooling))
+    print(f"unit 0 trips: {np.isfinite(one).sum()} racks reach 32 C within 1 h, first after "
+          f"{np.min(one):.1f} min ({t_tr:.2f} s incl. two D derivations)")
+    print(f"all units trip: first rack at 32 C after {np.min(every):.2f} min, last after {np.max(every):.2f} min")
+    # siting: 48 racks on 72 candidate positions, 1 CRAH of 14 m3/s per end wall
+    cand = row_hall(6, 12, cooling_per_wall=1, cooling_airflow_m3_s=14.0)
+    t0 = time.perf_counter()
+    pl = suggest_placement(cand, 48, 10e3, float(rack_airflow_m3_s(10e3, 15.0)))
+    print(f"placement 48 of 72 positions ({time.perf_counter() - t0:.2f} s): hottest inlet "
+          f"{pl.hottest_inlet_c:.2f} C vs naive fill {pl.naive_hottest_inlet_c:.2f} C (gain {pl.gain_k:.2f} K; "
+          f"surrogate predicted {pl.predicted_hottest_inlet_c:.2f} C)")
+
     if skip_large:
         return
     # 4,096 racks: 64 rows of 64, 30 fan-wall units of 45 m3/s per end wall, 0.6 m cells

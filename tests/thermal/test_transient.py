@@ -27,11 +27,24 @@ def test_total_loss_of_cooling_matches_room_heat_up_by_hand(hall):
     vol = hall_air_volume_m3(g)
     res = fault_transient(before, None, heat, air_volume_m3=vol, it_heat_capacity_j_k=1.0,
                           duration_s=600.0, output_step_s=0.5)
-    # With negligible IT mass all rack heat goes into the air: dT/dt = sum Q / (rho cp V_air)
+    # With negligible IT mass all rack heat goes into the air, which warms at
+    # r = sum Q / (rho cp V_air) from the mixed return temperature R0; each inlet lags
+    # it by the mixing time tau from its pre-fault value z0:
+    # z(t) = R0 + r (t - tau) + (z0 - R0 + r tau) exp(-t / tau)
+    from scipy.optimize import brentq
+
     ret = before.return_temp_c(heat)
-    t0 = np.sum(before.cooling_airflow_m3_s * ret) / before.cooling_airflow_m3_s.sum()
-    expected_min = RHO_CP * vol * (32.0 - t0) / heat.sum() / 60.0
-    np.testing.assert_allclose(res.minutes_to_limit, expected_min, rtol=0.01)
+    r0 = np.sum(before.cooling_airflow_m3_s * ret) / before.cooling_airflow_m3_s.sum()
+    rate = heat.sum() / (RHO_CP * vol)
+    tau = vol / v.sum()
+    z0 = before.base_inlet_c + before.recirculation_k_per_w @ heat
+    for r in range(g.n_racks):
+        def z(t, r=r):
+            return r0 + rate * (t - tau) + (z0[r] - r0 + rate * tau) * np.exp(-t / tau) - 32.0
+        expected_min = brentq(z, 0.0, 600.0) / 60.0
+        assert res.minutes_to_limit[r] == pytest.approx(expected_min, rel=0.005)
+    # and roughly the textbook estimate C_air (T_limit - T_0) / sum Q
+    assert np.all(np.abs(res.minutes_to_limit * 60 - RHO_CP * vol * (32.0 - r0) / heat.sum()) < 2 * tau)
 
 
 def _euler(before, after, heat, vol, c_it, duration_s, dt=0.05):
@@ -45,6 +58,7 @@ def _euler(before, after, heat, vol, c_it, duration_s, dt=0.05):
     cap = after.cooling_capacity_w
     z = before.base_inlet_c + before.recirculation_k_per_w @ heat
     y = z + heat / g_r
+    tau = vol / v_r.sum()
     ret = before.return_temp_c(heat).copy()
     t_set = after.cooling_supply_temp_c
     g_c_safe = np.where(act, g_c, 1.0)
@@ -55,10 +69,11 @@ def _euler(before, after, heat, vol, c_it, duration_s, dt=0.05):
     t = 0.0
     while t <= duration_s:
         s = np.maximum(t_set, ret - cap / g_c_safe)
-        z = lhs_inv @ (after.supply_mix @ s + dg @ y)
+        z_star = lhs_inv @ (after.supply_mix @ s + dg @ y)
         q = g_r * (y - z)
         times.append(t)
         inlets.append(z.copy())
+        z = z + dt * (z_star - z) / tau
         y = y + dt * (heat - q) / c_it
         ret = ret + dt * np.where(act, g_c * (after.return_mix @ s + after.return_k_per_w @ q - ret) / np.where(act, c_ret, 1.0), 0.0)
         t += dt

@@ -18,13 +18,14 @@ four kinds of thermal mass:
 - **Chilled-water loop** at T_w with heat capacity C_w, cooled by the chiller (capacity
   P_ch; it holds its set point T_w,set while it can): C_w dT_w/dt = sum removed - P_ch.
 
-Rack inlets are quasi-steady (aisle air turns over in seconds): z = S s + D q with the
-after-trip supply mixing S and recirculation D. With these definitions the stored energy
+Rack inlets follow the quasi-steady air pattern z* = S s + D q (after-trip supply mixing S
+and recirculation D) with the room's air turnover time tau = V_air / sum V_racks (about
+15 s): tau dz/dt = z* - z; q = rho cp V_r (y_r - z_r). With these definitions the stored energy
 sum C_it y + sum C_ret T_ret + C_w T_w changes at exactly sum Q - P_ch (the column sums
 of the heat shares are 1 and the supply air returns somewhere).
-If no unit is left running, the room air is one well-mixed node T_room and z = T_room:
+If no unit is left running, the room air is one well-mixed node T_room and z* = T_room:
 C_air dT_room/dt = sum q. With small IT mass this gives the textbook estimate
-t = C_air (T_limit - T_0) / sum Q.
+t = C_air (T_limit - T_0) / sum Q (plus tau, the lag of a first-order sensor on a ramp).
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def fault_transient(
     gpu_slowdown_c: float = GPU_SLOWDOWN_C,
     gpu_shutdown_c: float = GPU_SHUTDOWN_C,
     output_step_s: float = 2.0,
+    inlet_mixing_time_s: float | None = None,
 ) -> FaultTransient:
     """Integrate the hall after a cooling fault (see the module docstring for the model).
 
@@ -134,6 +136,8 @@ def fault_transient(
     chiller_capacity_w = 0 models a chiller (plant) trip: the loop's water volume
     ``chilled_water_volume_m3`` then absorbs the heat the coils remove, and the supply
     temperature follows the water (approach = supply set point - chilled_water_supply_c).
+    inlet_mixing_time_s: lag of the rack inlets behind the quasi-steady air pattern
+    (default: the room's air turnover time, air volume / total rack airflow, ~15 s).
     Returns trajectories sampled every ``output_step_s`` and minutes to limit_c per rack,
     and, given GPU power and inlet-to-die resistance, minutes to GPU slowdown / shutdown.
     """
@@ -170,62 +174,53 @@ def fault_transient(
         floor = np.maximum(t_set, tw + approach)
         return np.maximum(floor, ret - cap / np.where(act, g_c, 1.0))
 
-    # z depends on q, q depends on z: z = S s + D q, q = G (y - z) -> solve once for
-    # the linear map (I + D G) z = S s + D G y.
+    # Quasi-steady inlet: z = S s + D q with q = G (y - z)  ->  (I + D G) z = S s + D G y.
     if running:
-        lhs = np.eye(n_r) + d_mat * g_r[None, :]
-        lhs_lu = _lu(lhs)
+        lhs_lu = _lu(np.eye(n_r) + d_mat * g_r[None, :])
 
-    def inlet(y, s):
+    def inlet_qs(y, s, room):
         if running:
             return _lu_solve(lhs_lu, s_mix @ s + d_mat @ (g_r * y))
-        return None
+        return np.full(n_r, room)
 
-    def rhs_running(_t, x):
+    tau = inlet_mixing_time_s if inlet_mixing_time_s is not None else air_volume_m3 / v_r.sum()
+
+    def rhs(_t, x):
         y = x[:n_r]
         ret = x[n_r : n_r + n_c]
-        tw = x[-1]
-        s = supply(ret, tw)
-        z = inlet(y, s)
+        tw = x[n_r + n_c]
+        z = x[n_r + n_c + 1 :]
         q = g_r * (y - z)
         dy = (heat - q) / c_it
-        dret = np.where(act, g_c * (r0 @ s + r_k @ q - ret) / c_ret, 0.0)
-        removed = np.where(act, g_c * (ret - s), 0.0).sum()
-        net = removed - chiller_capacity_w
-        dtw = net / c_w if (tw > chilled_water_supply_c or net > 0) else 0.0
-        return np.concatenate([dy, dret, [dtw]])
+        if running:
+            s = supply(ret, tw)
+            dret = np.where(act, g_c * (r0 @ s + r_k @ q - ret) / c_ret, 0.0)
+            removed = np.where(act, g_c * (ret - s), 0.0).sum()
+            net = removed - chiller_capacity_w
+            dtw = net / c_w if (tw > chilled_water_supply_c or net > 0) else 0.0
+        else:
+            s = None
+            dret = np.array([q.sum() / c_air])
+            dtw = 0.0
+        dz = (inlet_qs(y, s, ret[0]) - z) / tau if tau > 0 else np.zeros(n_r)
+        return np.concatenate([dy, dret, [dtw], dz])
 
-    def rhs_no_cooling(_t, x):
-        y = x[:n_r]
-        room = x[n_r]
-        q = g_r * (y - room)
-        return np.concatenate([(heat - q) / c_it, [q.sum() / c_air], [0.0]])
-
-    x0 = np.concatenate([y0, ret0, [chilled_water_supply_c]])
+    x0 = np.concatenate([y0, ret0, [chilled_water_supply_c], z0])
     t_eval = np.arange(0.0, duration_s + 0.5 * output_step_s, output_step_s)
     t_eval[-1] = min(t_eval[-1], duration_s)
-    sol = solve_ivp(
-        rhs_running if running else rhs_no_cooling,
-        (0.0, duration_s),
-        x0,
-        method="LSODA",
-        t_eval=t_eval,
-        rtol=1e-6,
-        atol=1e-6,
-        max_step=60.0,
-    )
+    sol = solve_ivp(rhs, (0.0, duration_s), x0, method="LSODA", t_eval=t_eval, rtol=1e-6, atol=1e-6,
+                    max_step=60.0)
     if not sol.success:
         raise RuntimeError(f"fault transient integration failed: {sol.message}")
     ys = sol.y[:n_r].T
     rets = sol.y[n_r : n_r + n_c].T
-    tws = sol.y[-1]
+    tws = sol.y[n_r + n_c]
+    inl = sol.y[n_r + n_c + 1 :].T
     if running:
         sup = np.array([supply(rets[k], tws[k]) for k in range(len(sol.t))])
-        inl = np.array([inlet(ys[k], sup[k]) for k in range(len(sol.t))])
         removed = np.where(act, g_c * (rets - sup), 0.0)
         sup = np.where(act, sup, np.nan)
     else:
-        inl = np.repeat(rets[:, :1], n_r, axis=1)
         sup = np.full((len(sol.t), before.cooling_airflow_m3_s.size), np.nan)
         removed = np.zeros_like(sup)
     slow = np.full(n_r, np.inf)
