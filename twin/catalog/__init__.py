@@ -16,7 +16,7 @@ class _Entry(BaseModel):
     def _every_number_has_a_source(self):
         numeric = [
             k for k, v in self.__dict__.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) or k == "nvls"
+            if isinstance(v, (int, float)) and not isinstance(v, bool) or k in ("nvls", "nvswitch")
         ]
         missing = [k for k in numeric if k not in self.sources]
         if missing:
@@ -38,6 +38,7 @@ class NodeModel(_Entry):
     gpu_memory_gb: float = Field(gt=0)
     gpu_hbm_bw_tb_s: float = Field(gt=0)
     nvlink_gb_s: float = Field(gt=0)
+    nvswitch: bool
     nvls: bool
     host_idle_w: float = Field(ge=0)
     host_active_w: float = Field(ge=0)

@@ -202,7 +202,9 @@ class Fabric(Model):
     switch_model: str = "qm9700"
     switch_ports: PositiveInt = 64
     oversubscription: Annotated[float, Field(ge=1)] = 1.0
-    transport: Literal["ib_rdma", "roce", "tcp"] = "ib_rdma"
+    transport: Literal["ib_rdma", "roce", "roce_host", "tcp"] = Field(
+        "ib_rdma", description="InfiniBand RDMA, RoCE with GPU-direct RDMA, RoCE through host memory, or TCP")
+    ports_per_nic: PositiveInt = Field(1, description="fabric ports per NIC (rails per NIC)")
     spines: PositiveInt | None = None
     tor_uplinks_per_spine: PositiveInt = 2
 

@@ -191,7 +191,7 @@ class Engine:
         self.graph = fabric.build_fabric(
             f.kind, p.n_nodes, gpus_per_node=p.gpus_per_node, su_nodes=f.su_nodes, rails=f.rails,
             link_gbps=f.link_gbps, switch_ports=f.switch_ports, oversubscription=f.oversubscription,
-            tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines)
+            tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines, ports_per_nic=f.ports_per_nic)
         p.fabric = self.graph
         self._fabric_cache: dict = {}
         self._step_cache: dict = {}
@@ -426,7 +426,7 @@ class Engine:
                 hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
                 inter_node_gbps=bw, transport=self.s.fabric.transport, hops=hops,
                 activation_recompute=spec.activation_recompute, clock_fraction=clock,
-                deployment=self.s.hardware.deployment, gated_mlp=m.gated_mlp)
+                deployment=self.s.hardware.deployment, gated_mlp=m.gated_mlp, nvswitch=node.nvswitch)
             self._step_cache[key] = est
         return self._step_cache[key]
 
