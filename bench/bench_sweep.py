@@ -9,6 +9,7 @@ process pool of 2 workers, and on a Dask LocalCluster of 2 workers; the speed-up
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twin.sweep import Axis, SweepSpec, kpi_names, run_sweep
+from twin.sweep import Axis, SweepSpec, execute_run, kpi_names, resolve_tasks, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +40,33 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def own_session_pool(spec: SweepSpec, workers: int) -> float:
+    """Diagnostic: the sweep's runs through a fork pool whose workers each start their own
+    session (setsid). With the kernel's autogroup scheduling (sched_autogroup_enabled=1) a
+    session, not a process, gets a fair share of the CPUs, so on a machine shared with other
+    sessions the workers of one `twin sweep` split one share; in their own sessions they get
+    one share each, which shows how the runs themselves scale. Returns the wall time [s]."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = resolve_tasks(spec)
+    ctx = multiprocessing.get_context("fork")
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=os.setsid) as pool:
+        recs = list(pool.map(execute_run, [t.scenario for t in tasks], [spec.series] * len(tasks),
+                             chunksize=1))
+    wall = time.perf_counter() - t0
+    assert all(r["status"] == "ok" for r in recs)
+    return wall
+
+
+def autogroup() -> str:
+    try:
+        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+    except OSError:
+        return "n/a"
 
 
 def timed(label, fn):
@@ -78,17 +106,27 @@ def main() -> None:
             rows.append((label, wd))
             for k in kpi_names(o1.dataset):
                 np.testing.assert_array_equal(o1.dataset[k].values, od.dataset[k].values)
+        s1 = own_session_pool(spec, 1)
+        rows.append(("diagnostic: fork pool, 1 worker in its own session", s1))
+        s2 = own_session_pool(spec, 2)
+        rows.append(("diagnostic: fork pool, 2 workers, each in its own session", s2))
         label, wr, orr = timed("re-run of the finished sweep (all reused)", lambda: run_sweep(spec, base / "w2",
                                                                                               workers=2))
         assert not orr.ran and len(orr.reused) == n
         rows.append((label, wr))
         per_run = np.nanmean(o1.dataset.wall_s.values)
+        cpu_1 = sum(json.loads(p.read_text()).get("cpu_s", 0.0) for p in (base / "w1" / "runs").glob("*.json"))
+        cpu_2 = sum(json.loads(p.read_text()).get("cpu_s", 0.0) for p in (base / "w2" / "runs").glob("*.json"))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"{'mode':55s} {'wall':>8s} {'runs/s':>8s}")
     for label, w in rows:
         print(f"{label:55s} {w:7.1f}s {n / w:8.2f}")
-    print(f"speed-up 1 -> 2 workers (process pool): {w1 / w2:.2f}x")
+    print(f"speed-up 1 -> 2 workers (twin sweep, process pool): {w1 / w2:.2f}x; CPU time of the runs "
+          f"{cpu_1:.1f} s (1 worker) and {cpu_2:.1f} s (2 workers), i.e. {cpu_1 / w1:.2f} and {cpu_2 / w2:.2f} "
+          f"CPUs used on average")
+    print(f"speed-up 1 -> 2 workers with one session per worker (diagnostic): {s1 / s2:.2f}x "
+          f"(kernel.sched_autogroup_enabled={autogroup()})")
     print(f"mean simulate() time per run in the serial sweep: {per_run:.3f} s; "
           f"sweep overhead per run (serial): {(w1 / n - per_run) * 1e3:.0f} ms")
     print(f"load average {os.getloadavg()[0]:.2f} at end (other processes share these cores)")

@@ -409,7 +409,7 @@ def execute_run(scenario, series: tuple[str, ...] = DEFAULT_SERIES) -> dict:
     Runs in a worker process (local pool or Dask). Exceptions become ``status='failed'``
     records with the error text; KeyboardInterrupt and SystemExit propagate.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         import twin
         from twin.studies.metrics import study_kpis
@@ -421,7 +421,7 @@ def execute_run(scenario, series: tuple[str, ...] = DEFAULT_SERIES) -> dict:
         ser = _series_from(res, series)
         return {"status": "ok", "kpis": kpis, "error": None, "day": day, "series": ser,
                 "start": str(scenario.simulation.start), "wall_s": time.perf_counter() - t0,
-                "pid": os.getpid(), "code": code_fingerprint()}
+                "cpu_s": time.process_time() - c0, "pid": os.getpid(), "code": code_fingerprint()}
     except Exception as exc:  # a failed run is recorded, the sweep goes on
         return {"status": "failed", "kpis": {}, "error": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(), "wall_s": time.perf_counter() - t0,
