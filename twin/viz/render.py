@@ -187,6 +187,7 @@ def jupyter_backend() -> str:
     try:
         import trame  # noqa: F401
         import trame_vtk  # noqa: F401
+        import trame_vuetify  # noqa: F401
     except ImportError:
         return "static"
     return "trame"
@@ -198,7 +199,16 @@ def show(source, color: str = "inlet_temp", time: str | None = None, field: bool
     installed, a static image otherwise. Returns what ``Plotter.show`` returns."""
     snap = source if isinstance(source, Snapshot) else make_snapshot(source, color, time, field)
     backend = jupyter_backend_name or jupyter_backend()
-    pl = _plotter(window_size, off_screen=backend == "static", notebook=True)
-    sc.draw_snapshot(pl, snap)
-    sc.frame_camera(pl, snap.scenario)
-    return pl.show(jupyter_backend=backend)
+
+    def shown(name):
+        pl = _plotter(window_size, off_screen=name == "static", notebook=True)
+        sc.draw_snapshot(pl, snap)
+        sc.frame_camera(pl, snap.scenario)
+        return pl.show(jupyter_backend=name)
+
+    if backend == "static":
+        return shown("static")
+    try:
+        return shown(backend)
+    except Exception:  # no trame server here (e.g. a headless kernel): show a picture
+        return shown("static")
