@@ -332,12 +332,11 @@ def build_problem(
     hot = g.containment == "hot_aisle"
     n_u = n_room + n + (1 if hot else 0)
     pl = n_room + np.arange(n)  # plenum unknown of each flat cell
-    pl_full = pl
     rn = n_room + n  # return node unknown (if hot aisle)
     t = _Triplets()
 
     _advection_diffusion(t, fi, fj, fax, f_room, gamma * g.height_m, room_id, nx, ny, g.advection_scheme)
-    _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl_full, nx, ny, g.advection_scheme)
+    _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl, nx, ny, g.advection_scheme)
     # floor exchange
     cells = np.flatnonzero(fluid & (q_floor != 0))
     q = q_floor[cells]
@@ -547,10 +546,13 @@ def inlet_model(
 ) -> InletModel:
     """Derive the recirculation matrix D (and supply mixing) of a layout.
 
-    One sparse LU factorisation of the heat operator A, then transposed solves
-    A^T Y = [W; M]^T (one per rack and per cooling unit, in blocks of ``block_size``);
-    D = (B^T Y_W)^T, S = (E^T Y_W)^T. Re-derive when the layout, rack airflow or the set
-    of running cooling units (``cooling_active``, (C,) bool) changes.
+    One sparse LU factorisation (of the room block alone when the plenum is upstream of
+    the room, see :func:`linear_maps`), then transposed solves A^T Y = [W; M]^T, one per
+    rack and per cooling unit in blocks of ``block_size``; D = (B^T Y_W)^T, S = (E^T Y_W)^T.
+    Re-derive when the layout, rack airflow or the set of running cooling units
+    (``cooling_active``, (C,) bool; False = fans stopped) changes. Unit capacity does not
+    enter D (the steady model is linear); compare ``cooling_load_w`` with
+    ``cooling_capacity_w`` and use :func:`twin.thermal.fault_transient` when it is short.
 
     Halls of ``sparse_min_racks`` racks or more also get a truncated sparse D
     (``recirculation_csr``) that :func:`inlet_temp_c` uses: recirculation decays with
