@@ -176,3 +176,19 @@ def test_hot_spare_takes_over_without_requeue():
     eng._fail(int(job.spares[0]), [c.name for c in eng.classes].index("gpu"))
     eng.env.run(until=eng.env.now + 600)
     assert job.interruptions == n_int and len(job.spares) == 0 and job.status == "running"
+
+
+def test_one_technician_makes_hardware_repairs_queue():
+    def waits(technicians):
+        res = run(BV, "simulation.duration_days=20", f"failures.technicians={technicians}",
+                  "failures.rate_scale=40", "failures.spares=1000")
+        ev = res.events
+        det = ev[ev.kind == "detected"].groupby("target").time_s.apply(list)
+        start = ev[ev.kind == "repair_start"].groupby("target").time_s.apply(list)
+        w = [s - d for t in start.index for d, s in zip(det[t], start[t], strict=False)]
+        return np.array(w), res
+    one, res1 = waits(1)
+    many, _ = waits(50)
+    assert (one > 60).sum() > 5                      # repairs waited for the single technician
+    assert np.median(many) < 1.0 and one.mean() > many.mean()
+    assert res1.kpis["mttr_h"] > 0
