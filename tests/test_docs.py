@@ -17,3 +17,12 @@ def test_every_kpi_is_documented_with_its_unit():
 
 def test_quick_start_is_the_two_make_commands():
     assert "make run" in README and "make test" in README
+
+
+def test_reference_copy_matches_the_shared_calibration_when_present():
+    root = Path(__file__).resolve().parents[1]
+    shared = root.parent / "shared" / "reference" / "calibration.yaml"
+    copy = root / "assets" / "reference" / "calibration.yaml"
+    assert copy.exists()
+    if shared.exists():
+        assert copy.read_text() == shared.read_text()
