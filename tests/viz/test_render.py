@@ -217,3 +217,26 @@ def test_animation_mp4(tmp_path, small_results):
         assert reader.get_data(0).shape[:2] == (160, 256)
     finally:
         reader.close()
+
+
+def test_obstacles_containment_and_enclosures(small_scenario):
+    data = small_scenario.model_dump()
+    hall = data["site"]["halls"][0]
+    hall["containment"] = "cold_aisle"
+    hall["rows"][0]["enclosure"] = True
+    hall["obstacles"] = [{"name": "tray", "kind": "cable_tray", "x0_m": 6.0, "y0_m": 6.0, "x1_m": 9.0, "y1_m": 6.4},
+                         {"name": "col", "kind": "column", "x0_m": 1.0, "y0_m": 6.5, "x1_m": 1.5, "y1_m": 7.0}]
+    s = type(small_scenario).model_validate(data)
+    snap = S.snapshot_from_scenario(s, "inlet_temp", field=False)
+    blocks = scene.build_scene(snap)
+    ob = blocks["obstacles"]
+    tops = sorted(ob.extract_cells([i]).bounds[5] for i in range(ob.n_cells))
+    assert tops == pytest.approx([scene.OBSTACLE_HEIGHT_M["cable_tray"], hall["height_m"]])
+    # racks breathe from the south: containment and enclosures stand on their south face
+    rack_b = blocks["racks"].bounds
+    for name in ("containment", "enclosures"):
+        b = blocks[name].bounds
+        assert blocks[name].n_cells == 2
+        assert b[3] == pytest.approx(rack_b[2]) and b[2] == pytest.approx(rack_b[2] - scene.ENCLOSURE_DEPTH_M)
+    units = blocks["cooling_units"]
+    assert units.n_cells == 2 and units["active"].tolist() == [1, 1]
