@@ -65,6 +65,13 @@ def main(skip_large: bool) -> None:
         alt = steady_field(replace(g, eddy_diffusivity_m2_s=gamma), heat, v).rack_inlet_temp.values
         print(f"sensitivity: eddy diffusivity {gamma} m2/s -> hottest inlet {alt.max():.2f} C")
 
+    g3 = replace(g, n_layers=4)
+    t_s3, ds3 = best_of(lambda: steady_field(g3, heat, v), 2)
+    t_d3, m3 = best_of(lambda: inlet_model(g3, v), 2)
+    t3 = ds3.rack_inlet_temp.values
+    print(f"3-D, 4 layers of 0.75 m: steady_field {t_s3:.3f} s, inlet_model {t_d3:.3f} s; inlets mean "
+          f"{t3.mean():.2f} max {t3.max():.2f} C; D vs full {np.abs(inlet_temp_c(m3, heat) - t3).max():.1e} K")
+
     # transients: one unit of the 200-rack hall trips; then all of them
     from twin.thermal import minutes_to_inlet_limit, suggest_placement
 

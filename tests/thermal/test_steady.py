@@ -307,3 +307,54 @@ def test_overhead_supply_feeds_every_diffuser_alike():
     floor = steady_field(replace(g, supply="raised_floor"), heat, v)
     assert ds.rack_inlet_temp.values.max() < floor.rack_inlet_temp.values.max() - 10.0
     assert ds.cooling_heat_removed.sum() == pytest.approx(heat.sum(), rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def layered_hall(small_hall):
+    g, heat, v = small_hall
+    return replace(g, n_layers=4), heat, v
+
+
+def test_layered_hall_conserves_mass_and_energy(layered_hall):
+    g, heat, v = layered_hall
+    prob = build_problem(g, v)
+    ri, rj, _, flux = prob.room_face
+    out = np.zeros(prob.n_room)
+    np.add.at(out, ri, flux)
+    np.add.at(out, rj, -flux)
+    assert np.abs(out - prob.room_source_m3_s).max() < 1e-9 * v.sum()
+    ds = steady_field(g, heat, v)
+    assert ds.cooling_heat_removed.sum() == pytest.approx(heat.sum(), rel=1e-9)
+    model = inlet_model(g, v)
+    np.testing.assert_allclose(inlet_temp_c(model, heat), ds.rack_inlet_temp.values, atol=1e-8)
+    assert ds.temperature.dims == ("z_m", "y_m", "x_m")
+    assert ds.velocity.dims == ("component", "z_m", "y_m", "x_m") and ds.component.size == 3
+    assert ds.z_m.size == 4 and ds.z_m.attrs["units"] == "m"
+    # racks are solid in the three layers below 2 m and open above
+    assert ds.solid.values[:3].sum() == 3 * g.n_racks * 8 and ds.solid.values[3].sum() == 0
+
+
+def test_layered_hall_hot_air_rises_over_the_racks_to_the_returns(layered_hall):
+    g, heat, v = layered_hall
+    ds = steady_field(g, heat, v)
+    t = ds.temperature.values
+    # the layer above the racks carries the exhaust towards the returns: warmer than the floor layer
+    assert np.nanmean(t[3]) > np.nanmean(t[0]) + 1.0
+    w = ds.velocity.sel(component="z").values
+    assert np.nanmax(w) > 0.05  # air rises somewhere (to the top-layer returns)
+
+
+@pytest.mark.parametrize("containment", ["cold_aisle", "hot_aisle"])
+def test_layered_perfect_containment_gives_supply_temperature(containment):
+    g = row_hall(4, 10, cooling_per_wall=2, cooling_airflow_m3_s=8.0, containment=containment, n_layers=3)
+    heat = np.full(g.n_racks, 10e3)
+    ds = steady_field(g, heat, rack_airflow_m3_s(heat, 15.0))
+    np.testing.assert_allclose(ds.rack_inlet_temp.values, 18.0, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_layered_grid_refinement(layered_hall):
+    g, heat, v = layered_hall
+    coarse = steady_field(g, heat, v).rack_inlet_temp.values.max()
+    fine = steady_field(replace(g, cell_m=g.cell_m / 2), heat, v).rack_inlet_temp.values.max()
+    assert abs(fine - coarse) < 1.0

@@ -47,6 +47,10 @@ class HallGeometry:
     ``rack_bypass_fraction`` share of each rack's server airflow that is its own exhaust
     drawn back inside the rack through open U spaces (0 = fully blanked; blanking
     panels are what bring it to 0).
+    ``n_layers`` > 1 splits the room height into layers (3-D): racks are solid up to
+    ``rack_height_m`` (42U is about 2.0 m) and breathe evenly over those layers, air can
+    pass over them above, tiles feed the bottom layer, cooling units draw their return
+    from the top layer (overhead diffusers blow into the top layer). 1 = plan view.
     """
 
     width_m: float
@@ -74,6 +78,8 @@ class HallGeometry:
     advection_scheme: str = "quick"
     supply: str = "raised_floor"
     rack_bypass_fraction: float = 0.0
+    n_layers: int = 1
+    rack_height_m: float = 2.0
 
     def __post_init__(self):
         for name in ("width_m", "depth_m", "height_m", "cell_m", "rack_width_m", "rack_depth_m"):
@@ -99,6 +105,10 @@ class HallGeometry:
             raise ValueError(f"containment must be one of {CONTAINMENT_KINDS}, got {self.containment!r}")
         if not 0.0 <= self.containment_leakage_fraction <= 1.0:
             raise ValueError("containment_leakage_fraction must be in [0, 1]")
+        if int(self.n_layers) != self.n_layers or self.n_layers < 1:
+            raise ValueError(f"n_layers must be a positive integer, got {self.n_layers}")
+        if not self.rack_height_m > 0:
+            raise ValueError("rack_height_m must be positive")
         if self.supply not in ("raised_floor", "overhead"):
             raise ValueError(f"supply must be 'raised_floor' or 'overhead', got {self.supply!r}")
         if not 0.0 <= self.rack_bypass_fraction < 1.0:
@@ -160,6 +170,8 @@ class HallGrid:
     ny: int
     cell_m: float
     solid: np.ndarray  # (ny, nx) bool: rack bodies and obstacles (room layer)
+    rack_mask: np.ndarray  # (ny, nx) bool: rack bodies
+    obstacle_mask: np.ndarray  # (ny, nx) bool: obstacles
     rack_cells: list  # per rack: flat indices of its footprint
     intake_cells: list  # per rack: flat indices of room cells in front of the intake face
     exhaust_cells: list  # per rack: flat indices of room cells behind the exhaust face
@@ -191,11 +203,14 @@ def rasterise(g: HallGeometry) -> HallGrid:
         solid[np.ix_(iy, ix)] = True
         rack_cells.append((iy[:, None] * nx + ix[None, :]).ravel())
         faces.append((ix, iy, dx, dy))
+    rack_mask = solid.copy()
+    obstacle_mask = np.zeros_like(solid)
     if g.obstacles_xyxy_m is not None:
         for x0, y0, x1, y1 in g.obstacles_xyxy_m:
             ix = _index_range(min(x0, x1), max(x0, x1), h, nx)
             iy = _index_range(min(y0, y1), max(y0, y1), h, ny)
-            solid[np.ix_(iy, ix)] = True
+            obstacle_mask[np.ix_(iy, ix)] = True
+    solid |= obstacle_mask
 
     def face_cells(r, ix, iy, dx, dy, sign, what):
         if dx != 0:
@@ -238,7 +253,8 @@ def rasterise(g: HallGeometry) -> HallGrid:
         cells = (iy[:, None] * nx + ix[None, :]).ravel()
         cells = cells[~solid.ravel()[cells]]
         tile_cells.append(cells)
-    return HallGrid(nx, ny, h, solid, rack_cells, intake_cells, exhaust_cells, cooling_cells, tile_cells)
+    return HallGrid(nx, ny, h, solid, rack_mask, obstacle_mask, rack_cells, intake_cells, exhaust_cells,
+                    cooling_cells, tile_cells)
 
 
 def default_tile_xy_m(g: HallGeometry) -> np.ndarray:

@@ -1,6 +1,8 @@
 """Steady airflow and temperature of the hall, and the recirculation matrix D.
 
-Model (two coupled layers on the plan grid of :mod:`twin.thermal.geometry`):
+Model (a raised-floor plenum under the room, on the plan grid of
+:mod:`twin.thermal.geometry`; the room is one depth-averaged layer, or ``n_layers``
+layers in 3-D):
 
 1. **Plenum (raised floor).** Darcy flow: the flux between neighbouring plenum cells is
    k * (p_i - p_j); a cell with open area (tile or floor leakage) of conductance g
@@ -30,6 +32,12 @@ Model (two coupled layers on the plan grid of :mod:`twin.thermal.geometry`):
    l = 1.5 m. It is the least certain parameter of the model; values down to 0.06
    change the hottest inlet by about 1-2 C (see bench/RESULTS.md).
 
+In 3-D (``n_layers`` > 1) the same equations hold on the layered grid with face weights
+area / distance (h dz / h sideways, h^2 / dz vertically); racks are solid up to
+``rack_height_m`` and air passes over them to the returns in the top layer. Potential
+flow has no buoyancy: hot air reaches the top layer because the returns draw it there.
+Mixing there is partly resolved, so the same diffusivity is on the generous side.
+
 Because the heat problem is linear in the rack heat loads, the rack inlet temperatures
 are exactly T_in = S @ T_supply + D @ Q_rack, and D is derived once per layout from one
 sparse LU factorisation and R transposed solves (:func:`inlet_model`).
@@ -57,18 +65,21 @@ def power_law_weight(peclet):
     return np.maximum(0.0, 1.0 - 0.1 * np.abs(peclet)) ** 5
 
 
-def _grid_faces(nx: int, ny: int, mask: np.ndarray):
-    """Pairs (i, j) of flat indices of horizontally / vertically adjacent cells, both in mask.
+def _grid_faces(nx: int, ny: int, mask: np.ndarray, nz: int = 1):
+    """Pairs (i, j) of flat indices of adjacent cells, both in mask.
 
-    Returns (i, j, axis) with j the +x (axis 0) or +y (axis 1) neighbour of i.
+    Cells are indexed iz * ny * nx + iy * nx + ix. Returns (i, j, axis) with j the +x
+    (axis 0), +y (axis 1) or +z (axis 2) neighbour of i; x faces first, then y, then z.
     """
-    idx = np.arange(nx * ny).reshape(ny, nx)
-    m = mask.reshape(ny, nx)
-    hx = m[:, :-1] & m[:, 1:]
-    hy = m[:-1, :] & m[1:, :]
-    i = np.concatenate([idx[:, :-1][hx], idx[:-1, :][hy]])
-    j = np.concatenate([idx[:, 1:][hx], idx[1:, :][hy]])
-    axis = np.concatenate([np.zeros(hx.sum(), np.int8), np.ones(hy.sum(), np.int8)])
+    idx = np.arange(nx * ny * nz).reshape(nz, ny, nx)
+    m = np.asarray(mask, bool).reshape(nz, ny, nx)
+    hx = m[:, :, :-1] & m[:, :, 1:]
+    hy = m[:, :-1, :] & m[:, 1:, :]
+    hz = m[:-1] & m[1:]
+    i = np.concatenate([idx[:, :, :-1][hx], idx[:, :-1, :][hy], idx[:-1][hz]])
+    j = np.concatenate([idx[:, :, 1:][hx], idx[:, 1:, :][hy], idx[1:][hz]])
+    axis = np.concatenate([np.zeros(hx.sum(), np.int8), np.ones(hy.sum(), np.int8),
+                           np.full(hz.sum(), 2, np.int8)])
     return i, j, axis
 
 
@@ -98,10 +109,10 @@ class _Triplets:
         )
 
 
-def _advection_diffusion(t, fi, fj, fax, flux, d_cond, uid, nx, ny, scheme):
+def _advection_diffusion(t, fi, fj, fax, flux, d_cond, uid, nx, ny, scheme, nz=1):
     """Add the face fluxes of advection-diffusion to the triplets ``t``.
 
-    Faces join flat cell fi to its +x (fax 0) or +y (fax 1) neighbour fj; ``flux`` is the
+    Faces join flat cell fi to its +x (fax 0), +y (1) or +z (2) neighbour fj; ``flux`` is the
     volume flux fi -> fj [m3/s], ``d_cond`` the diffusive conductance Gamma * A / dx
     [m3/s]; ``uid`` maps flat cells to unknowns (-1: solid). The heat flux through a face
     is J = F * T_face - d_cond * (T_j - T_i) with:
@@ -126,16 +137,17 @@ def _advection_diffusion(t, fi, fj, fax, flux, d_cond, uid, nx, ny, scheme):
         return
     if scheme != "quick":
         raise ValueError(f"unknown advection scheme {scheme!r}")
-    step = np.where(fax == 0, 1, nx)
+    step = np.where(fax == 0, 1, np.where(fax == 1, nx, nx * ny))
     pos = flux >= 0
     up = np.where(pos, fi, fj)
     down = np.where(pos, fj, fi)
     uu = np.where(pos, fi - step, fj + step)
-    inside = np.where(
-        fax == 0,
-        np.where(pos, fi % nx > 0, fj % nx < nx - 1),
-        np.where(pos, fi // nx > 0, fj // nx < ny - 1),
-    )
+
+    def coord(i):  # position of cell i along the face's axis
+        return np.where(fax == 0, i % nx, np.where(fax == 1, (i // nx) % ny, i // (nx * ny)))
+
+    n_axis = np.where(fax == 0, nx, np.where(fax == 1, ny, nz))
+    inside = np.where(pos, coord(fi) > 0, coord(fj) < n_axis - 1)
     uu_ok = inside.copy()
     uu_ok[inside] = uid[uu[inside]] >= 0
     ru, rd = uid[up], uid[down]
@@ -248,10 +260,23 @@ def build_problem(
     v_c = np.where(active, g.cooling_airflow_m3_s, 0.0)
     if v_c.sum() <= 0:
         raise ValueError("no active cooling airflow: the hall has no steady state (use fault_transient)")
-    fluid = ~grid.solid.ravel()
-    room_id = -np.ones(n, np.int64)
-    room_id[fluid] = np.arange(fluid.sum())
-    n_room = int(fluid.sum())
+    fluid = ~grid.solid.ravel()  # plan view: the bottom layer (racks stand on the floor)
+    nz = int(g.n_layers)
+    dz = g.height_m / nz
+    rack_layer = (np.arange(nz) == 0) | ((np.arange(nz) + 0.5) * dz < g.rack_height_m)
+    rack_layers = np.flatnonzero(rack_layer)
+    solid3 = np.tile(grid.obstacle_mask.ravel(), (nz, 1))
+    solid3[rack_layer] |= grid.rack_mask.ravel()
+    fluid3 = ~solid3.ravel()
+    room_id = -np.ones(nz * n, np.int64)
+    room_id[fluid3] = np.arange(fluid3.sum())
+    n_room = int(fluid3.sum())
+    top = (nz - 1) * n
+
+    def racked(plan_cells):  # the cells of the rack layers in front of a face
+        return (rack_layers[:, None] * n + np.asarray(plan_cells)[None, :]).ravel()
+
+    supply_layer = top if g.supply == "overhead" else 0
     bypass = g.rack_bypass_fraction
     v_server = v_r
     v_r = (1.0 - bypass) * v_server  # air the racks exchange with the hall
@@ -296,18 +321,21 @@ def build_problem(
     f_plenum = k_lat * (p[pi] - p[pj])
 
     # ---- room: potential flow L phi = s ---------------------------------------------
-    s_room_full = np.where(fluid, q_floor, 0.0)
+    s_room_full = np.zeros(nz * n)
+    s_room_full[supply_layer : supply_layer + n] = np.where(fluid, q_floor, 0.0)
     for r in range(n_r):
-        cin, cout = grid.intake_cells[r], grid.exhaust_cells[r]
+        cin, cout = racked(grid.intake_cells[r]), racked(grid.exhaust_cells[r])
         np.add.at(s_room_full, cin, -(1 - e_frac[r]) * v_r[r] / len(cin))
         np.add.at(s_room_full, cout, (1 - h_frac[r]) * v_r[r] / len(cout))
     for c in range(n_c):
-        cells = grid.cooling_cells[c]
+        cells = top + grid.cooling_cells[c]
         np.add.at(s_room_full, cells, -(v_c[c] - duct_c[c]) / len(cells))
-    s_room = s_room_full[fluid]
-    fi, fj, fax = _grid_faces(nx, ny, fluid)
+    s_room = s_room_full[fluid3]
+    fi, fj, fax = _grid_faces(nx, ny, fluid3, nz)
     ri, rj = room_id[fi], room_id[fj]
-    lap = _laplacian(n_room, ri, rj).tolil()
+    # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
+    w_face = np.where(fax == 2, h * h / dz, dz)
+    lap = _laplacian(n_room, ri, rj, w_face).tolil()
     n_comp, labels = connected_components(
         sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False
     )
@@ -325,7 +353,7 @@ def build_problem(
         lap.data[pin] = [1.0]
         rhs[pin] = 0.0
     phi = spla.spsolve(lap.tocsc(), rhs)
-    f_room = phi[ri] - phi[rj]  # outflow of a cell = sum of its face fluxes = source
+    f_room = w_face * (phi[ri] - phi[rj])  # outflow of a cell = sum of its face fluxes = source
 
     # ---- heat operator ---------------------------------------------------------------
     gamma = g.eddy_diffusivity_m2_s
@@ -335,23 +363,24 @@ def build_problem(
     rn = n_room + n  # return node unknown (if hot aisle)
     t = _Triplets()
 
-    _advection_diffusion(t, fi, fj, fax, f_room, gamma * g.height_m, room_id, nx, ny, g.advection_scheme)
+    _advection_diffusion(t, fi, fj, fax, f_room, gamma * w_face, room_id, nx, ny, g.advection_scheme, nz)
     _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl, nx, ny, g.advection_scheme)
     # floor exchange
     cells = np.flatnonzero(fluid & (q_floor != 0))
     q = q_floor[cells]
     up, down = q > 0, q < 0
+    above = room_id[supply_layer + cells]  # room cell the tile or diffuser opens into
     t.add(pl[cells[up]], pl[cells[up]], q[up])
-    t.add(room_id[cells[up]], pl[cells[up]], -q[up])
-    t.add(room_id[cells[down]], room_id[cells[down]], -q[down])
-    t.add(pl[cells[down]], room_id[cells[down]], q[down])
+    t.add(above[up], pl[cells[up]], -q[up])
+    t.add(above[down], above[down], -q[down])
+    t.add(pl[cells[down]], above[down], q[down])
     # racks
     w_r, w_c, w_v = [], [], []
     b_r, b_c, b_v = [], [], []
     for r in range(n_r):
-        cin = grid.intake_cells[r]
-        k_room = room_id[cin]
-        a_room = np.full(len(cin), (1 - e_frac[r]) * v_r[r] / len(cin))
+        cin = grid.intake_cells[r]  # plan cells; the enclosure draws from the plenum there
+        k_room = room_id[racked(cin)]
+        a_room = np.full(len(k_room), (1 - e_frac[r]) * v_r[r] / len(k_room))
         a_plen = np.full(len(cin), e_frac[r] * v_r[r] / len(cin))
         src_idx = np.concatenate([k_room, pl[cin]])
         src_w = np.concatenate([a_room, a_plen]) / v_r[r]
@@ -362,7 +391,7 @@ def build_problem(
         w_r.append(np.full(len(src_idx), r))
         w_c.append(src_idx)
         w_v.append(src_w)
-        cout = grid.exhaust_cells[r]
+        cout = racked(grid.exhaust_cells[r])
         tgt = room_id[cout]
         m = np.full(len(cout), (1 - h_frac[r]) * v_r[r] / len(cout))
         if hot and h_frac[r] > 0:
@@ -381,13 +410,14 @@ def build_problem(
         if v_c[c] <= 0:
             continue
         cells_c = grid.cooling_cells[c]
+        ret_c = room_id[top + cells_c]
         draw = (v_c[c] - duct_c[c]) / len(cells_c)
-        t.add(room_id[cells_c], room_id[cells_c], np.full(len(cells_c), draw))
+        t.add(ret_c, ret_c, np.full(len(cells_c), draw))
         e_r.append(pl[cells_c])
         e_c.append(np.full(len(cells_c), c))
         e_v.append(np.full(len(cells_c), v_c[c] / len(cells_c)))
         m_r.append(np.full(len(cells_c), c))
-        m_c.append(room_id[cells_c])
+        m_c.append(ret_c)
         m_v.append(np.full(len(cells_c), draw / v_c[c]))
         if hot and duct_c[c] > 0:
             m_r.append([c])
@@ -607,10 +637,10 @@ def steady_field(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling
     """Full steady solve: room temperature and velocity on the grid, for the 3-D viewer.
 
     Returns an xarray Dataset with coordinates x_m (nx), y_m (ny) [m] (cell centres),
-    ``rack`` and ``cooling_unit``, and variables:
-    temperature (y_m, x_m) [C] of room air (NaN inside racks / obstacles),
-    velocity (component, y_m, x_m) [m/s] cell-centred room air velocity (x, y),
-    speed (y_m, x_m) [m/s], plenum_temperature [C], floor_airflow (y_m, x_m) [m3/s] through
+    z_m (layers, only when ``n_layers`` > 1), ``rack`` and ``cooling_unit``, and variables:
+    temperature ([z_m,] y_m, x_m) [C] of room air (NaN inside racks / obstacles),
+    velocity (component, [z_m,] y_m, x_m) [m/s] cell-centred room air velocity (x, y[, z]),
+    speed ([z_m,] y_m, x_m) [m/s], plenum_temperature [C], floor_airflow (y_m, x_m) [m3/s] through
     tiles and leaks, solid (y_m, x_m) bool, rack_inlet_temp / rack_exhaust_temp (rack)
     [C], cooling_return_temp (cooling_unit) [C], cooling_heat_removed (cooling_unit) [W].
     Velocity = face flux / (cell_m * height_m): the room is one layer of the hall height.
@@ -625,21 +655,26 @@ def _field_dataset(prob: HallProblem, temp: np.ndarray, heat: np.ndarray) -> xr.
     g, grid = prob.geometry, prob.grid
     nx, ny, h = grid.nx, grid.ny, grid.cell_m
     n = nx * ny
+    nz = int(g.n_layers)
+    dz = g.height_m / nz
     fluid = prob.room_id >= 0
-    t_room = np.full(n, np.nan)
+    t_room = np.full(nz * n, np.nan)
     t_room[fluid] = temp[: prob.n_room]
     t_plen = temp[prob.n_room : prob.n_room + n]
     ri, rj, fax, flux = prob.room_face
     cell_of = np.flatnonzero(fluid)
-    area = h * g.height_m
-    u = np.zeros(n)
-    v = np.zeros(n)
-    for ax, vel in ((0, u), (1, v)):
+    vel = np.zeros((3, nz * n))
+    for ax, area in ((0, h * dz), (1, h * dz), (2, h * h)):
         sel = fax == ax
-        np.add.at(vel, cell_of[ri[sel]], 0.5 * flux[sel] / area)
-        np.add.at(vel, cell_of[rj[sel]], 0.5 * flux[sel] / area)
-    u[~fluid] = np.nan
-    v[~fluid] = np.nan
+        np.add.at(vel[ax], cell_of[ri[sel]], 0.5 * flux[sel] / area)
+        np.add.at(vel[ax], cell_of[rj[sel]], 0.5 * flux[sel] / area)
+    vel[:, ~fluid] = np.nan
+    layered = nz > 1
+    dims = ("z_m", "y_m", "x_m") if layered else ("y_m", "x_m")
+    shape = (nz, ny, nx) if layered else (ny, nx)
+    n_comp = 3 if layered else 2
+    velocity = vel[:n_comp].reshape((n_comp,) + shape)
+    speed = np.sqrt((vel[:n_comp] ** 2).sum(axis=0)).reshape(shape)
     t_in = prob.inlet_temp_c(temp, heat)
     v_r = prob.rack_airflow_m3_s
     t_ret = prob.M @ temp
@@ -648,19 +683,20 @@ def _field_dataset(prob: HallProblem, temp: np.ndarray, heat: np.ndarray) -> xr.
     t_ret = np.where(v_c > 0, t_ret, np.nan)
     x = (np.arange(nx) + 0.5) * h
     y = (np.arange(ny) + 0.5) * h
-    shape = (ny, nx)
+    plan = (ny, nx)
+    solid = (~fluid).reshape(shape)
     ds = xr.Dataset(
         {
-            "temperature": (("y_m", "x_m"), t_room.reshape(shape), {"units": "degC", "long_name": "room air temperature"}),
+            "temperature": (dims, t_room.reshape(shape), {"units": "degC", "long_name": "room air temperature"}),
             "velocity": (
-                ("component", "y_m", "x_m"),
-                np.stack([u.reshape(shape), v.reshape(shape)]),
+                ("component",) + dims,
+                velocity,
                 {"units": "m/s", "long_name": "room air velocity (cell centred)"},
             ),
-            "speed": (("y_m", "x_m"), np.hypot(u, v).reshape(shape), {"units": "m/s", "long_name": "room air speed"}),
-            "plenum_temperature": (("y_m", "x_m"), t_plen.reshape(shape), {"units": "degC", "long_name": "raised-floor plenum air temperature"}),
-            "floor_airflow": (("y_m", "x_m"), prob.floor_flow_m3_s.reshape(shape), {"units": "m3/s", "long_name": "airflow from plenum into room through tiles and leaks"}),
-            "solid": (("y_m", "x_m"), grid.solid, {"long_name": "rack body or obstacle"}),
+            "speed": (dims, speed, {"units": "m/s", "long_name": "room air speed"}),
+            "plenum_temperature": (("y_m", "x_m"), t_plen.reshape(plan), {"units": "degC", "long_name": "raised-floor plenum air temperature"}),
+            "floor_airflow": (("y_m", "x_m"), prob.floor_flow_m3_s.reshape(plan), {"units": "m3/s", "long_name": "airflow from plenum into room through tiles and leaks"}),
+            "solid": (dims, solid, {"long_name": "rack body or obstacle"}),
             "rack_inlet_temp": (("rack",), t_in, {"units": "degC", "long_name": "rack inlet air temperature"}),
             "rack_exhaust_temp": (("rack",), t_in + heat / (AIR_VOLUMETRIC_HEAT_J_M3_K * v_r), {"units": "degC", "long_name": "rack exhaust air temperature"}),
             "rack_heat": (("rack",), heat, {"units": "W", "long_name": "rack heat load"}),
@@ -670,9 +706,11 @@ def _field_dataset(prob: HallProblem, temp: np.ndarray, heat: np.ndarray) -> xr.
         coords={
             "x_m": ("x_m", x, {"units": "m", "long_name": "x (hall width)"}),
             "y_m": ("y_m", y, {"units": "m", "long_name": "y (hall depth)"}),
-            "component": ("component", ["x", "y"]),
+            "component": ("component", ["x", "y", "z"][:n_comp]),
             "rack": ("rack", np.arange(g.n_racks)),
             "cooling_unit": ("cooling_unit", np.arange(g.n_cooling)),
+            **({"z_m": ("z_m", (np.arange(nz) + 0.5) * dz, {"units": "m", "long_name": "height above floor"})}
+               if layered else {}),
         },
         attrs={"cell_m": h, "height_m": g.height_m, "containment": g.containment,
                "model": "2-D plan: Darcy plenum + potential-flow room + power-law advection-diffusion"},
