@@ -58,10 +58,11 @@ WATER_VOLUMETRIC_HEAT_J_M3_K = 4.18e6
 
 
 def hall_air_volume_m3(geometry: HallGeometry) -> float:
-    """Air volume of the hall and its raised-floor plenum [m3] (rack bodies excluded)."""
+    """Air volume of the hall and its raised-floor plenum [m3] (rack bodies, of height
+    min(rack_height_m, height_m), excluded)."""
     g = geometry
-    rack_area = g.n_racks * g.rack_width_m * g.rack_depth_m
-    return (g.width_m * g.depth_m - rack_area) * g.height_m + g.width_m * g.depth_m * PLENUM_HEIGHT_M
+    rack_volume = g.n_racks * g.rack_width_m * g.rack_depth_m * min(g.rack_height_m, g.height_m)
+    return g.width_m * g.depth_m * (g.height_m + PLENUM_HEIGHT_M) - rack_volume
 
 
 @dataclass(frozen=True)
