@@ -146,6 +146,10 @@ def build_scene(snap: Snapshot, streamlines: bool = True) -> pv.MultiBlock:
             obst.append([ox + min(o.x0_m, o.x1_m), ox + max(o.x0_m, o.x1_m),
                          min(o.y0_m, o.y1_m), max(o.y0_m, o.y1_m), 0.0, z])
 
+    if len(s.site.halls) > 1:  # name the halls of a multi-hall site at their front-left corner
+        pts = pv.PolyData(np.array([[off[h] + 0.5, -1.0, 0.0] for h in range(len(s.site.halls))]))
+        pts.point_data["hall_name"] = np.array([h.name for h in s.site.halls])
+        blocks["hall_labels"] = _tag(pts, "walls")
     blocks["floor"] = _tag(boxes(floors), "floor")
     wall_mesh = _tag(boxes(walls), "walls")
     blocks["walls"] = wall_mesh
@@ -300,6 +304,11 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
     for k in names:
         if k.startswith("streamlines"):
             plotter.add_mesh(blocks[k], color="#1c2833", line_width=1.2, opacity=0.8, name=k, render=False)
+    if "hall_labels" in names:
+        lab = blocks["hall_labels"]
+        plotter.add_point_labels(lab.points, [str(n) for n in lab.point_data["hall_name"]], font_size=12,
+                                 shape=None, show_points=False, always_visible=True, text_color="black",
+                                 name="hall_labels", render=False)
     if title:
         plotter.add_text(title, position="upper_left", font_size=11, color="black", name="title", render=False)
     if caption:
