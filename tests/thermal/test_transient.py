@@ -161,3 +161,15 @@ def test_inlet_at_interpolates_the_trajectory(hall):
     # before the fault the hall sat in the steady state of the "before" model
     np.testing.assert_allclose(res.exhaust_temp_c[0] - heat / (RHO_CP * v),
                                before.base_inlet_c + before.recirculation_k_per_w @ heat, atol=1e-9)
+
+
+def test_sparse_recirculation_gives_the_same_transient(hall):
+    g, heat, v = hall
+    before = inlet_model(g, v)
+    dense = inlet_model(g, v, np.array([False, True]))
+    sparse = inlet_model(g, v, np.array([False, True]), sparse_min_racks=1, truncation_error_k=1e-4)
+    assert sparse.recirculation_csr is not None
+    kw = dict(air_volume_m3=hall_air_volume_m3(g), duration_s=600.0)
+    a = fault_transient(before, dense, heat, **kw)
+    b = fault_transient(before, sparse, heat, **kw)
+    np.testing.assert_allclose(a.inlet_temp_c, b.inlet_temp_c, atol=2e-3)

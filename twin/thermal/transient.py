@@ -33,7 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from scipy.integrate import solve_ivp
+from scipy.linalg import lu_factor, lu_solve
 
 from .geometry import HallGeometry
 from .properties import (
@@ -176,12 +179,21 @@ def fault_transient(
         return np.maximum(floor, ret - cap / np.where(act, g_c, 1.0))
 
     # Quasi-steady inlet: z = S s + D q with q = G (y - z)  ->  (I + D G) z = S s + D G y.
+    # Large halls carry a truncated sparse D: use it (and a sparse LU) there.
     if running:
-        lhs_lu = _lu(np.eye(n_r) + d_mat * g_r[None, :])
+        if after.recirculation_csr is not None:
+            d_mat = after.recirculation_csr
+            lhs_lu = spla.splu((sp.identity(n_r, format="csc") + d_mat @ sp.diags(g_r)).tocsc())
+            solve_lhs = lhs_lu.solve
+        else:
+            lhs_lu = lu_factor(np.eye(n_r) + d_mat * g_r[None, :])
+
+            def solve_lhs(b):
+                return lu_solve(lhs_lu, b)
 
     def inlet_qs(y, s, room):
         if running:
-            return _lu_solve(lhs_lu, s_mix @ s + d_mat @ (g_r * y))
+            return solve_lhs(s_mix @ s + d_mat @ (g_r * y))
         return np.full(n_r, room)
 
     tau = inlet_mixing_time_s if inlet_mixing_time_s is not None else air_volume_m3 / v_r.sum()
@@ -243,18 +255,6 @@ def fault_transient(
         minutes_to_gpu_slowdown=slow,
         minutes_to_gpu_shutdown=shut,
     )
-
-
-def _lu(a):
-    from scipy.linalg import lu_factor
-
-    return lu_factor(a)
-
-
-def _lu_solve(lu, b):
-    from scipy.linalg import lu_solve
-
-    return lu_solve(lu, b)
 
 
 def minutes_to_inlet_limit(
