@@ -65,7 +65,9 @@ class FailureClass:
         return self.scope != "none"
 
 
+@lru_cache(maxsize=1)
 def _catalog_path() -> Path:
+    # cached: importlib.resources lookups cost ~0.1 ms, and repair/detection draws call this
     return Path(str(resources.files("twin.catalog").joinpath("failures.yaml")))
 
 
