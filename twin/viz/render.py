@@ -170,7 +170,8 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
             sc.draw_snapshot(pl, snap, slice_clim=slice_clim)
             if k == 0:
                 sc.frame_camera(pl, scenario)
-            pl.write_frame()
+            # one render per frame (Plotter.write_frame renders twice)
+            pl.mwriter.append_data(pl.screenshot(return_img=True))
             if progress is not None:
                 progress((k + 1) / len(snaps))
     finally:
