@@ -21,7 +21,8 @@ RHO_CP = AIR_DENSITY_KG_M3 * AIR_CP_J_KG_K
 @st.composite
 def halls(draw):
     """A 9 x 7.2 m hall with 2-8 racks on a 1.2 x 2.4 m lattice (faces never blocked),
-    random orientations, 1-3 cooling units at the walls, random containment."""
+    random orientations, 1-3 cooling units at the walls, random containment, plan view
+    or two layers."""
     slots = [(1.5 + 1.2 * i, 1.8 + 2.4 * j) for i in range(6) for j in range(2)]
     idx = draw(st.lists(st.integers(0, len(slots) - 1), min_size=2, max_size=8, unique=True))
     dirs = draw(st.lists(st.sampled_from([(0.0, 1.0), (0.0, -1.0)]), min_size=len(idx), max_size=len(idx)))
@@ -32,12 +33,13 @@ def halls(draw):
     containment = draw(st.sampled_from(["none", "cold_aisle", "hot_aisle"]))
     leak = draw(st.floats(0.0, 0.5))
     heat = np.array(draw(st.lists(st.floats(1e3, 20e3), min_size=len(idx), max_size=len(idx))))
+    n_layers = draw(st.sampled_from([1, 1, 2]))
     g = HallGeometry(
         width_m=9.0, depth_m=7.2, height_m=3.0,
         rack_center_xy_m=np.array([slots[i] for i in idx]), rack_intake_dir=np.array(dirs),
         cooling_xy_m=np.array(walls), cooling_airflow_m3_s=np.array(airflow),
         cooling_supply_temp_c=np.array(supply), cooling_capacity_w=np.full(n_c, 1e6),
-        containment=containment, containment_leakage_fraction=leak,
+        containment=containment, containment_leakage_fraction=leak, n_layers=n_layers,
     )
     return g, heat
 
