@@ -164,6 +164,9 @@ def test_animation_gif(tmp_path, small_results):
     out = render.animate(small_results, tmp_path / "ramp.gif", color="power", frames=3, window_size=(240, 160))
     frames = iio.imread(out, index=None)
     assert frames.shape[0] == 3 and frames.shape[1:3] == (160, 240)
+    # every frame is drawn anew: the clock in the title changes, the title is there
+    assert not np.array_equal(frames[0], frames[2])
+    assert all((f[:12, :, :3] < 100).any() for f in frames)
     assert render.frame_indices(49, 3).tolist() == [0, 24, 48]
     assert render.frame_indices(2, 10).tolist() == [0, 1]
 

@@ -166,11 +166,13 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
         else:
             pl.open_movie(str(out), framerate=fps, quality=7)
         for k, snap in enumerate(snaps):
-            pl.clear()
+            sc.remove_scene(pl)
             sc.draw_snapshot(pl, snap, slice_clim=slice_clim)
             if k == 0:
                 sc.frame_camera(pl, scenario)
-            # one render per frame (Plotter.write_frame renders twice)
+            # one explicit render per frame (Plotter.write_frame renders twice; a bare
+            # screenshot of an off-screen plotter may return the previous frame)
+            pl.render_window.Render()
             pl.mwriter.append_data(pl.screenshot(return_img=True))
             if progress is not None:
                 progress((k + 1) / len(snaps))

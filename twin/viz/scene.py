@@ -315,6 +315,15 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
         plotter.add_text(caption, position="lower_left", font_size=8, color="black", name="caption", render=False)
 
 
+def remove_scene(plotter: pv.Plotter) -> None:
+    """Remove the scene's actors but keep lights, camera and scalar bars (which the next
+    frame of an animation re-uses: its colour scales do not change). ``Plotter.clear``
+    would also remove the lights."""
+    for name in list(plotter.renderer.actors):
+        if not name.startswith("vtkScalarBarActor"):
+            plotter.remove_actor(name, render=False)
+
+
 def frame_camera(plotter: pv.Plotter, scenario, zoom: float = 1.15) -> None:
     """Look at the site from the south-east, above, so that rows and aisles are visible."""
     off = hall_offsets_m(scenario)
