@@ -25,3 +25,20 @@ def test_suggested_layout_is_cooler_than_naive_fill():
     # racks at aisle ends breathe the hot air that wraps round the rows: avoided
     ends = {r for r in range(72) if r % 12 in (0, 11)}
     assert len(ends & set(res.chosen.tolist())) < len(ends & set(res.naive.tolist()))
+
+
+def test_racks_that_fit_respects_the_limit_and_airflow():
+    from twin.thermal import racks_that_fit
+
+    g = row_hall(6, 12, cooling_per_wall=1, cooling_airflow_m3_s=14.0)
+    counts = []
+    for q in (8e3, 15e3):
+        v = float(rack_airflow_m3_s(q, 15.0))
+        res = racks_that_fit(g, q, v)
+        assert res.hottest_inlet_c <= 27.0  # verified by a full solve
+        assert res.n_racks <= res.predicted_n_racks
+        # air the racks draw cannot exceed what the units blow by much before the
+        # recirculated share pushes inlets past 27 C
+        assert res.n_racks * v <= 1.1 * 28.0
+        counts.append(res.n_racks)
+    assert counts[0] > counts[1]  # hotter racks: fewer fit

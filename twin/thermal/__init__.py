@@ -3,7 +3,7 @@ GPU temperature and throttling, ASHRAE classes, failure acceleration, rack place
 
 from .geometry import HallGeometry
 from .layouts import row_hall
-from .placement import PlacementResult, suggest_placement
+from .placement import CapacityResult, PlacementResult, racks_that_fit, suggest_placement
 from .properties import (
     AIR_CP_J_KG_K,
     AIR_DENSITY_KG_M3,
@@ -24,6 +24,7 @@ from .transient import FaultTransient, fault_transient, hall_air_volume_m3, minu
 
 __all__ = [
     "AIR_CP_J_KG_K",
+    "CapacityResult",
     "AIR_DENSITY_KG_M3",
     "ASHRAE_CLASS_NAMES",
     "ASHRAE_H1_CLASS_NAMES",
@@ -45,6 +46,7 @@ __all__ = [
     "inlet_temp_c",
     "minutes_to_inlet_limit",
     "rack_airflow_m3_s",
+    "racks_that_fit",
     "row_hall",
     "steady_field",
     "suggest_placement",

@@ -140,3 +140,62 @@ def suggest_placement(
         predicted_hottest_inlet_c=predicted,
         all_recommended=bool(np.all((t_sel >= lo) & (t_sel <= hi))),
     )
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    n_racks: int  # racks that fit with every inlet <= limit_c (full solve)
+    positions: np.ndarray  # (n_racks,) candidate indices
+    hottest_inlet_c: float  # full solve of that layout
+    limit_c: float
+    predicted_n_racks: int  # what the surrogate alone allowed
+
+
+def racks_that_fit(
+    candidates: HallGeometry,
+    rack_heat_w: float,
+    rack_airflow_m3_s: float,
+    *,
+    limit_c: float = ASHRAE_RECOMMENDED_C[1],
+) -> CapacityResult:
+    """How many racks of this heat fit in the hall with every inlet at or below limit_c.
+
+    The siting question "how many racks fit, and where": racks are added greedily where
+    they raise the hottest inlet least (surrogate D of all candidates), as long as the
+    predicted hottest inlet stays <= limit_c (default: the top of the ASHRAE TC 9.9
+    recommended envelope, 27 C); the layout is then re-solved in full and racks are
+    removed (last added first) until the full solve agrees.
+    """
+    k = candidates.n_racks
+    model = inlet_model(candidates, np.full(k, rack_airflow_m3_s))
+    dq = model.recirculation_k_per_w * rack_heat_w
+    base = model.base_inlet_c
+    chosen: list[int] = []
+    cur = base.copy()
+    free = np.ones(k, bool)
+    while free.any():
+        sel = np.asarray(chosen, int)
+        own = cur + np.diag(dq)
+        new_max = np.maximum((cur[sel][:, None] + dq[sel, :]).max(axis=0), own) if sel.size else own
+        new_max = np.where(free, new_max, np.inf)
+        c = int(np.argmin(new_max))
+        if new_max[c] > limit_c:
+            break
+        chosen.append(c)
+        free[c] = False
+        cur = cur + dq[:, c]
+    predicted = len(chosen)
+    hottest = -np.inf
+    while chosen:
+        t = _layout_inlets(candidates, np.asarray(chosen), rack_heat_w, rack_airflow_m3_s)
+        hottest = float(t.max())
+        if hottest <= limit_c:
+            break
+        chosen.pop()
+    return CapacityResult(
+        n_racks=len(chosen),
+        positions=np.sort(np.asarray(chosen, int)),
+        hottest_inlet_c=hottest if chosen else float("nan"),
+        limit_c=limit_c,
+        predicted_n_racks=predicted,
+    )
