@@ -130,3 +130,36 @@ def test_hot_inlet_throttles_the_gpu_clock():
     assert 0.5 < clock_hot < 1.0  # 88.5 C: software slowdown
     # a compute-bound step scales with 1 / clock: the hot node's step is slower
     assert 1.0 / clock_hot > 1.0 / clock_cool
+
+
+def test_rack_cooling_index_hand_values():
+    from twin.thermal import rack_cooling_index_hi, rack_cooling_index_lo
+
+    # Herrlin (2005): 4 racks, one at 29 C and one at 32 C with 27 / 32 C limits:
+    # over-temperature 2 + 5 = 7 K of a possible 4 * 5 = 20 K -> RCI_HI = 65 %
+    assert rack_cooling_index_hi([20.0, 25.0, 29.0, 32.0]) == pytest.approx(65.0)
+    assert rack_cooling_index_hi([18.0, 27.0]) == pytest.approx(100.0)
+    # 16.5 C is 1.5 K under 18 C of a possible 2 * 3 K -> 75 %
+    assert rack_cooling_index_lo([16.5, 20.0]) == pytest.approx(75.0)
+
+
+def test_heat_indices_on_a_solved_hall():
+    from twin.thermal import (
+        inlet_model,
+        return_temperature_index,
+        row_hall,
+        steady_field,
+        supply_heat_index,
+    )
+
+    g = row_hall(4, 10, cooling_per_wall=1, cooling_airflow_m3_s=10.0)
+    heat = np.full(g.n_racks, 10e3)
+    v = rack_airflow_m3_s(heat, 15.0)
+    ds = steady_field(g, heat, v)
+    shi = supply_heat_index(ds.rack_inlet_temp, ds.rack_exhaust_temp, 18.0)
+    assert 0.0 < shi < 0.5
+    # energy balance makes RTI the ratio of rack to unit airflow: 22.6 / 20 m3/s
+    model = inlet_model(g, v)
+    rti = return_temperature_index(model.return_temp_c(heat), g.cooling_supply_temp_c, g.cooling_airflow_m3_s,
+                                   ds.rack_inlet_temp, ds.rack_exhaust_temp, v)
+    assert rti == pytest.approx(100.0 * v.sum() / 20.0, rel=1e-9)

@@ -18,6 +18,10 @@ from .properties import (
     gpu_clock_fraction,
     gpu_temp_c,
     rack_airflow_m3_s,
+    rack_cooling_index_hi,
+    rack_cooling_index_lo,
+    return_temperature_index,
+    supply_heat_index,
 )
 from .solver import InletModel, inlet_model, inlet_temp_c, steady_field
 from .transient import FaultTransient, fault_transient, hall_air_volume_m3, minutes_to_inlet_limit
@@ -46,8 +50,12 @@ __all__ = [
     "inlet_temp_c",
     "minutes_to_inlet_limit",
     "rack_airflow_m3_s",
+    "rack_cooling_index_hi",
+    "rack_cooling_index_lo",
     "racks_that_fit",
+    "return_temperature_index",
     "row_hall",
     "steady_field",
     "suggest_placement",
+    "supply_heat_index",
 ]

@@ -179,3 +179,56 @@ def ashrae_class_hours(inlet_temp_c, sample_interval_s):
     n_cls = len(ASHRAE_CLASS_NAMES)
     counts = np.stack([(codes == c).sum(axis=0) for c in range(n_cls)], axis=1)
     return counts * (float(sample_interval_s) / 3600.0)
+
+
+def rack_cooling_index_hi(inlet_temp_c, max_recommended_c=ASHRAE_RECOMMENDED_C[1],
+                          max_allowable_c=ASHRAE_ALLOWABLE_C["A1"][1]):
+    """Rack Cooling Index, high side [%] (Herrlin, ASHRAE Trans. 111(2), 2005).
+
+    RCI_HI = (1 - sum over T > T_rec of (T - T_rec) / (n (T_all - T_rec))) * 100, with
+    T_rec the recommended and T_all the allowable maximum (defaults 27 and 32 C, ASHRAE
+    TC 9.9 2021, class A1). 100 % = no inlet above the recommended range; Herrlin rates
+    >= 96 % good, < 90 % poor. Can go below 0 when inlets exceed the allowable limit.
+    """
+    t = np.asarray(inlet_temp_c, float).ravel()
+    over = np.clip(t - max_recommended_c, 0.0, None).sum()
+    return 100.0 * (1.0 - over / (t.size * (max_allowable_c - max_recommended_c)))
+
+
+def rack_cooling_index_lo(inlet_temp_c, min_recommended_c=ASHRAE_RECOMMENDED_C[0],
+                          min_allowable_c=ASHRAE_ALLOWABLE_C["A1"][0]):
+    """Rack Cooling Index, low side [%] (Herrlin 2005): over-cooling below the
+    recommended minimum (defaults 18 and 15 C, ASHRAE TC 9.9 2021, class A1)."""
+    t = np.asarray(inlet_temp_c, float).ravel()
+    under = np.clip(min_recommended_c - t, 0.0, None).sum()
+    return 100.0 * (1.0 - under / (t.size * (min_recommended_c - min_allowable_c)))
+
+
+def supply_heat_index(inlet_temp_c, exhaust_temp_c, supply_temp_c):
+    """Supply Heat Index [-] (Sharma, Bash & Patel, AIAA 2002-3091).
+
+    SHI = sum (T_in - T_s) / sum (T_out - T_s) over racks: the share of the air's
+    enthalpy rise at the rack exhausts that it had already picked up, by mixing with hot
+    air, before it entered the racks. 0 = no recirculation; the Return Heat Index is
+    RHI = 1 - SHI. supply_temp_c: the supply temperature (scalar, or one per rack).
+    """
+    t_in = np.asarray(inlet_temp_c, float)
+    t_out = np.asarray(exhaust_temp_c, float)
+    t_s = np.asarray(supply_temp_c, float)
+    return float(np.sum(t_in - t_s) / np.sum(t_out - t_s))
+
+
+def return_temperature_index(return_temp_c, supply_temp_c, cooling_airflow_m3_s,
+                             rack_inlet_temp_c, rack_exhaust_temp_c, rack_airflow_m3_s):
+    """Return Temperature Index [%] (Herrlin, ASHRAE Trans. 114(2), 2008).
+
+    RTI = (T_return - T_supply) / (T_exhaust - T_inlet) * 100, each an airflow-weighted
+    mean (units for return and supply, racks for exhaust and inlet). 100 % = balanced
+    airflow; above 100 % the racks recirculate hot air, below it cold air bypasses them.
+    """
+    vc = np.asarray(cooling_airflow_m3_s, float)
+    vr = np.asarray(rack_airflow_m3_s, float)
+    on = vc > 0
+    rise_units = np.sum(vc[on] * (np.asarray(return_temp_c, float)[on] - np.asarray(supply_temp_c, float)[on])) / vc[on].sum()
+    rise_racks = np.sum(vr * (np.asarray(rack_exhaust_temp_c, float) - np.asarray(rack_inlet_temp_c, float))) / vr.sum()
+    return float(100.0 * rise_units / rise_racks)
