@@ -243,3 +243,15 @@ def test_obstacles_containment_and_enclosures(small_scenario):
         assert b[3] == pytest.approx(rack_b[2]) and b[2] == pytest.approx(rack_b[2] - scene.ENCLOSURE_DEPTH_M)
     units = blocks["cooling_units"]
     assert units.n_cells == 2 and units["active"].tolist() == [1, 1]
+
+
+def test_cli_scenario_simulate_and_design(tmp_path):
+    scen = str(Path(__file__).parents[2] / "scenarios" / "lenovo_small.yaml")
+    png = tmp_path / "sim.png"
+    assert run_render_cli([scen, "--simulate", "--set", "simulation.duration_days=0.5", "--color", "ashrae",
+                           "--time", "6h", "--out", str(png), "--size", "200x120", "--no-field"]) == 0
+    assert png.stat().st_size > 0
+    vtk = tmp_path / "design.vtk"
+    assert run_render_cli([scen, "--color", "power", "--out", str(vtk)]) == 0
+    grid = pv.read(vtk)
+    assert (grid["part"] == scene.PART_CODES["racks"]).sum() == 2
