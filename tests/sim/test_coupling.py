@@ -192,3 +192,22 @@ def test_one_technician_makes_hardware_repairs_queue():
     assert (one > 60).sum() > 5                      # repairs waited for the single technician
     assert np.median(many) < 1.0 and one.mean() > many.mean()
     assert res1.kpis["mttr_h"] > 0
+
+
+def test_power_cap_admits_more_racks_and_slows_each_gpu():
+    common = ["simulation.duration_days=120", "failures.enabled=false",
+              "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0"]
+    plain = run(BV, *common)
+    capped = run(BV, *common, "site.power.power_cap_policy=true", "hardware.gpu_power_cap_w=500")
+    p0, p1 = plain.dataset.gpus_powered.values, capped.dataset.gpus_powered.values
+    assert (p1 >= p0).all() and (p1 > p0).any()          # more GPUs online under the same plan
+    # per-GPU throughput of the same job falls as the compute model's clock at 500 W says
+    from twin.compute import gpu_clock_fraction_at_power_cap
+    assert gpu_clock_fraction_at_power_cap(500, 700) < 1
+    r0 = plain.dataset.job_tokens_per_s.sel(job="granite_20b").values
+    r1 = capped.dataset.job_tokens_per_s.sel(job="granite_20b").values
+    g0 = plain.dataset.job_gpus.sel(job="granite_20b").values
+    g1 = capped.dataset.job_gpus.sel(job="granite_20b").values
+    per0 = np.median((r0 / np.maximum(g0, 1))[r0 > 0])
+    per1 = np.median((r1 / np.maximum(g1, 1))[r1 > 0])
+    assert per1 < 0.97 * per0
