@@ -20,8 +20,8 @@ layers in 3-D):
    studies (e.g. Toulouse, Doljac, Carey & Bash, ASME IMECE 2009 "Exploration of a
    potential-flow-based compact model of air-flow transport in data centers").
 3. **Heat.** Steady advection-diffusion of temperature in both layers, finite volumes,
-   conservative and linear in T (default QUICK face values, Leonard 1979; Patankar's
-   power-law scheme as an option). Racks move their airflow from intake to exhaust and
+   conservative and linear in T (QUICK face values, Leonard 1979, in plan view;
+   Patankar's power-law scheme with layers; either on request). Racks move their airflow from intake to exhaust and
    add Q / (rho cp V) to it; cooling units remove the room air they draw and return it
    to the plenum at their supply temperature. The effective horizontal diffusivity
    ``eddy_diffusivity_m2_s`` (default 0.1 m2/s) stands for turbulent mixing plus the
@@ -238,8 +238,9 @@ class HallProblem:
         nr, n_p = self.n_room, self.plenum_pressure.size
         a = self.A.tocsr()
         rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, self.n_unknowns)
-        t_p = spla.spsolve(a[pp, pp].tocsc(), rhs[pp])
-        t_r = spla.spsolve(a[rr, rr].tocsc(), rhs[rr] - a[rr, pp] @ t_p)
+        spec = _ordering(self.geometry)
+        t_p = spla.spsolve(a[pp, pp].tocsc(), rhs[pp], permc_spec=spec)
+        t_r = spla.spsolve(a[rr, rr].tocsc(), rhs[rr] - a[rr, pp] @ t_p, permc_spec=spec)
         t_n = (rhs[nn] - a[nn, pp] @ t_p - a[nn, rr] @ t_r) / a[nn, nn].diagonal()
         return np.concatenate([t_r, t_p, t_n])
 
@@ -363,8 +364,8 @@ def build_problem(
     rn = n_room + n  # return node unknown (if hot aisle)
     t = _Triplets()
 
-    _advection_diffusion(t, fi, fj, fax, f_room, gamma * w_face, room_id, nx, ny, g.advection_scheme, nz)
-    _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl, nx, ny, g.advection_scheme)
+    _advection_diffusion(t, fi, fj, fax, f_room, gamma * w_face, room_id, nx, ny, g.scheme, nz)
+    _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl, nx, ny, g.scheme)
     # floor exchange
     cells = np.flatnonzero(fluid & (q_floor != 0))
     q = q_floor[cells]
@@ -492,6 +493,12 @@ class InletModel:
         return np.where(self.cooling_active, t, np.nan)
 
 
+def _ordering(geometry: HallGeometry) -> str:
+    """Column ordering for SuperLU: the power-law operator is structurally symmetric
+    (minimum degree on A^T + A fills least); QUICK's upwind-biased stencil is not."""
+    return "MMD_AT_PLUS_A" if geometry.scheme == "power_law" else "COLAMD"
+
+
 def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = True):
     """Sensitivities of rack inlets and unit returns: rows [W; M] of A^-1 B and A^-1 E.
 
@@ -512,8 +519,8 @@ def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = Tru
     if use_blocks and prob.plenum_upstream:
         a = prob.A.tocsr()
         rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, n_u)
-        lu_r = spla.splu(a[rr, rr].tocsc())
-        lu_p = spla.splu(a[pp, pp].tocsc())
+        lu_r = spla.splu(a[rr, rr].tocsc(), permc_spec=_ordering(prob.geometry))
+        lu_p = spla.splu(a[pp, pp].tocsc(), permc_spec=_ordering(prob.geometry))
         has_n = n_u > nr + n_p
         a_nn = a[nn, nn].toarray().ravel() if has_n else np.zeros(0)
         a_nr = a[nn, rr] if has_n else None
