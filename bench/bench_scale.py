@@ -5,7 +5,7 @@
 * 100,000 GPUs (12,500 nodes) for nine months: target under 2 minutes and under 4 GB.
 
 The scenarios are built here from the Blue Vela scenario: the hall is scaled to hold the
-racks (4 nodes per rack, as in a liquid-assisted SuperPOD row; halls of up to 1,024 racks,
+racks (4 nodes per rack, as in a liquid-assisted SuperPOD row; data halls of up to 256 racks,
 each with its own recirculation matrix), every
 rack is delivered on day 0 and the power plan admits them all.
 Prints wall time, CPU time and peak memory (ru_maxrss) of each run, in a subprocess each.
@@ -27,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def scaled_scenario(n_nodes: int, days: float, halls_of: int = 1024) -> dict:
+def scaled_scenario(n_nodes: int, days: float, halls_of: int = 256) -> dict:
     base = yaml.safe_load((ROOT / "scenarios" / "blue_vela.yaml").read_text())
     s = copy.deepcopy(base)
     npr = 4

@@ -393,17 +393,23 @@ class Engine:
 
     # ------------------------------------------------------------------ job rate (compute model)
     def _fabric_figures(self, nodes: np.ndarray) -> tuple[float, float]:
-        sus = tuple(np.unique(self.plant.node_su[nodes]).tolist())
-        degraded = tuple(int(self.su_degraded[u]) for u in sus)
-        key = (len(nodes), sus, degraded)
+        """(max switch hops, per-node bottleneck bandwidth [Gb/s]) of a placement.
+
+        The fabrics are symmetric (every scalable unit wired alike), so the figures depend on
+        how many nodes the job has in each unit, not on which units: they are cached by that
+        shape. A failed leaf switch (rail) of a unit the job uses scales the bandwidth by
+        the rails left.
+        """
+        sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
+        key = tuple(sorted(counts.tolist(), reverse=True))
         if key not in self._fabric_cache:
             hops = fabric.placement_hops(self.graph, nodes)
             bw = fabric.bottleneck_bandwidth_gbps(self.graph, nodes)
-            rails = self.s.fabric.rails
-            worst = max(degraded) if degraded else 0
-            bw *= max(rails - worst, 0) / rails if worst else 1.0
             self._fabric_cache[key] = (float(hops["max_hops"]), float(bw))
-        return self._fabric_cache[key]
+        hops, bw = self._fabric_cache[key]
+        worst = int(self.su_degraded[sus].max()) if len(sus) else 0
+        rails = self.s.fabric.rails
+        return hops, bw * max(rails - worst, 0) / rails
 
     def _job_step(self, job: JobState) -> compute.StepEstimate:
         spec, node = job.spec, self.plant.node
@@ -679,7 +685,6 @@ class Engine:
         elif c.scope == "rail_su":
             u = p.node_su[n]
             self.su_degraded[u] += 1
-            self._fabric_cache.clear()
             self._interrupt_nodes(np.flatnonzero(p.node_su == u), f"{c.name} in SU {u}", detect_s)
         if c.repair != "none":
             self.env.process(self._repair(n, c, detect_s))
@@ -705,7 +710,6 @@ class Engine:
         self.repair_times_h.append((self.now - t0) / H)
         if c.scope == "rail_su":
             self.su_degraded[self.plant.node_su[n]] -= 1
-            self._fabric_cache.clear()
         self.node_healthy[n] = True
         self.log("repair_end", self.node_name(n), f"{c.name}, {(self.now - t0) / H:.2f} h")
         self._set_idle_phases()
