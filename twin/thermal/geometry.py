@@ -75,7 +75,7 @@ class HallGeometry:
     tile_xy_m: np.ndarray | None = None
     containment_leakage_fraction: float = 0.0
     floor_leakage_fraction: float = 0.1
-    plenum_spread_m: float = 10.0
+    plenum_spread_m: float = 30.0
     eddy_diffusivity_m2_s: float = 0.1
     cooling_return_radius_m: float = 0.6
     advection_scheme: str = "auto"
