@@ -102,14 +102,6 @@ def fixed_snapshot(scenario, quantity, values, states, field=False):
                       fields=fields)
 
 
-def _two_rack_snapshot(small_scenario, values):
-    """Both racks delivered, inlet temperatures ``values`` [C], no field."""
-    snap = S.snapshot_from_scenario(small_scenario, "inlet_temp", field=False)
-    v = np.asarray(values, float)
-    return dataclasses.replace(snap, rack_value=v, scale=S.color_scale("inlet_temp", np.array([18.0, 32.0])),
-                               fields=[], caption="")
-
-
 def _rack_pixels(snap, size=SIZE):
     """Render ``snap`` and return the RGB colour at the centre of each rack's top face."""
     pl = scene.new_plotter(size)
@@ -142,15 +134,20 @@ def test_health_matches_reference(fixed_scenario):
     assert _check_reference("fixed_health", img) < IMAGE_ERROR_MAX
 
 
-def test_hot_rack_is_drawn_hotter(small_scenario):
-    # coolwarm: a rack at the top of the scale is red, one at the bottom blue
-    img, (a, b) = _rack_pixels(_two_rack_snapshot(small_scenario, [19.0, 31.0]))
-    assert a[2] > a[0] + 40, f"cold rack should be blue, got {a}"
-    assert b[0] > b[2] + 40, f"hot rack should be red, got {b}"
+def test_hot_rack_is_drawn_hotter(fixed_scenario):
+    # coolwarm on 18-30 C: a rack at 19 C is drawn blue, one at 29.5 C red
+    cold, hot = 19.0, 29.5
+    img, px = _rack_pixels(fixed_snapshot(fixed_scenario, "inlet_temp", [cold, hot, cold, hot], [2] * 4))
+    for k, c in enumerate(px):
+        if k % 2 == 0:
+            assert c[2] > c[0] + 40, f"cold rack {k} should be blue, got {c}"
+        else:
+            assert c[0] > c[2] + 40, f"hot rack {k} should be red, got {c}"
     # swap the data: the colours swap
-    img2, (a2, b2) = _rack_pixels(_two_rack_snapshot(small_scenario, [31.0, 19.0]))
-    assert a2[0] > a2[2] + 40 and b2[2] > b2[0] + 40
-    # and the image comparison notices the change (the reference test has teeth)
+    img2, px2 = _rack_pixels(fixed_snapshot(fixed_scenario, "inlet_temp", [hot, cold, hot, cold], [2] * 4))
+    for k, c in enumerate(px2):
+        assert (c[0] > c[2] + 40) if k % 2 == 0 else (c[2] > c[0] + 40), f"rack {k}: {c}"
+    # and the image comparison notices the change (the reference tests have teeth)
     assert pv.compare_images(pv.pyvista_ndarray(img), pv.pyvista_ndarray(img2)) > IMAGE_ERROR_MAX
 
 
