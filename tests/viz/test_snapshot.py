@@ -65,8 +65,9 @@ def test_design_point_snapshot(small_scenario):
     p = build_plant(small_scenario)
     snap = S.snapshot_from_scenario(small_scenario, "rpp_load")
     per_rack = S.rack_design_power_w(small_scenario, p)
-    # both racks on the one RPP: load = 2 x rack worst case / continuous breaker limit
-    assert snap.rack_value == pytest.approx(2 * per_rack / p.rpp_limit_w[0])
+    # RPP load = its racks x rack worst case / continuous breaker limit, shown on each rack
+    racks_on = np.bincount(p.rack_rpp, minlength=len(p.rpp_limit_w))
+    assert snap.rack_value == pytest.approx(racks_on[p.rack_rpp] * per_rack / p.rpp_limit_w[p.rack_rpp])
     assert (snap.rack_state == 2).all()
     f = snap.fields[0]
     # the field's inlets are the ones the snapshot reports, and never below the supply air
