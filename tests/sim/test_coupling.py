@@ -211,3 +211,19 @@ def test_power_cap_admits_more_racks_and_slows_each_gpu():
     per0 = np.median((r0 / np.maximum(g0, 1))[r0 > 0])
     per1 = np.median((r1 / np.maximum(g1, 1))[r1 > 0])
     assert per1 < 0.97 * per0
+
+
+def test_cooling_fault_heats_inlets_and_reports_its_transient():
+    fault = ["simulation.duration_days=14", "failures.enabled=false",
+             "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0"]
+    units = ",".join(f"{{time: '2024-01-13T00:00:00', unit: crah_w{k}, duration_s: 43200}}" for k in (1, 2, 3, 4))
+    base = run(BV, *fault)
+    hot = run(BV, *fault, f"site.cooling_faults.events=[{units}]")
+    t = base.dataset.time.values
+    during = (t > np.datetime64("2024-01-13T01")) & (t < np.datetime64("2024-01-13T11"))
+    assert hot.dataset.rack_inlet_c.values[during].max() > base.dataset.rack_inlet_c.values[during].max() + 1
+    after = t > np.datetime64("2024-01-13T13")
+    np.testing.assert_allclose(hot.dataset.rack_inlet_c.values[after][-1],
+                               base.dataset.rack_inlet_c.values[after][-1], atol=1e-6)
+    ev = hot.events[hot.events.kind == "cooling_fault"]
+    assert len(ev) == 4 and ev.detail.str.contains("inlet above 32 C").all()

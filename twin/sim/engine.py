@@ -797,12 +797,39 @@ class Engine:
         hall["model"] = hall["models"][key]
 
     def _cooling_fault(self, h: int, u: int, dur: float):
-        name = self.halls[h]["units"][u]
-        self.log("cooling_fault", name, f"for {dur / H:.2f} h")
+        hall = self.halls[h]
+        name = hall["units"][u]
+        before = hall["model"]
         self._set_cooling(h, u, False)
+        self.log("cooling_fault", name, f"for {dur / H:.2f} h; {self._fault_outlook(h, before, dur)}")
         yield self.env.timeout(dur)
         self._set_cooling(h, u, True)
         self.log("cooling_restored", name, "")
+
+    def _fault_outlook(self, h: int, before, dur: float) -> str:
+        """Lumped-capacitance transient of the hall after the fault (``thermal.fault_transient``):
+        minutes until the first rack inlet crosses the ASHRAE A1 allowable limit and the
+        first GPU reaches its slowdown and shutdown temperatures."""
+        hall, p, node = self.halls[h], self.plant, self.plant.node
+        idx = hall["idx"]
+        heat = self._physics[0][idx] if self._physics is not None else np.zeros(len(idx))
+        if heat.sum() <= 0:
+            return "no IT load in the hall"
+        gpu_w = power.gpu_power_w(self.node_phase, self.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
+                                  gpu_idle_w=node.gpu_idle_w, clock_fraction=self.node_clock)
+        rack_gpu_w = gpu_w.reshape(p.n_racks, -1).max(axis=1)[idx]
+        after = hall["model"] if hall["active"].any() else None
+        tr = thermal.fault_transient(
+            before, after, heat, air_volume_m3=thermal.hall_air_volume_m3(hall["geom"]),
+            duration_s=min(dur, 2 * H), gpu_power_w=rack_gpu_w,
+            gpu_thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,
+            gpu_slowdown_c=node.gpu_slowdown_c, gpu_shutdown_c=node.gpu_shutdown_c, output_step_s=10.0)
+
+        def first(x):
+            x = np.asarray(x, float)
+            return f"{x.min():.1f} min ({int(np.isfinite(x).sum())} racks)" if np.isfinite(x).any() else "never"
+        return (f"inlet above {tr.limit_c:g} C: {first(tr.minutes_to_limit)}; GPU slowdown: "
+                f"{first(tr.minutes_to_gpu_slowdown)}; GPU shutdown: {first(tr.minutes_to_gpu_shutdown)}")
 
     # ------------------------------------------------------------------ sampler
     def outdoor_temp_c(self, t_s):
