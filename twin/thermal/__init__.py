@@ -28,10 +28,10 @@ from .transient import FaultTransient, fault_transient, hall_air_volume_m3, minu
 
 __all__ = [
     "AIR_CP_J_KG_K",
-    "CapacityResult",
     "AIR_DENSITY_KG_M3",
     "ASHRAE_CLASS_NAMES",
     "ASHRAE_H1_CLASS_NAMES",
+    "CapacityResult",
     "FaultTransient",
     "GPU_ACTIVATION_ENERGY_EV",
     "HallGeometry",
