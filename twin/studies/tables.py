@@ -188,11 +188,14 @@ def axis_reading(ds, dim: str) -> str:
                 f"Across {dim}, training tokens are highest with {r.max_label} ({_fmt(r.max_mean, 'tokens')}) "
                 f"and lowest with {r.min_label} ({_fmt(r.min_mean, 'tokens')}), "
                 f"{r.spread_fraction:.1%} less; the gap is {sig}.")
-    movers = eff[(eff.kpi != "tokens_total") & (eff.spread_fraction > 0.02)].head(4)
+    moving = eff[(eff.kpi != "tokens_total") & (eff.spread_fraction > 0.02)]
+    head = moving[moving.kpi.isin(HEADLINE_KPIS)].head(3)
+    movers = pd.concat([head, moving[~moving.kpi.isin(HEADLINE_KPIS)].head(5 - len(head))])
     if len(movers):
         bits = [f"{r.kpi} ({_fmt(r.min_mean, r.units)} with {r.min_label} to {_fmt(r.max_mean, r.units)} "
                 f"with {r.max_label})" for r in movers.itertuples()]
-        parts.append("What moves most with it: " + "; ".join(bits) + ".")
+        parts.append("What moves with it (headline figures first, then the largest relative changes): "
+                     + "; ".join(bits) + ".")
     flat = eff[eff.spread_fraction <= 0.02].kpi.tolist()
     if flat:
         shown = [k for k in HEADLINE_KPIS if k in flat][:4]
