@@ -32,8 +32,8 @@ layers in 3-D):
    estimate l_m * u' with l_m ~ 0.4 m (rack-face scale) and u' ~ 0.25 m/s (25 %
    turbulence at 1 m/s exhaust) gives 0.1 m2/s; Chen & Xu's zero-equation indoor model
    (Energy Build. 28 (1998) 137), nu_t = 0.03874 V l, gives 0.06 m2/s at V = 1 m/s,
-   l = 1.5 m. It is the least certain parameter of the model; values down to 0.06
-   change the hottest inlet by about 1-2 C (see bench/RESULTS.md).
+   l = 1.5 m. It is the least certain parameter of the model: 0.06 or 0.2 m2/s
+   move the hottest inlet by about +-1 C (see bench/RESULTS.md).
 
 In 3-D (``n_layers`` > 1) the same equations hold on the layered grid with face weights
 area / distance (h dz / h sideways, h^2 / dz vertically); racks are solid up to
