@@ -358,3 +358,11 @@ def test_layered_grid_refinement(layered_hall):
     coarse = steady_field(g, heat, v).rack_inlet_temp.values.max()
     fine = steady_field(replace(g, cell_m=g.cell_m / 2), heat, v).rack_inlet_temp.values.max()
     assert abs(fine - coarse) < 1.0
+
+
+def test_no_running_unit_has_no_steady_state(small_hall):
+    from twin.thermal import NoSteadyStateError
+
+    g, heat, v = small_hall
+    with pytest.raises(NoSteadyStateError):
+        inlet_model(g, v, cooling_active=np.array([False, False]))

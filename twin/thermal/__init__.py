@@ -23,7 +23,7 @@ from .properties import (
     return_temperature_index,
     supply_heat_index,
 )
-from .solver import InletModel, inlet_model, inlet_temp_c, steady_field
+from .solver import InletModel, NoSteadyStateError, inlet_model, inlet_temp_c, steady_field
 from .transient import FaultTransient, fault_transient, hall_air_volume_m3, minutes_to_inlet_limit
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "GPU_ACTIVATION_ENERGY_EV",
     "HallGeometry",
     "InletModel",
+    "NoSteadyStateError",
     "PlacementResult",
     "arrhenius_acceleration",
     "ashrae_class",

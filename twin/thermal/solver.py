@@ -59,6 +59,12 @@ from scipy.sparse.csgraph import connected_components
 from .geometry import HallGeometry, HallGrid, _intake_enclosed, rasterise
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
+
+class NoSteadyStateError(ValueError):
+    """No cooling unit runs in the hall: heat accumulates and no steady state exists
+    (use :func:`twin.thermal.fault_transient` with ``after=None``)."""
+
+
 PLENUM_HEIGHT_M = 0.6
 """Raised-floor plenum depth [m] used for the plenum's diffusive conductance."""
 
@@ -263,7 +269,7 @@ def build_problem(
     active = np.ones(n_c, bool) if cooling_active is None else np.asarray(cooling_active, bool).reshape(n_c)
     v_c = np.where(active, g.cooling_airflow_m3_s, 0.0)
     if v_c.sum() <= 0:
-        raise ValueError("no active cooling airflow: the hall has no steady state (use fault_transient)")
+        raise NoSteadyStateError("no active cooling airflow: the hall has no steady state (use fault_transient)")
     fluid = ~grid.solid.ravel()  # plan view: the bottom layer (racks stand on the floor)
     nz = int(g.n_layers)
     dz = g.height_m / nz
