@@ -145,7 +145,7 @@ def run_report_html(results, title: str | None = None) -> str:
     on = ds["rack_state"] >= 1
     inlet = ds["rack_inlet_c"].where(on)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [1.6, 1]})
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _quiet():
         ax.plot(t, inlet.max("rack").values, label="hottest powered rack")
         ax.plot(t, inlet.quantile(0.5, "rack", skipna=True).values, label="median")
         ax.plot(t, inlet.min("rack").values, label="coolest")
@@ -153,7 +153,7 @@ def run_report_html(results, title: str | None = None) -> str:
     ax.set_ylabel("inlet [C]")
     ax.set_title("Rack inlet temperatures")
     ax.legend(loc="lower right", fontsize=8)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _quiet():
         worst = inlet.max("time").values
     sc = bx.scatter(ds["rack_x_m"].values, ds["rack_y_m"].values, c=np.where(np.isfinite(worst), worst, np.nan),
                     cmap="inferno", marker="s", s=28)
