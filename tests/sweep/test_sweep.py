@@ -242,6 +242,7 @@ def _cli(*args, cwd=ROOT):
      "capacity_kw"),
     (["scenarios/lenovo_small.yaml", "--series", "bogus", "--out", "x"], "unknown ['bogus']"),
     (["scenarios/lenovo_small.yaml"], "--out"),
+    (["scenarios/lenovo_small.yaml", "--scheduler", "somewhere", "--out", "x"], "expected tcp://HOST:PORT"),
 ])
 def test_cli_bad_input_exits_2_with_a_message(args, needle, tmp_path):
     r = _cli(*args, cwd=tmp_path)
