@@ -14,7 +14,7 @@ import numpy as np
 CONTAINMENT_KINDS = ("none", "cold_aisle", "hot_aisle")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class HallGeometry:
     """Plan view of a data hall with racks, cooling units, tiles and obstacles.
 
