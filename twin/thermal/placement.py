@@ -22,7 +22,7 @@ from .properties import ASHRAE_RECOMMENDED_C
 from .solver import build_problem, inlet_model
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PlacementResult:
     chosen: np.ndarray  # (N,) candidate indices, sorted
     naive: np.ndarray  # (N,) candidate indices of the naive fill
@@ -142,7 +142,7 @@ def suggest_placement(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CapacityResult:
     n_racks: int  # racks that fit with every inlet <= limit_c (full solve)
     positions: np.ndarray  # (n_racks,) candidate indices

@@ -467,7 +467,7 @@ def build_problem(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class InletModel:
     """Linear map from rack heat to rack inlet temperature for one layout and airflow.
 

@@ -68,7 +68,7 @@ def hall_air_volume_m3(geometry: HallGeometry) -> float:
     return g.width_m * g.depth_m * (g.height_m + PLENUM_HEIGHT_M) - rack_volume
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FaultTransient:
     """Trajectories after a cooling fault and the times at which limits are crossed."""
 
