@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SCENARIO ?= scenarios/blue_vela.yaml
 OUT    ?= runs/blue_vela
 
-.PHONY: run test venv venv-all lint bench assets clean
+.PHONY: run test venv venv-all lint bench assets studies clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ lint: venv-all
 
 bench: venv-all
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+studies: venv-all
+	for f in scenarios/studies/*.yaml; do n=$$(basename $$f .yaml); \
+	  $(BIN)/twin sweep $$f --out runs/studies/$$n && \
+	  $(BIN)/twin report runs/studies/$$n --out runs/studies/$$n.html || exit 1; done
 
 assets: venv-all
 	$(BIN)/python -m twin.viz.assets assets
