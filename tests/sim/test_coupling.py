@@ -227,3 +227,17 @@ def test_cooling_fault_heats_inlets_and_reports_its_transient():
                                base.dataset.rack_inlet_c.values[after][-1], atol=1e-6)
     ev = hot.events[hot.events.kind == "cooling_fault"]
     assert len(ev) == 4 and ev.detail.str.contains("inlet above 32 C").all()
+
+
+def test_losing_every_cooling_unit_shuts_gpus_down_instead_of_crashing():
+    units = ",".join(f"{{time: '2025-01-08T00:00:00', unit: crac_{k}, duration_s: 7200}}" for k in (1, 2))
+    res = run(SMALL, "simulation.duration_days=4", "failures.enabled=false", "simulation.sample_interval_s=600",
+              f"site.cooling_faults.events=[{units}]")
+    ev = res.events
+    assert (ev.kind == "cooling_fault").sum() == 2
+    assert (ev.kind == "thermal_shutdown").any()              # hot GPUs drop ...
+    assert (ev.kind == "job_interrupted").any()               # ... and take the job with them
+    t = res.dataset.time.values
+    during = (t > np.datetime64("2025-01-08T00:05")) & (t < np.datetime64("2025-01-08T02:00"))
+    assert np.nanmax(res.dataset.rack_inlet_c.values[during]) > 32      # beyond ASHRAE A1
+    assert res.dataset.rack_inlet_c.values[-1].max() < 27              # recovered after repair

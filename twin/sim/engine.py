@@ -31,7 +31,7 @@ from twin import compute, fabric, power, reliability, storage, thermal
 from twin.phases import Phase
 from twin.scenario.schema import Job, Scenario
 from twin.sim import coupling
-from twin.sim.plant import Plant, available_it_w, build_plant, seconds_since
+from twin.sim.plant import Plant, available_it_w, build_plant, hall_geometries, seconds_since
 
 H = 3600.0
 DAY = 86400.0
@@ -164,20 +164,7 @@ class Engine:
         s, p = self.s, self.plant
         self.rack_airflow_m3_s = np.full(p.n_racks, p.node.airflow_m3_s_at_max * s.hardware.nodes_per_rack)
         self.halls = []
-        for h, hall in enumerate(s.site.halls):
-            idx = np.flatnonzero(p.rack_hall == h)
-            obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
-                         if hall.obstacles else None)
-            geom = thermal.HallGeometry(
-                width_m=hall.width_m, depth_m=hall.depth_m, height_m=hall.height_m,
-                rack_center_xy_m=p.rack_xy_m[idx], rack_intake_dir=p.rack_intake[idx],
-                rack_width_m=hall.rack_width_m, rack_depth_m=hall.rack_depth_m,
-                cooling_xy_m=np.array([[c.x_m, c.y_m] for c in hall.cooling_units], float),
-                cooling_airflow_m3_s=np.array([c.airflow_m3_s for c in hall.cooling_units], float),
-                cooling_supply_temp_c=np.array([c.supply_temp_c for c in hall.cooling_units], float),
-                cooling_capacity_w=np.array([c.capacity_kw * 1e3 for c in hall.cooling_units], float),
-                containment=hall.containment, rack_enclosed=p.rack_enclosed[idx],
-                obstacles_xyxy_m=obstacles, cell_m=hall.cell_m)
+        for (geom, idx), hall in zip(hall_geometries(s, p), s.site.halls, strict=True):
             active = np.ones(len(hall.cooling_units), bool)
             model = thermal.inlet_model(geom, self.rack_airflow_m3_s[idx], active)
             self.halls.append({"idx": idx, "geom": geom, "active": active,
@@ -787,13 +774,19 @@ class Engine:
             self.env.process(self._cooling_fault(h, u, dur))
 
     def _set_cooling(self, h: int, u: int, active: bool) -> None:
+        """Switch a cooling unit; re-derive (or reuse) the hall's recirculation matrix.
+        With no unit left running the hall has no steady state: its model is None and the
+        fault transient carries the inlet temperatures."""
         hall = self.halls[h]
         hall["active"] = hall["active"].copy()
         hall["active"][u] = active
         key = tuple(hall["active"])
         if key not in hall["models"]:
-            hall["models"][key] = thermal.inlet_model(hall["geom"], self.rack_airflow_m3_s[hall["idx"]],
-                                                      hall["active"])
+            try:
+                hall["models"][key] = thermal.inlet_model(hall["geom"], self.rack_airflow_m3_s[hall["idx"]],
+                                                          hall["active"])
+            except thermal.NoSteadyStateError:
+                hall["models"][key] = None
         hall["model"] = hall["models"][key]
 
     def _cooling_fault(self, h: int, u: int, dur: float):
@@ -801,35 +794,58 @@ class Engine:
         name = hall["units"][u]
         before = hall["model"]
         self._set_cooling(h, u, False)
-        self.log("cooling_fault", name, f"for {dur / H:.2f} h; {self._fault_outlook(h, before, dur)}")
+        tr = self._fault_transient(h, before, dur) if before is not None else None
+        if tr is not None:
+            # the lumped-capacitance transient sets the inlets until the hall settles
+            hall["transient"] = (self.now, tr)
+        self.log("cooling_fault", name, f"for {dur / H:.2f} h; {self._fault_outlook(tr)}")
         yield self.env.timeout(dur)
         self._set_cooling(h, u, True)
+        if hall.get("transient") is not None and hall["transient"][1] is tr:
+            hall["transient"] = None
         self.log("cooling_restored", name, "")
 
-    def _fault_outlook(self, h: int, before, dur: float) -> str:
-        """Lumped-capacitance transient of the hall after the fault (``thermal.fault_transient``):
-        minutes until the first rack inlet crosses the ASHRAE A1 allowable limit and the
-        first GPU reaches its slowdown and shutdown temperatures."""
+    def _fault_transient(self, h: int, before, dur: float):
+        """Lumped-capacitance transient of the hall after a cooling fault
+        (``thermal.fault_transient``) from the current rack heat and GPU power."""
         hall, p, node = self.halls[h], self.plant, self.plant.node
         idx = hall["idx"]
         heat = self._physics[0][idx] if self._physics is not None else np.zeros(len(idx))
         if heat.sum() <= 0:
-            return "no IT load in the hall"
+            return None
         gpu_w = power.gpu_power_w(self.node_phase, self.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
                                   gpu_idle_w=node.gpu_idle_w, clock_fraction=self.node_clock)
         rack_gpu_w = gpu_w.reshape(p.n_racks, -1).max(axis=1)[idx]
-        after = hall["model"] if hall["active"].any() else None
-        tr = thermal.fault_transient(
-            before, after, heat, air_volume_m3=thermal.hall_air_volume_m3(hall["geom"]),
+        return thermal.fault_transient(
+            before, hall["model"], heat, air_volume_m3=thermal.hall_air_volume_m3(hall["geom"]),
             duration_s=min(dur, 2 * H), gpu_power_w=rack_gpu_w,
             gpu_thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,
             gpu_slowdown_c=node.gpu_slowdown_c, gpu_shutdown_c=node.gpu_shutdown_c, output_step_s=10.0)
+
+    @staticmethod
+    def _fault_outlook(tr) -> str:
+        """Minutes until the first rack inlet crosses the ASHRAE A1 allowable limit and the
+        first GPU reaches its slowdown and shutdown temperatures."""
+        if tr is None:
+            return "no IT load in the hall"
 
         def first(x):
             x = np.asarray(x, float)
             return f"{x.min():.1f} min ({int(np.isfinite(x).sum())} racks)" if np.isfinite(x).any() else "never"
         return (f"inlet above {tr.limit_c:g} C: {first(tr.minutes_to_limit)}; GPU slowdown: "
                 f"{first(tr.minutes_to_gpu_slowdown)}; GPU shutdown: {first(tr.minutes_to_gpu_shutdown)}")
+
+    def _hall_inlets_c(self, hall: dict, rack_w: np.ndarray) -> np.ndarray:
+        """Inlet temperatures of a hall's racks [C]: the fault transient while one runs (or
+        while no cooling is left), else the steady recirculation model, one mat-vec."""
+        tr = hall.get("transient")
+        if tr is not None:
+            t0, res = tr
+            if hall["model"] is None or self.now - t0 <= res.time_s[-1]:
+                return res.inlet_at(self.now - t0)
+        if hall["model"] is None:           # no cooling and no transient (no load at the fault)
+            return np.full(len(hall["idx"]), np.inf)
+        return thermal.inlet_temp_c(hall["model"], rack_w[hall["idx"]])
 
     # ------------------------------------------------------------------ sampler
     def outdoor_temp_c(self, t_s):
@@ -850,7 +866,8 @@ class Engine:
         # (phases, powered racks, inlet temperatures, clocks, cooling state) equal those of
         # the last sample, so do the outputs, and the vectorised evaluation is skipped.
         key = (phase.tobytes(), rack_on.tobytes(), self.rack_inlet_c.tobytes(),
-               self.node_clock.tobytes(), tuple(id(h["model"]) for h in self.halls))
+               self.node_clock.tobytes(), tuple(id(h["model"]) for h in self.halls),
+               tuple(self.now if h.get("transient") else None for h in self.halls))
         if key != self._physics_key:
             self._physics_key = key
             self._physics = self._physics_step(phase, rack_on)
@@ -906,8 +923,7 @@ class Engine:
                   + rack_on * s.hardware.network_power_per_rack_w)
         inlet_c = np.empty(p.n_racks)
         for hall in self.halls:          # rack heat -> inlet temperature, one mat-vec per hall
-            idx = hall["idx"]
-            inlet_c[idx] = thermal.inlet_temp_c(hall["model"], rack_w[idx])
+            inlet_c[hall["idx"]] = self._hall_inlets_c(hall, rack_w)
         clock, _, gpu_t = coupling.equilibrium_gpu_state(
             inlet_c[p.node_rack], phase, self.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
             gpu_idle_w=node.gpu_idle_w, thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,

@@ -125,3 +125,33 @@ def available_it_w(plant: Plant, t_s: float) -> float:
     """IT power the staged plan allows at time ``t_s`` [W] (0 before the first stage)."""
     k = np.searchsorted(plant.plan_s, t_s, side="right") - 1
     return float(plant.plan_it_w[k]) if k >= 0 else 0.0
+
+
+def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
+    """One ``twin.thermal.HallGeometry`` per hall, with the global indices of its racks.
+
+    The single translation of a scenario's halls into the thermal model's geometry, used by
+    the engine and the 3-D viewer alike. Returns a list of (geometry, rack_indices) pairs.
+    """
+    from twin import thermal
+
+    p = plant or build_plant(scenario)
+    out = []
+    for h, hall in enumerate(scenario.site.halls):
+        idx = np.flatnonzero(p.rack_hall == h)
+        obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
+                     if hall.obstacles else None)
+        geom = thermal.HallGeometry(
+            width_m=hall.width_m, depth_m=hall.depth_m, height_m=hall.height_m,
+            rack_center_xy_m=p.rack_xy_m[idx], rack_intake_dir=p.rack_intake[idx],
+            rack_width_m=hall.rack_width_m, rack_depth_m=hall.rack_depth_m,
+            cooling_xy_m=np.array([[c.x_m, c.y_m] for c in hall.cooling_units], float),
+            cooling_airflow_m3_s=np.array([c.airflow_m3_s for c in hall.cooling_units], float),
+            cooling_supply_temp_c=np.array([c.supply_temp_c for c in hall.cooling_units], float),
+            cooling_capacity_w=np.array([c.capacity_kw * 1e3 for c in hall.cooling_units], float),
+            containment=hall.containment, rack_enclosed=p.rack_enclosed[idx],
+            obstacles_xyxy_m=obstacles, cell_m=hall.cell_m,
+            containment_leakage_fraction=hall.containment_leakage_fraction,
+            rack_bypass_fraction=hall.rack_bypass_fraction)
+        out.append((geom, idx))
+    return out

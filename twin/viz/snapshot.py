@@ -19,6 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from twin.scenario.schema import Scenario
+from twin.sim.plant import hall_geometries  # noqa: F401  (re-exported for the viewer)
 
 COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
 
@@ -90,34 +91,6 @@ def _validate_tolerant(data: dict) -> Scenario:
                     node = node[key]
                 node.pop(loc[-1], None)
     return Scenario.model_validate(data)
-
-
-def hall_geometries(scenario: Scenario, plant=None) -> list:
-    """One ``twin.thermal.HallGeometry`` per hall, built as the engine builds them.
-
-    Returns a list of (geometry, rack_indices) pairs; rack indices are global (plant order).
-    """
-    from twin import thermal
-    from twin.sim.plant import build_plant
-
-    p = plant or build_plant(scenario)
-    out = []
-    for h, hall in enumerate(scenario.site.halls):
-        idx = np.flatnonzero(p.rack_hall == h)
-        obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
-                     if hall.obstacles else None)
-        geom = thermal.HallGeometry(
-            width_m=hall.width_m, depth_m=hall.depth_m, height_m=hall.height_m,
-            rack_center_xy_m=p.rack_xy_m[idx], rack_intake_dir=p.rack_intake[idx],
-            rack_width_m=hall.rack_width_m, rack_depth_m=hall.rack_depth_m,
-            cooling_xy_m=np.array([[c.x_m, c.y_m] for c in hall.cooling_units], float),
-            cooling_airflow_m3_s=np.array([c.airflow_m3_s for c in hall.cooling_units], float),
-            cooling_supply_temp_c=np.array([c.supply_temp_c for c in hall.cooling_units], float),
-            cooling_capacity_w=np.array([c.capacity_kw * 1e3 for c in hall.cooling_units], float),
-            containment=hall.containment, rack_enclosed=p.rack_enclosed[idx],
-            obstacles_xyxy_m=obstacles, cell_m=hall.cell_m)
-        out.append((geom, idx))
-    return out
 
 
 def rack_design_airflow_m3_s(scenario: Scenario, plant) -> float:
