@@ -383,12 +383,14 @@ class Engine:
         """(max switch hops, per-node bottleneck bandwidth [Gb/s]) of a placement.
 
         The fabrics are symmetric (every scalable unit wired alike), so the figures depend on
-        how many nodes the job has in each unit, not on which units: they are cached by that
-        shape. A failed leaf switch (rail) of a unit the job uses scales the bandwidth by
-        the rails left.
+        how the job spreads over the units, not on which units. They are cached by a summary
+        of that spread (nodes, units spanned, most nodes in one unit): a ring crosses each
+        unit's uplinks once per rail whatever the unit holds, so a job that swaps a node for
+        a spare keeps its figures instead of re-routing thousands of flows. A failed
+        leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
         """
         sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
-        key = tuple(sorted(counts.tolist(), reverse=True))
+        key = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
         if key not in self._fabric_cache:
             hops = fabric.placement_hops(self.graph, nodes)
             bw = fabric.bottleneck_bandwidth_gbps(self.graph, nodes)
