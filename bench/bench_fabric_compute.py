@@ -7,10 +7,10 @@ job's collective < 100 ms; one step estimate < 10 ms.
 
 from __future__ import annotations
 
-import platform
 import time
 
 import numpy as np
+from machine import machine
 
 from twin.compute import collective_time_s, step_estimate
 from twin.fabric import (
@@ -32,18 +32,10 @@ def best_of(fn, repeat: int) -> float:
     return best
 
 
+
+
 def main() -> None:
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, {cpu}, "
-          f"python {platform.python_version()}")
+    print(f"machine: {machine()}")
 
     t_build = best_of(lambda: build_fabric("rail_optimized", 4096), 3)
     g = build_fabric("rail_optimized", 4096)

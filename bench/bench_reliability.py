@@ -17,13 +17,13 @@ Run: .venv/bin/python bench/bench_reliability.py [--no-matrix]
 from __future__ import annotations
 
 import os
-import platform
 import resource
 import sys
 import time
 import tracemalloc
 
 import numpy as np
+from machine import machine
 
 from twin.reliability import (
     ClusterFailureSampler,
@@ -102,17 +102,6 @@ def timed(fn, *args):
     return out, dt, peak / 1e6
 
 
-def machine() -> str:
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, numpy {np.__version__}"
 
 
 def main() -> None:

@@ -7,29 +7,18 @@ Target (issue 2): under 10 s on 2 cores, i.e. over 2,000,000x real time.
 
 from __future__ import annotations
 
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from machine import machine
+
 ROOT = Path(__file__).resolve().parents[1]
+
 SCENARIO = ROOT / "scenarios" / "blue_vela.yaml"
 REPEATS = 3
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
-    return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
 
 
 def main() -> None:

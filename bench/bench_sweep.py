@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine import cpu_model
 
 from twin.sweep import Axis, SweepSpec, execute_run, kpi_names, resolve_tasks, run_sweep
 
@@ -32,14 +33,6 @@ def spec_for(runs: int) -> SweepSpec:
                      seeds=tuple(range(seeds)), name="bench")
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def own_session_pool(spec: SweepSpec, workers: int) -> float:

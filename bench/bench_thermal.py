@@ -6,12 +6,12 @@ Run: .venv/bin/python bench/bench_thermal.py [--skip-large]
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from dataclasses import replace
 
 import numpy as np
+from machine import machine
 
 from twin.thermal import inlet_model, inlet_temp_c, rack_airflow_m3_s, row_hall, steady_field
 from twin.thermal.solver import build_problem
@@ -27,18 +27,6 @@ def best_of(fn, repeat):
     return min(times), out
 
 
-def machine():
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
-
-    return f"{platform.machine()}, nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}"
 
 
 def main(skip_large: bool) -> None:
