@@ -241,3 +241,34 @@ def test_losing_every_cooling_unit_shuts_gpus_down_instead_of_crashing():
     during = (t > np.datetime64("2025-01-08T00:05")) & (t < np.datetime64("2025-01-08T02:00"))
     assert np.nanmax(res.dataset.rack_inlet_c.values[during]) > 32      # beyond ASHRAE A1
     assert res.dataset.rack_inlet_c.values[-1].max() < 27              # recovered after repair
+
+
+def test_losing_one_feed_moves_the_load_and_brakes_the_gpus():
+    common = ["failures.enabled=false", "site.power.grid.sag_rate_per_year=0",
+              "site.power.grid.outage_rate_per_year=0", "simulation.sample_interval_s=1800"]
+    # day 20: ~1 MW on two 1.6 MW feeds -> feed B alone holds it; the XE9680 loses 3 of its
+    # 6 PSUs, redundancy (5+1) is exceeded and the GPU power brake halves the clock
+    ev = "site.power.grid.events=[{time: '2024-01-20T00:00:00', kind: outage, duration_s: 21600, feed: A}]"
+    base = run(BV, "simulation.duration_days=22", *common)
+    lost = run(BV, "simulation.duration_days=22", *common, ev)
+    row = lost.events[lost.events.kind == "feed_loss"]
+    assert len(row) == 1 and "survivor holds" in row.detail.iloc[0] and "x0.5" in row.detail.iloc[0]
+    t = lost.dataset.time.values
+    during = (t > np.datetime64("2024-01-20T01")) & (t < np.datetime64("2024-01-20T05"))
+    r0 = base.dataset.job_tokens_per_s.sel(job="granite_20b").values[during]
+    r1 = lost.dataset.job_tokens_per_s.sel(job="granite_20b").values[during]
+    assert (r1 < 0.8 * r0).all()                                   # braked GPUs train slower
+    assert (lost.dataset.facility_it_power_w.values[during] < base.dataset.facility_it_power_w.values[during]).all()
+    assert lost.kpis["interruptions"] == base.kpis["interruptions"]   # nothing dropped
+    after = t > np.datetime64("2024-01-20T07")
+    np.testing.assert_allclose(lost.dataset.job_tokens_per_s.values[after][-1],
+                               base.dataset.job_tokens_per_s.values[after][-1])
+
+
+def test_a_survivor_that_cannot_hold_trips_and_drops_every_rack():
+    ev = "site.power.grid.events=[{time: '2024-09-10T00:00:00', kind: outage, duration_s: 7200, feed: B}]"
+    res = run(BV, "simulation.duration_days=255", "failures.enabled=false", "site.power.grid.sag_rate_per_year=0",
+              "site.power.grid.outage_rate_per_year=0", ev)
+    row = res.events[res.events.kind == "feed_loss"]
+    assert len(row) == 1 and "every rack dropped" in row.detail.iloc[0]   # 2.4 MW > one 1.6 MW feed
+    assert res.kpis["interruptions"] >= 2

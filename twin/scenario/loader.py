@@ -184,6 +184,11 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             out.append((f"site.cooling_faults.events.{e}.unit", ev.unit,
                         f"a cooling unit of hall {ev.hall}: {[c.name for c in s.site.halls[ev.hall].cooling_units]}"))
     p = s.site.power
+    feeds = [f.name for f in p.feeds]
+    for e, ev in enumerate(p.grid.events):
+        if ev.feed is not None and (ev.feed not in feeds or len(feeds) < 2 or ev.kind != "outage"):
+            out.append((f"site.power.grid.events.{e}.feed", ev.feed,
+                        f"an outage of one of two or more feeds: {feeds}"))
     for k in range(1, len(p.plan)):
         if p.plan[k].date <= p.plan[k - 1].date:
             out.append((f"site.power.plan.{k}.date", p.plan[k].date.isoformat(),

@@ -117,6 +117,9 @@ class GridEvent(Model):
     time: dt.datetime
     kind: Literal["sag", "outage"]
     duration_s: PositiveFloat
+    feed: str | None = Field(
+        None, description="name of the one feed that is lost (its load moves to the others); "
+                          "None = the utility disturbance reaches every feed")
 
 
 class Grid(Model):
@@ -124,6 +127,9 @@ class Grid(Model):
     outage_rate_per_year: NonNegFloat = Field(0.0, description="utility outages [1/yr]")
     sag_duration_s: PositiveFloat = Field(0.2, description="mean sag duration [s]")
     outage_duration_s: PositiveFloat = Field(1800.0, description="mean outage duration [s]")
+    feed_outage_rate_per_year: NonNegFloat = Field(
+        0.0, description="losses of one feed (switchboard, transformer, PDU path) per feed [1/yr]")
+    feed_outage_duration_s: PositiveFloat = Field(4 * 3600.0, description="mean time to restore a feed [s]")
     events: list[GridEvent] = []
 
 

@@ -123,6 +123,9 @@ class Engine:
         self.rack_delivered = np.zeros(R, bool)
         self.rack_powered = np.zeros(R, bool)
         self.rack_tripped = np.zeros(R, bool)
+        self.rack_unfed = np.zeros(R, bool)            # lost its feed(s) and no survivor held
+        self.feed_up = np.ones(len(self.s.site.power.feeds), bool)
+        self.brake_clock = 1.0                         # PSU power brake (feed loss) clock fraction
         self.rack_on_since = np.full(R, np.inf)
         self.rack_ready = np.zeros(R, bool)           # burn-in passed
         self.node_healthy = np.ones(N, bool)
@@ -237,8 +240,11 @@ class Engine:
     def node_up(self) -> np.ndarray:
         """Nodes that are powered, not dropped by the grid and healthy."""
         p = self.plant
-        rack_on = self.rack_powered & ~self.rack_tripped
-        return rack_on[p.node_rack] & ~self.node_grid_down & self.node_healthy
+        return self.rack_on()[p.node_rack] & ~self.node_grid_down & self.node_healthy
+
+    def rack_on(self) -> np.ndarray:
+        """Racks with power: admitted, breaker closed, fed."""
+        return self.rack_powered & ~self.rack_tripped & ~self.rack_unfed
 
     def node_schedulable(self) -> np.ndarray:
         return self.node_up() & self.rack_ready[self.plant.node_rack] & (self.node_job < 0)
@@ -403,7 +409,7 @@ class Engine:
     def _job_step(self, job: JobState) -> compute.StepEstimate:
         spec, node = job.spec, self.plant.node
         nodes = job.nodes
-        clock = float(self.node_clock[nodes].min()) if len(nodes) else 1.0
+        clock = (float(self.node_clock[nodes].min()) if len(nodes) else 1.0) * self.brake_clock
         clock *= float(compute.gpu_clock_fraction_at_power_cap(self.gpu_cap_w, node.gpu_tdp_w))
         hops, bw = self._fabric_figures(nodes)
         key = (spec.name, len(nodes), round(clock, 3), hops, round(bw, 3))
@@ -709,25 +715,83 @@ class Engine:
         yield self.spares.put(1)
 
     # ------------------------------------------------------------------ grid events
-    def _grid_times(self) -> list[tuple[float, float, str, float]]:
-        """(start [s], duration [s], kind, residual voltage [pu]) of every grid disturbance:
-        the scenario's dated events plus Poisson sags and outages."""
+    def _grid_times(self) -> list[tuple[float, float, str, float, int | None]]:
+        """(start [s], duration [s], kind, residual voltage [pu], lost feed index or None) of
+        every grid disturbance: the scenario's dated events, Poisson sags and outages of the
+        utility, and Poisson losses of single feeds."""
         g, start = self.s.site.power.grid, self.s.simulation.start
-        out = [(seconds_since(start, e.time), e.duration_s, e.kind, 0.0) for e in g.events]
+        names = [f.name for f in self.s.site.power.feeds]
+        out = [(seconds_since(start, e.time), e.duration_s, e.kind, 0.0,
+                names.index(e.feed) if e.feed is not None else None) for e in g.events]
         ev = power.sample_grid_events(
             self.rng_grid, self.horizon_s, sag_rate_per_year=g.sag_rate_per_year,
             outage_rate_per_year=g.outage_rate_per_year, sag_mean_duration_s=g.sag_duration_s,
             outage_mean_duration_s=g.outage_duration_s)
         kinds = np.where(np.asarray(ev["kind"]) == power.GRID_OUTAGE, "outage", "sag")
         out += list(zip(np.asarray(ev["start_s"], float).tolist(), np.asarray(ev["duration_s"], float).tolist(),
-                        kinds.tolist(), np.asarray(ev["residual_voltage_pu"], float).tolist(), strict=True))
-        return sorted(e for e in out if 0 <= e[0] < self.horizon_s)
+                        kinds.tolist(), np.asarray(ev["residual_voltage_pu"], float).tolist(),
+                        [None] * len(kinds), strict=True))
+        if g.feed_outage_rate_per_year > 0 and len(names) > 1:
+            for f in range(len(names)):
+                t = 0.0
+                while True:
+                    t += self.rng_grid.exponential(365.25 * DAY / g.feed_outage_rate_per_year)
+                    if t >= self.horizon_s:
+                        break
+                    out.append((t, float(self.rng_grid.exponential(g.feed_outage_duration_s)), "outage", 0.0, f))
+        return sorted((e for e in out if 0 <= e[0] < self.horizon_s), key=lambda e: (e[0], e[2], e[4] or 0))
+
+    def _feed_outage(self, f: int, dur: float):
+        """One feed is lost: its load moves to the other feeds (A/B cords). If a survivor is
+        overloaded it trips too and every rack drops; otherwise the racks keep running, but
+        the PSUs cabled to the lost feed go dark and, past the PSU redundancy, the GPU power
+        brake cuts the clocks (Dell XE9680: 3 of 6 PSUs per feed)."""
+        if not self.feed_up[f]:
+            return
+        node, name = self.plant.node, self.s.site.power.feeds[f].name
+        self.feed_up[f] = False
+        rack_w = self._physics[0] if self._physics is not None else np.zeros(self.plant.n_racks)
+        flow = power.evaluate_power_tree(self.tree, rack_w, self.feed_up)
+        held = bool(np.all(flow.feed_ok)) and self.feed_up.any()
+        failed_psus = power.psus_without_input(node.psu_count, self.feed_up)
+        self.brake_clock = float(power.gpu_power_brake_clock_fraction(failed_psus, node.psu_count,
+                                                                      node.psus_required))
+        self.node_kw["psu_capacity_w"] = float(power.psu_capacity_w(node.psu_count, node.psu_rating_w,
+                                                                    failed_psus))
+        if held:
+            self.log("feed_loss", name, f"survivor holds at {float(np.max(flow.feed_load_fraction)):.2f} of "
+                     f"capacity; {failed_psus} PSUs per node dark, GPU clock x{self.brake_clock:g}")
+        else:
+            self.rack_unfed[:] = True
+            self.log("feed_loss", name, "survivor overloaded and tripped: every rack dropped")
+            self._interrupt_nodes(np.arange(self.plant.n_nodes), f"feed {name} lost")
+            self._set_idle_phases()
+        self._rates_changed()
+        yield self.env.timeout(dur)
+        self.feed_up[f] = True
+        self.rack_unfed[:] = False
+        self.brake_clock = 1.0
+        self.node_kw["psu_capacity_w"] = float(node.psu_count * node.psu_rating_w)
+        self.log("feed_restored", name, f"after {dur / H:.2f} h")
+        self._rates_changed()
+        self._set_idle_phases()
+        self._schedule()
+
+    def _rates_changed(self) -> None:
+        """A clock factor changed: running jobs take their new step time now."""
+        for job in self.jobs:
+            if job.status == "running" and job.nodes.size:
+                self._advance(job)
+                self._update_rate(job)
 
     def _grid_process(self):
         pw = self.s.site.power
-        for t, dur, kind, residual in self._grid_times():
+        for t, dur, kind, residual, feed in self._grid_times():
             if t > self.now:
                 yield self.env.timeout(t - self.now)
+            if feed is not None:
+                self.env.process(self._feed_outage(feed, dur))
+                continue
             drops = bool(power.ride_through_outcome(
                 dur, pw.ups.mode, psu_holdup_s=pw.psu_holdup_s, ups_ride_through_s=pw.ups.ride_through_s,
                 generator_start_s=pw.generator_start_s, residual_voltage_pu=residual))
@@ -863,13 +927,13 @@ class Engine:
             if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
                 self._advance(job)
         phase = self.node_phase
-        rack_on = self.rack_powered & ~self.rack_tripped
+        rack_on = self.rack_on()
         # Between events the plant sits in a steady state: when the inputs of the physics
         # (phases, powered racks, inlet temperatures, clocks, cooling state) equal those of
         # the last sample, so do the outputs, and the vectorised evaluation is skipped.
         key = (phase.tobytes(), rack_on.tobytes(), self.rack_inlet_c.tobytes(),
                self.node_clock.tobytes(), tuple(id(h["model"]) for h in self.halls),
-               tuple(self.now if h.get("transient") else None for h in self.halls))
+               tuple(self.now if h.get("transient") else None for h in self.halls), self.brake_clock)
         if key != self._physics_key:
             self._physics_key = key
             self._physics = self._physics_step(phase, rack_on)
@@ -919,8 +983,8 @@ class Engine:
         failure acceleration, vectorised over every node and rack."""
         p, s, node = self.plant, self.s, self.plant.node
         inlet_node = self.rack_inlet_c[p.node_rack]
-        node_w = power.node_power_w(phase, self.gpu_cap_w, inlet_node, clock_fraction=self.node_clock,
-                                    **self.node_kw)
+        node_w = power.node_power_w(phase, self.gpu_cap_w, inlet_node,
+                                    clock_fraction=self.node_clock * self.brake_clock, **self.node_kw)
         rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
                   + rack_on * s.hardware.network_power_per_rack_w)
         inlet_c = np.empty(p.n_racks)
