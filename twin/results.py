@@ -32,7 +32,7 @@ KPI_UNITS: dict[str, tuple[str, str]] = {
     "gpu_hours_healthy": ("GPU-h", "GPUs powered, burned in and healthy x time"),
     "gpu_hours_busy": ("GPU-h", "GPUs allocated to jobs x time"),
     "goodput_fraction": ("1", "GPU-time whose work survived / GPU-time allocated to jobs"),
-    "interruptions": ("count", "job interruptions (failures, grid drops, trips, shutdowns)"),
+    "interruptions": ("count", "job interruptions (failures, grid drops, feed losses, trips, shutdowns, maintenance)"),
     "lost_gpu_hours": ("GPU-h", "GPU-time of work lost since the last checkpoint"),
     "checkpoint_overhead_fraction": ("1", "wall time writing checkpoints / job wall time"),
     "effective_training_time_fraction": ("1", "job wall time making progress that survived / job wall time"),
