@@ -136,6 +136,7 @@ class Grid(Model):
 class CoolingPlant(Model):
     outdoor_temp_c: float = Field(20.0, description="constant outdoor dry-bulb [C]")
     outdoor_temp_swing_c: NonNegFloat = Field(0.0, description="seasonal half-amplitude [C]")
+    outdoor_daily_swing_c: NonNegFloat = Field(0.0, description="day-night half-amplitude [C]")
     chiller_cop_at_25c: PositiveFloat = Field(4.5, description="chiller COP at 25 C outdoor")
     fan_pump_fraction: NonNegFloat = Field(0.05, description="CRAH fan + pump power per heat [W/W]")
 

@@ -915,11 +915,12 @@ class Engine:
 
     # ------------------------------------------------------------------ sampler
     def outdoor_temp_c(self, t_s):
-        """Outdoor dry-bulb [C] at simulation time(s) ``t_s``: annual mean plus a cosine
-        season peaking on 20 July."""
+        """Outdoor dry-bulb [C] at simulation time(s) ``t_s`` (``power.outdoor_temp_c``:
+        annual mean with seasonal and daily cosines)."""
         c = self.s.site.power.cooling
-        doy = self.s.simulation.start.timetuple().tm_yday + np.asarray(t_s, float) / DAY
-        return c.outdoor_temp_c + c.outdoor_temp_swing_c * np.cos(2 * np.pi * (doy - 201) / 365.25)
+        return power.outdoor_temp_c(t_s, mean_c=c.outdoor_temp_c, seasonal_swing_c=c.outdoor_temp_swing_c,
+                                    start_day_of_year=self.s.simulation.start.timetuple().tm_yday,
+                                    daily_swing_c=c.outdoor_daily_swing_c)
 
     def _sample(self, i: int) -> None:
         p = self.plant
