@@ -91,7 +91,9 @@ class Feed(Model):
 
 class Ups(Model):
     mode: Literal["double_conversion", "bypass"] = "double_conversion"
-    capacity_kw: PositiveFloat = Field(description="UPS output rating [kW]")
+    capacity_kw: PositiveFloat = Field(
+        description="total UPS output rating [kW], split equally over the feed paths (with 2N "
+                    "redundancy one path's share must carry the whole load)")
     ride_through_s: NonNegFloat = Field(300.0, description="battery autonomy at full load [s]")
 
 

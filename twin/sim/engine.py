@@ -268,14 +268,11 @@ class Engine:
             self._admit()
 
     def facility_limit_w(self) -> float:
-        """IT power the racks may be admitted against [W]: plan, UPS (if in line), feeds."""
-        pw = self.s.site.power
-        limit = self.power_available_w
-        if pw.ups.mode == "double_conversion":
-            limit = min(limit, pw.ups.capacity_kw * 1e3)
-        feeds = (self.feed_capacity_w.min() * (1 if len(self.feed_capacity_w) > 1 else 1)
-                 if pw.redundancy == "2N" else self.feed_capacity_w.sum())
-        return min(limit, float(feeds))
+        """IT power the racks may be admitted against [W]: the staged plan, and what the
+        chain carries under its redundancy policy (``power.facility_it_capacity_w``: each
+        feed path limited by its feed and, unless bypassed, its UPS; 2N = one path alone)."""
+        cap = power.facility_it_capacity_w(self.tree, self.s.site.power.redundancy)
+        return min(self.power_available_w, cap)
 
     def _admit(self) -> None:
         """Power on delivered racks, in order, while their worst-case draw fits every limit
