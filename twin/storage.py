@@ -50,18 +50,3 @@ def storage_bandwidth_gb_s(kind: str, units: int, write_gb_s_per_unit: float,
 def step_time_factor(kind: str) -> float:
     """Multiplier on the training step time from data loading through the storage kind."""
     return NFS_STEP_TIME_FACTOR if kind == "nfs" else 1.0
-
-
-def model_params(layers: int, hidden: int, ffn_hidden: int, heads: int, kv_heads: int,
-                 vocab: int, gated_mlp: bool = True) -> float:
-    """Parameter count of a decoder-only transformer with grouped-query attention.
-
-    Per layer: attention q,o (2 h^2) + k,v (2 h^2 kv/heads) + MLP (3 h F for SwiGLU,
-    2 h F for a plain GELU MLP); plus
-    untied input and output embeddings (2 V h). Norm weights are negligible.
-    Check: Llama 3.1 70B (L=80, h=8192, F=28672, kv=8/64, V=128256) gives 70.6e9
-    (calibration.yaml training.llama31_70b_bf16_64gpu.model.params).
-    """
-    attn = 2 * hidden * hidden + 2 * hidden * hidden * kv_heads / heads
-    mlp = (3 if gated_mlp else 2) * hidden * ffn_hidden
-    return float(layers * (attn + mlp) + 2 * vocab * hidden)

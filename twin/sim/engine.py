@@ -199,8 +199,9 @@ class Engine:
         self.jobs: list[JobState] = []
         for j, spec in enumerate(self.s.workload.jobs):
             m = spec.model
-            params = storage.model_params(m.layers, m.hidden, m.ffn_hidden, m.heads, m.kv_heads, m.vocab,
-                                          m.gated_mlp)
+            params = compute.parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden,
+                                             heads=m.heads, kv_heads=m.kv_heads, vocab=m.vocab,
+                                             gated_mlp=m.gated_mlp)
             ck = spec.checkpoint_bytes or storage.checkpoint_bytes(params)
             self.jobs.append(JobState(spec=spec, index=j, params=params, checkpoint_bytes=ck))
         st = self.s.workload.storage
