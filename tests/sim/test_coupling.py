@@ -272,3 +272,20 @@ def test_a_survivor_that_cannot_hold_trips_and_drops_every_rack():
     row = res.events[res.events.kind == "feed_loss"]
     assert len(row) == 1 and "every rack dropped" in row.detail.iloc[0]   # 2.4 MW > one 1.6 MW feed
     assert res.kpis["interruptions"] >= 2
+
+
+def test_silent_corruption_rolls_back_past_corrupt_checkpoints():
+    # the same failure rate either way: SDC (6 of Llama 3's 419) x 2000 = GPU faults (148) x 81
+    common = ["simulation.duration_days=20", "simulation.seed=1", "failures.sdc_detection_mean_s=14400",
+              "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0"]
+    sdc = run(SMALL, *common, "failures.class_rate_scale={silent_data_corruption: 2000}")
+    crash = run(SMALL, *common, "failures.class_rate_scale={gpu: 81}")
+    ev = sdc.events
+    roll = ev[ev.kind == "rollback"]
+    assert len(roll) >= 1
+    # a corruption found hours later throws away checkpointed work; a crash loses less than an interval
+    discarded = roll.detail.str.extract(r": ([0-9.e+]+) checkpointed")[0].astype(float)
+    assert discarded.max() > 0
+    per_sdc = sdc.kpis["lost_gpu_hours"] / max(len(roll), 1)
+    per_crash = crash.kpis["lost_gpu_hours"] / max(crash.kpis["interruptions"], 1)
+    assert per_sdc > per_crash

@@ -68,6 +68,9 @@ class JobState:
     step: compute.StepEstimate | None = None
     process: simpy.Process | None = None
     placed: simpy.Event | None = None
+    # completed checkpoints: time [s], tokens, GPU-s and wall-s made safe by then
+    ckpt_time_s: list = field(default_factory=list)
+    ckpt_state: list = field(default_factory=list)
 
     @property
     def gpu_s_useful_total(self) -> float:
@@ -75,12 +78,32 @@ class JobState:
         (the end of a run is not an interruption)."""
         return self.gpu_s_useful + self.gpu_s_pending
 
-    def commit(self) -> None:
-        """The work since the last checkpoint is now safe."""
+    def commit(self, now_s: float | None = None) -> None:
+        """The work since the last checkpoint is now safe (a checkpoint completed at now_s)."""
         self.tokens_committed = self.tokens
         self.gpu_s_useful += self.gpu_s_pending
         self.wall_s_useful += self.wall_s_pending
         self.gpu_s_pending = self.wall_s_pending = 0.0
+        if now_s is not None:
+            self.ckpt_time_s.append(now_s)
+            self.ckpt_state.append((self.tokens_committed, self.gpu_s_useful, self.wall_s_useful))
+
+    def roll_back_before(self, corruption_s: float) -> float:
+        """Silent data corruption at ``corruption_s``: checkpoints written since then hold
+        corrupt state; fall back to the last clean one (``reliability.last_clean_checkpoint_index``).
+        Returns the tokens of committed work thrown away."""
+        from twin.reliability import last_clean_checkpoint_index
+
+        i = last_clean_checkpoint_index(np.array(self.ckpt_time_s), corruption_s)
+        tokens, gpu_s, wall_s = self.ckpt_state[i] if i >= 0 else (0.0, 0.0, 0.0)
+        thrown = self.tokens_committed - tokens
+        if thrown > 0:
+            self.gpu_s_lost += self.gpu_s_useful - gpu_s
+            self.tokens_lost += thrown
+            self.tokens -= thrown              # work since the last checkpoint stays pending
+            self.tokens_committed, self.gpu_s_useful, self.wall_s_useful = tokens, gpu_s, wall_s
+            del self.ckpt_time_s[i + 1:], self.ckpt_state[i + 1:]
+        return max(thrown, 0.0)
 
     def lose(self) -> float:
         """Roll back to the last checkpoint; return the tokens lost."""
@@ -521,7 +544,7 @@ class Engine:
         finally:
             self.writers -= 1
         self._advance(job)
-        job.commit()
+        job.commit(self.now)
         job.status = "running"
         self.node_phase[job.nodes] = Phase.TRAINING
         self.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
@@ -654,7 +677,7 @@ class Engine:
             for job in self.jobs:
                 if job.status in ("running", "checkpointing") and job.nodes.size:
                     self._advance(job)
-                    job.commit()
+                    job.commit(self.now)
                     self._interrupt_nodes(job.nodes, "planned maintenance", f.planned_maintenance_downtime_s)
 
     def _detection_delay_s(self, c) -> float:
@@ -669,6 +692,9 @@ class Engine:
         detect_s = self._detection_delay_s(c)
         self.log("failure", self.node_name(n), c.name)
         why = f"{c.name} on {self.node_name(n)}"
+        if c.detection == "silent" and c.scope in ("node", "job"):
+            self.env.process(self._silent_corruption(n, c, detect_s))
+            return
         if c.scope == "node":
             self.node_healthy[n] = False
             self._interrupt_nodes(np.array([n]), why, detect_s)
@@ -682,9 +708,31 @@ class Engine:
         if c.repair != "none":
             self.env.process(self._repair(n, c, detect_s))
 
-    def _repair(self, n: int, c, detect_s: float):
+    def _silent_corruption(self, n: int, c, detect_s: float):
+        """Silent data corruption: the job keeps training on corrupt state until the numerics
+        checks notice, then rolls back past every checkpoint written since the corruption."""
+        t0 = self.now
+        j = int(self.node_job[n])
         yield self.env.timeout(detect_s)
-        self.log("detected", self.node_name(n), c.name)
+        self.log("detected", self.node_name(n), f"{c.name} after {detect_s / H:.2f} h")
+        if j >= 0:
+            job = self.jobs[j]
+            self._advance(job)
+            thrown = job.roll_back_before(t0)
+            self.log("rollback", job.spec.name, f"{c.name}: {thrown:.4g} checkpointed tokens discarded")
+            if job.nodes.size and job.status != "waiting":
+                self._interrupt_nodes(job.nodes, f"{c.name} on {self.node_name(n)}", 0.0)
+        if c.scope == "node" and self.node_up()[n]:
+            self.node_healthy[n] = False
+            self._interrupt_nodes(np.array([n]), f"{c.name} on {self.node_name(n)}", 0.0)
+            self._set_idle_phases()
+        if c.repair != "none":
+            self.env.process(self._repair(n, c, 0.0, detected=True))
+
+    def _repair(self, n: int, c, detect_s: float, detected: bool = False):
+        yield self.env.timeout(detect_s)
+        if not detected:
+            self.log("detected", self.node_name(n), c.name)
         t0 = self.now - detect_s
         if c.repair == "hardware" and c.part:
             yield self.spares.get(1)             # the part first, so no technician waits idle
