@@ -45,6 +45,8 @@ KPI_UNITS: dict[str, tuple[str, str]] = {
     "pue_mean": ("1", "energy_facility_mwh / energy_it_mwh"),
     "peak_facility_power_kw": ("kW", "highest sampled utility power"),
     "peak_power_ramp_kw_per_s": ("kW/s", "largest facility power change between samples / sample step"),
+    "peak_sync_swing_kw": ("kW", "largest facility IT step when a job's nodes move together between "
+                                 "training and an exposed all-reduce or a checkpoint"),
     "max_rpp_load_fraction": ("1", "highest RPP load / continuous breaker limit"),
     "max_feed_load_fraction": ("1", "highest feed load / feed capacity"),
     "max_rack_inlet_c": ("degC", "hottest sampled inlet of a powered rack"),
@@ -259,6 +261,7 @@ def compute_kpis(engine, ds: xr.Dataset, ev: pd.DataFrame) -> dict[str, float]:
         "pue_mean": e_tot / e_it if e_it > 0 else math.nan,
         "peak_facility_power_kw": float(tot.max() / 1e3),
         "peak_power_ramp_kw_per_s": float(np.abs(np.diff(tot)).max() / 1e3 / dt) if len(tot) > 1 else 0.0,
+        "peak_sync_swing_kw": float(max(engine.peak_swing_w.values()) / 1e3),
         "max_rpp_load_fraction": float(rec["rpp_load_fraction"].max()),
         "max_feed_load_fraction": float(rec["feed_load_fraction"].max()),
         "max_rack_inlet_c": float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan,

@@ -289,3 +289,17 @@ def test_silent_corruption_rolls_back_past_corrupt_checkpoints():
     per_sdc = sdc.kpis["lost_gpu_hours"] / max(len(roll), 1)
     per_crash = crash.kpis["lost_gpu_hours"] / max(crash.kpis["interruptions"], 1)
     assert per_sdc > per_crash
+
+
+def test_sync_swing_is_nodes_times_the_phase_power_step():
+    from twin import power
+    from twin.catalog import node_model
+    res = run(SMALL, "simulation.duration_days=3", "failures.enabled=false")
+    n = node_model("sr675v3_h100nvl")
+    kw = dict(gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w, host_idle_w=n.host_idle_w,
+              host_active_w=n.host_active_w, fan_max_w=n.fan_max_w, node_max_w=n.node_max_w,
+              psu_capacity_w=n.psu_count * n.psu_rating_w)
+    inlet = float(res.dataset.rack_inlet_c.values[-1].mean())
+    step = (power.node_power_w(np.array([int(Phase.TRAINING)]), n.gpu_tdp_w, np.array([inlet]), **kw)
+            - power.node_power_w(np.array([int(Phase.CHECKPOINT)]), n.gpu_tdp_w, np.array([inlet]), **kw))[0]
+    assert res.kpis["peak_sync_swing_kw"] == pytest.approx(4 * step / 1e3, rel=0.03)

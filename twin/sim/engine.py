@@ -155,6 +155,7 @@ class Engine:
         self.node_repairing = np.zeros(N, bool)       # a repair (re-image, technician) is under way
         self.repair_times_h: list[float] = []         # failure -> back in service [h]
         self.throttled_node_s = 0.0
+        self.peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
         self.node_grid_down = np.zeros(N, bool)
         self.node_job = np.full(N, -1, int)
         self.node_phase = np.zeros(N, np.int8)
@@ -508,6 +509,7 @@ class Engine:
                 job.status = "running"
                 self._update_rate(job)
                 self.node_phase[job.nodes] = Phase.TRAINING
+                self._record_swing(job)
                 interval = self._checkpoint_interval_s(job)
                 next_ckpt = self.now + interval
                 while True:
@@ -526,6 +528,21 @@ class Engine:
                         next_ckpt = self.now + interval
             except simpy.Interrupt as intr:
                 yield from self._interrupted(job, intr.cause)
+
+    def _record_swing(self, job: JobState) -> None:
+        """Synchronous swing of a job: all its nodes change phase together, so the facility
+        load steps by nodes x (P_train - P_phase) at every exposed all-reduce
+        (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the largest step [W]."""
+        nodes = job.nodes
+        inlet = self.rack_inlet_c[self.plant.node_rack[nodes]]
+        clock = self.node_clock[nodes] * self.brake_clock
+        p = {ph: float(np.sum(power.node_power_w(np.full(len(nodes), int(ph)), self.gpu_cap_w, inlet,
+                                                 clock_fraction=clock, **self.node_kw)))
+             for ph in (Phase.TRAINING, Phase.COMMUNICATION, Phase.CHECKPOINT)}
+        self.peak_swing_w["communication"] = max(self.peak_swing_w["communication"],
+                                                 p[Phase.TRAINING] - p[Phase.COMMUNICATION])
+        self.peak_swing_w["checkpoint"] = max(self.peak_swing_w["checkpoint"],
+                                              p[Phase.TRAINING] - p[Phase.CHECKPOINT])
 
     def _enqueue(self, job: JobState) -> None:
         job.status = "queued"
