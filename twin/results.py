@@ -164,6 +164,7 @@ def build_results(engine) -> Results:
         "gpus_busy": _var(rec["gpus_busy"], ("time",), "GPU", "GPUs allocated to jobs"),
         "nodes_failed": _var(rec["nodes_failed"], ("time",), "node", "delivered nodes failed or in repair"),
         "nodes_in_repair": _var(rec["nodes_in_repair"], ("time",), "node", "nodes whose repair is under way"),
+        "spares_in_stock": _var(rec["spares_in_stock"], ("time",), "part", "spare parts on the shelf (all pools)"),
         "job_goodput_fraction": _var(np.array([j.gpu_s_useful_total / j.gpu_s_allocated if j.gpu_s_allocated > 0
                                                else np.nan for j in engine.jobs]), ("job",), "1",
                                      "GPU-time whose work survived / GPU-time allocated"),

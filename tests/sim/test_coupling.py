@@ -303,3 +303,18 @@ def test_sync_swing_is_nodes_times_the_phase_power_step():
     step = (power.node_power_w(np.array([int(Phase.TRAINING)]), n.gpu_tdp_w, np.array([inlet]), **kw)
             - power.node_power_w(np.array([int(Phase.CHECKPOINT)]), n.gpu_tdp_w, np.array([inlet]), **kw))[0]
     assert res.kpis["peak_sync_swing_kw"] == pytest.approx(4 * step / 1e3, rel=0.03)
+
+
+def test_an_empty_gpu_stock_makes_gpu_repairs_wait_for_the_restock():
+    common = ["simulation.duration_days=20", "failures.rate_scale=30", "failures.technicians=50",
+              "failures.restock_days=5"]
+    stocked = run(BV, *common, "failures.spares={gpu: 1000}")
+    empty = run(BV, *common, "failures.spares={gpu: 0, dimm: 5}")
+
+    def gpu_repair_h(res):
+        ev = res.events[(res.events.kind == "repair_end") & res.events.detail.str.startswith("gpu,")]
+        return ev.detail.str.extract(r", ([0-9.]+) h")[0].astype(float)
+    assert gpu_repair_h(empty).min() > 5 * 24 - 1            # every GPU swap waited for a restock
+    assert gpu_repair_h(stocked).median() < 24
+    assert empty.dataset.spares_in_stock.values.max() <= 5
+    assert stocked.kpis["mttr_h"] < empty.kpis["mttr_h"]

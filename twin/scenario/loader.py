@@ -228,7 +228,13 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
         if job.model.layers % (job.pp * job.vpp):
             out.append((f"workload.jobs.{j}.pp", job.pp, "pp * vpp dividing the number of layers"))
     from twin.reliability import load_failure_classes
-    known = {c.name for c in load_failure_classes()}
+    classes = load_failure_classes()
+    known = {c.name for c in classes}
+    parts = {c.part for c in classes if c.part}
+    if isinstance(s.failures.spares, dict):
+        for part in s.failures.spares:
+            if part not in parts:
+                out.append((f"failures.spares.{part}", part, f"a spare part of the failure catalog: {sorted(parts)}"))
     for name in s.failures.class_rate_scale:
         if name not in known:
             out.append((f"failures.class_rate_scale.{name}", name, f"a failure class: {sorted(known)}"))

@@ -284,7 +284,10 @@ class Failures(Model):
     watchdog_timeout_s: PositiveFloat = Field(600.0, description="collective watchdog timeout (hangs) [s]")
     sdc_detection_mean_s: PositiveFloat = Field(3600.0, description="mean time to notice silent data corruption [s]")
     technicians: PositiveInt = Field(4, description="repair crew size")
-    spares: NonNegFloat = Field(16, description="spare parts in stock (node-level FRUs)")
+    spares: NonNegFloat | dict[str, Annotated[int, Field(ge=0)]] = Field(
+        16, description="spare parts in stock: one number = a shared pool of field-replaceable "
+                        "units; a mapping part -> count (gpu, dimm, transceiver, leaf_switch, ...) = "
+                        "one stock per part, parts not listed are bought on demand without a wait")
     restock_days: PositiveFloat = Field(7.0, description="spare restock lead time [days]")
     burn_in_weibull_shape: Annotated[float, Field(gt=0, le=1)] = Field(
         0.6, description="Weibull shape of infant mortality (< 1: hazard falls with age)")

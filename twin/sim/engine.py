@@ -217,7 +217,9 @@ class Engine:
                         if f.class_rate_scale else classes)
         self.base_rate_per_node_h = float(sum(c.rate_per_node_h for c in self.classes))
         self.crew = simpy.Resource(self.env, capacity=f.technicians)
-        self.spares = simpy.Container(self.env, init=f.spares, capacity=max(f.spares, 1e9))
+        # spare stock: one shared pool, or one per part (parts not listed come without a wait)
+        stock = f.spares if isinstance(f.spares, dict) else {"*": f.spares}
+        self.spare_stock = {part: simpy.Container(self.env, init=n, capacity=1e12) for part, n in stock.items()}
 
     def _init_jobs(self) -> None:
         self.jobs: list[JobState] = []
@@ -248,6 +250,7 @@ class Engine:
             "outdoor_temp_c": z(T), "gpus_installed": z(T, np.int32), "gpus_powered": z(T, np.int32),
             "gpus_healthy": z(T, np.int32), "gpus_busy": z(T, np.int32),
             "nodes_failed": z(T, np.int32), "nodes_in_repair": z(T, np.int32), "throttle_fraction": z(T),
+            "spares_in_stock": z(T),
             "job_tokens": z((T, J)), "job_tokens_per_s": z((T, J)), "job_gpus": z((T, J), np.int32),
         }
 
@@ -751,9 +754,13 @@ class Engine:
         if not detected:
             self.log("detected", self.node_name(n), c.name)
         t0 = self.now - detect_s
-        if c.repair == "hardware" and c.part:
-            yield self.spares.get(1)             # the part first, so no technician waits idle
-            self.env.process(self._restock())
+        pool = self.spare_stock.get(c.part, self.spare_stock.get("*")) if c.part else None
+        if c.repair == "hardware" and pool is not None:
+            # one-for-one replenishment: every demand orders a replacement at once (Palm's
+            # model, as reliability.spares_fill_rate assumes); the part is taken before a
+            # technician is called, so no technician waits idle
+            self.env.process(self._restock(pool))
+            yield pool.get(1)
         if c.repair == "hardware":
             with self.crew.request() as req:
                 yield req
@@ -773,9 +780,9 @@ class Engine:
         self._set_idle_phases()
         self._schedule()
 
-    def _restock(self):
+    def _restock(self, pool: simpy.Container):
         yield self.env.timeout(self.s.failures.restock_days * DAY)
-        yield self.spares.put(1)
+        yield pool.put(1)
 
     # ------------------------------------------------------------------ grid events
     def _grid_times(self) -> list[tuple[float, float, str, float, int | None]]:
@@ -1034,6 +1041,7 @@ class Engine:
         r["gpus_busy"][i] = (self.node_job >= 0).sum() * gpn
         r["nodes_failed"][i] = (~self.node_healthy & self.rack_delivered[p.node_rack]).sum()
         r["nodes_in_repair"][i] = self.node_repairing.sum()
+        r["spares_in_stock"][i] = sum(pool.level for pool in self.spare_stock.values())
         throttled = int((self.node_clock[up] < 1).sum())
         r["throttle_fraction"][i] = throttled / max(int(up.sum()), 1)
         self.throttled_node_s += throttled * self.dt_s
