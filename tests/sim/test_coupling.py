@@ -318,3 +318,21 @@ def test_an_empty_gpu_stock_makes_gpu_repairs_wait_for_the_restock():
     assert gpu_repair_h(stocked).median() < 24
     assert empty.dataset.spares_in_stock.values.max() <= 5
     assert stocked.kpis["mttr_h"] < empty.kpis["mttr_h"]
+
+
+def test_breaker_state_carries_over_and_matches_the_cold_trip_curve():
+    from twin import power
+    s = twin.load_scenario(SMALL, ["simulation.duration_days=1", "simulation.sample_interval_s=20",
+                                   "failures.enabled=false"])
+    eng = Engine(s)
+    limit = eng.plant.rpp_rating_w[0]
+    eng.rack_powered[:] = True
+    # 1.45 x rating trips from cold after 98 s (IEC 60898-1 / UL 489 shape): not within one
+    # 20 s step, but after five steps at that load
+    trips = []
+    for k in range(6):
+        eng._check_breakers(np.array([1.45 * limit]))
+        trips.append(bool(eng.rack_tripped.any()))
+    t_cold = float(power.breaker_trip_time_s(1.45))
+    assert 80 < t_cold < 120
+    assert trips.index(True) == int(np.ceil(t_cold / 20)) - 1

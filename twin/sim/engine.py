@@ -29,6 +29,7 @@ import simpy
 
 from twin import compute, fabric, power, reliability, storage, thermal
 from twin.phases import Phase
+from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S
 from twin.scenario.schema import Job, Scenario
 from twin.sim import coupling
 from twin.sim.plant import Plant, available_it_w, build_plant, hall_geometries, seconds_since
@@ -156,6 +157,7 @@ class Engine:
         self.repair_times_h: list[float] = []         # failure -> back in service [h]
         self.throttled_node_s = 0.0
         self.peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
+        self.breaker_theta = np.zeros(len(self.plant.rpp_limit_w))   # thermal state [pu^2]
         self.node_grid_down = np.zeros(N, bool)
         self.node_job = np.full(N, -1, int)
         self.node_phase = np.zeros(N, np.int8)
@@ -1080,16 +1082,23 @@ class Engine:
         self._schedule()
 
     def _check_breakers(self, rpp_w: np.ndarray) -> None:
-        """Trip an RPP breaker whose load stays over its inverse-time curve for a sample."""
+        """Advance each RPP breaker's thermal state over the coming sample at this load
+        (``power.breaker_thermal_state_step``, exact for a constant current) and trip the
+        breakers that reach their trip state, or their magnetic pick-up. The state carries
+        over from sample to sample, so a breaker warmed by one overload trips sooner on the
+        next; from cold it trips exactly when ``power.breaker_trip_time_s`` < the step."""
         p = self.plant
         frac = rpp_w / p.rpp_rating_w
-        if frac.max() <= 1.0:      # a breaker carries its rating indefinitely
+        if frac.max() <= 1.0 and self.breaker_theta.max() <= 1.0:
+            self.breaker_theta = frac ** 2          # at or below rating: steady, never trips
             return
-        trip_s = np.asarray(power.breaker_trip_time_s(frac), float)
-        for q in np.flatnonzero(trip_s < self.dt_s):
+        self.breaker_theta = np.asarray(power.breaker_thermal_state_step(self.breaker_theta, frac, self.dt_s))
+        magnetic = np.asarray(power.breaker_trip_time_s(frac)) <= BREAKER_MAGNETIC_TRIP_S
+        for q in np.flatnonzero((self.breaker_theta >= power.breaker_thermal_trip_state()) | magnetic):
             racks = np.flatnonzero((p.rack_rpp == q) & self.rack_powered & ~self.rack_tripped)
             if len(racks) == 0:
                 continue
+            self.breaker_theta[q] = 0.0              # reset cold
             self.rack_tripped[racks] = True
             self.log("breaker_trip", f"rpp{q}", f"{frac[q]:.2f} x rating, {len(racks)} racks down")
             self._interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), f"RPP {q} breaker trip")
