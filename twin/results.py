@@ -53,6 +53,8 @@ KPI_UNITS: dict[str, tuple[str, str]] = {
     "hours_above_ashrae_recommended": ("rack-h", "rack-hours with inlet above 27 C (ASHRAE TC 9.9)"),
     "hours_outside_ashrae_recommended": ("rack-h", "rack-hours with inlet outside 18-27 C (ASHRAE TC 9.9)"),
     "throttled_node_hours": ("node-h", "node-hours of GPUs running below full clock (thermal)"),
+    "rci_hi_percent": ("%", "Rack Cooling Index (high side, Herrlin 2005) of each powered rack's "
+                            "hottest inlet; 100 = none above 27 C, < 90 poor"),
     "breaker_trips": ("count", "RPP breaker trips"),
     "grid_drop_events": ("count", "grid disturbances that dropped nodes"),
 }
@@ -212,6 +214,16 @@ def build_results(engine) -> Results:
     return Results(ds, ev, kpis)
 
 
+def _rci_hi(inlet_c: np.ndarray) -> float:
+    """RCI_HI [%] over the racks that were ever powered, each at its hottest sampled inlet."""
+    from twin.thermal import rack_cooling_index_hi
+
+    seen = np.isfinite(inlet_c).any(axis=0)
+    if not seen.any():
+        return math.nan
+    return float(rack_cooling_index_hi(np.nanmax(inlet_c[:, seen], axis=0)))
+
+
 def compute_kpis(engine, ds: xr.Dataset, ev: pd.DataFrame) -> dict[str, float]:
     dt = engine.dt_s
     days = engine.horizon_s / 86400.0
@@ -269,6 +281,7 @@ def compute_kpis(engine, ds: xr.Dataset, ev: pd.DataFrame) -> dict[str, float]:
         "hours_above_ashrae_recommended": float((inlet > 27.0).sum() * dt / H),
         "hours_outside_ashrae_recommended": float(((inlet > 27.0) | (inlet < 18.0)).sum() * dt / H),
         "throttled_node_hours": float(engine.throttled_node_s / H),
+        "rci_hi_percent": _rci_hi(inlet),
         "breaker_trips": int(kinds.get("breaker_trip", 0)),
         "grid_drop_events": int(kinds.get("grid_drop", 0)),
     }

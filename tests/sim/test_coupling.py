@@ -336,3 +336,11 @@ def test_breaker_state_carries_over_and_matches_the_cold_trip_curve():
     t_cold = float(power.breaker_trip_time_s(1.45))
     assert 80 < t_cold < 120
     assert trips.index(True) == int(np.ceil(t_cold / 20)) - 1
+
+
+def test_rci_drops_when_inlets_leave_the_recommended_range():
+    cool = run(SMALL, "simulation.duration_days=3", "failures.enabled=false")
+    starved = [f"site.halls.0.cooling_units.{u}.{k}" for u in (0, 1) for k in ("supply_temp_c=26", "airflow_m3_s=0.5")]
+    hot = run(SMALL, "simulation.duration_days=3", "failures.enabled=false", *starved)
+    assert cool.kpis["rci_hi_percent"] == 100.0
+    assert hot.kpis["max_rack_inlet_c"] > 27 and hot.kpis["rci_hi_percent"] < 100.0
