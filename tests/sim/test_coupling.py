@@ -330,7 +330,7 @@ def test_breaker_state_carries_over_and_matches_the_cold_trip_curve():
     # 1.45 x rating trips from cold after 98 s (IEC 60898-1 / UL 489 shape): not within one
     # 20 s step, but after five steps at that load
     trips = []
-    for k in range(6):
+    for _ in range(6):
         eng._check_breakers(np.array([1.45 * limit]))
         trips.append(bool(eng.rack_tripped.any()))
     t_cold = float(power.breaker_trip_time_s(1.45))
