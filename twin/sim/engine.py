@@ -539,10 +539,10 @@ class Engine:
         load steps by nodes x (P_train - P_phase) at every exposed all-reduce
         (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the largest step [W]."""
         nodes = job.nodes
-        inlet = self.rack_inlet_c[self.plant.node_rack[nodes]]
-        clock = self.node_clock[nodes] * self.brake_clock
-        p = {ph: float(np.sum(power.node_power_w(np.full(len(nodes), int(ph)), self.gpu_cap_w, inlet,
-                                                 clock_fraction=clock, **self.node_kw)))
+        inlet = np.array([self.rack_inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
+        clock = np.array([self.node_clock[nodes].mean() * self.brake_clock])
+        p = {ph: len(nodes) * float(power.node_power_w(np.array([int(ph)]), self.gpu_cap_w, inlet,
+                                                       clock_fraction=clock, **self.node_kw)[0])
              for ph in (Phase.TRAINING, Phase.COMMUNICATION, Phase.CHECKPOINT)}
         self.peak_swing_w["communication"] = max(self.peak_swing_w["communication"],
                                                  p[Phase.TRAINING] - p[Phase.COMMUNICATION])
