@@ -19,7 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from twin.scenario.schema import Scenario
-from twin.sim.plant import hall_geometries  # noqa: F401  (re-exported for the viewer)
+from twin.sim.plant import hall_geometries
 
 COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
 
