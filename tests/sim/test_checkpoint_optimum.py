@@ -35,3 +35,14 @@ def test_simulated_optimum_is_within_10_percent_of_daly():
     best = np.exp(-b / (2 * a))                      # vertex of the parabola in log(interval)
     assert a < 0
     assert abs(best / daly - 1) < 0.10, (best, daly)
+
+
+def test_measured_job_mtbf_matches_the_catalog_rate():
+    s = twin.load_scenario(SMALL, BASE + ["workload.jobs.0.checkpoint_interval_s=1400"])
+    res = twin.simulate(s)
+    classes = reliability.scale_class_rates(reliability.load_failure_classes(), s.failures.class_rate_scale)
+    expected_h = reliability.job_mtbf_h(classes, 1)
+    n = res.kpis["interruptions"]
+    assert n > 200
+    # Poisson count: 3 sigma = 3/sqrt(n) relative; the job is also exposed while restarting
+    assert abs(res.kpis["mtbf_job_h"] / expected_h - 1) < 3 / np.sqrt(n) + 0.02
