@@ -195,3 +195,13 @@ def test_cooling_event_must_name_a_unit_of_its_hall():
                                                    "duration_s": 600}]}
     (prob,) = problems_of(data)
     assert prob.path == "site.cooling_faults.events.0.unit" and "crah_w1" in prob.expected
+
+
+def test_overhead_supply_with_contained_intakes_needs_diffusers():
+    data = copy.deepcopy(BASE)
+    data["site"]["halls"][0]["supply"] = "overhead"        # Blue Vela's racks are enclosed
+    (prob,) = problems_of(data)
+    assert prob.path == "site.halls.0.tiles" and "diffuser" in prob.expected
+    data["site"]["halls"][0]["tiles"] = [{"x_m": 15.0, "y_m": 7.2}, {"x_m": 15.0, "y_m": 40.0}]
+    (prob,) = problems_of(data)
+    assert prob.path == "site.halls.0.tiles.1"

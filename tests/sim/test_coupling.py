@@ -344,3 +344,19 @@ def test_rci_drops_when_inlets_leave_the_recommended_range():
     hot = run(SMALL, "simulation.duration_days=3", "failures.enabled=false", *starved)
     assert cool.kpis["rci_hi_percent"] == 100.0
     assert hot.kpis["max_rack_inlet_c"] > 27 and hot.kpis["rci_hi_percent"] < 100.0
+
+
+def test_hall_air_options_reach_the_thermal_model():
+    vela = ROOT / "scenarios" / "vela.yaml"
+    base = ["simulation.duration_days=3", "failures.enabled=false", "site.halls.0.containment=none"]
+    floor = run(vela, *base)
+    overhead = run(vela, *base, "site.halls.0.supply=overhead")
+    layered = run(vela, *base, "site.halls.0.layers=3")
+    leaky = run(vela, "simulation.duration_days=3", "failures.enabled=false",
+                "site.halls.0.containment_leakage_fraction=0.3")
+    tight = run(vela, "simulation.duration_days=3", "failures.enabled=false",
+                "site.halls.0.containment_leakage_fraction=0.0")
+    assert overhead.kpis["max_rack_inlet_c"] != floor.kpis["max_rack_inlet_c"]
+    assert np.isfinite(layered.kpis["max_rack_inlet_c"]) and layered.kpis["max_rack_inlet_c"] >= 20.0
+    # a leaky containment lets warm room air into the intakes
+    assert leaky.kpis["max_rack_inlet_c"] > tight.kpis["max_rack_inlet_c"] + 0.1

@@ -173,6 +173,14 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             if not (0 <= cu.x_m <= hall.width_m and 0 <= cu.y_m <= hall.depth_m):
                 out.append((f"site.halls.{h}.cooling_units.{c}", {"x_m": cu.x_m, "y_m": cu.y_m},
                             f"a position inside the {hall.width_m} m x {hall.depth_m} m hall"))
+        if hall.supply == "overhead" and not hall.tiles and (
+                hall.containment != "none" or any(r.enclosure for r in hall.rows)):
+            out.append((f"site.halls.{h}.tiles", [], "diffuser positions: with contained or enclosed "
+                        "intakes an overhead supply has no default diffuser in front of the racks"))
+        for t, tile in enumerate(hall.tiles):
+            if not (0 <= tile.x_m <= hall.width_m and 0 <= tile.y_m <= hall.depth_m):
+                out.append((f"site.halls.{h}.tiles.{t}", {"x_m": tile.x_m, "y_m": tile.y_m},
+                            f"a position inside the {hall.width_m} m x {hall.depth_m} m hall"))
         for o, ob in enumerate(hall.obstacles):
             if not (0 <= min(ob.x0_m, ob.x1_m) and max(ob.x0_m, ob.x1_m) <= hall.width_m
                     and 0 <= min(ob.y0_m, ob.y1_m) and max(ob.y0_m, ob.y1_m) <= hall.depth_m):

@@ -64,6 +64,11 @@ class Obstacle(Model):
     y1_m: float
 
 
+class Position(Model):
+    x_m: float
+    y_m: float
+
+
 class Hall(Model):
     name: str
     width_m: PositiveFloat = Field(description="extent in x [m]")
@@ -82,6 +87,17 @@ class Hall(Model):
                           "instead of the supply (assumption: well-sealed containment leaks a few percent)")
     rack_bypass_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(
         0.0, description="share of a rack's airflow that is its own exhaust (missing blanking panels)")
+    supply: Literal["raised_floor", "overhead"] = Field(
+        "raised_floor", description="cold air through floor tiles from a plenum, or ducted overhead diffusers")
+    tiles: list[Position] = Field(
+        [], description="perforated tiles or overhead diffusers (0.6 m squares); empty = one in "
+                        "front of each rack's intake")
+    floor_leakage_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(
+        0.1, description="share of plenum air lost through cable cut-outs and gaps (raised floors leak 5-15%)")
+    eddy_diffusivity_m2_s: PositiveFloat = Field(0.1, description="horizontal mixing of room air [m2/s]")
+    layers: Annotated[int, Field(ge=1, le=8)] = Field(
+        1, description="air layers over the height: 1 = plan view, > 1 = 3-D (slower to derive D)")
+    rack_height_m: PositiveFloat = Field(2.0, description="rack height for the 3-D model (42U ~ 2.0 m)")
 
 
 class Feed(Model):

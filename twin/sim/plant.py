@@ -152,6 +152,10 @@ def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
             containment=hall.containment, rack_enclosed=p.rack_enclosed[idx],
             obstacles_xyxy_m=obstacles, cell_m=hall.cell_m,
             containment_leakage_fraction=hall.containment_leakage_fraction,
-            rack_bypass_fraction=hall.rack_bypass_fraction)
+            rack_bypass_fraction=hall.rack_bypass_fraction, supply=hall.supply,
+            floor_leakage_fraction=hall.floor_leakage_fraction,
+            eddy_diffusivity_m2_s=hall.eddy_diffusivity_m2_s, n_layers=hall.layers,
+            rack_height_m=hall.rack_height_m,
+            tile_xy_m=np.array([[t.x_m, t.y_m] for t in hall.tiles], float) if hall.tiles else None)
         out.append((geom, idx))
     return out
