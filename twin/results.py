@@ -147,7 +147,7 @@ def build_results(engine) -> Results:
         "rack_gpu_temp_max_c": _var(rec["rack_gpu_temp_max_c"], ("time", "rack"), "degC",
                                     "hottest GPU of the rack (NaN when off)"),
         "rack_state": _var(rec["rack_state"], ("time", "rack"), "1",
-                           "-1 not delivered, 0 delivered off, 1 burn-in, 2 in service, 3 breaker tripped"),
+                           "-1 not delivered, 0 delivered off, 1 burn-in, 2 in service, 3 breaker tripped or feed lost"),
         "rpp_load_fraction": _var(rec["rpp_load_fraction"], ("time", "rpp"), "1",
                                   "RPP load / continuous breaker limit"),
         "feed_load_fraction": _var(rec["feed_load_fraction"], ("time", "feed"), "1", "feed load / capacity"),

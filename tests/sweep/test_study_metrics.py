@@ -70,13 +70,13 @@ def test_study_kpis_of_a_small_run_agree_with_its_kpis_and_a_hand_check():
     assert k["gpus_hosted"] == r.dataset.gpus_powered.max() == 32       # 4 nodes x 8 GPUs
     assert k["floor_use_fraction"] == 1.0                                # 2 racks on 2 positions
     assert k["inlet_margin_c"] == pytest.approx(27.0 - r.kpis["max_rack_inlet_c"])
-    # power: 2 racks of 2 SR675 V3 at TDP + 900 W network share, on one 125 A / 400 V 3-phase
+    # power: 2 racks of 2 SR675 V3 at TDP (4 x 2400 W PSUs) + 900 W network share, on one 125 A / 400 V 3-phase
     # RPP at the NEC 80 % continuous limit: sqrt(3) * 400 V * 125 A * 0.8 * pf
     n = node_model(s.hardware.node_model)
     node_w = float(power.node_worst_case_w(n.gpu_tdp_w, gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w,
                                            gpu_idle_w=n.gpu_idle_w, host_idle_w=n.host_idle_w,
                                            host_active_w=n.host_active_w, fan_max_w=n.fan_max_w,
-                                           node_max_w=n.node_max_w))
+                                           node_max_w=n.node_max_w, psu_capacity_w=4 * 2400.0))
     rack_w = 2 * node_w + 900.0
     rpp_w = math.sqrt(3) * 400 * 125 * 0.8 * s.site.power.rpp.power_factor
     assert k["power_use_fraction"] == pytest.approx(max(2 * rack_w / rpp_w, 2 * rack_w / 80e3), rel=1e-9)

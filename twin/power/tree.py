@@ -382,24 +382,30 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
     )
 
 
-def facility_it_capacity_w(tree: PowerTree, redundancy: str = "2N") -> float:
-    """IT power the chain can carry under a redundancy policy [W] (upper bound, losses ignored).
+def chain_it_capacity_w(feed_capacity_w, ups_capacity_w, ups_mode: str, redundancy: str = "2N") -> float:
+    """IT power the feed paths can carry under a redundancy policy [W] (losses ignored).
 
     Each feed path carries at most ``c_f = min(feed_f, UPS_f)`` (``feed_f`` alone in
     bypass: the UPS limit is lifted). ``"2N"``: every feed must carry the whole load
-    alone, capacity ``min_f c_f``; ``"none"``: the paths add, ``sum_f c_f``. Either way
-    no more than the RPPs' continuous limits in total. Bypassing the UPS and the 2N
-    redundancy is how Blue Vela gained about 70 % (reference README, arXiv 2407.05467).
+    alone, capacity ``min_f c_f``; ``"none"``: the paths add, ``sum_f c_f``. Bypassing the
+    UPS and the 2N redundancy is how Blue Vela gained about 70 % (reference README,
+    arXiv 2407.05467). feed_capacity_w (F,) [W]; ups_capacity_w scalar or (F,) per path [W].
     """
-    path = tree.feed_capacity_w.copy()
-    if tree.ups_mode != "bypass":
-        path = np.minimum(path, tree.ups_capacity_w)
+    path = np.asarray(feed_capacity_w, dtype=float).copy()
+    if ups_mode != "bypass":
+        path = np.minimum(path, np.broadcast_to(np.asarray(ups_capacity_w, dtype=float), path.shape))
     if redundancy == "2N":
-        cap = path.min()
-    elif redundancy == "none":
-        cap = path.sum()
-    else:
-        raise ValueError("redundancy must be '2N' or 'none'")
+        return float(path.min())
+    if redundancy == "none":
+        return float(path.sum())
+    raise ValueError("redundancy must be '2N' or 'none'")
+
+
+def facility_it_capacity_w(tree: PowerTree, redundancy: str = "2N") -> float:
+    """IT power the chain can carry under a redundancy policy [W] (upper bound, losses ignored):
+    :func:`chain_it_capacity_w` of the tree's feeds and UPSs, and no more than the RPPs'
+    continuous limits in total."""
+    cap = chain_it_capacity_w(tree.feed_capacity_w, tree.ups_capacity_w, tree.ups_mode, redundancy)
     return float(min(cap, tree.rpp_limit_w.sum()))
 
 

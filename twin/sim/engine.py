@@ -32,7 +32,15 @@ from twin.phases import Phase
 from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S
 from twin.scenario.schema import Job, Scenario
 from twin.sim import coupling
-from twin.sim.plant import Plant, available_it_w, build_plant, hall_geometries, seconds_since
+from twin.sim.plant import (
+    Plant,
+    available_it_w,
+    build_plant,
+    hall_geometries,
+    node_power_kwargs,
+    rack_worst_case_w,
+    seconds_since,
+)
 
 H = 3600.0
 DAY = 86400.0
@@ -165,7 +173,6 @@ class Engine:
         self.node_accel = np.ones(N)                  # Arrhenius factor on thermal classes
         self.su_degraded = np.zeros(int(p.node_su.max()) + 1, int)   # failed rails per SU
         self.rack_inlet_c = np.zeros(R)
-        self.rack_heat_w = np.zeros(R)
         self.next_sample_s = 0.0
         self._physics_key = None
         self._physics = None
@@ -173,18 +180,12 @@ class Engine:
     def _init_power(self) -> None:
         s, p, n = self.s, self.plant, self.plant.node
         pw = s.site.power
-        self.node_kw = dict(gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w,
-                            host_idle_w=n.host_idle_w, host_active_w=n.host_active_w,
-                            fan_max_w=n.fan_max_w, node_max_w=n.node_max_w,
-                            psu_capacity_w=n.psu_count * n.psu_rating_w)
-        cap = s.hardware.gpu_power_cap_w or n.gpu_tdp_w
-        self.gpu_cap_w = float(cap)
-        admit_cap = cap if pw.power_cap_policy else n.gpu_tdp_w
-        self.rack_worst_w = (float(power.node_worst_case_w(admit_cap, **self.node_kw))
-                             * s.hardware.nodes_per_rack + s.hardware.network_power_per_rack_w)
-        self.feed_capacity_w = np.array([f.capacity_kw * 1e3 for f in pw.feeds])
+        self.node_kw = node_power_kwargs(n)
+        self.gpu_cap_w = float(s.hardware.gpu_power_cap_w or n.gpu_tdp_w)
+        self.rack_worst_w = rack_worst_case_w(s, n)
         self.tree = power.build_power_tree(
-            rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w, feed_capacity_w=self.feed_capacity_w,
+            rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w,
+            feed_capacity_w=np.array([f.capacity_kw * 1e3 for f in pw.feeds]),
             ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3 / len(pw.feeds),
             rpp_rating_w=p.rpp_rating_w, ups_ride_through_s=pw.ups.ride_through_s)
         self.power_available_w = 0.0
@@ -239,17 +240,13 @@ class Engine:
         self.writers = 0
 
     def _init_recorder(self) -> None:
-        T, R, P, F, J = (self.n_samples, self.plant.n_racks, len(self.plant.rpp_limit_w),
-                         len(self.feed_capacity_w), len(self.jobs))
+        T, R, J = self.n_samples, self.plant.n_racks, len(self.jobs)
         z = np.zeros
         self.rec = {
             "rack_power_w": z((T, R), np.float32), "rack_inlet_c": z((T, R), np.float32),
             "rack_gpu_temp_max_c": z((T, R), np.float32),
-            "rack_state": z((T, R), np.int8), "rpp_load_fraction": z((T, P), np.float32),
-            "feed_load_fraction": z((T, F), np.float32),
-            "facility_it_w": z(T), "facility_total_w": z(T), "ups_loss_w": z(T),
-            "distribution_loss_w": z(T), "cooling_w": z(T), "power_available_w": z(T),
-            "outdoor_temp_c": z(T), "gpus_installed": z(T, np.int32), "gpus_powered": z(T, np.int32),
+            "rack_state": z((T, R), np.int8), "power_available_w": z(T),
+            "gpus_installed": z(T, np.int32), "gpus_powered": z(T, np.int32),
             "gpus_healthy": z(T, np.int32), "gpus_busy": z(T, np.int32),
             "nodes_failed": z(T, np.int32), "nodes_in_repair": z(T, np.int32), "throttle_fraction": z(T),
             "spares_in_stock": z(T),
@@ -1024,16 +1021,14 @@ class Engine:
         self.node_clock = np.where(clock > 0, clock, 1.0)
         self.node_accel = accel
         if changed:
-            for job in self.jobs:
-                if job.status == "running" and job.nodes.size:
-                    self._update_rate(job)
+            self._rates_changed()
         rpp_w = np.bincount(p.rack_rpp, weights=rack_w, minlength=len(p.rpp_limit_w))
         self._check_breakers(rpp_w)
         r = self.rec
         r["rack_power_w"][i] = rack_w
         r["rack_inlet_c"][i] = self.rack_inlet_c
         r["rack_gpu_temp_max_c"][i] = rack_gpu_max_c
-        r["rack_state"][i] = np.where(self.rack_tripped, 3, np.where(
+        r["rack_state"][i] = np.where(self.rack_tripped | self.rack_unfed, 3, np.where(
             self.rack_powered, np.where(self.rack_ready, 2, 1), np.where(self.rack_delivered, 0, -1)))
         r["power_available_w"][i] = self.power_available_w
         gpn = p.gpus_per_node
@@ -1168,17 +1163,17 @@ class Engine:
         cool = np.asarray(power.cooling_power_w(flow.building_heat_w, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
                                                 fan_pump_fraction=c.fan_pump_fraction), float)
         ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
-        r["rpp_load_fraction"][:] = flow.rpp_load_fraction
+        r["rpp_load_fraction"] = np.asarray(flow.rpp_load_fraction, np.float32)
         r["rpp_power_w"] = np.asarray(flow.rpp_w, float)
-        r["feed_load_fraction"][:] = flow.feed_load_fraction
+        r["feed_load_fraction"] = np.asarray(flow.feed_load_fraction, np.float32)
         r["feed_power_w"] = np.asarray(flow.feed_w, float)
         r["ups_output_w"] = np.asarray(flow.ups_output_w, float)
         r["ups_load_fraction"] = np.asarray(flow.ups_load_fraction, float)
         r["rpp_loss_w"] = np.asarray(flow.rpp_loss_w, float).sum(axis=-1)
         r["feed_loss_w"] = np.asarray(flow.feed_loss_w, float).sum(axis=-1)
-        r["facility_it_w"][:] = flow.it_w
-        r["ups_loss_w"][:] = ups_loss
-        r["distribution_loss_w"][:] = np.asarray(flow.utility_w) - np.asarray(flow.it_w) - ups_loss
-        r["cooling_w"][:] = cool
-        r["facility_total_w"][:] = np.asarray(flow.utility_w) + cool
-        r["outdoor_temp_c"][:] = out_c
+        r["facility_it_w"] = np.asarray(flow.it_w, float)
+        r["ups_loss_w"] = ups_loss
+        r["distribution_loss_w"] = np.asarray(flow.utility_w) - np.asarray(flow.it_w) - ups_loss
+        r["cooling_w"] = cool
+        r["facility_total_w"] = np.asarray(flow.utility_w) + cool
+        r["outdoor_temp_c"] = np.asarray(out_c, float)

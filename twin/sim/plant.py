@@ -159,3 +159,23 @@ def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
             tile_xy_m=np.array([[t.x_m, t.y_m] for t in hall.tiles], float) if hall.tiles else None)
         out.append((geom, idx))
     return out
+
+
+def node_power_kwargs(node: NodeModel) -> dict:
+    """The catalog node's hardware keywords of ``power.node_power_w`` (PSU capacity included)."""
+    return dict(gpu_count=node.gpu_count, gpu_tdp_w=node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w,
+                host_idle_w=node.host_idle_w, host_active_w=node.host_active_w,
+                fan_max_w=node.fan_max_w, node_max_w=node.node_max_w,
+                psu_capacity_w=node.psu_count * node.psu_rating_w)
+
+
+def rack_worst_case_w(scenario: Scenario, node: NodeModel) -> float:
+    """Worst-case draw of one rack [W] that admission reserves: its nodes at full load and
+    the hottest allowed inlet (``power.node_worst_case_w``), at the GPU power cap when
+    ``power_cap_policy`` is on (else at TDP), plus the rack's network share."""
+    from twin import power
+
+    cap = scenario.hardware.gpu_power_cap_w or node.gpu_tdp_w
+    admit_cap = cap if scenario.site.power.power_cap_policy else node.gpu_tdp_w
+    return (float(power.node_worst_case_w(admit_cap, **node_power_kwargs(node)))
+            * scenario.hardware.nodes_per_rack + scenario.hardware.network_power_per_rack_w)

@@ -68,9 +68,14 @@ def duration_below_days(series, reference, dt_s) -> float:
 def facility_it_limit_w(plan_max_w, ups_capacity_w, ups_in_line, feed_capacity_w, redundancy_2n) -> float:
     """Tightest facility IT limit [W]: the final power stage, the UPS when it is in line
     (double conversion), and the feeds (one feed alone under 2N, their sum otherwise)."""
+    from twin import power
+
     feeds = np.asarray(feed_capacity_w, float)
-    limit = min(float(plan_max_w), float(feeds.min() if redundancy_2n else feeds.sum()))
-    return min(limit, float(ups_capacity_w)) if ups_in_line else limit
+    # the engine's rule (power.chain_it_capacity_w): the UPS total split over the feed paths
+    cap = power.chain_it_capacity_w(feeds, float(ups_capacity_w) / len(feeds),
+                                    "double_conversion" if ups_in_line else "bypass",
+                                    "2N" if redundancy_2n else "none")
+    return min(float(plan_max_w), cap)
 
 
 def use_fraction(demand, capacity) -> np.ndarray:
@@ -96,6 +101,7 @@ def study_kpis(scenario, results) -> dict[str, float]:
     """The :data:`STUDY_KPI_UNITS` figures for one run (scenario + its Results)."""
     from twin import power
     from twin.catalog import node_model
+    from twin.sim.plant import rack_worst_case_w
 
     s = scenario
     ds = results.dataset
@@ -108,13 +114,7 @@ def study_kpis(scenario, results) -> dict[str, float]:
     hosted = float(powered.max()) if len(powered) else 0.0
 
     node = node_model(s.hardware.node_model)
-    node_kw = dict(gpu_count=node.gpu_count, gpu_tdp_w=node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w,
-                   host_idle_w=node.host_idle_w, host_active_w=node.host_active_w,
-                   fan_max_w=node.fan_max_w, node_max_w=node.node_max_w)
-    cap = s.hardware.gpu_power_cap_w or node.gpu_tdp_w
-    admit_cap = cap if pw.power_cap_policy else node.gpu_tdp_w
-    rack_worst_w = (float(power.node_worst_case_w(admit_cap, **node_kw)) * s.hardware.nodes_per_rack
-                    + s.hardware.network_power_per_rack_w)
+    rack_worst_w = rack_worst_case_w(s, node)
     racks_delivered = sum(w.racks for w in s.ramp.waves
                           if (w.date - s.simulation.start).days < s.simulation.duration_days)
     positions = sum(r.racks for h in s.site.halls for r in h.rows)
