@@ -19,7 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from twin.scenario.schema import Scenario
-from twin.sim.plant import hall_geometries
+from twin.sim.plant import hall_geometries, rack_worst_case_w
 
 COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
 
@@ -99,16 +99,9 @@ def rack_design_airflow_m3_s(scenario: Scenario, plant) -> float:
 
 
 def rack_design_power_w(scenario: Scenario, plant) -> float:
-    """Worst-case admission power of one rack [W] (nodes at the cap, hottest allowed inlet)."""
-    from twin import power
-
-    n = plant.node
-    cap = scenario.hardware.gpu_power_cap_w or n.gpu_tdp_w
-    node_w = power.node_worst_case_w(
-        cap, gpu_count=n.gpu_count, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w,
-        host_idle_w=n.host_idle_w, host_active_w=n.host_active_w, fan_max_w=n.fan_max_w,
-        node_max_w=n.node_max_w)
-    return float(node_w) * scenario.hardware.nodes_per_rack + scenario.hardware.network_power_per_rack_w
+    """Worst-case admission power of one rack [W] (``twin.sim.plant.rack_worst_case_w``,
+    the value the engine admits racks by)."""
+    return rack_worst_case_w(scenario, plant.node)
 
 
 # --------------------------------------------------------------------------- time parsing
