@@ -11,7 +11,7 @@ Python API (mirrors the CLI)::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from twin._version import __version__
 
 __all__ = ["Results", "ScenarioError", "__version__", "load_scenario", "simulate"]
 

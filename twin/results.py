@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from twin import __version__
+from twin._version import __version__
 from twin.scenario.loader import scenario_hash
 
 H = 3600.0

@@ -699,7 +699,7 @@ def assemble(spec: SweepSpec, tasks: list[RunTask], store: RunStore):
     coords["seed"] = ("seed", np.array(spec.seeds, dtype=np.int64))
     coords["day"] = ("day", day, {"units": "days", "long_name": "days since the scenario start"})
     ds = xr.Dataset(data, coords=coords)
-    from twin import __version__
+    from twin._version import __version__
     starts = sorted({r["start"] for r in recs.values() if r and r.get("start")})
     ds.attrs = {"title": f"twin sweep {spec.name}", "sweep_name": spec.name, "study": spec.study or "",
                 "start": starts[0] if len(starts) == 1 else "",

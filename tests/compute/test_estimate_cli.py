@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.compute.cli import run_estimate_cli
+from twin.cli.estimate import run_estimate_cli
 from twin.compute.estimate_file import EstimateFileError, estimate_from_file, load_estimate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ pv = pytest.importorskip("pyvista")
 
 from twin.viz import render, scene  # noqa: E402
 from twin.viz import snapshot as S  # noqa: E402
-from twin.viz.cli import run_render_cli  # noqa: E402
+from twin.cli.render import run_render_cli  # noqa: E402
 
 REFERENCE = Path(__file__).parent / "reference"
 SIZE = (480, 320)
@@ -88,7 +88,7 @@ def synthetic_field(hall, rack_xy, width_m=0.6, depth_m=1.2):
 
 
 def fixed_snapshot(scenario, quantity, values, states, field=False):
-    from twin.sim.plant import build_plant
+    from twin.plant import build_plant
 
     p = build_plant(scenario)
     values = np.asarray(values, float)

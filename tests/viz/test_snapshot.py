@@ -60,7 +60,7 @@ def test_cooling_active_follows_fault_events(small_scenario):
 
 
 def test_design_point_snapshot(small_scenario):
-    from twin.sim.plant import build_plant
+    from twin.plant import build_plant
 
     p = build_plant(small_scenario)
     snap = S.snapshot_from_scenario(small_scenario, "rpp_load")

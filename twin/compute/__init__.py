@@ -8,7 +8,7 @@
   ``A100_SXM``, ``A100_SXM_MODERN``);
 * :func:`gpu_clock_fraction_at_power_cap`: clock under a power cap;
 * estimate files and ``twin estimate``: :mod:`twin.compute.estimate_file`,
-  :mod:`twin.compute.cli`.
+  :mod:`twin.cli.estimate`.
 """
 
 from twin.compute.collectives import (

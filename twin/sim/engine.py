@@ -32,7 +32,7 @@ from twin.phases import Phase
 from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S
 from twin.scenario.schema import Job, Scenario
 from twin.sim import coupling
-from twin.sim.plant import (
+from twin.plant import (
     Plant,
     available_it_w,
     build_plant,

@@ -101,7 +101,7 @@ def study_kpis(scenario, results) -> dict[str, float]:
     """The :data:`STUDY_KPI_UNITS` figures for one run (scenario + its Results)."""
     from twin import power
     from twin.catalog import node_model
-    from twin.sim.plant import rack_worst_case_w
+    from twin.plant import rack_worst_case_w
 
     s = scenario
     ds = results.dataset

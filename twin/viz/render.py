@@ -145,7 +145,7 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
         except ImportError as exc:
             raise RuntimeError("writing MP4 needs imageio-ffmpeg (pip install imageio-ffmpeg); "
                                "or write a .gif") from exc
-    from twin.sim.plant import build_plant
+    from twin.plant import build_plant
 
     plant = build_plant(scenario)
     scale = color_scale(color, run_values(results, color))

@@ -19,7 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from twin.scenario.schema import Scenario
-from twin.sim.plant import hall_geometries, rack_worst_case_w
+from twin.plant import hall_geometries, rack_worst_case_w
 
 COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
 
@@ -99,7 +99,7 @@ def rack_design_airflow_m3_s(scenario: Scenario, plant) -> float:
 
 
 def rack_design_power_w(scenario: Scenario, plant) -> float:
-    """Worst-case admission power of one rack [W] (``twin.sim.plant.rack_worst_case_w``,
+    """Worst-case admission power of one rack [W] (``twin.plant.rack_worst_case_w``,
     the value the engine admits racks by)."""
     return rack_worst_case_w(scenario, plant.node)
 
@@ -259,7 +259,7 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
                           scenario: Scenario | None = None, plant=None) -> Snapshot:
     """Snapshot of a run at sample ``time_index``; ``scale`` defaults to one fitted to the
     whole run. ``field`` solves the steady hall field for the sampled rack heat."""
-    from twin.sim.plant import build_plant
+    from twin.plant import build_plant
 
     s = scenario or scenario_of(results)
     p = plant or build_plant(s)
@@ -290,7 +290,7 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
     ``installed`` (R,) bool marks the positions that hold a rack (e.g. a placement
     suggestion); the others are drawn as empty slots and carry no heat (their airflow
     stays in the field, as in the engine's recirculation model)."""
-    from twin.sim.plant import build_plant
+    from twin.plant import build_plant
 
     p = plant or build_plant(scenario)
     n = p.n_racks

@@ -16,7 +16,7 @@ import time as _time
 
 from twin.errors import ScenarioError
 
-from .snapshot import COLORS
+from twin.viz.snapshot import COLORS
 
 EXIT_BAD_INPUT = 2
 
@@ -84,7 +84,7 @@ def run_render_cli(argv: list[str]) -> int:
 
     out = Path(args.out)
     suffix = out.suffix.lower()
-    from . import render
+    from twin.viz import render
 
     if args.animate and suffix not in render.ANIMATION_SUFFIXES:
         return _bad(f"--out {args.out}: an animation is written as .gif or .mp4")

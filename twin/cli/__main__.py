@@ -1,0 +1,5 @@
+import sys
+
+from twin.cli.main import main
+
+sys.exit(main())
