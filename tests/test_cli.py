@@ -104,7 +104,7 @@ def test_killed_save_leaves_no_half_result(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     monkeypatch.undo()
     res.save(out)
-    assert sorted(p.name for p in out.iterdir()) == ["events.csv", "kpis.json", "results.nc"]
+    assert sorted(p.name for p in out.iterdir()) == [".twin-result.json", "events.csv", "kpis.json", "results.nc"]
 
 
 def test_progress_bar_only_on_a_terminal():

@@ -28,3 +28,8 @@ class ScenarioError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class OutputError(Exception):
+    """An output path the twin refuses to write (it would replace a user's data, or lies
+    outside the output folder). The CLI turns it into exit code 2 and one line."""

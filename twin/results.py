@@ -1,16 +1,13 @@
 """Results of a run: an xarray Dataset (time x rack x ...), an event table and KPIs.
 
-``Results.save(dir)`` writes ``results.nc``, ``events.csv`` and ``kpis.json`` atomically
-(a temporary sibling folder renamed at the end); ``Results.load(dir)`` reads them back.
+``Results.save(dir)`` writes ``results.nc``, ``events.csv`` and ``kpis.json`` crash-safely
+(:mod:`twin.store_io`); ``Results.load(dir)`` reads them back.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,48 +66,17 @@ class Results:
     kpis: dict[str, float]
     fields: dict[str, xr.Dataset] = field(default_factory=dict)   # steady thermal field per hall
 
-    def save(self, out_dir: str | Path) -> Path:
-        """Write results.nc, events.csv, kpis.json into ``out_dir`` atomically."""
-        out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            ds = self.dataset.copy()
-            ds.attrs = {k: (json.dumps(v) if isinstance(v, (dict, list, bool)) else v)
-                        for k, v in ds.attrs.items()}
-            ds.to_netcdf(tmp / "results.nc", engine="h5netcdf")
-            self.events.to_csv(tmp / "events.csv", index=False)
-            for hall, fds in self.fields.items():
-                fds.to_netcdf(tmp / f"field_{hall}.nc", engine="h5netcdf")
-            finite = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
-                      for k, v in self.kpis.items()}    # strict JSON has no NaN/Infinity
-            (tmp / "kpis.json").write_text(json.dumps(finite, indent=2, sort_keys=True, allow_nan=False))
-            if out.exists():
-                old = out.with_name(f".{out.name}.old")
-                if old.exists():
-                    shutil.rmtree(old)
-                os.replace(out, old)
-                os.replace(tmp, out)
-                shutil.rmtree(old)
-            else:
-                os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return out
+    def save(self, out_dir: str | Path, *, force: bool = False) -> Path:
+        """Write results.nc, events.csv, kpis.json (and field_<hall>.nc) into ``out_dir``
+        crash-safely. ``out_dir`` may replace only a previous twin result or an empty folder
+        unless ``force`` (:func:`twin.store_io.save_results`)."""
+        from twin.store_io import save_results
+        return save_results(self, out_dir, force=force)
 
     @classmethod
     def load(cls, out_dir: str | Path) -> Results:
-        out = Path(out_dir)
-        with xr.open_dataset(out / "results.nc", engine="h5netcdf") as ds:
-            dataset = ds.load()
-        events = pd.read_csv(out / "events.csv", keep_default_na=False)
-        kpis = json.loads((out / "kpis.json").read_text())
-        fields = {}
-        for path in sorted(out.glob("field_*.nc")):
-            with xr.open_dataset(path, engine="h5netcdf") as fds:
-                fields[path.stem.removeprefix("field_")] = fds.load()
-        return cls(dataset, events, kpis, fields)
+        from twin.store_io import load_results
+        return load_results(cls, out_dir)
 
     def kpi_table(self) -> str:
         """Plain-text KPI table with units."""

@@ -7,16 +7,20 @@ was expected), never a traceback, and nothing is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from twin.errors import ScenarioError
 
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
 class ProgressBar:
@@ -65,14 +69,30 @@ def _load(args) -> object:
     return load_scenario(args.scenario, overrides)
 
 
+def _default_out(name: str) -> str:
+    """``runs/<scenario name>``; the name is a safe identifier (validated), never a path."""
+    from twin.errors import OutputError
+    from twin.store_io import is_safe_name
+    if not is_safe_name(name):
+        raise OutputError(f"scenario name {name!r} cannot name a folder; give --out")
+    return f"runs/{name}"
+
+
 def cmd_run(args) -> int:
+    from twin.errors import OutputError
+    from twin.store_io import check_output
     try:
         scenario = _load(args)
     except ScenarioError as err:
         return _report_problems(err)
+    try:
+        out = args.out or _default_out(scenario.name)
+        check_output(out, force=args.force)        # refuse before the run, not after it
+    except OutputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     from twin.sim.engine import Engine
     from twin.sim.field import peak_sample_fields
-    out = args.out or f"runs/{scenario.name}"
     bar = ProgressBar(f"twin run {scenario.name}")
     t0 = time.perf_counter()
     engine = Engine(scenario, progress=bar)
@@ -80,7 +100,16 @@ def cmd_run(args) -> int:
     wall = time.perf_counter() - t0
     if not args.no_field:
         results.fields = peak_sample_fields(engine, results)
-    results.save(out)
+    try:
+        results.save(out, force=args.force)
+    except OutputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        what = err.strerror or str(err)
+        print(f"error: cannot write the results to {out}/: {what}; nothing was replaced"
+              f"{' (the previous result is intact)' if Path(out).exists() else ''}", file=sys.stderr)
+        return EXIT_FAILED
     print(f"scenario {scenario.name}: {scenario.simulation.duration_days:g} days simulated in "
           f"{wall:.2f} s; results in {out}/")
     print(results.kpi_table())
@@ -141,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(p)
     p.add_argument("--out", help="output folder (default runs/<scenario name>)")
     p.add_argument("--seed", type=int, help="override simulation.seed")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out even if it is a file or a folder that is not a twin result")
     p.add_argument("--no-field", action="store_true",
                    help="skip the steady thermal field (field_<hall>.nc) at the peak-power sample")
     p.set_defaults(func=cmd_run)
@@ -161,15 +192,25 @@ def main(argv: list[str] | None = None) -> int:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in DELEGATED:
-        module, func, _ = DELEGATED[argv[0]]
-        return _delegate(module, func)(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_BAD_INPUT
-    return args.func(args)
+    try:
+        if argv and argv[0] in DELEGATED:
+            module, func, _ = DELEGATED[argv[0]]
+            return _delegate(module, func)(argv[1:])
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_BAD_INPUT
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: nothing was written (a previous result is intact)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`twin ... | head`): stop quietly, as other tools do
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":
