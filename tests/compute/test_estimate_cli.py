@@ -134,3 +134,19 @@ def test_step_on_a_scenario(capsys):
     assert capped["step_time_s"] > first["step_time_s"]
     assert run_estimate_cli(["step", str(scen), "--job", "no_such_job"]) == 2
     assert "no job" in capsys.readouterr().err
+
+
+def test_step_reports_memory_and_refuses_a_job_that_does_not_fit(capsys):
+    assert run_estimate_cli(["step", str(FILE), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    mem = out["memory_gib"]
+    parts = ("weights", "gradients", "optimizer", "activations", "cp_kv", "logits", "buffers")
+    assert mem["total"] == pytest.approx(sum(mem[k] for k in parts))
+    assert 30 < mem["total"] < out["gpu_memory_gib"] == 80
+    # Llama 3.1 70B with TP1 PP1 on 8 GPUs: 141 GB of bf16 weights alone
+    assert run_estimate_cli(["step", str(FILE), "--set", "parallelism.tp=1", "--set",
+                             "parallelism.pp=1", "--set", "parallelism.cp=1", "--set",
+                             "parallelism.vpp=1", "--set", "cluster.gpus=8"]) == 2
+    err = capsys.readouterr().err
+    assert "80 GiB" in err and "weights 131" in err and "cluster.gpu.memory_gb" in err
+    assert "Traceback" not in err

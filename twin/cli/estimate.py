@@ -36,6 +36,7 @@ from twin.compute.estimate_file import (
     estimate_from_file,
     fabric_figures,
     load_estimate,
+    memory_from_file,
 )
 
 #: Blue Vela compute node and fabric (arXiv 2407.05467; NVIDIA H100 SXM datasheet).
@@ -76,7 +77,7 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
         gpu=Gpu(peak_bf16_tflops=node.gpu_peak_bf16_tflops,
                 peak_fp8_tflops=getattr(node, "gpu_peak_fp8_tflops", None),
                 hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
-                nvswitch=_has_nvswitch(node)),
+                nvswitch=_has_nvswitch(node), memory_gb=node.gpu_memory_gb),
         fabric=FabricSpec(kind=f.kind, su_nodes=f.su_nodes, rails=f.rails, link_gbps=f.link_gbps,
                           switch_ports=f.switch_ports, oversubscription=f.oversubscription,
                           tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines,
@@ -215,7 +216,11 @@ def _cmd_step(args) -> dict:
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
     r = estimate_from_file(est)
-    out = {"name": est.name, **r.as_dict()}
+    mem = memory_from_file(est)
+    out = {"name": est.name, **r.as_dict(),
+           "memory_gib": {k: (v / 2**30 if isinstance(v, float) else v)
+                          for k, v in mem.as_dict().items()},
+           "gpu_memory_gib": est.cluster.gpu.memory_gb}
     if est.reference is not None:
         out["reference"] = est.reference.model_dump()
     return out
@@ -251,6 +256,11 @@ def _print_step(out: dict) -> None:
     print("  breakdown [s]:")
     for k, v in out["breakdown"].items():
         print(f"    {k:22s} {v:10.3f}")
+    mem = out["memory_gib"]
+    print(f"  memory per GPU [GiB] ({mem['stage']} stage, GPU {out['gpu_memory_gib']:g} GiB):")
+    for k, v in mem.items():
+        if k != "stage":
+            print(f"    {k:22s} {v:10.2f}")
     ref = out.get("reference")
     if ref:
         for key in ("step_time_s", "mfu", "tokens_per_s_per_gpu"):

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
+from twin.compute.memory import MemoryBreakdown, memory_fit_problem, memory_per_gpu_bytes
 from twin.compute.step import KERNEL_EFFICIENCY, StepEstimate, step_estimate
 
 _Frac = Annotated[float, Field(gt=0.0, le=1.0)]
@@ -54,6 +55,9 @@ class Training(_Model):
     micro_batch: PositiveInt = 1
     precision: Literal["bf16", "fp8"] = "bf16"
     activation_recompute: Literal["none", "selective", "full"] = "none"
+    grad_reduce_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32", description="gradient buffer dtype (NeMo default fp32; its performance "
+                            "recipes set bf16)")
 
 
 class Parallelism(_Model):
@@ -71,6 +75,9 @@ class Gpu(_Model):
     nvls: bool = Field(description="NVSwitch in-switch reduction (NVLS)")
     nvswitch: bool = Field(True, description="GPUs on an NVSwitch; false = NVLink pairs + PCIe")
     pcie_gb_s: PositiveFloat = Field(64.0, description="PCIe per direction per GPU [GB/s]")
+    memory_gb: PositiveFloat = Field(
+        80.0, description="HBM capacity as the datasheet quotes it [GiB]; a job that does "
+                          "not fit is refused")
     kernel_efficiency: Literal[tuple(KERNEL_EFFICIENCY)] | None = Field(  # type: ignore[valid-type]
         None, description="per-kernel efficiency table; null = from the peak")
 
@@ -205,9 +212,42 @@ def fabric_figures(cluster: Cluster) -> tuple[float, float]:
     return float(bw), float(hops)
 
 
-def estimate_from_file(est: EstimateFile) -> StepEstimate:
-    """Run :func:`twin.compute.step_estimate` on a validated estimate file."""
+def memory_from_file(est: EstimateFile) -> MemoryBreakdown:
+    """Per-GPU memory of the job (:func:`twin.compute.memory.memory_per_gpu_bytes`)."""
     c, m, t, p = est.cluster, est.model, est.training, est.parallelism
+    mp = p.tp * p.pp * p.cp
+    if c.gpus % mp:
+        raise EstimateFileError([f"{est.name}: cluster.gpus={c.gpus} is not a multiple of "
+                                 f"tp*pp*cp={mp}"])
+    dp = c.gpus // mp
+    ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
+    mb = t.global_batch // (dp * t.micro_batch) if t.global_batch >= dp * t.micro_batch else 1
+    try:
+        return memory_per_gpu_bytes(
+            layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+            kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, seq_len=t.seq_len,
+            micro_batch=t.micro_batch, tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, dp=dp,
+            microbatches=mb, precision=t.precision,
+            activation_recompute=t.activation_recompute,
+            zero_stage=1 if (ke is None or ke.distributed_optimizer) else 0,
+            grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0,
+            sequence_parallel=ke.sequence_parallel if ke else True,
+            flash_attention=ke.flash_attention if ke else True)
+    except ValueError as exc:
+        raise EstimateFileError([f"{est.name}: {exc}"]) from None
+
+
+def estimate_from_file(est: EstimateFile) -> StepEstimate:
+    """Run :func:`twin.compute.step_estimate` on a validated estimate file.
+
+    A job that does not fit in ``cluster.gpu.memory_gb`` is an :class:`EstimateFileError`
+    naming the capacity and the breakdown.
+    """
+    c, m, t, p = est.cluster, est.model, est.training, est.parallelism
+    problem = memory_fit_problem(memory_from_file(est), c.gpu.memory_gb)
+    if problem:
+        raise EstimateFileError([f"{est.name}: tp={p.tp} pp={p.pp} cp={p.cp} on {c.gpus} GPUs "
+                                 f"{problem} (cluster.gpu.memory_gb)"])
     if t.precision == "fp8":
         if c.gpu.peak_fp8_tflops is None:
             raise EstimateFileError(["cluster.gpu.peak_fp8_tflops: needed for precision fp8"])

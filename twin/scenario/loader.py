@@ -231,6 +231,11 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
             if job.tp > gpn:
                 out.append((f"workload.jobs.{j}.tp", job.tp, f"tensor parallelism within a node (<= {gpn})"))
+            from twin.compute.memory import job_memory_problem
+            mem = job_memory_problem(job, gpus, catalog.nodes[s.hardware.node_model].gpu_memory_gb)
+            if mem:
+                out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
+                            f"a layout that fits in GPU memory; it {mem}"))
         if job.model.heads % job.model.kv_heads:
             out.append((f"workload.jobs.{j}.model.kv_heads", job.model.kv_heads, "a divisor of heads"))
         if job.model.layers % (job.pp * job.vpp):

@@ -1,0 +1,132 @@
+"""Per-GPU memory: published formulas and figures, configurations that ran, refusals."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin.compute.memory import (
+    GIB,
+    MEMORY_MODEL_MARGIN,
+    activation_bytes_per_token_layer,
+    megatron_state_bytes_per_parameter,
+    memory_fit_problem,
+    memory_per_gpu_bytes,
+    model_state_bytes_per_parameter,
+)
+from twin.errors import ScenarioError
+from twin.scenario import validate_data
+
+from .test_step import DGXC, PAR, SHAPES
+
+BLUE_VELA = Path(__file__).resolve().parents[2] / "scenarios" / "blue_vela.yaml"
+
+
+def test_zero_paper_figure_1_model_states():
+    # Rajbhandari et al., ZeRO (SC20) Fig. 1: 7.5B parameters, N_d = 64, K = 12, fp16
+    # weights and gradients: baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.88 GB
+    psi = 7.5e9
+    got = [sum(model_state_bytes_per_parameter(64, zero_stage=z, grad_bytes=2.0)) * psi / 1e9
+           for z in (0, 1, 2, 3)]
+    assert got == pytest.approx([120.0, 31.4, 16.6, 1.88], rel=0.01)
+
+
+@pytest.mark.parametrize("grad_bytes,dist,d,expect", [
+    # Megatron-LM docs/distrib_optimizer.md, bytes per parameter
+    (4.0, False, 8, 18.0), (4.0, True, 8, 6.0 + 12.0 / 8),
+    (2.0, False, 8, 20.0), (2.0, True, 8, 4.0 + 16.0 / 8)])
+def test_megatron_distributed_optimizer_table(grad_bytes, dist, d, expect):
+    assert megatron_state_bytes_per_parameter(d, grad_bytes=grad_bytes,
+                                              distributed_optimizer=dist) == pytest.approx(expect)
+
+
+def test_korthikanti_activation_formula_for_a_gpt_layer():
+    # Korthikanti et al. 2022, eq. 1-4 (GPT, MHA, F = 4h): per token and layer
+    # h (10 + 24/t + 5 a s/(h t)) without sequence parallel, h (34/t + 5 a s /(h t)) with
+    # it, 34 h / t with selective recompute; less the 2 h dropout masks we do not keep.
+    h, a, s = 12288, 96, 2048
+    for t in (1, 2, 8):
+        kw = dict(hidden=h, ffn_hidden=4 * h, heads=a, kv_heads=a, seq_len=s, tp=t,
+                  gated_mlp=False, flash_attention=False)
+        no_sp = activation_bytes_per_token_layer(sequence_parallel=False, **kw)
+        assert no_sp == pytest.approx(h * (10 - 2 + 24 / t + 5 * a * s / (h * t)))
+        sp = activation_bytes_per_token_layer(**kw)
+        assert sp == pytest.approx(h * ((34 - 2) / t + 5 * a * s / (h * t)))
+        sel = activation_bytes_per_token_layer(recompute="selective", **kw)
+        assert sel == pytest.approx(h * (34 - 2) / t)
+        # flash attention keeps no score matrices: the same as selective recompute
+        assert activation_bytes_per_token_layer(**dict(kw, flash_attention=False),
+                                                recompute="full") == pytest.approx(2 * h / t)
+        assert activation_bytes_per_token_layer(**dict(kw, flash_attention=True)) == \
+            pytest.approx(sel)
+
+
+def _dgxc_memory(model, gpus, gbs, **kw):
+    p = PAR[model]
+    dp = gpus // (p["tp"] * p["pp"] * p["cp"])
+    return memory_per_gpu_bytes(**SHAPES[model], micro_batch=1, dp=dp, microbatches=gbs // dp,
+                                **dict(p, **kw))
+
+
+def test_every_published_h100_configuration_fits_and_the_margin_is_the_fitted_one():
+    # the dgxc-benchmarking DGX H100 runs (80 GB) all ran; the margin is fitted on them
+    ratios = [_dgxc_memory(m, g, b).total / (80 * GIB) for m, g, b, *_ in DGXC]
+    ratios += [_dgxc_memory(m, g, b, grad_bytes=2.0).total / (80 * GIB) for m, g, b, *_ in DGXC]
+    assert max(ratios) == pytest.approx(1.0 / (1.0 - MEMORY_MODEL_MARGIN), rel=0.002)
+    assert all(memory_fit_problem(_dgxc_memory(m, g, b), 80) is None for m, g, b, *_ in DGXC)
+    # most of them use 55-90 % of the GPU: the model is not loose
+    assert sorted(ratios)[len(ratios) // 2] < 0.9
+
+
+def test_llama70b_tp1_pp1_is_refused_with_capacity_and_breakdown():
+    m = memory_per_gpu_bytes(**SHAPES["70b"], micro_batch=1, dp=8)
+    # weights alone: 70.6e9 x 2 B = 141 GB = 131.5 GiB > 80
+    assert m.weights / GIB == pytest.approx(70.55e9 * 2 / GIB, rel=0.01)
+    msg = memory_fit_problem(m, 80)
+    assert msg and "80 GiB" in msg and "weights 131" in msg and "activations" in msg
+
+
+def test_nemotron_340b_needs_128_gpus():
+    # dgxc-benchmarking nemotron/README_340b.md: "will not fit on fewer GPUs" than 128
+    # (TP8 PP8): on 64 GPUs the optimizer state is not sharded at all
+    small = memory_per_gpu_bytes(**SHAPES["340b"], micro_batch=1, dp=1, microbatches=16,
+                                 **PAR["340b"])
+    assert memory_fit_problem(small, 80) is not None
+
+
+def test_sharding_and_recompute_lower_memory():
+    base = dict(SHAPES["70b"], micro_batch=1, tp=4, pp=4, cp=1, vpp=1, microbatches=32)
+    m = [memory_per_gpu_bytes(**base, dp=8, zero_stage=z).total for z in (0, 1, 2, 3)]
+    assert m[0] > m[1] > m[2] > m[3]
+    r = [memory_per_gpu_bytes(**base, dp=8, activation_recompute=x).activations
+         for x in ("none", "selective", "full")]
+    assert r[0] >= r[1] > r[2]
+    # more pipeline in flight: interleaving adds (pp-1)/vpp micro-batches on stage one
+    a1 = memory_per_gpu_bytes(**base, dp=8).activations
+    a2 = memory_per_gpu_bytes(**dict(base, vpp=5), dp=8).activations
+    assert a2 / a1 == pytest.approx((4 + 3 / 5) / 4, rel=0.01)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]),
+       dp=st.sampled_from([1, 2, 8, 64]), cp=st.sampled_from([1, 2]))
+def test_states_scale_inversely_with_model_parallelism(tp, pp, dp, cp):
+    kw = dict(SHAPES["8b"], micro_batch=1, cp=cp, dp=dp, microbatches=64)
+    one = memory_per_gpu_bytes(**kw, tp=1, pp=1)
+    more = memory_per_gpu_bytes(**kw, tp=tp, pp=pp)
+    assert more.total <= one.total * (1 + 1e-9)
+    assert all(v >= 0 for k, v in more.as_dict().items() if k != "stage")
+
+
+def test_scenario_validation_refuses_a_job_that_does_not_fit():
+    data = yaml.safe_load(BLUE_VELA.read_text())
+    job = data["workload"]["jobs"][0]
+    job.update(model={"layers": 80, "hidden": 8192, "ffn_hidden": 28672, "heads": 64,
+                      "kv_heads": 8, "vocab": 128256}, tp=1, pp=1, cp=1, vpp=1, nodes=1,
+               global_batch=8)
+    with pytest.raises(ScenarioError) as exc:
+        validate_data(data, "x.yaml")
+    probs = [p for p in exc.value.problems if p.path == "workload.jobs.0"]
+    assert probs and "GPU memory" in probs[0].expected and "80 GiB" in probs[0].expected

@@ -1,0 +1,313 @@
+"""Memory per GPU of a Megatron-style training job: model states, activations, buffers.
+
+One pipeline stage's share on one GPU, as bytes [B]:
+
+* **model states** per local parameter ``P`` (Megatron-LM docs/distrib_optimizer.md;
+  Rajbhandari et al., ZeRO, SC20, doi:10.1109/SC41405.2020.00024): bf16 weights
+  (2 B), gradients (``grad_bytes``: 4 with fp32 gradient buffers, Megatron/NeMo's
+  ``grad_reduce_in_fp32``; 2 for bf16 gradients, DeepSpeed's default) and the Adam state
+  (fp32 master weights, m and v: 12 B).  Sharded over the ``d`` data-parallel ranks
+  (data x context parallel group) by stage: ZeRO-0 nothing, ZeRO-1 / the distributed
+  optimizer the 12 B, ZeRO-2 also the gradients, ZeRO-3 / FSDP also the weights (plus
+  the working set of ``fsdp_prefetch_layers`` gathered layers).  Megatron's distributed
+  optimizer with bf16 weights and fp32 gradients: ``6 + 12/d`` bytes per parameter (the
+  table of the Megatron docs); FP8 training keeps an FP8 copy of the GEMM weights
+  (+1 B each, Transformer Engine).
+* **activations** saved for backward per token and layer (Korthikanti et al., "Reducing
+  Activation Recomputation in Large Transformer Models", MLSys 2023, arXiv 2205.05198,
+  generalised to grouped-query attention and gated MLPs), bf16::
+
+      2 [4h (two norm inputs and outputs) + (h + 2 h_kv) (q, k, v) + h (attention out)
+         + (3 if gated else 2) F (MLP up/gate and activation out)]
+
+  divided by ``tp`` (sequence parallel; without it the four norm tensors stay whole),
+  with ``5 a s / h`` bytes per token more for unfused attention (score, softmax and
+  dropout matrices; flash attention keeps only its log-sum-exp).  For a GPT layer
+  (MHA, F = 4h) this is the paper's ``s b h (34/t + 5 a s/(h t))`` less the two dropout
+  masks a dropout-free model does not keep.  Selective recompute drops the score terms;
+  full recompute keeps only each layer's input (``2h/tp`` per token) plus one layer's
+  full set while it is recomputed.  Tokens per micro-batch and rank: ``b s / cp``.
+* **pipeline in flight**: with 1F1B the first stage holds ``min(m, pp)`` micro-batches
+  of its layers, and ``pp + (pp-1)/vpp`` with the interleaved schedule (Korthikanti
+  et al. §4.2.3: ``L (1 + (p-1)/(p v))`` layers' worth), never more than the ``m``
+  micro-batches of the step (with ``m = pp`` every micro-batch is in flight at once).
+* **context-parallel KV**: ring attention double-buffers the K/V block it receives
+  and, backward, the dK/dV it passes on: ``2 x 2 x 2 h_kv/tp x b s/cp x 2 B``.
+* **logits**: the last stage's bf16 logits and the fp32 cross-entropy working set,
+  ``6 b s/cp V/tp`` bytes; the first stage's embedding output ``2 b s/cp h``.
+* **buffers**: CUDA context, cuBLAS/cuDNN workspaces, NCCL channel buffers and the
+  caching allocator's fragmentation, a fixed ``buffer_bytes`` (2 GiB, engineering
+  estimate: ~0.5 GB context, ~0.5-1 GB NCCL, the rest workspaces and fragments).
+
+The worst of the first and the last pipeline stage is the job's figure.  HBM sizes
+quoted in "GB" are GiB (H100 80 GB: 81,559 MiB in ``nvidia-smi``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: bytes per GiB
+GIB = 2.0**30
+#: fixed per-GPU overhead [B]: CUDA context, library workspaces, NCCL buffers,
+#: allocator fragmentation (engineering estimate, see the module doc)
+BUFFER_BYTES = 2.0 * GIB
+#: Uncertainty of the estimate, fitted once: the largest ratio of estimate to capacity
+#: among the published configurations that ran on 80 GB H100s (dgxc-benchmarking
+#: NeMo 24.09/24.11 tables, tests/compute/test_memory.py): Nemotron-4 340B on 128
+#: GPUs (TP8 PP8 VPP12, bf16 gradients) estimates 92.3 GiB against 80, ratio 1.154,
+#: so 1 - 1/1.154 = 0.133, rounded up.
+MEMORY_MODEL_MARGIN = 0.134
+#: ZeRO stages: 0 none, 1 optimizer state (= Megatron distributed optimizer),
+#: 2 + gradients, 3 + weights (= FSDP full shard)
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU [B] on the most loaded pipeline stage, by part."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    cp_kv: float
+    logits: float
+    buffers: float
+    stage: str
+
+    @property
+    def total(self) -> float:
+        return (self.weights + self.gradients + self.optimizer + self.activations + self.cp_kv
+                + self.logits + self.buffers)
+
+    def as_dict(self) -> dict:
+        return {"weights": self.weights, "gradients": self.gradients,
+                "optimizer": self.optimizer, "activations": self.activations,
+                "cp_kv": self.cp_kv, "logits": self.logits, "buffers": self.buffers,
+                "total": self.total, "stage": self.stage}
+
+    def describe_gib(self) -> str:
+        """One line: ``total GiB (weights a + gradients b + ...)``."""
+        parts = [f"{k} {v / GIB:.1f}" for k, v in self.as_dict().items()
+                 if k not in ("total", "stage") and v > 0]
+        return f"{self.total / GIB:.1f} GiB ({' + '.join(parts)}; {self.stage} stage)"
+
+
+def model_state_bytes_per_parameter(dp_shards: int, *, zero_stage: int = 1,
+                                    grad_bytes: float = 4.0, weight_bytes: float = 2.0,
+                                    optimizer_bytes: float = 12.0) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per parameter [B] on one of ``dp_shards`` ranks.
+
+    ``zero_stage`` 0..3 shards the optimizer state, then the gradients, then the weights
+    over the ``dp_shards`` data-parallel ranks (ZeRO, Rajbhandari et al. 2020, eq. in
+    Fig. 1: ``(2 + 2 + K) Psi`` -> ``2 Psi + 2 Psi + K Psi / N_d`` -> ... ->
+    ``(2 + 2 + K) Psi / N_d`` with ``K = 12``).
+    """
+    if zero_stage not in ZERO_STAGES:
+        raise ValueError(f"zero_stage must be one of {ZERO_STAGES}, got {zero_stage!r}")
+    d = float(dp_shards)
+    w = weight_bytes / (d if zero_stage >= 3 else 1.0)
+    g = grad_bytes / (d if zero_stage >= 2 else 1.0)
+    o = optimizer_bytes / (d if zero_stage >= 1 else 1.0)
+    return w, g, o
+
+
+def megatron_state_bytes_per_parameter(dp_shards: int, *, grad_bytes: float = 4.0,
+                                       distributed_optimizer: bool = True) -> float:
+    """Model-state bytes per parameter [B] of Megatron-LM's optimizer (its docs' table).
+
+    bf16 weights; gradients of ``grad_bytes`` (4: fp32 main-grad buffer; 2: bf16, then
+    the optimizer keeps an fp32 copy of its gradient shard, 4 B more in the sharded
+    part).  Distributed optimizer: ``6 + 12/d`` (fp32 grads) or ``4 + 16/d`` (bf16);
+    without it ``18`` or ``20``.
+    """
+    sharded = 12.0 + (4.0 if grad_bytes < 4.0 else 0.0)
+    w, g, o = model_state_bytes_per_parameter(
+        dp_shards, zero_stage=1 if distributed_optimizer else 0, grad_bytes=grad_bytes,
+        optimizer_bytes=sharded)
+    return w + g + o
+
+
+def activation_bytes_per_token_layer(*, hidden: int, ffn_hidden: int, heads: int,
+                                     kv_heads: int, seq_len: int, tp: int = 1, cp: int = 1,
+                                     gated_mlp: bool = True, sequence_parallel: bool = True,
+                                     flash_attention: bool = True,
+                                     recompute: str = "none") -> float:
+    """Activation bytes saved for backward per token and layer [B] (bf16; module doc).
+
+    recompute: "none", "selective" (attention scores recomputed) or "full" (only the
+    layer input kept).
+    """
+    h, F = float(hidden), float(ffn_hidden)
+    hkv = h * kv_heads / heads
+    sp = tp if sequence_parallel else 1
+    if recompute == "full":
+        return 2.0 * h / sp
+    norms = 2.0 * 4.0 * h / sp
+    body = 2.0 * ((h + 2.0 * hkv) + h + (3.0 if gated_mlp else 2.0) * F) / tp
+    scores = 0.0
+    if not flash_attention and recompute != "selective":
+        # softmax out (2 B), dropout mask (1 B), dropout out (2 B) per score and head
+        scores = 5.0 * heads * (seq_len / cp) / tp
+    return norms + body + scores
+
+
+def memory_per_gpu_bytes(
+    *,
+    layers: int,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int,
+    vocab: int,
+    seq_len: int,
+    micro_batch: int,
+    tp: int = 1,
+    pp: int = 1,
+    cp: int = 1,
+    vpp: int = 1,
+    dp: int = 1,
+    microbatches: int | None = None,
+    precision: str = "bf16",
+    activation_recompute: str = "none",
+    zero_stage: int = 1,
+    grad_bytes: float = 4.0,
+    gated_mlp: bool = True,
+    sequence_parallel: bool = True,
+    flash_attention: bool = True,
+    fsdp_prefetch_layers: int = 2,
+    buffer_bytes: float = BUFFER_BYTES,
+    moe_experts: int = 0,
+    moe_ep: int = 1,
+    moe_top_k: int = 2,
+    moe_capacity_factor: float = 1.0,
+) -> MemoryBreakdown:
+    """Per-GPU memory [B] of one training job, the worst of its first and last stage.
+
+    Model shape as :func:`twin.compute.step_estimate`; dp: data-parallel ranks
+    (the optimizer shards over ``dp * cp``); microbatches: micro-batches per step and
+    DP rank (``None`` = enough to fill the pipeline).  zero_stage 0-3 (1 = Megatron
+    distributed optimizer, 3 = FSDP/ZeRO-3), grad_bytes [B] per gradient element.
+    moe_experts > 0 makes the MLP a mixture of ``moe_experts`` experts of inner size
+    ``ffn_hidden`` each, split over ``moe_ep`` expert-parallel ranks (weights,
+    gradients and optimizer of ``moe_experts / moe_ep`` experts per GPU; expert
+    activations for ``moe_top_k x moe_capacity_factor`` routed copies of each token).
+    """
+    for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
+                    ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
+                    ("seq_len", seq_len), ("micro_batch", micro_batch), ("tp", tp), ("pp", pp),
+                    ("cp", cp), ("vpp", vpp), ("dp", dp), ("moe_ep", moe_ep)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if activation_recompute not in ("none", "selective", "full"):
+        raise ValueError("activation_recompute must be none/selective/full, "
+                         f"got {activation_recompute!r}")
+    h, F = float(hidden), float(ffn_hidden)
+    hkv = h * kv_heads / heads
+    mats = 3 if gated_mlp else 2
+    lps = math.ceil(layers / pp)
+    attn_params = h * (h + 2 * hkv) + h * h + 2 * h
+    if moe_experts > 0:
+        if moe_experts % moe_ep:
+            raise ValueError(f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep}")
+        dense_mlp = 0.0
+        expert_params = moe_experts / moe_ep * mats * h * F + h * moe_experts  # + router
+    else:
+        dense_mlp = mats * h * F
+        expert_params = 0.0
+    p_layer_tp = (attn_params + dense_mlp) / tp  # sharded by TP
+    p_embed = vocab * h / tp
+    d = dp * cp
+    # bf16 gradients: the optimizer keeps an fp32 copy of its gradient shard (Megatron)
+    opt_b = 12.0 + (4.0 if grad_bytes < 4.0 else 0.0)
+    w_b, g_b, o_b = model_state_bytes_per_parameter(d, zero_stage=zero_stage,
+                                                    grad_bytes=grad_bytes, optimizer_bytes=opt_b)
+    # expert weights are replicated over dp*cp/ep ranks only (EP takes ranks from DP)
+    d_exp = max(1, d // moe_ep) if moe_experts > 0 else d
+    we, ge, oe = model_state_bytes_per_parameter(d_exp, zero_stage=zero_stage,
+                                                 grad_bytes=grad_bytes, optimizer_bytes=opt_b)
+    fp8_extra = 1.0 if precision == "fp8" else 0.0
+
+    tokens = micro_batch * seq_len / cp
+    a_tok = activation_bytes_per_token_layer(
+        hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len,
+        tp=tp, cp=cp, gated_mlp=gated_mlp, sequence_parallel=sequence_parallel,
+        flash_attention=flash_attention, recompute=activation_recompute)
+    if moe_experts > 0 and activation_recompute != "full":
+        # expert MLP activations for top_k x capacity routed copies instead of one MLP
+        a_tok += 2.0 * mats * F / tp * (moe_top_k * moe_capacity_factor - 1.0)
+    a_full = activation_bytes_per_token_layer(
+        hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len,
+        tp=tp, cp=cp, gated_mlp=gated_mlp, sequence_parallel=sequence_parallel,
+        flash_attention=flash_attention, recompute="none")
+    cp_kv = 8.0 * 2.0 * hkv / tp * tokens if cp > 1 else 0.0
+
+    stages = {}
+    for stage in (("first", "last") if pp > 1 else ("only",)):
+        first = stage in ("first", "only")
+        last = stage in ("last", "only")
+        p_dense = lps * p_layer_tp + (p_embed if first else 0.0) + (p_embed if last else 0.0)
+        p_exp = lps * expert_params / (tp if moe_experts > 0 else 1)
+        weights = p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra)
+        if zero_stage >= 3:  # gathered working set of the layers being computed
+            weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0
+        grads = p_dense * g_b + p_exp * ge
+        optim = p_dense * o_b + p_exp * oe
+        if first and pp > 1:
+            in_flight = pp + (pp - 1) / vpp if vpp > 1 else float(pp)
+            if microbatches is not None:  # never more than the step's micro-batches
+                in_flight = min(in_flight, float(microbatches))
+        else:
+            in_flight = 1.0
+        acts = in_flight * lps * tokens * a_tok
+        if activation_recompute == "full":
+            acts += tokens * a_full  # one layer rebuilt during its backward
+        if first:
+            acts += 2.0 * tokens * h * in_flight / (tp if sequence_parallel else 1)
+        logits = 6.0 * tokens * vocab / tp if last else 0.0
+        stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
+                                        activations=acts, cp_kv=cp_kv, logits=logits,
+                                        buffers=float(buffer_bytes), stage=stage)
+    return max(stages.values(), key=lambda m: m.total)
+
+
+def memory_fit_problem(mem: MemoryBreakdown, capacity_gib: float,
+                       margin: float = MEMORY_MODEL_MARGIN) -> str | None:
+    """``None`` if ``mem`` fits in a GPU of ``capacity_gib`` [GiB], else a one-line reason.
+
+    A job is refused when even ``(1 - margin)`` of the estimate exceeds the capacity:
+    the model's stated uncertainty (:data:`MEMORY_MODEL_MARGIN`), so a configuration
+    that is published as running is never refused.
+    """
+    if mem.total * (1.0 - margin) <= capacity_gib * GIB:
+        return None
+    return (f"does not fit in GPU memory: needs {mem.describe_gib()} "
+            f"per GPU, the GPU has {capacity_gib:g} GiB")
+
+
+def job_memory_problem(job, gpus: int, gpu_memory_gb: float) -> str | None:
+    """Memory check of a scenario job (``twin.scenario`` ``Job``) on ``gpus`` GPUs.
+
+    The adapter :func:`twin.scenario.loader.semantic_problems` calls: the job's model,
+    parallelism and recompute with Megatron's defaults (distributed optimizer, fp32
+    gradient buffers, sequence parallel, flash attention).  ``None`` when it fits or
+    when the parallel layout is invalid (reported by other checks).
+    """
+    mp = job.tp * job.pp * job.cp
+    if gpus % mp or gpus < mp:
+        return None
+    dp = gpus // mp
+    m = job.model
+    try:
+        mem = memory_per_gpu_bytes(
+            layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+            kv_heads=m.kv_heads, vocab=m.vocab, seq_len=job.seq_len,
+            micro_batch=job.micro_batch, tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, dp=dp,
+            microbatches=max(1, job.global_batch // (dp * job.micro_batch)),
+            precision=job.precision,
+            activation_recompute="full" if job.activation_recompute else "none")
+    except ValueError:
+        return None
+    return memory_fit_problem(mem, gpu_memory_gb)
