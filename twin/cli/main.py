@@ -154,6 +154,9 @@ DELEGATED = {
     "render": ("twin.cli.render", "run_render_cli", "draw the hall in 3D (pyvista) to PNG, GIF/MP4 or VTK"),
     "sweep": ("twin.sweep", "run_sweep_cli", "parameter grid x seeds, locally or on Dask"),
     "report": ("twin.report", "run_report_cli", "self-contained HTML report of a run or sweep"),
+    "compare": ("twin.cli.compare", "run_compare_cli", "score a run against measured telemetry (bias, MAPE, RMSE, HTML)"),
+    "export": ("twin.cli.export", "run_export_cli", "write a run's series as OpenMetrics text for Prometheus"),
+    "calibrate": ("twin.cli.calibrate", "run_calibrate_cli", "fit scenario parameters to measured data; write a scenario that extends it"),
 }
 
 

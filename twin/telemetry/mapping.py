@@ -1,0 +1,191 @@
+"""The mapping file: which measured series is which twin variable, on which rack or feed.
+
+YAML, validated (unknown keys are errors)::
+
+    timezone: Europe/Zurich        # for timestamps without an offset (default UTC)
+    max_gap_s: 60                  # a longer step is a gap (default 2.5 x the median step)
+    nodes: {gpu-node-001: r1-01}   # host/node name -> rack, for per-node series
+    series:
+      - match: {name: DCGM_FI_DEV_GPU_TEMP}   # the name and any labels, exact
+        variable: rack_gpu_temp_max_c
+        unit: degC                 # measured unit; converted explicitly, a mismatch is an error
+        rack: Hostname             # the label that holds the rack (or a node, via nodes:)
+        aggregate: max             # how series landing on one rack combine: mean|sum|max|min
+      - match: {name: site_meter_power, meter: utility}
+        variable: facility_total_power_w
+        unit: kW
+
+Series no rule matches fall back to the twin's own names: ``twin_<variable>`` (what
+``twin export`` writes) or ``<variable>``, with labels ``rack``/``feed``/``rpp``/``job``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from twin.telemetry.series import Series, TelemetryError, canonical_unit, convert, unit_of_name
+
+DIMS = ("rack", "feed", "rpp", "job")
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    match: dict[str, str] = Field(description="'name' (or '__name__') and labels, exact values; "
+                                              "a value in slashes is a regular expression")
+    variable: str
+    unit: str | None = Field(None, description="unit of the measured values (default: the file's)")
+    rack: str | None = Field(None, description="label holding the rack (or a node listed in nodes:)")
+    feed: str | None = None
+    rpp: str | None = None
+    job: str | None = None
+    aggregate: Literal["mean", "sum", "max", "min"] = "mean"
+    rate: bool = Field(False, description="a counter: compare its per-second rate (J -> W)")
+    scale: float = Field(1.0, description="multiply after unit conversion (e.g. 2 for one of two "
+                                          "equal A/B feeds); documented, never fitted")
+
+    def matches(self, s: Series) -> bool:
+        for k, want in self.match.items():
+            have = s.name if k in ("name", "__name__") else s.labels.get(k)
+            if have is None:
+                return False
+            if len(want) > 1 and want.startswith("/") and want.endswith("/"):
+                if not re.fullmatch(want[1:-1], have):
+                    return False
+            elif have != want:
+                return False
+        return True
+
+
+class Mapping(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    timezone: str = "UTC"
+    max_gap_s: float | None = Field(None, gt=0)
+    nodes: dict[str, str] = {}
+    series: list[Rule] = []
+
+
+def load_mapping(path: str | Path | None) -> Mapping:
+    """Read and validate a mapping file (``None`` -> the default mapping)."""
+    if path is None:
+        return Mapping()
+    p = Path(path)
+    if not p.is_file():
+        raise TelemetryError(str(p), "", "no such mapping file")
+    try:
+        doc = yaml.safe_load(p.read_text()) or {}
+        return Mapping.model_validate(doc)
+    except yaml.YAMLError as exc:
+        raise TelemetryError(str(p), "", f"not YAML ({exc})") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"])
+        raise TelemetryError(str(p), "", f"{loc}: got {e.get('input')!r}; {e['msg'].lower()}") from None
+
+
+@dataclass
+class Mapped:
+    """Measured series assigned to one twin variable and position (``dim``, ``coord``)."""
+
+    variable: str
+    dim: str | None
+    coord: str | None
+    unit: str
+    aggregate: str
+    members: list[Series]
+
+    @property
+    def label(self) -> str:
+        return self.variable if self.dim is None else f"{self.variable}[{self.dim}={self.coord}]"
+
+
+def _variable_unit(ds, var: str) -> str:
+    return str(ds[var].attrs.get("units") or unit_of_name(var) or "1")
+
+
+def apply_mapping(series: list[Series], mapping: Mapping, ds) -> tuple[list[Mapped], list[str]]:
+    """Assign each series to a twin variable of ``ds`` (an xarray Dataset of a run).
+
+    Returns the mapped groups and the keys of series no rule matched. Errors: a variable the
+    run does not have, a rack/feed the run does not have, an unknown or mismatched unit.
+    """
+    groups: dict[tuple, Mapped] = {}
+    unmapped: list[str] = []
+    for s in series:
+        rule = next((r for r in mapping.series if r.matches(s)), None)
+        if rule is None:
+            rule = _default_rule(s, ds)
+        if rule is None:
+            unmapped.append(s.key)
+            continue
+        var = rule.variable
+        if var not in ds.data_vars or "time" not in ds[var].dims:
+            raise TelemetryError(s.source, s.key, f"mapped to {var!r}, which is not a time series of "
+                                                  "the run")
+        dim, coord = None, None
+        for d in DIMS:
+            label = getattr(rule, d)
+            if label is None:
+                continue
+            if d not in ds[var].dims:
+                raise TelemetryError(s.source, s.key, f"{var} has no {d} dimension")
+            if label not in s.labels:
+                raise TelemetryError(s.source, s.key, f"has no label {label!r} to find its {d}")
+            coord = s.labels[label]
+            if d == "rack":
+                coord = mapping.nodes.get(coord, coord)
+            known = [str(x) for x in ds[d].values]
+            if coord not in known:
+                raise TelemetryError(s.source, s.key, f"{d} {coord!r} is not in the run "
+                                                      f"(it has {', '.join(known[:6])}{', ...' if len(known) > 6 else ''}); "
+                                                      "map host names under nodes:")
+            dim = d
+        extra = [d for d in ds[var].dims if d != "time" and d != dim]
+        if extra:
+            raise TelemetryError(s.source, s.key, f"{var} is per {extra[0]}: say which label holds "
+                                                  f"it ({extra[0]}: <label>) in the mapping")
+        target_unit = _variable_unit(ds, var)
+        unit = rule.unit or s.unit or unit_of_name(s.name)
+        if rule.rate:
+            from twin.telemetry.series import counter_rate
+            s = counter_rate(s) if unit is None else counter_rate(
+                Series(s.source, s.name, s.labels, s.t_ns, s.values, unit, s.kind, s.gaps))
+            unit = s.unit
+        if unit is None:
+            if target_unit in ("GPU", "node", "count", "part", "tokens", "tokens/s", "1"):
+                unit = target_unit   # counts and ratios carry no unit in most exporters
+            else:
+                raise TelemetryError(s.source, s.key, f"its unit is unknown; state it in the mapping "
+                                                      f"(unit: ...), the variable {var} is in {target_unit}")
+        try:
+            canonical_unit(unit)
+            values = convert(s.values, unit, target_unit) * rule.scale
+        except ValueError as exc:
+            raise TelemetryError(s.source, s.key, f"{exc} (variable {var})") from None
+        conv = Series(s.source, s.name, s.labels, s.t_ns, values, target_unit, "gauge", s.gaps)
+        key = (var, dim, coord)
+        if key not in groups:
+            groups[key] = Mapped(var, dim, coord, target_unit, rule.aggregate, [])
+        groups[key].members.append(conv)
+    return list(groups.values()), unmapped
+
+
+def _default_rule(s: Series, ds) -> Rule | None:
+    name = s.name[5:] if s.name.startswith("twin_") else s.name
+    if name not in ds.data_vars or "time" not in ds[name].dims:
+        return None
+    dims = {d: d for d in DIMS if d in ds[name].dims and d in s.labels}
+    own = s.unit is None or s.unit.lower() == name.rsplit("_", 1)[-1]
+    unit = _variable_unit(ds, name) if own else s.unit
+    return Rule(match={"name": s.name}, variable=name, unit=unit, **dims)
+
+
+def stack_values(m: Mapped) -> np.ndarray:
+    """All member values as one array (for quick summaries)."""
+    return np.concatenate([x.values for x in m.members])
