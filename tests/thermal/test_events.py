@@ -1,0 +1,143 @@
+"""Event-driven cooling transients: state carried from event to event, energy budget,
+feedback of throttling and shutdown, chiller restart and chilled-water storage."""
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from twin.thermal import fault_transient, hall_air_volume_m3, inlet_model, row_hall
+from twin.thermal.events import (
+    ThermalMasses,
+    adiabatic_temperature_bound_c,
+    advance,
+    hall_steady_state,
+    operator_for,
+)
+from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+from twin.thermal.transient import WATER_VOLUMETRIC_HEAT_J_M3_K
+
+
+@pytest.fixture(scope="module")
+def hall():
+    g = row_hall(4, 10, cooling_per_wall=2, cooling_airflow_m3_s=8.0)
+    v = np.full(g.n_racks, 0.8)
+    heat = np.full(g.n_racks, 10e3)
+    models = {}
+
+    def model(active):
+        key = tuple(bool(a) for a in active)
+        if key not in models:
+            models[key] = inlet_model(g, v, np.asarray(active)) if any(key) else None
+        return models[key]
+
+    masses = ThermalMasses.of(g.n_racks, hall_air_volume_m3(g), g.cooling_airflow_m3_s)
+    return g, v, heat, model, masses
+
+
+def test_energy_budget_is_exact_across_segments(hall):
+    g, v, heat, model, m = hall
+    st = hall_steady_state(model([1, 1, 1, 1]), heat, chilled_water_temp_c=12.0)
+    e0 = st.stored_energy_j(m)
+    produced = removed = 0.0
+    for active, dur in (([0, 1, 1, 1], 400.0), ([0, 0, 1, 1], 300.0), ([0, 0, 0, 0], 200.0), ([1, 1, 1, 1], 700.0)):
+        mod = model(active)
+        seg = advance(st, mod, dur, heat, m, operator=operator_for(mod, m, v), chiller_capacity_w=300e3)
+        st = seg.state
+        produced += seg.heat_produced_j
+        removed += seg.chiller_heat_j
+    assert st.time_s == pytest.approx(1600.0)
+    assert st.stored_energy_j(m) - e0 == pytest.approx(produced - removed, rel=1e-9)
+
+
+def test_no_cooling_matches_the_two_node_closed_form(hall):
+    # With every unit off the hall is IT masses y and one room node T:
+    # C_it y' = Q - G (y - T), C_air T' = sum G (y - T). Uniform racks: an exact 2x2
+    # linear system x' = A x + b, x(t) = e^{At} x0 + A^-1 (e^{At} - I) b.
+    g, v, heat, model, m = hall
+    st = hall_steady_state(model([1, 1, 1, 1]), heat, chilled_water_temp_c=12.0)
+    st = type(st)(0.0, np.full(g.n_racks, 30.0), np.full(4, 22.0), 12.0, np.ones(g.n_racks, bool))
+    seg = advance(st, None, 300.0, heat, m, operator=operator_for(None, m, v, step_s=2.0))
+    n = g.n_racks
+    gr = AIR_VOLUMETRIC_HEAT_J_M3_K * 0.8
+    c_it, c_air = m.it_heat_capacity_j_k[0], m.air_heat_capacity_j_k
+    a = np.array([[-gr / c_it, gr / c_it], [n * gr / c_air, -n * gr / c_air]])
+    b = np.array([10e3 / c_it, 0.0])
+    x0 = np.array([30.0, 22.0])
+    aug = expm(np.block([[a, b[:, None]], [np.zeros((1, 3))]]) * 300.0)
+    x = aug[:2, :2] @ x0 + aug[:2, 2]
+    assert seg.state.it_temp_c == pytest.approx(np.full(n, x[0]), abs=0.01)
+    assert seg.state.air_temp_c == pytest.approx(np.full(4, x[1]), abs=0.01)
+    assert seg.inlet_temp_c == pytest.approx(np.full(n, x[1]), abs=0.01)
+
+
+def test_agrees_with_the_ode_transient(hall):
+    # the lumped ODE of twin.thermal.transient (LSODA, tau-lagged inlets) is an independent
+    # integration of the same model: hottest inlet after 20 min within 0.3 K
+    g, v, heat, model, m = hall
+    before, after = model([1, 1, 1, 1]), model([0, 1, 1, 1])
+    st = hall_steady_state(before, heat, chilled_water_temp_c=12.0)
+    seg = advance(st, after, 1200.0, heat, m, chiller_capacity_w=np.inf)
+    ref = fault_transient(before, after, heat, air_volume_m3=hall_air_volume_m3(g), duration_s=1200.0)
+    assert seg.inlet_temp_c.max() == pytest.approx(ref.inlet_temp_c[-1].max(), abs=0.3)
+
+
+def test_overlapping_faults_stay_within_the_adiabatic_bound(hall):
+    # A trips at 0, B at 300 s while A is still out, A returns at 900 s, B at 1500 s: four
+    # segments of one trajectory. The hottest inlet never exceeds what the rack heat can
+    # do with nothing removed, and splitting a segment anywhere changes nothing.
+    g, v, heat, model, m = hall
+    st0 = hall_steady_state(model([1, 1, 1, 1]), heat, chilled_water_temp_c=12.0)
+    st = st0
+    peak = -np.inf
+    for active, dur in (([0, 1, 1, 1], 300.0), ([0, 0, 1, 1], 600.0), ([1, 0, 1, 1], 600.0)):
+        seg = advance(st, model(active), dur, heat, m)
+        bound = adiabatic_temperature_bound_c(st0, heat, m, seg.state.time_s)
+        assert seg.max_inlet_temp_c.max() <= bound
+        peak = max(peak, seg.max_inlet_temp_c.max())
+        st = seg.state
+    assert 18.0 < peak < 60.0
+    whole = advance(st0, model([0, 0, 1, 1]), 600.0, heat, m)
+    first = advance(st0, model([0, 0, 1, 1]), 230.0, heat, m)
+    split = advance(first.state, model([0, 0, 1, 1]), 370.0, heat, m)
+    assert split.inlet_temp_c == pytest.approx(whole.inlet_temp_c, abs=0.05)
+
+
+def test_throttling_and_shutdown_relieve_the_room(hall):
+    g, v, heat, model, m = hall
+    st = hall_steady_state(model([1, 1, 1, 1]), heat, chilled_water_temp_c=12.0)
+    op = operator_for(None, m, v)
+    gpu = {"gpu_power_w": np.full(g.n_racks, 700.0), "gpu_thermal_resistance_k_per_w": np.full(g.n_racks, 0.075)}
+    open_loop = advance(st, None, 900.0, heat, m, operator=op)
+    closed = advance(st, None, 900.0, heat, m, operator=op, **gpu)
+    # GPUs at z + 52.5 K: slowdown (87 C) at a 34.5 C inlet, shutdown (92 C) at 39.5 C
+    assert np.all(np.isfinite(closed.time_to_gpu_slowdown_s))
+    assert np.all(closed.time_to_gpu_shutdown_s > closed.time_to_gpu_slowdown_s)
+    assert np.all(closed.time_to_gpu_slowdown_s > closed.time_to_inlet_limit_s)
+    assert not closed.state.rack_on.any() and np.all(closed.rack_heat_w == 0.0)
+    assert closed.max_inlet_temp_c.max() < open_loop.max_inlet_temp_c.max() - 5.0
+    # after shutdown the heat stops: the room stays near the shutdown inlet, 92 - 52.5 C
+    assert closed.inlet_temp_c.max() == pytest.approx(92.0 - 52.5, abs=1.0)
+    # sub-sample extremes: the highest GPU temperature within the segment is the shutdown one
+    assert closed.max_gpu_temp_c.max() == pytest.approx(92.0, abs=0.5)
+
+
+def test_chiller_restart_delay_draws_on_chilled_water_storage(hall):
+    # The chiller is off for 30 min after a power transfer (fans and pumps on UPS): the
+    # coils keep removing the rack heat (400 kW) into the water. Hand estimate:
+    # dT_w = Q t / (rho_w cp_w V_w): 20 m3 -> 400e3 * 1800 / 8.36e7 = 8.6 K; 60 m3 -> 2.9 K.
+    g, v, heat, model, m = hall
+    mod = model([1, 1, 1, 1])
+    st = hall_steady_state(mod, heat, chilled_water_temp_c=12.0)
+    out = {}
+    for vol in (20.0, 60.0):
+        mv = ThermalMasses.of(g.n_racks, hall_air_volume_m3(g), g.cooling_airflow_m3_s, chilled_water_volume_m3=vol)
+        seg = advance(st, mod, 1800.0, heat, mv, chiller_capacity_w=600e3, chiller_available_s=1800.0)
+        out[vol] = seg
+        expect = 12.0 + heat.sum() * 1800.0 / (WATER_VOLUMETRIC_HEAT_J_M3_K * vol)
+        # the coils lose capacity once the water passes 12 C (supply floor = water + 6 K),
+        # so the water warms a little less than the all-heat estimate
+        assert expect - 1.5 < seg.state.chilled_water_temp_c <= expect + 1e-6
+    assert out[60.0].max_inlet_temp_c.max() < out[20.0].max_inlet_temp_c.max()
+    # the chiller restarts and pulls the loop back towards its set point
+    after = advance(out[20.0].state, mod, 1800.0, heat, m, chiller_capacity_w=600e3)
+    assert after.state.chilled_water_temp_c < out[20.0].state.chilled_water_temp_c - 2.0

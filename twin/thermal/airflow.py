@@ -1,0 +1,116 @@
+"""Recirculation matrices that follow the rack airflow of the servers' fans.
+
+The recirculation matrix D of :func:`twin.thermal.inlet_model` holds for one set of rack
+airflows. Server fans slow down at light load and speed up with hot inlets, so the
+airflow of a hall moves by a factor of two or more over a day (0.30 of full speed idle,
+0.62 training, for the XE9680 model of :mod:`twin.power.node`). Deriving D costs one
+sparse factorisation and R solves; doing so at every sample is too slow for a long run.
+
+:class:`RecirculationFamily` derives D at a few airflow scales s_k of a nominal airflow
+V_0 (V = s V_0, all racks alike) once, and gives the model at any airflow by
+interpolating between the two bracketing scales. The interpolated quantities are the
+ones that vary smoothly with s: the supply mix S and the return mix R0 (dimensionless
+fractions) and the heat maps scaled by the airflow, s D and s R_k (fractions of a rack's
+exhaust rise, Q / (rho cp V), that reach an inlet or a return). For a well-mixed hall these
+are exactly constant in s; in a real layout they change slowly. The model it returns
+carries the airflow it was asked for (``rack_airflow_m3_s``), so the heat balance of each
+rack (exhaust = inlet + Q / (rho cp V)) and the recirculation use the same airflow.
+:func:`airflow_changed` says when the airflow has moved enough to ask again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .geometry import HallGeometry
+from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+from .solver import InletModel, inlet_model
+
+__all__ = ["RecirculationFamily", "airflow_changed"]
+
+
+def airflow_changed(old_m3_s, new_m3_s, rel_tol: float = 0.05) -> bool:
+    """True when any rack's airflow moved by more than ``rel_tol`` (relative) [-]."""
+    old = np.asarray(old_m3_s, float)
+    new = np.asarray(new_m3_s, float)
+    return bool(np.any(np.abs(new - old) > rel_tol * np.maximum(np.abs(old), 1e-12)))
+
+
+@dataclass(eq=False)
+class RecirculationFamily:
+    """Inlet models of one layout at several uniform scales of a nominal rack airflow.
+
+    geometry, nominal_rack_airflow_m3_s (R,) [m3/s] (typically the full-speed airflow),
+    scales: airflow scales at which D is derived exactly (default eight from 0.3 to 1.0,
+    spanning minimum to full fan speed); cooling_active (C,) bool. ``model(V)`` returns the
+    interpolated model for rack airflows V, at the mean scale of V over V_0 (clipped to the
+    range of scales).
+    """
+
+    geometry: HallGeometry
+    nominal_rack_airflow_m3_s: np.ndarray
+    scales: tuple = tuple(np.round(np.linspace(0.3, 1.0, 8), 3))
+    cooling_active: np.ndarray | None = None
+    _models: list = field(default_factory=list, repr=False)
+
+    def __post_init__(self):
+        self.nominal_rack_airflow_m3_s = np.broadcast_to(
+            np.asarray(self.nominal_rack_airflow_m3_s, float), (self.geometry.n_racks,)).copy()
+        self.scales = tuple(sorted(float(s) for s in self.scales))
+        if not self._models:
+            self._models = [inlet_model(self.geometry, s * self.nominal_rack_airflow_m3_s, self.cooling_active)
+                            for s in self.scales]
+
+    def scale_of(self, rack_airflow_m3_s) -> float:
+        """Mean airflow scale of V over the nominal airflow [-]."""
+        v = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), self.nominal_rack_airflow_m3_s.shape)
+        return float(v.sum() / self.nominal_rack_airflow_m3_s.sum())
+
+    def model(self, rack_airflow_m3_s) -> InletModel:
+        """Inlet model at rack airflows V (R,) [m3/s], interpolated between precomputed scales.
+
+        With scales s_a <= s <= s_b and w = (s - s_a) / (s_b - s_a):
+        X(s) = (1 - w) X_a + w X_b for X in (S, R0, s D, s R_k), then divided by s.
+        Exact at the precomputed scales; outside their range the nearest one is used
+        (with its airflow-scaled maps).
+        """
+        v = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), self.nominal_rack_airflow_m3_s.shape).copy()
+        s = self.scale_of(v)
+        sc = np.asarray(self.scales)
+        s_c = float(np.clip(s, sc[0], sc[-1]))
+        k = int(np.clip(np.searchsorted(sc, s_c) - 1, 0, max(len(sc) - 2, 0)))
+        if len(sc) == 1:
+            a = b = self._models[0]
+            w, sa, sb = 0.0, sc[0], sc[0]
+        else:
+            a, b = self._models[k], self._models[k + 1]
+            sa, sb = sc[k], sc[k + 1]
+            w = (s_c - sa) / (sb - sa)
+
+        def mix(xa, xb):
+            return (1 - w) * xa + w * xb
+
+        def mix_scaled(xa, xb):  # interpolate s X, return X at the actual scale s
+            return ((1 - w) * sa * xa + w * sb * xb) / s
+
+        d = mix_scaled(a.recirculation_k_per_w, b.recirculation_k_per_w)
+        s_mix = mix(a.supply_mix, b.supply_mix)
+        r0 = mix(a.return_mix, b.return_mix)
+        rk = mix_scaled(a.return_k_per_w, b.return_k_per_w)
+        vol = AIR_VOLUMETRIC_HEAT_J_M3_K * np.where(a.cooling_active, a.cooling_airflow_m3_s, 0.0)
+        t_sup = a.cooling_supply_temp_c
+        return replace(
+            a,
+            base_inlet_c=s_mix @ t_sup,
+            recirculation_k_per_w=d,
+            supply_mix=s_mix,
+            return_mix=r0,
+            return_k_per_w=rk,
+            cooling_base_w=np.where(a.cooling_active, vol * (r0 @ t_sup - t_sup), 0.0),
+            cooling_heat_share=vol[:, None] * rk,
+            rack_airflow_m3_s=v,
+            recirculation_csr=None,
+            truncation_k_per_w=0.0,
+        )

@@ -1,0 +1,176 @@
+"""Cooling capacity: coils that run out of capacity, and the steady state of a hall
+whose units and chilled-water plant are finite.
+
+A cooling coil cools the air it draws from the return temperature T_ret down to its
+supply set point T_set, as long as the heat this takes, G (T_ret - T_set) with
+G = rho cp V the unit's airflow heat rate [W/K], is within its capacity P_cap. Beyond,
+the coil removes P_cap and the air leaves warmer (energy balance over the coil):
+
+    T_sup = max(T_set, T_w + a, T_ret - P_cap / G)
+
+with T_w + a the floor the chilled water sets (water temperature plus coil approach).
+The hall is linear in the supply temperatures (:class:`twin.thermal.InletModel`:
+T_ret = R0 T_sup + R_k Q), so the steady state with saturated coils is a piecewise-linear
+fixed point. :func:`capped_steady_state` finds it with an active-set iteration: units
+whose heat would exceed their capacity supply warmer air, their neighbours see warmer
+returns and pick up the rest, and every watt of rack heat ends in some coil. When the
+heat exceeds what the running coils (or the chilled-water plant) can remove, no steady
+state exists: the hall heats up at the deficit rate, and the result says so
+(``feasible = False``, ``deficit_w``, ``limiting``); use :mod:`twin.thermal.events` to
+follow the temperatures in time.
+
+References
+----------
+ASHRAE Handbook - HVAC Systems and Equipment (2020), ch. 23 "Air-cooling and
+dehumidifying coils": sensible coil capacity Q = m cp (T_in - T_out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+from .solver import InletModel
+
+__all__ = [
+    "CappedSteadyState",
+    "capped_steady_state",
+    "coil_heat_removed_w",
+    "coil_supply_temp_c",
+]
+
+
+def coil_supply_temp_c(return_temp_c, setpoint_c, airflow_m3_s, capacity_w, floor_c=-np.inf):
+    """Supply-air temperature of a cooling coil with finite capacity [C].
+
+    T_sup = max(T_set, T_floor, T_ret - P_cap / (rho cp V)): the coil holds its set point
+    while the heat G (T_ret - T_set) is within its capacity; beyond, it removes exactly
+    P_cap and the air leaves warmer. ``floor_c`` is the lowest supply the chilled water
+    allows (water temperature + coil approach). Units: C, C, m3/s, W, C.
+    """
+    g = AIR_VOLUMETRIC_HEAT_J_M3_K * np.asarray(airflow_m3_s, float)
+    with np.errstate(divide="ignore"):
+        limited = np.asarray(return_temp_c, float) - np.asarray(capacity_w, float) / g
+    return np.maximum(np.maximum(setpoint_c, floor_c), limited)
+
+
+def coil_heat_removed_w(return_temp_c, supply_temp_c, airflow_m3_s):
+    """Sensible heat a coil removes [W]: rho cp V (T_ret - T_sup)."""
+    return AIR_VOLUMETRIC_HEAT_J_M3_K * np.asarray(airflow_m3_s, float) * (
+        np.asarray(return_temp_c, float) - np.asarray(supply_temp_c, float))
+
+
+@dataclass(frozen=True)
+class CappedSteadyState:
+    """Steady state of a hall with finite coil and plant capacity.
+
+    ``feasible`` False: the running coils (``limiting = "units"``) or the chilled-water
+    plant (``"plant"``) cannot remove the heat; ``deficit_w`` is the excess [W] and the
+    temperatures are those the coils would give at their set points (a lower bound of
+    what follows: the hall heats up at ``deficit_w`` over its heat capacity). Arrays over running and stopped units alike (NaN / 0 for stopped ones).
+    """
+
+    feasible: bool
+    limiting: str  # "" | "units" | "plant"
+    deficit_w: float
+    supply_temp_c: np.ndarray  # (C,)
+    return_temp_c: np.ndarray  # (C,)
+    inlet_temp_c: np.ndarray  # (R,)
+    unit_load_w: np.ndarray  # (C,) heat removed by each coil [W]
+    unit_capacity_w: np.ndarray  # (C,)
+    saturated: np.ndarray  # (C,) bool: coil at capacity, supply above its set point
+    iterations: int
+
+    @property
+    def capacity_margin_w(self) -> float:
+        """Smallest spare capacity of a running unit [W] (negative: short)."""
+        run = np.isfinite(self.return_temp_c)
+        if not run.any():
+            return -np.inf
+        return float(np.min(self.unit_capacity_w[run] - self.unit_load_w[run]))
+
+
+def capped_steady_state(
+    model: InletModel,
+    rack_heat_w,
+    *,
+    setpoint_c=None,
+    capacity_w=None,
+    plant_capacity_w: float = np.inf,
+    unit_fan_heat_w=0.0,
+    max_iter: int = 100,
+) -> CappedSteadyState:
+    """Steady supply, return and inlet temperatures with finite coil capacity.
+
+    Solves T_sup,c = max(T_set,c, T_ret,c - P_cap,c / G_c) with T_ret = R0 T_sup + R_k Q
+    (``model.return_mix``, ``model.return_k_per_w``) by an active-set iteration: the
+    saturated set U gives the linear system (I - diag(u) R0) T_sup = where(u, R_k Q -
+    P_cap / G, T_set); units are added to U while their load exceeds capacity and dropped
+    when their supply would fall below set point. Then T_in = S T_sup + D Q.
+
+    setpoint_c (C,) [C]: default ``model.cooling_supply_temp_c``. capacity_w (C,) [W]:
+    default ``model.cooling_capacity_w``. plant_capacity_w [W]: the chilled-water plant
+    (chillers plus economizer) rating. unit_fan_heat_w (C,) [W]: heat of each unit's fan,
+    added to the air after the coil (the coil removes it too). Energy balance (feasible):
+    sum of unit loads = sum Q + sum fan heat, to solver precision.
+    """
+    q = np.asarray(rack_heat_w, float)
+    act = np.asarray(model.cooling_active, bool)
+    n_c = act.size
+    g = AIR_VOLUMETRIC_HEAT_J_M3_K * model.cooling_airflow_m3_s
+    t_set = np.broadcast_to(np.asarray(model.cooling_supply_temp_c if setpoint_c is None else setpoint_c,
+                                       float), (n_c,)).copy()
+    cap = np.broadcast_to(np.asarray(model.cooling_capacity_w if capacity_w is None else capacity_w,
+                                     float), (n_c,)).copy()
+    fan = np.broadcast_to(np.asarray(unit_fan_heat_w, float), (n_c,)) * act
+    fan_rise = np.where(act, fan / np.where(act, g, 1.0), 0.0)  # K added after the coil
+    r0, rk = model.return_mix, model.return_k_per_w
+    rq = rk @ q
+    total_heat = float(q.sum() + fan.sum())
+    run_cap = float(cap[act].sum())
+    limiting, deficit = "", 0.0
+    if total_heat > min(run_cap, plant_capacity_w):
+        limiting = "units" if run_cap <= plant_capacity_w else "plant"
+        deficit = total_heat - min(run_cap, plant_capacity_w)
+    # coil outlet c_out; supply s = c_out + fan rise; returns T_ret = R0 s + R_k Q
+    sat = np.zeros(n_c, bool)
+    eye = np.eye(n_c)
+    it = 0
+    s = t_set + fan_rise
+    while not limiting and it < max_iter:
+        it += 1
+        u = sat & act
+        # coil outlet: T_set (unsaturated) or T_ret - cap / G (saturated); the fan adds its rise
+        a = eye - (u[:, None] * r0)
+        rhs = np.where(u, rq - cap / np.where(act, g, 1.0) + fan_rise, t_set + fan_rise)
+        if not act.all():
+            a[~act] = eye[~act]
+            rhs[~act] = t_set[~act]
+        try:
+            s = np.linalg.solve(a, rhs)
+        except np.linalg.LinAlgError:
+            break
+        ret = r0 @ s + rq
+        load = g * (ret - (s - fan_rise))
+        add = act & ~sat & (load > cap * (1 + 1e-9) + 1e-6)
+        drop = act & sat & (s - fan_rise < t_set - 1e-9)
+        if not add.any() and not drop.any():
+            break
+        sat = (sat | add) & ~drop
+    ret = r0 @ s + rq
+    load = np.where(act, g * (ret - (s - fan_rise)), 0.0)
+    inlet = model.supply_mix @ s + model.recirculation_k_per_w @ q
+    return CappedSteadyState(
+        feasible=not limiting,
+        limiting=limiting,
+        deficit_w=deficit,
+        supply_temp_c=np.where(act, s, np.nan),
+        return_temp_c=np.where(act, ret, np.nan),
+        inlet_temp_c=inlet,
+        unit_load_w=load,
+        unit_capacity_w=cap,
+        saturated=sat & act,
+        iterations=it,
+    )

@@ -1,0 +1,100 @@
+"""Fans of the cooling units (CRAH/CRAC) on the affinity laws, and rack airflow from the
+servers' own fan model.
+
+Fan laws (similar fans, same air density): airflow V ~ N, pressure dp ~ N^2, shaft power
+P ~ N^3 for the speed N. At the design point the electric power is the air power over the
+total efficiency, P_d = V_d dp_d / eta. A unit whose fans turn at constant speed blows
+its design airflow at design power whatever the load; a variable-speed (VFD) unit follows
+the airflow the room needs, down to a minimum speed, along the system curve
+dp = dp_s + (dp_d - dp_s) (V / V_d)^2 (dp_s: the static pressure the controller holds,
+e.g. an underfloor set point; 0 gives the pure cube law):
+
+    P(V) = V dp(V) / eta = P_d s (f_s + (1 - f_s) s^2),   s = V / V_d,  f_s = dp_s / dp_d.
+
+References
+----------
+ASHRAE Handbook - HVAC Systems and Equipment (2020), ch. 21 "Fans", fan laws (Table 2).
+ASHRAE Handbook - Fundamentals (2021), ch. 21 "Duct design": system curves dp ~ V^2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "crah_airflow_m3_s",
+    "crah_fan_power_w",
+    "fan_design_power_w",
+    "rack_airflow_from_fans_m3_s",
+]
+
+
+def fan_design_power_w(design_airflow_m3_s, design_pressure_pa, fan_efficiency):
+    """Electric power of a fan at its design point [W]: P_d = V_d dp_d / eta.
+
+    Example: a 10 m3/s CRAH against 500 Pa at 65 % total efficiency draws 7.7 kW.
+    """
+    return np.asarray(design_airflow_m3_s, float) * np.asarray(design_pressure_pa, float) / np.asarray(
+        fan_efficiency, float)
+
+
+def crah_airflow_m3_s(required_m3_s, design_airflow_m3_s, *, control="vfd", min_speed_fraction=0.3):
+    """Airflow a cooling unit blows [m3/s].
+
+    ``control = "constant"``: the design airflow, always. ``"vfd"``: the airflow the room
+    requires (e.g. the unit's share of the rack airflow times an over-provisioning ratio),
+    clipped to [min_speed_fraction, 1] x design.
+    """
+    v_d = np.asarray(design_airflow_m3_s, float)
+    if control == "constant":
+        return np.broadcast_to(v_d, np.broadcast_shapes(v_d.shape, np.shape(required_m3_s))).copy()
+    if control != "vfd":
+        raise ValueError(f"fan control must be 'constant' or 'vfd', got {control!r}")
+    return np.clip(np.asarray(required_m3_s, float), min_speed_fraction * v_d, v_d)
+
+
+def crah_fan_power_w(airflow_m3_s, design_airflow_m3_s, design_pressure_pa, fan_efficiency, *,
+                     control="vfd", static_pressure_fraction=0.0):
+    """Electric fan power of a cooling unit at an airflow [W] (affinity laws).
+
+    constant speed: P = P_d (the unit always runs at its design point);
+    VFD: P = P_d s (f_s + (1 - f_s) s^2) with s = V / V_d and f_s the share of the design
+    pressure the controller holds at any flow (0: cube law P = P_d s^3). A stopped unit
+    (V = 0) draws nothing.
+    """
+    v = np.asarray(airflow_m3_s, float)
+    p_d = fan_design_power_w(design_airflow_m3_s, design_pressure_pa, fan_efficiency)
+    if control == "constant":
+        return np.where(v > 0, p_d, 0.0)
+    if control != "vfd":
+        raise ValueError(f"fan control must be 'constant' or 'vfd', got {control!r}")
+    s = v / np.asarray(design_airflow_m3_s, float)
+    f_s = float(static_pressure_fraction)
+    return p_d * s * (f_s + (1.0 - f_s) * s**2)
+
+
+def rack_airflow_from_fans_m3_s(node_heat_w, inlet_temp_c, *, nodes_per_rack, design_heat_w,
+                                airflow_max_m3_s, fan_min_speed_fraction=None, fan_control_temp_c=None,
+                                fan_design_inlet_c=None):
+    """Rack airflow [m3/s] from the servers' fan controller at a load and inlet temperature.
+
+    Each node's fans turn at s = clip(Q / Q_d (T_ctl - T_d) / (T_ctl - T_in), s_min, 1)
+    (:func:`twin.power.node.node_fan_speed_fraction`, the twin's one fan-control law) and
+    move V = V_max s (affinity law); a rack of n nodes moves n V. node_heat_w (R,) [W] is
+    the DC heat of one node of each rack (GPU + host), inlet_temp_c (R,) [C].
+    """
+    from twin.power.node import (
+        FAN_CONTROL_TEMP_C,
+        FAN_DESIGN_INLET_C,
+        FAN_MIN_SPEED_FRACTION,
+        node_airflow_m3_s,
+        node_fan_speed_fraction,
+    )
+
+    kw = {
+        "fan_min_speed_fraction": FAN_MIN_SPEED_FRACTION if fan_min_speed_fraction is None else fan_min_speed_fraction,
+        "fan_control_temp_c": FAN_CONTROL_TEMP_C if fan_control_temp_c is None else fan_control_temp_c,
+        "fan_design_inlet_c": FAN_DESIGN_INLET_C if fan_design_inlet_c is None else fan_design_inlet_c,
+    }
+    speed = node_fan_speed_fraction(node_heat_w, inlet_temp_c, design_heat_w=design_heat_w, **kw)
+    return nodes_per_rack * node_airflow_m3_s(speed, airflow_max_m3_s=airflow_max_m3_s)
