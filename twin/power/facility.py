@@ -36,6 +36,7 @@ def chiller_cop(
     evaporator_approach_k=EVAPORATOR_APPROACH_K,
     condenser_approach_k=CONDENSER_APPROACH_K,
     cop_max=COP_MAX,
+    reference_chw_supply_c=None,
 ) -> np.ndarray:
     """Chiller coefficient of performance [W heat / W electric] at an outdoor temperature [C].
 
@@ -44,12 +45,17 @@ def chiller_cop(
     ``COP(T) = COP25 (25 + a_c - T_ev) / (T + a_c - T_ev)`` with ``T_ev = T_chw - a_e``,
     capped at ``cop_max`` (compressor limits at low lift). (Gordon & Ng, Cool Thermodynamics,
     2000, ch. 3: real chillers track a fixed share of Carnot over the operating range.)
+    ``reference_chw_supply_c``: the chilled-water supply at which COP25 was rated (default:
+    ``chw_supply_c``); a warmer set point then raises the COP by the Carnot ratio
+    ``(T_ev / T_ev,ref) (lift_ref / lift)`` (kelvin), which is how a set point saves energy.
     """
     t = np.asarray(outdoor_temp_c, dtype=float)
     t_ev = chw_supply_c - evaporator_approach_k
-    lift25 = 25.0 + condenser_approach_k - t_ev
+    t_ev_ref = t_ev if reference_chw_supply_c is None else reference_chw_supply_c - evaporator_approach_k
+    lift25 = 25.0 + condenser_approach_k - t_ev_ref
+    cop_ref = chiller_cop_at_25c * (t_ev + 273.15) / (t_ev_ref + 273.15)
     lift = np.maximum(t + condenser_approach_k - t_ev, lift25 / cop_max * chiller_cop_at_25c)
-    return np.minimum(chiller_cop_at_25c * lift25 / lift, cop_max)
+    return np.minimum(cop_ref * lift25 / lift, cop_max)
 
 
 def economizer_fraction(
