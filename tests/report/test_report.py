@@ -92,9 +92,9 @@ def test_reading_says_whether_the_gap_exceeds_the_seed_spread():
     clear = _synthetic([[100e9, 101e9, 99e9], [80e9, 81e9, 79e9]])
     r = axis_reading(clear, "x")
     assert "highest with a (100 B tokens)" in r and "lowest with b (80 B tokens)" in r
-    assert "20.0% less" in r and "outside the 5-95 % spread over 3 seeds" in r
+    assert "20.0% less" in r and "outside the 90 % t-intervals of the means (n = 3 seeds)" in r
     noisy = _synthetic([[100e9, 60e9, 140e9], [95e9, 55e9, 135e9]])
-    assert "not established with 3 seeds" in axis_reading(noisy, "x")
+    assert "not established with n = 3 seeds" in axis_reading(noisy, "x")
 
 
 def test_slip_table_pairs_seeds():
@@ -137,7 +137,7 @@ def _chromium():
     return None
 
 
-def _screenshot(html_path: Path, png: Path, profile: Path, height=2600):
+def _screenshot(html_path: Path, png: Path, profile: Path, height=4200):
     exe = _chromium()
     cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
@@ -164,7 +164,8 @@ def test_reports_render_their_figures_in_headless_chromium(run_dir, sweep_dir, t
         assert r.returncode == 0, r.stderr
         img = _screenshot(html_path, tmp_path / f"{name}.png", tmp_path / f"profile_{name}")
         assert img.shape[1] == 1200
-        assert _c0_pixels(img) > 2000, f"{name}: the figures did not render"
+        # categorical sweeps are drawn as points with interval bars (no connecting lines): fewer C0 pixels
+        assert _c0_pixels(img) > (2000 if name == "run" else 1000), f"{name}: the figures did not render"
         assert (img.std(axis=(0, 1)) > 10).all()
     # control: the same page with its images broken shows none of the figure colour
     broken = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,AAAA",

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from twin.studies.metrics import binding_constraint
+from twin.studies.stats import mean_interval
 
 HEADLINE_KPIS = ("tokens_total", "gpus_hosted", "goodput_fraction", "interruptions", "lost_gpu_hours",
                  "energy_facility_mwh", "pue_mean", "max_rack_inlet_c", "energy_cost_usd", "co2_t")
@@ -87,10 +88,61 @@ def slip_table(ds, dim: str = "slip", base="none") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def siting_table(ds, dim: str = "site") -> pd.DataFrame:
+#: siting criteria: (lower is better, default weight). Hosting the cluster is what a site is
+#: for, so GPUs hosted weighs most, then first-year tokens; the rest share the remainder.
+SITING_CRITERIA: dict[str, tuple[bool, float]] = {
+    "gpus_hosted": (False, 3.0), "tokens_total": (False, 2.0), "days_to_full_capacity": (True, 1.0),
+    "max_rack_inlet_c": (True, 1.0), "upgrade_cost_usd": (True, 1.0), "energy_cost_usd": (True, 1.0),
+    "co2_t": (True, 1.0)}
+DEFAULT_SITING_WEIGHTS = {k: w for k, (_, w) in SITING_CRITERIA.items()}
+
+
+def parse_weights(text: str | dict | None) -> dict[str, float]:
+    """Siting weights from ``"gpus_hosted=3,co2_t=0.5"`` (or a mapping); criteria not named
+    keep their default weight. Raises ValueError naming a bad criterion or weight."""
+    w = dict(DEFAULT_SITING_WEIGHTS)
+    if not text:
+        return w
+    items = (text.items() if isinstance(text, dict) else
+             (part.split("=", 1) if "=" in part else (part, None) for part in str(text).split(",") if part.strip()))
+    for k, v in items:
+        k = str(k).strip()
+        if k not in SITING_CRITERIA:
+            raise ValueError(f"siting weight {k!r}: expected one of {', '.join(SITING_CRITERIA)}")
+        try:
+            val = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"siting weight {k}={v!r}: expected a number >= 0") from None
+        if not np.isfinite(val) or val < 0:
+            raise ValueError(f"siting weight {k}={v!r}: expected a number >= 0")
+        w[k] = val
+    if sum(w.values()) <= 0:
+        raise ValueError("siting weights: at least one must be positive")
+    return w
+
+
+def criterion_score(values, low_is_good: bool) -> np.ndarray:
+    """Score [0, 1] of each candidate on one criterion: 1 for the best, 0 for the worst,
+    linear in between (min-max); NaN (e.g. never reaching full capacity) scores 0; all
+    equal scores 1."""
+    v = np.asarray(values, float)
+    ok = np.isfinite(v)
+    if not ok.any():
+        return np.zeros_like(v)
+    lo, hi = np.min(v[ok]), np.max(v[ok])
+    if hi == lo:
+        return np.where(ok, 1.0, 0.0)
+    s = (v - lo) / (hi - lo)
+    s = 1.0 - s if low_is_good else s
+    return np.where(ok, s, 0.0)
+
+
+def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None = None) -> pd.DataFrame:
     """Siting study: per candidate (mean over seeds) the planner's figures, the binding
-    constraint, a rank per criterion (1 = best) and an overall rank (sum of ranks, equal
-    weights; ties broken by first-year tokens)."""
+    constraint, a rank per criterion (1 = best), a score per criterion (1 best, 0 worst,
+    min-max) and the overall weighted score (``weights``, default
+    :data:`DEFAULT_SITING_WEIGHTS`) that sets the overall rank (ties: more tokens first)."""
+    w = parse_weights(weights)
     m = ds.mean("seed", skipna=True)
     rows = []
     for lab in ds[dim].values:
@@ -108,20 +160,27 @@ def siting_table(ds, dim: str = "site") -> pd.DataFrame:
             g["binds"] = "power (during the ramp)"
         rows.append({dim: str(lab), **g})
     t = pd.DataFrame(rows)
-    crit = {"gpus_hosted": False, "days_to_full_capacity": True, "tokens_total": False,
-            "max_rack_inlet_c": True, "upgrade_cost_usd": True, "energy_cost_usd": True, "co2_t": True}
-    ranks = []
-    for k, low_is_good in crit.items():
+    ranks, total, wsum = [], np.zeros(len(t)), 0.0
+    for k, (low_is_good, _) in SITING_CRITERIA.items():
         if k in t:
             col = t[k].fillna(np.inf if low_is_good else -np.inf)
             ranks.append(col.rank(ascending=low_is_good, method="min").rename(f"rank_{k}"))
+            sc = criterion_score(t[k].values, low_is_good)
+            t[f"score_{k}"] = sc
+            total += w[k] * sc
+            wsum += w[k]
     if ranks:
-        rk = pd.concat(ranks, axis=1)
-        t = pd.concat([t, rk], axis=1)
-        t["rank_sum"] = rk.sum(axis=1)
-        t = t.sort_values(["rank_sum", "tokens_total"], ascending=[True, False]).reset_index(drop=True)
+        t = pd.concat([t, pd.concat(ranks, axis=1)], axis=1)
+        t["score"] = total / wsum if wsum > 0 else 0.0
+        t = t.sort_values(["score", "tokens_total"], ascending=[False, False]).reset_index(drop=True)
         t.insert(1, "overall_rank", np.arange(1, len(t) + 1))
+    t.attrs["weights"] = {k: v for k, v in w.items() if f"score_{k}" in t}
     return t
+
+
+def weights_text(weights: dict[str, float]) -> str:
+    """"GPUs hosted 3, tokens 2, ..." for readings."""
+    return ", ".join(f"{k} {v:g}" for k, v in weights.items())
 
 
 def _fmt(v: float, unit: str = "") -> str:
@@ -152,14 +211,16 @@ def axis_effects(ds, dim: str, kpis=None) -> pd.DataFrame:
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = ds[k].mean(other, skipna=True).values
             vals = ds[k].transpose(dim, *other).values.reshape(ds.sizes[dim], -1)
-            lo = np.nanquantile(vals, 0.05, axis=1) if np.isfinite(vals).any() else mean * np.nan
-            hi = np.nanquantile(vals, 0.95, axis=1) if np.isfinite(vals).any() else mean * np.nan
+            iv = [mean_interval(row) for row in vals]
+            lo = np.array([i.low for i in iv])
+            hi = np.array([i.high for i in iv])
         if not np.isfinite(mean).any():
             continue
         i_max, i_min = int(np.nanargmax(mean)), int(np.nanargmin(mean))
         scale = np.nanmax(np.abs(mean))
         spread = float((mean[i_max] - mean[i_min]) / scale) if scale > 0 else 0.0
-        overlap = bool(lo[i_max] <= hi[i_min]) if i_max != i_min else True
+        # intervals of the means overlap (no interval with one seed: not established either)
+        overlap = bool(not (lo[i_max] > hi[i_min])) if i_max != i_min else True
         rows.append({"kpi": k, "spread_fraction": spread, "max_label": _label(ds[dim].values[i_max]),
                      "max_mean": float(mean[i_max]), "min_label": _label(ds[dim].values[i_min]),
                      "min_mean": float(mean[i_min]), "bands_overlap": overlap,
@@ -181,9 +242,9 @@ def axis_reading(ds, dim: str) -> str:
             parts.append(f"Across {dim} ({', '.join(_label(v) for v in ds[dim].values)}), training tokens "
                          f"change by less than 0.1 % ({_fmt(r.max_mean, 'tokens')}).")
         else:
-            sig = ("inside the spread over seeds, so the difference is not established with "
-                   f"{n_seeds} seeds" if r.bands_overlap else
-                   f"outside the 5-95 % spread over {n_seeds} seeds")
+            sig = ("within the overlapping 90 % t-intervals of the means, so the difference is not "
+                   f"established with n = {n_seeds} seeds" if r.bands_overlap else
+                   f"outside the 90 % t-intervals of the means (n = {n_seeds} seeds)")
             parts.append(
                 f"Across {dim}, training tokens are highest with {r.max_label} ({_fmt(r.max_mean, 'tokens')}) "
                 f"and lowest with {r.min_label} ({_fmt(r.min_mean, 'tokens')}), "
@@ -239,8 +300,15 @@ def siting_reading(table: pd.DataFrame, dim: str = "site") -> str:
     if table.empty:
         return "No candidate finished."
     best = table.iloc[0]
-    parts = [f"{best[dim]} ranks first overall (equal weights on GPUs hosted, time to full capacity, "
-             f"first-year tokens, worst inlet, upgrade cost, energy cost and CO2)."]
+    w = table.attrs.get("weights") or DEFAULT_SITING_WEIGHTS
+    parts = [f"{best[dim]} ranks first overall with a weighted score of {best.get('score', math.nan):.2f} "
+             f"(each criterion scored 1 for the best candidate and 0 for the worst; weights "
+             f"{weights_text(w)}; set them with --weights or the sweep file's weights)."]
+    full = table["gpus_hosted"].max() if "gpus_hosted" in table else math.nan
+    short = table[table["gpus_hosted"] < full] if np.isfinite(full) else table.iloc[0:0]
+    if len(short):
+        parts.append("Cannot host the whole cluster: " + "; ".join(
+            f"{r[dim]} ({r.gpus_hosted:,.0f} of {full:,.0f} GPUs)" for _, r in short.iterrows()) + ".")
     for _, r in table.iterrows():
         full = ("never reaches full capacity" if not np.isfinite(r.get("days_to_full_capacity", np.nan))
                 else f"reaches full capacity after {r.days_to_full_capacity:.0f} days")
