@@ -151,6 +151,7 @@ def _delegate(module: str, func: str) -> Callable[[list[str]], int]:
 
 DELEGATED = {
     "estimate": ("twin.cli.estimate", "run_estimate_cli", "step-time and collective estimates without a run"),
+    "capacity": ("twin.cli.capacity", "run_capacity_cli", "usable IT capacity of each dated stage of the power chain"),
     "render": ("twin.cli.render", "run_render_cli", "draw the hall in 3D (pyvista) to PNG, GIF/MP4 or VTK"),
     "sweep": ("twin.sweep", "run_sweep_cli", "parameter grid x seeds, locally or on Dask"),
     "report": ("twin.report", "run_report_cli", "self-contained HTML report of a run or sweep"),

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twin.scenario.power_chain import PowerChain
+
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -176,6 +178,9 @@ class Power(Model):
     breaker_reset_s: PositiveFloat = Field(3600.0, description="time to reset a tripped RPP breaker [s]")
     grid: Grid = Grid()
     cooling: CoolingPlant = CoolingPlant()
+    chain: PowerChain | None = Field(
+        None, description="the chain as equipment (twin/scenario/power_chain.py); `twin capacity` "
+                          "derives each dated stage's IT capacity from it")
 
 
 class CoolingEvent(Model):

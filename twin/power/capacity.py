@@ -1,0 +1,249 @@
+"""Usable IT capacity of a power chain, derived from its equipment and redundancy.
+
+Each stage of the chain gives one limit on the IT load, in kW of IT:
+
+* **Counted equipment with redundancy** (transformers, switchboards, generators, UPS
+  modules or systems). After the design contingency the survivors carry everything:
+  ``survivors = count`` (N), ``count - 1`` (N+1, distributed redundant), ``count / 2``
+  (2N) (:func:`surviving_units`). The survivors' usable rating must cover the IT chain's
+  load *as seen at that stage* plus the mechanical load that sits on it
+  (:func:`it_capacity_behind_w`).
+* **The continuous-load rule.** A standard-rated breaker carries 80 % of its rating
+  continuously (NEC 210.20(A), 215.3, 230.42; 100 %-rated breakers carry 100 %), applied
+  to switchboard mains, RPP feeders and branch circuits
+  (:func:`twin.power.electrical.breaker_continuous_limit_w`, the one implementation).
+  Transformers and generators carry their nameplate (times a planned loading fraction).
+* **Load seen upstream of the UPS** is the IT load plus the UPS loss at that load (the
+  efficiency curve of :mod:`twin.power.ups_curves`), plus the battery recharge on the
+  generators (IEEE 446: the rectifier's recharge draw, ``UPS_RECHARGE_FRACTION`` of the
+  UPS rating). Distribution losses below the UPS (about 1 %) are not counted.
+* **Mechanical load** (chillers, CRAH fans, pumps) is ``mech(heat)`` from the cooling
+  plant model at the design outdoor temperature, with ``heat = IT + UPS loss``, plus the
+  house loads (lighting, offices, BMS). It sits on the stages the scenario names. On 2N
+  paths each path feeds its share, and after the loss of a path that share moves to the
+  survivors only when ``transfers_on_feed_loss``; N and N+1 units on a common bus (e.g.
+  paralleled generator sets) carry all of it.
+
+The binding constraint is the smallest limit; the next constraint is the smallest limit
+of a different piece of equipment. All limits are solved exactly (monotone root find).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from twin.power.electrical import UPS_RECHARGE_FRACTION, breaker_continuous_limit_w
+from twin.power.ups_curves import UPS_MODE_DEFAULT_CURVE, ups_curve_loss_w
+
+__all__ = [
+    "Constraint",
+    "StageCapacity",
+    "surviving_units",
+    "it_capacity_behind_w",
+    "ups_usable_kw",
+    "chain_constraints",
+    "binding_constraints",
+]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One limit on the IT load: which equipment, which rule, the numbers."""
+
+    equipment: str
+    rule: str
+    it_capacity_kw: float
+    equipment_limit_kw: float
+    detail: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class StageCapacity:
+    it_capacity_kw: float
+    binding: Constraint
+    next: Constraint | None
+    constraints: list[Constraint] = field(default_factory=list)
+    extras: dict = field(default_factory=dict)
+
+
+def surviving_units(count: int, redundancy: str) -> int:
+    """Units left carrying the load after the design contingency of a redundancy scheme.
+
+    ``N`` -> count; ``N+1`` and ``distributed_redundant`` -> count - 1; ``2N`` -> count / 2.
+    """
+    if redundancy == "N":
+        return int(count)
+    if redundancy in ("N+1", "distributed_redundant"):
+        if count < 2:
+            raise ValueError(f"redundancy {redundancy} needs at least 2 units; got {count}")
+        return int(count) - 1
+    if redundancy == "2N":
+        if count < 2 or count % 2:
+            raise ValueError(f"redundancy 2N needs an even number of units; got {count}")
+        return int(count) // 2
+    raise ValueError(f"unknown redundancy {redundancy!r}")
+
+
+def it_capacity_behind_w(capacity_w: float, load_at_it_w: Callable[[float], float],
+                         it_max_w: float = 1e10) -> float:
+    """Largest IT load [W] whose load on a stage, ``load_at_it_w(IT)`` [W], fits ``capacity_w``.
+
+    ``load_at_it_w`` must be non-decreasing (losses and cooling grow with the IT load);
+    the root of ``load(IT) = capacity`` is found by Brent's method to 1 mW. 0 when even
+    no IT load fits (the stage is overloaded by what else it carries).
+    """
+    f = lambda it: load_at_it_w(it) - capacity_w  # noqa: E731
+    if f(0.0) >= 0.0:
+        return 0.0
+    if f(it_max_w) <= 0.0:
+        return float(it_max_w)
+    return float(brentq(f, 0.0, it_max_w, xtol=1e-3))
+
+
+def ups_usable_kw(systems: int, modules_per_system: int, module_kw: float, topology: str,
+                  mode: str, bypass_kw_per_system: float | None = None) -> tuple[float, str]:
+    """Output the UPS plant can carry after its design contingency [kW] and the rule used.
+
+    In bypass the modules are out of the path and each system's bypass path (default the
+    fully populated frame) is the limit; otherwise the modules: N all, N+1 all but one,
+    2N half the systems, distributed redundant all systems but one.
+    """
+    if mode == "bypass":
+        per = bypass_kw_per_system if bypass_kw_per_system is not None else modules_per_system * module_kw
+        topo = "N" if topology == "N+1" else topology
+        s = surviving_units(systems, topo)
+        return s * per, f"bypass path {per:g} kW x {s} of {systems} systems ({topology})"
+    if topology == "N+1":
+        n = systems * modules_per_system - 1
+        return n * module_kw, f"{n} of {systems * modules_per_system} modules x {module_kw:g} kW (N+1)"
+    s = surviving_units(systems, topology)
+    return (s * modules_per_system * module_kw,
+            f"{s} of {systems} systems x {modules_per_system} modules x {module_kw:g} kW ({topology})")
+
+
+def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[float], float]):
+    """Every limit of one stage of the chain [list of :class:`Constraint`] and a context dict.
+
+    ``chain`` is a :class:`twin.scenario.power_chain.PowerChain` (one stage);
+    ``rack_positions`` the racks the hall holds; ``mechanical_w(heat_w)`` the cooling
+    plant's electric power [W] for a heat load [W] at the design outdoor temperature.
+    """
+    out: list[Constraint] = []
+    mech_on = set(chain.mechanical.carried_by)
+    transfers = chain.mechanical.transfers_on_feed_loss
+    ups = chain.ups
+    if ups is not None:
+        curve = ups.curve or UPS_MODE_DEFAULT_CURVE[ups.mode]
+        if ups.mode == "bypass":
+            curve = "bypass"
+        installed_w = ups.systems * ups.modules_per_system * ups.module_kw * 1e3
+        usable_kw, ups_rule = ups_usable_kw(ups.systems, ups.modules_per_system, ups.module_kw,
+                                            ups.topology, ups.mode, ups.bypass_kw_per_system)
+        # load shared equally by the modules in service (all installed modules run)
+        ups_loss = lambda it: float(ups_curve_loss_w(it, installed_w, curve))  # noqa: E731
+        recharge_w = 0.0 if ups.mode == "bypass" else UPS_RECHARGE_FRACTION * usable_kw * 1e3
+        out.append(Constraint("ups", "module rating after the design contingency" if ups.mode != "bypass"
+                              else "bypass path rating", usable_kw, usable_kw, ups_rule))
+    else:
+        curve = None
+        ups_loss = lambda it: 0.0  # noqa: E731
+        recharge_w = 0.0
+
+    def upstream_it(it):                      # what the IT chain draws above the UPS [W]
+        return it + ups_loss(it)
+
+    house_w = chain.mechanical.house_kw * 1e3
+
+    def mech(it):                             # cooling plant + house loads [W]
+        return float(mechanical_w(upstream_it(it))) + house_w
+
+    def group(name, count, redundancy, unit_w, rule, detail_unit, extra_w=0.0, carries_mech=False):
+        s = surviving_units(count, redundancy)
+        cap_w = s * unit_w
+        # 2N paths each feed their own share of the plant; N+1 units share one bus
+        share = s / count if (redundancy == "2N" and not transfers) else 1.0
+
+        def load(it):
+            return upstream_it(it) + extra_w + (share * mech(it) if carries_mech else 0.0)
+        it_cap = it_capacity_behind_w(cap_w, load)
+        mech_txt = (f" + mechanical ({'all' if share == 1 else f'{share:.2g} share'})"
+                    if carries_mech else "")
+        rech_txt = f" + UPS recharge {extra_w / 1e3:.0f} kW" if extra_w else ""
+        out.append(Constraint(name, rule, it_cap / 1e3, cap_w / 1e3,
+                              f"{s} of {count} x {detail_unit} ({redundancy}) = {cap_w / 1e3:.0f} kW "
+                              f"carries IT + UPS loss{mech_txt}{rech_txt}"))
+
+    if chain.utility is not None:
+        u = chain.utility
+        cap_w = u.kva * 1e3 * u.power_factor
+        carries = "utility" in mech_on
+        it_cap = it_capacity_behind_w(cap_w, lambda it: upstream_it(it) + (mech(it) if carries else 0.0))
+        out.append(Constraint("utility", "service capacity x power factor", it_cap / 1e3, cap_w / 1e3,
+                              f"{u.kva:g} kVA x pf {u.power_factor:g} = {cap_w / 1e3:.0f} kW carries IT + "
+                              f"UPS loss{' + mechanical' if carries else ''}"))
+    if chain.transformers is not None:
+        t = chain.transformers
+        unit = t.kva * 1e3 * t.power_factor * t.loading_fraction
+        group("transformers", t.count, t.redundancy, unit, "nameplate x power factor x planned loading",
+              f"{t.kva:g} kVA", carries_mech="transformers" in mech_on)
+    if chain.switchboards is not None:
+        b = chain.switchboards
+        unit = float(breaker_continuous_limit_w(b.main_breaker_a, b.voltage_v, b.phases,
+                                                b.rated_100pct, b.power_factor))
+        rule = "100%-rated main breaker" if b.rated_100pct else "NEC 80% continuous on the main breaker"
+        group("switchboards", b.count, b.redundancy, unit, rule,
+              f"{b.main_breaker_a:g} A {b.voltage_v:g} V main ({unit / 1e3:.0f} kW continuous)",
+              carries_mech="switchboards" in mech_on)
+    if chain.generators is not None:
+        g = chain.generators
+        group("generators", g.count, g.redundancy, g.kw * 1e3 * g.loading_fraction,
+              f"{g.rating} rating x planned loading", f"{g.kw:g} kW", extra_w=recharge_w,
+              carries_mech="generators" in mech_on)
+    if chain.rpps is not None:
+        r = chain.rpps
+        unit = float(breaker_continuous_limit_w(r.breaker_a, r.voltage_v, r.phases, r.rated_100pct,
+                                                r.power_factor))
+        s = surviving_units(r.count, r.redundancy)
+        rule = "100%-rated feeder breaker" if r.rated_100pct else "NEC 80% continuous on the RPP feeder breaker"
+        out.append(Constraint("rpps", rule, s * unit / 1e3, s * unit / 1e3,
+                              f"{s} of {r.count} RPPs ({r.redundancy}) x {r.breaker_a:g} A {r.voltage_v:g} V "
+                              f"= {unit / 1e3:.1f} kW continuous each"))
+    if chain.branch is not None:
+        br = chain.branch
+        cord = float(breaker_continuous_limit_w(br.breaker_a, br.voltage_v, br.phases, br.rated_100pct,
+                                                br.power_factor))
+        live = br.cords_per_rack - (1 if br.redundancy == "2N" else 0)
+        per_rack = live * cord
+        rule = ("100%-rated branch breaker" if br.rated_100pct else "NEC 80% continuous on the branch breaker") + (
+            ", one cord carries the rack on failover" if br.redundancy == "2N" else "")
+        out.append(Constraint("branch", rule, rack_positions * per_rack / 1e3, per_rack / 1e3,
+                              f"{rack_positions} racks x {live} of {br.cords_per_rack} cords x {br.breaker_a:g} A "
+                              f"{br.voltage_v:g} V ({cord / 1e3:.1f} kW continuous per cord)"))
+    ctx = dict(ups_loss_w=ups_loss, mechanical_at_it_w=mech, ups_curve=curve)
+    return out, ctx
+
+
+def binding_constraints(constraints: list[Constraint]) -> tuple[Constraint, Constraint | None]:
+    """The smallest limit and the smallest limit of another piece of equipment."""
+    if not constraints:
+        raise ValueError("the chain describes no equipment")
+    order = sorted(constraints, key=lambda c: c.it_capacity_kw)
+    first = order[0]
+    nxt = next((c for c in order[1:] if c.equipment != first.equipment), None)
+    return first, nxt
+
+
+def racks_fitting(it_capacity_kw: float, rack_worst_case_kw: float, rack_positions: int,
+                  rack_limit_kw: float = np.inf) -> int:
+    """Racks that can run at their worst case [count]: ``floor(capacity / worst)``, no more
+    than the positions, and none when one rack exceeds what its circuits carry."""
+    if rack_worst_case_kw > rack_limit_kw * (1 + 1e-12):
+        return 0
+    return int(min(rack_positions, np.floor(it_capacity_kw / rack_worst_case_kw + 1e-9)))

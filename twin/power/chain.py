@@ -1,0 +1,241 @@
+"""From a scenario's ``site.power.chain`` to capacity per dated stage and to swing figures.
+
+The adapter between the scenario models (:mod:`twin.scenario.power_chain`) and the pure
+physics (:mod:`twin.power.capacity`, :mod:`~twin.power.branch`,
+:mod:`~twin.power.breakers`, :mod:`~twin.power.swing`, :mod:`~twin.power.battery`).
+``twin capacity`` prints what :func:`capacity_report` and :func:`swing_report` return.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.phases import Phase
+from twin.power.battery import battery_dispatch
+from twin.power.branch import branch_load_fraction, branch_rating_fraction
+from twin.power.breakers import frame_trip_time_s
+from twin.power.capacity import (
+    StageCapacity,
+    binding_constraints,
+    chain_constraints,
+    racks_fitting,
+    surviving_units,
+)
+from twin.power.electrical import breaker_continuous_limit_w
+from twin.power.facility import cooling_power_w
+from twin.power.swing import (
+    energy_kwh,
+    gpu_floor_power_w,
+    job_phase_trace,
+    mean_per_interval,
+    peak_meter_ramp_kw_per_s,
+    sync_load_w,
+)
+from twin.scenario.power_chain import PowerChain, chain_at_stages
+
+__all__ = ["rack_figures_w", "chain_problems", "stage_capacity", "capacity_report",
+           "phase_node_power_w", "swing_report"]
+
+#: Inlet temperature at which a rack's idle draw is taken [C] (ASHRAE recommended middle).
+IDLE_INLET_C = 22.0
+#: Inlet temperature of the swing model's node powers [C].
+SWING_INLET_C = 25.0
+
+
+def rack_positions(scenario) -> int:
+    return int(sum(r.racks for h in scenario.site.halls for r in h.rows))
+
+
+def rack_figures_w(scenario) -> dict[str, float]:
+    """One rack's worst-case draw (what admission reserves) and idle draw [W]."""
+    from twin import power
+    from twin.catalog import node_model
+    from twin.plant import node_power_kwargs, rack_worst_case_w
+
+    node = node_model(scenario.hardware.node_model)
+    kw = node_power_kwargs(node)
+    idle = float(power.node_power_w(np.array([int(Phase.IDLE)]), node.gpu_tdp_w, IDLE_INLET_C, **kw)[0])
+    npr = scenario.hardware.nodes_per_rack
+    net = scenario.hardware.network_power_per_rack_w
+    return {"worst_case_w": float(rack_worst_case_w(scenario, node)), "idle_w": idle * npr + net}
+
+
+def mechanical_w_fn(scenario, chain: PowerChain):
+    """``mech(heat_w)`` [W]: the scenario's cooling plant at the chain's design outdoor temperature."""
+    c = scenario.site.power.cooling
+    t = chain.mechanical.design_outdoor_temp_c
+
+    def mech(heat_w):
+        return cooling_power_w(heat_w, t, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                               fan_pump_fraction=c.fan_pump_fraction)
+    return mech
+
+
+def chain_problems(scenario) -> list[tuple[str, object, str]]:
+    """Problems the chain has with the racks it feeds: ``[(dotted path, value, expected)]``.
+
+    A branch circuit (the live cords under its redundancy policy, at the continuous
+    rule) that cannot carry one rack's idle draw, at any stage.
+    """
+    chain = scenario.site.power.chain
+    if chain is None:
+        return []
+    out = []
+    idle_w = rack_figures_w(scenario)["idle_w"]
+    for date, _, ch in chain_at_stages(chain):
+        br = ch.branch
+        if br is None:
+            continue
+        cord = float(breaker_continuous_limit_w(br.breaker_a, br.voltage_v, br.phases, br.rated_100pct,
+                                                br.power_factor))
+        live = br.cords_per_rack - (1 if br.redundancy == "2N" else 0)
+        if live * cord < idle_w:
+            where = "site.power.chain.branch" + (f" (stage {date})" if date else "")
+            out.append((where, {"breaker_a": br.breaker_a, "voltage_v": br.voltage_v, "phases": br.phases,
+                                "live_cords": live},
+                        f"a branch circuit that carries at least one rack's idle draw "
+                        f"({idle_w / 1e3:.2f} kW); it carries {live * cord / 1e3:.2f} kW at the "
+                        f"continuous rule"))
+    return out
+
+
+def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w: float,
+                   mechanical_w) -> StageCapacity:
+    """Usable IT capacity, binding and next constraint, and the figures around them."""
+    cons, ctx = chain_constraints(chain, rack_positions=rack_positions, mechanical_w=mechanical_w)
+    first, nxt = binding_constraints(cons)
+    it_kw = first.it_capacity_kw
+    it_w = it_kw * 1e3
+    extras: dict = {"ups_loss_kw": ctx["ups_loss_w"](it_w) / 1e3,
+                    "mechanical_kw": ctx["mechanical_at_it_w"](it_w) / 1e3,
+                    "ups_curve": ctx["ups_curve"]}
+    rack_limit_kw = np.inf
+    br = chain.branch
+    if br is not None:
+        kw = dict(breaker_a=br.breaker_a, voltage_v=br.voltage_v, phases=br.phases,
+                  rated_100pct=br.rated_100pct, power_factor=br.power_factor, cords=br.cords_per_rack)
+        normal = float(branch_load_fraction(rack_worst_case_w, **kw))
+        fail = float(branch_load_fraction(rack_worst_case_w, failed_cords=1, **kw))
+        x = float(branch_rating_fraction(fail, br.rated_100pct))
+        extras["max_branch_load_fraction"] = normal
+        extras["max_failover_branch_load_fraction"] = fail
+        extras["failover_overload"] = fail > 1.0
+        extras["failover_trip_time_s"] = float(frame_trip_time_s(x, br.frame))
+        live = br.cords_per_rack - (1 if br.redundancy == "2N" else 0)
+        rack_limit_kw = live * float(breaker_continuous_limit_w(
+            br.breaker_a, br.voltage_v, br.phases, br.rated_100pct, br.power_factor)) / 1e3
+    sb = chain.switchboards
+    if sb is not None and sb.count >= 2:
+        # one switchboard (feed path) lost with the IT at this stage's capacity
+        unit = float(breaker_continuous_limit_w(sb.main_breaker_a, sb.voltage_v, sb.phases,
+                                                sb.rated_100pct, sb.power_factor))
+        mech_share = 1.0 if chain.mechanical.transfers_on_feed_loss else (sb.count - 1) / sb.count
+        carries = "switchboards" in chain.mechanical.carried_by
+        load = it_w + ctx["ups_loss_w"](it_w) + (mech_share * ctx["mechanical_at_it_w"](it_w) if carries else 0)
+        extras["feed_loss_survivor_load_fraction"] = load / ((sb.count - 1) * unit)
+        extras["feed_loss_holds"] = load <= (sb.count - 1) * unit * (1 + 1e-9)
+        extras["feed_redundancy"] = sb.redundancy
+        extras["feed_survivors"] = surviving_units(sb.count, sb.redundancy)
+    extras["racks_at_worst_case"] = racks_fitting(it_kw, rack_worst_case_w / 1e3, rack_positions, rack_limit_kw)
+    return StageCapacity(it_capacity_kw=it_kw, binding=first, next=nxt, constraints=cons, extras=extras)
+
+
+def capacity_report(scenario) -> dict:
+    """``{"stages": [{date, note, it_capacity_kw, binding, next, ...}], ...}`` for ``twin capacity``."""
+    chain = scenario.site.power.chain
+    if chain is None:
+        raise ValueError("the scenario has no site.power.chain (equipment description)")
+    n = rack_positions(scenario)
+    rack = rack_figures_w(scenario)
+    mech = mechanical_w_fn(scenario, chain)
+    plan = scenario.site.power.plan
+    stages = []
+    for date, note, ch in chain_at_stages(chain):
+        sc = stage_capacity(ch, rack_positions=n, rack_worst_case_w=rack["worst_case_w"], mechanical_w=mech)
+        typed = None
+        if date is not None:
+            earlier = [p for p in plan if p.date <= date]
+            typed = earlier[-1].it_power_kw if earlier else None
+        stages.append({
+            "date": date.isoformat() if date else None, "note": note,
+            "it_capacity_kw": sc.it_capacity_kw,
+            "binding": sc.binding.as_dict(), "next": sc.next.as_dict() if sc.next else None,
+            "plan_it_power_kw": typed,
+            "constraints": [c.as_dict() for c in sorted(sc.constraints, key=lambda c: c.it_capacity_kw)],
+            **sc.extras,
+        })
+    base = stages[0]["it_capacity_kw"]
+    for st in stages:
+        st["ratio_to_first"] = st["it_capacity_kw"] / base if base > 0 else float("nan")
+    return {"scenario": scenario.name, "rack_positions": n,
+            "rack_worst_case_kw": rack["worst_case_w"] / 1e3, "rack_idle_kw": rack["idle_w"] / 1e3,
+            "stages": stages}
+
+
+def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C) -> dict[str, np.ndarray]:
+    """Node AC power [W] and per-GPU power [W] in every phase, and the PSU's AC per DC watt."""
+    from twin import power
+    from twin.catalog import node_model
+    from twin.plant import node_power_kwargs
+
+    node = node_model(scenario.hardware.node_model)
+    kw = node_power_kwargs(node)
+    cap = scenario.hardware.gpu_power_cap_w or node.gpu_tdp_w
+    phases = np.arange(max(int(p) for p in Phase) + 1)
+    b = power.node_power_breakdown_w(phases, cap, inlet_c, **kw)
+    dc = b["gpu_w"] + b["host_w"] + b["fan_w"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(dc > 0, b["ac_w"] / np.where(dc > 0, dc, 1.0), 1.0)
+    return {"node_w": b["ac_w"], "gpu_w": b["gpu_w"] / node.gpu_count, "dc_to_ac": ratio,
+            "gpu_count": node.gpu_count, "gpu_tdp_w": node.gpu_tdp_w}
+
+
+def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, checkpoint_s: float,
+                 restart_s: float, rest_w: float = 0.0, dt_s: float = 0.01,
+                 battery=None, floor_fraction: float | None = None, skew_s: float | None = None,
+                 window_s: float | None = None) -> dict:
+    """Meter power of one synchronous job at 1-s resolution and its swing KPIs.
+
+    The window holds training steps, one checkpoint (at a third of the window) and one
+    restart (at two thirds, cut to a quarter of the window). ``rest_w`` is the rest of
+    the facility [W], constant over the window. Returns the peak meter ramp without
+    mitigation, with the GPU power floor, and with the battery, with their energy costs.
+    """
+    chain = scenario.site.power.chain
+    sw = chain.swing if chain is not None else None
+    floor = floor_fraction if floor_fraction is not None else (sw.gpu_power_floor_fraction if sw else 0.0)
+    skew = skew_s if skew_s is not None else (sw.node_skew_s if sw else 0.0)
+    w = window_s if window_s is not None else (sw.window_s if sw else 1800.0)
+    ph = job_phase_trace(w, step_s, exposed_s, checkpoint_at_s=w / 3, checkpoint_s=checkpoint_s,
+                         restart_at_s=2 * w / 3, restart_s=min(restart_s, w / 4), dt_s=dt_s)
+    pw = phase_node_power_w(scenario)
+    meter = mean_per_interval(sync_load_w(ph, pw["node_w"], nodes, skew_s=skew, dt_s=dt_s), dt_s) + rest_w
+    out = {"nodes": nodes, "step_s": step_s, "exposed_s": exposed_s, "checkpoint_s": checkpoint_s,
+           "restart_s": min(restart_s, w / 4), "window_s": w,
+           "train_minus_comm_kw": nodes * (pw["node_w"][Phase.TRAINING] - pw["node_w"][Phase.COMMUNICATION]) / 1e3,
+           "train_minus_checkpoint_kw": nodes * (pw["node_w"][Phase.TRAINING]
+                                                 - pw["node_w"][Phase.CHECKPOINT]) / 1e3,
+           "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(meter),
+           "energy_kwh": energy_kwh(meter, 1.0)}
+    if floor > 0:
+        fl = gpu_floor_power_w(pw["node_w"], pw["gpu_w"], gpu_count=pw["gpu_count"], gpu_tdp_w=pw["gpu_tdp_w"],
+                               floor_fraction=floor, dc_to_ac=pw["dc_to_ac"])
+        m2 = mean_per_interval(sync_load_w(ph, fl, nodes, skew_s=skew, dt_s=dt_s), dt_s) + rest_w
+        out["gpu_floor"] = {"floor_fraction": floor, "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(m2),
+                            "extra_energy_kwh": energy_kwh(m2, 1.0) - out["energy_kwh"]}
+    bat = battery if battery is not None else (chain.battery if chain is not None else None)
+    if bat is not None and bat.power_kw > 0:
+        d = battery_dispatch(meter, 1.0, power_w=bat.power_kw * 1e3, energy_j=bat.energy_kwh * 3.6e6,
+                             round_trip_efficiency=bat.round_trip_efficiency, initial_soc=bat.initial_soc,
+                             soc_min=bat.soc_min, soc_max=bat.soc_max, policy=bat.policy,
+                             ramp_limit_w_per_s=(bat.max_meter_ramp_kw_per_s * 1e3
+                                                 if bat.max_meter_ramp_kw_per_s else None),
+                             shave_w=bat.peak_shave_kw * 1e3 if bat.peak_shave_kw else None,
+                             soc_restore_s=bat.soc_restore_s)
+        out["battery"] = {"power_kw": bat.power_kw, "energy_kwh": bat.energy_kwh, "policy": bat.policy,
+                          "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(d["grid_w"]),
+                          "loss_kwh": d["loss_j"] / 3.6e6,
+                          "stored_change_kwh": (d["energy_end_j"] - d["energy_start_j"]) / 3.6e6,
+                          "soc_min_seen": float(d["soc"].min()), "soc_max_seen": float(d["soc"].max())}
+    out["meter_kw"] = meter / 1e3
+    return out

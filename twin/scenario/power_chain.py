@@ -1,0 +1,318 @@
+"""Scenario models of the power chain as equipment (``site.power.chain``).
+
+The chain is described the way a facility engineer draws a one-line diagram: utility
+service, MV/LV transformers, switchboards (switchgear and feeds), generators, the UPS
+plant (modules, topology, mode and efficiency curve), remote power panels with their
+breaker frame, branch circuits and rack PDUs with A/B cords; where the mechanical plant
+sits on the chain; a battery and a GPU power floor that smooth training swings; and the
+dated equipment changes of the power plan (``stages``). ``twin capacity`` derives the
+usable IT capacity of each stage from this (:mod:`twin.power.capacity`).
+
+Validation here is what the chain alone can tell (redundancy the equipment cannot
+provide, unknown breaker frames or UPS curves, a battery without energy, a stage change
+that names no field); checks that need the racks (a branch circuit below one rack's idle
+draw) are in :func:`twin.power.chain.chain_problems`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+PowerFactor = Annotated[float, Field(gt=0, le=1)]
+GroupRedundancy = Literal["N", "N+1", "2N"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+def _check_group(part: str, count: int, redundancy: str, unit: str) -> None:
+    if redundancy == "2N" and (count < 2 or count % 2):
+        raise ValueError(f"{part}: redundancy 2N needs an even number of {unit} (two independent "
+                         f"halves, each carrying the whole load); got count={count}")
+    if redundancy == "N+1" and count < 2:
+        raise ValueError(f"{part}: redundancy N+1 needs at least 2 {unit} (one spare); got count={count}")
+
+
+def _check_frame(value: str) -> str:
+    from twin.power.breakers import BREAKER_FRAMES
+    if value not in BREAKER_FRAMES:
+        raise ValueError(f"unknown breaker frame {value!r}; known frames: {sorted(BREAKER_FRAMES)}")
+    return value
+
+
+class UtilityService(_Model):
+    kva: PositiveFloat = Field(description="utility service capacity (contract / service transformer) [kVA]")
+    voltage_v: PositiveFloat = Field(13200.0, description="service voltage [V]")
+    power_factor: PowerFactor = Field(0.95, description="facility power factor at the service")
+
+
+class Transformers(_Model):
+    count: PositiveInt
+    kva: PositiveFloat = Field(description="nameplate of each MV/LV transformer [kVA]")
+    redundancy: GroupRedundancy = "2N"
+    power_factor: PowerFactor = 0.95
+    loading_fraction: Annotated[float, Field(gt=0, le=1.5)] = Field(
+        1.0, description="planned continuous loading of the nameplate (IEEE C57.91 allows more with "
+                         "loss of life; 1.0 = nameplate)")
+
+    @model_validator(mode="after")
+    def _redundancy(self):
+        _check_group("transformers", self.count, self.redundancy, "transformers")
+        return self
+
+
+class Switchboards(_Model):
+    """Main switchboards / switchgear, one per feed path (A, B, ...)."""
+
+    count: PositiveInt
+    main_breaker_a: PositiveFloat = Field(description="main breaker rating of each switchboard [A]")
+    voltage_v: PositiveFloat = Field(480.0, description="line-to-line voltage [V]")
+    phases: Literal[1, 3] = 3
+    frame: str = Field("insulated_case", description="breaker frame (twin.power.breakers.BREAKER_FRAMES)")
+    rated_100pct: bool = Field(False, description="100%-rated main breaker (else NEC 80% continuous)")
+    power_factor: PowerFactor = 0.95
+    redundancy: GroupRedundancy = "2N"
+
+    @field_validator("frame")
+    @classmethod
+    def _frame(cls, v):
+        return _check_frame(v)
+
+    @model_validator(mode="after")
+    def _redundancy(self):
+        _check_group("switchboards", self.count, self.redundancy, "switchboards")
+        return self
+
+
+class Generators(_Model):
+    count: PositiveInt
+    kw: PositiveFloat = Field(description="rating of each generator set [kW] (ISO 8528 standby unless 'prime')")
+    rating: Literal["standby", "prime", "continuous"] = "standby"
+    redundancy: GroupRedundancy = "N+1"
+    loading_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
+        1.0, description="planned loading of the rating (some sites plan 80-90% of standby)")
+
+    @model_validator(mode="after")
+    def _redundancy(self):
+        _check_group("generators", self.count, self.redundancy, "generator sets")
+        return self
+
+
+class UpsPlant(_Model):
+    systems: PositiveInt = Field(description="independent UPS systems (A, B, ... or DR legs)")
+    modules_per_system: PositiveInt = 1
+    module_kw: PositiveFloat = Field(description="output rating of each power module [kW]")
+    topology: Literal["N", "N+1", "2N", "distributed_redundant"] = "2N"
+    mode: Literal["double_conversion", "eco", "line_interactive", "bypass"] = "double_conversion"
+    curve: str | None = Field(None, description="efficiency curve (twin.power.ups_curves); None = the "
+                                                  "mode's default, a modern unit")
+    bypass_kw_per_system: PositiveFloat | None = Field(
+        None, description="rating of each system's static / maintenance bypass path [kW]; "
+                          "None = the fully populated frame, modules_per_system x module_kw")
+    ride_through_s: NonNegFloat = Field(300.0, description="battery autonomy at full load [s]")
+
+    @field_validator("curve")
+    @classmethod
+    def _curve(cls, v):
+        from twin.power.ups_curves import UPS_CURVES
+        if v is not None and v not in UPS_CURVES:
+            raise ValueError(f"unknown UPS curve {v!r}; known curves: {sorted(UPS_CURVES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _topology(self):
+        n, m = self.systems, self.modules_per_system
+        if self.topology == "2N" and (n < 2 or n % 2):
+            raise ValueError(f"ups: topology 2N needs an even number of UPS systems; got systems={n}")
+        if self.topology == "distributed_redundant" and n < 3:
+            raise ValueError(f"ups: topology distributed_redundant needs at least 3 UPS systems "
+                             f"(N+1 at system level); got systems={n}")
+        if self.topology == "N+1" and n * m < 2:
+            raise ValueError(f"ups: topology N+1 needs at least 2 power modules; got systems={n} x "
+                             f"modules_per_system={m}")
+        return self
+
+
+class Rpps(_Model):
+    """Remote power panels (PDUs) feeding the rack rows."""
+
+    count: PositiveInt
+    breaker_a: PositiveFloat = Field(description="RPP feeder (main) breaker rating [A]")
+    frame: str = "molded_case"
+    voltage_v: PositiveFloat = 415.0
+    phases: Literal[1, 3] = 3
+    rated_100pct: bool = False
+    power_factor: PowerFactor = 0.95
+    redundancy: Literal["N", "2N"] = Field(
+        "2N", description="2N: panels in A/B pairs, each able to carry the pair's racks alone")
+
+    @field_validator("frame")
+    @classmethod
+    def _frame(cls, v):
+        return _check_frame(v)
+
+    @model_validator(mode="after")
+    def _redundancy(self):
+        _check_group("rpps", self.count, self.redundancy, "RPPs")
+        return self
+
+
+class BranchCircuits(_Model):
+    """The circuit of each rack PDU cord (one breaker per cord in the RPP)."""
+
+    breaker_a: PositiveFloat = Field(description="branch breaker rating per cord [A]")
+    frame: str = "miniature"
+    voltage_v: PositiveFloat = Field(415.0, description="line-to-line (3-phase) or line voltage [V]")
+    phases: Literal[1, 3] = 3
+    rated_100pct: bool = False
+    power_factor: PowerFactor = 0.95
+    cords_per_rack: PositiveInt = Field(2, description="rack PDU cords (2 = A and B)")
+    redundancy: Literal["N", "2N"] = Field(
+        "2N", description="2N: the other cord(s) carry the whole rack when one is lost")
+
+    @field_validator("frame")
+    @classmethod
+    def _frame(cls, v):
+        return _check_frame(v)
+
+    @model_validator(mode="after")
+    def _redundancy(self):
+        if self.redundancy == "2N" and self.cords_per_rack < 2:
+            raise ValueError(f"branch: redundancy 2N needs at least 2 cords per rack; got "
+                             f"cords_per_rack={self.cords_per_rack}")
+        return self
+
+
+class Mechanical(_Model):
+    """Where the cooling plant (chillers, CRAH fans, pumps) sits on the chain."""
+
+    carried_by: list[Literal["utility", "transformers", "switchboards", "generators"]] = Field(
+        ["utility", "transformers", "switchboards", "generators"],
+        description="stages that carry the mechanical load as well as the IT chain")
+    design_outdoor_temp_c: float = Field(
+        35.0, description="outdoor dry bulb for sizing (ASHRAE 0.4% design day) [C]")
+    house_kw: NonNegFloat = Field(0.0, description="lighting, offices, BMS on the same stages [kW]")
+    transfers_on_feed_loss: bool = Field(
+        False, description="True: the mechanical load of a lost path moves to the survivors "
+                           "(ATS); False: each path's share is lost with it (N+1 chillers)")
+
+
+class Battery(_Model):
+    """BESS or UPS energy storage that smooths the meter (``policy``)."""
+
+    power_kw: NonNegFloat
+    energy_kwh: NonNegFloat
+    round_trip_efficiency: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.90, description="AC-AC round trip (lithium-ion BESS ~0.85-0.92)")
+    initial_soc: Fraction = 0.5
+    soc_min: Fraction = 0.1
+    soc_max: Fraction = 0.9
+    policy: Literal["smoothing", "peak_shaving"] = "smoothing"
+    max_meter_ramp_kw_per_s: PositiveFloat | None = Field(
+        None, description="smoothing: ramp limit of the meter [kW/s]; None = 10% of power_kw per second")
+    peak_shave_kw: PositiveFloat | None = Field(
+        None, description="peak shaving: meter ceiling [kW]; None = the mean load of the trace")
+    soc_restore_s: PositiveFloat = Field(600.0, description="time constant pulling SoC back to its mid-point [s]")
+
+    @model_validator(mode="after")
+    def _energy(self):
+        if self.power_kw > 0 and self.energy_kwh == 0:
+            raise ValueError(f"battery: power_kw={self.power_kw:g} with energy_kwh=0; a battery with "
+                             f"no energy cannot deliver power")
+        if not self.soc_min < self.soc_max:
+            raise ValueError(f"battery: soc_min={self.soc_min:g} must be below soc_max={self.soc_max:g}")
+        if not self.soc_min <= self.initial_soc <= self.soc_max:
+            raise ValueError(f"battery: initial_soc={self.initial_soc:g} outside [soc_min, soc_max] = "
+                             f"[{self.soc_min:g}, {self.soc_max:g}]")
+        return self
+
+
+class Swing(_Model):
+    """Sub-second facility swing of synchronous training and the GPU power floor."""
+
+    gpu_power_floor_fraction: Fraction = Field(
+        0.0, description="GPU power smoothing floor as a fraction of TDP (0 = off)")
+    node_skew_s: NonNegFloat = Field(
+        0.0, description="spread of phase changes across a job's nodes [s] (0 = all together)")
+    window_s: Annotated[float, Field(ge=60)] = Field(
+        1800.0, description="length of the 1-s trace the swing KPIs are taken over [s]")
+
+
+class ChainStage(_Model):
+    """A dated equipment change: dotted paths inside the chain and their new values."""
+
+    date: dt.date
+    note: str = ""
+    set: dict[str, Any] = Field({}, description="e.g. {ups.mode: bypass, switchboards.redundancy: N}")
+
+
+class PowerChain(_Model):
+    utility: UtilityService | None = None
+    transformers: Transformers | None = None
+    switchboards: Switchboards | None = None
+    generators: Generators | None = None
+    ups: UpsPlant | None = None
+    rpps: Rpps | None = None
+    branch: BranchCircuits | None = None
+    mechanical: Mechanical = Mechanical()
+    battery: Battery | None = None
+    swing: Swing = Swing()
+    stages: list[ChainStage] = Field([], description="dated equipment changes, in date order")
+
+    @model_validator(mode="after")
+    def _stages(self):
+        for k in range(1, len(self.stages)):
+            if self.stages[k].date <= self.stages[k - 1].date:
+                raise ValueError(f"stages.{k}.date: {self.stages[k].date} is not after "
+                                 f"stages.{k - 1}.date {self.stages[k - 1].date}")
+        chain = self
+        for k, st in enumerate(self.stages):
+            try:
+                chain = apply_stage(chain, st)
+            except ValidationError as exc:
+                why = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+                raise ValueError(f"stages.{k} ({st.date}): {why}") from None
+            except KeyError as exc:
+                raise ValueError(f"stages.{k} ({st.date}): {exc.args[0]}") from None
+        return self
+
+
+def apply_stage(chain: PowerChain, stage: ChainStage) -> PowerChain:
+    """The chain after ``stage``'s changes (validated again; stages are dropped)."""
+    data = chain.model_dump(mode="python")
+    data["stages"] = []
+    for path, value in stage.set.items():
+        node = data
+        parts = str(path).split(".")
+        for part in parts[:-1]:
+            if not isinstance(node, dict) or part not in node or node[part] is None:
+                raise KeyError(f"no equipment at {path!r}")
+            node = node[part]
+        if not isinstance(node, dict) or parts[-1] not in node:
+            raise KeyError(f"no field {path!r} in the chain")
+        node[parts[-1]] = value
+    return PowerChain.model_validate(data)
+
+
+def chain_at_stages(chain: PowerChain) -> list[tuple[dt.date | None, str, PowerChain]]:
+    """The chain as built and after each dated stage: ``[(date, note, chain), ...]``.
+
+    With no stages, one entry ``(None, "as built", chain)``. A first stage is the
+    as-built state when its ``set`` is empty.
+    """
+    out: list[tuple[dt.date | None, str, PowerChain]] = []
+    current = chain.model_copy(update={"stages": []})
+    if not chain.stages or chain.stages[0].set:
+        out.append((None, "as built", current))
+    for st in chain.stages:
+        current = apply_stage(current, st)
+        out.append((st.date, st.note, current))
+    return out
