@@ -1,0 +1,403 @@
+"""Fit the parameters that measurements pin down, each with its uncertainty.
+
+Every fit is a least-squares (or Poisson) estimate against the run of the original scenario
+over the measured window; the covariance is ``s^2 (J^T J)^-1`` with ``s^2`` the residual
+variance (samples are treated as independent, so with autocorrelated residuals the stated
+1-sigma is a lower bound).
+
+* **Node power per state** (``fit_node_state_power_w``): facility IT power
+  ``P_IT(t) = P_busy N_busy(t) + P_idle N_idle(t) + P_other N_other(t) + P_net R_on(t)``
+  with node counts from the measured ``gpus_busy``/``gpus_healthy``/``gpus_powered`` (the
+  run's when not measured) and the scenario's ``network_power_per_rack_w`` as ``P_net``.
+  A state whose count never varies independently is reported as not identified.
+  The scenario has no node-power field yet, so the scenario written carries the per-rack
+  residual ``mean((P_meas - P_sim) / R_on)`` in ``hardware.network_power_per_rack_w`` (the
+  one per-rack power term it has) and the node powers as comments.
+* **Cooling plant** (``fit_cooling``): ``chiller_cop_at_25c`` and ``fan_pump_fraction`` of
+  ``twin.power.cooling_power_w`` from measured cooling power, the heat (measured IT power +
+  the run's UPS and RPP losses) and the outdoor temperature (measured, else the run's).
+* **UPS loss scale**: measured UPS loss / the twin's UPS loss law at the measured output.
+* **Per-rack recirculation correction** (``fit_recirculation``): the measured minus
+  simulated inlet of rack ``i`` as ``a_i + c_i Q(t)`` with ``Q`` the IT heat of the hall;
+  ``c_i`` [K/W] is the row sum of the correction to ``D`` (``inlet = supply + D @ heat``),
+  ``a_i`` a sensor or supply offset.
+* **Failure-rate scale** (``fit_failure_scale``): measured failures / the mean of runs of
+  the original scenario over the same window (Poisson; 1-sigma from both counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from twin.telemetry.series import TelemetryError
+
+
+@dataclass
+class Fit:
+    """One fitted parameter. ``path``: its scenario field (None: not expressible yet)."""
+
+    name: str
+    value: float
+    sigma: float
+    unit: str
+    prior: float | None = None
+    path: str | None = None
+    n: int = 0
+    rmse_before: float | None = None
+    rmse_after: float | None = None
+    note: str = ""
+    identified: bool = True
+
+
+@dataclass
+class Calibration:
+    fits: list[Fit] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    recirculation_k_at_peak: dict[str, float] = field(default_factory=dict)   # c_i x peak hall heat [K]
+
+    def overrides(self) -> dict[str, float]:
+        return {f.path: f.value for f in self.fits if f.path and f.identified}
+
+    def as_dict(self) -> dict:
+        return {"fits": [f.__dict__ for f in self.fits], "skipped": list(self.skipped)}
+
+
+# --------------------------------------------------------------------------- generic fits
+def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Least squares ``y = x @ b``: ``(b, sigma_b, identified, rmse)``.
+
+    Columns that are zero, or linearly dependent on earlier columns, are not identified
+    (their ``b`` is NaN); the rest are fitted with the covariance ``s^2 (X^T X)^-1``.
+    """
+    n, k = x.shape
+    keep: list[int] = []
+    for j in range(k):
+        cand = keep + [j]
+        if np.linalg.matrix_rank(x[:, cand], tol=1e-9 * max(1.0, float(np.abs(x).max()))) == len(cand):
+            keep = cand
+    b = np.full(k, np.nan)
+    sig = np.full(k, np.nan)
+    ident = np.zeros(k, bool)
+    if not keep:
+        return b, sig, ident, float(np.sqrt(np.mean(y * y)))
+    xs = x[:, keep]
+    coef, *_ = np.linalg.lstsq(xs, y, rcond=None)
+    resid = y - xs @ coef
+    dof = max(n - len(keep), 1)
+    s2 = float(resid @ resid) / dof
+    cov = s2 * np.linalg.inv(xs.T @ xs)
+    b[keep] = coef
+    sig[keep] = np.sqrt(np.diag(cov))
+    ident[keep] = True
+    return b, sig, ident, float(np.sqrt(np.mean(resid * resid)))
+
+
+def fit_node_state_power_w(it_w, n_busy, n_idle, n_other, racks_on, network_w_per_rack):
+    """Node wall power per state [W] from facility IT power [W] and node counts.
+
+    Model (module docstring): ``P_IT - P_net R_on = P_busy N_busy + P_idle N_idle +
+    P_other N_other``. Returns ``(values, sigmas, identified, rmse)`` for
+    ``(busy, idle, other)``.
+    """
+    y = np.asarray(it_w, float) - network_w_per_rack * np.asarray(racks_on, float)
+    x = np.column_stack([n_busy, n_idle, n_other]).astype(float)
+    return linear_fit(x, y)
+
+
+def fit_cooling(cooling_w, heat_w, outdoor_c, prior_cop: float, prior_fan_pump: float):
+    """``(cop25, fan_pump, sigmas, rmse_before, rmse_after)`` for ``twin.power.cooling_power_w``.
+
+    Nonlinear least squares (scipy ``least_squares``) of the twin's own law, started at the
+    scenario's values; the economiser and COP ceiling stay as the twin models them.
+    """
+    from scipy.optimize import least_squares
+
+    from twin import power
+    y = np.asarray(cooling_w, float)
+
+    def model(p):
+        return np.asarray(power.cooling_power_w(heat_w, outdoor_c, chiller_cop_at_25c=p[0],
+                                                fan_pump_fraction=p[1]), float)
+
+    scale = max(float(np.abs(y).mean()), 1.0)
+    res = least_squares(lambda p: (model(p) - y) / scale, x0=[prior_cop, prior_fan_pump],
+                        bounds=([0.5, 0.0], [20.0, 1.0]), x_scale=[1.0, 0.01])
+    before = float(np.sqrt(np.mean((model([prior_cop, prior_fan_pump]) - y) ** 2)))
+    after = float(np.sqrt(np.mean((model(res.x) - y) ** 2)))
+    j = res.jac * scale
+    dof = max(y.size - 2, 1)
+    s2 = float(np.sum((model(res.x) - y) ** 2)) / dof
+    try:
+        cov = s2 * np.linalg.inv(j.T @ j)
+        sig = np.sqrt(np.clip(np.diag(cov), 0, None))
+    except np.linalg.LinAlgError:
+        sig = np.full(2, np.nan)
+    return float(res.x[0]), float(res.x[1]), sig, before, after
+
+
+def fit_recirculation(delta_inlet_c: np.ndarray, hall_heat_w: np.ndarray):
+    """Per rack ``delta_i(t) = a_i + c_i Q(t)``: ``(a, c, sigma_a, sigma_c, n)`` arrays.
+
+    ``delta_inlet_c``: (T, R) measured minus simulated inlet [K]; ``hall_heat_w``: (T,) [W].
+    NaN entries (rack off or unmeasured) are left out rack by rack.
+    """
+    t_n, r_n = delta_inlet_c.shape
+    a, c, sa, sc, n = (np.full(r_n, np.nan) for _ in range(5))
+    for i in range(r_n):
+        ok = np.isfinite(delta_inlet_c[:, i]) & np.isfinite(hall_heat_w)
+        if ok.sum() < 3:
+            continue
+        x = np.column_stack([np.ones(ok.sum()), hall_heat_w[ok]])
+        b, s, ident, _ = linear_fit(x, delta_inlet_c[ok, i])
+        a[i], c[i], sa[i], sc[i], n[i] = b[0], b[1], s[0], s[1], ok.sum()
+    return a, c, sa, sc, n
+
+
+def fit_failure_scale(n_measured: int, n_simulated: np.ndarray, prior_scale: float):
+    """Failure-rate scale ``prior * n_meas / mean(n_sim)`` and its 1-sigma.
+
+    Both counts are Poisson: ``sigma/scale = sqrt(1/n_meas + 1/sum(n_sim))``.
+    """
+    n_sim = np.asarray(n_simulated, float)
+    mean_sim = float(n_sim.mean())
+    if mean_sim <= 0:
+        raise ValueError("the original scenario produces no failures in the measured window")
+    scale = prior_scale * n_measured / mean_sim
+    rel = np.sqrt(1.0 / max(n_measured, 1) + 1.0 / max(n_sim.sum(), 1.0))
+    return scale, scale * rel
+
+
+# --------------------------------------------------------------------------- orchestration
+def _series(cmp, var: str, ds):
+    """Measured (T,) of a facility-level variable on the grid, or None."""
+    ps = [p for p in cmp.pairs if p.mapped.variable == var and p.mapped.dim is None]
+    return ps[0].meas if ps else None
+
+
+def _per_rack(cmp, var: str, ds) -> np.ndarray | None:
+    ps = {p.mapped.coord: p.meas for p in cmp.pairs if p.mapped.variable == var and p.mapped.dim == "rack"}
+    if not ps:
+        return None
+    racks = [str(r) for r in ds["rack"].values]
+    out = np.full((ds.sizes["time"], len(racks)), np.nan)
+    for j, r in enumerate(racks):
+        if r in ps:
+            out[:, j] = ps[r]
+    return out
+
+
+def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None) -> Calibration:
+    """Fit what the measurements allow. ``ds``: the run of ``scenario`` over the measured
+    window; ``cmp``: its :class:`~twin.telemetry.compare.Comparison` with the measurements;
+    ``events_measured``: the measured event table (``kind``, ``time``) or None;
+    ``events_simulated``: event tables of runs of the scenario (several seeds)."""
+    from twin.catalog import node_model
+    out = Calibration()
+    gpn = node_model(scenario.hardware.node_model).gpu_count
+    net = scenario.hardware.network_power_per_rack_w
+
+    def pick(var):
+        m = _series(cmp, var, ds)
+        return m if m is not None else np.asarray(ds[var].values, float)
+
+    # ---- node power per state -> network_power_per_rack_w residual
+    it_meas = _series(cmp, "facility_it_power_w", ds)
+    if it_meas is None and _per_rack(cmp, "rack_power_w", ds) is not None:
+        rp = _per_rack(cmp, "rack_power_w", ds)
+        it_meas = rp.sum(axis=1) if np.isfinite(rp).all(axis=0).any() else None
+    if it_meas is not None:
+        busy, healthy, powered = (pick(v) / gpn for v in ("gpus_busy", "gpus_healthy", "gpus_powered"))
+        state = _per_rack(cmp, "rack_state", ds)
+        state = state if state is not None else np.asarray(ds["rack_state"].values, float)
+        r_on = np.sum((state == 1) | (state == 2), axis=1).astype(float)
+        ok = np.isfinite(it_meas) & np.isfinite(busy) & np.isfinite(healthy) & np.isfinite(powered)
+        b, s, ident, rmse = fit_node_state_power_w(it_meas[ok], busy[ok], (healthy - busy)[ok],
+                                                   (powered - healthy)[ok], r_on[ok], net)
+        sim_it = np.asarray(ds["facility_it_power_w"].values, float)
+        sb, _, sident, _ = fit_node_state_power_w(sim_it[ok], busy[ok], (healthy - busy)[ok],
+                                                  (powered - healthy)[ok], r_on[ok], net)
+        x = np.column_stack([busy, healthy - busy, powered - healthy])[ok]
+        y = it_meas[ok] - net * r_on[ok]
+        prior_fit = x @ np.where(sident, sb, 0.0)
+        rms_prior = float(np.sqrt(np.mean((y - prior_fit) ** 2)))
+        for j, lab in enumerate(("busy (training)", "idle", "burn-in or failed, powered")):
+            out.fits.append(Fit(f"node power, {lab}", float(b[j]), float(s[j]), "W",
+                                prior=float(sb[j]) if sident[j] else None, n=int(ok.sum()),
+                                rmse_before=rms_prior, rmse_after=rmse,
+                                identified=bool(ident[j]),
+                                note="no scenario field yet; prior = the same fit on the run"
+                                     if ident[j] else "not identified: this count never varies on its own"))
+        use = ok & (r_on > 0)
+        if use.sum() >= 2:
+            per_rack = (it_meas[use] - sim_it[use]) / r_on[use]
+            d = float(per_rack.mean())
+            resid_before = it_meas[use] - sim_it[use]
+            resid_after = resid_before - d * r_on[use]
+            out.fits.append(Fit(
+                "per-rack power not in the node model", net + d,
+                float(per_rack.std(ddof=1) / np.sqrt(use.sum())), "W", prior=net,
+                path="hardware.network_power_per_rack_w", n=int(use.sum()),
+                rmse_before=float(np.sqrt(np.mean(resid_before ** 2))),
+                rmse_after=float(np.sqrt(np.mean(resid_after ** 2))),
+                note="mean (measured - simulated IT power) per powered rack, added to the network "
+                     "share until the scenario has node-power fields"))
+    else:
+        out.skipped.append("node power: no measured facility_it_power_w or complete rack_power_w")
+
+    # ---- cooling plant
+    cool = _series(cmp, "cooling_power_w", ds)
+    if cool is not None:
+        it = it_meas if it_meas is not None else np.asarray(ds["facility_it_power_w"].values, float)
+        heat = it + np.asarray(ds["ups_loss_w"].values, float) + np.asarray(ds["rpp_loss_w"].values, float)
+        out_c = pick("outdoor_temp_c")
+        ok = np.isfinite(cool) & np.isfinite(heat) & np.isfinite(out_c) & (heat > 0)
+        c = scenario.site.power.cooling
+        cop, fp, sig, before, after = fit_cooling(cool[ok], heat[ok], out_c[ok],
+                                                  c.chiller_cop_at_25c, c.fan_pump_fraction)
+        out.fits.append(Fit("chiller COP at 25 C", cop, float(sig[0]), "1", c.chiller_cop_at_25c,
+                            "site.power.cooling.chiller_cop_at_25c", int(ok.sum()), before, after))
+        out.fits.append(Fit("CRAH fan + pump power per heat", fp, float(sig[1]), "W/W", c.fan_pump_fraction,
+                            "site.power.cooling.fan_pump_fraction", int(ok.sum()), before, after))
+    else:
+        out.skipped.append("cooling: no measured cooling_power_w")
+
+    # ---- UPS loss scale
+    loss = _series(cmp, "ups_loss_w", ds)
+    if loss is not None:
+        sim_loss = np.asarray(ds["ups_loss_w"].values, float)
+        ok = np.isfinite(loss) & (sim_loss > 0)
+        if ok.sum() >= 2:
+            b, s, ident, rmse = linear_fit(sim_loss[ok, None], loss[ok])
+            out.fits.append(Fit("UPS loss / the twin's loss law", float(b[0]), float(s[0]), "1", 1.0, None,
+                                int(ok.sum()), float(np.sqrt(np.mean((loss[ok] - sim_loss[ok]) ** 2))), rmse,
+                                note=f"no scenario field yet (mode {scenario.site.power.ups.mode})"))
+    else:
+        out.skipped.append("UPS efficiency: no measured ups_loss_w")
+
+    # ---- recirculation per rack
+    inlet = _per_rack(cmp, "rack_inlet_c", ds)
+    if inlet is not None:
+        sim_in = np.asarray(ds["rack_inlet_c"].values, float)
+        rp = _per_rack(cmp, "rack_power_w", ds)
+        heat_r = np.where(np.isfinite(rp), rp, np.asarray(ds["rack_power_w"].values, float)) if rp is not None \
+            else np.asarray(ds["rack_power_w"].values, float)
+        halls = np.asarray(ds["rack_hall"].values) if "rack_hall" in ds.coords else np.zeros(ds.sizes["rack"], int)
+        racks = [str(r) for r in ds["rack"].values]
+        for h in np.unique(halls):
+            idx = np.flatnonzero(halls == h)
+            q = np.nansum(heat_r[:, idx], axis=1)
+            a, cc, sa, sc, n = fit_recirculation(inlet[:, idx] - sim_in[:, idx], q)
+            for k, i in enumerate(idx):
+                if not np.isfinite(cc[k]):
+                    continue
+                out.fits.append(Fit(f"recirculation correction {racks[i]}", float(cc[k] * 1e3), float(sc[k] * 1e3),
+                                    "K/kW", 0.0, None, int(n[k]),
+                                    note=f"offset {a[k]:+.2f} +/- {sa[k]:.2f} K; {cc[k] * np.nanmax(q):+.2f} K "
+                                         "at the hall's peak heat; row sum of the correction to D; "
+                                         "no scenario field yet"))
+                out.recirculation_k_at_peak[racks[i]] = float(cc[k] * np.nanmax(q))
+    else:
+        out.skipped.append("recirculation: no measured rack_inlet_c")
+
+    # ---- failure-rate scale
+    if events_measured is not None and events_simulated:
+        t0, t1 = ds["time"].values[0], ds["time"].values[-1]
+
+        def count(ev):
+            tt = np.asarray(ev["time"].values, dtype="datetime64[ns]")
+            return int(((ev["kind"].values == "failure") & (tt >= t0) & (tt <= t1)).sum())
+        n_meas = count(events_measured)
+        n_sim = np.array([count(e) for e in events_simulated])
+        prior = scenario.failures.rate_scale
+        try:
+            scale, sig = fit_failure_scale(n_meas, n_sim, prior)
+            out.fits.append(Fit("failure-rate scale", scale, sig, "1", prior, "failures.rate_scale", n_meas,
+                                note=f"{n_meas} measured failures vs {n_sim.mean():.1f} simulated "
+                                     f"(mean of {len(n_sim)} seeds)"))
+        except ValueError as exc:
+            out.skipped.append(f"failure rate: {exc}")
+    else:
+        out.skipped.append("failure rate: no measured event log")
+    out.skipped.append("PSU efficiency and fan law: the run has no node-level PSU or fan series to "
+                       "compare (need Redfish PowerSupplies/Fans mapped to new variables)")
+    return out
+
+
+def read_event_log(path):
+    """A measured event table: CSV with ``time`` and ``kind`` (``twin run``'s events.csv or
+    a facility log in that shape; ``kind == "failure"`` rows count)."""
+    import pandas as pd
+    try:
+        ev = pd.read_csv(path)
+    except Exception as exc:
+        raise TelemetryError(str(path), "", f"not a readable CSV ({exc})") from None
+    missing = {"time", "kind"} - set(ev.columns)
+    if missing:
+        raise TelemetryError(str(path), "", f"an event log needs columns time and kind (missing {sorted(missing)})")
+    try:
+        t = pd.to_datetime(ev["time"], format="ISO8601", utc=True)
+    except (ValueError, TypeError) as exc:
+        raise TelemetryError(str(path), "time", f"unreadable time ({exc})") from None
+    ev["time"] = t.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ns]")
+    return ev
+
+
+def is_event_log(path) -> bool:
+    from pathlib import Path
+    p = Path(path)
+    if p.suffix.lower() != ".csv":
+        return False
+    with open(p, encoding="utf-8", errors="replace") as fh:
+        head = fh.readline().lower()
+    cols = [c.strip() for c in head.split(",")]
+    return "kind" in cols and "time" in cols
+
+
+def scenario_yaml(original_path, cal: Calibration, out_path, sources) -> str:
+    """The text of a scenario that ``extends`` the original with the fitted values, commented."""
+    import datetime as dt
+    import os
+    from pathlib import Path
+    rel = os.path.relpath(Path(original_path).resolve(), Path(out_path).resolve().parent)
+    lines = [f"# Calibrated by `twin calibrate` on {dt.date.today().isoformat()} from:",
+             *[f"#   {s}" for s in sources],
+             "# Each value: fitted +/- 1 sigma (least squares; independent samples assumed), the prior,",
+             "# and the RMS residual before -> after the fit.",
+             f"extends: {rel}"]
+    tree: dict = {}
+    comments: dict[str, str] = {}
+    for f in cal.fits:
+        if not (f.path and f.identified):
+            continue
+        node = tree
+        parts = f.path.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = f.value
+        rm = (f" RMS {f.rmse_before:.4g} -> {f.rmse_after:.4g}" if f.rmse_before is not None else "")
+        comments[f.path] = f"{f.name}: +/- {f.sigma:.3g} {f.unit} (1 sigma), was {f.prior:g};{rm}; n={f.n}"
+
+    def emit(node, indent, prefix):
+        for k, v in node.items():
+            path = f"{prefix}.{k}" if prefix else k
+            if isinstance(v, dict):
+                lines.append(f"{'  ' * indent}{k}:")
+                emit(v, indent + 1, path)
+            else:
+                lines.append(f"{'  ' * indent}{k}: {v:.6g}   # {comments[path]}")
+    emit(tree, 0, "")
+    rest = [f for f in cal.fits if not (f.path and f.identified)]
+    if rest:
+        lines.append("# Fitted but not expressible in a scenario yet (no schema field):")
+        for f in rest:
+            if f.identified:
+                prior = f" (twin {f.prior:.4g})" if f.prior is not None else ""
+                rm = (f"; RMS {f.rmse_before:.4g} -> {f.rmse_after:.4g}" if f.rmse_before is not None else "")
+                lines.append(f"#   {f.name}: {f.value:.4g} +/- {f.sigma:.2g} {f.unit}{prior}{rm}; {f.note}")
+            else:
+                lines.append(f"#   {f.name}: {f.note}")
+    for s in cal.skipped:
+        lines.append(f"# not fitted: {s}")
+    return "\n".join(lines) + "\n"
