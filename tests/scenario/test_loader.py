@@ -125,7 +125,7 @@ def test_override_errors_are_scenario_errors():
         load_scenario(BV, ["workload.jobs.9.nodes=3"])
     with pytest.raises(ScenarioError) as exc:
         load_scenario(BV, ["site.power.ups.mode=eco"])
-    assert exc.value.problems[0].file == "--set"
+    assert exc.value.problems[0].file == "--set site.power.ups.mode=eco"
 
 
 def test_safe_loader_rejects_python_tags(tmp_path):

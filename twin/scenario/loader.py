@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +21,114 @@ from twin.scenario.schema import Scenario
 _MISSING = object()
 # The C-accelerated safe loader when libyaml is there (same safety: no Python tags).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: largest scenario file read [B]; anything larger is not a hand-written scenario
+MAX_SCENARIO_BYTES = 4 * 2**20
+#: largest scenario once aliases are expanded [values]: an alias bomb stops here
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+class StrictSafeLoader(_SAFE_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader, refusing a key given twice in one mapping (YAML would silently
+    keep the last one). Merge keys (``<<: *base``) may still be overridden."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                k = (key_node.tag, key_node.value)
+                if k in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found the key {key_node.value!r} twice (first on line {seen[k]})", key_node.start_mark)
+                seen[k] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+def _expanded_values(data: Any) -> int:
+    """Number of values ``data`` has once every alias is expanded (shared objects counted
+    at each use, computed once each); raises ValueError on a recursive alias or past
+    :data:`MAX_EXPANDED_VALUES`."""
+    memo: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(obj: Any) -> int:
+        if not isinstance(obj, (dict, list)):
+            return 1
+        oid = id(obj)
+        if oid in memo:
+            return memo[oid]
+        if oid in busy:
+            raise ValueError("a recursive alias (a value that contains itself)")
+        busy.add(oid)
+        items = obj.values() if isinstance(obj, dict) else obj
+        n = 1
+        for v in items:
+            n += size(v)
+            if n > MAX_EXPANDED_VALUES:
+                raise ValueError(f"more than {MAX_EXPANDED_VALUES:,} values once aliases are expanded")
+        busy.discard(oid)
+        memo[oid] = n
+        return n
+    return size(data)
+
+
+def _read_text(path: Path, shown: str) -> str:
+    """The text of a regular file of at most :data:`MAX_SCENARIO_BYTES` (a FIFO would block,
+    ``/dev/zero`` would never end)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ScenarioError([Problem(shown, "", str(path), "an existing scenario file")]) from None
+    except OSError as exc:
+        raise ScenarioError([Problem(shown, "", str(path), f"a readable file ({exc.strerror})")]) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ScenarioError([Problem(shown, "", str(path), "a regular file (not a folder, pipe or device)")])
+    if st.st_size > MAX_SCENARIO_BYTES:
+        raise ScenarioError([Problem(shown, "", f"{st.st_size:,} bytes",
+                                     f"a scenario file of at most {MAX_SCENARIO_BYTES:,} bytes")])
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SCENARIO_BYTES + 1)
+        if len(raw) > MAX_SCENARIO_BYTES:
+            raise ScenarioError([Problem(shown, "", "a growing file",
+                                         f"a scenario file of at most {MAX_SCENARIO_BYTES:,} bytes")])
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError([Problem(shown, "", str(path), f"a readable UTF-8 file ({exc})")]) from None
+
+
+def safe_yaml(text: str) -> Any:
+    """Parse YAML text with :class:`StrictSafeLoader` and bound its expanded size. Raises
+    ``yaml.YAMLError`` for bad syntax or duplicate keys, ValueError for an impossible date
+    (2025-02-30, 25:00:00), an alias bomb or a recursive alias."""
+    try:
+        data = yaml.load(text, Loader=StrictSafeLoader)
+    except RecursionError:
+        raise ValueError("nesting too deep") from None
+    except (OverflowError, TypeError) as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        _expanded_values(data)
+    except RecursionError:
+        raise ValueError("nesting too deep") from None
+    return data
 
 
 # --------------------------------------------------------------------------- YAML + extends
 def _read_yaml(path: Path, shown: str) -> dict:
+    text = _read_text(path, shown)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError([Problem(shown, "", str(path), "an existing scenario file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError([Problem(shown, "", str(path), f"a readable UTF-8 file ({exc})")]) from None
-    try:
-        data = yaml.load(text, Loader=_SAFE_LOADER)
+        data = safe_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScenarioError([Problem(shown, f"({where})", what, "valid YAML")]) from None
+    except ValueError as exc:     # impossible date or time, alias bomb
+        raise ScenarioError([Problem(shown, "", str(exc), "valid YAML values (real dates and times, "
+                                     "a bounded document)")]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -79,6 +172,8 @@ def _resolve(path: Path, chain: tuple[Path, ...], origins: dict[str, str]) -> di
     parent_path = (path.parent / parent)
     if not parent_path.exists():
         raise ScenarioError([Problem(shown, "extends", parent, f"an existing file ({parent_path})")])
+    if not parent_path.is_file():
+        raise ScenarioError([Problem(shown, "extends", parent, "a regular file (not a folder, pipe or device)")])
     base = _resolve(parent_path, (*chain, real), origins)
     _origins(data, shown, "", origins)
     return deep_merge(base, data)
@@ -94,9 +189,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key.strip() or any(not p for p in parts):
         raise ScenarioError([Problem("--set", key, text, "a dotted path such as site.power.ups.mode")])
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = safe_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    except ValueError as exc:
+        raise ScenarioError([Problem(f"--set {text}", key, raw, f"a valid value ({exc})")]) from None
     return parts, value
 
 
@@ -132,17 +229,40 @@ def _expected(err: dict) -> str:
     ctx = err.get("ctx") or {}
     if "expected" in ctx:
         return f"one of {ctx['expected']}"
+    msg = msg.removeprefix("Value error, ")
     return msg[0].lower() + msg[1:] if msg else kind
 
 
+#: loc parts pydantic adds for the members of a union (not fields of the scenario)
+_UNION_TAGS = {"float", "int", "str", "bool", "date", "datetime", "none"}
+
+
+def _clean_loc(loc: tuple) -> list:
+    return [p for p in loc if not (isinstance(p, str) and ("[" in p or "-" in p or p in _UNION_TAGS))]
+
+
 def _origin_of(path: str, origins: dict[str, str], default: str) -> str:
+    """The file that set the value at ``path``, or the ``--set`` that did: a ``--set`` of the
+    path itself or of a parent names the ``--set``; one of a part of the path (a row's x_m
+    for a problem with the row) names the file and the ``--set``."""
+    sets = {k: v for k, v in origins.items() if v.startswith("--set")}
+    parts = path.split(".")
+    while parts:
+        key = ".".join(parts)
+        if key in sets:
+            return sets[key]
+        parts.pop()
+    inner = [v for k, v in sets.items() if k.startswith(path + ".")]
     parts = path.split(".")
     while parts:
         key = ".".join(parts)
         if key in origins:
-            return origins[key]
+            base = origins[key]
+            break
         parts.pop()
-    return origins.get("", default)
+    else:
+        base = origins.get("", default)
+    return f"{base} with {', '.join(inner)}" if inner else base
 
 
 def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
@@ -236,6 +356,9 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             if mem:
                 out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
                             f"a layout that fits in GPU memory; it {mem}"))
+        if job.model.heads % job.tp:
+            out.append((f"workload.jobs.{j}.tp", job.tp,
+                        f"a tensor-parallel size that divides the {job.model.heads} attention heads"))
         if job.model.heads % job.model.kv_heads:
             out.append((f"workload.jobs.{j}.model.kv_heads", job.model.kv_heads, "a divisor of heads"))
         if job.model.layers % (job.pp * job.vpp):
@@ -251,6 +374,14 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     for name in s.failures.class_rate_scale:
         if name not in known:
             out.append((f"failures.class_rate_scale.{name}", name, f"a failure class: {sorted(known)}"))
+    c = s.site.power.cooling
+    for sign, word in ((1, "warmest"), (-1, "coldest")):
+        t = c.outdoor_temp_c + sign * (c.outdoor_temp_swing_c + c.outdoor_daily_swing_c)
+        if not -90.0 <= t <= 60.0:
+            out.append(("site.power.cooling.outdoor_temp_swing_c", c.outdoor_temp_swing_c,
+                        f"swings that keep the {word} outdoor temperature within -90..60 C (it reaches {t:g} C)"))
+    from twin.scenario.bounds import all_problems
+    out.extend(all_problems(s))
     names = [job.name for job in s.workload.jobs]
     for j, name in enumerate(names):
         if names.index(name) != j:
@@ -263,19 +394,108 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     return out
 
 
+def _stand_in(err: dict, i: int, variant: int) -> Any:
+    """A value that passes the field's own check, to go on to the cross-field checks; or
+    _MISSING to drop the key (the field's default), e.g. for an unknown key. Two variants
+    (near the bound, far from it): a cross-field problem found with only one of them
+    depends on the stand-in and is not reported."""
+    import re
+    kind, ctx = err.get("type", ""), err.get("ctx") or {}
+    if kind in ("greater_than", "greater_than_equal", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()))
+        if not isinstance(bound, (int, float)):
+            return _MISSING
+        sign = 1 if kind.startswith("greater") else -1
+        step = (1 if kind in ("greater_than", "less_than") else 0) + (1000 * max(1, abs(bound)) if variant else 0)
+        return type(bound)(bound + sign * step)
+    if kind == "finite_number":
+        return 1.0
+    if kind == "literal_error":
+        m = re.match(r"'([^']*)'|(-?\d+)", str(ctx.get("expected", "")))
+        if m:
+            return m.group(1) if m.group(1) is not None else int(m.group(2))
+    if kind == "string_pattern_mismatch":
+        return f"unnamed_{i}"
+    return _MISSING
+
+
+def _patched(data: dict, errors: list[dict], variant: int) -> tuple[dict, list[str]] | None:
+    """``data`` with every failing field replaced by a stand-in (or dropped); None when a
+    required field is missing (nothing sensible can stand in)."""
+    out = copy.deepcopy(data)
+    paths = []
+    for i, err in enumerate(errors):
+        if err.get("type") == "missing":
+            return None
+        loc = _clean_loc(err["loc"])
+        if not loc:
+            return None
+        node: Any = out
+        try:
+            for part in loc[:-1]:
+                node = node[part]
+            value = _stand_in(err, i, variant)
+            if value is _MISSING:
+                if isinstance(node, dict):
+                    node.pop(loc[-1], None)
+                else:
+                    return None
+            else:
+                node[loc[-1]] = value
+        except (KeyError, IndexError, TypeError):
+            return None
+        paths.append(".".join(str(p) for p in loc))
+    return out, paths
+
+
+def _one_per_union(errors: list[dict]) -> list[dict]:
+    """A value that fails every member of a union (``spares: 2.5`` is neither a whole
+    number nor a mapping) gives one error per member; keep the member that matched the
+    value's type (drop '... should be a valid dictionary' when another member said more)."""
+    by_path: dict[str, list[dict]] = {}
+    for err in errors:
+        by_path.setdefault(".".join(map(str, _clean_loc(err["loc"]))), []).append(err)
+    out = []
+    for errs in by_path.values():
+        specific = [e for e in errs if not str(e.get("type", "")).endswith("_type")]
+        out.extend(specific if specific and len(errs) > 1 else errs)
+    return out
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
 def validate_data(data: dict, file: str = "<scenario>", origins: dict[str, str] | None = None) -> Scenario:
-    """Validate a merged scenario mapping; raise :class:`ScenarioError` with every problem."""
+    """Validate a merged scenario mapping; raise :class:`ScenarioError` with every problem.
+
+    Field problems and cross-field problems are reported together: when fields fail their
+    own checks, each is replaced by a stand-in that passes and the cross-field checks run
+    on the rest (problems that involve a replaced field are left out)."""
     origins = origins or {}
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
+        errors = _one_per_union(exc.errors(include_url=False))
         problems = []
-        for err in exc.errors(include_url=False):
-            path = ".".join(str(p) for p in err["loc"])
+        for err in errors:
+            path = ".".join(str(p) for p in _clean_loc(err["loc"]))
             value = err.get("input", _MISSING)
             if err.get("type") == "missing":
                 value = None
             problems.append(Problem(_origin_of(path, origins, file), path, value, _expected(err)))
+        found = []
+        for variant in (0, 1):
+            patched = _patched(data, errors, variant)
+            try:
+                stand_in = Scenario.model_validate(patched[0]) if patched else None
+                more = semantic_problems(stand_in) if stand_in else []
+            except Exception:   # noqa: BLE001  (the field problems above are the answer)
+                more = []
+            found.append([(path, value, expected) for path, value, expected in more
+                          if patched and not any(_related(path, q) for q in patched[1])])
+        problems += [Problem(_origin_of(path, origins, file), path, value, expected)
+                     for path, value, expected in found[0] if (path, value, expected) in found[1]]
         raise ScenarioError(problems) from None
     problems = [Problem(_origin_of(path, origins, file), path, value, expected)
                 for path, value, expected in semantic_problems(scenario)]
@@ -296,7 +516,7 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     for text in overrides or []:
         parts, value = parse_override(text)
         apply_override(data, parts, value)
-        origins[".".join(parts)] = "--set"
+        origins[".".join(parts)] = f"--set {text}"
     return validate_data(data, str(path), origins)
 
 

@@ -10,33 +10,62 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from twin.scenario.power_chain import PowerChain
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
-PositiveInt = Annotated[int, Field(gt=0)]
+# strict: `true` is not the integer 1, and 2.5 is not rounded
+PositiveInt = Annotated[int, Field(gt=0, strict=True)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 Direction = Literal["north", "south", "east", "west"]
 
+#: a name that may become part of a file name or an event target: letters, digits, _ . -
+#: (no separators, never hidden, never ``..``); see :func:`twin.store_io.is_safe_name`
+SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+SafeName = Annotated[str, Field(pattern=SAFE_NAME_PATTERN,
+                                description="letters, digits, _ . - (starting with a letter or digit)")]
+#: dates a run may touch: results store times as datetime64, which holds 1678-2262
+EARLIEST_DATE = dt.date(1900, 1, 1)
+LATEST_DATE = dt.date(2200, 1, 1)
+
+
+def _date_in_range(value: dt.date) -> dt.date:
+    day = value.date() if isinstance(value, dt.datetime) else value
+    if not EARLIEST_DATE <= day <= LATEST_DATE:
+        raise ValueError(f"a date between {EARLIEST_DATE.isoformat()} and {LATEST_DATE.isoformat()}")
+    return value
+
+
+def _whole_number(value: float) -> float:
+    if not float(value).is_integer():
+        raise ValueError("a whole number of parts")
+    return value
+
+
+Date = Annotated[dt.date, AfterValidator(_date_in_range)]
+DateTime = Annotated[dt.datetime, AfterValidator(_date_in_range)]
+
 
 class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    # allow_inf_nan=False: NaN or infinity in any float field is an input error
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- simulation
 class Simulation(Model):
-    start: dt.date = Field(description="first simulated day (00:00 UTC)")
+    start: Date = Field(description="first simulated day (00:00 UTC)")
     duration_days: PositiveFloat = Field(description="simulated horizon [days]")
     sample_interval_s: Annotated[float, Field(ge=1)] = Field(
         3600.0, description="sampling step of the power/thermal recorder [s]")
-    seed: Annotated[int, Field(ge=0)] = Field(0, description="root seed of the one numpy Generator")
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = Field(
+        0, description="root seed of the one numpy Generator (0 .. 2**63-1, stored as int64)")
 
 
 # --------------------------------------------------------------------------- site
 class CoolingUnit(Model):
-    name: str
+    name: SafeName
     x_m: float
     y_m: float
     airflow_m3_s: PositiveFloat = Field(description="design supply airflow [m3/s]")
@@ -47,7 +76,7 @@ class CoolingUnit(Model):
 class RackRow(Model):
     """A straight row of equal racks. Rack i stands at (x_m, y_m) + i * pitch_m along ``along``."""
 
-    name: str
+    name: SafeName
     x_m: float = Field(description="centre of the first rack, x [m]")
     y_m: float = Field(description="centre of the first rack, y [m]")
     racks: PositiveInt
@@ -72,7 +101,7 @@ class Position(Model):
 
 
 class Hall(Model):
-    name: str
+    name: SafeName
     width_m: PositiveFloat = Field(description="extent in x [m]")
     depth_m: PositiveFloat = Field(description="extent in y [m]")
     height_m: PositiveFloat = 3.0
@@ -103,7 +132,7 @@ class Hall(Model):
 
 
 class Feed(Model):
-    name: str
+    name: SafeName
     capacity_kw: PositiveFloat = Field(description="utility feed / switchboard rating [kW]")
 
 
@@ -128,13 +157,13 @@ class Rpp(Model):
 
 
 class PowerStage(Model):
-    date: dt.date
+    date: Date
     it_power_kw: PositiveFloat = Field(description="IT power available from this date [kW]")
     note: str = ""
 
 
 class GridEvent(Model):
-    time: dt.datetime
+    time: DateTime
     kind: Literal["sag", "outage"]
     duration_s: PositiveFloat
     feed: str | None = Field(
@@ -154,7 +183,8 @@ class Grid(Model):
 
 
 class CoolingPlant(Model):
-    outdoor_temp_c: float = Field(20.0, description="constant outdoor dry-bulb [C]")
+    outdoor_temp_c: Annotated[float, Field(ge=-90, le=60)] = Field(
+        20.0, description="constant outdoor dry-bulb [C] (Earth's records: -89.2 C, 56.7 C)")
     outdoor_temp_swing_c: NonNegFloat = Field(0.0, description="seasonal half-amplitude [C]")
     outdoor_daily_swing_c: NonNegFloat = Field(0.0, description="day-night half-amplitude [C]")
     chiller_cop_at_25c: PositiveFloat = Field(4.5, description="chiller COP at 25 C outdoor")
@@ -184,7 +214,7 @@ class Power(Model):
 
 
 class CoolingEvent(Model):
-    time: dt.datetime
+    time: DateTime
     hall: int = Field(0, ge=0, description="index of the hall")
     unit: str = Field(description="name of the cooling unit that trips")
     duration_s: PositiveFloat
@@ -257,7 +287,7 @@ class ModelShape(Model):
 
 
 class Job(Model):
-    name: str
+    name: SafeName
     model: ModelShape
     seq_len: PositiveInt
     global_batch: PositiveInt = Field(description="sequences per step")
@@ -276,9 +306,9 @@ class Job(Model):
         None, description="checkpoint size [B]; None = 14 B per parameter (bf16 weights + fp32 Adam state)")
     restart_s: NonNegFloat = Field(600.0, description="job relaunch time after an interruption, before the reload [s]")
     priority: int = 0
-    submit: dt.date | None = Field(None, description="submission date; None = simulation start")
+    submit: Date | None = Field(None, description="submission date; None = simulation start")
     elastic: bool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
-    hot_spares: Annotated[int, Field(ge=0)] = Field(
+    hot_spares: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="extra idle nodes the job holds; a failed node is swapped for one without requeueing")
 
 
@@ -305,7 +335,8 @@ class Failures(Model):
     watchdog_timeout_s: PositiveFloat = Field(600.0, description="collective watchdog timeout (hangs) [s]")
     sdc_detection_mean_s: PositiveFloat = Field(3600.0, description="mean time to notice silent data corruption [s]")
     technicians: PositiveInt = Field(4, description="repair crew size")
-    spares: NonNegFloat | dict[str, Annotated[int, Field(ge=0)]] = Field(
+    spares: Annotated[NonNegFloat, AfterValidator(_whole_number)] | dict[
+            str, Annotated[int, Field(ge=0, strict=True)]] = Field(
         16, description="spare parts in stock: one number = a shared pool of field-replaceable "
                         "units; a mapping part -> count (gpu, dimm, transceiver, leaf_switch, ...) = "
                         "one stock per part, parts not listed are bought on demand without a wait")
@@ -318,12 +349,12 @@ class Failures(Model):
         0.0, description="announced cluster maintenance windows [1/day] (Llama 3: 47 in 54 days = 0.87)")
     planned_maintenance_downtime_s: NonNegFloat = Field(1800.0, description="length of a window [s]")
     activation_energy_ev: PositiveFloat = Field(0.7, description="Arrhenius activation energy [eV]")
-    arrhenius_reference_temp_c: float = Field(
+    arrhenius_reference_temp_c: Annotated[float, Field(ge=0, le=150)] = Field(
         65.0, description="GPU temperature at which the catalog rates hold [C]")
 
 
 class Wave(Model):
-    date: dt.date
+    date: Date
     racks: PositiveInt
     note: str = ""
 
@@ -334,7 +365,7 @@ class Ramp(Model):
 
 
 class Scenario(Model):
-    name: str
+    name: SafeName
     description: str = ""
     simulation: Simulation
     site: Site

@@ -1,0 +1,314 @@
+"""Checks that make ``twin validate`` refuse everything ``twin run`` would crash on, hang on
+or mishandle (issue 18, "validation parity", "honest time", "bounded work").
+
+Each function takes a validated :class:`~twin.scenario.schema.Scenario` and returns
+``(dotted path, value, expected)`` triples, like
+:func:`twin.scenario.loader.semantic_problems`, which calls them:
+
+- :func:`name_problems`: names unique where they identify something (halls, feeds, rows
+  and cooling units of a hall);
+- :func:`time_problems`: the sample interval divides the horizon, the run ends before
+  :data:`LATEST_DATE`, a job can make progress (its token target is at least one step);
+- :func:`geometry_problems`: the hall rasterised exactly as the run's thermal model does
+  it (rack overlaps, faces against a wall or blocked), racks clear of obstacles and cooling
+  units, a grid cell no larger than a rack;
+- :func:`work_problems`: an up-front estimate of the memory a run needs and of the events
+  it will process, refused above :data:`MAX_RUN_MEMORY_BYTES` and :data:`MAX_EVENTS` with
+  the parameter that drives it named.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import re
+from collections.abc import Iterable
+
+import numpy as np
+
+from twin.scenario.schema import LATEST_DATE, Scenario
+
+Found = list[tuple[str, object, str]]
+
+DAY_S = 86400.0
+#: memory a run may need before validation refuses it [B]; ``TWIN_MAX_MEMORY_GB`` overrides
+MAX_RUN_MEMORY_BYTES = int(float(os.environ.get("TWIN_MAX_MEMORY_GB", "8")) * 2**30)
+#: simulated events a run may be expected to process (a few minutes of engine time)
+MAX_EVENTS = 2_000_000
+#: thermal grid cells (x * y * layers) per hall
+MAX_HALL_CELLS = 2_000_000
+#: GPU temperature the failure-rate estimate takes as the hottest a running GPU reaches [C]
+#: (assumption: data-centre GPUs slow down near 85-90 C and shut down a little above)
+GPU_TEMP_CEILING_C = 100.0
+#: events one failure sets off (detection, job interruption, repair start and end, restock)
+EVENTS_PER_FAILURE = 6
+#: bytes per recorded sample per rack (five float64 rack series, kept about three times over:
+#: recorder, Dataset, netCDF write) and per RPP, feed and job series
+_BYTES_PER_RACK_SAMPLE = 5 * 8 * 3
+_BYTES_PER_OTHER_SAMPLE = 3 * 8 * 3
+_BYTES_PER_SCALAR_SAMPLE = 25 * 8 * 3
+#: bytes per thermal grid cell (sparse operator rows, solver work arrays) and per rack pair
+#: of the recirculation matrix
+_BYTES_PER_CELL = 2048
+_BYTES_PER_RACK_PAIR = 8 * 4
+
+
+def _dupes(names: Iterable[str]) -> list[tuple[int, str]]:
+    seen: set[str] = set()
+    out = []
+    for i, n in enumerate(names):
+        if n in seen:
+            out.append((i, n))
+        seen.add(n)
+    return out
+
+
+def name_problems(s: Scenario) -> Found:
+    """Names that identify something are unique (a second hall of the same name would
+    overwrite the first one's field file; a second feed's outages would hit the first)."""
+    out: Found = []
+    for i, n in _dupes(h.name for h in s.site.halls):
+        out.append((f"site.halls.{i}.name", n, "a hall name used once"))
+    for i, n in _dupes(f.name for f in s.site.power.feeds):
+        out.append((f"site.power.feeds.{i}.name", n, "a feed name used once"))
+    for h, hall in enumerate(s.site.halls):
+        for i, n in _dupes(c.name for c in hall.cooling_units):
+            out.append((f"site.halls.{h}.cooling_units.{i}.name", n, "a cooling unit name used once in the hall"))
+        for i, n in _dupes(r.name for r in hall.rows):
+            out.append((f"site.halls.{h}.rows.{i}.name", n, "a row name used once in the hall"))
+    return out
+
+
+def horizon_s(s: Scenario) -> float:
+    return s.simulation.duration_days * DAY_S
+
+
+def n_samples(s: Scenario) -> int:
+    return int(math.ceil(horizon_s(s) / s.simulation.sample_interval_s - 1e-9))
+
+
+def time_problems(s: Scenario) -> Found:
+    """The run ends exactly at the requested end, within the representable dates, and every
+    job can make progress."""
+    out: Found = []
+    sim = s.simulation
+    ratio = horizon_s(s) / sim.sample_interval_s
+    if abs(ratio - round(ratio)) > 1e-9 * max(1.0, ratio) or round(ratio) < 1:
+        out.append(("simulation.sample_interval_s", sim.sample_interval_s,
+                    f"an interval that divides the {horizon_s(s):g} s horizon into whole samples "
+                    f"(it gives {ratio:.6g}; the last sample would run past the end and every "
+                    f"KPI would divide by the wrong time)"))
+    try:
+        end = sim.start + dt.timedelta(days=sim.duration_days)
+    except OverflowError:
+        end = dt.date.max
+    if end > LATEST_DATE:
+        out.append(("simulation.duration_days", sim.duration_days,
+                    f"a run that ends by {LATEST_DATE.isoformat()} (this one ends {end.isoformat()})"))
+    for j, job in enumerate(s.workload.jobs):
+        step_tokens = job.global_batch * job.seq_len
+        if job.tokens_target is not None and job.tokens_target < step_tokens:
+            out.append((f"workload.jobs.{j}.tokens_target", job.tokens_target,
+                        f"at least one step's tokens (global_batch x seq_len = {step_tokens}); "
+                        f"a job cannot make a fraction of a step of progress"))
+    return out
+
+
+def _rack_rectangles(hall) -> tuple[np.ndarray, list[str]]:
+    """(R, 4) footprints x0, y0, x1, y1 [m] and names of a hall's racks (row geometry as
+    :func:`twin.plant.rack_positions` expands it)."""
+    from twin.plant import rack_positions
+    xy, intake, _, names = rack_positions(hall)
+    along_x = np.abs(intake[:, 0]) > np.abs(intake[:, 1])       # depth along x
+    hx = np.where(along_x, hall.rack_depth_m, hall.rack_width_m) / 2
+    hy = np.where(along_x, hall.rack_width_m, hall.rack_depth_m) / 2
+    return np.column_stack([xy[:, 0] - hx, xy[:, 1] - hy, xy[:, 0] + hx, xy[:, 1] + hy]), names
+
+
+def hall_cells(hall) -> int:
+    nx = max(1, int(round(hall.width_m / hall.cell_m)))
+    ny = max(1, int(round(hall.depth_m / hall.cell_m)))
+    return nx * ny * hall.layers
+
+
+def geometry_problems(s: Scenario) -> Found:
+    """The hall as the run's thermal model rasterises it, plus what the raster alone lets
+    through: racks under an obstacle, a cooling unit standing on a rack, cells coarser than
+    a rack."""
+    from twin.plant import hall_geometries
+    from twin.thermal.geometry import rasterise
+
+    out: Found = []
+    ok_halls = []
+    for h, hall in enumerate(s.site.halls):
+        where = f"site.halls.{h}"
+        rack_min = min(hall.rack_width_m, hall.rack_depth_m)
+        if hall.cell_m > rack_min:
+            out.append((f"{where}.cell_m", hall.cell_m,
+                        f"a grid cell no larger than a rack ({rack_min} m), so every rack has cells of its own"))
+            continue
+        if hall_cells(hall) > MAX_HALL_CELLS:
+            continue                     # reported by work_problems
+        rects, names = _rack_rectangles(hall)
+        if (rects[:, :2].min() < 0 or rects[:, 2].max() > hall.width_m or rects[:, 3].max() > hall.depth_m):
+            continue                     # a row outside the hall: reported by semantic_problems
+        for o, ob in enumerate(hall.obstacles):
+            x0, x1 = sorted((ob.x0_m, ob.x1_m))
+            y0, y1 = sorted((ob.y0_m, ob.y1_m))
+            hit = (rects[:, 0] < x1) & (rects[:, 2] > x0) & (rects[:, 1] < y1) & (rects[:, 3] > y0)
+            if hit.any():
+                out.append((f"{where}.obstacles.{o}", ob.name,
+                            f"an obstacle clear of the racks (it covers rack {names[int(np.argmax(hit))]}); "
+                            f"the plan-view airflow model treats obstacles as floor-to-ceiling"))
+        for c, cu in enumerate(hall.cooling_units):
+            on = ((rects[:, 0] <= cu.x_m) & (cu.x_m <= rects[:, 2])
+                  & (rects[:, 1] <= cu.y_m) & (cu.y_m <= rects[:, 3]))
+            if on.any():
+                out.append((f"{where}.cooling_units.{c}", {"x_m": cu.x_m, "y_m": cu.y_m},
+                            f"a cooling unit clear of the racks (it stands on rack {names[int(np.argmax(on))]})"))
+        ok_halls.append(h)
+    if out or not ok_halls:
+        return out
+    try:
+        geoms = hall_geometries(s)
+    except (ValueError, KeyError, IndexError) as exc:     # e.g. more racks than RPPs: reported elsewhere
+        del exc
+        return out
+    for h, (geom, _) in enumerate(geoms):
+        try:
+            rasterise(geom)
+        except ValueError as exc:
+            _, names = _rack_rectangles(s.site.halls[h])
+            text = re.sub(r"rack (\d+)", lambda m, names=names: f"rack {names[int(m.group(1))]}", str(exc))
+            out.append((f"site.halls.{h}.rows", text, "racks that do not overlap, with intake and exhaust "
+                        "faces free of walls, other racks and obstacles (on the hall's grid of cell_m)"))
+    return out
+
+
+def _racks(s: Scenario) -> int:
+    return sum(r.racks for h in s.site.halls for r in h.rows)
+
+
+def memory_estimate_bytes(s: Scenario) -> dict[str, float]:
+    """Bytes a run needs, by what drives them: recorded samples x (racks, RPPs, feeds,
+    jobs), the thermal grids and the recirculation matrices. An estimate to refuse absurd
+    inputs up front, not a measurement (within a factor of a few)."""
+    T = n_samples(s)
+    R = _racks(s)
+    P = s.site.power.rpp.count
+    F = len(s.site.power.feeds)
+    J = len(s.workload.jobs)
+    per_hall_racks = [sum(r.racks for r in h.rows) for h in s.site.halls]
+    out = {
+        "simulation.sample_interval_s": float(T) * (R * _BYTES_PER_RACK_SAMPLE + _BYTES_PER_SCALAR_SAMPLE),
+        "site.power.rpp.count": float(T) * P * _BYTES_PER_OTHER_SAMPLE + P * 64.0,
+        "workload.jobs": float(T) * (J + F) * _BYTES_PER_OTHER_SAMPLE,
+        "site.halls.0.rows": float(R) * s.hardware.nodes_per_rack * 512,
+    }
+    for h, hall in enumerate(s.site.halls):
+        out[f"site.halls.{h}.cell_m"] = float(hall_cells(hall)) * _BYTES_PER_CELL
+        out[f"site.halls.{h}.rows"] = out.get(f"site.halls.{h}.rows", 0.0) + float(
+            per_hall_racks[h]) ** 2 * _BYTES_PER_RACK_PAIR
+    return out
+
+
+def event_estimate(s: Scenario) -> dict[str, float]:
+    """Events a run is expected to process, by the parameter that drives them.
+
+    Failures: catalog rate per node-hour x ``rate_scale`` x the largest class scale x the
+    Arrhenius factor of a GPU at :data:`GPU_TEMP_CEILING_C` against the reference
+    temperature, over every node that can be delivered, for the whole horizon; each
+    failure sets off :data:`EVENTS_PER_FAILURE` events. Plus samples, checkpoints,
+    maintenance windows, grid and cooling disturbances.
+    """
+    from twin.reliability import load_failure_classes
+    from twin.thermal import arrhenius_acceleration
+
+    f = s.failures
+    hours = horizon_s(s) / 3600.0
+    years = hours / 8766.0
+    nodes = _racks(s) * s.hardware.nodes_per_rack
+    out: dict[str, float] = {"simulation.sample_interval_s": float(n_samples(s)) * 2}
+    if f.enabled:
+        base = sum(c.rate_per_node_h for c in load_failure_classes())
+        cls = max([1.0, *f.class_rate_scale.values()])
+        with np.errstate(all="ignore"):
+            accel = float(arrhenius_acceleration(GPU_TEMP_CEILING_C, f.arrhenius_reference_temp_c,
+                                                 f.activation_energy_ev))
+        accel = max(accel, 1.0) if math.isfinite(accel) else math.inf
+        n_fail = base * f.rate_scale * cls * nodes * hours
+        key = "failures.rate_scale"
+        if accel > 10.0 and f.rate_scale * cls <= 100.0:
+            key = "failures.arrhenius_reference_temp_c"
+        elif cls > max(f.rate_scale, 1.0):
+            key = "failures.class_rate_scale"
+        out[key] = out.get(key, 0.0) + n_fail * accel * EVENTS_PER_FAILURE
+        out["failures.burn_in_expected_failures_per_node"] = (
+            f.burn_in_expected_failures_per_node * nodes * EVENTS_PER_FAILURE)
+        out["failures.planned_maintenance_per_day"] = f.planned_maintenance_per_day * hours / 24.0 * 4
+    g = s.site.power.grid
+    out["site.power.grid"] = (g.sag_rate_per_year + g.outage_rate_per_year
+                              + g.feed_outage_rate_per_year * len(s.site.power.feeds)) * years * 4
+    units = sum(len(h.cooling_units) for h in s.site.halls)
+    out["site.cooling_faults.unit_failure_rate_per_year"] = (
+        s.site.cooling_faults.unit_failure_rate_per_year * units * years * 4)
+    for j, job in enumerate(s.workload.jobs):
+        if job.checkpoint_interval_s != "auto":
+            out[f"workload.jobs.{j}.checkpoint_interval_s"] = horizon_s(s) / float(job.checkpoint_interval_s) * 3
+    return out
+
+
+def work_problems(s: Scenario) -> Found:
+    """Refuse a run whose estimated memory or event count is absurd, naming the driver."""
+    out: Found = []
+    for h, hall in enumerate(s.site.halls):
+        cells = hall_cells(hall)
+        if cells > MAX_HALL_CELLS:
+            out.append((f"site.halls.{h}.cell_m", hall.cell_m,
+                        f"at most {MAX_HALL_CELLS:,} grid cells per hall (width_m/cell_m x depth_m/cell_m x "
+                        f"layers = {cells:,}); use a coarser cell_m or a smaller hall"))
+    if out:
+        return out
+    mem = memory_estimate_bytes(s)
+    total = sum(mem.values())
+    if not total <= MAX_RUN_MEMORY_BYTES:
+        key = max(mem, key=lambda k: mem[k])
+        out.append((key, _value_at(s, key),
+                    f"a run that fits in {MAX_RUN_MEMORY_BYTES / 2**30:g} GiB (estimated {total / 2**30:.3g} GiB, "
+                    f"most of it from {key}; TWIN_MAX_MEMORY_GB raises the limit)"))
+    ev = event_estimate(s)
+    total_ev = sum(ev.values())
+    if not total_ev <= MAX_EVENTS:
+        key = max(ev, key=lambda k: ev[k])
+        out.append((key, _value_at(s, key),
+                    f"a rate that gives at most {MAX_EVENTS:,} simulated events (estimated {total_ev:.3g}, "
+                    f"{ev[key]:.3g} of them from {key}): an event storm"))
+    return out
+
+
+def _value_at(s: Scenario, dotted: str) -> object:
+    node: object = s
+    for part in dotted.split("."):
+        if isinstance(node, list):
+            if not part.isdigit():
+                return None
+            node = node[int(part)]
+        else:
+            node = getattr(node, part, None)
+        if node is None:
+            return None
+    if isinstance(node, list):
+        return f"{len(node)} entries"
+    return node if isinstance(node, (int, float, str, dict)) else str(node)
+
+
+def all_problems(s: Scenario) -> Found:
+    """Every check of this module, cheapest first; the geometry check runs only on halls
+    whose grid is bounded."""
+    out = name_problems(s) + time_problems(s)
+    work = work_problems(s)
+    out += work
+    if not work:              # the geometry check expands the racks: only when bounded
+        out += geometry_problems(s)
+    return out
