@@ -130,3 +130,32 @@ def test_scenario_validation_refuses_a_job_that_does_not_fit():
         validate_data(data, "x.yaml")
     probs = [p for p in exc.value.problems if p.path == "workload.jobs.0"]
     assert probs and "GPU memory" in probs[0].expected and "80 GiB" in probs[0].expected
+
+
+def test_published_a100_megatron_configurations_fit_in_80_gb():
+    # Narayanan et al. SC21 Table 1 and Korthikanti et al. 2022 ran on A100 80 GB with
+    # Megatron-LM of the time: no distributed optimizer (18 B/param), unfused attention
+    from .test_step import K22, PTDP
+    kw = dict(vocab=51200, seq_len=2048, micro_batch=1, zero_stage=0, gated_mlp=False,
+              flash_attention=False)
+    for _, heads, h, layers, tp, pp, gpus, batch, _ in PTDP:
+        dp = gpus // (tp * pp)
+        m = memory_per_gpu_bytes(layers=layers, hidden=h, ffn_hidden=4 * h, heads=heads,
+                                 kv_heads=heads, tp=tp, pp=pp, dp=dp, microbatches=batch // dp,
+                                 activation_recompute="full", sequence_parallel=False, **kw)
+        assert memory_fit_problem(m, 80) is None
+    for _, heads, h, layers, pp, gpus, batch, _, _ in K22:
+        for rec in ("full", "selective"):
+            dp = gpus // (8 * pp)
+            m = memory_per_gpu_bytes(layers=layers, hidden=h, ffn_hidden=4 * h, heads=heads,
+                                     kv_heads=heads, tp=8, pp=pp, dp=dp,
+                                     microbatches=batch // dp, activation_recompute=rec, **kw)
+            assert memory_fit_problem(m, 80) is None
+            # without recompute of any kind the 175B..1T rows would not fit (the paper's point)
+            if h >= 12288:
+                none = memory_per_gpu_bytes(layers=layers, hidden=h, ffn_hidden=4 * h,
+                                            heads=heads, kv_heads=heads, tp=8, pp=pp, dp=dp,
+                                            microbatches=batch // dp,
+                                            activation_recompute="none",
+                                            sequence_parallel=False, **kw)
+                assert none.activations > m.activations

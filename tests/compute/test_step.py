@@ -1,5 +1,8 @@
 """Training step model: calibration point, public step times, scaling laws, stragglers."""
 
+import csv
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,7 +14,9 @@ from twin.compute import (
     model_flops_per_sequence,
     step_estimate,
 )
+from twin.compute.shapes import MODEL_SHAPES
 
+ROOT = Path(__file__).resolve().parents[2]
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
             inter_node_gbps=3200.0)
 A100 = dict(gpus_per_node=8, hbm_bw_tb_s=2.0, nvlink_gb_s=300.0, nvls=False,
@@ -68,15 +73,37 @@ def test_llama31_70b_64gpu_within_5_percent():
     assert b["gemm"] > b["attention"] > b["elementwise"] > b["pipeline_bubble"] > 0
 
 
+def _dgxc_rows():
+    with open(ROOT / "assets/reference/step_times_h100_dgxc.csv") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _dgxc_error(r) -> float:
+    shape = dict(MODEL_SHAPES[r["model"]], layers=int(r["layers"]))
+    prec = r["precision"]
+    e = step_estimate(**shape, gpus=int(r["gpus"]), global_batch=int(r["global_batch"]),
+                      micro_batch=int(r["micro_batch"]), tp=int(r["tp"]), pp=int(r["pp"]),
+                      cp=int(r["cp"]), vpp=int(r["vpp"]), precision=prec,
+                      peak_tflops=989.0 if prec == "bf16" else 1979.0, **H100)
+    return e.step_time_s / float(r["step_time_s"]) - 1.0
+
+
 def test_public_dgx_h100_step_times():
-    errs = []
-    for model, gpus, gbs, bf16, fp8 in DGXC:
-        for prec, ref in (("bf16", bf16), ("fp8", fp8)):
-            e = est(model, gpus, gbs, prec)
-            errs.append(e.step_time_s / ref - 1)
-    errs = np.abs(errs)
-    assert errs.mean() < 0.05, errs
-    assert errs.max() < 0.15, errs
+    # 70 DGX H100 NeMo step times (8B..405B, BF16 and FP8, 8..2,304 GPUs); the kernel
+    # table was fitted on the 20 "fit" rows only (assets/reference/fit_step_h100.py)
+    rows = _dgxc_rows()
+    assert len(rows) >= 70 and {r["precision"] for r in rows} == {"bf16", "fp8"}
+    err = {role: np.abs([_dgxc_error(r) for r in rows if r["role"] == role])
+           for role in ("fit", "validate")}
+    both = np.concatenate(list(err.values()))
+    # issue 16 goals: mean |error| <= 3 % (held: 2.6 % on the held-out rows, 2.5 % on all)
+    assert err["validate"].mean() <= 0.03 and both.mean() <= 0.03
+    # worst <= 8 % is NOT met: Llama 3.1 405B FP8 is 8-13 % slow (docs/validation.md);
+    # every other model and precision is within 6.5 %
+    assert both.max() <= 0.13
+    others = [abs(_dgxc_error(r)) for r in rows
+              if not (r["model"] == "llama31_405b" and r["precision"] == "fp8")]
+    assert max(others) <= 0.065
 
 
 def test_llama3_405b_at_16k_gpus_in_the_reported_mfu_band():
