@@ -391,6 +391,8 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
         if not node.gpu_min_power_cap_w <= s.hardware.gpu_power_cap_w <= node.gpu_tdp_w:
             out.append(("hardware.gpu_power_cap_w", s.hardware.gpu_power_cap_w,
                         f"a cap between {node.gpu_min_power_cap_w} and {node.gpu_tdp_w} W"))
+    from twin.scenario.cooling import cooling_problems  # cooling events, fault windows, weather file
+    out += cooling_problems(s)
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from twin.scenario.cooling import CoolingSystem
 from twin.scenario.power_chain import PowerChain
 
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -247,6 +248,9 @@ class Site(Model):
     halls: list[Hall] = Field(min_length=1)
     power: Power
     cooling_faults: CoolingFaults = CoolingFaults()
+    cooling_system: CoolingSystem = Field(
+        CoolingSystem(), description="plant capacity, fans, set points, weather and fault events "
+                                     "(twin/scenario/cooling.py; defaults = the legacy model)")
     economics: Economics = Economics()
 
 

@@ -1,0 +1,152 @@
+"""Scenario fields of the cooling system: plant capacity and set points, CRAH fans, weather,
+fault events (trips, power transfers), and the checks that need more than one field.
+
+``site.cooling_system`` (a :class:`CoolingSystem`). Every default keeps the behaviour of
+the twin before these fields existed (``model: legacy``): no plant limit, 5 % fan-and-pump
+power, the sine outdoor temperature, fixed rack airflow. ``model: physical`` turns on
+coil and plant capacity, the fan laws, set-point-aware chillers, the weather file,
+fan-driven rack airflow and event-driven faults (:mod:`twin.thermal.capacity`,
+:mod:`twin.thermal.fans`, :mod:`twin.power.cooling_plant`, :mod:`twin.thermal.events`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ChilledWaterPlant", "CoolingSystem", "CrahFans", "CoolingSystemEvent", "cooling_problems"]
+
+_Pos = Annotated[float, Field(gt=0)]
+_NonNeg = Annotated[float, Field(ge=0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+
+
+class CrahFans(_Model):
+    """Fans of the cooling units (affinity laws, :mod:`twin.thermal.fans`)."""
+
+    control: Literal["constant", "vfd"] = Field(
+        "constant", description="constant speed (design airflow always) or variable speed (follows the racks)")
+    design_pressure_pa: _Pos = Field(
+        500.0, description="total pressure at design airflow [Pa] (coil, filter, floor and tiles: 400-600 Pa)")
+    fan_efficiency: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.6, description="fan, motor and drive efficiency at the design point [-] (EC plug fans 0.55-0.7)")
+    min_speed_fraction: Annotated[float, Field(gt=0, le=1)] = Field(0.3, description="VFD minimum speed [-]")
+    static_pressure_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(
+        0.0, description="share of the design pressure held at any flow (underfloor pressure control) [-]")
+    airflow_per_rack_airflow: Annotated[float, Field(ge=1, le=3)] = Field(
+        1.1, description="VFD: cooling airflow per unit of rack airflow (over-provisioning) [-]")
+
+
+class ChilledWaterPlant(_Model):
+    """Chillers, economizer, pumps and chilled-water storage (:mod:`twin.power.cooling_plant`)."""
+
+    capacity_kw: _Pos | None = Field(
+        None, description="heat the plant can remove, chillers plus economizer [kW]; None = unlimited")
+    heat_rejection: Literal["dry_cooler", "cooling_tower"] = Field(
+        "dry_cooler", description="sink: outdoor dry bulb (dry cooler) or wet bulb (cooling tower)")
+    tower_approach_k: _Pos = Field(4.0, description="tower water above the wet bulb [K]")
+    coil_approach_k: _Pos = Field(6.0, description="supply air above the chilled water [K]")
+    chilled_water_rise_k: _Pos = Field(6.0, description="design chilled-water rise [K]")
+    chiller_cop_at_25c: _Pos = Field(4.5, description="chiller COP at a 25 C sink with 12 C water")
+    pump_fraction: _NonNeg = Field(0.01, description="pumps per heat removed [W/W]")
+    storage_m3: _NonNeg = Field(20.0, description="chilled water in the loop and any storage tank [m3]")
+    restart_delay_s: _NonNeg = Field(
+        1800.0, description="chiller restart after a power transfer [s] (reported outages: about 30 min)")
+    pumps_on_ups: bool = Field(True, description="chilled-water pumps ride through a power transfer")
+    fans_on_ups: bool = Field(False, description="CRAH fans ride through a power transfer (else they "
+                                                 "stop until the generator picks them up)")
+
+
+class CoolingSystemEvent(_Model):
+    """A planned or historical cooling event: a unit trip (restored after ``duration_s``)
+    or a power transfer of the whole plant (utility to generator and back)."""
+
+    time: dt.datetime
+    kind: Literal["unit_trip", "power_transfer"]
+    hall: int = Field(0, ge=0, description="index of the hall")
+    unit: str | None = Field(None, description="cooling unit (unit_trip only)")
+    duration_s: _Pos = Field(description="how long the unit is out / the transfer takes [s]")
+
+
+class CoolingSystem(_Model):
+    model: Literal["legacy", "physical"] = Field(
+        "legacy", description="legacy: the twin before capacity, fan laws and weather (golden numbers); "
+                              "physical: capacity, fan laws, set points, weather, event-driven faults")
+    weather_file: str | None = Field(
+        None, description="typical-year weather (TMY3 .csv or EnergyPlus .epw): a file shipped in "
+                          "twin/catalog/weather (e.g. 723170TYA.CSV) or a path; None = the sine of "
+                          "site.power.cooling")
+    supply_setpoint_c: Annotated[float, Field(ge=5, le=35)] | None = Field(
+        None, description="supply-air set point of every unit [C]; None = each unit's supply_temp_c")
+    crah_fans: CrahFans = CrahFans()
+    plant: ChilledWaterPlant = ChilledWaterPlant()
+    rack_airflow: Literal["fixed", "fan_model"] = Field(
+        "fixed", description="fixed: every rack at its nodes' full airflow; fan_model: from load and inlet")
+    events: list[CoolingSystemEvent] = []
+
+
+def _windows_overlap(windows):
+    """Pairs (i, j) of [start, end) windows that overlap, in start order."""
+    out = []
+    order = sorted(range(len(windows)), key=lambda k: windows[k][0])
+    for a, b in zip(order, order[1:], strict=False):
+        if windows[b][0] < windows[a][1]:
+            out.append((a, b))
+    return out
+
+
+def cooling_problems(s, base_dir=None) -> list[tuple[str, object, str]]:
+    """Cross-field checks of the cooling system: (dotted path, value, expected).
+
+    - fault events for units that do not exist (in ``site.cooling_system.events``);
+    - overlapping fault windows on one unit (``site.cooling_faults.events`` and
+      ``site.cooling_system.events``), and overlapping power transfers;
+    - a weather file that is missing or malformed (the message names its line).
+    """
+    out: list[tuple[str, object, str]] = []
+    halls = s.site.halls
+    cs = getattr(s.site, "cooling_system", None)
+    windows: dict[tuple[int, str], list] = {}
+    for e, ev in enumerate(s.site.cooling_faults.events):
+        t0 = ev.time.timestamp()
+        windows.setdefault((ev.hall, ev.unit), []).append((t0, t0 + ev.duration_s, f"site.cooling_faults.events.{e}"))
+    transfers = []
+    if cs is not None:
+        for e, ev in enumerate(cs.events):
+            path = f"site.cooling_system.events.{e}"
+            t0 = ev.time.timestamp()
+            if ev.hall >= len(halls):
+                out.append((f"{path}.hall", ev.hall, f"a hall index below {len(halls)}"))
+                continue
+            if ev.kind == "power_transfer":
+                if ev.unit is not None:
+                    out.append((f"{path}.unit", ev.unit, "no unit: a power transfer affects the whole plant"))
+                transfers.append((t0, t0 + ev.duration_s, path))
+                continue
+            names = [c.name for c in halls[ev.hall].cooling_units]
+            if ev.unit not in names:
+                out.append((f"{path}.unit", ev.unit, f"a cooling unit of hall {ev.hall}: {names}"))
+                continue
+            windows.setdefault((ev.hall, ev.unit), []).append((t0, t0 + ev.duration_s, path))
+    for (h, unit), win in sorted(windows.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        for a, b in _windows_overlap(win):
+            first, second = sorted((win[a], win[b]))
+            out.append((second[2], unit, f"a fault window on unit {unit!r} of hall {h} that starts after the "
+                                         f"one of {first[2]} ends (they overlap)"))
+    for a, b in _windows_overlap(transfers):
+        first, second = sorted((transfers[a], transfers[b]))
+        out.append((second[2], "power_transfer", f"a power transfer after the one of {first[2]} ends"))
+    if cs is not None and cs.weather_file is not None:
+        from twin.thermal.weather import WeatherFileError, read_weather
+
+        try:
+            read_weather(cs.weather_file, base_dir)
+        except WeatherFileError as exc:
+            out.append(("site.cooling_system.weather_file", cs.weather_file,
+                        f"a readable TMY3 or EPW typical year ({exc})"))
+    return out
