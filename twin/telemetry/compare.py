@@ -70,9 +70,10 @@ def window_values(t_ns: np.ndarray, values: np.ndarray, grid_ns: np.ndarray, dt_
         need = max(1.0, 0.5 * dt_s / step_s) if step_s > 0 else 1.0
         ok = cnt >= np.floor(need)
         out[ok] = tot[ok] / cnt[ok]
-    for a, b in gaps:   # windows overlapping (a, b) miss readings: excluded, not filled
-        k0 = int(np.floor((a - lo) / dt_ns))
-        k1 = int(np.floor((b - lo) / dt_ns))
+    half = 0.5 * float(np.median(np.diff(t_ns))) if t_ns.size > 1 else 0.0
+    for a, b in gaps:   # windows where readings were due but absent: excluded, not filled
+        k0 = int(np.floor((a + half - lo) / dt_ns))
+        k1 = int(np.ceil((b - half - lo) / dt_ns)) - 1
         out[max(k0, 0):max(min(k1 + 1, k_n), 0)] = np.nan
     return out
 

@@ -99,10 +99,11 @@ def parse_prometheus_json(text: str, source: str) -> list[Series]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TelemetryError(source, "", f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    if isinstance(doc, dict) and doc.get("status") == "error":
+        raise TelemetryError(source, "", f"Prometheus reported an error: {doc.get('errorType', '')} "
+                                         f"{doc.get('error', '')}")
     if not isinstance(doc, dict) or "data" not in doc:
         raise TelemetryError(source, "", "not a Prometheus API response (no 'data')")
-    if doc.get("status") != "success":
-        raise TelemetryError(source, "", f"Prometheus reported {doc.get('status')!r}: {doc.get('error', '')}")
     data = doc["data"]
     if data.get("resultType") != "matrix":
         raise TelemetryError(source, "", f"resultType {data.get('resultType')!r}; a query_range "
@@ -307,7 +308,7 @@ def parse_meter_csv(text: str, source: str, *, timezone: str = "UTC") -> list[Se
         t_all = np.round(df[tcol].to_numpy(float) * NS).astype(np.int64)
     else:
         t_all = _to_ns(df[tcol].astype(str), source, str(tcol), timezone)
-    label_cols = [c for c in df.columns if c != tcol and df[c].dtype == object
+    label_cols = [c for c in df.columns if c != tcol and not pd.api.types.is_numeric_dtype(df[c])
                   and pd.to_numeric(df[c], errors="coerce").isna().all()]
     value_cols = [c for c in df.columns if c != tcol and c not in label_cols]
     groups = df.groupby(label_cols, sort=False).indices if label_cols else {(): np.arange(len(df))}
