@@ -1,0 +1,711 @@
+"""An LSF-like batch scheduler, independent of the engine.
+
+Queues with priorities; within a queue first-come-first-served or fair share by user or
+project (dynamic priority = share / decayed GPU-seconds used, LSF's ``FAIRSHARE`` with
+``HIST_HOURS``); EASY backfill (the first job that does not fit gets a reservation: the
+nodes and the time at which it can start, from the run limits of the running jobs; a later
+job may start now only if it ends before that time or keeps off those nodes, so it never
+delays the reserved job; Lifka 1995, Mu'alem & Feitelson 2001); preemption of jobs of
+preemptable lower-priority queues by jobs of preemptive queues, losing the work since
+their last checkpoint; exclusive nodes; topology-aware placement (a multi-node job in one
+scalable unit if one has room, best fit; else across the fewest units, fullest first);
+health-aware placement (unhealthy nodes are never used; units with a degraded leaf switch
+last).
+
+The API is small so that the engine (or the standalone :func:`twin.workload.replay.replay`)
+can drive it::
+
+    s = Scheduler(ClusterShape(nodes=256, gpus_per_node=8, su_nodes=32), SchedulerConfig())
+    s.submit(JobRequest(id=1, gpus=64, queue="prod", user="alice", project="granite",
+                        submit_s=0.0, runlimit_s=86400.0), now_s=0.0)
+    for d in s.decide(now_s):          # Start(job, nodes, gpus_per_node) or Preempt(job, lost_s)
+        ...
+    s.finish(job_id, now_s)            # the job ended: its GPUs are free
+    s.set_node_health(node, False, now_s)
+
+Allocation is in GPUs: a job of fewer GPUs than a node shares a node (best fit: the node
+with the fewest free GPUs that still fit) unless it asks for ``exclusive``; larger jobs
+take whole nodes. The scheduler never reads a clock: every call passes ``now_s``.
+
+References
+----------
+D. Lifka, "The ANL/IBM SP scheduling system", JSSPP 1995, doi:10.1007/3-540-60153-8_35.
+A. W. Mu'alem and D. G. Feitelson, "Utilization, predictability, workloads, and user
+runtime estimates in scheduling the IBM SP2 with backfilling", IEEE TPDS 12(6), 2001,
+doi:10.1109/71.932708.
+IBM Spectrum LSF 10.1 documentation, "Fair share scheduling" and "Preemptive scheduling".
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import insort
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LN2 = math.log(2.0)
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class ClusterShape:
+    """Nodes, GPUs per node and nodes per scalable unit (node i is in unit i // su_nodes)."""
+
+    nodes: int
+    gpus_per_node: int = 8
+    su_nodes: int = 32
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """An LSF queue: higher ``priority`` is served first; jobs of a ``preemptive`` queue may
+    preempt running jobs of lower-priority ``preemptable`` queues."""
+
+    name: str
+    priority: int
+    preemptive: bool = False
+    preemptable: bool = False
+
+
+DEFAULT_QUEUES = (
+    QueueSpec("interactive", 60),
+    QueueSpec("prod", 50, preemptive=True),
+    QueueSpec("normal", 30),
+    QueueSpec("low", 10, preemptable=True),
+)
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Policy. ``order``: ``fifo`` or ``fairshare`` within a queue; ``backfill``: EASY
+    backfill; ``preemption``: preemptive queues may preempt preemptable ones;
+    ``fairshare_by``: ``user`` or ``project``; ``shares``: share per user/project (others
+    ``default_share``); ``half_life_s``: decay of past usage (LSF HIST_HOURS, 5 h by
+    default); ``backfill_depth``: pending jobs examined for backfill per pass (Slurm's
+    ``bf_max_job_test``, 500); ``fairshare_update_s``: how often dynamic priorities are
+    recomputed from decayed usage (within a pass they follow each dispatch)."""
+
+    queues: tuple[QueueSpec, ...] = DEFAULT_QUEUES
+    order: str = "fifo"
+    backfill: bool = True
+    preemption: bool = False
+    fairshare_by: str = "user"
+    shares: Mapping[str, float] = field(default_factory=dict)
+    default_share: float = 1.0
+    half_life_s: float = 5 * 3600.0
+    backfill_depth: int = 500
+    fairshare_update_s: float = 60.0
+
+    def __post_init__(self):
+        if self.order not in ("fifo", "fairshare"):
+            raise ValueError(f"order must be fifo or fairshare, got {self.order!r}")
+        if self.fairshare_by not in ("user", "project"):
+            raise ValueError(f"fairshare_by must be user or project, got {self.fairshare_by!r}")
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What the scheduler knows of a job: its size, queue, owner, submit time and run
+    limit (the estimate backfill plans with; the job is killed at it).
+    ``checkpoint_interval_s``: work since the last checkpoint is lost on preemption."""
+
+    id: int
+    gpus: int
+    queue: str
+    submit_s: float
+    runlimit_s: float
+    user: str = ""
+    project: str = ""
+    priority: int = 0
+    exclusive: bool = False
+    checkpoint_interval_s: float = math.inf
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start ``job`` now on ``nodes`` holding ``gpus_per_node[i]`` GPUs of ``nodes[i]``."""
+
+    job: int
+    nodes: tuple[int, ...]
+    gpus_per_node: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Preempt:
+    """``job`` is preempted and requeued; ``lost_s`` of its run since its last checkpoint
+    is lost (``lost_gpu_s`` = lost_s x its GPUs); ``done_s`` of work is kept."""
+
+    job: int
+    lost_s: float
+    lost_gpu_s: float
+    done_s: float
+
+
+# --------------------------------------------------------------------------- internal state
+class _Job:
+    __slots__ = ("req", "id", "gpus", "whole", "n_nodes", "q", "qprio", "key", "submit", "seq",
+                 "runlimit", "remaining", "state", "start", "alloc", "end_est", "ckpt")
+
+    def __init__(self, req: JobRequest, q: int, qprio: int, key: int, seq: int, gpn: int):
+        self.req = req
+        self.id = req.id
+        self.gpus = req.gpus
+        self.whole = req.exclusive or req.gpus > gpn
+        self.n_nodes = -(-req.gpus // gpn)
+        self.q, self.qprio, self.key, self.seq = q, qprio, key, seq
+        self.submit = req.submit_s
+        self.runlimit = req.runlimit_s
+        self.remaining = req.runlimit_s       # run limit left (shrinks by checkpointed work)
+        self.state = "pending"
+        self.start = math.nan
+        self.alloc: list[tuple[int, int]] = []
+        self.end_est = math.inf
+        self.ckpt = req.checkpoint_interval_s
+
+
+class Scheduler:
+    """See the module docstring."""
+
+    def __init__(self, cluster: ClusterShape, config: SchedulerConfig | None = None):
+        self.cluster = cluster
+        self.config = config or SchedulerConfig()
+        c = self.config
+        gpn = self.gpn = cluster.gpus_per_node
+        n = cluster.nodes
+        self.node_su = [i // cluster.su_nodes for i in range(n)]
+        self.n_su = (n + cluster.su_nodes - 1) // cluster.su_nodes
+        self.free = [gpn] * n
+        self.healthy = [True] * n
+        self.su_degraded = [False] * self.n_su
+        self.partial: list[set[int]] = [set() for _ in range(gpn)]    # k free GPUs, 0 < k < gpn
+        self.full: list[set[int]] = [set() for _ in range(self.n_su)]  # fully free, per unit
+        for i in range(n):
+            self.full[self.node_su[i]].add(i)
+        self.n_full = n
+        self.free_gpus = n * gpn
+        self.node_jobs: list[set[int]] = [set() for _ in range(n)]
+        # queues, highest priority first
+        self.queues = sorted(c.queues, key=lambda q: -q.priority)
+        self.qindex = {q.name: i for i, q in enumerate(self.queues)}
+        self.fifo: list[list[tuple[float, int, _Job]]] = [[] for _ in self.queues]
+        self.by_key: list[dict[int, list[tuple[float, int, _Job]]]] = [{} for _ in self.queues]
+        self.dead = [0] * len(self.queues)
+        self.front = [0] * len(self.queues)
+        self.key_front: list[dict[int, int]] = [{} for _ in self.queues]
+        self.n_pending = [0] * len(self.queues)
+        self.jobs: dict[int, _Job] = {}
+        self.running_heap: list[tuple[float, int, _Job]] = []
+        self.seq = 0
+        # fair share: per key (user or project)
+        self.key_index: dict[str, int] = {}
+        self.key_names: list[str] = []
+        self.key_share: list[float] = []
+        self.key_usage: list[float] = []     # decayed GPU-s at key_t
+        self.key_t: list[float] = []
+        self.key_running: list[int] = []     # running GPUs
+        self.key_prio: list[float] = []      # cached dynamic priority
+        self.prio_time = -math.inf
+        # backfill reservation of the current head: (job, shadow time, reserved nodes)
+        self.reservation: tuple[_Job, float, frozenset[int]] | None = None
+        self.first_shadow: dict[int, float] = {}    # job -> shadow time of its first reservation
+        self.preempted_gpu_s = 0.0
+
+    # ------------------------------------------------------------------ API
+    def submit(self, req: JobRequest, now_s: float) -> None:
+        """Queue a job. Raises ``ValueError`` for an unknown queue or a job larger than the
+        cluster."""
+        if req.queue not in self.qindex:
+            raise ValueError(f"job {req.id}: unknown queue {req.queue!r}; queues: {list(self.qindex)}")
+        if req.gpus <= 0 or req.gpus > self.cluster.gpus:
+            raise ValueError(f"job {req.id}: {req.gpus} GPUs; expected 1 to {self.cluster.gpus}")
+        if req.id in self.jobs:
+            raise ValueError(f"job {req.id} submitted twice")
+        q = self.qindex[req.queue]
+        name = req.user if self.config.fairshare_by == "user" else req.project
+        key = self._key(name, now_s)
+        self.seq += 1
+        job = _Job(req, q, self.queues[q].priority, key, self.seq, self.gpn)
+        self.jobs[req.id] = job
+        self._enqueue(job)
+
+    def finish(self, job_id: int, now_s: float) -> None:
+        """The job ended (completed, failed, cancelled or killed at its run limit): free its
+        GPUs. A pending job is withdrawn from its queue."""
+        job = self.jobs.pop(job_id)
+        if job.state == "pending":
+            job.state = "done"
+            self.dead[job.q] += 1
+            self.n_pending[job.q] -= 1
+            return
+        self._release(job, now_s)
+        job.state = "done"
+
+    def set_node_health(self, node: int, healthy: bool, now_s: float) -> list[int]:
+        """Mark a node (un)healthy; returns the ids of the jobs running on it (the caller
+        decides whether they are interrupted: ``finish`` or ``requeue`` them)."""
+        if self.healthy[node] == healthy:
+            return sorted(self.node_jobs[node])
+        self._unindex(node)
+        self.healthy[node] = healthy
+        self._index(node)
+        self.reservation = None
+        return sorted(self.node_jobs[node])
+
+    def set_unit_degraded(self, su: int, degraded: bool) -> None:
+        """A scalable unit with a failed leaf switch is used last."""
+        self.su_degraded[su] = degraded
+        self.reservation = None
+
+    def requeue(self, job_id: int, now_s: float) -> Preempt:
+        """Stop a running job and put it back in its queue (LSF ``brequeue``), keeping the
+        work up to its last checkpoint."""
+        job = self.jobs[job_id]
+        return self._preempt_one(job, now_s)
+
+    def start_now(self, req: JobRequest, now_s: float) -> Start | None:
+        """Start a job at once, outside the queue order (a replay honouring a trace's
+        recorded start): placed by the same rules, else on whatever GPUs are free across
+        nodes (the real cluster placed it somehow); None if fewer GPUs are free than it has."""
+        self.submit(req, now_s)
+        job = self.jobs[req.id]
+        alloc = self._place(job) if self.free_gpus >= job.gpus else None
+        if alloc is None and self.free_gpus >= job.gpus:
+            alloc = self._scatter(job.gpus)
+        if alloc is None:
+            self.finish(req.id, now_s)
+            return None
+        return self._start(job, alloc, now_s)
+
+    def _scatter(self, gpus: int) -> list[tuple[int, int]]:
+        alloc, need = [], gpus
+        for k in range(self.gpn - 1, 0, -1):
+            for node in sorted(self.partial[k]):
+                g = min(k, need)
+                alloc.append((node, g))
+                need -= g
+                if need == 0:
+                    return alloc
+        for u in range(self.n_su):
+            for node in sorted(self.full[u]):
+                g = min(self.gpn, need)
+                alloc.append((node, g))
+                need -= g
+                if need == 0:
+                    return alloc
+        raise AssertionError("free_gpus out of step with the node sets")
+
+    @property
+    def pending(self) -> int:
+        return sum(self.n_pending)
+
+    @property
+    def busy_gpus(self) -> int:
+        """GPUs held by running jobs (on healthy or unhealthy nodes)."""
+        return self.cluster.gpus - self.free_gpus - sum(
+            self.free[i] for i in range(self.cluster.nodes) if not self.healthy[i])
+
+    def running(self) -> list[int]:
+        return [j.id for j in self.jobs.values() if j.state == "running"]
+
+    def decide(self, now_s: float) -> list[Start | Preempt]:
+        """One scheduling pass at ``now_s``: the decisions, already applied to the
+        scheduler's state (the caller starts the jobs and stops the preempted ones)."""
+        out: list[Start | Preempt] = []
+        if not any(self.n_pending):
+            return out
+        if self.free_gpus == 0 and not self.config.preemption:
+            return out
+        c = self.config
+        if c.order == "fairshare" and now_s - self.prio_time >= c.fairshare_update_s:
+            self._update_priorities(now_s)
+        head: _Job | None = None
+        shadow = math.inf
+        reserved: frozenset[int] = frozenset()
+        scanned = 0
+        for job in self._order():
+            if head is None:
+                alloc = self._place(job) if self.free_gpus >= job.gpus else None
+                if alloc is None and c.preemption and self.queues[job.q].preemptive:
+                    pre = self._preempt_for(job, now_s)
+                    if pre:
+                        out.extend(pre)
+                        alloc = self._place(job)
+                if alloc is not None:
+                    out.append(self._start(job, alloc, now_s))
+                    continue
+                if not c.backfill:
+                    break
+                head = job
+                shadow, reserved = self._reserve(job, now_s)
+                continue
+            if self.free_gpus == 0:
+                break
+            scanned += 1
+            if scanned > c.backfill_depth:
+                break
+            if job.gpus > self.free_gpus or (job.whole and job.n_nodes > self.n_full):
+                continue
+            alloc = self._place(job, avoid=reserved) if reserved else self._place(job)
+            if alloc is None and now_s + job.remaining <= shadow:
+                alloc = self._place(job)
+            if alloc is not None:
+                out.append(self._start(job, alloc, now_s))
+        return out
+
+    # ------------------------------------------------------------------ queue order
+    def _enqueue(self, job: _Job) -> None:
+        entry = (job.submit, job.seq, job)
+        q = job.q
+        if self.config.order == "fifo":
+            lst = self.fifo[q]
+        else:
+            lst = self.by_key[q].setdefault(job.key, [])
+        if not lst or (lst[-1][0], lst[-1][1]) <= (entry[0], entry[1]):
+            lst.append(entry)
+        else:
+            insort(lst, entry, key=lambda e: (e[0], e[1]))
+            if self.config.order == "fifo":
+                self.front[q] = 0
+            else:
+                self.key_front[q][job.key] = 0
+        self.n_pending[q] += 1
+        job.state = "pending"
+
+    def _compact(self, q: int) -> None:
+        if self.config.order == "fifo":
+            self.fifo[q] = [e for e in self.fifo[q] if e[2].state == "pending"]
+            self.front[q] = 0
+        else:
+            d = self.by_key[q]
+            for k in list(d):
+                d[k] = [e for e in d[k] if e[2].state == "pending"]
+                if not d[k]:
+                    del d[k]
+            self.key_front[q].clear()
+        self.dead[q] = 0
+
+    def _order(self) -> Iterator[_Job]:
+        """Pending jobs in dispatch order: queue priority, then FIFO or fair share."""
+        for q in range(len(self.queues)):
+            if not self.n_pending[q]:
+                continue
+            if self.dead[q] > 64 and self.dead[q] > self.n_pending[q]:
+                self._compact(q)
+            if self.config.order == "fifo":
+                lst = self.fifo[q]
+                i = self.front[q]
+                while i < len(lst) and lst[i][2].state != "pending":
+                    i += 1
+                self.front[q] = i
+                while i < len(lst):
+                    job = lst[i][2]
+                    i += 1
+                    if job.state == "pending":
+                        yield job
+            else:
+                yield from self._fairshare_order(q)
+
+    def _fairshare_order(self, q: int) -> Iterator[_Job]:
+        d = self.by_key[q]
+        front = self.key_front[q]
+        heap = []
+        for k, lst in d.items():
+            pos = front.get(k, 0)
+            while pos < len(lst) and lst[pos][2].state != "pending":
+                pos += 1
+            front[k] = pos
+            if pos < len(lst):
+                heap.append((-self.key_prio[k], k, pos))
+        heapq.heapify(heap)
+        while heap:
+            _, k, pos = heapq.heappop(heap)
+            lst = d.get(k, [])
+            while pos < len(lst) and lst[pos][2].state != "pending":
+                pos += 1
+            if pos >= len(lst):
+                continue
+            job = lst[pos]
+            yield job[2]
+            # a dispatch raised the key's running GPUs: its priority drops (LSF adjusts the
+            # dynamic priority after each dispatch)
+            heapq.heappush(heap, (-self.key_prio[k], k, pos + 1))
+
+    # ------------------------------------------------------------------ fair share
+    def _key(self, name: str, now_s: float) -> int:
+        k = self.key_index.get(name)
+        if k is None:
+            k = len(self.key_names)
+            self.key_index[name] = k
+            self.key_names.append(name)
+            self.key_share.append(float(self.config.shares.get(name, self.config.default_share)))
+            self.key_usage.append(0.0)
+            self.key_t.append(now_s)
+            self.key_running.append(0)
+            self.key_prio.append(self._prio_of(k))
+        return k
+
+    def _advance_key(self, k: int, now_s: float) -> None:
+        """Decayed usage: U(t) = U(t0) 2^(-dt/h) + R h/ln2 (1 - 2^(-dt/h)) (R running GPUs
+        accruing GPU-seconds, exponentially forgotten with half-life h)."""
+        dt = now_s - self.key_t[k]
+        if dt > 0:
+            h = self.config.half_life_s
+            f = 2.0 ** (-dt / h)
+            self.key_usage[k] = self.key_usage[k] * f + self.key_running[k] * h / LN2 * (1 - f)
+            self.key_t[k] = now_s
+
+    def _prio_of(self, k: int) -> float:
+        """Dynamic priority = share / (decayed GPU-s + running GPUs x one hour + 1)."""
+        return self.key_share[k] / (self.key_usage[k] + 3600.0 * self.key_running[k] + 1.0)
+
+    def _update_priorities(self, now_s: float) -> None:
+        for k in range(len(self.key_names)):
+            self._advance_key(k, now_s)
+            self.key_prio[k] = self._prio_of(k)
+        self.prio_time = now_s
+
+    def usage_gpu_s(self, now_s: float) -> dict[str, float]:
+        """Decayed GPU-seconds per fair-share key at ``now_s``."""
+        for k in range(len(self.key_names)):
+            self._advance_key(k, now_s)
+        return dict(zip(self.key_names, self.key_usage, strict=True))
+
+    # ------------------------------------------------------------------ node bookkeeping
+    def _unindex(self, node: int) -> None:
+        if not self.healthy[node]:
+            return
+        f = self.free[node]
+        if f == self.gpn:
+            self.full[self.node_su[node]].discard(node)
+            self.n_full -= 1
+        elif f > 0:
+            self.partial[f].discard(node)
+        self.free_gpus -= f
+
+    def _index(self, node: int) -> None:
+        if not self.healthy[node]:
+            return
+        f = self.free[node]
+        if f == self.gpn:
+            self.full[self.node_su[node]].add(node)
+            self.n_full += 1
+        elif f > 0:
+            self.partial[f].add(node)
+        self.free_gpus += f
+
+    def _take(self, alloc: list[tuple[int, int]], job: _Job) -> None:
+        for node, g in alloc:
+            self._unindex(node)
+            self.free[node] -= g
+            self._index(node)
+            self.node_jobs[node].add(job.id)
+
+    def _give(self, job: _Job) -> None:
+        for node, g in job.alloc:
+            self._unindex(node)
+            self.free[node] += g
+            self._index(node)
+            self.node_jobs[node].discard(job.id)
+
+    # ------------------------------------------------------------------ placement
+    def _units_in_order(self, counts: list[int], need: int) -> list[int] | None:
+        """Units to take ``need`` whole nodes from: one unit if one has room (best fit,
+        healthy units first), else the fullest units first (healthy first)."""
+        deg = self.su_degraded
+        fits = [(deg[u], counts[u], u) for u in range(self.n_su) if counts[u] >= need]
+        if fits:
+            return [min(fits)[2]]
+        order = sorted((u for u in range(self.n_su) if counts[u]), key=lambda u: (deg[u], -counts[u], u))
+        got, units = 0, []
+        for u in order:
+            units.append(u)
+            got += counts[u]
+            if got >= need:
+                return units
+        return None
+
+    def _place(self, job: _Job, avoid: frozenset[int] = frozenset(),
+               full: list[set[int]] | None = None, partial: list[set[int]] | None = None
+               ) -> list[tuple[int, int]] | None:
+        """Nodes and GPUs for ``job`` from the free pool (or the given hypothetical one),
+        keeping off ``avoid``; None if it does not fit."""
+        full = self.full if full is None else full
+        partial = self.partial if partial is None else partial
+        gpn = self.gpn
+        if job.whole:
+            need = job.n_nodes
+            if avoid:
+                sets = [s - avoid for s in full]
+            else:
+                sets = full
+            counts = [len(s) for s in sets]
+            units = self._units_in_order(counts, need)
+            if units is None:
+                return None
+            nodes: list[int] = []
+            for u in units:
+                nodes.extend(sorted(sets[u])[:need - len(nodes)])
+            return [(n, gpn) for n in nodes]        # whole nodes: every GPU of each is held
+        g = job.gpus
+        for k in range(g, gpn):
+            s = partial[k]
+            if s:
+                cand = min(s) if not avoid else min((x for x in s if x not in avoid), default=None)
+                if cand is not None:
+                    return [(cand, g)]
+        # a fully free node: from the unit with the fewest free nodes (keeps big units whole)
+        best = None
+        for u in range(self.n_su):
+            s = full[u]
+            if s and (best is None or len(s) < len(full[best])):
+                if avoid and not (s - avoid):
+                    continue
+                best = u
+        if best is None:
+            return None
+        s = full[best] - avoid if avoid else full[best]
+        return [(min(s), g)]
+
+    def _start(self, job: _Job, alloc: list[tuple[int, int]], now_s: float) -> Start:
+        self._take(alloc, job)
+        job.alloc = alloc
+        job.state = "running"
+        job.start = now_s
+        job.end_est = now_s + job.remaining
+        self.n_pending[job.q] -= 1
+        self.dead[job.q] += 1
+        heapq.heappush(self.running_heap, (job.end_est, job.seq, job))
+        k = job.key
+        self._advance_key(k, now_s)
+        self.key_running[k] += sum(g for _, g in alloc)
+        self.key_prio[k] = self._prio_of(k)
+        if self.reservation is not None and self.reservation[0] is job:
+            self.reservation = None
+        return Start(job.id, tuple(n for n, _ in alloc), tuple(g for _, g in alloc))
+
+    def _release(self, job: _Job, now_s: float) -> None:
+        self._give(job)
+        k = job.key
+        self._advance_key(k, now_s)
+        self.key_running[k] -= sum(g for _, g in job.alloc)
+        self.key_prio[k] = self._prio_of(k)
+        job.alloc = []
+        job.end_est = math.inf
+
+    # ------------------------------------------------------------------ backfill reservation
+    def _running_by_end(self) -> list[tuple[float, int, _Job]]:
+        h = self.running_heap
+        if len(h) > 64 and len(h) > 2 * sum(1 for e in h if e[2].state == "running" and e[0] == e[2].end_est):
+            self.running_heap = h = [e for e in h if e[2].state == "running" and e[0] == e[2].end_est]
+            heapq.heapify(h)
+        return h
+
+    def _reserve(self, job: _Job, now_s: float) -> tuple[float, frozenset[int]]:
+        """Shadow time and nodes at which the blocked ``job`` can start if every running job
+        runs to its limit (EASY backfill). Kept while the job stays at the head."""
+        r = self.reservation
+        if r is not None and r[0] is job:
+            return r[1], r[2]
+        free = list(self.free)
+        changed: dict[int, int] = {}
+        heap = list(self._running_by_end())
+        gpn = self.gpn
+        full = [set(s) for s in self.full]
+        partial = [set(s) for s in self.partial]
+        shadow, alloc = math.inf, None
+        while heap:
+            t, _, other = heapq.heappop(heap)
+            if other.state != "running" or t != other.end_est:
+                continue
+            for node, g in other.alloc:
+                if not self.healthy[node]:
+                    continue
+                f = free[node]
+                if f == gpn:
+                    full[self.node_su[node]].discard(node)
+                elif f > 0:
+                    partial[f].discard(node)
+                free[node] = f + g
+                changed[node] = free[node]
+                if free[node] == gpn:
+                    full[self.node_su[node]].add(node)
+                else:
+                    partial[free[node]].add(node)
+            if heap and heap[0][0] == t:
+                continue
+            alloc = self._place(job, full=full, partial=partial)
+            if alloc is not None:
+                shadow = t
+                break
+        nodes = frozenset(n for n, _ in alloc) if alloc else frozenset()
+        self.reservation = (job, shadow, nodes)
+        self.first_shadow.setdefault(job.id, shadow)
+        return shadow, nodes
+
+    # ------------------------------------------------------------------ preemption
+    def _preempt_one(self, job: _Job, now_s: float) -> Preempt:
+        ran = now_s - job.start
+        ck = job.ckpt
+        lost = ran if not math.isfinite(ck) else ran % ck
+        done = ran - lost
+        gpus = sum(g for _, g in job.alloc)
+        self._release(job, now_s)
+        job.remaining = max(job.remaining - done, 0.0)
+        job.start = math.nan
+        self.preempted_gpu_s += lost * gpus
+        self._enqueue(job)
+        self.reservation = None
+        return Preempt(job.id, lost, lost * gpus, done)
+
+    def _preempt_for(self, job: _Job, now_s: float) -> list[Preempt]:
+        """Preempt running jobs of lower-priority preemptable queues, youngest first (least
+        work lost), until ``job`` can be placed; none if it still could not be."""
+        victims = [j for j in self.jobs.values()
+                   if j.state == "running" and self.queues[j.q].preemptable and j.qprio < job.qprio]
+        if not victims:
+            return []
+        victims.sort(key=lambda j: (j.qprio, -j.start, -j.seq))
+        free = list(self.free)
+        full = [set(s) for s in self.full]
+        partial = [set(s) for s in self.partial]
+        gpn = self.gpn
+        chosen = []
+        for v in victims:
+            chosen.append(v)
+            for node, g in v.alloc:
+                if not self.healthy[node]:
+                    continue
+                f = free[node]
+                if f == gpn:
+                    full[self.node_su[node]].discard(node)
+                elif f > 0:
+                    partial[f].discard(node)
+                free[node] = f + g
+                if free[node] == gpn:
+                    full[self.node_su[node]].add(node)
+                else:
+                    partial[free[node]].add(node)
+            alloc = self._place(job, full=full, partial=partial)
+            if alloc is not None:
+                used = {n for n, _ in alloc}
+                # only the victims on the nodes the job will use
+                needed = [w for w in chosen if any(n in used for n, _ in w.alloc)]
+                return [self._preempt_one(w, now_s) for w in needed]
+        return []
+
+
+def shares_of(usage_gpu_s: Mapping[str, float]) -> dict[str, float]:
+    """Normalised shares of GPU usage."""
+    total = sum(usage_gpu_s.values())
+    return {k: v / total for k, v in usage_gpu_s.items()} if total > 0 else dict(usage_gpu_s)
+
+
+def as_array(x) -> np.ndarray:
+    return np.asarray(x)
