@@ -1,0 +1,211 @@
+"""Capacity of a power chain from its equipment: each Blue Vela stage hand-checked."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from twin.power.capacity import (
+    binding_constraints,
+    chain_constraints,
+    it_capacity_behind_w,
+    surviving_units,
+    ups_usable_kw,
+)
+from twin.power.chain import capacity_report, chain_problems, stage_capacity
+from twin.scenario import load_scenario
+from twin.scenario.power_chain import (
+    Battery,
+    BranchCircuits,
+    Generators,
+    PowerChain,
+    Rpps,
+    Switchboards,
+    Transformers,
+    UpsPlant,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def blue_vela():
+    return load_scenario(ROOT / "scenarios" / "blue_vela.yaml")
+
+
+@pytest.fixture(scope="module")
+def report(blue_vela):
+    return capacity_report(blue_vela)
+
+
+# --- hand calculation of the Blue Vela chain ----------------------------------------
+# Modern transformerless UPS loss (3040 kW installed: 2 systems x 4 x 380 kW), three-term
+# fit of 95.5/96.5/96.8/96.8 % (twin.power.ups_curves); cooling at the 33 C design day with
+# the scenario's plant (COP 4.5 at 25 C, 5 % fans and pumps): chiller COP(33) = 4.5 x 25/33,
+# overhead per heat = 0.05 + 1.05/COP + 0.0105 (twin.power.facility.cooling_power_w).
+MECH_PER_HEAT = 0.05 + 1.05 / (4.5 * 25 / 33) + 0.01 * 1.05
+HOUSE_W = 80e3
+
+
+def ups_loss_w(it_w):
+    from twin.power.ups_curves import ups_loss_coeffs
+    a, b, c = ups_loss_coeffs((0.955, 0.965, 0.968, 0.968))
+    x = it_w / 3.04e6
+    return 3.04e6 * (a + b * x + c * x * x)
+
+
+def solve(f, lo=0.0, hi=1e7):
+    for _ in range(200):               # plain bisection: an independent root finder
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def test_stage_0_as_built_2n_switchboard_binds_then_ups(report):
+    st = report["stages"][0]
+    # one 3000 A 480 V switchboard, 80 % x pf 0.95 = 1,895.6 kW, carries all IT + UPS loss
+    # + its half of the mechanical plant and house loads (2N, no transfer)
+    swb = 0.8 * np.sqrt(3) * 480 * 3000 * 0.95
+    assert swb == pytest.approx(1_895_556, abs=1)
+    it = solve(lambda it: it + ups_loss_w(it) + 0.5 * (MECH_PER_HEAT * (it + ups_loss_w(it)) + HOUSE_W) - swb)
+    assert it == pytest.approx(1_513_000, abs=1_000)
+    assert st["it_capacity_kw"] == pytest.approx(it / 1e3, abs=0.01)
+    assert st["binding"]["equipment"] == "switchboards"
+    # next: UPS A alone, 4 x 380 kW = 1,520 kW (2N)
+    assert st["next"]["equipment"] == "ups"
+    assert st["next"]["it_capacity_kw"] == pytest.approx(1520.0)
+    assert st["feed_loss_holds"]
+
+
+def test_stage_1_redundancy_removed_rpp_pairs_bind(report):
+    st = report["stages"][1]
+    # 8 A/B RPP pairs of 400 A 415 V at 80 % and pf 0.95: 8 x 218.5 kW
+    rpp = 0.8 * np.sqrt(3) * 415 * 400 * 0.95
+    assert st["it_capacity_kw"] == pytest.approx(8 * rpp / 1e3, rel=1e-12)
+    assert st["it_capacity_kw"] == pytest.approx(1748.1, abs=0.1)
+    assert st["binding"]["equipment"] == "rpps"
+    assert st["next"]["equipment"] == "utility"
+    # without 2N, losing a feed path overloads the survivor: the load is shed
+    assert not st["feed_loss_holds"]
+
+
+def test_stage_2_and_3_utility_service_binds(report):
+    service = 3750e3 * 0.95
+    # double conversion, N: IT + UPS loss + all mechanical + house on the 3.75 MVA service
+    it2 = solve(lambda it: it + ups_loss_w(it) + MECH_PER_HEAT * (it + ups_loss_w(it)) + HOUSE_W - service)
+    # UPS bypassed: no UPS loss
+    it3 = (service - HOUSE_W) / (1 + MECH_PER_HEAT)
+    assert it3 == pytest.approx(2_544_800, abs=500)
+    s2, s3 = report["stages"][2], report["stages"][3]
+    assert s2["it_capacity_kw"] == pytest.approx(it2 / 1e3, abs=0.01)
+    assert s3["it_capacity_kw"] == pytest.approx(it3 / 1e3, abs=0.01)
+    assert s2["binding"]["equipment"] == s3["binding"]["equipment"] == "utility"
+    assert s3["next"]["equipment"] == "switchboards"
+    # the switchboards behind: 2 x 1,895.8 kW carry IT + all mechanical + house
+    swb2 = 2 * 0.8 * np.sqrt(3) * 480 * 3000 * 0.95
+    assert s3["next"]["it_capacity_kw"] == pytest.approx((swb2 - HOUSE_W) / (1 + MECH_PER_HEAT) / 1e3, abs=0.01)
+
+
+def test_blue_vela_plus_70_percent_comes_out_of_the_derivation(report):
+    caps = [s["it_capacity_kw"] for s in report["stages"]]
+    assert all(np.diff(caps) >= 0)                           # each change adds capacity
+    ratio = caps[-1] / caps[0]
+    assert 1.6 <= ratio <= 1.8, ratio
+    # and lands within 3 % of the typed plan's first and last stages (1,520 -> 2,585 kW)
+    assert caps[0] == pytest.approx(1520, rel=0.03)
+    assert caps[-1] == pytest.approx(2585, rel=0.03)
+    assert report["stages"][-1]["racks_at_worst_case"] == int(caps[-1] // report["rack_worst_case_kw"])
+
+
+def test_surviving_units_and_ups_rules():
+    assert [surviving_units(4, r) for r in ("N", "N+1", "2N")] == [4, 3, 2]
+    assert surviving_units(3, "distributed_redundant") == 2
+    with pytest.raises(ValueError):
+        surviving_units(3, "2N")
+    assert ups_usable_kw(2, 4, 380, "2N", "double_conversion")[0] == 1520
+    assert ups_usable_kw(1, 5, 400, "N+1", "double_conversion")[0] == 1600
+    assert ups_usable_kw(3, 2, 500, "distributed_redundant", "eco")[0] == 2000
+    # in bypass the modules no longer limit: the bypass path does
+    assert ups_usable_kw(2, 2, 380, "N", "bypass")[0] == 1520
+    assert ups_usable_kw(2, 2, 380, "N", "bypass", 2000)[0] == 4000
+
+
+def test_it_capacity_behind_a_linear_load_is_exact():
+    # load = 1.25 IT + 100 kW on a 1 MW stage -> IT = 720 kW
+    assert it_capacity_behind_w(1e6, lambda it: 1.25 * it + 1e5) == pytest.approx(720e3, abs=1e-2)
+    assert it_capacity_behind_w(1e6, lambda it: it + 2e6) == 0.0
+
+
+def test_mechanical_transfer_on_feed_loss_lowers_2n_capacity():
+    mech = lambda heat: 0.4 * heat  # noqa: E731
+    base = dict(switchboards=Switchboards(count=2, main_breaker_a=3000, redundancy="2N"))
+    no_xfer = PowerChain(**base, mechanical={"carried_by": ["switchboards"], "transfers_on_feed_loss": False})
+    xfer = PowerChain(**base, mechanical={"carried_by": ["switchboards"], "transfers_on_feed_loss": True})
+    unit = 0.8 * np.sqrt(3) * 480 * 3000 * 0.95
+    c1 = chain_constraints(no_xfer, rack_positions=1, mechanical_w=mech)[0][0].it_capacity_kw
+    c2 = chain_constraints(xfer, rack_positions=1, mechanical_w=mech)[0][0].it_capacity_kw
+    assert c1 == pytest.approx(unit / 1.2 / 1e3, rel=1e-9)
+    assert c2 == pytest.approx(unit / 1.4 / 1e3, rel=1e-9)
+
+
+def test_generators_carry_the_ups_recharge():
+    ch = PowerChain(generators=Generators(count=2, kw=2000, redundancy="N+1"),
+                    ups=UpsPlant(systems=2, modules_per_system=4, module_kw=250, topology="2N"),
+                    mechanical={"carried_by": []})
+    cons, _ = chain_constraints(ch, rack_positions=1, mechanical_w=lambda h: 0.0)
+    gen = next(c for c in cons if c.equipment == "generators")
+    # 2000 kW - 10 % of the 1000 kW usable UPS for recharge = 1900 kW of IT + UPS loss
+    assert "UPS recharge 100 kW" in gen.detail
+    from twin.power.ups_curves import ups_loss_coeffs
+    a, b, c = ups_loss_coeffs((0.955, 0.965, 0.968, 0.968))
+    it = solve(lambda it: it + 2e6 * (a + b * it / 2e6 + c * (it / 2e6) ** 2) + 1e5 - 2e6)
+    assert gen.it_capacity_kw == pytest.approx(it / 1e3, abs=0.01)
+    assert gen.it_capacity_kw == pytest.approx(1839.4, abs=0.1)
+
+
+def test_binding_and_next_are_different_equipment():
+    ch = PowerChain(rpps=Rpps(count=4, breaker_a=225, redundancy="N"),
+                    branch=BranchCircuits(breaker_a=30, voltage_v=208, redundancy="2N"),
+                    transformers=Transformers(count=1, kva=50, redundancy="N"))
+    cons, _ = chain_constraints(ch, rack_positions=10, mechanical_w=lambda h: 0.0)
+    first, nxt = binding_constraints(cons)
+    assert first.equipment == "transformers"
+    assert nxt.equipment != first.equipment
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: UpsPlant(systems=3, module_kw=500, topology="2N"), "topology 2N needs an even number of UPS systems; got systems=3"),
+    (lambda: UpsPlant(systems=2, module_kw=500, topology="distributed_redundant"), "at least 3 UPS systems"),
+    (lambda: Generators(count=1, kw=2000, redundancy="N+1"), "generators: redundancy N\\+1 needs at least 2 generator sets.*count=1"),
+    (lambda: Transformers(count=3, kva=2500, redundancy="2N"), "transformers: redundancy 2N.*count=3"),
+    (lambda: BranchCircuits(breaker_a=30, cords_per_rack=1, redundancy="2N"), "cords_per_rack=1"),
+    (lambda: Rpps(count=4, breaker_a=400, frame="vacuum"), "unknown breaker frame 'vacuum'"),
+    (lambda: Battery(power_kw=1000, energy_kwh=0), "power_kw=1000 with energy_kwh=0"),
+])
+def test_bad_equipment_is_refused_naming_part_and_numbers(make, match):
+    with pytest.raises(ValidationError, match=match):
+        make()
+
+
+def test_a_stage_change_must_name_existing_equipment():
+    with pytest.raises(ValidationError, match="stages.0 .*no field 'ups.colour'"):
+        PowerChain(ups=UpsPlant(systems=2, module_kw=1), stages=[{"date": "2024-01-01", "set": {"ups.colour": 1}}])
+    with pytest.raises(ValidationError, match="stages.0 .*ups.topology"):
+        PowerChain(ups=UpsPlant(systems=2, module_kw=1), stages=[{"date": "2024-01-01", "set": {"ups.topology": "3N"}}])
+
+
+def test_branch_smaller_than_a_rack_idle_draw_is_a_problem(blue_vela):
+    ch = blue_vela.site.power.chain.model_copy(update={"branch": BranchCircuits(breaker_a=5, voltage_v=415)})
+    s = blue_vela.model_copy(update={"site": blue_vela.site.model_copy(update={
+        "power": blue_vela.site.power.model_copy(update={"chain": ch})})})
+    probs = chain_problems(s)
+    assert probs and "idle draw (4.68 kW)" in probs[0][2] and "2.73 kW" in probs[0][2]
+    assert chain_problems(blue_vela) == []
+
+
+def test_stage_capacity_counts_racks_that_fit(blue_vela):
+    ch = PowerChain(branch=BranchCircuits(breaker_a=30, voltage_v=208, redundancy="2N"))
+    sc = stage_capacity(ch, rack_positions=128, rack_worst_case_w=19_940.0, mechanical_w=lambda h: 0.0)
+    # 208 V 30 A: 8.2 kW per cord at the continuous rule; a 19.9 kW rack never fits on failover
+    assert sc.extras["failover_overload"] and sc.extras["racks_at_worst_case"] == 0

@@ -1,0 +1,54 @@
+"""`twin capacity`: per dated stage, capacity, binding and next constraint; exit 2 on bad input."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from twin.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+BV = str(ROOT / "scenarios" / "blue_vela.yaml")
+
+
+def test_json_has_a_stage_per_date_with_binding_and_swing(capsys):
+    assert main(["capacity", BV, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    dates = [s["date"] for s in rep["stages"]]
+    assert dates == ["2024-01-01", "2024-03-15", "2024-06-01", "2024-09-01"]
+    for st in rep["stages"]:
+        assert st["it_capacity_kw"] > 0
+        assert {"equipment", "rule", "it_capacity_kw", "detail"} <= set(st["binding"])
+        assert st["next"]["it_capacity_kw"] >= st["binding"]["it_capacity_kw"]
+    assert 1.6 <= rep["stages"][-1]["ratio_to_first"] <= 1.8
+    sw = rep["swing"]
+    assert sw["job"] == "granite_34b" and sw["nodes"] == 128
+    assert sw["battery"]["peak_meter_ramp_kw_per_s"] <= 0.5 * sw["peak_meter_ramp_kw_per_s"]
+
+
+def test_text_names_binding_and_next(capsys):
+    assert main(["capacity", BV, "--no-swing"]) == 0
+    out = capsys.readouterr().out
+    assert "binding             switchboards" in out and "next                ups" in out
+    assert "utility" in out and "x1.68" in out
+
+
+@pytest.mark.parametrize("override, words", [
+    ("site.power.chain.ups.systems=3", ["site.power.chain.ups", "topology 2N", "systems=3"]),
+    ("site.power.chain.branch.breaker_a=5", ["site.power.chain.branch", "idle draw (4.68 kW)", "2.73 kW"]),
+    ("site.power.chain.battery.energy_kwh=0", ["site.power.chain.battery", "power_kw=1000", "energy_kwh=0"]),
+    ("site.power.chain.rpps.frame=vacuum", ["site.power.chain.rpps.frame", "unknown breaker frame 'vacuum'"]),
+])
+def test_bad_input_exits_2_naming_part_and_numbers(capsys, override, words):
+    assert main(["capacity", BV, "--no-swing", "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in err
+
+
+def test_scenario_without_a_chain_and_unknown_job(capsys):
+    assert main(["capacity", str(ROOT / "scenarios" / "vela.yaml"), "--no-swing"]) == 2
+    assert "site.power.chain" in capsys.readouterr().err
+    assert main(["capacity", BV, "--job", "nope"]) == 2
+    assert main(["capacity"]) == 2
