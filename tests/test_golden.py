@@ -12,10 +12,9 @@ import math
 from pathlib import Path
 
 import pytest
+from golden.make_golden import ROOT, SCENARIOS, fingerprint
 
 import twin
-
-from golden.make_golden import ROOT, SCENARIOS, fingerprint
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "golden.json").read_text())
 #: float tolerance: summation order may change in a refactor, physics may not

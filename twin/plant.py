@@ -179,3 +179,70 @@ def rack_worst_case_w(scenario: Scenario, node: NodeModel) -> float:
     admit_cap = cap if scenario.site.power.power_cap_policy else node.gpu_tdp_w
     return (float(power.node_worst_case_w(admit_cap, **node_power_kwargs(node)))
             * scenario.hardware.nodes_per_rack + scenario.hardware.network_power_per_rack_w)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """What the step model needs of a node's GPUs and their NVLink domain."""
+
+    peak_bf16_tflops: float
+    peak_fp8_tflops: float
+    hbm_bw_tb_s: float
+    nvlink_gb_s: float
+    nvls: bool
+    nvswitch: bool
+    gpus_per_node: int
+
+    @classmethod
+    def of(cls, node: NodeModel) -> GpuSpec:
+        return cls(peak_bf16_tflops=node.gpu_peak_bf16_tflops, peak_fp8_tflops=node.gpu_peak_fp8_tflops,
+                   hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
+                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count)
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak [TFLOP/s] at the job's precision (fp8 or bf16)."""
+        return self.peak_fp8_tflops if precision == "fp8" else self.peak_bf16_tflops
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How a job is split: tensor, pipeline (and virtual stages), context; batch shape."""
+
+    tp: int
+    pp: int
+    cp: int
+    vpp: int
+    global_batch: int
+    micro_batch: int
+    seq_len: int
+
+    @classmethod
+    def of(cls, job) -> Parallelism:
+        return cls(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, global_batch=job.global_batch,
+                   micro_batch=job.micro_batch, seq_len=job.seq_len)
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs of one model replica's tensor x pipeline x context group."""
+        return self.tp * self.pp * self.cp
+
+
+def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *, clock_fraction: float,
+                      inter_node_gbps: float, hops: float):
+    """``compute.step_estimate`` of a scenario job on ``n_nodes`` nodes of the catalog node,
+    at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
+    bandwidth [Gb/s], switch hops). The one translation of a job into the step model."""
+    from twin import compute
+
+    gpu, par, m = GpuSpec.of(node), Parallelism.of(job), job.model
+    gpus = n_nodes * gpu.gpus_per_node
+    return compute.step_estimate(
+        layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+        kv_heads=m.kv_heads, vocab=m.vocab, seq_len=par.seq_len,
+        global_batch=par.global_batch, micro_batch=par.micro_batch, tp=par.tp,
+        pp=par.pp, cp=par.cp, vpp=par.vpp, gpus=gpus - gpus % par.model_parallel,
+        gpus_per_node=gpu.gpus_per_node, peak_tflops=gpu.peak_tflops(job.precision), precision=job.precision,
+        hbm_bw_tb_s=gpu.hbm_bw_tb_s, nvlink_gb_s=gpu.nvlink_gb_s, nvls=gpu.nvls,
+        inter_node_gbps=inter_node_gbps, transport=scenario.fabric.transport, hops=hops,
+        activation_recompute=job.activation_recompute, clock_fraction=clock_fraction,
+        deployment=scenario.hardware.deployment, gated_mlp=m.gated_mlp, nvswitch=gpu.nvswitch)

@@ -35,7 +35,7 @@ def test_power_plan_caps_powered_racks():
     eng = Engine(s)
     res = eng.run()
     ds = res.dataset
-    per_rack = eng.rack_worst_w
+    per_rack = eng.power.rack_worst_w
     powered_racks = (ds.rack_state.values >= 1).sum(axis=1)
     limit = ds.power_available_w.values
     # worst-case draw of the powered racks never exceeds the plan
@@ -105,13 +105,13 @@ def test_failed_node_is_never_placed_and_replacement_spans_more_units():
     job = eng.jobs[1]
     assert job.status == "running"
     sus_before = np.unique(eng.plant.node_su[job.nodes])
-    hops_before, bw_before = eng._fabric_figures(job.nodes)
+    hops_before, bw_before = eng.jobs.fabric_figures(job.nodes)
     victim = int(job.nodes[0])
-    eng._fail(victim, [c.name for c in eng.classes].index("gpu"))
+    eng.failures.fail(victim, [c.name for c in eng.failures.classes].index("gpu"))
     eng.env.run(until=eng.env.now + 6 * 3600)
     assert job.status in ("starting", "running")
     assert victim not in set(job.nodes.tolist())
-    assert eng.node_healthy[job.nodes].all()
+    assert eng.state.node_healthy[job.nodes].all()
     assert len(np.unique(eng.plant.node_su[job.nodes])) >= len(sus_before)
 
 
@@ -139,7 +139,7 @@ def test_phase_codes_cover_every_node_state():
     eng = Engine(s)
     eng.start()
     eng.env.run(until=3600)
-    assert set(np.unique(eng.node_phase)) <= {int(p) for p in Phase}
+    assert set(np.unique(eng.state.node_phase)) <= {int(p) for p in Phase}
 
 
 @pytest.mark.slow
@@ -165,7 +165,7 @@ def test_hot_spare_takes_over_without_requeue():
     assert job.status == "running" and len(job.nodes) == 48 and len(job.spares) == 2
     spares = set(job.spares.tolist())
     victim = int(job.nodes[3])
-    eng._fail(victim, [c.name for c in eng.classes].index("gpu"))
+    eng.failures.fail(victim, [c.name for c in eng.failures.classes].index("gpu"))
     eng.env.run(until=eng.env.now + 2 * 3600)
     kinds = [e[1] for e in eng.events if e[2] == job.spec.name]
     assert "job_spare_swap" in kinds and "job_requeued" not in kinds
@@ -173,7 +173,7 @@ def test_hot_spare_takes_over_without_requeue():
     assert victim not in set(job.nodes.tolist()) and spares & set(job.nodes.tolist())
     # a failed hot spare does not interrupt the job
     n_int = job.interruptions
-    eng._fail(int(job.spares[0]), [c.name for c in eng.classes].index("gpu"))
+    eng.failures.fail(int(job.spares[0]), [c.name for c in eng.failures.classes].index("gpu"))
     eng.env.run(until=eng.env.now + 600)
     assert job.interruptions == n_int and len(job.spares) == 0 and job.status == "running"
 
@@ -326,13 +326,13 @@ def test_breaker_state_carries_over_and_matches_the_cold_trip_curve():
                                    "failures.enabled=false"])
     eng = Engine(s)
     limit = eng.plant.rpp_rating_w[0]
-    eng.rack_powered[:] = True
+    eng.state.rack_powered[:] = True
     # 1.45 x rating trips from cold after 98 s (IEC 60898-1 / UL 489 shape): not within one
     # 20 s step, but after five steps at that load
     trips = []
     for _ in range(6):
-        eng._check_breakers(np.array([1.45 * limit]))
-        trips.append(bool(eng.rack_tripped.any()))
+        eng.power.check_breakers(np.array([1.45 * limit]))
+        trips.append(bool(eng.state.rack_tripped.any()))
     t_cold = float(power.breaker_trip_time_s(1.45))
     assert 80 < t_cold < 120
     assert trips.index(True) == int(np.ceil(t_cold / 20)) - 1

@@ -90,9 +90,11 @@ from twin.reliability.sampling import (
     ClusterFailureSampler,
     sample_failure_class,
     sample_next_failure,
+    sample_unit_outages,
 )
 
 __all__ = [
+    "sample_unit_outages",
     "PSU_NODE_DOWN",
     "PSU_OK",
     "PSU_POWER_BRAKE",

@@ -209,3 +209,31 @@ class ClusterFailureSampler:
             if np.any(mask):
                 node[mask] = _pick_many(self._cum(thermal), u[mask])
         return t, node, k.astype(np.int64)
+
+
+def sample_unit_outages(rng: np.random.Generator, horizon_s: float, n_units: int,
+                        rate_per_year: float, mean_duration_s: float) -> list[tuple[float, int, float]]:
+    """Outages of ``n_units`` independent units, each failing as a Poisson process.
+
+    Unit ``u`` fails at the arrivals of a Poisson process of rate ``rate_per_year``
+    [1/year] (exponential gaps of mean 365.25 d / rate) and stays out for an exponential
+    duration of mean ``mean_duration_s`` [s]: the alternating renewal model of a
+    repairable unit with constant hazard (Billinton & Allan, Reliability Evaluation of
+    Power Systems, 2nd ed., ch. 9). Draws run unit by unit, a gap then a duration, so a
+    seed gives the same outages whatever else the run samples.
+
+    Returns ``[(start [s], unit, duration [s]), ...]`` with ``start < horizon_s``, in unit
+    order. No outages when ``rate_per_year <= 0``.
+    """
+    out: list[tuple[float, int, float]] = []
+    if rate_per_year <= 0:
+        return out
+    mean_gap_s = 365.25 * 86400.0 / rate_per_year
+    for u in range(n_units):
+        t = 0.0
+        while True:
+            t += rng.exponential(mean_gap_s)
+            if t >= horizon_s:
+                break
+            out.append((t, u, float(rng.exponential(mean_duration_s))))
+    return out

@@ -19,8 +19,8 @@ def peak_sample_fields(engine, results) -> dict[str, xr.Dataset]:
     heat = ds.rack_power_w.values[i].astype(float)
     out = {}
     for h, hall in enumerate(engine.s.site.halls):
-        idx = engine.halls[h]["idx"]
-        f = thermal.steady_field(engine.hall_geometry(h), heat[idx], engine.rack_airflow_m3_s[idx])
+        model = engine.thermal.halls[h]
+        f = thermal.steady_field(model.geom, heat[model.idx], engine.thermal.rack_airflow_m3_s[model.idx])
         f.attrs["time"] = str(ds.time.values[i])
         f.attrs["hall"] = hall.name
         out[hall.name] = f

@@ -35,6 +35,8 @@ Jensen (1985, Qual. Reliab. Eng. Int. 1:13) warns against extrapolating it far.
 # ASHRAE TC 9.9 Thermal Guidelines for Data Processing Environments, 5th ed. (2021),
 # inlet dry-bulb envelopes [C], as copied in reference/calibration.yaml.
 ASHRAE_RECOMMENDED_C = (18.0, 27.0)
+#: the recommended envelope's bounds [degC], for code that needs one of them
+ASHRAE_RECOMMENDED_MIN_C, ASHRAE_RECOMMENDED_MAX_C = ASHRAE_RECOMMENDED_C
 ASHRAE_ALLOWABLE_C = {
     "A1": (15.0, 32.0),
     "A2": (10.0, 35.0),

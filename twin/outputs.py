@@ -1,0 +1,328 @@
+"""The output table: every recorded variable and every KPI of a run, declared once.
+
+Each :class:`Output` names a variable of ``results.nc`` with its dims, dtype, unit and
+long name, and the recorder key it comes from; each :class:`Kpi` names a figure of
+``kpis.json`` with its unit, long name and the reducer that computes it from a
+:class:`RunRecord` (what the recorder hands over at the end of a run). The recorder
+allocates its arrays from this table, :mod:`twin.results` builds the Dataset and the KPIs
+from it, and reports, sweeps and plots take their labels from :func:`label`.
+
+Adding an output: declare it here (and, for a time series, write it from a component's
+``record`` or ``finish``). Nothing else needs to know its unit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
+
+H = 3600.0
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Output:
+    """One variable of ``results.nc``: ``dims`` among time, rack, rpp, feed, job."""
+
+    name: str
+    dims: tuple[str, ...]
+    dtype: str
+    units: str
+    long_name: str
+    recorded: bool = True          # written by the sampler or a component (else derived)
+
+
+@dataclass(frozen=True)
+class Kpi:
+    """One figure of ``kpis.json``. ``reducer(run) -> float``; None for figures another
+    module computes (``group="study"``: :func:`twin.studies.metrics.study_metrics`)."""
+
+    name: str
+    units: str
+    long_name: str
+    reducer: Callable[[RunRecord], float] | None = None
+    group: str = "run"
+
+
+@dataclass
+class JobRecord:
+    """Per-job totals at the end of a run (seconds and tokens)."""
+
+    name: str
+    tokens: float
+    gpu_s_allocated: float
+    gpu_s_useful_total: float
+    gpu_s_lost: float
+    wall_s_useful_total: float
+    checkpoint_s: float
+    first_start_s: float
+    end_s: float
+    interruptions: int
+
+
+@dataclass
+class RunRecord:
+    """What the recorder hands to :mod:`twin.results`: series, jobs, events, counters."""
+
+    dt_s: float
+    horizon_s: float
+    series: dict[str, np.ndarray]
+    jobs: list[JobRecord]
+    events: list[tuple[float, str, str, str]]
+    repair_times_s: list[float] = field(default_factory=list)
+    throttled_node_s: float = 0.0
+    peak_swing_w: dict[str, float] = field(default_factory=dict)
+    event_counts: dict[str, int] = field(default_factory=dict)
+
+    def energy_mwh(self, name: str) -> float:
+        """Time integral of a power series [W] as MWh (sample-and-hold)."""
+        return float(self.series[name].sum() * self.dt_s / H / 1e6)
+
+    def powered_inlet_c(self) -> np.ndarray:
+        """Inlet temperatures of powered racks, NaN elsewhere [degC (T, R)]."""
+        from twin.sim.state import RackState
+        return np.where(RackState.powered(self.series["rack_state"]), self.series["rack_inlet_c"], np.nan)
+
+
+_T, _R = ("time",), ("time", "rack")
+OUTPUTS: tuple[Output, ...] = (
+    Output("rack_power_w", _R, "float32", "W", "rack IT power at the PDU"),
+    Output("rack_inlet_c", _R, "float32", "degC", "rack inlet air temperature"),
+    Output("rack_gpu_temp_max_c", _R, "float32", "degC", "hottest GPU of the rack (NaN when off)"),
+    Output("rack_state", _R, "int8", "1", "-1 not delivered, 0 delivered off, 1 burn-in, 2 in service, "
+                                          "3 breaker tripped or feed lost"),
+    Output("rack_ashrae_class", _R, "int8", "1", "ASHRAE TC 9.9 class of the inlet: -1 off, 0 recommended, "
+                                                 "1 A1, 2 A2, 3 A3, 4 A4, 5 beyond A4", recorded=False),
+    Output("rack_hours_outside_recommended", ("rack",), "float64", "h",
+           "hours the powered rack's inlet was outside ASHRAE recommended", recorded=False),
+    Output("rpp_load_fraction", ("time", "rpp"), "float32", "1", "RPP load / continuous breaker limit"),
+    Output("rpp_power_w", ("time", "rpp"), "float64", "W", "power out of each RPP breaker"),
+    Output("feed_load_fraction", ("time", "feed"), "float32", "1", "feed load / capacity"),
+    Output("feed_power_w", ("time", "feed"), "float64", "W", "power drawn from each utility feed"),
+    Output("ups_output_w", ("time", "feed"), "float64", "W", "load on the UPS (or its bypass) of each feed path"),
+    Output("ups_load_fraction", ("time", "feed"), "float64", "1", "UPS output / rating"),
+    Output("facility_it_power_w", _T, "float64", "W", "facility IT power"),
+    Output("facility_total_power_w", _T, "float64", "W", "utility power: IT + losses + cooling"),
+    Output("ups_loss_w", _T, "float64", "W", "UPS conversion loss"),
+    Output("distribution_loss_w", _T, "float64", "W", "losses between utility and PDUs other than the UPS"),
+    Output("rpp_loss_w", _T, "float64", "W", "RPP and cabling losses"),
+    Output("feed_loss_w", _T, "float64", "W", "switchboard and transformer losses"),
+    Output("cooling_power_w", _T, "float64", "W", "chiller, CRAH fan and pump power"),
+    Output("power_available_w", _T, "float64", "W", "IT power of the staged plan"),
+    Output("outdoor_temp_c", _T, "float64", "degC", "outdoor dry-bulb temperature"),
+    Output("gpus_installed", _T, "int32", "GPU", "GPUs delivered"),
+    Output("gpus_powered", _T, "int32", "GPU", "GPUs with power"),
+    Output("gpus_healthy", _T, "int32", "GPU", "GPUs powered, burned in, healthy"),
+    Output("gpus_busy", _T, "int32", "GPU", "GPUs allocated to jobs"),
+    Output("nodes_failed", _T, "int32", "node", "delivered nodes failed or in repair"),
+    Output("nodes_in_repair", _T, "int32", "node", "nodes whose repair is under way"),
+    Output("spares_in_stock", _T, "float64", "part", "spare parts on the shelf (all pools)"),
+    Output("throttle_fraction", _T, "float64", "1", "share of powered, healthy nodes running below full GPU clock"),
+    Output("job_tokens", ("time", "job"), "float64", "tokens", "job progress (incl. not checkpointed)"),
+    Output("job_tokens_per_s", ("time", "job"), "float64", "tokens/s", "job training rate"),
+    Output("job_gpus", ("time", "job"), "int32", "GPU", "GPUs allocated to the job"),
+    Output("job_goodput_fraction", ("job",), "float64", "1", "GPU-time whose work survived / GPU-time allocated",
+           recorded=False),
+    Output("job_interruptions", ("job",), "int64", "count", "interruptions of the job", recorded=False),
+)
+
+#: series a sweep can keep per run besides the recorded time series (twin.sweep)
+DERIVED_SERIES: tuple[Output, ...] = (
+    Output("tokens_cumulative", _T, "float64", "tokens",
+           "training tokens done by all jobs (incl. not yet checkpointed)", recorded=False),
+    Output("inlet_max_c", _T, "float64", "degC", "hottest inlet of a powered rack", recorded=False),
+    Output("inlet_mean_c", _T, "float64", "degC", "mean inlet of powered racks", recorded=False),
+)
+
+
+# ------------------------------------------------------------------------- KPI reducers
+def _tokens_total(r: RunRecord) -> float:
+    return float(sum(j.tokens for j in r.jobs))
+
+
+def _tokens_per_day_full_capacity(r: RunRecord) -> float:
+    """Token rate while every delivered GPU was powered (the plan's full capacity)."""
+    s = r.series
+    tok = s["job_tokens"].sum(axis=1)
+    inst = s["gpus_installed"]
+    full = (s["gpus_powered"] == inst.max()) & (inst > 0) & (inst == inst.max())
+    if full.sum() < 2:
+        return math.nan
+    i0, i1 = np.flatnonzero(full)[[0, -1]]
+    span_d = (i1 - i0) * r.dt_s / DAY
+    return float((tok[i1] - tok[i0]) / span_d) if span_d > 0 else math.nan
+
+
+def _job_wall_s(r: RunRecord) -> float:
+    return sum(((j.end_s if not math.isnan(j.end_s) else r.horizon_s) - j.first_start_s)
+               for j in r.jobs if not math.isnan(j.first_start_s))
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num / den) if den > 0 else math.nan
+
+
+def _gpu_hours(name: str) -> Callable[[RunRecord], float]:
+    return lambda r: float(r.series[name].sum() * r.dt_s / H)
+
+
+def _goodput(r: RunRecord) -> float:
+    return _ratio(sum(j.gpu_s_useful_total for j in r.jobs), sum(j.gpu_s_allocated for j in r.jobs))
+
+
+def _interruptions(r: RunRecord) -> int:
+    return int(sum(j.interruptions for j in r.jobs))
+
+
+def _mtbf_job_h(r: RunRecord) -> float:
+    n = _interruptions(r)
+    return float(_job_wall_s(r) / H / n) if n else math.nan
+
+
+def _pue(r: RunRecord) -> float:
+    e_it = r.energy_mwh("facility_it_power_w")
+    return r.energy_mwh("facility_total_power_w") / e_it if e_it > 0 else math.nan
+
+
+def _peak_ramp(r: RunRecord) -> float:
+    tot = r.series["facility_total_power_w"]
+    return float(np.abs(np.diff(tot)).max() / 1e3 / r.dt_s) if len(tot) > 1 else 0.0
+
+
+def _max_inlet(r: RunRecord) -> float:
+    inlet = r.powered_inlet_c()
+    return float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan
+
+
+def _rack_hours_where(cond: Callable[[np.ndarray], np.ndarray]) -> Callable[[RunRecord], float]:
+    return lambda r: float(cond(r.powered_inlet_c()).sum() * r.dt_s / H)
+
+
+def _rci_hi(r: RunRecord) -> float:
+    """RCI_HI [%] over the racks that were ever powered, each at its hottest sampled inlet."""
+    from twin.thermal import rack_cooling_index_hi
+
+    inlet = r.powered_inlet_c()
+    seen = np.isfinite(inlet).any(axis=0)
+    if not seen.any():
+        return math.nan
+    return float(rack_cooling_index_hi(np.nanmax(inlet[:, seen], axis=0)))
+
+
+def _count(kind: str) -> Callable[[RunRecord], int]:
+    return lambda r: int(r.event_counts.get(kind, 0))
+
+
+_HOT = f"{ASHRAE_RECOMMENDED_MAX_C:g} C"
+KPIS: tuple[Kpi, ...] = (
+    Kpi("tokens_total", "tokens", "training tokens that survived to the end of the run", _tokens_total),
+    Kpi("tokens_per_day_mean", "tokens/day", "tokens_total over the simulated days",
+        lambda r: _tokens_total(r) / (r.horizon_s / DAY)),
+    Kpi("tokens_per_day_full_capacity", "tokens/day", "token rate while every delivered GPU was powered",
+        _tokens_per_day_full_capacity),
+    Kpi("gpu_hours_installed", "GPU-h", "GPUs delivered x time", _gpu_hours("gpus_installed")),
+    Kpi("gpu_hours_healthy", "GPU-h", "GPUs powered, burned in and healthy x time", _gpu_hours("gpus_healthy")),
+    Kpi("gpu_hours_busy", "GPU-h", "GPUs allocated to jobs x time", _gpu_hours("gpus_busy")),
+    Kpi("goodput_fraction", "1", "GPU-time whose work survived / GPU-time allocated to jobs", _goodput),
+    Kpi("interruptions", "count", "job interruptions (failures, grid drops, feed losses, trips, shutdowns, "
+                                  "maintenance)", _interruptions),
+    Kpi("lost_gpu_hours", "GPU-h", "GPU-time of work lost since the last checkpoint",
+        lambda r: float(sum(j.gpu_s_lost for j in r.jobs) / H)),
+    Kpi("checkpoint_overhead_fraction", "1", "wall time writing checkpoints / job wall time",
+        lambda r: _ratio(sum(j.checkpoint_s for j in r.jobs), _job_wall_s(r))),
+    Kpi("effective_training_time_fraction", "1", "job wall time making progress that survived / job wall time",
+        lambda r: _ratio(sum(j.wall_s_useful_total for j in r.jobs), _job_wall_s(r))),
+    Kpi("mtbf_job_h", "h", "job wall time / job interruptions", _mtbf_job_h),
+    Kpi("mttr_h", "h", "mean time from a failure to the node back in service (completed repairs)",
+        lambda r: float(np.mean(r.repair_times_s) / H) if r.repair_times_s else math.nan),
+    Kpi("failures", "count", "component failures", _count("failure")),
+    Kpi("energy_it_mwh", "MWh", "IT energy at the rack PDUs", lambda r: r.energy_mwh("facility_it_power_w")),
+    Kpi("energy_facility_mwh", "MWh", "utility energy: IT + UPS/distribution losses + cooling",
+        lambda r: r.energy_mwh("facility_total_power_w")),
+    Kpi("ups_loss_mwh", "MWh", "UPS conversion loss", lambda r: r.energy_mwh("ups_loss_w")),
+    Kpi("pue_mean", "1", "energy_facility_mwh / energy_it_mwh", _pue),
+    Kpi("peak_facility_power_kw", "kW", "highest sampled utility power",
+        lambda r: float(r.series["facility_total_power_w"].max() / 1e3)),
+    Kpi("peak_power_ramp_kw_per_s", "kW/s", "largest facility power change between samples / sample step",
+        _peak_ramp),
+    Kpi("peak_sync_swing_kw", "kW", "largest facility IT step when a job's nodes move together between "
+                                    "training and an exposed all-reduce or a checkpoint",
+        lambda r: float(max(r.peak_swing_w.values(), default=0.0) / 1e3)),
+    Kpi("max_rpp_load_fraction", "1", "highest RPP load / continuous breaker limit",
+        lambda r: float(r.series["rpp_load_fraction"].max())),
+    Kpi("max_feed_load_fraction", "1", "highest feed load / feed capacity",
+        lambda r: float(r.series["feed_load_fraction"].max())),
+    Kpi("max_rack_inlet_c", "degC", "hottest sampled inlet of a powered rack", _max_inlet),
+    Kpi("hours_above_ashrae_recommended", "rack-h", f"rack-hours with inlet above {_HOT} (ASHRAE TC 9.9)",
+        _rack_hours_where(lambda t: t > ASHRAE_RECOMMENDED_MAX_C)),
+    Kpi("hours_outside_ashrae_recommended", "rack-h",
+        f"rack-hours with inlet outside {ASHRAE_RECOMMENDED_MIN_C:g}-{_HOT} (ASHRAE TC 9.9)",
+        _rack_hours_where(lambda t: (t > ASHRAE_RECOMMENDED_MAX_C) | (t < ASHRAE_RECOMMENDED_MIN_C))),
+    Kpi("throttled_node_hours", "node-h", "node-hours of GPUs running below full clock (thermal)",
+        lambda r: float(r.throttled_node_s / H)),
+    Kpi("rci_hi_percent", "%", f"Rack Cooling Index (high side, Herrlin 2005) of each powered rack's "
+                               f"hottest inlet; 100 = none above {_HOT}, < 90 poor", _rci_hi),
+    Kpi("breaker_trips", "count", "RPP breaker trips", _count("breaker_trip")),
+    Kpi("grid_drop_events", "count", "grid disturbances that dropped nodes", _count("grid_drop")),
+    # figures added to every sweep run (twin.studies.metrics.study_metrics)
+    Kpi("gpus_delivered", "GPU", "GPUs delivered by the end of the run", group="study"),
+    Kpi("gpus_hosted", "GPU", "most GPUs powered at once", group="study"),
+    Kpi("days_to_full_capacity", "days", "days from start until every delivered GPU was powered (NaN: never)",
+        group="study"),
+    Kpi("days_to_max_hosted", "days", "days from start until the most GPUs were first powered", group="study"),
+    Kpi("days_power_limited", "days", "time during which delivered GPUs waited unpowered (power plan or limits)",
+        group="study"),
+    Kpi("upgrade_cost_usd", "USD", "sum of the site's upgrade options (site.economics.upgrades)", group="study"),
+    Kpi("upgrade_lead_time_days", "days", "longest lead time of the site's upgrade options", group="study"),
+    Kpi("energy_cost_usd", "USD", "utility energy x electricity price", group="study"),
+    Kpi("co2_t", "t CO2", "utility energy x grid carbon intensity", group="study"),
+    Kpi("energy_cost_usd_per_btok", "USD/1e9 tokens", "energy cost per billion surviving tokens", group="study"),
+    Kpi("power_use_fraction", "1", "worst-case draw of all delivered racks / tightest power limit "
+                                   "(facility or RPP)", group="study"),
+    Kpi("cooling_use_fraction", "1", "worst-case heat of all delivered racks / installed cooling capacity",
+        group="study"),
+    Kpi("floor_use_fraction", "1", "racks delivered / rack positions on the floor", group="study"),
+    Kpi("inlet_margin_c", "degC", f"{_HOT} (ASHRAE TC 9.9 recommended) minus the worst inlet of a powered rack",
+        group="study"),
+)
+
+OUTPUT_BY_NAME: dict[str, Output] = {o.name: o for o in OUTPUTS + DERIVED_SERIES}
+KPI_BY_NAME: dict[str, Kpi] = {k.name: k for k in KPIS}
+
+
+def kpi_units(group: str = "run") -> dict[str, tuple[str, str]]:
+    """``{name: (unit, long name)}`` of the KPIs of one group ("run" or "study")."""
+    return {k.name: (k.units, k.long_name) for k in KPIS if k.group == group}
+
+
+def compute_kpis(run: RunRecord) -> dict[str, Any]:
+    """Every run KPI of :data:`KPIS` from a finished run's record."""
+    return {k.name: k.reducer(run) for k in KPIS if k.reducer is not None}
+
+
+def units(name: str) -> str:
+    """Unit of an output variable or KPI ('' if unknown; '1' means dimensionless)."""
+    if name in OUTPUT_BY_NAME:
+        return OUTPUT_BY_NAME[name].units
+    return KPI_BY_NAME[name].units if name in KPI_BY_NAME else ""
+
+
+def long_name(name: str) -> str:
+    """Long name of an output variable or KPI (the name itself if unknown)."""
+    if name in OUTPUT_BY_NAME:
+        return OUTPUT_BY_NAME[name].long_name
+    return KPI_BY_NAME[name].long_name if name in KPI_BY_NAME else name
+
+
+def label(name: str) -> str:
+    """Axis or table label: ``long name [unit]``; no brackets for dimensionless or unknown
+    units, e.g. ``GPUs with power [GPU]``, ``utility power: IT + losses + cooling [W]``."""
+    u = units(name)
+    text = long_name(name)
+    return f"{text} [{u}]" if u not in ("", "1") else text

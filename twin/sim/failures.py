@@ -1,0 +1,216 @@
+"""Failures and repair: Poisson failures of every node and class, detection delays, silent
+data corruption, repair crews and spare stock, thermal shutdown recovery, and announced
+maintenance windows."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from twin import reliability
+from twin.sim.component import Component
+
+H = 3600.0
+DAY = 86400.0
+
+
+class Failures(Component):
+    """Superposed exponential failures (``reliability.ClusterFailureSampler``) with rates
+    scaled by burn-in age and the Arrhenius factor of each node's GPUs; each failure is
+    detected after its class's delay, interrupts the jobs it touches and is repaired by a
+    technician (hardware, after taking a spare part) or in place (software)."""
+
+    name = "failures"
+    reads = ("node_up", "rack_on_since", "node_accel", "node_job")
+    writes = ("node_healthy", "node_repairing", "su_degraded")
+    emits = ("failure", "detected", "rollback", "repair_start", "repair_end", "thermal_shutdown",
+             "thermal_recovered")
+    outputs = ("nodes_failed", "nodes_in_repair", "spares_in_stock")
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        f = self.s.failures
+        classes = reliability.load_failure_classes()
+        self.classes = (reliability.scale_class_rates(classes, f.class_rate_scale)
+                        if f.class_rate_scale else classes)
+        self.base_rate_per_node_h = float(sum(c.rate_per_node_h for c in self.classes))
+        self.crew = simpy.Resource(self.env, capacity=f.technicians)
+        # spare stock: one shared pool, or one per part (parts not listed come without a wait)
+        stock = f.spares if isinstance(f.spares, dict) else {"*": f.spares}
+        self.spare_stock = {part: simpy.Container(self.env, init=n, capacity=1e12) for part, n in stock.items()}
+        self.repair_times_s: list[float] = []          # failure -> back in service [s]
+
+    def processes(self):
+        yield self._failures()
+
+    def rate_scale(self) -> np.ndarray:
+        """Per-node multiplier on the class rates: scenario scale x node up x burn-in."""
+        p, f, st = self.plant, self.s.failures, self.state
+        up = st.node_up
+        scale = f.rate_scale * up.astype(float)
+        burn_h = self.s.ramp.burn_in_days * 24.0
+        if burn_h > 0 and f.burn_in_expected_failures_per_node > 0:
+            age_h = (self.env.now - st.rack_on_since[p.node_rack]) / H
+            young = up & (age_h < burn_h)
+            if young.any():
+                eta_h = reliability.weibull_scale_h_for_expected_failures(
+                    f.burn_in_expected_failures_per_node, burn_h, f.burn_in_weibull_shape)
+                scale = scale * reliability.burn_in_rate_multiplier(
+                    np.where(young, age_h, burn_h), self.e.dt_s / H, f.burn_in_weibull_shape, eta_h,
+                    self.base_rate_per_node_h, burn_h)
+        return scale
+
+    def _failures(self):
+        """Failures redrawn each sampling interval with that interval's rates (memoryless,
+        so exact for piecewise-constant rates); a node that went down within the interval
+        is thinned out."""
+        if not self.s.failures.enabled:
+            return
+        rng = self.e.rng["fail"]
+        sampler = reliability.ClusterFailureSampler(self.classes, self.plant.n_nodes, rate_scale=0.0)
+        while True:
+            nxt = self.e.sampler.next_sample_s
+            boundary = nxt if nxt > self.env.now else self.env.now + self.e.dt_s
+            sampler.update(rate_scale=self.rate_scale(), thermal_acceleration=self.state.node_accel)
+            left_h = (boundary - self.env.now) / H
+            while (hit := sampler.next(rng, left_h)) is not None:
+                dt_h, n, k = hit
+                yield self.env.timeout(dt_h * H)
+                left_h -= dt_h
+                if self.state.node_up[n]:
+                    self.fail(int(n), int(k))
+            yield self.env.timeout(max(boundary - self.env.now, 0.0))
+
+    def detection_delay_s(self, c) -> float:
+        f = self.s.failures
+        return float(reliability.sample_detection_delay_h(
+            self.e.rng["detect"], c.detection, health_check_interval_h=f.health_check_interval_s / H,
+            watchdog_timeout_h=f.watchdog_timeout_s / H, sdc_mean_h=f.sdc_detection_mean_s / H)) * H
+
+    def fail(self, n: int, k: int) -> None:
+        """Failure of class ``k`` on node ``n`` now."""
+        c = self.classes[k]
+        e, p, st = self.e, self.plant, self.state
+        detect_s = self.detection_delay_s(c)
+        e.log("failure", e.node_name(n), c.name)
+        why = f"{c.name} on {e.node_name(n)}"
+        if c.detection == "silent" and c.scope in ("node", "job"):
+            self.env.process(self._silent_corruption(n, c, detect_s))
+            return
+        if c.scope == "node":
+            st.node_healthy[n] = False
+            e.jobs.interrupt_nodes(np.array([n]), why, detect_s)
+        elif c.scope == "job":
+            e.jobs.interrupt_nodes(np.array([n]), why, detect_s)
+        elif c.scope == "rail_su":
+            u = p.node_su[n]
+            st.su_degraded[u] += 1
+            e.jobs.interrupt_nodes(np.flatnonzero(p.node_su == u), f"{c.name} in SU {u}", detect_s)
+        if c.repair != "none":
+            self.env.process(self._repair(n, c, detect_s))
+
+    def _silent_corruption(self, n: int, c, detect_s: float):
+        """Silent data corruption: the job keeps training on corrupt state until the numerics
+        checks notice, then rolls back past every checkpoint written since the corruption."""
+        e, st = self.e, self.state
+        t0 = self.env.now
+        j = int(st.node_job[n])
+        yield self.env.timeout(detect_s)
+        e.log("detected", e.node_name(n), f"{c.name} after {detect_s / H:.2f} h")
+        if j >= 0:
+            job = e.jobs[j]
+            e.jobs.advance(job)
+            thrown = job.roll_back_before(t0)
+            e.log("rollback", job.spec.name, f"{c.name}: {thrown:.4g} checkpointed tokens discarded")
+            if job.nodes.size and job.status != "waiting":
+                e.jobs.interrupt_nodes(job.nodes, f"{c.name} on {e.node_name(n)}", 0.0)
+        if c.scope == "node" and st.node_up[n]:
+            st.node_healthy[n] = False
+            e.jobs.interrupt_nodes(np.array([n]), f"{c.name} on {e.node_name(n)}", 0.0)
+        if c.repair != "none":
+            self.env.process(self._repair(n, c, 0.0, detected=True))
+
+    def _repair(self, n: int, c, detect_s: float, detected: bool = False):
+        e, st = self.e, self.state
+        rng = e.rng["repair"]
+        yield self.env.timeout(detect_s)
+        if not detected:
+            e.log("detected", e.node_name(n), c.name)
+        t0 = self.env.now - detect_s
+        pool = self.spare_stock.get(c.part, self.spare_stock.get("*")) if c.part else None
+        if c.repair == "hardware" and pool is not None:
+            # one-for-one replenishment: every demand orders a replacement at once (Palm's
+            # model, as reliability.spares_fill_rate assumes); the part is taken before a
+            # technician is called, so no technician waits idle
+            self.env.process(self._restock(pool))
+            yield pool.get(1)
+        if c.repair == "hardware":
+            with self.crew.request() as req:
+                yield req
+                e.log("repair_start", e.node_name(n), c.name)
+                st.node_repairing[n] = True
+                yield self.env.timeout(reliability.sample_repair_duration_h(rng, c.repair) * H)
+        else:
+            e.log("repair_start", e.node_name(n), c.name)
+            st.node_repairing[n] = True
+            yield self.env.timeout(reliability.sample_repair_duration_h(rng, c.repair) * H)
+        st.node_repairing[n] = False
+        self.repair_times_s.append(self.env.now - t0)
+        if c.scope == "rail_su":
+            st.su_degraded[self.plant.node_su[n]] -= 1
+        st.node_healthy[n] = True
+        e.log("repair_end", e.node_name(n), f"{c.name}, {(self.env.now - t0) / H:.2f} h")
+        e.scheduler.schedule()
+
+    def _restock(self, pool: simpy.Container):
+        yield self.env.timeout(self.s.failures.restock_days * DAY)
+        yield pool.put(1)
+
+    def thermal_shutdown(self, nodes: np.ndarray, gpu_temp_c: np.ndarray) -> None:
+        """GPUs past their shutdown temperature: the nodes go down, their jobs stop, and
+        operators bring them back an hour later."""
+        e = self.e
+        for n in nodes:
+            e.log("thermal_shutdown", e.node_name(n), f"GPU {gpu_temp_c[n]:.1f} C")
+        self.state.node_healthy[nodes] = False
+        e.jobs.interrupt_nodes(nodes, "GPU thermal shutdown")
+        self.env.process(self._thermal_recover(nodes))
+
+    def _thermal_recover(self, nodes: np.ndarray):
+        yield self.env.timeout(H)      # operators let the node cool, then reboot it
+        self.state.node_healthy[nodes] = True
+        self.e.log("thermal_recovered", f"{len(nodes)} nodes", "")
+        self.e.scheduler.schedule()
+
+    def record(self, i: int, rec) -> None:
+        st, p = self.state, self.plant
+        rec["nodes_failed"][i] = (~st.node_healthy & st.rack_delivered[p.node_rack]).sum()
+        rec["nodes_in_repair"][i] = st.node_repairing.sum()
+        rec["spares_in_stock"][i] = sum(pool.level for pool in self.spare_stock.values())
+
+
+class Maintenance(Component):
+    """Announced maintenance windows: every running job checkpoints at the announcement
+    (no work lost), stops for the window, and relaunches."""
+
+    name = "maintenance"
+    emits = ("maintenance",)
+
+    def processes(self):
+        yield self._windows()
+
+    def _windows(self):
+        f, e = self.s.failures, self.e
+        if f.planned_maintenance_per_day <= 0:
+            return
+        times_h = reliability.sample_planned_maintenance_times_h(
+            e.rng["misc"], e.horizon_s / H, f.planned_maintenance_per_day / 24.0)
+        for t_h in np.asarray(times_h, float):
+            if t_h * H > self.env.now:
+                yield self.env.timeout(t_h * H - self.env.now)
+            e.log("maintenance", "cluster", f"{f.planned_maintenance_downtime_s:.0f} s window")
+            for job in e.jobs:
+                if job.status in ("running", "checkpointing") and job.nodes.size:
+                    e.jobs.advance(job)
+                    job.commit(self.env.now)
+                    e.jobs.interrupt_nodes(job.nodes, "planned maintenance", f.planned_maintenance_downtime_s)

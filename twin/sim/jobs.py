@@ -1,0 +1,375 @@
+"""Training jobs: progress in closed form between events, checkpoints, interruptions,
+hot spares, silent-corruption roll-back, and the step rate from the compute model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from twin import compute, fabric, power, reliability, storage
+from twin.phases import Phase
+from twin.plant import seconds_since, step_estimate_for
+from twin.scenario.schema import Job
+from twin.sim.component import Component
+
+H = 3600.0
+
+
+@dataclass
+class JobState:
+    """Mutable state of one training job inside the engine."""
+
+    spec: Job
+    index: int
+    params: float
+    checkpoint_bytes: float
+    status: str = "waiting"            # waiting|queued|starting|running|checkpointing|done
+    nodes: np.ndarray = field(default_factory=lambda: np.empty(0, int))     # running the job
+    spares: np.ndarray = field(default_factory=lambda: np.empty(0, int))    # hot spares held idle
+    tokens: float = 0.0                # progress, including work not yet checkpointed
+    tokens_committed: float = 0.0      # progress safe in the last checkpoint
+    rate_tok_s: float = 0.0
+    t_last: float = 0.0
+    gpu_s_allocated: float = 0.0       # GPU-seconds the job held nodes
+    gpu_s_useful: float = 0.0          # GPU-seconds of running whose work survived
+    gpu_s_pending: float = 0.0         # GPU-seconds of running since the last checkpoint
+    gpu_s_lost: float = 0.0
+    wall_s_useful: float = 0.0         # wall time of running whose work survived
+    wall_s_pending: float = 0.0        # wall time of running since the last checkpoint
+    checkpoint_s: float = 0.0          # wall time spent writing checkpoints
+    restart_s: float = 0.0             # wall time spent (re)starting
+    interruptions: int = 0
+    tokens_lost: float = 0.0
+    first_start_s: float = math.nan
+    end_s: float = math.nan
+    step: compute.StepEstimate | None = None
+    process: simpy.Process | None = None
+    placed: simpy.Event | None = None
+    # completed checkpoints: time [s], tokens, GPU-s and wall-s made safe by then
+    ckpt_time_s: list = field(default_factory=list)
+    ckpt_state: list = field(default_factory=list)
+
+    @property
+    def gpu_s_useful_total(self) -> float:
+        """GPU-seconds whose work survived, counting work done since the last checkpoint
+        (the end of a run is not an interruption)."""
+        return self.gpu_s_useful + self.gpu_s_pending
+
+    def commit(self, now_s: float | None = None) -> None:
+        """The work since the last checkpoint is now safe (a checkpoint completed at now_s)."""
+        self.tokens_committed = self.tokens
+        self.gpu_s_useful += self.gpu_s_pending
+        self.wall_s_useful += self.wall_s_pending
+        self.gpu_s_pending = self.wall_s_pending = 0.0
+        if now_s is not None:
+            self.ckpt_time_s.append(now_s)
+            self.ckpt_state.append((self.tokens_committed, self.gpu_s_useful, self.wall_s_useful))
+
+    def roll_back_before(self, corruption_s: float) -> float:
+        """Silent data corruption at ``corruption_s``: checkpoints written since then hold
+        corrupt state; fall back to the last clean one (``reliability.last_clean_checkpoint_index``).
+        Returns the tokens of committed work thrown away."""
+        i = reliability.last_clean_checkpoint_index(np.array(self.ckpt_time_s), corruption_s)
+        tokens, gpu_s, wall_s = self.ckpt_state[i] if i >= 0 else (0.0, 0.0, 0.0)
+        thrown = self.tokens_committed - tokens
+        if thrown > 0:
+            self.gpu_s_lost += self.gpu_s_useful - gpu_s
+            self.tokens_lost += thrown
+            self.tokens -= thrown              # work since the last checkpoint stays pending
+            self.tokens_committed, self.gpu_s_useful, self.wall_s_useful = tokens, gpu_s, wall_s
+            del self.ckpt_time_s[i + 1:], self.ckpt_state[i + 1:]
+        return max(thrown, 0.0)
+
+    def lose(self) -> float:
+        """Roll back to the last checkpoint; return the tokens lost."""
+        lost = self.tokens - self.tokens_committed
+        self.tokens_lost += lost
+        self.tokens = self.tokens_committed
+        self.gpu_s_lost += self.gpu_s_pending
+        self.gpu_s_pending = self.wall_s_pending = 0.0
+        return lost
+
+
+class Jobs(Component):
+    """One simpy process per training job: queue, (re)start and reload, train in closed
+    form, checkpoint, and recover from interruptions (hot spares, detection delay)."""
+
+    name = "jobs"
+    reads = ("node_up", "node_clock", "brake_clock", "rack_inlet_c", "su_degraded")
+    writes = ("node_job", "node_job_phase")
+    emits = ("job_start", "checkpoint", "job_done", "job_interrupted", "job_spare_swap", "job_requeued")
+    outputs = ("job_tokens", "job_tokens_per_s", "job_gpus", "job_goodput_fraction", "job_interruptions")
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self.all: list[JobState] = []
+        for j, spec in enumerate(self.s.workload.jobs):
+            m = spec.model
+            params = compute.parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden,
+                                             heads=m.heads, kv_heads=m.kv_heads, vocab=m.vocab,
+                                             gated_mlp=m.gated_mlp)
+            ck = spec.checkpoint_bytes or storage.checkpoint_bytes(params)
+            self.all.append(JobState(spec=spec, index=j, params=params, checkpoint_bytes=ck))
+        st = self.s.workload.storage
+        self.storage_write_gb_s, self.storage_read_gb_s = storage.storage_bandwidth_gb_s(
+            st.kind, st.units, st.write_gb_s_per_unit, st.read_gb_s_per_unit)
+        self.writers = 0
+        self.peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
+        self._fabric_cache: dict = {}
+        self._step_cache: dict = {}
+
+    def __iter__(self):
+        return iter(self.all)
+
+    def __getitem__(self, j: int) -> JobState:
+        return self.all[j]
+
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def start(self) -> None:
+        for job in self.all:
+            job.process = self.env.process(self._lifecycle(job))
+
+    # ------------------------------------------------------------------ step rate
+    def fabric_figures(self, nodes: np.ndarray) -> tuple[float, float]:
+        """(max switch hops, per-node bottleneck bandwidth [Gb/s]) of a placement.
+
+        The fabrics are symmetric (every scalable unit wired alike), so the figures depend on
+        how the job spreads over the units, not on which units. They are cached by a summary
+        of that spread (nodes, units spanned, most nodes in one unit): a ring crosses each
+        unit's uplinks once per rail whatever the unit holds, so a job that swaps a node for
+        a spare keeps its figures instead of re-routing thousands of flows. A failed
+        leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
+        """
+        sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
+        key = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
+        if key not in self._fabric_cache:
+            hops = fabric.placement_hops(self.e.graph, nodes)
+            bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes)
+            self._fabric_cache[key] = (float(hops["max_hops"]), float(bw))
+        hops, bw = self._fabric_cache[key]
+        worst = int(self.state.su_degraded[sus].max()) if len(sus) else 0
+        rails = self.s.fabric.rails
+        return hops, bw * max(rails - worst, 0) / rails
+
+    def step(self, job: JobState) -> compute.StepEstimate:
+        """Step estimate of a job on its nodes at their current clock (cached by its inputs)."""
+        nodes, st = job.nodes, self.state
+        clock = (float(st.node_clock[nodes].min()) if len(nodes) else 1.0) * st.brake_clock
+        clock *= self.e.power.cap_clock_fraction
+        hops, bw = self.fabric_figures(nodes)
+        key = (job.spec.name, len(nodes), round(clock, 3), hops, round(bw, 3))
+        if key not in self._step_cache:
+            self._step_cache[key] = step_estimate_for(self.s, job.spec, self.plant.node, len(nodes),
+                                                      clock_fraction=clock, inter_node_gbps=bw, hops=hops)
+        return self._step_cache[key]
+
+    def update_rate(self, job: JobState) -> None:
+        job.step = self.step(job)
+        gpus = len(job.nodes) * self.plant.gpus_per_node
+        factor = storage.step_time_factor(self.s.workload.storage.kind)
+        job.rate_tok_s = job.step.tokens_per_s_per_gpu * gpus / factor
+
+    def rates_changed(self) -> None:
+        """A clock factor changed: running jobs take their new step time now."""
+        for job in self.all:
+            if job.status == "running" and job.nodes.size:
+                self.advance(job)
+                self.update_rate(job)
+
+    def advance(self, job: JobState) -> None:
+        """Integrate the job's progress from its last update to now (closed form)."""
+        dt = self.env.now - job.t_last
+        if dt > 0:
+            gpus = len(job.nodes) * self.plant.gpus_per_node
+            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * self.plant.gpus_per_node * dt
+            if job.status == "running":
+                job.tokens += job.rate_tok_s * dt
+                job.gpu_s_pending += gpus * dt
+                job.wall_s_pending += dt
+            elif job.status == "checkpointing":
+                job.checkpoint_s += dt
+            elif job.status == "starting":
+                job.restart_s += dt
+        job.t_last = self.env.now
+
+    def advance_all(self) -> None:
+        """Bring every job that holds nodes (or is between phases) up to now."""
+        for job in self.all:
+            if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
+                self.advance(job)
+
+    def checkpoint_interval_s(self, job: JobState) -> float:
+        iv = job.spec.checkpoint_interval_s
+        if iv != "auto":
+            return float(iv)
+        mtbf_s = reliability.job_mtbf_h(self.e.failures.classes, max(len(job.nodes), 1),
+                                        self.s.failures.rate_scale) * H
+        ck = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s, 1))
+        return float(reliability.daly_interval_s(ck, mtbf_s))
+
+    # ------------------------------------------------------------------ life cycle
+    def _set_phase(self, job: JobState, phase: Phase) -> None:
+        self.state.node_job_phase[job.nodes] = phase
+
+    def _lifecycle(self, job: JobState):
+        spec, e = job.spec, self.e
+        t_submit = seconds_since(self.s.simulation.start, spec.submit) if spec.submit else 0.0
+        if t_submit > self.env.now:
+            yield self.env.timeout(t_submit - self.env.now)
+        job.t_last = self.env.now
+        e.scheduler.enqueue(job)
+        while job.status != "done":
+            try:
+                if job.status == "queued":
+                    yield job.placed
+                    job.t_last = self.env.now
+                # (re)start: relaunch, then reload the last checkpoint if there is one
+                self._set_phase(job, Phase.RESTART)
+                if math.isnan(job.first_start_s):
+                    job.first_start_s = self.env.now
+                reload = (float(storage.checkpoint_read_s(job.checkpoint_bytes, self.storage_read_gb_s))
+                          if job.tokens_committed > 0 else 0.0)
+                e.log("job_start", spec.name, f"{len(job.nodes)} nodes, reload {reload:.0f} s")
+                yield self.env.timeout(spec.restart_s + reload)
+                self.advance(job)
+                job.status = "running"
+                self.update_rate(job)
+                self._set_phase(job, Phase.TRAINING)
+                self._record_swing(job)
+                next_ckpt = self.env.now + self.checkpoint_interval_s(job)
+                while True:
+                    now = self.env.now
+                    eta = (now + (spec.tokens_target - job.tokens) / job.rate_tok_s
+                           if spec.tokens_target and job.rate_tok_s > 0 else math.inf)
+                    nxt = e.sampler.next_sample_s
+                    wake = min(next_ckpt, eta, nxt if nxt > now else now + e.dt_s)
+                    yield self.env.timeout(max(wake - now, 0.0))
+                    self.advance(job)
+                    if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
+                        self._finish(job)
+                        break
+                    if self.env.now >= next_ckpt:
+                        yield from self._checkpoint(job)
+                        next_ckpt = self.env.now + self.checkpoint_interval_s(job)
+            except simpy.Interrupt as intr:
+                yield from self._interrupted(job, intr.cause)
+
+    def _record_swing(self, job: JobState) -> None:
+        """Synchronous swing of a job: all its nodes change phase together, so the facility
+        load steps by nodes x (P_train - P_phase) at every exposed all-reduce
+        (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the largest step [W]."""
+        nodes, st, pc = job.nodes, self.state, self.e.power
+        inlet = np.array([st.rack_inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
+        clock = np.array([st.node_clock[nodes].mean() * st.brake_clock])
+        p = {ph: len(nodes) * float(power.node_power_w(np.array([int(ph)]), pc.gpu_cap_w, inlet,
+                                                       clock_fraction=clock, **pc.node_kwargs())[0])
+             for ph in (Phase.TRAINING, Phase.COMMUNICATION, Phase.CHECKPOINT)}
+        sw = self.peak_swing_w
+        sw["communication"] = max(sw["communication"], p[Phase.TRAINING] - p[Phase.COMMUNICATION])
+        sw["checkpoint"] = max(sw["checkpoint"], p[Phase.TRAINING] - p[Phase.CHECKPOINT])
+
+    def _checkpoint(self, job: JobState):
+        job.status = "checkpointing"
+        self._set_phase(job, Phase.CHECKPOINT)
+        self.writers += 1
+        try:
+            dur = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s,
+                                                   self.writers))
+            yield self.env.timeout(dur)
+        finally:
+            self.writers -= 1
+        self.advance(job)
+        job.commit(self.env.now)
+        job.status = "running"
+        self._set_phase(job, Phase.TRAINING)
+        self.e.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
+
+    def _finish(self, job: JobState) -> None:
+        job.commit()
+        job.status = "done"
+        job.end_s = self.env.now
+        self.e.log("job_done", job.spec.name, f"{job.tokens:.4g} tokens")
+        self.release(job)
+
+    def release(self, job: JobState) -> None:
+        """Give every node of the job back and look for work for them."""
+        self.state.node_job[job.nodes] = -1
+        self.state.node_job[job.spares] = -1
+        job.nodes = np.empty(0, int)
+        job.spares = np.empty(0, int)
+        job.rate_tok_s = 0.0
+        self.e.scheduler.schedule()
+
+    def release_nodes(self, nodes: np.ndarray) -> None:
+        if len(nodes):
+            self.state.node_job[nodes] = -1
+            self.e.scheduler.schedule()
+
+    def _interrupted(self, job: JobState, cause):
+        text, detect_s = cause if isinstance(cause, tuple) else (str(cause), 0.0)
+        e, st = self.e, self.state
+        self.advance(job)
+        lost = job.lose()
+        job.interruptions += 1
+        e.log("job_interrupted", job.spec.name, f"{text}; lost {lost:.4g} tokens")
+        job.status = "waiting"
+        spare = job.spec.hot_spares > 0
+        if spare:
+            # keep the healthy nodes (active and hot spares), give back the ones that are down
+            held = np.concatenate([job.nodes, job.spares])
+            keep = held[st.node_up[held]]
+            self.release_nodes(held[~np.isin(held, keep)])
+            job.nodes, job.spares = keep[:0], keep
+            st.node_job_phase[keep] = Phase.IDLE
+        else:
+            self.release(job)
+        # the failed part must be found and fenced before the relaunch (health checks,
+        # watchdog timeout, numerics checks for silent corruption)
+        if detect_s > 0:
+            yield self.env.timeout(detect_s)
+        self.advance(job)
+        if spare:
+            held = job.spares[st.node_up[job.spares]]
+            self.release_nodes(job.spares[~np.isin(job.spares, held)])
+            if len(held) >= job.spec.nodes:
+                job.nodes, job.spares = held[:job.spec.nodes], held[job.spec.nodes:]
+                job.status = "starting"
+                e.log("job_spare_swap", job.spec.name,
+                      f"after {detect_s:.0f} s detection; {len(job.spares)} hot spares left")
+                return
+            job.spares = np.empty(0, int)
+            self.release_nodes(held)
+        e.log("job_requeued", job.spec.name, f"after {detect_s:.0f} s (detection or maintenance window)")
+        e.scheduler.enqueue(job)
+
+    def interrupt_nodes(self, nodes: np.ndarray, cause: str, detect_s: float = 0.0) -> None:
+        """Interrupt every job running on any of ``nodes``; a job whose hot spare is hit
+        just loses that spare. The job relaunches after ``detect_s`` [s]."""
+        for j in np.unique(self.state.node_job[nodes]):
+            if j < 0:
+                continue
+            job = self.all[j]
+            if job.status == "waiting" or job.process is None or not job.process.is_alive:
+                continue
+            if not np.isin(nodes, job.nodes).any():
+                hit = job.spares[np.isin(job.spares, nodes)]
+                job.spares = job.spares[~np.isin(job.spares, nodes)]
+                self.release_nodes(hit)
+                continue
+            self.advance(job)
+            job.process.interrupt((cause, detect_s))
+            job.status = "waiting"
+
+    # ------------------------------------------------------------------ outputs
+    def record(self, i: int, rec) -> None:
+        gpn = self.plant.gpus_per_node
+        tokens, rate, gpus = rec["job_tokens"], rec["job_tokens_per_s"], rec["job_gpus"]
+        for j, job in enumerate(self.all):
+            tokens[i, j] = job.tokens
+            rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
+            gpus[i, j] = len(job.nodes) * gpn

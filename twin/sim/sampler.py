@@ -1,0 +1,120 @@
+"""The sampler: every ``simulation.sample_interval_s`` it evaluates node power -> rack power
+-> inlet temperature -> GPU clock, temperature and failure acceleration for every node and
+rack at once, applies what follows (thermal shutdowns, clock changes, breaker trips), and
+asks every component to record its outputs."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from twin import power, thermal
+from twin.sim import coupling
+from twin.sim.component import Component
+
+
+class PhysicsResult(NamedTuple):
+    """One vectorised evaluation of the plant's physics at a sample."""
+
+    rack_power_w: np.ndarray       # (R,) rack IT power [W]
+    inlet_c: np.ndarray            # (R,) inlet temperature [degC]
+    clock: np.ndarray              # (N,) thermal clock fraction [-], 0 = shut down
+    gpu_temp_c: np.ndarray         # (N,) GPU temperature [degC]
+    accel: np.ndarray              # (N,) Arrhenius factor [-]
+    rack_gpu_max_c: np.ndarray     # (R,) hottest GPU of each powered rack [degC], NaN off
+
+
+class Sampler(Component):
+    """Drives the samples; between events the plant sits in a steady state, so an
+    evaluation is reused while :meth:`ClusterState.physics_inputs` and the halls' models
+    are unchanged."""
+
+    name = "sampler"
+    reads = ("node_phase", "rack_on", "rack_inlet_c", "node_clock", "brake_clock", "psu_capacity_w")
+    writes = ("rack_inlet_c", "node_clock", "node_accel")
+    outputs = ("rack_power_w", "rack_gpu_temp_max_c", "rack_state", "gpus_powered", "gpus_healthy",
+               "gpus_busy", "throttle_fraction", "rack_inlet_c")
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self.next_sample_s = 0.0
+        self.throttled_node_s = 0.0
+        self._key: tuple | None = None
+        self._physics: PhysicsResult | None = None
+
+    def processes(self):
+        yield self._samples()
+
+    def last_rack_power_w(self) -> np.ndarray:
+        """Rack power of the last evaluation [W (R,)], zeros before the first sample."""
+        return self._physics.rack_power_w if self._physics is not None else np.zeros(self.plant.n_racks)
+
+    def _samples(self):
+        e = self.e
+        n = e.n_samples
+        step = max(n // 100, 1)
+        for i in range(n):
+            self.next_sample_s = (i + 1) * e.dt_s
+            self.sample(i)
+            if e.progress is not None and i % step == 0:
+                e.progress(i / n)
+            yield self.env.timeout(e.dt_s)
+
+    def physics(self) -> PhysicsResult:
+        """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
+        failure acceleration, vectorised over every node and rack."""
+        e, p, s, st, node = self.e, self.plant, self.s, self.state, self.plant.node
+        phase = st.node_phase
+        inlet_node = st.rack_inlet_c[p.node_rack]
+        node_w = power.node_power_w(phase, e.power.gpu_cap_w, inlet_node,
+                                    clock_fraction=st.node_clock * st.brake_clock, **e.power.node_kwargs())
+        rack_on = st.rack_on
+        rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
+                  + rack_on * s.hardware.network_power_per_rack_w)
+        inlet_c = e.thermal.inlets_c(rack_w)
+        clock, _, gpu_t = coupling.equilibrium_gpu_state(
+            inlet_c[p.node_rack], phase, e.power.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
+            gpu_idle_w=node.gpu_idle_w, thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,
+            slowdown_c=node.gpu_slowdown_c, hw_slowdown_c=node.gpu_hw_slowdown_c,
+            shutdown_c=node.gpu_shutdown_c)
+        accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
+                                                          s.failures.activation_energy_ev), float)
+        rack_gpu_max_c = np.where(rack_on, gpu_t.reshape(p.n_racks, -1).max(axis=1), np.nan)
+        return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c)
+
+    def sample(self, i: int) -> None:
+        e, p, st = self.e, self.plant, self.state
+        e.jobs.advance_all()
+        rack_on = st.rack_on                  # before this sample's trips
+        key = st.physics_inputs() + e.thermal.cache_key()
+        if key != self._key or self._physics is None:
+            self._key = key
+            self._physics = self.physics()
+        ph = self._physics
+        st.rack_inlet_c = ph.inlet_c.copy()
+        up = st.node_up
+        shut = up & (ph.clock <= 0.0)
+        if shut.any():
+            e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
+        changed = not np.array_equal(ph.clock, st.node_clock)
+        st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0)
+        st.node_accel = ph.accel
+        if changed:
+            e.jobs.rates_changed()
+        e.power.check_breakers(np.bincount(p.rack_rpp, weights=ph.rack_power_w, minlength=len(p.rpp_limit_w)))
+        rec = e.recorder
+        rec["rack_power_w"][i] = ph.rack_power_w
+        rec["rack_inlet_c"][i] = st.rack_inlet_c
+        rec["rack_gpu_temp_max_c"][i] = ph.rack_gpu_max_c
+        rec["rack_state"][i] = st.rack_state
+        gpn = p.gpus_per_node
+        rec["gpus_powered"][i] = (rack_on[p.node_rack] & ~st.node_grid_down).sum() * gpn
+        rec["gpus_healthy"][i] = (up & st.rack_ready[p.node_rack]).sum() * gpn
+        rec["gpus_busy"][i] = st.node_busy.sum() * gpn
+        throttled = int((st.node_clock[up] < 1).sum())
+        rec["throttle_fraction"][i] = throttled / max(int(up.sum()), 1)
+        self.throttled_node_s += throttled * e.dt_s
+        for c in e.components:
+            if c is not self:
+                c.record(i, rec)
