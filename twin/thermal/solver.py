@@ -255,9 +255,15 @@ class HallProblem:
 
 
 def build_problem(
-    geometry: HallGeometry, rack_airflow_m3_s, cooling_active=None
+    geometry: HallGeometry, rack_airflow_m3_s, cooling_active=None, room_extra_flux_m3_s=None
 ) -> HallProblem:
-    """Rasterise the hall, solve both flow layers and assemble the heat operator."""
+    """Rasterise the hall, solve both flow layers and assemble the heat operator.
+
+    room_extra_flux_m3_s: optional volume flux [m3/s] on every room face (in the order of
+    ``HallProblem.room_face``) added to the potential flow, e.g. the buoyant exchange of
+    :mod:`twin.thermal.buoyancy`; the potential then solves L phi = s - div(extra), so the
+    total flow still conserves mass in every cell.
+    """
     g = geometry
     grid = rasterise(g)
     nx, ny, h = grid.nx, grid.ny, grid.cell_m
@@ -350,6 +356,15 @@ def build_problem(
         sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False
     )
     rhs = s_room.copy()
+    extra = None
+    if room_extra_flux_m3_s is not None:
+        extra = np.asarray(room_extra_flux_m3_s, float)
+        if extra.shape != ri.shape:
+            raise ValueError(f"room_extra_flux_m3_s needs one flux per room face ({ri.size}), got {extra.shape}")
+        div = np.zeros(n_room)
+        np.add.at(div, ri, extra)
+        np.add.at(div, rj, -extra)
+        rhs -= div
     for comp in range(n_comp):
         members = np.flatnonzero(labels == comp)
         imbalance = s_room[members].sum()
@@ -364,6 +379,8 @@ def build_problem(
         rhs[pin] = 0.0
     phi = spla.spsolve(lap.tocsc(), rhs)
     f_room = w_face * (phi[ri] - phi[rj])  # outflow of a cell = sum of its face fluxes = source
+    if extra is not None:
+        f_room = f_room + extra
 
     # ---- heat operator ---------------------------------------------------------------
     gamma = g.eddy_diffusivity_m2_s
@@ -589,6 +606,7 @@ def inlet_model(
     sparse_min_racks: int = 1024,
     truncation_error_k: float = 0.01,
     max_rack_heat_w: float = 100e3,
+    room_extra_flux_m3_s=None,
 ) -> InletModel:
     """Derive the recirculation matrix D (and supply mixing) of a layout.
 
@@ -604,8 +622,17 @@ def inlet_model(
     (``recirculation_csr``) that :func:`inlet_temp_c` uses: recirculation decays with
     distance, so most of D is negligible; the inlet error it allows is at most
     ``truncation_error_k`` for rack heats up to ``max_rack_heat_w``.
+    ``room_extra_flux_m3_s``: extra room face fluxes (see :func:`build_problem`).
     """
-    prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
+    prob = build_problem(geometry, rack_airflow_m3_s, cooling_active, room_extra_flux_m3_s)
+    return inlet_model_of_problem(prob, block_size=block_size, sparse_min_racks=sparse_min_racks,
+                                  truncation_error_k=truncation_error_k, max_rack_heat_w=max_rack_heat_w)
+
+
+def inlet_model_of_problem(prob: HallProblem, *, block_size: int = 512, sparse_min_racks: int = 1024,
+                           truncation_error_k: float = 0.01, max_rack_heat_w: float = 100e3) -> InletModel:
+    """:func:`inlet_model` of an assembled problem (e.g. a converged buoyant flow)."""
+    geometry = prob.geometry
     d_all, s_all = linear_maps(prob, block_size)
     n_r = geometry.n_racks
     d_all[np.arange(n_r), np.arange(n_r)] += prob.self_heating_k_per_w()

@@ -1,0 +1,125 @@
+"""Buoyancy in the layered (3-D) room: warm air rises, cool air sinks, and the hot layer
+under the ceiling spills over rack tops and round row ends into open cold aisles.
+
+The layered model of :mod:`twin.thermal.solver` moves air by potential flow: hot exhaust
+reaches the ceiling only because the returns draw it there. Real rooms stratify: exhaust
+warmer than its surroundings rises at a velocity set by its buoyancy, spreads under the
+ceiling, and what the cold-aisle tops and row ends draw from above is that hot layer.
+
+Model (Boussinesq, in the spirit of a zero-equation buoyant exchange): on every vertical
+face between layers, air crosses at the buoyant velocity of the face's temperature excess
+over the mean of its height,
+
+    w_b = c_b sign(dT) sqrt(g beta H |dT|),   dT = T_face - <T>_layer,  beta = 1 / T_mean [1/K],
+
+with H the rack height (the length over which a rack-exhaust plume accelerates) and c_b a
+dimensionless plume coefficient. Upward flux where the air is warm, downward where cool:
+an overturning exchange that carries no net volume across a layer on average. The
+potential flow then corrects for continuity (L phi = s - div F_b,
+:func:`twin.thermal.solver.build_problem`), which makes the horizontal spreading under
+the ceiling and the compensating descent, so mass is conserved in every cell. Because
+F_b depends on the temperatures, the flow is found by a relaxed Picard iteration
+(flow -> temperatures -> buoyant fluxes); D is then derived once at the converged flow and
+holds for heat loads near the one it was derived at (re-derive, or interpolate, when the
+heat moves materially, as for airflow in :mod:`twin.thermal.airflow`).
+
+c_b = 0.3 by default: the centre-line velocity of a line plume, w = 1.66 (g beta Q' / (rho cp))^(1/3)
+(Rouse, Yih & Humphreys, Tellus 4 (1952) 201; Lee & Chu, Turbulent Jets and Plumes, 2003),
+written in terms of its own temperature excess over a rack height, gives
+w / sqrt(g beta H dT) between about 0.3 and 0.6 for 1-3 m plumes; the lower end because
+a plume's mean excess over a layer face is below its centre-line excess. It is an
+assumption, not a fit: no measured benchmark with open and contained aisles was available
+to the twin to fit it (see docs/validation.md); ``coefficient=0`` is the potential flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .geometry import HallGeometry
+from .solver import HallProblem, InletModel, build_problem, inlet_model_of_problem
+
+__all__ = ["BuoyantFlow", "buoyant_face_flux_m3_s", "buoyant_flow", "buoyant_inlet_model"]
+
+GRAVITY_M_S2 = 9.80665
+PLUME_COEFFICIENT = 0.3
+
+
+def buoyant_face_flux_m3_s(prob: HallProblem, temp_c: np.ndarray, *, coefficient: float = PLUME_COEFFICIENT,
+                           plume_height_m: float | None = None) -> np.ndarray:
+    """Buoyant volume flux on every room face [m3/s] (vertical faces only; + = upward).
+
+    F = A c_b sign(dT) sqrt(g beta H |dT|) with A = cell area, dT the face temperature
+    (mean of its two cells) minus the mean of the two layers' mean temperatures, beta =
+    1 / (mean room temperature in K), H = ``plume_height_m`` (default the rack height).
+    """
+    g = prob.geometry
+    ri, rj, fax, _ = prob.room_face
+    n = prob.grid.nx * prob.grid.ny
+    cell_of = np.flatnonzero(prob.room_id >= 0)
+    layer = cell_of // n
+    t = np.asarray(temp_c, float)[: prob.n_room]
+    nz = int(g.n_layers)
+    t_layer = np.bincount(layer, weights=t, minlength=nz) / np.maximum(np.bincount(layer, minlength=nz), 1)
+    vert = fax == 2
+    out = np.zeros(ri.size)
+    if not vert.any() or coefficient == 0:
+        return out
+    i, j = ri[vert], rj[vert]
+    d_t = 0.5 * (t[i] + t[j]) - 0.5 * (t_layer[layer[i]] + t_layer[layer[j]])
+    beta = 1.0 / (float(t.mean()) + 273.15)
+    h_p = g.rack_height_m if plume_height_m is None else plume_height_m
+    area = prob.grid.cell_m**2
+    out[vert] = area * coefficient * np.sign(d_t) * np.sqrt(GRAVITY_M_S2 * beta * h_p * np.abs(d_t))
+    return out
+
+
+@dataclass(frozen=True)
+class BuoyantFlow:
+    """Converged buoyant flow of a hall: the problem, its temperatures and the iteration."""
+
+    problem: HallProblem
+    temp_c: np.ndarray
+    face_flux_m3_s: np.ndarray
+    iterations: int
+    change_k: float  # largest inlet change in the last iteration [K]
+
+
+def buoyant_flow(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling_active=None, *,
+                 coefficient: float = PLUME_COEFFICIENT, iterations: int = 12, relaxation: float = 0.5,
+                 tol_k: float = 0.05) -> BuoyantFlow:
+    """Picard iteration: potential flow -> temperatures -> buoyant fluxes -> flow ...
+
+    Each pass adds ``relaxation`` of the new buoyant fluxes to the old ones and stops when
+    no rack inlet moves by more than ``tol_k`` [K] or after ``iterations`` passes. Needs
+    ``geometry.n_layers`` >= 2 (one layer has no vertical faces: the potential flow).
+    """
+    heat = np.broadcast_to(np.asarray(rack_heat_w, float), (geometry.n_racks,))
+    prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
+    temp = prob.solve(heat)
+    inlet = prob.inlet_temp_c(temp, heat)
+    flux = np.zeros(prob.room_face[0].size)
+    change = np.inf
+    k = 0
+    if geometry.n_layers < 2 or coefficient == 0:
+        return BuoyantFlow(prob, temp, flux, 0, 0.0)
+    while k < iterations:
+        k += 1
+        flux = (1 - relaxation) * flux + relaxation * buoyant_face_flux_m3_s(prob, temp, coefficient=coefficient)
+        prob = build_problem(geometry, rack_airflow_m3_s, cooling_active, room_extra_flux_m3_s=flux)
+        temp = prob.solve(heat)
+        new = prob.inlet_temp_c(temp, heat)
+        change = float(np.abs(new - inlet).max())
+        inlet = new
+        if change < tol_k:
+            break
+    return BuoyantFlow(prob, temp, flux, k, change)
+
+
+def buoyant_inlet_model(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling_active=None, *,
+                        coefficient: float = PLUME_COEFFICIENT, **kw) -> InletModel:
+    """Inlet model (D, S) of the hall at the converged buoyant flow for ``rack_heat_w``."""
+    bf = buoyant_flow(geometry, rack_heat_w, rack_airflow_m3_s, cooling_active, coefficient=coefficient, **kw)
+    return inlet_model_of_problem(bf.problem)
