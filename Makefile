@@ -30,6 +30,7 @@ test: venv-all
 
 lint: venv-all
 	$(BIN)/ruff check twin tests bench
+	$(BIN)/mypy
 
 bench: venv-all
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -134,31 +134,20 @@ class EstimateFileError(ValueError):
 
 
 def apply_overrides(data: dict, overrides: list[str] | None) -> dict:
-    """Apply ``dotted.path=value`` overrides (value parsed as YAML) to a copy of ``data``."""
+    """Apply ``dotted.path=value`` overrides (value parsed as YAML) to a copy of ``data``,
+    with the scenario loader's one ``--set`` parser (list indices such as ``jobs.0.tp``
+    included)."""
+    from twin.errors import ScenarioError
+    from twin.scenario.loader import apply_override, parse_override
+
     out = copy.deepcopy(data)
     problems = []
     for text in overrides or []:
-        if "=" not in text:
-            problems.append(f"--set {text!r}: expected dotted.path=value")
-            continue
-        key, raw = text.split("=", 1)
-        parts = [p for p in key.strip().split(".") if p]
-        if not parts:
-            problems.append(f"--set {text!r}: empty path")
-            continue
         try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            value = raw
-        node: Any = out
-        for p in parts[:-1]:
-            if not isinstance(node, dict):
-                break
-            node = node.setdefault(p, {})
-        if not isinstance(node, dict):
-            problems.append(f"--set {text!r}: {'.'.join(parts[:-1])} is not a section")
-            continue
-        node[parts[-1]] = value
+            parts, value = parse_override(text)
+            apply_override(out, parts, value)
+        except ScenarioError as err:
+            problems += [f"--set {text!r}: {p}" for p in err.problems]
     if problems:
         raise EstimateFileError(problems)
     return out
