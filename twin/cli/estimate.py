@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twin.compute.collectives import OPS, bus_factor, collective_time_s
+from twin.compute.collectives import OPS, bus_factor, collective_algorithm, collective_time_s
 from twin.compute.estimate_file import (
     Cluster,
     EstimateFileError,
@@ -241,10 +241,16 @@ def _cmd_collective(args) -> dict:
                                 in_network_reduction=(args.in_network_reduction
                                                       or c.fabric.in_network_reduction)))
     n = args.nodes * g
+    algo = str(collective_algorithm(args.op, args.bytes, args.nodes, g,
+                                    nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,
+                                    inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
+                                    nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
+                                    in_network_reduction=(args.in_network_reduction
+                                                          or c.fabric.in_network_reduction))[0])
     alg = args.bytes / t / 1e9 if t > 0 else float("inf")
     return {"op": args.op, "bytes": args.bytes, "nodes": args.nodes, "gpus_per_node": g,
             "time_s": t, "algbw_gb_s": alg, "busbw_gb_s": alg * float(bus_factor(args.op, n)),
-            "inter_node_gbps": bw, "transport": c.fabric.transport}
+            "inter_node_gbps": bw, "transport": c.fabric.transport, "algorithm": algo}
 
 
 def _print_step(out: dict) -> None:
@@ -270,7 +276,7 @@ def _print_step(out: dict) -> None:
 
 
 def _print_collective(out: dict) -> None:
-    for k in ("op", "bytes", "nodes", "gpus_per_node", "transport"):
+    for k in ("op", "bytes", "nodes", "gpus_per_node", "transport", "algorithm"):
         print(f"{k:16s} {out[k]}")
     print(f"{'time_s':16s} {out['time_s']:.6g}")
     print(f"{'algbw_gb_s':16s} {out['algbw_gb_s']:.4g}")

@@ -30,19 +30,22 @@ nvlink_gb_s`` with NVLS (in-switch reduction: busbw above the one-way NVLink 450
 ``0.80 * nvlink_gb_s`` (DGX A100: ~235 GB/s all-reduce busbw on 300 GB/s NVLink3,
 nccl-tests results published by NVIDIA; the same ratio is used for H100).
 
-Across nodes (hierarchical ring, one ring per NIC/rail, NCCL's default for large
-buffers): each ring crosses every node boundary once, so a node's NICs carry
-``F S`` bytes per node for a collective that uses all its GPUs; with ``r`` ranks of the
-group per node and ``g`` GPUs per node the group gets ``r/g`` of the node's NIC
-bandwidth (the other GPUs run their own groups at the same time, as data parallelism
-does).  ``busbw_net = r/g * inter_node_GB/s * eta_transport`` and the NVLink part of the
-ring moves ``(r-1)/r`` of the bus bytes; the slower of the two sets ``B_inf``.
-With NVLS an all-reduce may instead reduce inside each node first (NCCL's NVLS tree), so
-that only ``2(N-1)/N`` of a GPU's shard crosses the network: its bus bandwidth is
-``min(B_nvls, busbw_net * [2(n-1)/n] / [2(N-1)/N])``, well above the NICs on 2-4 nodes
-and tending to the ring's on many; the faster of the two algorithms is taken.
-Latency across nodes grows as a tree, ``2 ceil(log2 N) (alpha_transport + hops *
-alpha_switch)``.
+Across nodes NCCL's tuner weighs, per size, a ring per rail (each ring crosses every
+node boundary, so a node's NICs carry ``F S`` for a collective that uses all its GPUs;
+a group with ``r`` of the node's ``g`` GPUs gets ``r/g`` of the NICs:
+``busbw_net = r/g * inter_node_GB/s * eta_transport``), and for an all-reduce a double
+binary tree over the nodes after an intra-node reduction (NVLSTree with NVLS, Tree
+without): the tree's NICs carry each GPU's shard once each way on 2 nodes and twice
+(interior node of one tree) on more, so its bus bandwidth is
+``min(intra, busbw_net * F / p)``, ``p = 1`` on 2 nodes (above the NICs, up to the
+NVSwitch's ~480 GB/s, as measured) and 2 from 3 nodes (the NICs' limit, as measured:
+366 GB/s on 4 nodes, 321 on 8, against 480 inside one node).  Latency: the ring pays
+``2(n-1)`` steps (``n-1`` for reduce-scatter/all-gather), ``2(N-1)`` of them network
+steps; the tree ``2 ceil(log2 N)`` network steps.  The Simple protocol fills its
+pipeline across nodes in a fixed time: ``t = lat + F S / B (1 + S_0 / S)``.  ``eta``
+and ``S_0`` are fitted on published multi-node DGX/HGX H100 curves
+(assets/reference/nccl_allreduce_multinode_h100.csv, docs/validation.md): 0.873 and
+30 MB; 39 of the 42 held-out and fit points from 64 MB up are within 10 %.
 """
 
 from __future__ import annotations
@@ -77,22 +80,42 @@ RING_BUSBW_OVER_NVLINK = 0.80
 
 #: Transports across nodes: fraction of NIC line rate a large collective reaches, per-hop
 #: software/NIC latency [s] and per-switch latency [s].
-#: ib_rdma: GPUDirect RDMA over InfiniBand NDR; perftest ib_write_bw reaches ~97 % of
-#:   400 Gb/s and NCCL multi-node busbw on DGX H100 is ~90-95 % of the NIC aggregate;
-#:   NDR switch port-to-port latency ~130 ns (QM9700 datasheet).
+#: ib_rdma: GPUDirect RDMA over InfiniBand NDR.  0.873 fitted once, together with
+#:   NET_FILL_S0_BYTES, on the fit curves of assets/reference/nccl_allreduce_multinode_h100.csv
+#:   (cluster A at 4 nodes, asymptote 366 GB/s; cluster B at 8 nodes, 321 GB/s; script
+#:   assets/reference/fit_nccl_multinode.py); perftest alone reaches ~97 % of 400 Gb/s, NCCL with default
+#:   settings less (fewer CTAs, one QP per connection: NVIDIA's reply in nccl-tests
+#:   issue 309).  NDR switch port-to-port latency ~130 ns (QM9700 datasheet).
 #: roce: RoCEv2 with GPUDirect RDMA (Vela after its 2023 upgrade; Llama 3's RoCE
-#:   cluster): a few % below IB for congestion control headroom; Spectrum switch ~0.6 us.
+#:   cluster): a few % below IB for congestion control headroom (0.97 of IB);
+#:   Spectrum switch ~0.6 us.
 #: roce_host: RoCE without GPUDirect, staged through host memory (extra PCIe copies and a
-#:   proxy thread): engineering estimate 0.70.
+#:   proxy thread): engineering estimate, 0.75 of IB.
 #: tcp: NCCL socket transport, bounded by kernel copies and CPU threads: engineering
-#:   estimate 0.25 and ~25 us per hop (Vela ran TCP before its RoCE/GDR upgrade and
+#:   estimate 0.27 of IB and ~25 us per hop (Vela ran TCP before its RoCE/GDR upgrade and
 #:   reported a large gain from the upgrade, IBM Research blog 2023-12).
 TRANSPORTS: dict[str, tuple[float, float, float]] = {
-    "ib_rdma": (0.93, 3.0e-6, 0.13e-6),
-    "roce": (0.90, 4.0e-6, 0.6e-6),
-    "roce_host": (0.70, 6.0e-6, 0.6e-6),
-    "tcp": (0.25, 25.0e-6, 0.6e-6),
+    "ib_rdma": (0.873, 3.0e-6, 0.13e-6),
+    "roce": (0.847, 4.0e-6, 0.6e-6),
+    "roce_host": (0.655, 6.0e-6, 0.6e-6),
+    "tcp": (0.236, 25.0e-6, 0.6e-6),
 }
+
+#: Pipeline fill of the Simple protocol across nodes [B]: the measured multi-node
+#: all-reduce curves approach their asymptote as ``B_inf / (1 + S_0/S)``, the same law on
+#: 2, 4 and 8 nodes and both clusters of the reference table (1/eff - 1 falls as
+#: ``S**-1``: a fixed fill time ``F S_0 / B_inf``; NCCL moves 512 KB slots through a
+#: pipeline of NIC, proxy and NVLink stages).  Fitted once with the IB efficiency (see
+#: TRANSPORTS): 30.4 MB.
+NET_FILL_S0_BYTES = 30.4e6
+#: Latency of one intra-node step of a ring across nodes [s] (NCCL's tuning model uses
+#: ~3.4 us per NVLink Simple step, at least three network post overheads).
+RING_STEP_LATENCY_S = 3.4e-6
+#: Latency a network step adds on top of the transport and switches [s] (proxy thread,
+#: completion polling; NCCL's tuning model: ~14-20 us per network step).
+NET_STEP_LATENCY_S = 14.0e-6
+#: Algorithms NCCL's tuner chooses from for an all-reduce across nodes.
+ALGORITHMS = ("nvls", "ring", "tree", "nvls_tree", "collnet")
 
 
 def bus_factor(op: str, n_ranks) -> np.ndarray:
@@ -103,6 +126,18 @@ def bus_factor(op: str, n_ranks) -> np.ndarray:
     if op in ("reduce_scatter", "all_gather", "all_to_all"):
         return (n - 1.0) / n
     raise ValueError(f"unknown collective {op!r}; expected one of {OPS}")
+
+
+#: Point-to-point efficiency of one NDR NIC with GPUDirect RDMA [-]: 46-48 of 50 GB/s
+#: (NVIDIA, nccl-tests issue 290: "For NDR @ 400Gbps you should see 46-48GB/s per NIC").
+#: A single send/receive pair (pipeline stages, context-parallel rings) is not slowed by
+#: a collective's algorithm overheads; other transports keep their ratio to IB.
+P2P_NIC_EFFICIENCY_IB = 0.94
+
+
+def p2p_efficiency(transport: str) -> float:
+    """Fraction [-] of one NIC's line rate a point-to-point transfer reaches."""
+    return P2P_NIC_EFFICIENCY_IB * transport_efficiency(transport) / TRANSPORTS["ib_rdma"][0]
 
 
 def transport_efficiency(transport: str) -> float:
@@ -117,6 +152,88 @@ def transport_efficiency(transport: str) -> float:
 def _fill_factor(message_bytes, s0_bytes: float = FILL_S0_BYTES):
     s = np.maximum(np.asarray(message_bytes, dtype=float), 1.0)
     return 1.0 + (s0_bytes / s) ** FILL_GAMMA
+
+
+def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus_per_node: int,
+                nvlink_gb_s: float, nvls: bool, inter_node_gbps: float, transport: str,
+                hops: float, latency_s: float, nvswitch: bool, pcie_gb_s: float,
+                in_network_reduction: bool) -> tuple[list[str], list[np.ndarray]]:
+    """(names, times [s]) of every algorithm/protocol NCCL's tuner weighs for ``op``."""
+    r = int(ranks_per_node)
+    if not nvswitch and r > 2:
+        nvlink_gb_s = min(nvlink_gb_s, pcie_gb_s)
+        nvls = False
+    n_nodes = int(nodes)
+    n = n_nodes * r
+    f = bus_factor(op, n)
+    eff, alpha_t, alpha_sw = TRANSPORTS[transport] if transport in TRANSPORTS else (
+        transport_efficiency(transport), 0.0, 0.0)
+    ring_intra = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
+    b_nvls = NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
+    use_nvls = op == "allreduce" and nvls and r > 2
+    # (name, asymptotic bus bandwidth [B/s], latency [s], pipeline-fill law)
+    algos: list[tuple[str, float, float, str]] = []
+    if n_nodes == 1:
+        algos.append(("ring", ring_intra, latency_s, "ring"))
+        if use_nvls:
+            algos.append(("nvls", b_nvls, latency_s, "nvls"))
+    else:
+        net = r / gpus_per_node * inter_node_gbps / 8.0 * eff * 1e9  # B/s for this group
+        a_net = alpha_t + hops * alpha_sw + NET_STEP_LATENCY_S  # one network step [s]
+        b_nvl = ring_intra * r / max(r - 1, 1) if r > 1 else math.inf
+        if op == "all_to_all":
+            # every rank talks to every other: (N-1)/N of a rank's bytes leave the node
+            # through the group's NICs, (r-1)/n of them stay on NVLink; a GPU cannot
+            # borrow its neighbours' NICs (sends go out in parallel, one step deep)
+            t_net_per_byte = (n_nodes - 1) / n_nodes * r / net
+            t_nvl_per_byte = (r - 1) / n / ring_intra
+            algos.append(("pairwise", float(f / max(t_net_per_byte, t_nvl_per_byte)),
+                          latency_s + a_net, "net"))
+        else:
+            # ring: one ring per rail crossing every node boundary; 2(n-1) steps for an
+            # all-reduce (n-1 otherwise), 2(N-1) (N-1) of them across the network
+            steps = 2 * (n - 1) if op == "allreduce" else n - 1
+            inter = 2 * (n_nodes - 1) if op == "allreduce" else n_nodes - 1
+            lat_ring = latency_s + (steps - inter) * RING_STEP_LATENCY_S + inter * a_net
+            algos.append(("ring", min(net, b_nvl), lat_ring, "net"))
+            if op == "allreduce":
+                # trees across nodes (double binary tree): each node's NICs carry its
+                # shard once each way on 2 nodes, twice (interior in one tree) on more;
+                # the node's GPUs first reduce inside the node, in the NVSwitch with NVLS
+                passes = 1.0 if n_nodes == 2 else 2.0
+                lat_tree = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * a_net
+                intra = b_nvls if use_nvls else ring_intra
+                algos.append(("nvls_tree" if use_nvls else "tree",
+                              min(intra, net * float(f) / passes), lat_tree, "net"))
+                if in_network_reduction:
+                    # SHARP / CollNet: the switches reduce, each GPU's shard crosses its
+                    # NIC once up and once down
+                    algos.append(("collnet", min(intra, net * float(f)), latency_s + 2.0 * a_net,
+                                  "net"))
+    names: list[str] = []
+    times: list[np.ndarray] = []
+    if n_nodes == 1:
+        # small messages: LL (8-byte flags) and LL128 on the node's fastest links (fit)
+        b_top = max(b for _, b, _, _ in algos)
+        names += ["ring/ll", "ring/ll128"]
+        times += [latency_s + f * s / (LL_BW_FRACTION * b_top),
+                  LL128_LATENCY_S * latency_s / INTRA_LATENCY_S
+                  + f * s / (LL128_BW_FRACTION * b_top)]
+    for name, b_inf, lat, law in algos:
+        if law == "net":
+            if name not in ("nvls_tree", "collnet"):  # NVLS and CollNet run Simple only
+                names += [f"{name}/ll", f"{name}/ll128"]
+                times += [lat + f * s / (LL_BW_FRACTION * b_inf),
+                          lat + (LL128_LATENCY_S - INTRA_LATENCY_S) * latency_s / INTRA_LATENCY_S
+                          + f * s / (LL128_BW_FRACTION * b_inf)]
+            # Simple: pipeline fill across nodes, a fixed fill time F S_0 / B
+            t = lat + f * s / b_inf * (1.0 + NET_FILL_S0_BYTES / np.maximum(s, 1.0))
+        else:
+            s0 = FILL_S0_BYTES if law == "nvls" else RING_FILL_S0_BYTES
+            t = np.maximum(f * s / b_inf * _fill_factor(s, s0), 2.0 * latency_s)
+        names.append(name)
+        times.append(t)
+    return names, times
 
 
 def group_collective_time_s(
@@ -135,8 +252,20 @@ def group_collective_time_s(
     nvswitch: bool = True,
     pcie_gb_s: float = 64.0,
     in_network_reduction: bool = False,
+    algorithm: str | None = None,
 ):
     """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
+
+    NCCL's tuner picks, for each size, the fastest of its algorithms and protocols; so
+    does this function (:func:`collective_algorithm` names the choice).  Inside a node:
+    ring, or NVLS (in-switch reduction) for an all-reduce.  Across nodes: a ring per rail
+    (``t = lat + F S / B (1 + S_0/S)``, ``B`` the group's share of the NICs, ``lat``
+    ``2(n-1)`` steps of which ``2(N-1)`` cross the network), and for an all-reduce a
+    double binary tree over the nodes after an intra-node reduction (NVLSTree with NVLS,
+    else Tree; bus bandwidth ``min(intra, net F / p)`` with ``p = 1`` pass through the NICs
+    on 2 nodes and 2 on more, latency ``2 ceil(log2 N)`` network steps) and, with
+    ``in_network_reduction`` (InfiniBand SHARP), CollNet (``p = 1/F``); all-to-all sends
+    pairwise.  LL and LL128 carry small messages.
 
     in_network_reduction: all-reduce reduced in the switches (InfiniBand SHARP, as the
     QM9700 offers): a GPU's shard crosses its NIC once each way instead of 2(N-1)/N
@@ -151,61 +280,53 @@ def group_collective_time_s(
     inter_node_gbps [Gb/s]: a node's achievable NIC bandwidth (all rails), e.g.
     ``twin.fabric.bottleneck_bandwidth_gbps``.  The group shares it with the other
     ``gpus_per_node / ranks_per_node`` groups of the node.  hops [-]: switch hops
-    between the group's nodes (``placement_hops``).
+    between the group's nodes (``placement_hops``).  algorithm: force one (as
+    ``NCCL_ALGO`` does), e.g. ``"ring"``; the protocol is still chosen by size.
+
+    References
+    ----------
+    NCCL ``src/graph/tuning.cc`` (algorithm/protocol cost model the tuner minimises);
+    nccl-tests ``doc/PERFORMANCE.md`` (bus bandwidth); Sanders, Speck and Träff, "Two-tree
+    algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing 35
+    (2009), doi:10.1016/j.parco.2009.09.001 (double binary trees).
     """
     s = np.asarray(message_bytes, dtype=float)
-    r = int(ranks_per_node)
-    if not nvswitch and r > 2:
-        nvlink_gb_s = min(nvlink_gb_s, pcie_gb_s)
-        nvls = False
-    n_nodes = int(nodes)
-    n = n_nodes * r
-    if n <= 1:
+    if int(nodes) * int(ranks_per_node) <= 1:
         return np.zeros_like(s)
-    f = bus_factor(op, n)
-    eff, alpha_t, alpha_sw = TRANSPORTS[transport] if transport in TRANSPORTS else (
-        transport_efficiency(transport), 0.0, 0.0)
-    lat = latency_s
-    ring_intra = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
-    use_nvls = op == "allreduce" and nvls and r > 2
-    if n_nodes == 1:
-        algos = [(ring_intra, RING_FILL_S0_BYTES)]
-        if use_nvls:
-            algos.append((NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, FILL_S0_BYTES))
-    else:
-        net = r / gpus_per_node * inter_node_gbps / 8.0 * eff * 1e9  # B/s for this group
-        if op == "all_to_all":
-            # every rank talks to every other: (N-1)/N of a rank's bytes leave the node
-            # through the group's NICs, (r-1)/n of them stay on NVLink
-            t_net_per_byte = (n_nodes - 1) / n_nodes * r / net
-            t_nvl_per_byte = (r - 1) / n / ring_intra
-            algos = [(f / max(t_net_per_byte, t_nvl_per_byte), RING_FILL_S0_BYTES)]
-        else:
-            b_nvl = ring_intra * r / max(r - 1, 1) if r > 1 else math.inf
-            algos = [(min(net, b_nvl), RING_FILL_S0_BYTES)]
-            if use_nvls:
-                # NVLS tree: reduce inside the node in the NVSwitch, then only 1/r of the
-                # buffer per GPU crosses the network, 2(N-1)/N of it (NCCL NVLSTree)
-                ratio = (2.0 * (n - 1) / n) / (2.0 * (n_nodes - 1) / n_nodes)
-                algos.append((min(NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9, net * ratio),
-                              FILL_S0_BYTES))
-            if op == "allreduce" and in_network_reduction:
-                # SHARP: the switches reduce, each GPU's shard crosses its NIC once up and
-                # once down, ratio 2(n-1)/n over 1 (NCCL CollNet / NVLS+SHARP)
-                intra = NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9 if use_nvls else ring_intra
-                algos.append((min(intra, net * 2.0 * (n - 1) / n),
-                              FILL_S0_BYTES if use_nvls else RING_FILL_S0_BYTES))
-        lat = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * (alpha_t + hops * alpha_sw)
-    net_lat = lat - latency_s  # network latency, paid in every protocol
-    # the tuner takes the fastest algorithm and protocol for each size
-    b_top = max(b for b, _ in algos)
-    t = lat + f * s / (LL_BW_FRACTION * b_top)
-    t = np.minimum(t, LL128_LATENCY_S * latency_s / INTRA_LATENCY_S + net_lat
-                   + f * s / (LL128_BW_FRACTION * b_top))
-    for b_inf, s0 in algos:
-        t_simple = np.maximum(f * s / b_inf * _fill_factor(s, s0), 2.0 * latency_s) + net_lat
-        t = np.minimum(t, t_simple)
-    return t
+    names, times = _candidates(op, s, nodes=nodes, ranks_per_node=ranks_per_node,
+                           gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
+                           inter_node_gbps=inter_node_gbps, transport=transport, hops=hops,
+                           latency_s=latency_s, nvswitch=nvswitch, pcie_gb_s=pcie_gb_s,
+                           in_network_reduction=in_network_reduction)
+    if algorithm is not None:  # NCCL_ALGO: that algorithm, the protocols still chosen
+        algos = {name.split("/")[0] for name in names}
+        if algorithm not in algos:
+            raise ValueError(f"algorithm {algorithm!r} is not available for {op} on "
+                             f"{nodes} node(s); choose from {sorted(algos)}")
+        times = [t for name, t in zip(names, times, strict=True)
+                 if name.split("/")[0] == algorithm]
+    return np.minimum.reduce(times)
+
+
+def collective_algorithm(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,
+                         **kw) -> np.ndarray:
+    """Name of the algorithm the tuner picks for each size (array of str).
+
+    ``"nvls"`` or ``"ring"`` inside a node; ``"nvls_tree"``, ``"tree"``, ``"ring"`` or
+    ``"collnet"`` across nodes; ``"pairwise"`` for all-to-all; ``"/ll"`` or ``"/ll128"``
+    appended when a small buffer goes with those protocols (Simple otherwise).  Keywords
+    as :func:`collective_time_s`.
+    """
+    s = np.atleast_1d(np.asarray(message_bytes, dtype=float))
+    if n_nodes * gpus_per_node <= 1:
+        return np.full(s.shape, "none")
+    args = dict(nodes=n_nodes, ranks_per_node=gpus_per_node, gpus_per_node=gpus_per_node,
+                nvlink_gb_s=450.0, nvls=True, inter_node_gbps=3200.0, transport="ib_rdma",
+                hops=4.0, latency_s=INTRA_LATENCY_S, nvswitch=True, pcie_gb_s=64.0,
+                in_network_reduction=False)
+    args.update(kw)
+    names, times = _candidates(op, s, **args)
+    return np.asarray(names)[np.argmin(np.vstack(times), axis=0)]
 
 
 def collective_time_s(
@@ -222,6 +343,7 @@ def collective_time_s(
     nvswitch: bool = True,
     pcie_gb_s: float = 64.0,
     in_network_reduction: bool = False,
+    algorithm: str | None = None,
 ):
     """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
 
@@ -233,7 +355,7 @@ def collective_time_s(
         op, message_bytes, nodes=n_nodes, ranks_per_node=gpus_per_node,
         gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
         inter_node_gbps=inter_node_gbps, transport=transport, hops=hops, nvswitch=nvswitch,
-        pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction)
+        pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction, algorithm=algorithm)
 
 
 def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,

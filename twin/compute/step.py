@@ -53,7 +53,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twin.compute.collectives import group_collective_time_s, transport_efficiency
+from twin.compute.collectives import (
+    group_collective_time_s,
+    p2p_efficiency,
+    transport_efficiency,
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class KernelEfficiency:
 #: scale of each table; assets/reference/fit_step_h100.py reproduces these values), which
 #: include the calibration point of calibration.yaml (training.llama31_70b_bf16_64gpu):
 #: mean |error| 2.4 % on them; on the 50 held-out rows (intermediate scales, Nemotron-4
-#: 15B, 405B reduced-depth proxies) 2.6 %, worst 12.9 % (405B FP8); docs/validation.md.
+#: 15B, 405B reduced-depth proxies) 2.7 %, worst 12.8 % (405B FP8); docs/validation.md.
 #: The fitted
 #: values sit inside the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain
 #: ~650-800 TFLOP/s on H100 SXM at 700 W (0.66-0.81 of 989), FP8 GEMMs ~1,100-1,300 of
@@ -114,9 +118,9 @@ class KernelEfficiency:
 #: less backward (Shah et al., FlashAttention-3, 2024); NeMo hides most tensor-parallel
 #: traffic behind GEMMs with userbuffers.  HBM3 streaming ~2.7 of 3.35 TB/s.
 H100_SXM = KernelEfficiency(
-    gemm=0.685, gemm_fp8=0.567, attention_fwd=0.512, attention_bwd=0.420,
+    gemm=0.6789, gemm_fp8=0.5641, attention_fwd=0.4995, attention_bwd=0.4096,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
-    tp_overlap=0.818, pp_overlap=0.7, rank_jitter_fraction=0.0213,
+    tp_overlap=0.8121, pp_overlap=0.7, rank_jitter_fraction=0.0176,
     source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
 #: A100 SXM with the Megatron-LM software of the public A100 measurements: unfused
@@ -402,7 +406,7 @@ def step_estimate(
         kv_bytes = T * 2.0 * hkv / tp * 2.0
         cp_in_node = tp * cp <= g
         bw = (0.8 * p2p_intra * 1e9 if cp_in_node
-              else net / 8.0 / g * transport_efficiency(transport) * 1e9)
+              else net / 8.0 / g * p2p_efficiency(transport) * 1e9)
         t_cp = 3.0 * (cp - 1) * (kv_bytes / bw + 10e-6)
         t_cp_exposed = max(0.0, t_cp - (t_attn_f + t_attn_b))
     else:
@@ -446,7 +450,7 @@ def step_estimate(
         if stride < g:
             p2p_bw = 0.8 * p2p_intra * 1e9
         else:
-            p2p_bw = net / 8.0 / g * transport_efficiency(transport) * 1e9
+            p2p_bw = net / 8.0 / g * p2p_efficiency(transport) * 1e9
         t_pp = 2.0 * vpp * (p2p_bytes / p2p_bw + 10e-6)
         t_pp_exposed = (1.0 - ke.pp_overlap) * t_pp
         bubble = (pp - 1) / vpp * t_stage_max
