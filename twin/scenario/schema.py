@@ -10,10 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from twin.scenario.cooling import CoolingSystem
 from twin.scenario.power_chain import PowerChain
+from twin.scenario.workload import SchedulerPolicy
+from twin.scenario.workload import Stream as WorkloadStream
+from twin.scenario.workload import Trace as WorkloadTrace
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -324,8 +327,19 @@ class Storage(Model):
 
 
 class Workload(Model):
-    jobs: list[Job] = Field(min_length=1)
+    jobs: list[Job] = Field([], description="fixed training jobs; may be empty when a stream fills the cluster")
+    stream: WorkloadStream | None = Field(None, description="a generated job stream (twin.workload)")
+    trace: WorkloadTrace | None = Field(None, description="a scheduler trace replayed instead of jobs")
+    scheduler: SchedulerPolicy = SchedulerPolicy()
     storage: Storage = Storage()
+
+    @model_validator(mode="after")
+    def _has_work(self):
+        if not self.jobs and self.stream is None and self.trace is None:
+            raise ValueError("at least one job, a stream or a trace")
+        if self.trace is not None and self.jobs:
+            raise ValueError("a trace replaces the jobs list: give trace or jobs, not both")
+        return self
 
 
 # --------------------------------------------------------------------------- failures, ramp

@@ -1,0 +1,61 @@
+"""workload.stream / workload.trace / workload.scheduler in scenarios: the fixed-job form
+stays valid, bad combinations are exit-2 problems, and the models map onto the package."""
+
+from __future__ import annotations
+
+import pytest
+
+from twin.errors import ScenarioError
+from twin.scenario import load_scenario
+from twin.workload.config import load_trace, scheduler_config_for, stream_params_for
+from twin.workload.stream import default_stream_params, stream_moments
+from twin.workload.traces import TraceError
+
+from .trace_fixtures import sample_jobs, write_acme
+
+BV = "scenarios/blue_vela.yaml"
+
+
+def test_fixed_jobs_stay_valid_and_default_is_unchanged(scenarios_dir):
+    s = load_scenario(scenarios_dir / "blue_vela.yaml")
+    assert len(s.workload.jobs) == 3 and s.workload.stream is None and s.workload.trace is None
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("workload.jobs=[]", "at least one job, a stream or a trace"),
+    ("workload.trace={path: t.csv, format: acme}", "a trace replaces the jobs list"),
+    ("workload.stream={arrivals: {load: 0.9, jobs_per_hour: 3}}", "exactly one of jobs_per_hour and load"),
+    ("workload.stream={classes: [{name: training}]}", "pretrain"),
+    ("workload.trace={path: t.csv, format: pbs}", "acme"),
+    ("workload.scheduler.order=lottery", "fifo"),
+])
+def test_bad_workloads_are_problems(scenarios_dir, override, expected):
+    with pytest.raises(ScenarioError, match=expected):
+        load_scenario(scenarios_dir / "blue_vela.yaml", [override])
+
+
+def test_stream_overrides_rescale_the_other_shares(scenarios_dir):
+    s = load_scenario(scenarios_dir / "blue_vela.yaml", [
+        "workload.jobs=[]",
+        "workload.stream={arrivals: {load: 0.9}, classes: [{name: pretrain, share: 0.1, gpus: [256, 512], gpu_weights: [1, 1]}]}"])
+    p = stream_params_for(s.workload.stream, max_gpus=2048)
+    assert p.cls("pretrain").share == pytest.approx(0.1)
+    assert sum(c.share for c in p.classes) == pytest.approx(1.0)
+    d = default_stream_params()
+    assert p.cls("debug").share / p.cls("evaluation").share == pytest.approx(
+        d.cls("debug").share / d.cls("evaluation").share)
+    assert stream_moments(p)["mean_gpus"] > 30
+
+
+def test_scheduler_policy_and_trace_mapping(scenarios_dir, tmp_path):
+    path = write_acme(sample_jobs(0.5), tmp_path / "t.csv")
+    s = load_scenario(scenarios_dir / "blue_vela.yaml", [
+        "workload.jobs=[]", f"workload.trace={{path: {path}, format: acme}}",
+        "workload.scheduler={order: fairshare, shares: {alice: 3}, half_life_h: 2}"])
+    c = scheduler_config_for(s.workload.scheduler)
+    assert c.order == "fairshare" and c.shares == {"alice": 3.0} and c.half_life_s == 7200.0
+    assert [q.name for q in c.queues] == ["interactive", "prod", "normal", "low"]
+    tr = load_trace(s.workload.trace, cluster_gpus=2048)
+    assert len(tr.jobs) > 0
+    with pytest.raises(TraceError, match="at most the cluster's 8 GPUs"):
+        load_trace(s.workload.trace, cluster_gpus=8)
