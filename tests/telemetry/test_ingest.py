@@ -191,3 +191,22 @@ def test_units_convert_exactly_and_mismatch_is_an_error():
         convert(np.array([1.0]), "W", "degC")
     with pytest.raises(ValueError, match="unknown unit"):
         convert(np.array([1.0]), "furlongs", "W")
+
+
+def test_fast_and_line_by_line_exposition_readers_agree(tmp_path):
+    """The vectorised reader and the line reader (taken when a label value holds a space)
+    return the same series; a sample without a timestamp is an error naming its line."""
+    from twin.telemetry.ingest import _parse_exposition_fast, parse_exposition
+    body = "".join(f'node_power_watts{{host="n{h}",room="hall 1"}} {7000.5 + h + i} {T0 + 15 * i}.0\n'
+                   for h in range(3) for i in range(50)) + "# EOF\n"
+    slow = parse_exposition(body, "a.om")
+    assert _parse_exposition_fast(body, "a.om", NS) is None          # the space sends it to the line reader
+    fast = _parse_exposition_fast(body.replace("hall 1", "hall_1"), "b.om", NS)
+    assert len(slow) == len(fast) == 3
+    for s, f in zip(sorted(slow, key=lambda x: x.labels["host"]), sorted(fast, key=lambda x: x.labels["host"]),
+                    strict=True):
+        np.testing.assert_array_equal(s.values, f.values)
+        np.testing.assert_array_equal(s.t_ns, f.t_ns)
+        assert s.labels["room"] == "hall 1" and f.labels["room"] == "hall_1"
+    with pytest.raises(ValueError, match=r"c\.prom: series node_power_watts: line 2: sample without a timestamp"):
+        parse_exposition('node_power_watts{host="n1"} 1 1736121600000\nnode_power_watts{host="n1"} 2\n', "c.prom")

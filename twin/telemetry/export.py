@@ -59,6 +59,8 @@ def openmetrics_families(ds, prefix: str = PREFIX):
         head.append(f"# HELP {name} {_escape(str(da.attrs.get('long_name', var)))} [{units}]")
         da = da.transpose("time", ...)
         values = np.asarray(da.values, dtype=float).reshape(len(t_ns), -1)
+        if np.isnan(values).all():
+            continue   # nothing to say (e.g. a series of an optional model the scenario leaves off)
         other = [d for d in da.dims if d != "time"]
         coords = [str(c) for c in ds[other[0]].values] if other else [None]
         chunks = ["\n".join(head)]

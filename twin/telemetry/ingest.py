@@ -120,7 +120,7 @@ def parse_prometheus_json(text: str, source: str) -> list[Series]:
 
 
 # --------------------------------------------------------------------------- exposition text
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+(\S+))?\s*(?:#.*)?$')
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
@@ -146,9 +146,13 @@ def parse_exposition(text: str, source: str) -> list[Series]:
     lines = text.splitlines()
     om = any(ln.strip() == "# EOF" for ln in lines[-3:])
     ts_scale = NS if om else 1_000_000
+    fast = _parse_exposition_fast(text, source, ts_scale)
+    if fast is not None:
+        return fast
     types: dict[str, str] = {}
     units: dict[str, str] = {}
-    acc: dict[tuple[str, tuple], tuple[list, list]] = {}
+    acc: dict[tuple[str, str], tuple[list, list]] = {}
+    labels_of: dict[tuple[str, str], dict[str, str]] = {}
     for no, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line == "# EOF":
@@ -160,29 +164,85 @@ def parse_exposition(text: str, source: str) -> list[Series]:
             elif len(parts) >= 4 and parts[1] == "UNIT":
                 units[parts[2]] = parts[3].strip()
             continue
-        m = _SAMPLE.match(line)
-        if not m:
+        brace = line.find("{")
+        close = line.rfind("}")
+        if brace > 0 and close > brace:
+            name, body, rest = line[:brace], line[brace:close + 1], line[close + 1:].split()
+        else:
+            name, *rest = line.split()
+            body = ""
+        rest = [x for x in rest[:2] if not x.startswith("#")] if rest and not rest[0].startswith("#") else []
+        if not rest or not _NAME.match(name):
             raise TelemetryError(source, "", f"line {no}: not a sample line: {line[:80]!r}")
-        name, body, value, ts = m.groups()
+        value, ts = rest[0], (rest[1] if len(rest) > 1 else None)
         if name.endswith("_created") and types.get(name[:-8]) == "counter":
             continue
         if ts is None:
             raise TelemetryError(source, name, f"line {no}: sample without a timestamp; a scrape "
                                                "needs its time (export with timestamps or query_range)")
-        labels = _labels(body, source, no) if body else {}
-        key = (name, tuple(sorted(labels.items())))
-        t_list, v_list = acc.setdefault(key, ([], []))
+        key = (name, body)
+        if key not in acc:
+            acc[key] = ([], [])
+            labels_of[key] = _labels(body, source, no) if body else {}
+        t_list, v_list = acc[key]
         try:
             t_list.append(float(ts))
             v_list.append(float(value))
         except ValueError:
             raise TelemetryError(source, name, f"line {no}: bad number in {line[:80]!r}") from None
     out = []
-    for (name, items), (t, v) in acc.items():
+    for (name, body), (t, v) in acc.items():
         family = name[:-6] if name.endswith("_total") and name[:-6] in types else name
         kind = "counter" if types.get(family) == "counter" else "gauge"
         t_ns = np.round(np.asarray(t) * ts_scale).astype(np.int64)
-        out.append(Series(source, name, dict(items), t_ns, np.asarray(v, float),
+        out.append(Series(source, name, labels_of[(name, body)], t_ns, np.asarray(v, float),
+                          units.get(family), kind))
+    return out
+
+
+def _parse_exposition_fast(text: str, source: str, ts_scale: int) -> list[Series] | None:
+    """Vectorised reading of well-formed exposition text (every sample ``head value ts``, no
+    spaces inside label values, no exemplars) with pandas' C parser; None when anything is
+    irregular, so that the line-by-line reader names the line."""
+    import csv
+    from io import StringIO
+    try:
+        df = pd.read_csv(StringIO(text), sep=" ", header=None, names=["h", "v", "t"], comment="#",
+                         quoting=csv.QUOTE_NONE, dtype={"h": str, "v": str}, engine="c",
+                         skip_blank_lines=True, skipinitialspace=True)
+    except (pd.errors.ParserError, ValueError):
+        return None
+    if df.empty:
+        return None
+    ts = pd.to_numeric(df["t"], errors="coerce").to_numpy(float)
+    val = pd.to_numeric(df["v"], errors="coerce").to_numpy(float)
+    if np.isnan(ts).any():
+        return None
+    nan = np.isnan(val)
+    if nan.any() and (nan & ~df["v"].str.lower().isin(["nan", "+nan", "-nan"]).to_numpy()).any():
+        return None
+    head = df["h"]
+    types, units = {}, {}
+    for line in (ln for ln in text.splitlines() if ln.startswith("#")):
+        p = line.split(None, 3)
+        if len(p) >= 4 and p[1] in ("TYPE", "UNIT"):
+            (types if p[1] == "TYPE" else units)[p[2]] = p[3].strip()
+    codes, uniques = pd.factorize(head, sort=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    t_ns = np.round(ts * ts_scale).astype(np.int64)
+    out = []
+    for k, h in enumerate(uniques):
+        brace = h.find("{")
+        name, body = (h[:brace], h[brace:]) if brace > 0 else (h, "")
+        if not _NAME.match(name):
+            return None
+        if name.endswith("_created") and types.get(name[:-8]) == "counter":
+            continue
+        idx = order[bounds[k]:bounds[k + 1]]
+        family = name[:-6] if name.endswith("_total") and name[:-6] in types else name
+        kind = "counter" if types.get(family) == "counter" else "gauge"
+        out.append(Series(source, name, _labels(body, source, 0) if body else {}, t_ns[idx], val[idx],
                           units.get(family), kind))
     return out
 

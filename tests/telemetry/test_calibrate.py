@@ -1,0 +1,156 @@
+"""Synthetic truth: a plant with hidden parameters plays the measured facility; calibrate must
+recover each within a stated tolerance and compare must show the error fall.
+
+Hidden in the plant (Blue Vela, nine months, 4-h samples):
+
+* node idle power +15 % (the catalog node's GPU and host idle draw x 1.15);
+* a recirculation hot spot: rack r3-08 takes an extra ``c = 2 K/MW`` of the hall's heat
+  at its inlet (a row of ``D`` the twin does not have), added to the plant's inlets;
+* every failure rate x 2;
+* a chiller 15 % less efficient than the scenario says (COP 3.8 instead of 4.5).
+
+Tolerances (stated before looking at the fits, from the estimators' own uncertainty):
+idle node power ratio plant/twin within 3 % of the truth ratio; hot-spot coefficient within
+5 %, no other rack above 0.25 K at peak heat; failure scale within 3 sigma of 2; COP within 2 %.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import twin
+from twin.catalog import load_catalog
+from twin.cli.calibrate import run_calibrate_cli
+from twin.cli.compare import load_and_compare
+from twin.telemetry.export import write_openmetrics
+
+from .conftest import ROOT
+
+SCENARIO = ROOT / "scenarios" / "blue_vela.yaml"
+BASE = ["simulation.sample_interval_s=14400"]
+HOT_RACK = "r3-08"
+HOT_K_PER_W = 2.0e-6          # 2 K per MW of hall heat
+TRUE_COP = 3.8
+MEASURED = ["facility_it_power_w", "gpus_busy", "gpus_healthy", "gpus_powered", "rack_state",
+            "rack_inlet_c", "rack_power_w", "cooling_power_w", "outdoor_temp_c"]
+
+
+@pytest.fixture
+def truth_node(monkeypatch):
+    cat = load_catalog()
+    node = cat.nodes["xe9680_h100"]
+    truth = node.model_copy(update={"gpu_idle_w": node.gpu_idle_w * 1.15, "host_idle_w": node.host_idle_w * 1.15})
+    monkeypatch.setitem(cat.nodes, "xe9680_truth", truth)
+    return node, truth
+
+
+def _idle_node_w(node) -> float:
+    from twin.phases import Phase
+    from twin.plant import node_power_kwargs
+    from twin.power.node import node_power_w
+    return float(node_power_w(Phase.IDLE, node.gpu_tdp_w, 22.0, **node_power_kwargs(node)))
+
+
+@pytest.mark.slow
+def test_calibrate_recovers_hidden_parameters_and_compare_error_falls(truth_node, tmp_path, capsys):
+    node, truth = truth_node
+    plant_s = twin.load_scenario(SCENARIO, BASE + ["hardware.node_model=xe9680_truth", "failures.rate_scale=2",
+                                                   f"site.power.cooling.chiller_cop_at_25c={TRUE_COP}",
+                                                   "simulation.seed=777"])
+    plant = twin.simulate(plant_s)
+    ds = plant.dataset
+    q_hall = ds.rack_power_w.sum("rack")
+    inlet = ds.rack_inlet_c.copy()
+    inlet.loc[{"rack": HOT_RACK}] = inlet.sel(rack=HOT_RACK) + HOT_K_PER_W * q_hall
+    ds = ds.assign(rack_inlet_c=inlet)
+    measured = tmp_path / "plant.om"
+    write_openmetrics(ds[MEASURED].assign_attrs(ds.attrs), measured)
+    events = tmp_path / "plant_events.csv"
+    plant.events.to_csv(events, index=False)
+
+    out = tmp_path / "calibrated.yaml"
+    rc = run_calibrate_cli([str(SCENARIO), str(measured), str(events), "--out", str(out), "--set", BASE[0],
+                            "--allow-gaps", "--json"])
+    assert rc == 0
+    fits = {f["name"]: f for f in json.loads(capsys.readouterr().out)["fits"]}
+
+    # node idle +15 %: the fitted idle power relative to the same fit on the twin's own run
+    idle = fits["node power, idle"]
+    truth_ratio = _idle_node_w(truth) / _idle_node_w(node)
+    assert idle["identified"]
+    assert idle["value"] / idle["prior"] == pytest.approx(truth_ratio, rel=0.03)
+    assert idle["value"] == pytest.approx(_idle_node_w(truth), rel=0.04)
+
+    # the hot spot, and only it
+    hot = fits[f"recirculation correction {HOT_RACK}"]
+    assert hot["value"] == pytest.approx(HOT_K_PER_W * 1e3, rel=0.05)
+    q_peak_kw = float(q_hall.max()) / 1e3
+    others = [f for n, f in fits.items() if n.startswith("recirculation") and not n.endswith(HOT_RACK)]
+    assert len(others) == ds.sizes["rack"] - 1
+    assert max(abs(f["value"]) * q_peak_kw for f in others) < 0.25
+
+    # failure rate x 2
+    fail = fits["failure-rate scale"]
+    assert abs(fail["value"] - 2.0) < 3 * fail["sigma"]
+    assert fail["sigma"] < 0.25
+
+    # cooling: the COP the plant has, the fan/pump fraction it kept
+    assert fits["chiller COP at 25 C"]["value"] == pytest.approx(TRUE_COP, rel=0.02)
+    assert fits["CRAH fan + pump power per heat"]["value"] == pytest.approx(0.05, rel=0.05)
+
+    # the scenario written extends the original and carries the reachable values
+    text = out.read_text()
+    assert "extends:" in text and "recirculation correction r3-08" in text
+    cal_s = twin.load_scenario(out, [])
+    assert cal_s.failures.rate_scale == pytest.approx(fail["value"], rel=1e-5)
+    assert cal_s.site.power.cooling.chiller_cop_at_25c == pytest.approx(fits["chiller COP at 25 C"]["value"], rel=1e-5)
+    assert cal_s.hardware.network_power_per_rack_w > 900.0
+
+    # compare: the calibrated scenario misses the plant by less than the original
+    base_run = twin.simulate(twin.load_scenario(SCENARIO, BASE))
+    cal_run = twin.simulate(cal_s)
+    before = load_and_compare(None, [measured], allow_gaps=True, ds=base_run.dataset)[2]
+    after = load_and_compare(None, [measured], allow_gaps=True, ds=cal_run.dataset)[2]
+    for var in ("cooling_power_w", "facility_it_power_w"):
+        assert abs(after[var]["bias_fraction"]) < abs(before[var]["bias_fraction"]), var
+    assert after["cooling_power_w"]["mape"] < 0.5 * before["cooling_power_w"]["mape"]
+    n_plant = int((plant.events.kind == "failure").sum())
+    n_before = int((base_run.events.kind == "failure").sum())
+    n_after = int((cal_run.events.kind == "failure").sum())
+    assert abs(n_after - n_plant) < abs(n_before - n_plant)
+    print(json.dumps({"before": {v: before[v]["bias_fraction"] for v in before},
+                      "after": {v: after[v]["bias_fraction"] for v in after},
+                      "failures": [n_plant, n_before, n_after]}, indent=1))
+
+
+def test_failure_scale_estimator_is_unbiased_for_poisson_counts():
+    """Monte Carlo: Poisson counts at rate 2 x expectation give a mean scale of 2 (within 1 %)
+    and a stated 1-sigma that matches the spread (within 10 %)."""
+    from twin.telemetry.calibrate import fit_failure_scale
+    rng = np.random.default_rng(5)
+    est, sig = [], []
+    for _ in range(4000):
+        n_meas = rng.poisson(400)
+        n_sim = rng.poisson(200, size=3)
+        s, e = fit_failure_scale(n_meas, n_sim, 1.0)
+        est.append(s)
+        sig.append(e)
+    assert np.mean(est) == pytest.approx(2.0, rel=0.01)
+    assert np.std(est) == pytest.approx(np.mean(sig), rel=0.10)
+
+
+def test_linear_fit_flags_unidentified_columns_and_recovers_coefficients():
+    from twin.telemetry.calibrate import linear_fit
+    rng = np.random.default_rng(1)
+    n = 500
+    a = rng.integers(0, 200, n).astype(float)
+    b = rng.integers(0, 50, n).astype(float)
+    x = np.column_stack([a, b, np.zeros(n), 2 * a])   # third column never varies, fourth = 2 x first
+    y = 7900.0 * a + 1900.0 * b + rng.normal(0, 500.0, n)
+    coef, sig, ident, rmse = linear_fit(x, y)
+    assert ident.tolist() == [True, True, False, False]
+    assert abs(coef[0] - 7900.0) < 4 * sig[0] and abs(coef[1] - 1900.0) < 4 * sig[1]
+    assert rmse == pytest.approx(500.0, rel=0.1)
