@@ -12,8 +12,9 @@ from twin.thermal.events import (
     advance,
     hall_steady_state,
     operator_for,
+    throttled_clock_fraction,
 )
-from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K, gpu_clock_fraction
 from twin.thermal.transient import WATER_VOLUMETRIC_HEAT_J_M3_K
 
 
@@ -102,23 +103,41 @@ def test_overlapping_faults_stay_within_the_adiabatic_bound(hall):
     assert split.inlet_temp_c == pytest.approx(whole.inlet_temp_c, abs=0.05)
 
 
+def test_gpu_clock_fixed_point_follows_the_clock_law():
+    # the GPU settles where its clock law and its own power agree: f = F(T_in + dT f).
+    # T_in 60 C, dT 52.5 K: ramp k = 0.5 / 2 K, f = (1 + 0.25 * 27) / (1 + 0.25 * 52.5) = 0.5487
+    z = np.linspace(20.0, 80.0, 241)
+    f = throttled_clock_fraction(z, 52.5)
+    assert throttled_clock_fraction(60.0, 52.5) == pytest.approx(7.75 / 14.125, rel=1e-12)
+    on = f > 0
+    assert f[on] == pytest.approx(gpu_clock_fraction(z[on] + 52.5 * f[on]), abs=1e-12)
+    # shut down once even half clocks put the die at 92 C: T_in >= 92 - 26.25 C
+    assert np.all((f == 0) == (z + 52.5 * 0.5 >= 92.0))
+    assert np.all(np.diff(f) <= 1e-12)  # hotter inlet, never faster clocks
+
+
 def test_throttling_and_shutdown_relieve_the_room(hall):
     g, v, heat, model, m = hall
     st = hall_steady_state(model([1, 1, 1, 1]), heat, chilled_water_temp_c=12.0)
     op = operator_for(None, m, v)
-    gpu = {"gpu_power_w": np.full(g.n_racks, 700.0), "gpu_thermal_resistance_k_per_w": np.full(g.n_racks, 0.075)}
-    open_loop = advance(st, None, 900.0, heat, m, operator=op)
-    closed = advance(st, None, 900.0, heat, m, operator=op, **gpu)
-    # GPUs at z + 52.5 K: slowdown (87 C) at a 34.5 C inlet, shutdown (92 C) at 39.5 C
-    assert np.all(np.isfinite(closed.time_to_gpu_slowdown_s))
-    assert np.all(closed.time_to_gpu_shutdown_s > closed.time_to_gpu_slowdown_s)
-    assert np.all(closed.time_to_gpu_slowdown_s > closed.time_to_inlet_limit_s)
+    # a hot GPU: 1000 W at 0.07 K/W = 70 K over the inlet at full clocks: it throttles from
+    # T_in = 87 - 70 = 17 C on, and shuts down at T_in >= 92 - 35 = 57 C (half clocks)
+    gpu = {"gpu_power_w": np.full(g.n_racks, 1000.0), "gpu_thermal_resistance_k_per_w": np.full(g.n_racks, 0.07)}
+    open_loop = advance(st, None, 1800.0, heat, m, operator=op)
+    closed = advance(st, None, 1800.0, heat, m, operator=op, **gpu)
+    assert np.all(closed.time_to_gpu_slowdown_s == st.time_s)  # throttling from the start
+    assert np.all(np.isfinite(closed.time_to_gpu_shutdown_s))
+    assert np.all(closed.time_to_gpu_shutdown_s > closed.time_to_inlet_limit_s)
     assert not closed.state.rack_on.any() and np.all(closed.rack_heat_w == 0.0)
+    assert closed.heat_produced_j < 0.8 * open_loop.heat_produced_j
     assert closed.max_inlet_temp_c.max() < open_loop.max_inlet_temp_c.max() - 5.0
-    # after shutdown the heat stops: the room stays near the shutdown inlet, 92 - 52.5 C
-    assert closed.inlet_temp_c.max() == pytest.approx(92.0 - 52.5, abs=1.0)
-    # sub-sample extremes: the highest GPU temperature within the segment is the shutdown one
+    # sub-sample extremes: the hottest die is the one that tripped (92 C); the inlet then
+    # stays near the shutdown inlet, 92 - 35 C, warmed a little by the IT mass's stored heat
     assert closed.max_gpu_temp_c.max() == pytest.approx(92.0, abs=0.5)
+    assert 57.0 - 0.5 < closed.inlet_temp_c.max() < 57.0 + 2.0
+    # independent of the step: 2 s and 10 s steps agree on the shutdown time within 20 s
+    fine = advance(st, None, 1800.0, heat, m, operator=operator_for(None, m, v, step_s=2.0), **gpu)
+    assert np.abs(fine.time_to_gpu_shutdown_s - closed.time_to_gpu_shutdown_s).max() < 20.0
 
 
 def test_chiller_restart_delay_draws_on_chilled_water_storage(hall):

@@ -30,7 +30,7 @@ Model (the lumped capacitances of :mod:`twin.thermal.transient`, with feedback):
 
 Integration: the linear part (IT mass and air nodes, with z eliminated) by the trapezoidal
 rule (Crank-Nicolson) with one LU factorisation per running-unit set; coil supply,
-chiller and throttling lagged by one step (steps at most a fifth of the fastest air time
+chiller and throttling lagged by one step (steps at most half the fastest air time
 constant). Extremes between samples (highest inlet and GPU temperature) and the first
 times at which the ASHRAE A1 inlet limit, GPU slowdown and GPU shutdown are reached are
 taken on every step, with linear interpolation of the crossing.
@@ -53,9 +53,10 @@ from scipy.linalg import lu_factor, lu_solve
 from .properties import (
     AIR_VOLUMETRIC_HEAT_J_M3_K,
     ASHRAE_ALLOWABLE_C,
+    GPU_HW_SLOWDOWN_C,
     GPU_SHUTDOWN_C,
     GPU_SLOWDOWN_C,
-    gpu_clock_fraction,
+    HW_SLOWDOWN_CLOCK_FRACTION,
 )
 from .solver import InletModel
 from .transient import IT_HEAT_CAPACITY_J_K, WATER_VOLUMETRIC_HEAT_J_M3_K
@@ -67,6 +68,7 @@ __all__ = [
     "adiabatic_temperature_bound_c",
     "advance",
     "hall_steady_state",
+    "throttled_clock_fraction",
 ]
 
 
@@ -246,7 +248,28 @@ def _operator(model: InletModel | None, masses: ThermalMasses, rack_airflow_m3_s
         b_s = None
     tau = np.min(np.concatenate([c_node / np.maximum(g_c, 1e-9) if running else [np.inf],
                                  c_it / g_r, [c_node[0] / g_r.sum()] if not running else [np.inf]]))
-    return _Operator(running, act, g_r, g_c, c_node, m_zy, m_zs, a, b_s, min(step_s, 0.2 * tau))
+    return _Operator(running, act, g_r, g_c, c_node, m_zy, m_zs, a, b_s, min(step_s, 0.5 * tau))
+
+
+def throttled_clock_fraction(inlet_temp_c, gpu_rise_at_full_clock_k, *, slowdown_c=GPU_SLOWDOWN_C,
+                             hw_slowdown_c=GPU_HW_SLOWDOWN_C, shutdown_c=GPU_SHUTDOWN_C,
+                             hw_clock_fraction=HW_SLOWDOWN_CLOCK_FRACTION):
+    """Clock fraction f of a GPU whose own power follows its clocks [-] (0 = shut down).
+
+    Solves f = F(T_in + dT f) with F the clock law of :func:`twin.thermal.properties.
+    gpu_clock_fraction` (1 below slowdown, a linear ramp to ``hw_clock_fraction`` up to the
+    hardware slowdown, then ``hw_clock_fraction``, 0 at shutdown) and dT = R_th P_gpu the
+    die rise at full clocks: the die settles in seconds, so within a thermal step the GPU
+    sits at this fixed point (unique: F falls with T, T rises with f). In the ramp,
+    f = (1 - k (T_in - T_s)) / (1 + k dT), k = (1 - f_hw) / (T_hw - T_s).
+    """
+    z = np.asarray(inlet_temp_c, float)
+    d = np.asarray(gpu_rise_at_full_clock_k, float)
+    lo = hw_clock_fraction
+    k = (1.0 - lo) / max(hw_slowdown_c - slowdown_c, 1e-9)
+    ramp = (1.0 - k * (z - slowdown_c)) / (1.0 + k * d)
+    f = np.where(z + d < slowdown_c, 1.0, np.clip(ramp, lo, 1.0))
+    return np.where(z + d * lo >= shutdown_c, 0.0, f)
 
 
 def _first_crossing(t_prev, t_now, v_prev, v_now, threshold, found):
@@ -347,7 +370,10 @@ def advance(
     t = float(state.time_s)
     s = supply(x[n_r:], tw) if op.running else None
     z = inlet(x[:n_r], s, x[n_r] if not op.running else None)
-    gpu = z + r_th * p_gpu * f
+    if throttle:
+        f = throttled_clock_fraction(z, r_th * p_gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c)
+        on &= f > 0
+    gpu = z + r_th * p_gpu * np.where(on, np.maximum(f, HW_SLOWDOWN_CLOCK_FRACTION), 0.0)
     max_in, max_gpu = z.copy(), gpu.copy()
     t_lim = np.full(n_r, np.inf)
     t_slow = np.full(n_r, np.inf)
@@ -362,8 +388,8 @@ def advance(
     max_load = np.zeros(n_c)
     for k in range(1, n_steps + 1):
         if throttle:
-            f = np.asarray(gpu_clock_fraction(gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c), float)
-            on &= gpu < shutdown_c
+            f = throttled_clock_fraction(z, r_th * p_gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c)
+            on &= f > 0
         q = q_full * ((1.0 - a_gpu) + a_gpu * f) * on
         x_prev = x
         x = p_mat @ x + k_q @ (h * q / c_it)
@@ -386,16 +412,17 @@ def advance(
             max_load[act] = np.maximum(max_load[act], removed)
         z_prev, gpu_prev = z, gpu
         z = inlet(x[:n_r], s, x[n_r] if not op.running else None)
-        gpu = z + r_th * p_gpu * f * on
+        # die temperature at the clock the GPU settles to (at shutdown: the hw-slowdown die
+        # temperature that tripped it, the highest it reached); 0 rise once off
+        f_now = throttled_clock_fraction(z, r_th * p_gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c) \
+            if throttle else f
+        gpu = z + r_th * p_gpu * np.where(on, np.where(f_now > 0, f_now, HW_SLOWDOWN_CLOCK_FRACTION), 0.0)
         np.maximum(max_in, z, out=max_in)
         np.maximum(max_gpu, gpu, out=max_gpu)
         _first_crossing(t_prev, t, z_prev, z, limit_c, t_lim)
         _first_crossing(t_prev, t, gpu_prev, gpu, slowdown_c, t_slow)
         _first_crossing(t_prev, t, gpu_prev, gpu, shutdown_c, t_shut)
         times[k], series[k] = t, z.max()
-    if throttle:
-        f = np.asarray(gpu_clock_fraction(gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c), float)
-        on &= gpu < shutdown_c
     air = np.empty(n_c)
     if op.running:
         air[act] = x[n_r:]
