@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-all: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[viz,sweep,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[viz,sweep,dev,jupyter]"
 	touch $@ $(VENV)/.installed
 
 venv: $(VENV)/.installed

@@ -50,14 +50,18 @@ def test_human_units(value, units, name, text):
     assert human(value, units, name) == text
 
 
-def test_labels_never_print_empty_brackets():
-    ds = xr.Dataset({"gpus_powered": ("time", [1, 2], {"units": "1", "long_name": "GPUs with power"}),
-                     "facility_total_power_w": ("time", [1.0, 2.0], {"units": "W", "long_name": "utility power"})})
-    assert axis_label("gpus_powered", ds) == "GPUs with power"
-    assert axis_label("facility_total_power_w", ds, "kW") == "Utility power [kW]"
-    assert describe("tokens_total") == ("training tokens that survived to the end of the run", "tokens")
-    for k in ("goodput_fraction", "interruptions", "pue_mean", "gpus_hosted"):
-        assert "[]" not in axis_label(k)
+def test_labels_come_from_the_output_table_and_never_print_empty_brackets():
+    from twin import outputs
+    # the output table declares each variable once; the label follows it
+    assert describe("gpus_powered") == (outputs.long_name("gpus_powered"), outputs.units("gpus_powered"))
+    assert axis_label("facility_total_power_w", unit="kW") == "Utility power: IT + losses + cooling [kW]"
+    # a variable the table does not declare: the Dataset's attributes
+    ds = xr.Dataset({"my_ratio": ("time", [1, 2], {"units": "1", "long_name": "a ratio"}),
+                     "my_power_w": ("time", [1.0, 2.0], {"units": "W", "long_name": "some power"})})
+    assert axis_label("my_ratio", ds) == "A ratio"
+    assert axis_label("my_power_w", ds, "kW") == "Some power [kW]"
+    for k in list(outputs.KPI_BY_NAME) + list(outputs.OUTPUT_BY_NAME):
+        assert "[]" not in axis_label(k), k
 
 
 # --------------------------------------------------------------------------- statistics

@@ -14,9 +14,9 @@ import pytest
 
 pv = pytest.importorskip("pyvista")
 
+from twin.cli.render import run_render_cli  # noqa: E402
 from twin.viz import render, scene  # noqa: E402
 from twin.viz import snapshot as S  # noqa: E402
-from twin.cli.render import run_render_cli  # noqa: E402
 
 REFERENCE = Path(__file__).parent / "reference"
 SIZE = (480, 320)

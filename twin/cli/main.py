@@ -163,6 +163,8 @@ DELEGATED = {
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="twin", description=__doc__.splitlines()[0])
+    from twin._version import __version__
+    ap.add_argument("--version", action="version", version=f"twin {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     def scenario_args(p):

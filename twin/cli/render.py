@@ -15,7 +15,6 @@ import sys
 import time as _time
 
 from twin.errors import ScenarioError
-
 from twin.viz.snapshot import COLORS
 
 EXIT_BAD_INPUT = 2
@@ -42,8 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--time", help="sample to show: ISO date or date-time (2024-06-01T12:00), "
                                    "offset from the start (90d, 36h), 'start' or 'end' (default end)")
     ap.add_argument("--out", required=True,
-                    help="output: .png/.jpg image, .vtm/.vtk scene for ParaView, or .gif/.mp4 "
-                         "with --animate")
+                    help="output: .png/.jpg image, .html interactive page (offline), .gltf for other 3D "
+                         "tools, .vtm/.vtk scene for ParaView, or .gif/.mp4 with --animate")
+    ap.add_argument("--clim", metavar="LOW,HIGH",
+                    help="fixed colour range of the racks (e.g. 18,32 for inlet_temp), so that two halls "
+                         "or runs compare colour for colour (default: fitted to the data)")
+    ap.add_argument("--labels", choices=("none", "rows", "racks"), default="rows",
+                    help="names drawn in the view: rows and cooling units (default), also every rack, "
+                         "or none")
     ap.add_argument("--animate", action="store_true", help="animate the run over its samples")
     ap.add_argument("--frames", type=int, default=60, help="frames of an animation (default 60)")
     ap.add_argument("--fps", type=float, default=8.0, help="frames per second (default 8)")
@@ -90,8 +95,19 @@ def run_render_cli(argv: list[str]) -> int:
         return _bad(f"--out {args.out}: an animation is written as .gif or .mp4")
     if not args.animate and suffix in render.ANIMATION_SUFFIXES:
         return _bad(f"--out {args.out}: .gif/.mp4 need --animate")
-    if not args.animate and suffix not in render.IMAGE_SUFFIXES + render.EXPORT_SUFFIXES:
-        return _bad(f"--out {args.out}: expected .png, .jpg, .vtm or .vtk (or .gif/.mp4 with --animate)")
+    if not args.animate and suffix not in (render.IMAGE_SUFFIXES + render.EXPORT_SUFFIXES
+                                           + render.PAGE_SUFFIXES + render.GLTF_SUFFIXES):
+        return _bad(f"--out {args.out}: expected .png, .jpg, .html, .gltf, .vtm or .vtk "
+                    f"(or .gif/.mp4 with --animate)")
+    clim = None
+    if args.clim is not None:
+        try:
+            lo, hi = (float(v) for v in args.clim.split(","))
+        except ValueError:
+            return _bad(f"--clim {args.clim!r}: expected LOW,HIGH, e.g. 18,32")
+        if not lo < hi:
+            return _bad(f"--clim {args.clim!r}: LOW must be below HIGH")
+        clim = (lo, hi)
     if args.frames < 1 or args.fps <= 0:
         return _bad("--frames must be at least 1 and --fps positive")
     try:
@@ -122,18 +138,30 @@ def run_render_cli(argv: list[str]) -> int:
               f"{_time.perf_counter() - t0:.1f} s", file=sys.stderr)
     source = results if results is not None else scenario
     t0 = _time.perf_counter()
+    from twin.cli.progress import fraction_progress, progress
     try:
         if args.animate:
             render.animate(source, out, color=args.color, frames=args.frames, fps=args.fps,
-                           field=bool(args.field), window_size=size)
+                           field=bool(args.field), window_size=size, clim=clim,
+                           progress=fraction_progress(f"twin render {out.name}", steps=args.frames))
         else:
             field = True if args.field is None else args.field
-            snap = render.make_snapshot(source, args.color, args.time, field)
-            if suffix in render.EXPORT_SUFFIXES:
-                render.export_scene(snap, out)
-            else:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                render.render_snapshot(snap, out, size)
+            with progress(3, f"twin render {out.name}", unit="step") as bar:
+                bar.set_postfix_str("thermal field" if field else "snapshot")
+                snap = render.make_snapshot(source, args.color, args.time, field, clim)
+                bar.update(1)
+                bar.set_postfix_str("drawing")
+                if suffix in render.EXPORT_SUFFIXES:
+                    render.export_scene(snap, out)
+                elif suffix in render.PAGE_SUFFIXES:
+                    render.export_page(snap, out)
+                elif suffix in render.GLTF_SUFFIXES:
+                    render.export_gltf(snap, out)
+                else:
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    render.render_snapshot(snap, out, size, labels=args.labels != "none",
+                                           rack_labels=args.labels == "racks")
+                bar.update(2)
     except ValueError as exc:
         return _bad(str(exc))
     except RuntimeError as exc:  # a missing optional writer (MP4 without imageio-ffmpeg)

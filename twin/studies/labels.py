@@ -1,7 +1,8 @@
 """Names, units and human-readable numbers for every output the reports and plots show.
 
 One function, :func:`describe`, answers "what is this variable and in which unit": it
-reads the output table (``twin.outputs``) when that module exists, else the Dataset's
+reads the output table (``twin.outputs``, where each output and KPI is declared once),
+else the Dataset's
 ``units`` / ``long_name`` attributes, else the KPI tables (``twin.results.KPI_UNITS``,
 ``twin.studies.metrics.STUDY_KPI_UNITS``). :func:`human` writes a value the way a planner
 reads it ("56.6 T tokens", "9.82 GWh", "2.41 MW", "97.7 %"); :func:`axis_label` gives a
@@ -21,19 +22,16 @@ _UNIT_TEXT = {"degC": "°C", "C": "°C", "1": "", "count": "", "GPU": "GPUs"}
 
 
 def _table_entry(name: str):
-    """(long_name, units) from the output table ``twin.outputs`` when it exists."""
+    """(long_name, units) from the output table ``twin.outputs`` (variables, derived
+    series and KPIs, each declared once), or None for a name it does not declare."""
     try:
-        from twin import outputs  # type: ignore[attr-defined]
-    except ImportError:
+        from twin import outputs
+    except ImportError:   # an older tree without the output table
         return None
-    for attr in ("OUTPUTS", "KPIS", "TABLE"):
-        table = getattr(outputs, attr, None)
-        if isinstance(table, dict) and name in table:
-            entry = table[name]
-            long_name = getattr(entry, "long_name", None)
-            units = getattr(entry, "units", None)
-            if long_name is not None and units is not None:
-                return str(long_name), str(units)
+    for table in (getattr(outputs, "OUTPUT_BY_NAME", {}), getattr(outputs, "KPI_BY_NAME", {})):
+        entry = table.get(name)
+        if entry is not None:
+            return str(entry.long_name), str(entry.units)
     return None
 
 

@@ -34,6 +34,8 @@ from .snapshot import (
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 EXPORT_SUFFIXES = (".vtm", ".vtk")
+PAGE_SUFFIXES = (".html",)
+GLTF_SUFFIXES = (".gltf",)
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 
 
@@ -56,15 +58,18 @@ def load_source(source, overrides: list[str] | None = None) -> tuple[Scenario, R
     return load_scenario(path, list(overrides or [])), None
 
 
-def make_snapshot(source, color: str = "inlet_temp", time: str | None = None, field: bool = True) -> Snapshot:
-    """Snapshot of ``source`` at ``time`` (a run) or at its design point (a scenario)."""
+def make_snapshot(source, color: str = "inlet_temp", time: str | None = None, field: bool = True,
+                  clim: tuple[float, float] | None = None) -> Snapshot:
+    """Snapshot of ``source`` at ``time`` (a run) or at its design point (a scenario);
+    ``clim`` fixes the racks' colour range (compare halls or runs colour for colour)."""
+    from .snapshot import with_clim
     scenario, results = load_source(source)
     if results is None:
         if time is not None:
             raise ValueError("--time needs a run (a run folder, or a scenario with --simulate)")
-        return snapshot_from_scenario(scenario, color, field=field)
+        return with_clim(snapshot_from_scenario(scenario, color, field=field), clim)
     i = parse_time(time, results.dataset["time"].values)
-    return snapshot_from_results(results, color, i, field=field, scenario=scenario)
+    return with_clim(snapshot_from_results(results, color, i, field=field, scenario=scenario), clim)
 
 
 def _plotter(window_size, off_screen=True, notebook=False):
@@ -73,12 +78,12 @@ def _plotter(window_size, off_screen=True, notebook=False):
 
 def render_snapshot(snap: Snapshot, out: str | Path | None = None, window_size=(1280, 800),
                     title: str | None = None, caption: bool = True, scalar_bars: bool = True,
-                    streamlines: bool = True) -> np.ndarray:
+                    streamlines: bool = True, labels: bool = True, rack_labels: bool = False) -> np.ndarray:
     """Render ``snap`` off-screen; write it to ``out`` if given; return the RGB image."""
     pl = _plotter(window_size)
     try:
         sc.draw_snapshot(pl, snap, title=title, caption=caption, scalar_bars=scalar_bars,
-                         streamlines=streamlines)
+                         streamlines=streamlines, labels=labels, rack_labels=rack_labels)
         sc.frame_camera(pl, snap.scenario)
         img = pl.screenshot(str(out) if out else None, return_img=True)
     finally:
@@ -120,6 +125,100 @@ def export_scene(source_or_snapshot, out: str | Path, color: str = "inlet_temp",
     return out
 
 
+def export_gltf(snap: Snapshot, out: str | Path) -> Path:
+    """Write the scene as glTF 2.0 (``.gltf`` with its buffers inlined) for Blender, three.js
+    or any glTF viewer: the meshes with their colours baked in (no text, no colour bars)."""
+    out = Path(out)
+    if out.suffix.lower() not in GLTF_SUFFIXES:
+        raise ValueError(f"{out}: glTF export needs .gltf")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pl = _plotter((640, 400))
+    try:
+        sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, bake_colors=True)
+        sc.frame_camera(pl, snap.scenario)
+        pl.export_gltf(str(out), inline_data=True, rotate_scene=True)
+    finally:
+        pl.close()
+    return out
+
+
+def _page_overlay(snap: Snapshot) -> str:
+    """HTML drawn over the interactive view: title, colour legend, caption (vtk.js shows
+    no 2-D text, so the page carries it)."""
+    import html as _html
+
+    from .snapshot import containment_note
+    sc_ = snap.scale
+    if sc_.categories is not None:
+        legend = "".join(f"<div><span style='background:{sc_.cmap[k]}'></span>{_html.escape(v)}</div>"
+                         for k, v in sorted(sc_.categories.items()))
+    else:
+        import matplotlib
+        cmap = matplotlib.colormaps[sc_.cmap]
+        stops = ",".join(matplotlib.colors.to_hex(cmap(x)) for x in np.linspace(0, 1, 9))
+        legend = (f"<div class='bar' style='background:linear-gradient(to right,{stops})'></div>"
+                  f"<div class='ends'><span>{sc_.clim[0]:.1f}</span><span>{sc_.clim[1]:.1f}</span></div>")
+    note = containment_note(snap)
+    title = f"{snap.scenario.name} · {snap.label} · {sc_.title}"
+    return ("<div id='twin-overlay' style='position:fixed;left:10px;top:8px;z-index:2147483647;font:14px system-ui,"
+            "sans-serif;background:rgba(255,255,255,.85);padding:6px 10px;border-radius:6px;max-width:46%'>"
+            f"<b>{_html.escape(title)}</b><div id='twin-legend' style='margin-top:4px'>"
+            f"<div style='font-size:12px'>{_html.escape(sc_.title)}</div>{legend}</div>"
+            f"<div style='font-size:12px;margin-top:4px'>{_html.escape(snap.caption)}</div>"
+            + (f"<div style='font-size:12px;margin-top:4px;color:#1b4f72'>{_html.escape(note)}</div>" if note else "")
+            + "<div style='font-size:11px;color:#666;margin-top:4px'>drag to rotate, wheel to zoom, "
+              "shift+drag to pan</div></div>"
+            "<style>#twin-legend span{display:inline-block;width:12px;height:12px;margin-right:5px;"
+            "border:1px solid #555;vertical-align:middle} #twin-legend .bar{height:12px;width:220px;"
+            "border:1px solid #555} #twin-legend .ends{display:flex;justify-content:space-between;width:222px;"
+            "font-size:11px}</style>")
+
+
+def export_page(snap: Snapshot, out: str | Path, streamlines: bool = True) -> Path:
+    """Write an interactive page of the scene (vtk.js through pyvista's trame exporter): one
+    self-contained HTML file that works offline (no server, nothing fetched), with the
+    title, colour legend and caption laid over it."""
+    out = Path(out)
+    if out.suffix.lower() not in PAGE_SUFFIXES:
+        raise ValueError(f"{out}: an interactive page is written as .html")
+    try:
+        import trame_vtk  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError("writing .html needs trame-vtk and trame-pyvista "
+                           "(pip install -e .[viz]); or write .png / .vtm") from exc
+    import warnings
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pl = _plotter((1280, 800))
+    try:
+        sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, streamlines=streamlines,
+                         bake_colors=True)
+        sc.frame_camera(pl, snap.scenario)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trame = getattr(pl, "trame", None)
+            buf = trame.export_html(None) if trame is not None and hasattr(trame, "export_html") \
+                else pl.export_html(None)
+    finally:
+        pl.close()
+    text = buf.getvalue() if hasattr(buf, "getvalue") else str(buf)
+    # no favicon fetched from the web: the page stays offline
+    text = text.replace("https://kitware.github.io/vtk-js/icon/favicon-", "data:,")
+    import json as _json
+    # the vtk.js app rebuilds the page body when it starts: add the overlay after it has
+    overlay = ("<script>(function(){const html=" + _json.dumps(_page_overlay(snap)).replace("</", "<\\/")
+               + ";function add(){if(!document.getElementById('twin-overlay')){const d=document.createElement"
+               "('div');d.innerHTML=html;while(d.firstChild){document.body.appendChild(d.firstChild)}}}"
+               "window.addEventListener('load',()=>{add();setTimeout(add,300);setTimeout(add,1500)});})();"
+               "</script>")
+    i = text.rfind("</body>")
+    text = (text[:i] + overlay + text[i:]) if i >= 0 else text + overlay
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
 def frame_indices(n_samples: int, frames: int) -> np.ndarray:
     """Up to ``frames`` sample indices spread evenly over a run, first and last included."""
     frames = max(1, min(int(frames), n_samples))
@@ -127,7 +226,8 @@ def frame_indices(n_samples: int, frames: int) -> np.ndarray:
 
 
 def animate(source, out: str | Path, color: str = "health", frames: int = 60, fps: float = 8.0,
-            field: bool = False, window_size=(1024, 640), progress=None) -> Path:
+            field: bool = False, window_size=(1024, 640), progress=None,
+            clim: tuple[float, float] | None = None) -> Path:
     """Animate a run over its samples: racks appear as they are delivered and powered,
     colours follow the sampled quantity on one scale for the whole run, the title carries
     the clock and the caption the KPIs of the moment. GIF (imageio) or MP4 (imageio-ffmpeg).
@@ -149,6 +249,11 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
 
     plant = build_plant(scenario)
     scale = color_scale(color, run_values(results, color))
+    if clim is not None:
+        from dataclasses import replace
+        if scale.categories is not None:
+            raise ValueError(f"--clim applies to a continuous colour, not to {color}")
+        scale = replace(scale, clim=(float(clim[0]), float(clim[1])))
     idx = frame_indices(results.dataset.sizes["time"], frames)
     snaps = [snapshot_from_results(results, color, i, field=field, scale=scale, scenario=scenario,
                                    plant=plant) for i in idx]
@@ -182,24 +287,35 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
 
 
 def jupyter_backend() -> str:
-    """pyvista's trame backend when trame is installed, else static images.
-    ``TWIN_JUPYTER_BACKEND`` overrides (e.g. ``static`` in tests)."""
+    """How :func:`show` draws in Jupyter: ``html`` (default: the offline interactive page of
+    :func:`export_page` in an iframe; no server, nothing downloaded), ``static`` (an
+    image) or ``trame`` (pyvista's server-side backend; needs network access for some of
+    its clients). ``TWIN_JUPYTER_BACKEND`` overrides."""
     forced = os.environ.get("TWIN_JUPYTER_BACKEND")
     if forced:
         return forced
     try:
-        import trame  # noqa: F401
         import trame_vtk  # noqa: F401
-        import trame_vuetify  # noqa: F401
     except ImportError:
         return "static"
-    return "trame"
+    return "html"
+
+
+def page_iframe(snap: Snapshot, width: int = 960, height: int = 600) -> str:
+    """The interactive page of ``snap`` as one ``<iframe srcdoc=...>`` (self-contained)."""
+    import html as _html
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="twin-page-") as tmp:
+        text = export_page(snap, Path(tmp) / "hall.html").read_text(encoding="utf-8")
+    return (f'<iframe srcdoc="{_html.escape(text, quote=True)}" width="{width}" height="{height}" '
+            f'style="border:1px solid #ccc"></iframe>')
 
 
 def show(source, color: str = "inlet_temp", time: str | None = None, field: bool = True,
          window_size=(1024, 640), jupyter_backend_name: str | None = None):
-    """Show the hall in Jupyter: interactive through pyvista's trame backend when it is
-    installed, a static image otherwise. Returns what ``Plotter.show`` returns."""
+    """Show the hall in Jupyter: an interactive page that works offline (``html``), a
+    static image, or pyvista's trame backend. Returns what Jupyter displays."""
     snap = source if isinstance(source, Snapshot) else make_snapshot(source, color, time, field)
     backend = jupyter_backend_name or jupyter_backend()
 
@@ -209,6 +325,9 @@ def show(source, color: str = "inlet_temp", time: str | None = None, field: bool
         sc.frame_camera(pl, snap.scenario)
         return pl.show(jupyter_backend=name)
 
+    if backend == "html":
+        from IPython.display import HTML
+        return HTML(page_iframe(snap, *window_size))
     if backend == "static":
         return shown("static")
     try:

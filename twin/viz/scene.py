@@ -41,7 +41,7 @@ view is not blocked)."""
 
 PART_CODES = {"floor": 0, "walls": 1, "racks": 2, "rack_slots": 3, "cooling_units": 4,
               "enclosures": 5, "containment": 6, "obstacles": 7, "temperature_slice": 8,
-              "streamlines": 9}
+              "streamlines": 9, "labels": 10}
 
 
 # --------------------------------------------------------------------------- primitives
@@ -110,6 +110,31 @@ def _tag(mesh, part: str, value=np.nan):
 
 
 # --------------------------------------------------------------------------- scene
+def nice_length_m(span_m: float) -> float:
+    """A round scale-bar length [m] (1, 2 or 5 x 10^k) close to a quarter of ``span_m``."""
+    target = max(float(span_m) / 4.0, 0.1)
+    k = np.floor(np.log10(target))
+    for m in (5.0, 2.0, 1.0):
+        if m * 10 ** k <= target:
+            return float(m * 10 ** k)
+    return float(10 ** k)
+
+
+def scale_bar(scenario) -> tuple[pv.PolyData, float]:
+    """A scale bar on the floor in front of the first hall: a line of a round length with
+    end ticks (point data ``length_m``); returns (mesh, length [m])."""
+    x_lo, x_hi, y_lo, _ = rack_extent_m(scenario)
+    length = nice_length_m(x_hi - x_lo)
+    y = y_lo - 0.5
+    x0 = x_lo
+    pts = np.array([[x0, y, 0.02], [x0 + length, y, 0.02], [x0, y - 0.3, 0.02], [x0, y + 0.3, 0.02],
+                    [x0 + length, y - 0.3, 0.02], [x0 + length, y + 0.3, 0.02]])
+    lines = np.array([2, 0, 1, 2, 2, 3, 2, 4, 5])
+    mesh = pv.PolyData(pts, lines=lines)
+    mesh.field_data["length_m"] = [length]
+    return _tag(mesh, "labels"), length
+
+
 def build_scene(snap: Snapshot, streamlines: bool = True) -> pv.MultiBlock:
     """Named blocks of the scene: floor, walls, racks (cell array ``value`` and ``state``),
     rack_slots (positions not yet delivered), cooling_units (``active``), enclosures,
@@ -146,6 +171,24 @@ def build_scene(snap: Snapshot, streamlines: bool = True) -> pv.MultiBlock:
             obst.append([ox + min(o.x0_m, o.x1_m), ox + max(o.x0_m, o.x1_m),
                          min(o.y0_m, o.y1_m), max(o.y0_m, o.y1_m), 0.0, z])
 
+    blocks["scale_bar"], _ = scale_bar(s)
+    row_pts, row_names, cu_pts, cu_names = [], [], [], []
+    for h, hall in enumerate(s.site.halls):
+        for row in hall.rows:
+            dx, dy = (row.pitch_m, 0.0) if row.along == "x" else (0.0, row.pitch_m)
+            row_pts.append([off[h] + row.x_m - 1.2 * dx, row.y_m - 1.2 * dy, RACK_HEIGHT_M * 0.5])
+            row_names.append(row.name)
+        for cu in hall.cooling_units:
+            cu_pts.append([off[h] + cu.x_m, cu.y_m, COOLING_SIZE_M[2] + 0.15])
+            cu_names.append(cu.name)
+    if row_pts:
+        rl = pv.PolyData(np.asarray(row_pts, float))
+        rl.point_data["name"] = np.array(row_names)
+        blocks["row_labels"] = _tag(rl, "labels")
+    if cu_pts:
+        cl = pv.PolyData(np.asarray(cu_pts, float))
+        cl.point_data["name"] = np.array(cu_names)
+        blocks["cooling_unit_labels"] = _tag(cl, "labels")
     if len(s.site.halls) > 1:  # name the halls of a multi-hall site at their front-left corner
         pts = pv.PolyData(np.array([[off[h] + 0.5, -1.0, 0.0] for h in range(len(s.site.halls))]))
         pts.point_data["hall_name"] = np.array([h.name for h in s.site.halls])
@@ -258,9 +301,27 @@ def _mesh_kwargs(scale: ColorScale) -> dict:
     return kw
 
 
+def rack_rgb(scale: ColorScale, values) -> np.ndarray:
+    """(N, 3) uint8 colours of rack values on ``scale`` (NaN: light grey)."""
+    import matplotlib
+    v = np.asarray(values, float)
+    out = np.full((len(v), 3), 208, np.uint8)
+    ok = np.isfinite(v)
+    if scale.categories is not None:
+        cols = np.array([matplotlib.colors.to_rgb(c) for c in scale.cmap])
+        idx = np.clip(np.round(v[ok]).astype(int), 0, len(cols) - 1)
+        out[ok] = (cols[idx] * 255).round().astype(np.uint8)
+        return out
+    lo, hi = scale.clim
+    cmap = matplotlib.colormaps[scale.cmap]
+    out[ok] = (np.asarray(cmap(np.clip((v[ok] - lo) / (hi - lo), 0, 1)))[:, :3] * 255).round().astype(np.uint8)
+    return out
+
+
 def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
               title: str | None = None, caption: str | None = None, scalar_bars: bool = True,
-              slice_clim: tuple[float, float] | None = None) -> None:
+              slice_clim: tuple[float, float] | None = None, labels: bool = True,
+              rack_labels: list[str] | None = None, bake_colors: bool = False) -> None:
     """Draw the blocks of :func:`build_scene` with the colours of ``scale`` (racks) and
     ``slice_clim`` (room-air slice; default: its own range)."""
     names = blocks.keys()
@@ -274,10 +335,32 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
     racks = blocks["racks"]
     if racks.n_cells:
         kw = _mesh_kwargs(scale)
-        plotter.add_mesh(racks, scalars="value", show_edges=True, edge_color="#303030", line_width=1,
-                         nan_color="#d0d0d0", show_scalar_bar=scalar_bars,
-                         scalar_bar_args=_scalar_bar(scale.title, 0.52, scale.categories is not None),
-                         name="racks", **kw, render=False)
+        categorical = scale.categories is not None
+        if bake_colors:   # exporters (vtk.js page, glTF) get the colours as RGB, not a lookup table
+            racks = racks.copy()
+            racks.cell_data["rgb"] = rack_rgb(scale, racks.cell_data["value"])
+            plotter.add_mesh(racks, scalars="rgb", rgb=True, show_edges=True, edge_color="#303030",
+                             name="racks", render=False)
+            scalar_bars = False
+        else:
+            plotter.add_mesh(racks, scalars="value", show_edges=True, edge_color="#303030", line_width=1,
+                             nan_color="#d0d0d0", show_scalar_bar=scalar_bars and not categorical,
+                             scalar_bar_args=_scalar_bar(scale.title, 0.52, False),
+                             name="racks", **kw, render=False)
+        if scalar_bars and categorical:
+            # named categories as a legend box (upper right), never over the room-air colour bar
+            shown = sorted({int(v) for v in np.asarray(racks.cell_data["value"]) if np.isfinite(v)})
+            entries = [[f"{scale.categories[k]}", scale.cmap[k]] for k in sorted(scale.categories)
+                       if k in shown or len(shown) == 0]
+            w, h = plotter.window_size
+            fs = 10 if h >= 600 else 7
+            step = int(fs * 2.0)
+            x = w - 12 * fs - 20
+            plotter.add_text(scale.title, position=(x, h - step - 6), font_size=fs + 1, color="black",
+                             name="legend_title", render=False)
+            for i, (label, colour) in enumerate(entries):
+                plotter.add_text(f"{label}", position=(x, h - step * (i + 2) - 6),
+                                 font_size=fs, color=colour, name=f"legend_{i}", render=False)
     if "cooling_units" in names:
         cu = blocks["cooling_units"]
         plotter.add_mesh(cu, scalars=cu.cell_data["active"].astype(float), cmap=["#c0392b", "#5dade2"],
@@ -304,6 +387,29 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
     for k in names:
         if k.startswith("streamlines"):
             plotter.add_mesh(blocks[k], color="#1c2833", line_width=1.2, opacity=0.8, name=k, render=False)
+    if "scale_bar" in names:
+        sb = blocks["scale_bar"]
+        plotter.add_mesh(sb, color="black", line_width=3, name="scale_bar", render=False)
+        length = float(sb.field_data["length_m"][0])
+        plotter.add_point_labels(sb.points[[1]] + np.array([0.3, -0.6, 0.0]), [f"{length:g} m"], font_size=12,
+                                 shape=None, show_points=False, always_visible=True, text_color="black",
+                                 name="scale_bar_label", render=False)
+    if labels and "row_labels" in names:
+        rl = blocks["row_labels"]
+        plotter.add_point_labels(rl.points, [str(n) for n in rl.point_data["name"]], font_size=10, bold=True,
+                                 shape="rounded_rect", shape_color="white", shape_opacity=0.7, show_points=False,
+                                 always_visible=True, text_color="#1b2631", name="row_labels", render=False)
+    if labels and "cooling_unit_labels" in names:
+        cl = blocks["cooling_unit_labels"]
+        plotter.add_point_labels(cl.points, [str(n) for n in cl.point_data["name"]], font_size=9, shape=None,
+                                 show_points=False, always_visible=True, text_color="#1b4f72",
+                                 name="cooling_unit_labels", render=False)
+    if rack_labels is not None and len(rack_labels) and racks.n_cells:
+        centres = racks.cell_centers().points.copy()
+        centres[:, 2] = RACK_HEIGHT_M + 0.1
+        names_r = [str(rack_labels[i]) for i in racks.cell_data["rack"]]
+        plotter.add_point_labels(centres, names_r, font_size=7, shape=None, show_points=False,
+                                 always_visible=True, text_color="black", name="rack_labels", render=False)
     if "hall_labels" in names:
         lab = blocks["hall_labels"]
         plotter.add_point_labels(lab.points, [str(n) for n in lab.point_data["hall_name"]], font_size=12,
@@ -324,20 +430,32 @@ def remove_scene(plotter: pv.Plotter) -> None:
             plotter.remove_actor(name, render=False)
 
 
-def frame_camera(plotter: pv.Plotter, scenario, zoom: float = 1.15) -> None:
-    """Look at the site from the south-east, above, so that rows and aisles are visible."""
+def rack_extent_m(scenario) -> np.ndarray:
+    """(xmin, xmax, ymin, ymax) [m] of every rack position of the site (halls side by side)."""
     off = hall_offsets_m(scenario)
-    halls = scenario.site.halls
-    x1 = off[-1] + halls[-1].width_m
-    depth = max(h.depth_m for h in halls)
-    centre = np.array([x1 / 2, depth / 2, 0.6])
-    span = max(x1, depth)
+    xs, ys = [], []
+    for h, hall in enumerate(scenario.site.halls):
+        for row in hall.rows:
+            n = row.racks - 1
+            dx, dy = (row.pitch_m * n, 0.0) if row.along == "x" else (0.0, row.pitch_m * n)
+            xs += [off[h] + row.x_m, off[h] + row.x_m + dx]
+            ys += [row.y_m, row.y_m + dy]
+    pad = 2.5
+    return np.array([min(xs) - pad, max(xs) + pad, min(ys) - pad, max(ys) + pad])
+
+
+def frame_camera(plotter: pv.Plotter, scenario, zoom: float = 0.95) -> None:
+    """Look at the racks from the south-east, above, so that rows and aisles are visible:
+    the camera frames the racks (plus the cooling units near them), not the empty hall."""
+    x0, x1, y0, y1 = rack_extent_m(scenario)
+    centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2, 0.6])
+    span = max(x1 - x0, y1 - y0)
     direction = np.array([0.35, -1.0, 1.05])
     direction /= np.linalg.norm(direction)
     plotter.camera.focal_point = centre
     plotter.camera.position = centre + direction * span * 1.6
     plotter.camera.up = (0.0, 0.0, 1.0)
-    plotter.reset_camera()
+    plotter.reset_camera(bounds=(x0, x1, y0, y1, 0.0, RACK_HEIGHT_M + 0.5))
     plotter.camera.zoom(zoom)
 
 
@@ -348,11 +466,22 @@ def new_plotter(window_size=(1280, 800), off_screen: bool = True, notebook: bool
 
 def draw_snapshot(plotter: pv.Plotter, snap: Snapshot, title: str | None = None,
                   caption: bool = True, streamlines: bool = True, scalar_bars: bool = True,
-                  slice_clim: tuple[float, float] | None = None) -> pv.MultiBlock:
-    """Build and draw the scene of ``snap``; returns its blocks."""
+                  slice_clim: tuple[float, float] | None = None, labels: bool = True,
+                  rack_labels: bool = False, bake_colors: bool = False) -> pv.MultiBlock:
+    """Build and draw the scene of ``snap``; returns its blocks. ``labels``: row and
+    cooling-unit names; ``rack_labels``: every rack's name (dense: on demand)."""
+    from .snapshot import containment_note
     blocks = build_scene(snap, streamlines=streamlines)
     if title is None:
         title = f"{snap.scenario.name} · {snap.label} · {snap.scale.title}"
-    add_scene(plotter, blocks, snap.scale, title=title, caption=snap.caption if caption else None,
-              scalar_bars=scalar_bars, slice_clim=slice_clim)
+    text = snap.caption if caption else None
+    note = containment_note(snap) if caption else ""
+    if note:
+        import textwrap
+        note = "\n".join(textwrap.wrap(note, 130))
+        text = f"{note}\n{text}" if text else note
+    add_scene(plotter, blocks, snap.scale, title=title, caption=text, scalar_bars=scalar_bars,
+              slice_clim=slice_clim, labels=labels,
+              rack_labels=snap.rack_names if rack_labels and snap.rack_names else None,
+              bake_colors=bake_colors)
     return blocks

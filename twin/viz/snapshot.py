@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from twin.scenario.schema import Scenario
 from twin.plant import hall_geometries, rack_worst_case_w
+from twin.scenario.schema import Scenario
 
 COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
 
@@ -56,6 +56,7 @@ class Snapshot:
     label: str                     # e.g. "2024-06-01 12:00" or "design point"
     caption: str = ""              # KPI line
     fields: list[xr.Dataset | None] = field(default_factory=list)   # per hall steady field
+    rack_names: list[str] = field(default_factory=list)             # (R,) e.g. "r1-01"
 
     @property
     def n_racks(self) -> int:
@@ -278,7 +279,7 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
     return Snapshot(scenario=s, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
                     rack_value=value, rack_heat_w=power_w, scale=scale, cooling_active=active,
-                    label=when, caption=_caption(ds, i), fields=fields)
+                    label=when, caption=_caption(ds, i), fields=fields, rack_names=list(p.rack_names))
 
 
 def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", field: bool = True,
@@ -318,7 +319,56 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
                     rack_value=value, rack_heat_w=heat, scale=color_scale(quantity, value),
                     cooling_active=active, label="design point", caption=caption,
-                    fields=fields if field else [])
+                    fields=fields if field else [], rack_names=list(p.rack_names))
+
+
+def with_clim(snap: Snapshot, clim: tuple[float, float] | None) -> Snapshot:
+    """``snap`` with a fixed colour range for its racks (so two halls or two runs can be
+    compared colour for colour); categorical scales (health, ASHRAE) keep theirs."""
+    if clim is None:
+        return snap
+    lo, hi = (float(v) for v in clim)
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        raise ValueError(f"--clim {lo:g},{hi:g}: expected LOW,HIGH with LOW < HIGH")
+    if snap.scale.categories is not None:
+        raise ValueError(f"--clim applies to a continuous colour (inlet_temp, power, rpp_load), "
+                         f"not to {snap.scale.quantity}")
+    from dataclasses import replace
+    return replace(snap, scale=replace(snap.scale, clim=(lo, hi)))
+
+
+def containment_note(snap: Snapshot, threshold_c: float = 3.0) -> str:
+    """A sentence explaining why the room air looks hot while the racks breathe cool air,
+    when the hottest room air of the slice exceeds the hottest inlet by ``threshold_c``
+    [K] and the racks draw from enclosures or a contained aisle; '' otherwise."""
+    temps = [f["temperature"].values for f in snap.fields if f is not None and "temperature" in f]
+    inlet = snap.rack_value if snap.scale.quantity == "inlet_temp" else None
+    if not temps:
+        return ""
+    room = float(max(np.nanmax(t) for t in temps))
+    if inlet is None:
+        inlet_vals = [f["rack_inlet_temp"].values for f in snap.fields if f is not None and "rack_inlet_temp" in f]
+        if not inlet_vals:
+            return ""
+        hot_inlet = float(max(np.nanmax(v) for v in inlet_vals))
+    else:
+        on = np.isfinite(inlet)
+        if not on.any():
+            return ""
+        hot_inlet = float(np.nanmax(inlet[on]))
+    if room - hot_inlet < threshold_c:
+        return ""
+    halls = snap.scenario.site.halls
+    enclosed = bool(np.any(snap.rack_enclosed))
+    contained = [h.containment for h in halls if h.containment != "none"]
+    if enclosed:
+        how = "through their airflow enclosures, which take supply air from the floor"
+    elif contained:
+        how = f"from the contained {contained[0].replace('_', ' ')}"
+    else:
+        how = "from the cold aisle in front of them"
+    return (f"Racks breathe {how}: every inlet is at most {hot_inlet:.1f} °C, while the room air "
+            f"outside (up to {room:.1f} °C on the slice) is their exhaust.")
 
 
 def start_datetime(scenario: Scenario) -> dt.datetime:
