@@ -76,6 +76,7 @@ class RunRecord:
     jobs: list[JobRecord]
     events: list[tuple[float, str, str, str]]
     repair_times_s: list[float] = field(default_factory=list)
+    open_repair_ages_s: list[float] = field(default_factory=list)   # repairs unfinished at the end
     throttled_node_s: float = 0.0
     peak_swing_w: dict[str, float] = field(default_factory=dict)
     event_counts: dict[str, int] = field(default_factory=dict)
@@ -185,6 +186,11 @@ def _mtbf_job_h(r: RunRecord) -> float:
     return float(_job_wall_s(r) / H / n) if n else math.nan
 
 
+def _mttr_incl_open_h(r: RunRecord) -> float:
+    times = list(r.repair_times_s) + list(r.open_repair_ages_s)
+    return float(np.mean(times) / H) if times else math.nan
+
+
 def _pue(r: RunRecord) -> float:
     e_it = r.energy_mwh("facility_it_power_w")
     return r.energy_mwh("facility_total_power_w") / e_it if e_it > 0 else math.nan
@@ -241,6 +247,10 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("mtbf_job_h", "h", "job wall time / job interruptions", _mtbf_job_h),
     Kpi("mttr_h", "h", "mean time from a failure to the node back in service (completed repairs)",
         lambda r: float(np.mean(r.repair_times_s) / H) if r.repair_times_s else math.nan),
+    Kpi("repairs_open_at_end", "count", "repairs not finished at the end of the run (waiting for a spare, "
+                                        "a technician, or under way)", lambda r: len(r.open_repair_ages_s)),
+    Kpi("mttr_incl_open_h", "h", "mean time to repair counting unfinished repairs at their age at the end "
+                                 "(a lower bound when repairs are still open)", _mttr_incl_open_h),
     Kpi("failures", "count", "component failures", _count("failure")),
     Kpi("energy_it_mwh", "MWh", "IT energy at the rack PDUs", lambda r: r.energy_mwh("facility_it_power_w")),
     Kpi("energy_facility_mwh", "MWh", "utility energy: IT + UPS/distribution losses + cooling",

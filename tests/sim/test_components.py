@@ -209,3 +209,18 @@ def test_recorder_refuses_a_series_of_the_wrong_shape():
         eng.recorder.set("rpp_power_w", np.zeros(3))
     with pytest.raises(KeyError):
         eng.recorder["not_an_output"]
+
+
+def test_repairs_still_waiting_for_a_spare_are_counted_at_the_end():
+    """Issue 18: MTTR averaged only the finished repairs while nodes waited for spares."""
+    eng = small_engine("failures.spares=0", "failures.restock_days=1000")
+    st = eng.state
+    st.rack_delivered[:] = st.rack_powered[:] = st.rack_ready[:] = True
+    gpu = [c.name for c in eng.failures.classes].index("gpu")
+    eng.env.run(until=3600.0)
+    eng.failures.fail(0, gpu)
+    res = eng.run()
+    k = res.kpis
+    assert k["repairs_open_at_end"] == 1
+    assert np.isnan(k["mttr_h"])                             # nothing finished
+    assert k["mttr_incl_open_h"] == pytest.approx((eng.horizon_s - 3600.0) / 3600.0)

@@ -146,6 +146,7 @@ class Engine:
                 for j in self.jobs]
         return RunRecord(dt_s=self.dt_s, horizon_s=self.horizon_s, series=self.recorder.series, jobs=jobs,
                          events=self.events, repair_times_s=self.failures.repair_times_s,
+                         open_repair_ages_s=[self.env.now - t0 for t0 in self.failures.open_repairs.values()],
                          throttled_node_s=self.sampler.throttled_node_s,
                          peak_swing_w=dict(self.jobs.peak_swing_w),
                          event_counts=dict(Counter(kind for _, kind, _, _ in self.events)))

@@ -39,6 +39,8 @@ class Failures(Component):
         stock = f.spares if isinstance(f.spares, dict) else {"*": f.spares}
         self.spare_stock = {part: simpy.Container(self.env, init=n, capacity=1e12) for part, n in stock.items()}
         self.repair_times_s: list[float] = []          # failure -> back in service [s]
+        self.open_repairs: dict[int, float] = {}       # repair id -> failure time [s], until done
+        self._next_repair = 0
 
     def processes(self):
         yield self._failures()
@@ -133,6 +135,8 @@ class Failures(Component):
     def _repair(self, n: int, c, detect_s: float, detected: bool = False):
         e, st = self.e, self.state
         rng = e.rng["repair"]
+        rid, self._next_repair = self._next_repair, self._next_repair + 1
+        self.open_repairs[rid] = self.env.now
         yield self.env.timeout(detect_s)
         if not detected:
             e.log("detected", e.node_name(n), c.name)
@@ -155,6 +159,7 @@ class Failures(Component):
             st.node_repairing[n] = True
             yield self.env.timeout(reliability.sample_repair_duration_h(rng, c.repair) * H)
         st.node_repairing[n] = False
+        del self.open_repairs[rid]
         self.repair_times_s.append(self.env.now - t0)
         if c.scope == "rail_su":
             st.su_degraded[self.plant.node_su[n]] -= 1
