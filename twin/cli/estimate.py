@@ -233,7 +233,11 @@ def _cmd_collective(args) -> dict:
         raise EstimateFileError(["twin estimate collective: needs at least 2 GPUs "
                                  f"(--nodes {args.nodes} x --gpus-per-node {g})"])
     c = c.model_copy(update={"gpus": args.nodes * g, "gpus_per_node": g})
-    bw, hops = fabric_figures(c)
+    try:
+        bw, hops = fabric_figures(c)
+    except EstimateFileError as exc:
+        raise EstimateFileError([f"twin estimate collective: --nodes {args.nodes}: "
+                                 + "; ".join(exc.problems)]) from None
     t = float(collective_time_s(args.op, args.bytes, args.nodes, g, nvlink_gb_s=c.gpu.nvlink_gb_s,
                                 nvls=c.gpu.nvls, inter_node_gbps=bw,
                                 transport=c.fabric.transport, hops=hops,

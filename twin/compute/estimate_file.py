@@ -47,6 +47,12 @@ class ModelShape(_Model):
     kv_heads: PositiveInt = Field(description="key/value heads (grouped-query attention)")
     vocab: PositiveInt
     gated_mlp: bool = Field(True, description="SwiGLU (3 matrices); false = GeLU/ReLU^2 (2)")
+    experts: Annotated[int, Field(ge=0)] = Field(
+        0, description="mixture of experts: experts per layer (ffn_hidden is one expert's); "
+                       "0 = dense")
+    top_k: PositiveInt = Field(2, description="experts each token is routed to")
+    capacity_factor: PositiveFloat = Field(
+        1.0, description="an expert's token capacity over its even share (padded work)")
 
 
 class Training(_Model):
@@ -55,6 +61,10 @@ class Training(_Model):
     micro_batch: PositiveInt = 1
     precision: Literal["bf16", "fp8"] = "bf16"
     activation_recompute: Literal["none", "selective", "full"] = "none"
+    zero_stage: Literal[0, 1, 2, 3] = Field(
+        1, description="1 = Megatron distributed optimizer (ZeRO-1); 3 = FSDP / ZeRO-3")
+    fsdp_shard: PositiveInt | None = Field(
+        None, description="ZeRO-3 shard group size [ranks]; null = all data-parallel ranks")
     grad_reduce_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="gradient buffer dtype (NeMo default fp32; its performance "
                             "recipes set bf16)")
@@ -65,6 +75,8 @@ class Parallelism(_Model):
     pp: PositiveInt = 1
     cp: PositiveInt = 1
     vpp: PositiveInt = Field(1, description="virtual pipeline stages per pipeline rank")
+    ep: PositiveInt = Field(1, description="expert parallel ranks (from the data x context "
+                                           "parallel group)")
 
 
 class Gpu(_Model):
@@ -191,24 +203,58 @@ def fabric_figures(cluster: Cluster) -> tuple[float, float]:
     from twin.fabric import bottleneck_bandwidth_gbps, build_fabric, placement_hops
 
     n_nodes = max(1, -(-cluster.gpus // cluster.gpus_per_node))
-    g = build_fabric(f.kind, n_nodes, gpus_per_node=cluster.gpus_per_node, su_nodes=f.su_nodes,
-                     rails=f.rails, link_gbps=f.link_gbps, switch_ports=f.switch_ports,
-                     oversubscription=f.oversubscription,
-                     tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines)
+    try:
+        g = build_fabric(f.kind, n_nodes, gpus_per_node=cluster.gpus_per_node,
+                         su_nodes=f.su_nodes, rails=f.rails, link_gbps=f.link_gbps,
+                         switch_ports=f.switch_ports, oversubscription=f.oversubscription,
+                         tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines)
+    except ValueError as exc:
+        raise EstimateFileError([f"cluster.gpus = {cluster.gpus} ({n_nodes} nodes): the "
+                                 f"{f.kind} fabric cannot hold them: {exc}"]) from None
     nodes = np.arange(n_nodes)
     bw = f.inter_node_gbps if f.inter_node_gbps is not None else bottleneck_bandwidth_gbps(g, nodes)
     hops = f.hops if f.hops is not None else float(placement_hops(g, nodes)["max_hops"])
     return float(bw), float(hops)
 
 
+def layout_problems(est: EstimateFile) -> list[str]:
+    """Parallel-layout and mixture-of-experts problems, each naming the file's field."""
+    c, m, t, p = est.cluster, est.model, est.training, est.parallelism
+    out = []
+    mp = p.tp * p.pp * p.cp
+    if c.gpus % mp:
+        out.append(f"{est.name}: cluster.gpus = {c.gpus} is not a multiple of "
+                   f"parallelism.tp*pp*cp = {mp}")
+        return out
+    dpcp = c.gpus // mp * p.cp
+    if m.experts == 0:
+        if p.ep != 1:
+            out.append(f"{est.name}: parallelism.ep = {p.ep} needs a mixture of experts "
+                       "(model.experts > 0)")
+    else:
+        if m.top_k > m.experts:
+            out.append(f"{est.name}: model.top_k = {m.top_k} is more than model.experts = "
+                       f"{m.experts}")
+        if m.experts % p.ep:
+            out.append(f"{est.name}: model.experts = {m.experts} is not a multiple of "
+                       f"parallelism.ep = {p.ep}")
+        if dpcp % p.ep:
+            out.append(f"{est.name}: parallelism.ep = {p.ep} does not divide the data x "
+                       f"context parallel ranks ({dpcp})")
+    if t.fsdp_shard is not None and (t.zero_stage != 3 or dpcp % t.fsdp_shard):
+        out.append(f"{est.name}: training.fsdp_shard = {t.fsdp_shard} needs "
+                   f"training.zero_stage = 3 and must divide the data x context parallel "
+                   f"ranks ({dpcp})")
+    return out
+
+
 def memory_from_file(est: EstimateFile) -> MemoryBreakdown:
     """Per-GPU memory of the job (:func:`twin.compute.memory.memory_per_gpu_bytes`)."""
     c, m, t, p = est.cluster, est.model, est.training, est.parallelism
-    mp = p.tp * p.pp * p.cp
-    if c.gpus % mp:
-        raise EstimateFileError([f"{est.name}: cluster.gpus={c.gpus} is not a multiple of "
-                                 f"tp*pp*cp={mp}"])
-    dp = c.gpus // mp
+    problems = layout_problems(est)
+    if problems:
+        raise EstimateFileError(problems)
+    dp = c.gpus // (p.tp * p.pp * p.cp)
     ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
     mb = t.global_batch // (dp * t.micro_batch) if t.global_batch >= dp * t.micro_batch else 1
     try:
@@ -218,7 +264,11 @@ def memory_from_file(est: EstimateFile) -> MemoryBreakdown:
             micro_batch=t.micro_batch, tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, dp=dp,
             microbatches=mb, precision=t.precision,
             activation_recompute=t.activation_recompute,
-            zero_stage=1 if (ke is None or ke.distributed_optimizer) else 0,
+            zero_stage=t.zero_stage if t.zero_stage != 1 or ke is None
+            or ke.distributed_optimizer else 0,
+            moe_experts=m.experts, moe_ep=p.ep, moe_top_k=m.top_k,
+            moe_capacity_factor=m.capacity_factor,
+            shard_ranks=t.fsdp_shard if t.zero_stage == 3 else None,
             grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0,
             sequence_parallel=ke.sequence_parallel if ke else True,
             flash_attention=ke.flash_attention if ke else True)
@@ -255,6 +305,8 @@ def estimate_from_file(est: EstimateFile) -> StepEstimate:
             nvls=c.gpu.nvls, inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
             activation_recompute=t.activation_recompute, clock_fraction=c.clock_fraction,
             deployment=c.deployment, kernel_efficiency=ke, nvswitch=c.gpu.nvswitch,
-            pcie_gb_s=c.gpu.pcie_gb_s)
+            pcie_gb_s=c.gpu.pcie_gb_s, moe_experts=m.experts, moe_top_k=m.top_k,
+            moe_ep=p.ep, moe_capacity_factor=m.capacity_factor, zero_stage=t.zero_stage,
+            fsdp_shard=t.fsdp_shard)
     except ValueError as exc:
         raise EstimateFileError([f"{est.name}: {exc}"]) from None

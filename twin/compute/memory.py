@@ -183,6 +183,7 @@ def memory_per_gpu_bytes(
     moe_ep: int = 1,
     moe_top_k: int = 2,
     moe_capacity_factor: float = 1.0,
+    shard_ranks: int | None = None,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its first and last stage.
 
@@ -194,6 +195,8 @@ def memory_per_gpu_bytes(
     ``ffn_hidden`` each, split over ``moe_ep`` expert-parallel ranks (weights,
     gradients and optimizer of ``moe_experts / moe_ep`` experts per GPU; expert
     activations for ``moe_top_k x moe_capacity_factor`` routed copies of each token).
+    shard_ranks: ranks the sharded states are split over (ZeRO-3 / FSDP shard group;
+    default ``dp * cp``).
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -219,7 +222,7 @@ def memory_per_gpu_bytes(
         expert_params = 0.0
     p_layer_tp = (attn_params + dense_mlp) / tp  # sharded by TP
     p_embed = vocab * h / tp
-    d = dp * cp
+    d = dp * cp if shard_ranks is None else int(shard_ranks)
     # bf16 gradients: the optimizer keeps an fp32 copy of its gradient shard (Megatron)
     opt_b = 12.0 + (4.0 if grad_bytes < 4.0 else 0.0)
     w_b, g_b, o_b = model_state_bytes_per_parameter(d, zero_stage=zero_stage,

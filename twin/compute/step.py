@@ -181,17 +181,18 @@ class StepEstimate:
 
 
 def model_flops_per_sequence(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len,
-                             gated_mlp: bool = True):
+                             gated_mlp: bool = True, moe_top_k: int = 1):
     """Forward+backward model FLOPs per sequence [FLOP] (calibration.yaml formula).
 
-    ``s (12 L h^2 (1 + kv/heads + s/h) + 18 L F h + 6 V h)``: grouped-query attention,
-    SwiGLU MLP (three F x h matrices; ``12 L F h`` for a plain two-matrix MLP), untied
-    output layer; no causal discount and no recompute (MFU counts model FLOPs only).
+    ``s (12 L h^2 (1 + kv/heads + s/h) + 18 k L F h + 6 V h)``: grouped-query attention,
+    SwiGLU MLP (three F x h matrices; ``12 k L F h`` for a plain two-matrix MLP), ``k``
+    experts per token for a mixture of experts (1 for dense), untied output layer; no
+    causal discount, no recompute, no capacity padding (MFU counts model FLOPs only).
     """
     L, h, F, s = layers, hidden, ffn_hidden, seq_len
     mats = 3.0 if gated_mlp else 2.0
-    return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h) + 6.0 * mats * L * F * h
-                + 6.0 * vocab * h)
+    return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h)
+                + 6.0 * mats * moe_top_k * L * F * h + 6.0 * vocab * h)
 
 
 def parameter_count(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab,
@@ -262,8 +263,14 @@ def step_estimate(
     kernel_efficiency: KernelEfficiency | None = None,
     nvswitch: bool = True,
     pcie_gb_s: float = 64.0,
+    moe_experts: int = 0,
+    moe_top_k: int = 2,
+    moe_ep: int = 1,
+    moe_capacity_factor: float = 1.0,
+    zero_stage: int = 1,
+    fsdp_shard: int | None = None,
 ) -> StepEstimate:
-    """Estimate one optimizer step of a dense transformer [s] and its MFU.
+    """Estimate one optimizer step of a transformer (dense or mixture of experts) [s], MFU.
 
     Model shape: layers, hidden, ffn_hidden (SwiGLU inner size), heads, kv_heads, vocab,
     seq_len [tokens].  global_batch and micro_batch [sequences].  tp, pp, cp, vpp
@@ -282,6 +289,22 @@ def step_estimate(
     pairs: traffic among more than two GPUs of a node crosses PCIe).
     MFU is relative to ``peak_tflops``.  A multi-node job with ``inter_node_gbps = 0``
     (partitioned fabric) gets an infinite step and zero throughput.
+
+    Mixture of experts (``moe_experts > 0``): every layer's MLP is ``moe_experts`` experts
+    of inner size ``ffn_hidden``; a router sends each token to ``moe_top_k`` of them, and
+    an expert processes at most ``moe_capacity_factor`` times its even share (the padded
+    work is computed).  Experts are split over ``moe_ep`` expert-parallel ranks taken from
+    the data x context parallel group (Megatron order: TP, CP, EP, DP), and each layer
+    pays two all-to-alls forward (dispatch, combine) and two backward over the EP group,
+    not overlapped (Megatron-core's default dispatcher); expert weights are TP-split as the
+    dense ones and their gradients reduce over ``dp cp / ep`` ranks.
+
+    zero_stage: 1 (default) keeps Megatron's distributed optimizer (ZeRO-1, weights whole
+    on every rank); 3 is FSDP / ZeRO-3: each layer's weights are all-gathered (bf16) for
+    its forward and again for its backward, its gradients reduce-scattered, over a shard
+    group of ``fsdp_shard`` ranks (default all ``dp cp``; the rest replicate the shards
+    and all-reduce them once per step, as MaxText's FSDP x DP), each overlapped with the
+    layer's own compute.
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -305,6 +328,21 @@ def step_estimate(
            f"heads={heads}, kv_heads={kv_heads} do not split over tp={tp}")
     _check(layers >= pp * vpp, f"layers={layers} < pp*vpp={pp * vpp}")
     _check(seq_len % cp == 0, f"seq_len={seq_len} is not a multiple of cp={cp}")
+    _check(int(moe_experts) == moe_experts and moe_experts >= 0,
+           f"moe_experts must be a whole number >= 0, got {moe_experts!r}")
+    if moe_experts:
+        _check(int(moe_top_k) == moe_top_k and 1 <= moe_top_k <= moe_experts,
+               f"moe_top_k={moe_top_k!r} must be between 1 and moe_experts={moe_experts}")
+        _check(int(moe_ep) == moe_ep and moe_ep >= 1 and moe_experts % moe_ep == 0,
+               f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep!r}")
+        _check((dp * cp) % moe_ep == 0,
+               f"moe_ep={moe_ep} does not divide the data x context parallel ranks {dp * cp}")
+        _check(moe_capacity_factor > 0, f"moe_capacity_factor must be > 0, got "
+                                        f"{moe_capacity_factor!r}")
+    _check(zero_stage in (0, 1, 2, 3), f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    shard = dp * cp if fsdp_shard is None else fsdp_shard
+    _check(int(shard) == shard and shard >= 1 and (dp * cp) % shard == 0,
+           f"fsdp_shard={fsdp_shard!r} must divide the data x context parallel ranks {dp * cp}")
     if activation_recompute is True:
         recompute = "full"
     elif activation_recompute in (False, None, "none"):
@@ -340,13 +378,19 @@ def step_estimate(
 
     # ---- one transformer layer, one micro-batch, one GPU --------------------------
     # forward GEMMs (M, N, K); backward = data-grad (M, K, N) + weight-grad (K, N, M)
-    fm = np.array([T, T, T, T])
     mats = 3 if gated_mlp else 2
+    # MoE: each rank's experts process top_k x capacity routed copies of its tokens
+    Tm = T * moe_top_k * moe_capacity_factor if moe_experts else T
+    fm = np.array([T, T, Tm, Tm])
     fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * F / tp, h])
     fk = np.array([h, h / tp, h, F / tp])
     kw = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
     t_gemm_f = float(_gemm_time_s(fm, fn, fk, **kw).sum())
     t_gemm_b = float(_gemm_time_s(fm, fk, fn, **kw).sum() + _gemm_time_s(fk, fn, fm, **kw).sum())
+    if moe_experts:  # router: T x h @ h x E, forward and two backward GEMMs (bf16)
+        rkw = dict(kw, peak_flops=peak_bf16, eff=ke.gemm, bytes_per_el=2.0)
+        t_gemm_f += float(_gemm_time_s(T, moe_experts, h, **rkw))
+        t_gemm_b += 2.0 * float(_gemm_time_s(T, moe_experts, h, **rkw))
     # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp
     if ke.flash_attention:
         attn_f_flops = 4.0 * b * (s * s / (2.0 * cp)) * (h / tp)
@@ -371,7 +415,9 @@ def step_estimate(
     # memory-bound kernels [bytes]: norms + residuals on T/tp tokens (sequence parallel),
     # RoPE on q,k, SwiGLU on F/tp; backward ~2x forward; FP8 adds casts of GEMM inputs
     sp = tp if ke.sequence_parallel else 1
-    mem_f = 2.0 * (T / sp * 10.0 * h + T * 2.0 * (h + hkv) / tp + T * mats * F / tp)
+    mem_f = 2.0 * (T / sp * 10.0 * h + T * 2.0 * (h + hkv) / tp + Tm * mats * F / tp)
+    if moe_experts:  # softmax/top-k over E, permute and un-permute the routed copies
+        mem_f += 2.0 * (T * moe_experts * 4.0 / 2.0 + 2.0 * 2.0 * Tm * h / sp)
     if precision == "fp8":
         mem_f += 3.0 * T * (2.0 * h + h / tp + F / tp)
     t_mem_f = mem_f / (hbm * ke.hbm) + 14 * ke.kernel_gap_s
@@ -412,6 +458,19 @@ def step_estimate(
     else:
         t_cp_exposed = 0.0
 
+    # expert parallel: dispatch and combine all-to-alls of the routed token copies (bf16),
+    # two forward and two backward per layer; EP ranks are strided by tp x cp, so an EP
+    # group holds g / (tp cp) ranks of a node at most
+    if moe_experts and moe_ep > 1:
+        a2a_bytes = T / sp * moe_top_k * moe_capacity_factor * h * 2.0
+        ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
+        t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes,
+                                              nodes=math.ceil(moe_ep / ep_rpn),
+                                              ranks_per_node=ep_rpn, **coll))
+        t_a2a_exposed = 4.0 * t_a2a
+    else:
+        t_a2a_exposed = 0.0
+
     fwd = t_gemm_f + t_attn_f + t_mem_f
     if recompute == "full":
         t_rec = fwd
@@ -427,6 +486,8 @@ def step_estimate(
         "tp_comm_exposed": t_tp_exposed,
         "cp_comm_exposed": t_cp_exposed,
     }
+    if moe_experts:
+        t_layer["moe_a2a_exposed"] = t_a2a_exposed
 
     # ---- output layer + loss (last stage) and embedding (first stage) ------------
     t_logits = float(_gemm_time_s(np.array([T, T, h]), np.array([vocab / tp, h, vocab / tp]),
@@ -458,31 +519,67 @@ def step_estimate(
         t_pp_exposed = 0.0
         bubble = 0.0
 
-    # ---- data parallel: distributed optimizer over the DP x CP group ------------
-    p_local = (layers_per_stage * (h * (h + 2 * hkv) + h * h + mats * h * F) / tp
-               + vocab * h / tp + 2 * h * layers_per_stage)
+    # ---- data parallel: distributed optimizer (or FSDP) over the DP x CP group ------
+    attn_params = h * (h + 2 * hkv) + h * h
+    if moe_experts:  # expert weights: moe_experts / ep experts per rank, TP-split
+        p_exp = layers_per_stage * (moe_experts / moe_ep) * mats * h * F / tp
+        p_dense = (layers_per_stage * (attn_params + h * moe_experts) / tp + vocab * h / tp
+                   + 2 * h * layers_per_stage)
+    else:
+        p_exp = 0.0
+        p_dense = (layers_per_stage * (attn_params + mats * h * F) / tp + vocab * h / tp
+                   + 2 * h * layers_per_stage)
+    p_local = p_dense + p_exp
     n_dp = dp * cp
-    if n_dp > 1:
-        rpn = max(1, min(n_dp, g // tp)) if tp <= g else 1
-        dp_nodes = math.ceil(n_dp / rpn)
-        if ke.distributed_optimizer:
-            t_grad_rs = float(group_collective_time_s("reduce_scatter", p_local * 4.0,
-                                                      nodes=dp_nodes, ranks_per_node=rpn, **coll))
-            t_param_ag = float(group_collective_time_s("all_gather", p_local * 2.0,
-                                                       nodes=dp_nodes, ranks_per_node=rpn, **coll))
-        else:  # fp32 gradient all-reduce, overlapped with the last backward
-            t_grad_rs = float(group_collective_time_s("allreduce", p_local * 4.0,
-                                                      nodes=dp_nodes, ranks_per_node=rpn, **coll))
-            t_param_ag = 0.0
-        t_mb_bwd = (2.0 / 3.0) * t_stage_max
-        t_mb_fwd = (1.0 / 3.0) * t_stage_max
+    t_mb_bwd = (2.0 / 3.0) * t_stage_max
+    t_mb_fwd = (1.0 / 3.0) * t_stage_max
+
+    def _dp_group(ranks: int) -> dict:
+        rpn = max(1, min(ranks, g // tp)) if tp <= g else 1
+        return dict(nodes=math.ceil(ranks / rpn), ranks_per_node=rpn, **coll)
+
+    if zero_stage == 3:
+        # FSDP: per layer and micro-batch, gather the layer's weights before its forward
+        # and again before its backward, reduce-scatter its gradients after; each hidden
+        # behind that layer's own compute (prefetch of the next layer)
+        p_layer = (p_local - vocab * h / tp) / layers_per_stage
+        grp = _dp_group(shard)
+        t_ag_l = float(group_collective_time_s("all_gather", p_layer * 2.0, **grp)) \
+            if shard > 1 else 0.0
+        t_rs_l = float(group_collective_time_s("reduce_scatter", p_layer * 4.0, **grp)) \
+            if shard > 1 else 0.0
+        t_fwd_l = t_gemm_f + t_attn_f + t_mem_f
+        t_bwd_l = t_gemm_b + t_attn_b + t_mem_b + t_rec
+        per_layer = max(0.0, t_ag_l - t_fwd_l) + max(0.0, t_ag_l + t_rs_l - t_bwd_l)
+        t_dp_exposed = per_layer * layers_per_stage * m_micro
+        if n_dp > shard:  # replicas of each shard: one gradient all-reduce per step
+            t_rep = float(group_collective_time_s(
+                "allreduce", p_local / shard * 4.0, nodes=n_dp // shard, ranks_per_node=1,
+                **coll))
+            t_dp_exposed += max(0.0, t_rep - t_mb_bwd - bubble / 2.0)
+        opt_shards = shard
+    elif n_dp > 1:
+        def _sync(params: float, ranks: int) -> tuple[float, float]:
+            if ranks <= 1 or params <= 0:
+                return 0.0, 0.0
+            grp = _dp_group(ranks)
+            if ke.distributed_optimizer:
+                return (float(group_collective_time_s("reduce_scatter", params * 4.0, **grp)),
+                        float(group_collective_time_s("all_gather", params * 2.0, **grp)))
+            # fp32 gradient all-reduce, overlapped with the last backward
+            return float(group_collective_time_s("allreduce", params * 4.0, **grp)), 0.0
+        rs_d, ag_d = _sync(p_dense, n_dp)
+        rs_e, ag_e = _sync(p_exp, n_dp // moe_ep if moe_experts else 1)
+        t_grad_rs, t_param_ag = rs_d + rs_e, ag_d + ag_e
         t_dp_exposed = (max(0.0, t_grad_rs - t_mb_bwd - bubble / 2.0)
                         + max(0.0, t_param_ag - t_mb_fwd - bubble / 2.0))
+        opt_shards = n_dp if ke.distributed_optimizer else 1
     else:
         t_dp_exposed = 0.0
+        opt_shards = 1
     # Adam on the local shard: fp32 param, m, v read+write, fp32 grad read, bf16 param
     # write, grad-norm read: ~34 B per parameter
-    t_opt = p_local / (n_dp if ke.distributed_optimizer else 1) * 34.0 / (hbm * ke.hbm)
+    t_opt = p_local / opt_shards * 34.0 / (hbm * ke.hbm)
 
     breakdown = {k: v * m_micro for k, v in stage_last.items()}
     breakdown["pp_comm_exposed"] = t_pp_exposed * m_micro
@@ -499,7 +596,8 @@ def step_estimate(
     tokens = global_batch * seq_len
     flops = global_batch * model_flops_per_sequence(
         layers=layers, hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads,
-        vocab=vocab, seq_len=seq_len, gated_mlp=gated_mlp)
+        vocab=vocab, seq_len=seq_len, gated_mlp=gated_mlp,
+        moe_top_k=moe_top_k if moe_experts else 1)
     mfu = flops / (gpus * peak_tflops * 1e12 * step)
     return StepEstimate(step_time_s=step, mfu=mfu, tokens_per_s_per_gpu=tokens / step / gpus,
                         tokens_per_day=tokens / step * 86400.0,

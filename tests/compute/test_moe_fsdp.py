@@ -1,0 +1,140 @@
+"""Mixture of experts (expert all-to-all) and FSDP/ZeRO-3: public step times, physics,
+and exit-2 errors for impossible layouts."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from twin.cli.estimate import run_estimate_cli
+from twin.compute import step_estimate
+from twin.compute.collectives import collective_bandwidths_gb_s
+from twin.compute.shapes import MODEL_SHAPES, MOE_SHAPES
+
+ROOT = Path(__file__).resolve().parents[2]
+H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
+            inter_node_gbps=3200.0)
+GROK_FILE = ROOT / "scenarios/estimates/grok1_314b_bf16_512gpu.yaml"
+
+
+def _rows():
+    with open(ROOT / "assets/reference/step_times_h100_moe_fsdp.csv") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _estimate(r, **kw):
+    prec = r["precision"]
+    if r["model"].startswith("grok"):
+        shape = dict(MOE_SHAPES["grok1_314b"])
+        extra = dict(moe_experts=shape.pop("experts"), moe_top_k=shape.pop("top_k"),
+                     moe_ep=int(r["ep"]))
+        rec = "none"
+    else:  # MaxText's GPU config for Llama 3 70B: remat_policy "full"
+        shape = dict(MODEL_SHAPES["llama31_70b"])
+        extra = dict(zero_stage=3, fsdp_shard=int(r["fsdp_shard"]))
+        rec = "full"
+    shape.update(layers=int(r["layers"]), seq_len=int(r["seq_len"]))
+    extra.update(kw)
+    return step_estimate(**shape, gpus=int(r["gpus"]), global_batch=int(r["global_batch"]),
+                         micro_batch=int(r["micro_batch"]), tp=int(r["tp"]), pp=int(r["pp"]),
+                         cp=int(r["cp"]), vpp=int(r["vpp"]), precision=prec,
+                         peak_tflops=989.0 if prec == "bf16" else 1979.0,
+                         activation_recompute=rec, **{**H100, **extra})
+
+
+def test_grok1_moe_step_times():
+    # 14 NeMo step times of Grok-1 314B (8 experts, top-2, EP8) on 32..2,048 H100, BF16
+    # and FP8; nothing was fitted on them
+    rows = [r for r in _rows() if r["model"] == "grok1_314b"]
+    err = np.array([_estimate(r).step_time_s / float(r["step_time_s"]) - 1 for r in rows])
+    assert len(err) == 14
+    assert np.abs(err).mean() < 0.04 and np.abs(err).max() < 0.07, err
+    # the expert all-to-alls are a real share of the step (EP8 ranks on 8 nodes)
+    e = _estimate(rows[4])
+    share = e.breakdown["moe_a2a_exposed"] / e.step_time_s
+    assert 0.1 < share < 0.35
+    # without them the estimate would be 15-25 % fast: they are not a rounding error
+    fast = e.step_time_s - e.breakdown["moe_a2a_exposed"]
+    assert fast / float(rows[4]["step_time_s"]) < 0.9
+
+
+def test_fsdp_maxtext_scaling_and_absolute_error():
+    # 10 MaxText Llama 3 70B FSDP step times on 128..2,048 H100: FSDP gathers hide behind
+    # each layer's compute, so the step stays flat from 128 to 2,048 GPUs (measured +2.1 %
+    # BF16, +2.9 % FP8); the kernel table is NeMo's, MaxText's kernels are not fitted:
+    # the absolute step is 10-12 % high in BF16 and 25-30 % high in FP8 (documented)
+    rows = [r for r in _rows() if r["model"] == "llama3_70b"]
+    for prec, lo, hi in (("bf16", 0.09, 0.13), ("fp8", 0.24, 0.31)):
+        sel = [r for r in rows if r["precision"] == prec]
+        t = np.array([_estimate(r).step_time_s for r in sel])
+        ref = np.array([float(r["step_time_s"]) for r in sel])
+        assert np.all((t / ref - 1 > lo) & (t / ref - 1 < hi)), t / ref - 1
+        assert t[-1] / t[0] == pytest.approx(ref[-1] / ref[0], abs=0.03)
+        assert all(_estimate(r).breakdown["dp_comm_exposed"] < 0.02 * ts
+                   for r, ts in zip(sel, t, strict=True))
+
+
+def test_fsdp_gathers_show_when_the_network_is_slow():
+    r = [r for r in _rows() if r["model"] == "llama3_70b"][0]
+    fast = _estimate(r)
+    slow = _estimate(r, inter_node_gbps=200.0)  # 2x 100 GbE per node
+    assert slow.breakdown["dp_comm_exposed"] > 0.2 * fast.step_time_s
+    # ZeRO-1 moves far fewer bytes per step than ZeRO-3 (no per-layer gathers)
+    z1 = _estimate(r, inter_node_gbps=200.0, zero_stage=1, fsdp_shard=None)
+    assert z1.step_time_s < slow.step_time_s
+
+
+def test_all_to_all_inside_a_node_beats_across_nodes():
+    shape = dict(MOE_SHAPES["mixtral_8x7b"])
+    e_, k = shape.pop("experts"), shape.pop("top_k")
+    kw = dict(shape, gpus=64, global_batch=256, micro_batch=1, tp=1, pp=1, cp=1, vpp=1,
+              peak_tflops=989.0, moe_experts=e_, moe_top_k=k, moe_ep=8, **H100)
+    inside = step_estimate(**kw)                  # EP ranks are a node's 8 GPUs (NVLink)
+    across = step_estimate(**dict(kw, tp=2, global_batch=128))  # EP spans 2 nodes
+    assert inside.breakdown["moe_a2a_exposed"] < across.breakdown["moe_a2a_exposed"]
+    # top-k sets the expert work: top-1 does half the expert GEMMs of top-2
+    one = step_estimate(**dict(kw, moe_top_k=1))
+    assert one.breakdown["gemm"] < inside.breakdown["gemm"]
+    assert one.step_time_s < inside.step_time_s
+    # capacity factor pads work: 1.25 costs more GEMM time than 1.0
+    padded = step_estimate(**dict(kw, moe_capacity_factor=1.25))
+    assert padded.breakdown["gemm"] > inside.breakdown["gemm"]
+    assert padded.mfu < inside.mfu  # padded work is not model FLOPs
+
+
+def test_all_to_all_bus_bandwidth_is_one_nic_per_gpu_across_nodes():
+    # NCCL maintainers (nccl-tests issue 267): "alltoall cannot aggregate the bandwidth of
+    # multiple NICs": from many nodes on, each GPU gets its own NIC, ~50 GB/s on NDR
+    bb = float(collective_bandwidths_gb_s("all_to_all", 2**30, 32, 8)["busbw_gb_s"])
+    assert 40.0 < bb < 50.0
+
+
+@pytest.mark.parametrize("override,expect", [
+    (["--set", "model.top_k=9"], "model.top_k = 9 is more than model.experts = 8"),
+    (["--set", "parallelism.ep=3"], "model.experts = 8 is not a multiple of parallelism.ep = 3"),
+    (["--set", "model.experts=16", "--set", "parallelism.ep=16", "--set", "cluster.gpus=256",
+      "--set", "training.global_batch=512"],
+     "parallelism.ep = 16 does not divide the data x context parallel ranks (8)"),
+    (["--set", "model.experts=-1"], "model.experts"),
+    (["--set", "model.experts=0"], "parallelism.ep = 8 needs a mixture of experts"),
+    (["--set", "cluster.gpus=0"], "cluster.gpus"),
+    (["--set", "cluster.gpus=4000000", "--set", "training.global_batch=4000000"],
+     "fabric cannot hold"),
+])
+def test_bad_moe_and_layout_exit_2_naming_the_field(capsys, override, expect):
+    assert run_estimate_cli(["step", str(GROK_FILE), *override]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--bytes", "0", "--nodes", "2"], "--bytes"),
+    (["--bytes", "-1e6", "--nodes", "2"], "--bytes"),
+    (["--bytes", "1e9", "--nodes", "0"], "--nodes"),
+    (["--bytes", "1e9", "--nodes", "100000"], "--nodes 100000"),
+])
+def test_bad_collective_input_exits_2(capsys, args, expect):
+    assert run_estimate_cli(["collective", "--op", "all_to_all", *args]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and "Traceback" not in err
