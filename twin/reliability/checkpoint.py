@@ -9,7 +9,12 @@ def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     """Young's optimum compute time between checkpoints [s].
 
     T = sqrt(2 * delta * M), delta checkpoint write time [s], M job MTBF [s]
-    (Young, CACM 17(9) 1974; calibration.yaml failures.checkpoint_interval).
+    (calibration.yaml failures.checkpoint_interval).
+
+    References
+    ----------
+    .. [1] J. W. Young, "A first order approximation to the optimum checkpoint interval",
+       Communications of the ACM 17(9), 530-531 (1974). doi:10.1145/361147.361115
     """
     if checkpoint_s < 0 or mtbf_s <= 0:
         raise ValueError("checkpoint_s must be >= 0 and mtbf_s > 0")
@@ -20,8 +25,13 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     """Daly's higher-order optimum compute time between checkpoints [s].
 
     T = sqrt(2 delta M) * (1 + sqrt(delta / (2M)) / 3 + (delta / (2M)) / 9) - delta
-    for delta < 2M, else T = M (Daly, FGCS 22 (2006) 303-312;
-    calibration.yaml failures.checkpoint_interval).
+    for delta < 2M, else T = M (calibration.yaml failures.checkpoint_interval).
+
+    References
+    ----------
+    .. [1] J. T. Daly, "A higher order estimate of the optimum checkpoint interval for
+       restart dumps", Future Generation Computer Systems 22(3), 303-312 (2006).
+       doi:10.1016/j.future.2004.11.016
     """
     if checkpoint_s < 0 or mtbf_s <= 0:
         raise ValueError("checkpoint_s must be >= 0 and mtbf_s > 0")

@@ -191,6 +191,11 @@ def rack_cooling_index_hi(inlet_temp_c, max_recommended_c=ASHRAE_RECOMMENDED_C[1
     T_rec the recommended and T_all the allowable maximum (defaults 27 and 32 C, ASHRAE
     TC 9.9 2021, class A1). 100 % = no inlet above the recommended range; Herrlin rates
     >= 96 % good, < 90 % poor. Can go below 0 when inlets exceed the allowable limit.
+
+    References
+    ----------
+    .. [1] M. K. Herrlin, "Rack cooling effectiveness in data centers and telecom central
+       offices: the Rack Cooling Index (RCI)", ASHRAE Transactions 111(2), 725-731 (2005).
     """
     t = np.asarray(inlet_temp_c, float).ravel()
     over = np.clip(t - max_recommended_c, 0.0, None).sum()
@@ -213,6 +218,13 @@ def supply_heat_index(inlet_temp_c, exhaust_temp_c, supply_temp_c):
     enthalpy rise at the rack exhausts that it had already picked up, by mixing with hot
     air, before it entered the racks. 0 = no recirculation; the Return Heat Index is
     RHI = 1 - SHI. supply_temp_c: the supply temperature (scalar, or one per rack).
+
+    References
+    ----------
+    .. [1] R. K. Sharma, C. E. Bash and C. D. Patel, "Dimensionless parameters for
+       evaluation of thermal design and performance of large-scale data centers",
+       8th AIAA/ASME Joint Thermophysics and Heat Transfer Conference, AIAA 2002-3091
+       (2002). doi:10.2514/6.2002-3091
     """
     t_in = np.asarray(inlet_temp_c, float)
     t_out = np.asarray(exhaust_temp_c, float)
