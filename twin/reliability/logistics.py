@@ -33,6 +33,13 @@ def spares_fill_rate(stock: int, demand_per_h: float, lead_time_h: float) -> flo
     lead-time distribution (Palm's theorem; Sherbrooke, "Optimal Inventory Modeling of
     Systems", 2004). A request finds a spare iff fewer than S are on order:
         fill = P(Poisson(d L) <= S - 1)
+
+    References
+    ----------
+    .. [1] C. Palm, "Analysis of the Erlang traffic formula for busy-signal arrangements",
+       Ericsson Technics 5, 39-58 (1938).
+    .. [2] C. C. Sherbrooke, "METRIC: A multi-echelon technique for recoverable item
+       control", Operations Research 16(1), 122-141 (1968). doi:10.1287/opre.16.1.122
     """
     if stock <= 0:
         return 0.0
