@@ -39,6 +39,53 @@ def run_grid_ns(ds) -> tuple[np.ndarray, float]:
     return t, dt
 
 
+class Binning:
+    """Where the readings of one time axis fall on a run's grid (reused by every series that
+    shares the axis, as the GPUs of one scrape do)."""
+
+    def __init__(self, t_ns: np.ndarray, grid_ns: np.ndarray, dt_s: float, align: str = "mean"):
+        from twin.telemetry.series import typical_step_ns
+        self.k_n = grid_ns.size
+        self.dt_ns = dt_s * NS
+        self.lo = grid_ns[0] - self.dt_ns / 2
+        # t_ns is sorted (check_series): the readings inside the grid are one slice
+        i0 = int(np.searchsorted(t_ns, self.lo, side="left"))
+        i1 = int(np.searchsorted(t_ns, self.lo + self.k_n * self.dt_ns, side="left"))
+        self.inside = slice(i0, i1)
+        self.idx = ((t_ns[i0:i1] - self.lo) // self.dt_ns).astype(np.int64)
+        np.clip(self.idx, 0, self.k_n - 1, out=self.idx)
+        self.step_ns = typical_step_ns(t_ns)
+        self.align = align
+        if align == "nearest" and self.idx.size:
+            dist = np.abs(t_ns[self.inside] - grid_ns[self.idx])
+            order = np.lexsort((dist, self.idx))
+            first = np.ones(order.size, bool)
+            first[1:] = self.idx[order][1:] != self.idx[order][:-1]
+            self.pick = order[first]
+        else:
+            self.cnt = np.bincount(self.idx, minlength=self.k_n)
+            step_s = self.step_ns / NS
+            need = max(1.0, 0.5 * dt_s / step_s) if step_s > 0 else 1.0
+            self.ok = self.cnt >= np.floor(need)
+
+    def values(self, values: np.ndarray, gaps=()) -> np.ndarray:
+        out = np.full(self.k_n, np.nan)
+        if self.idx.size == 0:
+            return out
+        v = values[self.inside]
+        if self.align == "nearest":
+            out[self.idx[self.pick]] = v[self.pick]
+        else:
+            tot = np.bincount(self.idx, weights=v, minlength=self.k_n)
+            out[self.ok] = tot[self.ok] / self.cnt[self.ok]
+        half = 0.5 * self.step_ns
+        for a, b in gaps:   # windows where readings were due but absent: excluded, not filled
+            k0 = int(np.floor((a + half - self.lo) / self.dt_ns))
+            k1 = int(np.ceil((b - half - self.lo) / self.dt_ns)) - 1
+            out[max(k0, 0):max(min(k1 + 1, self.k_n), 0)] = np.nan
+        return out
+
+
 def window_values(t_ns: np.ndarray, values: np.ndarray, grid_ns: np.ndarray, dt_s: float,
                   gaps=(), align: str = "mean") -> np.ndarray:
     """A measured series on the run's grid: window means (or nearest readings), NaN where
@@ -47,35 +94,7 @@ def window_values(t_ns: np.ndarray, values: np.ndarray, grid_ns: np.ndarray, dt_
     The grid must be uniform (``grid_ns[k] = grid_ns[0] + k dt``). Vectorised: one
     ``bincount`` over all readings.
     """
-    k_n = grid_ns.size
-    dt_ns = dt_s * NS
-    lo = grid_ns[0] - dt_ns / 2
-    idx = np.floor((t_ns - lo) / dt_ns).astype(np.int64)
-    inside = (idx >= 0) & (idx < k_n)
-    idx_in = idx[inside]
-    out = np.full(k_n, np.nan)
-    if idx_in.size == 0:
-        return out
-    if align == "nearest":
-        dist = np.abs(t_ns[inside] - grid_ns[idx_in])
-        order = np.lexsort((dist, idx_in))
-        first = np.ones(order.size, bool)
-        first[1:] = idx_in[order][1:] != idx_in[order][:-1]
-        pick = order[first]
-        out[idx_in[pick]] = values[inside][pick]
-    else:
-        cnt = np.bincount(idx_in, minlength=k_n)
-        tot = np.bincount(idx_in, weights=values[inside], minlength=k_n)
-        step_s = float(np.median(np.diff(t_ns))) / NS if t_ns.size > 1 else dt_s
-        need = max(1.0, 0.5 * dt_s / step_s) if step_s > 0 else 1.0
-        ok = cnt >= np.floor(need)
-        out[ok] = tot[ok] / cnt[ok]
-    half = 0.5 * float(np.median(np.diff(t_ns))) if t_ns.size > 1 else 0.0
-    for a, b in gaps:   # windows where readings were due but absent: excluded, not filled
-        k0 = int(np.floor((a + half - lo) / dt_ns))
-        k1 = int(np.ceil((b - half - lo) / dt_ns)) - 1
-        out[max(k0, 0):max(min(k1 + 1, k_n), 0)] = np.nan
-    return out
+    return Binning(t_ns, grid_ns, dt_s, align).values(values, gaps)
 
 
 def aggregate(stack: np.ndarray, how: str) -> np.ndarray:
@@ -166,8 +185,20 @@ def compare_mapped(ds, groups: list[Mapped], *, align: str = "mean",
     """
     grid, dt = run_grid_ns(ds)
     pairs = []
+    binnings: dict[tuple, list[tuple[np.ndarray, Binning]]] = {}
+
+    def on_grid(s):
+        t = s.t_ns
+        same = binnings.setdefault((t.size, int(t[0]), int(t[-1])), [])
+        for t_seen, b in same:
+            if t_seen is t or np.array_equal(t_seen, t):
+                return b.values(s.values, s.gaps)
+        b = Binning(t, grid, dt, align)
+        same.append((t, b))
+        return b.values(s.values, s.gaps)
+
     for m in groups:
-        stack = np.vstack([window_values(s.t_ns, s.values, grid, dt, s.gaps, align) for s in m.members])
+        stack = np.vstack([on_grid(s) for s in m.members])
         for s, row in zip(m.members, stack, strict=True):
             if not np.isfinite(row).any():
                 raise TelemetryError(s.source, s.key, f"no overlap with the run: measured "

@@ -11,12 +11,16 @@ YAML, validated (unknown keys are errors)::
         unit: degC                 # measured unit; converted explicitly, a mismatch is an error
         rack: Hostname             # the label that holds the rack (or a node, via nodes:)
         aggregate: max             # how series landing on one rack combine: mean|sum|max|min
+      - match: {name: crah_heat_removed_watts}
+        variable: cooling_unit_load_w
+        dims: {cooling_unit: crah}   # any other dimension: the label that holds it
       - match: {name: site_meter_power, meter: utility}
         variable: facility_total_power_w
         unit: kW
 
 Series no rule matches fall back to the twin's own names: ``twin_<variable>`` (what
-``twin export`` writes) or ``<variable>``, with labels ``rack``/``feed``/``rpp``/``job``.
+``twin export`` writes) or ``<variable>``, with a label named like each dimension
+(``rack``, ``feed``, ``rpp``, ``job``, ``cooling_unit``, ...).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class Rule(BaseModel):
     feed: str | None = None
     rpp: str | None = None
     job: str | None = None
+    dims: dict[str, str] = Field({}, description="any other dimension of the variable -> the label "
+                                                 "holding it, e.g. {cooling_unit: crah}")
     aggregate: Literal["mean", "sum", "max", "min"] = "mean"
     rate: bool = Field(False, description="a counter: compare its per-second rate (J -> W)")
     scale: float = Field(1.0, description="multiply after unit conversion (e.g. 2 for one of two "
@@ -129,10 +135,8 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds) -> tuple[list[Mapp
             raise TelemetryError(s.source, s.key, f"mapped to {var!r}, which is not a time series of "
                                                   "the run")
         dim, coord = None, None
-        for d in DIMS:
-            label = getattr(rule, d)
-            if label is None:
-                continue
+        wanted = {d: getattr(rule, d) for d in DIMS if getattr(rule, d) is not None} | dict(rule.dims)
+        for d, label in wanted.items():
             if d not in ds[var].dims:
                 raise TelemetryError(s.source, s.key, f"{var} has no {d} dimension")
             if label not in s.labels:
@@ -165,7 +169,9 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds) -> tuple[list[Mapp
                                                       f"(unit: ...), the variable {var} is in {target_unit}")
         try:
             canonical_unit(unit)
-            values = convert(s.values, unit, target_unit) * rule.scale
+            values = convert(s.values, unit, target_unit)
+            if rule.scale != 1.0:
+                values = values * rule.scale
         except ValueError as exc:
             raise TelemetryError(s.source, s.key, f"{exc} (variable {var})") from None
         conv = Series(s.source, s.name, s.labels, s.t_ns, values, target_unit, "gauge", s.gaps)
@@ -180,10 +186,10 @@ def _default_rule(s: Series, ds) -> Rule | None:
     name = s.name[5:] if s.name.startswith("twin_") else s.name
     if name not in ds.data_vars or "time" not in ds[name].dims:
         return None
-    dims = {d: d for d in DIMS if d in ds[name].dims and d in s.labels}
+    dims = {d: d for d in ds[name].dims if d != "time" and d in s.labels}
     own = s.unit is None or s.unit.lower() == name.rsplit("_", 1)[-1]
     unit = _variable_unit(ds, name) if own else s.unit
-    return Rule(match={"name": s.name}, variable=name, unit=unit, **dims)
+    return Rule(match={"name": s.name}, variable=name, unit=unit, dims=dims)
 
 
 def stack_values(m: Mapped) -> np.ndarray:

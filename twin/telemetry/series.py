@@ -110,6 +110,8 @@ def convert(values: np.ndarray, from_unit: str, to_unit: str) -> np.ndarray:
     c_to, f2, o2 = canonical_unit(to_unit)
     if c_from != c_to:
         raise ValueError(f"unit mismatch: {from_unit!r} is {c_from}, the variable is in {to_unit!r} ({c_to})")
+    if (f1, o1) == (f2, o2):
+        return np.asarray(values)   # same unit: no copy (long series stay as read)
     canonical = f1 * np.asarray(values, dtype=float) + o1
     return (canonical - o2) / f2
 
@@ -133,7 +135,9 @@ def check_series(s: Series, *, max_gap_s: float | None = None, allow_gaps: bool 
     in ``s.gaps`` and the comparison excludes them (never interpolated).
     """
     t = np.asarray(s.t_ns, dtype=np.int64)
-    v = np.asarray(s.values, dtype=float)
+    v = np.asarray(s.values)
+    if v.dtype.kind != "f":
+        v = v.astype(float)
     if t.size == 0:
         raise TelemetryError(s.source, s.key, "no samples")
     if t.size != v.size:
@@ -143,10 +147,12 @@ def check_series(s: Series, *, max_gap_s: float | None = None, allow_gaps: bool 
         k = int(np.flatnonzero(bad)[0])
         raise TelemetryError(s.source, s.key, f"{int(bad.sum())} NaN/infinite values, the first at "
                                               f"{iso(t[k])}; remove or mark them as a gap")
-    if np.any(t[1:] < t[:-1]):
+    dt = _steps(t)
+    if (dt < 0).any():
         order = np.argsort(t, kind="stable")
         t, v = t[order], v[order]
-    dup = t[1:] == t[:-1]
+        dt = np.diff(t)
+    dup = dt == 0
     if dup.any():
         k = int(np.flatnonzero(dup)[0])
         raise TelemetryError(s.source, s.key, f"{int(dup.sum())} duplicate timestamps, the first at "
@@ -158,7 +164,7 @@ def check_series(s: Series, *, max_gap_s: float | None = None, allow_gaps: bool 
             raise TelemetryError(s.source, s.key, f"counter reset at {iso(t[k + 1])} "
                                                   f"({v[k]:g} -> {v[k + 1]:g}); split the file there")
     s.t_ns, s.values = t, v
-    s.gaps = find_gaps(t, max_gap_s)
+    s.gaps = find_gaps(t, max_gap_s, dt)
     if s.gaps and not allow_gaps:
         a, b = s.gaps[0]
         raise TelemetryError(s.source, s.key, f"{len(s.gaps)} gap(s) in the data, the first from "
@@ -167,12 +173,33 @@ def check_series(s: Series, *, max_gap_s: float | None = None, allow_gaps: bool 
     return s
 
 
-def find_gaps(t_ns: np.ndarray, max_gap_s: float | None = None) -> list[tuple[int, int]]:
+_LAST_STEPS: list = [None, None]   # (time axis, its steps): series of one scrape share their axis
+
+
+def _steps(t: np.ndarray) -> np.ndarray:
+    if _LAST_STEPS[0] is t:
+        return _LAST_STEPS[1]
+    dt = np.diff(t)
+    _LAST_STEPS[:] = [t, dt]
+    return dt
+
+
+def typical_step_ns(t_ns: np.ndarray) -> float:
+    """Median step of a sorted time axis [ns] (of at most ~100k evenly spread steps: a long
+    regular series need not be sorted in full to know its cadence)."""
+    if t_ns.size < 2:
+        return 0.0
+    dt = np.diff(t_ns[:: max(1, t_ns.size // 100_000)])
+    stride = max(1, t_ns.size // 100_000)
+    return float(np.median(dt)) / stride
+
+
+def find_gaps(t_ns: np.ndarray, max_gap_s: float | None = None, dt=None) -> list[tuple[int, int]]:
     """Steps longer than ``max_gap_s`` (default 2.5 x the median step) as ``(before, after)``."""
     if t_ns.size < 3:
         return []
-    dt = np.diff(t_ns)
-    limit = max_gap_s * NS if max_gap_s else 2.5 * float(np.median(dt))
+    dt = np.diff(t_ns) if dt is None else dt
+    limit = max_gap_s * NS if max_gap_s else 2.5 * float(np.median(dt[:: max(1, dt.size // 100_000)]))
     k = np.flatnonzero(dt > limit)
     return [(int(t_ns[i]), int(t_ns[i + 1])) for i in k]
 
