@@ -52,6 +52,8 @@ def test_export_backfill_query_compare_gives_zero_error(small_run, prometheus_fa
     n_expected = sum(int(np.isfinite(ds[v].values).sum()) for v in time_vars)
     assert sum(st["n"] for st in stats.values()) == n_expected
 
+    _dashboard_queries_answer(prom, t, step)
+
     capsys.readouterr()
     shown = {"twin_rack_power_w", "twin_facility_it_power_w", "twin_rack_inlet_c"}
     doc["data"]["result"] = [r for r in doc["data"]["result"] if r["metric"]["__name__"] in shown]
@@ -65,6 +67,31 @@ def test_export_backfill_query_compare_gives_zero_error(small_run, prometheus_fa
     page = report.read_text()
     assert page.count("data:image/png;base64,") == len(shown)
     assert "http://" not in page and "https://" not in page
+
+
+def _dashboard_queries_answer(prom, t, step):
+    """Every query of the shipped Grafana dashboard runs on the backfilled export and returns
+    series, with the measured expressions pointed at the twin's own series."""
+    from pathlib import Path
+    dash = json.loads((Path(__file__).resolve().parents[2] / "assets" / "grafana" / "twin_dashboard.json").read_text())
+    subst = {"$scenario": "lenovo_small", "$run": ".*", "$rack": ".*",
+             "$measured_it_power": "twin_facility_it_power_w", "$measured_total_power": "twin_facility_total_power_w",
+             "$measured_rack_power": "twin_rack_power_w", "$measured_rack_inlet": "twin_rack_inlet_c",
+             "$measured_gpu_temp": "twin_rack_gpu_temp_max_c"}
+    n = 0
+    for panel in dash["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            for k in sorted(subst, key=len, reverse=True):
+                expr = expr.replace(k, subst[k])
+            doc = prom.query_range(expr, t[0], t[-1], step)
+            assert doc["status"] == "success", (panel["title"], expr)
+            assert doc["data"]["result"], (panel["title"], expr)
+            n += 1
+            if panel["title"].startswith("IT power error"):
+                vals = [float(v) for _, v in doc["data"]["result"][0]["values"]]
+                assert max(abs(v) for v in vals) == 0.0
+    assert n >= 20
 
 
 @pytest.mark.parametrize("shift_fraction", [0.1])
