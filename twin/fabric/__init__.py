@@ -5,12 +5,16 @@
 * :func:`placement_hops`, :func:`ecmp_path_count`;
 * :func:`link_loads` (arrays) / :func:`link_loads_gbps` (dict) of a job's collective,
   :func:`bottleneck_bandwidth_gbps` (per-node achievable Gb/s, with failed cables,
-  switches or NICs), :func:`shared_bandwidths_gbps` (jobs sharing links),
+  switches or NICs), :func:`shared_bandwidths_gbps` (jobs sharing links, proportional),
+  :func:`fair_share_bandwidths_gbps` / :func:`max_min_fractions` (max-min fair sharing,
+  adaptive routing or hashed static ECMP, failures re-routed),
   :func:`storage_bandwidth_gb_s`.
 """
 
+from twin.fabric.flows import POLICIES, fair_share_bandwidths_gbps, max_min_fractions
 from twin.fabric.routing import (
     PATTERNS,
+    ROUTINGS,
     LinkLoads,
     bottleneck_bandwidth_gbps,
     bottleneck_fraction,
@@ -34,6 +38,8 @@ __all__ = [
     "FABRIC_PRESETS",
     "KINDS",
     "PATTERNS",
+    "POLICIES",
+    "ROUTINGS",
     "FabricLayout",
     "LinkLoads",
     "bottleneck_bandwidth_gbps",
@@ -43,8 +49,10 @@ __all__ = [
     "build_storage_fabric",
     "ecmp_path_count",
     "fabric_counts",
+    "fair_share_bandwidths_gbps",
     "link_loads",
     "link_loads_gbps",
+    "max_min_fractions",
     "placement_hops",
     "shared_bandwidths_gbps",
     "storage_bandwidth_gb_s",

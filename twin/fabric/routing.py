@@ -34,6 +34,10 @@ import numpy as np
 from twin.fabric.topology import FabricLayout, PlaneLayout
 
 PATTERNS = ("ring", "all_to_all")
+#: "adaptive": traffic spreads over the equal-cost paths in proportion to their working
+#: cables (adaptive routing, or ECMP over very many flows: the fluid limit);
+#: "ecmp": static ECMP, every flow hashed onto one path (collisions by chance)
+ROUTINGS = ("adaptive", "ecmp")
 
 
 def _layout(graph: nx.Graph) -> FabricLayout:
@@ -226,10 +230,13 @@ def _nic_state(lay: FabricLayout, idx: np.ndarray, fails: _Failures) -> np.ndarr
 
 
 def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
-               rate_scale: float = 1.0) -> LinkLoads:
+               rate_scale: float = 1.0, routing: str = "adaptive",
+               rng: np.random.Generator | None = None, qps: int = 4) -> LinkLoads:
     """Directed link loads [Gb/s] of one job's collective traffic."""
     if pattern not in PATTERNS:
         raise ValueError(f"unknown traffic pattern {pattern!r}; expected one of {PATTERNS}")
+    if routing not in ROUTINGS:
+        raise ValueError(f"unknown routing {routing!r}; expected one of {ROUTINGS}")
     lay = _layout(graph)
     idx = _as_nodes(node_indices, lay.n_nodes)
     n = idx.size
@@ -278,18 +285,73 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
         s_i = inv[: pos.size].reshape(pos.shape)
         d_i = inv[pos.size:].reshape(pos.shape)
         T = np.zeros((ni, ni))
+        C = np.zeros((ni, ni))  # node-to-node connections per leaf pair
         for c, r in enumerate(cols):
             if pattern == "ring":
                 np.add.at(T, (s_i[:, c], d_i[:, c]), flow[:, r])
+                np.add.at(C, (s_i[:, c], d_i[:, c]), 1.0)
             else:
                 out_l = np.bincount(s_i[:, c], weights=flow[:, r], minlength=ni)
                 cnt_l = np.bincount(d_i[:, c], minlength=ni).astype(float)
                 T += np.outer(out_l, cnt_l) / (n - 1)
+                C += np.outer(np.bincount(s_i[:, c], minlength=ni), cnt_l)
         np.fill_diagonal(T, 0.0)
-        part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap)
+        if routing == "ecmp":
+            part = _plane_loads_hashed(lay, pl, p_i, involved, T, C, fails,
+                                       rng if rng is not None else np.random.default_rng(0),
+                                       qps, src, dst, load, cap)
+        else:
+            part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap)
         partitioned = partitioned or part
     return LinkLoads(np.concatenate(src), np.concatenate(dst), np.concatenate(load),
                      np.concatenate(cap), lay.vertex_names, partitioned)
+
+
+def _plane_cables(pl: PlaneLayout, leaf_v: np.ndarray, sp_v: np.ndarray, pod_sp_v,
+                  core_v, fails: _Failures):
+    """Working cables of one plane after the failures.
+
+    Returns ``M`` (ni, u) cables from each involved leaf to each spine of its pod, ``A``
+    (ni, u) whether that spine still reaches the leaf, and for three tiers ``M2`` (u,
+    npod, cpg) cables spine -> core, ``A2`` its reachability and ``R`` (u, npod, npod)
+    whether core group ``j`` still joins two pods (``None`` for two tiers).
+    """
+    ni, u = sp_v.shape
+    dead = np.fromiter(fails.dead, dtype=np.int64, count=len(fails.dead))
+    M = np.full((ni, u), float(pl.m1))
+    leaf_row = {int(v): a for a, v in enumerate(leaf_v)}
+    for (x, y), c in fails.cut.items():
+        for lf, other in ((x, y), (y, x)):
+            a = leaf_row.get(lf)
+            if a is not None:
+                M[a, sp_v[a] == other] -= c
+    if dead.size:
+        M[np.isin(sp_v, dead)] = 0.0
+        M[np.isin(leaf_v, dead)] = 0.0
+    np.maximum(M, 0.0, out=M)
+    A = (M > 0).astype(float)
+    if pod_sp_v is None:
+        return M, A, None, None, None
+    npod = pod_sp_v.shape[0]
+    cpg = core_v.shape[1]
+    M2 = np.full((u, npod, cpg), float(pl.m2))
+    sp_where = {int(v): (j, a) for a, row in enumerate(pod_sp_v) for j, v in enumerate(row)}
+    for (x, y), c in fails.cut.items():
+        for sp, other in ((x, y), (y, x)):
+            ja = sp_where.get(sp)
+            if ja is not None:
+                j, a = ja
+                M2[j, a, core_v[j] == other] -= c
+    if dead.size:
+        sp_grid = np.broadcast_to(pod_sp_v.T[:, :, None], (u, npod, cpg))
+        co_grid = np.broadcast_to(core_v[:, None, :], (u, npod, cpg))
+        M2[np.isin(sp_grid, dead) | np.isin(co_grid, dead)] = 0.0
+    np.maximum(M2, 0.0, out=M2)
+    A2 = (M2 > 0).astype(float)
+    R = (np.einsum("jpc,jqc->jpq", A2, A2) > 0).astype(float)
+    for j in range(u):
+        np.fill_diagonal(R[j], 1.0)
+    return M, A, M2, A2, R
 
 
 def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndarray,
@@ -326,35 +388,9 @@ def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndar
             down2 = np.broadcast_to((X.sum(axis=0) / (u * cpg))[None, :, None], (u, npod, cpg))
             M2 = np.full((u, npod, cpg), float(pl.m2))
     else:
-        dead = np.fromiter(fails.dead, dtype=np.int64, count=len(fails.dead))
-        M = np.full((ni, u), float(pl.m1))
-        leaf_row = {int(v): a for a, v in enumerate(leaf_v)}
-        for (x, y), c in fails.cut.items():
-            for lf, other in ((x, y), (y, x)):
-                a = leaf_row.get(lf)
-                if a is not None:
-                    M[a, sp_v[a] == other] -= c
-        M[np.isin(sp_v, dead)] = 0.0
-        M[np.isin(leaf_v, dead)] = 0.0
-        np.maximum(M, 0.0, out=M)
-        A = (M > 0).astype(float)
+        M, A, M2, A2, R = _plane_cables(pl, leaf_v, sp_v, pod_sp_v if three else None,
+                                        core_v if three else None, fails)
         if three:
-            M2 = np.full((u, npod, cpg), float(pl.m2))
-            sp_grid = np.broadcast_to(pod_sp_v.T[:, :, None], (u, npod, cpg))
-            co_grid = np.broadcast_to(core_v[:, None, :], (u, npod, cpg))
-            sp_where = {int(v): (j, a) for a, row in enumerate(pod_sp_v) for j, v in enumerate(row)}
-            for (x, y), c in fails.cut.items():
-                for sp, other in ((x, y), (y, x)):
-                    ja = sp_where.get(sp)
-                    if ja is not None:
-                        j, a = ja
-                        M2[j, a, core_v[j] == other] -= c
-            M2[np.isin(sp_grid, dead) | np.isin(co_grid, dead)] = 0.0
-            np.maximum(M2, 0.0, out=M2)
-            A2 = (M2 > 0).astype(float)
-            R = (np.einsum("jpc,jqc->jpq", A2, A2) > 0).astype(float)
-            for j in range(u):
-                np.fill_diagonal(R[j], 1.0)
             W = M.T[:, :, None] * A.T[:, None, :] * R[:, pod_i][:, :, pod_i]
         else:
             W = M.T[:, :, None] * A.T[:, None, :]
@@ -377,21 +413,159 @@ def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndar
             F2 = W2 * share2[..., None]
             up2 = F2.sum(axis=2)
             down2 = F2.sum(axis=1)
+    _append_plane(link, leaf_v, sp_v, M, up, down, src, dst, load, cap)
+    if three and npod > 1:
+        _append_cores(link, pod_sp_v, core_v, M2, up2, down2, src, dst, load, cap)
+    return partitioned
+
+
+def _append_plane(link, leaf_v, sp_v, M, up, down, src, dst, load, cap) -> None:
+    """Append the leaf->spine and spine->leaf links of one plane (loads and capacities)."""
+    u = sp_v.shape[1]
     lv = np.repeat(leaf_v, u)
     sv = sp_v.ravel()
     c1 = (M * link).ravel()
     src += [lv, sv]
     dst += [sv, lv]
-    load += [up.ravel(), down.ravel()]
+    load += [np.asarray(up).ravel(), np.asarray(down).ravel()]
     cap += [c1, c1]
+
+
+def _append_cores(link, pod_sp_v, core_v, M2, up2, down2, src, dst, load, cap) -> None:
+    """Append the spine->core and core->spine links of one three-tier plane."""
+    u, npod, cpg = M2.shape
+    spv = np.broadcast_to(pod_sp_v.T[:, :, None], (u, npod, cpg)).ravel()
+    cv = np.broadcast_to(core_v[:, None, :], (u, npod, cpg)).ravel()
+    c2 = (M2 * link).ravel()
+    src += [spv, cv]
+    dst += [cv, spv]
+    load += [np.ascontiguousarray(up2).ravel(), np.ascontiguousarray(down2).ravel()]
+    cap += [c2, c2]
+
+
+def _sum_rows(values: np.ndarray, rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """``out[r] = sum of values[i] with rows[i] == r`` (2-D values), sorted reduceat."""
+    out = np.zeros((n_rows,) + values.shape[1:])
+    if rows.size == 0:
+        return out
+    order = np.argsort(rows, kind="stable")
+    r = rows[order]
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    out[r[starts]] = np.add.reduceat(values[order], starts, axis=0)
+    return out
+
+
+def _hash_counts(rng: np.random.Generator, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Flows per path (columns of ``p``, rows summing to 1) when ``n[i]`` flows are hashed
+    independently: one uniform draw per flow against the row's cumulative ``p``."""
+    n = np.asarray(n, dtype=np.int64)
+    k = p.shape[1]
+    if k == 1:
+        return n[:, None].astype(float)
+    row = np.repeat(np.arange(n.size), n)
+    cum = np.cumsum(p, axis=1)
+    draw = rng.random(row.size) * cum[row, -1]
+    path = np.minimum((draw[:, None] >= cum[row, :-1]).sum(axis=1), k - 1)
+    return np.bincount(row * k + path, minlength=n.size * k).reshape(n.size, k).astype(float)
+
+
+def _cable_excess(rng: np.random.Generator, leaf: np.ndarray, counts: np.ndarray,
+                  rate: np.ndarray, M: np.ndarray, ni: int) -> np.ndarray:
+    """Extra load [Gb/s] on each (leaf, spine) bundle from hashing flows onto its cables.
+
+    ``counts`` (pairs, u) flows of ``rate`` each on the bundle from ``leaf`` to each spine;
+    every flow picks one of the bundle's ``M`` working cables at random (flows of one
+    bundle taken at their mean rate).  The bundle is as slow as its busiest cable: its
+    equivalent load is ``M x max cable load``; the excess over the even spread is
+    returned (zero when the flows fall evenly).
+    """
+    u = M.shape[1]
+    flows = np.rint(_sum_rows(counts, leaf, ni).ravel()).astype(np.int64)
+    load = _sum_rows(counts * rate[:, None], leaf, ni).ravel()
+    m = np.maximum(M.ravel(), 1.0)
+    mmax = int(max(1.0, M.max()))
+    if flows.sum() == 0 or mmax == 1:
+        return np.zeros((ni, u))
+    bundle = np.repeat(np.arange(flows.size), flows)
+    cable = np.minimum((rng.random(bundle.size) * m[bundle]).astype(np.int64), mmax - 1)
+    per_cable = np.bincount(bundle * mmax + cable, minlength=flows.size * mmax)
+    busiest = per_cable.reshape(flows.size, mmax).max(axis=1)
+    mean_rate = np.divide(load, flows, out=np.zeros_like(load), where=flows > 0)
+    eq = busiest * mean_rate * m
+    return np.maximum(eq - load, 0.0).reshape(ni, u)
+
+
+def _plane_loads_hashed(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndarray,
+                        T: np.ndarray, C: np.ndarray, fails: _Failures,
+                        rng: np.random.Generator, qps: int, src: list, dst: list,
+                        load: list, cap: list) -> bool:
+    """Static ECMP: each flow is hashed onto one path; True if partitioned.
+
+    ``T`` (ni, ni) leaf-to-leaf traffic [Gb/s] and ``C`` the connections carrying it;
+    every connection opens ``qps`` flows (NCCL queue pairs), each of equal rate, each
+    placed on one working spine (and core) with probability proportional to the cables
+    there and on one cable of that bundle; so flows collide
+    on a cable by chance instead of spreading evenly (balls into bins: the most loaded of
+    ``k`` cables carries ~``ln k / ln ln k`` times the mean when flows are as many as
+    cables; Meta reports such ECMP collisions on its RoCE training fabric, Gangidi et
+    al., SIGCOMM 2024, doi:10.1145/3651890.3672233).  The spine-core tier is hashed per
+    bundle only.
+    """
+    link = lay.link_gbps
+    u = pl.spines_per_pod
+    ni = involved.size
+    pods = pl.leaf_pod[involved]
+    leaf_v = lay.leaf_vid[pl.leaves[involved]]
+    sp_v = lay.spine_vid[p_i][pods]
+    three = pl.tiers == 3
+    pod_sp_v = core_v = None
+    if three:
+        upods, pod_i = np.unique(pods, return_inverse=True)
+        npod = upods.size
+        core_v = lay.core_vid[p_i]
+        pod_sp_v = lay.spine_vid[p_i][upods]
+    M, A, M2, A2, R = _plane_cables(pl, leaf_v, sp_v, pod_sp_v, core_v, fails)
+    s_idx, d_idx = np.nonzero(T)
+    w = M[s_idx] * A[d_idx]
+    cross = np.zeros(s_idx.size, bool)
     if three and npod > 1:
-        spv = np.broadcast_to(pod_sp_v.T[:, :, None], (u, npod, cpg)).ravel()
-        cv = np.broadcast_to(core_v[:, None, :], (u, npod, cpg)).ravel()
-        c2 = (M2 * link).ravel()
-        src += [spv, cv]
-        dst += [cv, spv]
-        load += [np.ascontiguousarray(up2).ravel(), np.ascontiguousarray(down2).ravel()]
-        cap += [c2, c2]
+        ps, pd = pod_i[s_idx], pod_i[d_idx]
+        cross = ps != pd
+        w[cross] *= R[:, ps[cross], pd[cross]].T
+    den = w.sum(axis=1)
+    partitioned = bool(np.any(den <= 0))
+    ok = den > 0
+    n_f = np.maximum(1, np.rint(C[s_idx, d_idx] * qps)).astype(np.int64)
+    p = np.divide(w, den[:, None], out=np.full_like(w, 1.0 / u), where=ok[:, None])
+    counts = _hash_counts(rng, n_f, p) * ok[:, None]
+    per_flow = T[s_idx, d_idx] / n_f
+    fl = counts * per_flow[:, None]
+    up = _sum_rows(fl, s_idx, ni)
+    down = _sum_rows(fl, d_idx, ni)
+    # each flow also picks one cable of its leaf-spine bundle (and the spine one of the
+    # bundle down to the destination leaf); a bundle runs at its busiest cable
+    up += _cable_excess(rng, s_idx, counts, per_flow, M, ni)
+    down += _cable_excess(rng, d_idx, counts, per_flow, M, ni)
+    _append_plane(link, leaf_v, sp_v, M, up, down, src, dst, load, cap)
+    if three and npod > 1:
+        cpg = pl.cores_per_group
+        up2 = np.zeros((u, npod, cpg))
+        down2 = np.zeros((u, npod, cpg))
+        k = np.nonzero(cross)[0]
+        if k.size:
+            jj = np.arange(u)[None, :]
+            wc = M2[jj, ps[k][:, None], :] * A2[jj, pd[k][:, None], :]  # (k, u, cpg)
+            dc = wc.sum(axis=2, keepdims=True)
+            pc = np.divide(wc, dc, out=np.full_like(wc, 1.0 / cpg), where=dc > 0)
+            cc = _hash_counts(rng, counts[k].ravel(), pc.reshape(-1, cpg)).reshape(pc.shape)
+            fl2 = cc * per_flow[k][:, None, None]
+            E_s = np.zeros((k.size, npod))
+            E_s[np.arange(k.size), ps[k]] = 1.0
+            E_d = np.zeros((k.size, npod))
+            E_d[np.arange(k.size), pd[k]] = 1.0
+            up2 = np.einsum("ijc,ip->jpc", fl2, E_s)
+            down2 = np.einsum("ijc,iq->jqc", fl2, E_d)
+        _append_cores(link, pod_sp_v, core_v, M2, up2, down2, src, dst, load, cap)
     return partitioned
 
 
@@ -400,16 +574,20 @@ def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndar
 
 def link_loads(graph: nx.Graph, node_indices, *, pattern: str = "ring",
                failed_links: Iterable = (), failed_switches: Iterable = (),
-               rate_scale: float = 1.0) -> LinkLoads:
+               rate_scale: float = 1.0, routing: str = "adaptive", seed: int = 0,
+               qps: int = 4) -> LinkLoads:
     """Offered load [Gb/s] on every directed link a job's collective uses (arrays).
 
     Every NIC offers ``rate_scale`` times its line rate.  ``failed_links``: ``(u, v)``
     vertex-name pairs, each removing one cable of that bundle (repeat to remove more);
-    ``failed_switches``: switch names.
+    ``failed_switches``: switch names.  routing: ``"adaptive"`` (fluid split over the
+    working equal-cost paths) or ``"ecmp"`` (static hashing of ``qps`` flows per
+    node-to-node connection, drawn from ``numpy.random.default_rng(seed)``).
     """
     lay = _layout(graph)
     fails = _Failures.build(lay, failed_links, failed_switches)
-    return _job_loads(graph, node_indices, pattern, fails, rate_scale)
+    return _job_loads(graph, node_indices, pattern, fails, rate_scale, routing,
+                      np.random.default_rng(seed), qps)
 
 
 def link_loads_gbps(graph: nx.Graph, node_indices, *, pattern: str = "ring",

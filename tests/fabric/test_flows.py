@@ -1,0 +1,139 @@
+"""Max-min fair sharing between jobs, static ECMP hashing against adaptive routing,
+re-routing around failures."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin.fabric import bottleneck_bandwidth_gbps, build_fabric, link_loads, shared_bandwidths_gbps
+from twin.fabric.flows import fair_share_bandwidths_gbps, max_min_fractions
+
+POD = build_fabric("rail_optimized", 128)
+
+
+def test_max_min_by_hand():
+    # Bertsekas & Gallager's example: A and B share link 0 (capacity 1), B and C link 1
+    # (capacity 2): A = B = 1/2 on link 0; C takes what B leaves on link 1, capped at 1
+    x = max_min_fractions(np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]), [1.0, 2.0])
+    assert x == pytest.approx([0.5, 0.5, 1.0])
+    # a dead link stops its jobs, the others go on
+    x = max_min_fractions(np.array([[1.0, 0.0], [0.0, 1.0]]), [0.0, 5.0])
+    assert x == pytest.approx([0.0, 1.0])
+    with pytest.raises(ValueError):
+        max_min_fractions(np.ones((2, 2)), [1.0, -1.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_max_min_is_feasible_and_every_slowed_job_has_a_fair_bottleneck(J, L, seed):
+    rng = np.random.default_rng(seed)
+    D = rng.random((J, L)) * (rng.random((J, L)) < 0.7)
+    cap = rng.random(L) * 2.0
+    x = max_min_fractions(D, cap)
+    assert np.all(x >= -1e-12) and np.all(x <= 1.0 + 1e-12)
+    assert np.all(D.T @ x <= cap * (1 + 1e-9) + 1e-12)  # feasible
+    # max-min optimality (Bertsekas & Gallager, 6.5.2): a job below its demand has a
+    # saturated link on which no other job gets more
+    load = D.T @ x
+    for j in range(J):
+        if x[j] < 1 - 1e-9 and D[j].any():
+            links = np.flatnonzero(D[j] > 0)
+            ok = [l_ for l_ in links if load[l_] >= cap[l_] * (1 - 1e-7)
+                  and x[j] >= x[D[:, l_] > 0].max() - 1e-9]
+            assert ok, (j, x, D, cap)
+
+
+def test_max_min_never_starves_a_job_below_its_proportional_share():
+    g = build_fabric("rail_optimized", 64, rails=1, oversubscription=4.0)
+    big = np.r_[0:24, 32:56]
+    small = np.r_[24:28, 56:60]
+    jobs = [big, small]
+    mm = fair_share_bandwidths_gbps(g, jobs, pattern="all_to_all")
+    pr = fair_share_bandwidths_gbps(g, jobs, pattern="all_to_all", policy="proportional")
+    assert mm["bandwidth_gbps"].min() >= pr["bandwidth_gbps"].min() - 1e-9
+    # the proportional rule is the shared_bandwidths_gbps of the engine
+    assert pr["bandwidth_gbps"] == pytest.approx(shared_bandwidths_gbps(g, jobs,
+                                                                        pattern="all_to_all"))
+    assert mm["max_link_utilization"] <= 1.0 + 1e-9
+
+
+def test_jobs_on_separate_leaves_do_not_slow_each_other():
+    r = fair_share_bandwidths_gbps(POD, [np.arange(0, 32), np.arange(32, 64)],
+                                   pattern="all_to_all")
+    assert r["bandwidth_gbps"] == pytest.approx([3200.0, 3200.0])
+    assert r["slowdown"] == pytest.approx([1.0, 1.0])
+
+
+def test_two_jobs_on_one_oversubscribed_uplink_set_split_it_evenly():
+    # 4:1 oversubscribed leaves, two identical all-to-all jobs interleaved on both leaves:
+    # each leaf's 8 uplinks are shared evenly, each job gets half of what it had alone
+    g = build_fabric("rail_optimized", 64, rails=1, oversubscription=4.0)
+    a = np.r_[0:16, 32:48]
+    b = np.r_[16:32, 48:64]
+    alone = bottleneck_bandwidth_gbps(g, a, pattern="all_to_all")
+    r = fair_share_bandwidths_gbps(g, [a, b], pattern="all_to_all")
+    assert r["bandwidth_gbps"] == pytest.approx([alone / 2] * 2, rel=0.02)
+
+
+def test_failures_reroute_and_lower_the_shared_bandwidth():
+    jobs = [np.arange(0, 128, 2), np.arange(1, 128, 2)]
+    base = fair_share_bandwidths_gbps(POD, jobs, pattern="all_to_all")
+    # half the spines of rail 0 (the pod has 2 per rail, 16 cables to each leaf)
+    dead = fair_share_bandwidths_gbps(POD, jobs, pattern="all_to_all",
+                                      failed_switches=["spine:p0:0:0"])
+    assert np.all(dead["bandwidth_gbps"] < base["bandwidth_gbps"])
+    assert np.all(dead["bandwidth_gbps"] > 0)  # re-routed over the other spines
+    # a leaf switch down: its nodes' rail-0 NICs are gone, their traffic moves to the
+    # other 7 NICs (PXN) at 7/8 of the rate; nobody is cut off
+    leaf = fair_share_bandwidths_gbps(POD, jobs, pattern="ring", failed_switches=["leaf:p0:0"])
+    assert leaf["bandwidth_gbps"] == pytest.approx([3200.0 * 7 / 8] * 2)
+
+
+def _shared_pod():
+    # 8 jobs of 32 nodes placed at random on a 256-node rail-optimised fabric: their
+    # rings cross leaves everywhere and share every leaf's spine bundles
+    g = build_fabric("rail_optimized", 256)
+    return g, np.array_split(np.random.default_rng(3).permutation(256), 8)
+
+
+def test_static_ecmp_hashing_collides_where_adaptive_routing_spreads():
+    g, jobs = _shared_pod()
+    adaptive = fair_share_bandwidths_gbps(g, jobs)["bandwidth_gbps"]
+    assert adaptive == pytest.approx([3200.0] * 8)
+    bw = {q: fair_share_bandwidths_gbps(g, jobs, routing="ecmp", qps=q)["bandwidth_gbps"]
+          for q in (1, 4, 16, 4096)}
+    # one flow per connection: ~32 flows hashed onto each leaf's 32 uplink cables, the
+    # busiest cable carries several (balls into bins) and sets every job's pace
+    assert bw[1].max() < 0.35 * 3200
+    # more queue pairs per connection: finer flows, fewer collisions, monotone
+    assert np.all(bw[1] <= bw[4]) and np.all(bw[4] <= bw[16]) and np.all(bw[16] <= bw[4096])
+    assert bw[4096] == pytest.approx(adaptive, rel=0.02)
+    # the same seed gives the same answer; another seed another draw
+    again = fair_share_bandwidths_gbps(g, jobs, routing="ecmp", qps=4)["bandwidth_gbps"]
+    assert np.array_equal(again, bw[4])
+
+
+def test_hashed_flows_conserve_traffic_at_the_spines():
+    g, jobs = _shared_pod()
+    for routing in ("adaptive", "ecmp"):
+        ld = link_loads(g, jobs[0], routing=routing, pattern="all_to_all", seed=2, qps=64)
+        names = ld.names
+        up = sum(x for a, b, x in zip(ld.src, ld.dst, ld.load_gbps, strict=True)
+                 if names[a].startswith("leaf") and names[b].startswith("spine"))
+        down = sum(x for a, b, x in zip(ld.src, ld.dst, ld.load_gbps, strict=True)
+                   if names[a].startswith("spine") and names[b].startswith("leaf"))
+        # adaptive: exact; ECMP: the cable-collision excess is added on both sides
+        if routing == "adaptive":
+            assert up == pytest.approx(down, rel=1e-9) and up > 0
+        else:
+            assert up > 0 and down > 0
+
+
+def test_bad_routing_and_policy_are_refused():
+    with pytest.raises(ValueError, match="routing"):
+        link_loads(POD, np.arange(8), routing="random")
+    with pytest.raises(ValueError, match="policy"):
+        fair_share_bandwidths_gbps(POD, [np.arange(8)], policy="greedy")
+    with pytest.raises(ValueError, match="patterns"):
+        fair_share_bandwidths_gbps(POD, [np.arange(8)], pattern=["ring", "ring"])

@@ -1,0 +1,148 @@
+"""Flow-level sharing of the fabric between concurrent jobs (max-min fairness).
+
+Each job offers its collective's traffic (:func:`twin.fabric.link_loads`: every NIC at
+line rate, routed over the adaptive or ECMP-hashed paths, around failed cables and
+switches).  A job scales all its flows together (a synchronous collective runs at the
+pace of its slowest flow), so a job ``j`` is one demand vector ``L_j`` over the links
+and gets a rate fraction ``x_j`` in [0, 1] of it, subject to
+``sum_j x_j L_jl <= C_l`` on every link ``l``.
+
+Max-min fairness (progressive filling; Bertsekas and Gallager, *Data Networks*, 2nd ed.
+1992, section 6.5.2): raise every unfrozen job's ``x`` together until a link
+saturates or a job reaches 1; freeze the jobs on that link; repeat.  No job can then be
+sped up without slowing a job that is no faster.  The proportional rule of
+:func:`twin.fabric.shared_bandwidths_gbps` (each link split by offered load) is the other
+policy offered; max-min gives every job at least its proportional share on its
+bottleneck.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from twin.fabric.routing import _Failures, _job_loads, _layout
+
+POLICIES = ("max_min", "proportional")
+
+
+def max_min_fractions(demand, capacity, *, max_fraction=1.0) -> np.ndarray:
+    """Max-min fair rate fractions [-] of jobs sharing links (progressive filling).
+
+    demand: (jobs, links) offered load of each job on each link at full rate [any unit,
+    e.g. Gb/s] (dense array or scipy sparse).  capacity: (links,) in the same unit.
+    Returns ``x`` (jobs,) with ``0 <= x <= max_fraction`` and
+    ``demand.T @ x <= capacity`` (up to rounding); a job with no demand gets
+    ``max_fraction``.  A link with zero capacity stops every job on it at 0.
+    """
+    D = sp.coo_matrix(demand, dtype=float)
+    cap = np.asarray(capacity, dtype=float)
+    if cap.shape != (D.shape[1],):
+        raise ValueError(f"capacity has shape {cap.shape}, expected ({D.shape[1]},)")
+    return _max_min(D.row, D.col, D.data, cap, D.shape[0], max_fraction)
+
+
+def _max_min(job: np.ndarray, link: np.ndarray, val: np.ndarray, cap: np.ndarray, J: int,
+             max_fraction: float = 1.0) -> np.ndarray:
+    """Progressive filling on (job, link, demand) triplets; see :func:`max_min_fractions`."""
+    if np.any(cap < 0) or not np.all(np.isfinite(cap)):
+        raise ValueError("capacity must be finite and >= 0")
+    if val.size and (val.min() < 0 or not np.all(np.isfinite(val))):
+        raise ValueError("demand must be finite and >= 0")
+    keep = val > 0
+    job, link, val = job[keep], link[keep], val[keep]
+    L = cap.size
+    x = np.zeros(J)
+    has = np.bincount(job, minlength=J) > 0
+    x[~has] = max_fraction
+    # a job on a dead link (zero capacity, positive demand) cannot move
+    active = has & ~(np.bincount(job, weights=(cap[link] <= 0).astype(float), minlength=J) > 0)
+    for _ in range(J + 1):
+        if not np.any(active):
+            break
+        rate = np.bincount(link, weights=val * active[job], minlength=L)
+        room = cap - np.bincount(link, weights=val * x[job], minlength=L)
+        live = rate > 1e-15
+        step_link = np.min(room[live] / rate[live]) if np.any(live) else np.inf
+        step_job = np.min(max_fraction - x[active])
+        x[active] += max(0.0, min(step_link, step_job))
+        # freeze the jobs on saturated links and the jobs at their demand
+        slack = cap - np.bincount(link, weights=val * x[job], minlength=L)
+        full = live & (slack <= 1e-9 * np.maximum(cap, 1.0))
+        frozen = np.bincount(job, weights=full[link].astype(float), minlength=J) > 0
+        frozen |= x >= max_fraction - 1e-12
+        if not np.any(frozen & active):
+            break
+        active &= ~frozen
+    return np.minimum(x, max_fraction)
+
+
+def fair_share_bandwidths_gbps(
+    graph: nx.Graph,
+    jobs: Sequence,
+    *,
+    pattern: str | Sequence[str] = "ring",
+    policy: str = "max_min",
+    routing: str = "adaptive",
+    seed: int = 0,
+    qps: int = 4,
+    failed_links=(),
+    failed_switches=(),
+) -> dict:
+    """Per-node achievable bandwidth [Gb/s] of jobs sharing the fabric, and link use.
+
+    jobs: a node-index array per job; pattern: one traffic pattern for all or one per
+    job (``"ring"``, ``"all_to_all"``); policy: ``"max_min"`` (progressive filling) or
+    ``"proportional"``; routing: ``"adaptive"`` or ``"ecmp"`` (seeded hashing, ``qps``
+    flows per connection); failed_links / failed_switches as :func:`link_loads`, the
+    traffic re-routed around them.  Returns ``{"bandwidth_gbps": (jobs,), "fraction":
+    (jobs,), "alone_gbps": (jobs,) each job alone on the same fabric, "slowdown": (jobs,)
+    alone / shared, "max_link_utilization": float}``.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    lay = _layout(graph)
+    node_bw = lay.nics_per_node * lay.node_nic_links * lay.link_gbps
+    fails = _Failures.build(lay, failed_links, failed_switches)
+    pats = [pattern] * len(jobs) if isinstance(pattern, str) else list(pattern)
+    if len(pats) != len(jobs):
+        raise ValueError(f"{len(pats)} patterns for {len(jobs)} jobs")
+    rng = np.random.default_rng(seed)
+    per_job = [_job_loads(graph, nodes, p, fails, 1.0, routing, rng, qps)
+               for nodes, p in zip(jobs, pats, strict=True)]
+    nv = len(lay.vertex_names)
+    keys = np.concatenate([ld.src.astype(np.int64) * nv + ld.dst for ld in per_job]) \
+        if per_job else np.zeros(0, np.int64)
+    # link ids by direct addressing over the (vertex, vertex) grid (no sort)
+    table = np.full(nv * nv, -1, dtype=np.int64)
+    table[keys] = 1
+    used_keys = np.flatnonzero(table > 0)
+    table[used_keys] = np.arange(used_keys.size)
+    inv = table[keys]
+    caps = np.zeros(used_keys.size)
+    caps[inv] = np.concatenate([ld.capacity_gbps for ld in per_job]) if per_job else 0.0
+    job_of = np.repeat(np.arange(len(jobs)), [ld.src.size for ld in per_job])
+    vals = np.concatenate([ld.load_gbps for ld in per_job]) if per_job else np.zeros(0)
+    alone = np.array([0.0 if ld.partitioned else ld.fraction() for ld in per_job])
+    if policy == "max_min":
+        frac = _max_min(job_of, inv, vals, caps, len(jobs))
+    else:  # each link split by offered load; a job runs at its worst link
+        total = np.bincount(inv, weights=vals, minlength=caps.size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(total > 0, caps / total, np.inf)
+        worst = np.full(len(jobs), np.inf)
+        on = vals > 1e-12
+        np.minimum.at(worst, job_of[on], share[inv[on]])
+        frac = np.minimum(1.0, worst)
+    part = np.array([ld.partitioned for ld in per_job])
+    frac = np.where(part, 0.0, np.minimum(frac, alone))
+    used = np.bincount(inv, weights=vals * frac[job_of], minlength=caps.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(caps > 0, used / caps, 0.0)
+    return {"bandwidth_gbps": node_bw * frac, "fraction": frac,
+            "alone_gbps": node_bw * alone,
+            "slowdown": np.divide(alone, frac, out=np.full(len(jobs), np.inf), where=frac > 0),
+            "max_link_utilization": float(util.max()) if util.size else 0.0}
