@@ -159,6 +159,7 @@ DELEGATED = {
     "compare": ("twin.cli.compare", "run_compare_cli", "score a run against measured telemetry (bias, MAPE, RMSE, HTML)"),
     "export": ("twin.cli.export", "run_export_cli", "write a run's series as OpenMetrics text for Prometheus"),
     "calibrate": ("twin.cli.calibrate", "run_calibrate_cli", "fit scenario parameters to measured data; write a scenario that extends it"),
+    "replay": ("twin.cli.replay", "run_replay_cli", "measured rack power drives the power chain, cooling and inlets; predict the rest"),
 }
 
 
