@@ -12,7 +12,7 @@ BV = str(ROOT / "scenarios" / "blue_vela.yaml")
 
 
 def test_json_has_a_stage_per_date_with_binding_and_swing(capsys):
-    assert main(["capacity", BV, "--json"]) == 0
+    assert main(["capacity", BV, "--json", "--set", "site.power.chain.battery.power_kw=1000"]) == 0
     rep = json.loads(capsys.readouterr().out)
     dates = [s["date"] for s in rep["stages"]]
     assert dates == ["2024-01-01", "2024-03-15", "2024-06-01", "2024-09-01"]
@@ -40,7 +40,8 @@ def test_text_names_binding_and_next(capsys):
     ("site.power.chain.rpps.frame=vacuum", ["site.power.chain.rpps.frame", "unknown breaker frame 'vacuum'"]),
 ])
 def test_bad_input_exits_2_naming_part_and_numbers(capsys, override, words):
-    assert main(["capacity", BV, "--no-swing", "--set", override]) == 2
+    assert main(["capacity", BV, "--no-swing", "--set", "site.power.chain.battery.power_kw=1000",
+                 "--set", override]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     for w in words:

@@ -131,6 +131,17 @@ OUTPUTS: tuple[Output, ...] = (
     Output("job_goodput_fraction", ("job",), "float64", "1", "GPU-time whose work survived / GPU-time allocated",
            recorded=False),
     Output("job_interruptions", ("job",), "int64", "count", "interruptions of the job", recorded=False),
+    Output("branch_load_fraction_max", _T, "float64", "1", "highest rack-PDU cord load / branch breaker "
+           "continuous limit (NaN without site.power.chain.branch)"),
+    Output("failover_branch_load_fraction_max", _T, "float64", "1",
+           "highest cord load / continuous limit if each rack lost one cord (A/B failover)"),
+    Output("job_meter_ramp_kw_per_s", ("job",), "float64", "kW/s",
+           "largest 1-s change of utility power when the job's nodes move together, with the site's "
+           "battery and GPU power floor (NaN: never trained)"),
+    Output("job_meter_ramp_unmitigated_kw_per_s", ("job",), "float64", "kW/s",
+           "the same without battery or GPU power floor"),
+    Output("job_swing_mitigation_kwh_per_h", ("job",), "float64", "kWh/h",
+           "energy the battery loses and the GPU power floor burns per hour of the job's training"),
 )
 
 #: series a sweep can keep per run besides the recorded time series (twin.sweep)
@@ -201,6 +212,20 @@ def _peak_ramp(r: RunRecord) -> float:
     return float(np.abs(np.diff(tot)).max() / 1e3 / r.dt_s) if len(tot) > 1 else 0.0
 
 
+def _nanmax(name: str) -> Callable[[RunRecord], float]:
+    def red(r: RunRecord) -> float:
+        x = np.asarray(r.series[name], dtype=float)
+        return float(np.nanmax(x)) if np.isfinite(x).any() else math.nan
+    return red
+
+
+def _swing_cost(r: RunRecord) -> float:
+    ramp = np.asarray(r.series["job_meter_ramp_unmitigated_kw_per_s"], dtype=float)
+    if not np.isfinite(ramp).any():
+        return math.nan
+    return float(r.series["job_swing_mitigation_kwh_per_h"][int(np.nanargmax(ramp))])
+
+
 def _max_inlet(r: RunRecord) -> float:
     inlet = r.powered_inlet_c()
     return float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan
@@ -259,8 +284,16 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("pue_mean", "1", "energy_facility_mwh / energy_it_mwh", _pue),
     Kpi("peak_facility_power_kw", "kW", "highest sampled utility power",
         lambda r: float(r.series["facility_total_power_w"].max() / 1e3)),
-    Kpi("peak_power_ramp_kw_per_s", "kW/s", "largest facility power change between samples / sample step",
+    Kpi("peak_sample_ramp_kw_per_s", "kW/s", "largest facility power change between samples / sample step "
+                                             "(diluted by the step; the meter sees peak_meter_ramp_kw_per_s)",
         _peak_ramp),
+    Kpi("peak_meter_ramp_kw_per_s", "kW/s", "largest 1-s change of utility power of a job's synchronous "
+                                            "swing, with the site's battery and GPU power floor",
+        _nanmax("job_meter_ramp_kw_per_s")),
+    Kpi("peak_meter_ramp_unmitigated_kw_per_s", "kW/s", "the same without battery or GPU power floor",
+        _nanmax("job_meter_ramp_unmitigated_kw_per_s")),
+    Kpi("swing_mitigation_kwh_per_h", "kWh/h", "battery loss and GPU-floor energy per hour of training of "
+        "the job with the largest swing", _swing_cost),
     Kpi("peak_sync_swing_kw", "kW", "largest facility IT step when a job's nodes move together between "
                                     "training and an exposed all-reduce or a checkpoint",
         lambda r: float(max(r.peak_swing_w.values(), default=0.0) / 1e3)),
@@ -268,6 +301,11 @@ KPIS: tuple[Kpi, ...] = (
         lambda r: float(r.series["rpp_load_fraction"].max())),
     Kpi("max_feed_load_fraction", "1", "highest feed load / feed capacity",
         lambda r: float(r.series["feed_load_fraction"].max())),
+    Kpi("max_branch_load_fraction", "1", "highest rack-PDU cord load / branch breaker continuous limit",
+        _nanmax("branch_load_fraction_max")),
+    Kpi("max_failover_branch_load_fraction", "1", "highest cord load / continuous limit with one cord of "
+                                                  "each rack lost (> 1: A/B failover overloads)",
+        _nanmax("failover_branch_load_fraction_max")),
     Kpi("max_rack_inlet_c", "degC", "hottest sampled inlet of a powered rack", _max_inlet),
     Kpi("hours_above_ashrae_recommended", "rack-h", f"rack-hours with inlet above {_HOT} (ASHRAE TC 9.9)",
         _rack_hours_where(lambda t: t > ASHRAE_RECOMMENDED_MAX_C)),

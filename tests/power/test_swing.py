@@ -19,6 +19,7 @@ from twin.power.swing import (
     sync_load_w,
 )
 from twin.scenario import load_scenario
+from twin.scenario.power_chain import Battery
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,7 +88,10 @@ def test_blue_vela_swing_is_the_train_to_checkpoint_step(blue_vela):
 
 
 def test_a_1_mw_battery_at_least_halves_blue_velas_meter_ramp(blue_vela):
-    rep = swing_report(blue_vela, **BV_JOB)
+    assert blue_vela.site.power.chain.battery.power_kw == 0          # none at Blue Vela itself
+    rep0 = swing_report(blue_vela, **BV_JOB)
+    assert "battery" not in rep0
+    rep = swing_report(blue_vela, **BV_JOB, battery=Battery(power_kw=1000, energy_kwh=250))
     bat = rep["battery"]
     assert bat["power_kw"] == 1000
     assert bat["peak_meter_ramp_kw_per_s"] <= 0.5 * rep["peak_meter_ramp_kw_per_s"]

@@ -37,10 +37,15 @@ def test_every_curve_reproduces_its_points_within_0_15_points(name):
 
 
 def test_legacy_curve_is_the_one_the_twin_used_before():
-    # same source (LBNL/EPRI 2005; WP 108) as electrical.UPS_LOSS_COEFFS["double_conversion"]
+    # same source (LBNL/EPRI 2005; WP 108) as the engine's curve before issue 13,
+    # loss = 0.037 + 0.0108 x + 0.016 x^2 per unit of rating
     x = np.linspace(0.2, 1.0, 9)
     np.testing.assert_allclose(ups_curve_efficiency(x, "legacy_transformer"),
-                               ups_efficiency(x, "double_conversion"), atol=0.003)
+                               ups_efficiency(x, "double_conversion", loss_coeffs=(0.037, 0.0108, 0.016)),
+                               atol=0.003)
+    # the engine's default is now the modern unit
+    np.testing.assert_allclose(ups_efficiency(x, "double_conversion"),
+                               ups_curve_efficiency(x, "modern_transformerless"), rtol=1e-12)
 
 
 def test_issue_statement_modern_loses_3_to_5_percent_eco_about_1():

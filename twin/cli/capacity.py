@@ -153,7 +153,7 @@ def run_capacity_cli(argv: list[str]) -> int:
         print(f"error: {args.scenario}: workload.jobs has no job {args.job!r}", file=sys.stderr)
         return EXIT_BAD_INPUT
     rep = capacity_report(s)
-    if not args.no_swing:
+    if not args.no_swing and s.workload.jobs:
         inp = job_swing_inputs(args.scenario, args.set, s, args.job)
         sw = swing_report(s, nodes=inp["nodes"], step_s=inp["step_s"], exposed_s=inp["exposed_s"],
                           checkpoint_s=inp["checkpoint_s"], restart_s=inp["restart_s"])

@@ -193,13 +193,15 @@ def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C) -> dict[str, np
 def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, checkpoint_s: float,
                  restart_s: float, rest_w: float = 0.0, dt_s: float = 0.01,
                  battery=None, floor_fraction: float | None = None, skew_s: float | None = None,
-                 window_s: float | None = None) -> dict:
+                 window_s: float | None = None, inlet_c: float = SWING_INLET_C) -> dict:
     """Meter power of one synchronous job at 1-s resolution and its swing KPIs.
 
     The window holds training steps, one checkpoint (at a third of the window) and one
     restart (at two thirds, cut to a quarter of the window). ``rest_w`` is the rest of
     the facility [W], constant over the window. Returns the peak meter ramp without
-    mitigation, with the GPU power floor, and with the battery, with their energy costs.
+    mitigation, with the GPU power floor alone, with the battery alone, and with both
+    (``mitigated``: the floor first, the battery on the floored load), with their energy
+    costs over the window [kWh].
     """
     chain = scenario.site.power.chain
     sw = chain.swing if chain is not None else None
@@ -208,34 +210,69 @@ def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, check
     w = window_s if window_s is not None else (sw.window_s if sw else 1800.0)
     ph = job_phase_trace(w, step_s, exposed_s, checkpoint_at_s=w / 3, checkpoint_s=checkpoint_s,
                          restart_at_s=2 * w / 3, restart_s=min(restart_s, w / 4), dt_s=dt_s)
-    pw = phase_node_power_w(scenario)
+    pw = phase_node_power_w(scenario, inlet_c)
     meter = mean_per_interval(sync_load_w(ph, pw["node_w"], nodes, skew_s=skew, dt_s=dt_s), dt_s) + rest_w
+    ramp0 = peak_meter_ramp_kw_per_s(meter)
     out = {"nodes": nodes, "step_s": step_s, "exposed_s": exposed_s, "checkpoint_s": checkpoint_s,
            "restart_s": min(restart_s, w / 4), "window_s": w,
            "train_minus_comm_kw": nodes * (pw["node_w"][Phase.TRAINING] - pw["node_w"][Phase.COMMUNICATION]) / 1e3,
            "train_minus_checkpoint_kw": nodes * (pw["node_w"][Phase.TRAINING]
                                                  - pw["node_w"][Phase.CHECKPOINT]) / 1e3,
-           "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(meter),
+           "peak_meter_ramp_kw_per_s": ramp0,
            "energy_kwh": energy_kwh(meter, 1.0)}
+    mitigated, cost = meter, 0.0
     if floor > 0:
         fl = gpu_floor_power_w(pw["node_w"], pw["gpu_w"], gpu_count=pw["gpu_count"], gpu_tdp_w=pw["gpu_tdp_w"],
                                floor_fraction=floor, dc_to_ac=pw["dc_to_ac"])
-        m2 = mean_per_interval(sync_load_w(ph, fl, nodes, skew_s=skew, dt_s=dt_s), dt_s) + rest_w
-        out["gpu_floor"] = {"floor_fraction": floor, "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(m2),
-                            "extra_energy_kwh": energy_kwh(m2, 1.0) - out["energy_kwh"]}
+        mitigated = mean_per_interval(sync_load_w(ph, fl, nodes, skew_s=skew, dt_s=dt_s), dt_s) + rest_w
+        cost = energy_kwh(mitigated, 1.0) - out["energy_kwh"]
+        out["gpu_floor"] = {"floor_fraction": floor, "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(mitigated),
+                            "extra_energy_kwh": cost}
     bat = battery if battery is not None else (chain.battery if chain is not None else None)
     if bat is not None and bat.power_kw > 0:
-        d = battery_dispatch(meter, 1.0, power_w=bat.power_kw * 1e3, energy_j=bat.energy_kwh * 3.6e6,
-                             round_trip_efficiency=bat.round_trip_efficiency, initial_soc=bat.initial_soc,
-                             soc_min=bat.soc_min, soc_max=bat.soc_max, policy=bat.policy,
-                             ramp_limit_w_per_s=(bat.max_meter_ramp_kw_per_s * 1e3
-                                                 if bat.max_meter_ramp_kw_per_s else None),
-                             shave_w=bat.peak_shave_kw * 1e3 if bat.peak_shave_kw else None,
-                             soc_restore_s=bat.soc_restore_s)
+        kw = dict(power_w=bat.power_kw * 1e3, energy_j=bat.energy_kwh * 3.6e6,
+                  round_trip_efficiency=bat.round_trip_efficiency, initial_soc=bat.initial_soc,
+                  soc_min=bat.soc_min, soc_max=bat.soc_max, policy=bat.policy,
+                  ramp_limit_w_per_s=(bat.max_meter_ramp_kw_per_s * 1e3 if bat.max_meter_ramp_kw_per_s else None),
+                  shave_w=bat.peak_shave_kw * 1e3 if bat.peak_shave_kw else None,
+                  soc_restore_s=bat.soc_restore_s)
+        d = battery_dispatch(meter, 1.0, **kw)
         out["battery"] = {"power_kw": bat.power_kw, "energy_kwh": bat.energy_kwh, "policy": bat.policy,
                           "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(d["grid_w"]),
                           "loss_kwh": d["loss_j"] / 3.6e6,
                           "stored_change_kwh": (d["energy_end_j"] - d["energy_start_j"]) / 3.6e6,
                           "soc_min_seen": float(d["soc"].min()), "soc_max_seen": float(d["soc"].max())}
+        if mitigated is not meter:
+            d = battery_dispatch(mitigated, 1.0, **kw)
+        mitigated = d["grid_w"]
+        cost += d["loss_j"] / 3.6e6
+    out["mitigated"] = {"peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(mitigated),
+                        "energy_cost_kwh": cost}
     out["meter_kw"] = meter / 1e3
+    return out
+
+
+def feed_mechanical_w(scenario, it_w: float, outdoor_c: float, feed_up) -> np.ndarray:
+    """Mechanical and house load on each utility feed path [W (F,)].
+
+    Zero unless ``site.power.chain.mechanical`` puts the plant on the switchboards. The
+    cooling plant's power for ``it_w`` of heat at ``outdoor_c``
+    (:func:`twin.power.facility.cooling_power_w`, the scenario's plant) plus the house
+    loads is split equally over the feeds; a lost feed's share moves to the survivors only
+    when ``transfers_on_feed_loss`` (else it is lost with the feed: N+1 chillers on the
+    other path carry the heat).
+    """
+    up = np.asarray(feed_up, dtype=bool)
+    chain = scenario.site.power.chain
+    out = np.zeros(up.shape[0])
+    if chain is None or "switchboards" not in chain.mechanical.carried_by or not up.any():
+        return out
+    c = scenario.site.power.cooling
+    total = float(cooling_power_w(it_w, outdoor_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                                  fan_pump_fraction=c.fan_pump_fraction)) + chain.mechanical.house_kw * 1e3
+    share = total / up.shape[0]
+    if chain.mechanical.transfers_on_feed_loss:
+        out[up] = total / up.sum()
+    else:
+        out[up] = share
     return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.power.ups_curves import UPS_CURVES, ups_loss_coeffs
+
 __all__ = [
     "NEC_CONTINUOUS_DERATING",
     "breaker_apparent_power_va",
@@ -138,15 +140,15 @@ def breaker_thermal_trip_state(ultimate_trip_pu=BREAKER_ULTIMATE_TRIP_PU) -> flo
 UPS_MODES = ("double_conversion", "eco", "bypass")
 
 #: Loss model of a UPS [per unit of rating]: ``loss = a + b x + c x^2`` (no-load, linear,
-#: resistive), the usual three-term model (e.g. IEC 62040-3 efficiency tests; LBNL/EPRI
-#: 2005 "High performance buildings: data centers, UPS"). Double conversion: fitted to
-#: calibration.yaml power.ups_note (Schneider WP108; LBNL/EPRI 2005): about 86 % at 25 %
-#: load, 91.5 % at 50 %, 94 % at full load, i.e. no-load loss 3.7 % of rating.
+#: resistive), the usual three-term model (IEC 62040-3 efficiency test points), by mode,
+#: fitted to the published curves of :mod:`twin.power.ups_curves` (one place for the
+#: data): double conversion is a modern transformerless unit (95.5 % at 25 % load,
+#: 96.8 % at full load); the legacy transformer-based curve (86 % at 25 %, 94 % at full
+#: load; LBNL/EPRI 2005, Schneider WP 108) is ``ups_curves`` "legacy_transformer". Eco:
+#: load on the static bypass, inverter idling (about 99 %); bypass: the UPS out of the path.
 UPS_LOSS_COEFFS = {
-    "double_conversion": (0.037, 0.0108, 0.016),
-    # eco mode: load on the static bypass, inverter idling (98-99 %, calibration.yaml ups_note)
-    "eco": (0.004, 0.005, 0.002),
-    # bypass: the UPS is out of the path (maintenance/external bypass): no UPS loss
+    "double_conversion": ups_loss_coeffs(UPS_CURVES["modern_transformerless"].efficiency),
+    "eco": ups_loss_coeffs(UPS_CURVES["eco"].efficiency),
     "bypass": (0.0, 0.0, 0.0),
 }
 
@@ -176,8 +178,8 @@ def ups_efficiency(load_fraction, mode: str, *, loss_coeffs=None) -> np.ndarray:
     """UPS efficiency [fraction] at ``load_fraction`` of its rating [fraction].
 
     ``eta = x / (x + a + b x + c x^2)`` (see :data:`UPS_LOSS_COEFFS`); 0 at no load for a
-    mode with a no-load loss, 1 for ``"bypass"``. Double conversion: 0.859 at 25 %,
-    0.943 at 90 %, 0.940 at 100 %; eco: 0.978 at 25 %, 0.989 at 90 %.
+    mode with a no-load loss, 1 for ``"bypass"``. Double conversion (modern): 0.955 at
+    25 %, 0.968 at 90 %, 0.968 at 100 %; eco: 0.985 at 25 %, 0.991 at 90 %.
     """
     a, b, c = _ups_coeffs(mode) if loss_coeffs is None else loss_coeffs
     x = np.asarray(load_fraction, dtype=float)

@@ -38,6 +38,8 @@ from twin.power.electrical import (
     transformer_loss_w,
     ups_loss_w,
 )
+from twin.power.ups_curves import ups_curve as ups_curve_named
+from twin.power.ups_curves import ups_loss_coeffs
 
 __all__ = [
     "PowerTree",
@@ -201,6 +203,7 @@ def build_power_tree(
     rpp_loss_fraction: float = RPP_LOSS_FRACTION_AT_RATING,
     feed_no_load_loss_fraction: float = FEED_NO_LOAD_LOSS_FRACTION,
     feed_load_loss_fraction: float = FEED_LOAD_LOSS_FRACTION,
+    ups_curve: str | None = None,
 ) -> PowerTree:
     """Build the power tree from arrays (once per layout).
 
@@ -226,9 +229,16 @@ def build_power_tree(
     ups_ride_through_s : battery autonomy at full load [s].
     rpp_loss_fraction, feed_no_load_loss_fraction, feed_load_loss_fraction : losses
         [fraction of rating] of the RPP/cabling and feed-transformer stages.
+    ups_curve : str, optional
+        Efficiency curve of the UPS (:data:`twin.power.ups_curves.UPS_CURVES`, e.g.
+        ``"legacy_transformer"``); default the mode's modern curve
+        (:data:`twin.power.electrical.UPS_LOSS_COEFFS`). Ignored in bypass.
     """
     if ups_mode not in UPS_MODES:
         raise ValueError(f"ups_mode must be one of {UPS_MODES}, got {ups_mode!r}")
+    coeffs = UPS_LOSS_COEFFS[ups_mode]
+    if ups_curve is not None and ups_mode != "bypass":
+        coeffs = ups_loss_coeffs(ups_curve_named(ups_curve).efficiency)
     rr = _as_2d_int(rack_rpp, "rack_rpp")
     n_r, n_s = rr.shape
     lim = np.asarray(rpp_limit_w, dtype=float).ravel()
@@ -271,7 +281,7 @@ def build_power_tree(
         rpp_loss_fraction=float(rpp_loss_fraction),
         feed_no_load_loss_fraction=float(feed_no_load_loss_fraction),
         feed_load_loss_fraction=float(feed_load_loss_fraction),
-        _rpp_ups_loss_coeffs=UPS_LOSS_COEFFS[ups_mode],
+        _rpp_ups_loss_coeffs=coeffs,
     )
 
 

@@ -47,6 +47,7 @@ from twin.sim.recorder import Recorder
 from twin.sim.sampler import Sampler
 from twin.sim.scheduler import Scheduler
 from twin.sim.state import ClusterState
+from twin.sim.swing import Swing
 
 DAY = 86400.0
 #: named random streams, children of the scenario seed in this order (never reorder:
@@ -82,6 +83,7 @@ class Engine:
         # components, in the order their processes start (never reorder: event ties at the
         # same instant resolve in registration order)
         self.power = PowerChain(self)
+        self.swing = Swing(self)
         self.thermal = HallThermal(self)
         self.failures = Failures(self)
         self.jobs = Jobs(self)
@@ -91,8 +93,8 @@ class Engine:
         self.maintenance = Maintenance(self)
         self.sampler = Sampler(self)
         self.components: list[Component] = [self.ramp, self.failures, self.grid, self.thermal,
-                                            self.maintenance, self.jobs, self.power, self.scheduler,
-                                            self.sampler]
+                                            self.maintenance, self.jobs, self.power, self.swing,
+                                            self.scheduler, self.sampler]
         self.recorder = Recorder(self.n_samples, {"rack": p.n_racks, "rpp": len(p.rpp_limit_w),
                                                   "feed": len(scenario.site.power.feeds), "job": len(self.jobs)})
         self._started = False

@@ -7,6 +7,7 @@ import numpy as np
 
 from twin import power, reliability
 from twin.plant import seconds_since
+from twin.power.chain import feed_mechanical_w
 from twin.sim.component import Component
 
 H = 3600.0
@@ -89,17 +90,22 @@ class Grid(Component):
         node, name = self.plant.node, self.s.site.power.feeds[f].name
         st.feed_up[f] = False
         flow = power.evaluate_power_tree(e.power.tree, e.sampler.last_rack_power_w(), st.feed_up)
-        held = bool(np.all(flow.feed_ok)) and st.feed_up.any()
+        # the survivors carry the mechanical plant too where the chain puts it on the feeds
+        mech = feed_mechanical_w(self.s, float(flow.it_w), float(e.power.outdoor_temp_c(self.env.now)),
+                                 st.feed_up)
+        load = (np.asarray(flow.feed_w, float) + mech) / e.power.tree.feed_capacity_w
+        held = bool(np.all(load[st.feed_up] <= 1.0)) and st.feed_up.any()
         failed_psus = power.psus_without_input(node.psu_count, st.feed_up)
         st.brake_clock = float(power.gpu_power_brake_clock_fraction(failed_psus, node.psu_count,
                                                                     node.psus_required))
         st.psu_capacity_w = float(power.psu_capacity_w(node.psu_count, node.psu_rating_w, failed_psus))
         if held:
-            e.log("feed_loss", name, f"survivor holds at {float(np.max(flow.feed_load_fraction)):.2f} of "
+            e.log("feed_loss", name, f"survivor holds at {float(np.max(load[st.feed_up])):.2f} of "
                   f"capacity; {failed_psus} PSUs per node dark, GPU clock x{st.brake_clock:g}")
         else:
             st.rack_unfed[:] = True
-            e.log("feed_loss", name, "survivor overloaded and tripped: every rack dropped")
+            e.log("feed_loss", name, f"survivor overloaded ({float(np.max(load[st.feed_up])):.2f} of capacity "
+                  f"with {float(mech.sum()) / 1e3:.0f} kW mechanical) and tripped: every rack dropped")
             e.jobs.interrupt_nodes(np.arange(self.plant.n_nodes), f"feed {name} lost")
         e.jobs.rates_changed()
         yield self.env.timeout(dur)

@@ -38,7 +38,8 @@ class PowerChain(Component):
             rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w,
             feed_capacity_w=np.array([f.capacity_kw * 1e3 for f in pw.feeds]),
             ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3 / len(pw.feeds),
-            rpp_rating_w=p.rpp_rating_w, ups_ride_through_s=pw.ups.ride_through_s)
+            rpp_rating_w=p.rpp_rating_w, ups_ride_through_s=pw.ups.ride_through_s,
+            ups_curve=pw.chain.ups.curve if pw.chain is not None and pw.chain.ups is not None else None)
         self.chain_capacity_w = float(power.facility_it_capacity_w(self.tree, pw.redundancy))
         self.breaker_theta = np.zeros(len(p.rpp_limit_w))   # thermal state [pu^2]
 
