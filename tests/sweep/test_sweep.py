@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import twin
 from twin.sweep import (
     Axis,
+    SweepInvalid,
     SweepSpec,
     kpi_names,
     load_sweep,
@@ -144,29 +145,41 @@ def test_failed_runs_are_recorded_and_the_rest_go_on(tmp_path, monkeypatch):
 
     monkeypatch.setattr(twin, "simulate", flaky)
     spec = SweepSpec(scenario=str(SCENARIOS / "lenovo_small.yaml"), overrides=SMALL,
-                     axes=(Axis.grid("site.power.ups.mode", ["double_conversion", "bypass"]),
-                           # -5 kW is refused by the schema: that run fails before it starts
-                           Axis.grid("site.power.ups.capacity_kw", [80, -5])),
+                     axes=(Axis.grid("site.power.ups.mode", ["double_conversion", "bypass"]),),
                      seeds=(0, 1))
     out = run_sweep(spec, tmp_path / "sw", workers=1)
     ds = out.dataset
     st_ = ds.status
-    assert (st_.sel({"site.power.ups.capacity_kw": -5}) == "failed").all()
-    assert "capacity_kw" in str(ds.error.sel({"site.power.ups.capacity_kw": -5}).values[0, 0])
-    bad = st_.sel({"site.power.ups.capacity_kw": 80, "site.power.ups.mode": "bypass", "seed": 1})
-    assert bad == "failed"
-    assert "solver diverged" in str(ds.error.sel({"site.power.ups.capacity_kw": 80,
-                                                  "site.power.ups.mode": "bypass", "seed": 1}).values)
-    assert int((st_ == "ok").sum()) == 3 and ds.attrs["runs_failed"] == 5
-    assert np.isnan(ds.tokens_total.sel({"site.power.ups.capacity_kw": 80, "site.power.ups.mode": "bypass",
-                                         "seed": 1}))
+    bad = {"site.power.ups.mode": "bypass", "seed": 1}
+    assert st_.sel(bad) == "failed"
+    assert "solver diverged" in str(ds.error.sel(bad).values)
+    assert int((st_ == "ok").sum()) == 3 and ds.attrs["runs_failed"] == 1
+    assert np.isnan(ds.tokens_total.sel(bad))
     # failed runs are kept (not re-run) unless asked
     monkeypatch.setattr(twin, "simulate", real)
     again = run_sweep(spec, tmp_path / "sw", workers=1)
     assert again.ran == []
     retry = run_sweep(spec, tmp_path / "sw", workers=1, retry_failed=True)
-    assert len(retry.ran) == 5   # the four invalid ones fail again, the flaky one now succeeds
+    assert len(retry.ran) == 1
     assert int((retry.dataset.status == "ok").sum()) == 4
+
+
+def test_every_grid_point_is_validated_before_any_run(tmp_path):
+    """Issue 17: an invalid grid value used to run the rest, record one failure and exit 0.
+    Now every problem of every point is listed and nothing is written."""
+    spec = SweepSpec(scenario=str(SCENARIOS / "lenovo_small.yaml"), overrides=SMALL,
+                     axes=(Axis.grid("site.power.ups.capacity_kw", [80, -5]),
+                           Axis.grid("hardware.gpu_power_cap_w", [300, 9999])),
+                     seeds=(0, 1))
+    with pytest.raises(SweepInvalid) as exc:
+        run_sweep(spec, tmp_path / "sw", workers=1)
+    points = {p for p, _ in exc.value.problems}
+    assert points == {"site.power.ups.capacity_kw=80, hardware.gpu_power_cap_w=9999",
+                      "site.power.ups.capacity_kw=-5, hardware.gpu_power_cap_w=300",
+                      "site.power.ups.capacity_kw=-5, hardware.gpu_power_cap_w=9999"}
+    text = str(exc.value)
+    assert "capacity_kw" in text and "gpu_power_cap_w" in text and "9999" in text
+    assert not (tmp_path / "sw").exists()
 
 
 def test_monte_carlo_bands_are_numpy_quantiles_over_seeds(tmp_path):
@@ -278,7 +291,7 @@ def test_run_keys_are_content_hashes(small_spec):
 
 
 def test_runs_made_by_other_code_are_flagged_and_rerun_on_request(small_spec, tmp_path, monkeypatch):
-    import twin.sweep as sweep
+    import twin.sweep.store as sweep
     spec = dataclasses.replace(small_spec, seeds=(0,), series=())
     first = run_sweep(spec, tmp_path / "sw", workers=1)
     assert first.stale == [] and len(first.ran) == 2

@@ -1,0 +1,229 @@
+"""Assembly of a sweep: the stored runs as one xarray Dataset (``sweep.nc``), Monte Carlo
+summaries over seeds (``summary.csv``) and paired differences between grid points."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from twin.sweep.spec import DERIVED_SERIES, SweepSpec, _jsonable, _yaml_scalar
+from twin.sweep.store import RunStore
+
+
+def _coord(labels: tuple) -> np.ndarray:
+    """Coordinate values: numbers stay numbers, bools stay bools, anything mixed is text."""
+    if all(isinstance(v, bool) for v in labels):
+        return np.array(labels, dtype=bool)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in labels):
+        return np.array(labels, dtype=np.int64)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in labels):
+        return np.array(labels, dtype=np.float64)
+    return np.array([v if isinstance(v, str) else _yaml_scalar(v) for v in labels], dtype=str)
+
+
+def assemble(spec: SweepSpec, tasks: list, store: RunStore):
+    """Build the sweep Dataset from the stored runs: KPIs (axis..., seed), series
+    (axis..., seed, day), and status/error/key per run. Runs not on disk are 'missing'."""
+    import xarray as xr
+
+    from twin.results import KPI_UNITS
+    from twin.studies.metrics import STUDY_KPI_UNITS
+
+    shape = spec.shape
+    dims = tuple(a.name for a in spec.axes) + ("seed",)
+    recs = {}
+    for t in tasks:
+        if t.key not in recs:
+            recs[t.key] = store.load(t.key)
+    units = {**KPI_UNITS, **STUDY_KPI_UNITS}
+    kpi_names = list(units)
+    for r in recs.values():
+        for k in (r or {}).get("kpis", {}):
+            if k not in units:
+                kpi_names.append(k)
+                units[k] = ("", k)
+    kpi = {k: np.full(shape, np.nan) for k in kpi_names}
+    status = np.full(shape, "missing", dtype=object)
+    error = np.full(shape, "", dtype=object)
+    keys = np.full(shape, "", dtype=object)
+    wall = np.full(shape, np.nan)
+    days = [r["day"] for r in recs.values() if r and r.get("day") is not None and len(r["day"])]
+    day = np.unique(np.round(np.concatenate(days), 9)) if days else np.zeros(0)
+    ser = {n: np.full((*shape, len(day)), np.nan, dtype=np.float64 if n == "tokens_cumulative" else np.float32)
+           for n in spec.series}
+    for t in tasks:
+        r = recs[t.key]
+        keys[t.index] = t.key
+        if not r:
+            continue
+        status[t.index] = r.get("status", "failed")
+        error[t.index] = r.get("error") or ""
+        wall[t.index] = r.get("wall_s", np.nan)
+        for k, v in r.get("kpis", {}).items():
+            kpi[k][t.index] = np.nan if v is None else v
+        if r.get("day") is not None and len(day):
+            pos = np.searchsorted(day, np.round(r["day"], 9))
+            for n in spec.series:
+                if n in r["series"]:
+                    ser[n][t.index + (pos,)] = r["series"][n]
+    data = {k: xr.DataArray(v, dims=dims, attrs={"units": units[k][0], "long_name": units[k][1]})
+            for k, v in kpi.items()}
+    for n, v in ser.items():
+        unit, long = DERIVED_SERIES.get(n, ("", n))
+        data[n] = xr.DataArray(v, dims=(*dims, "day"), attrs={"units": unit, "long_name": long})
+    data["status"] = xr.DataArray(status.astype(str), dims=dims, attrs={"long_name": "ok, failed or missing"})
+    data["error"] = xr.DataArray(error.astype(str), dims=dims, attrs={"long_name": "error of a failed run"})
+    data["run_key"] = xr.DataArray(keys.astype(str), dims=dims,
+                                   attrs={"long_name": "SHA-256 of the resolved scenario (runs/<key>.json)"})
+    data["wall_s"] = xr.DataArray(wall, dims=dims, attrs={"units": "s", "long_name": "wall time of the run"})
+    coords = {a.name: (a.name, _coord(a.labels)) for a in spec.axes}
+    coords["seed"] = ("seed", np.array(spec.seeds, dtype=np.int64))
+    coords["day"] = ("day", day, {"units": "days", "long_name": "days since the scenario start"})
+    ds = xr.Dataset(data, coords=coords)
+    from twin._version import __version__
+    starts = sorted({r["start"] for r in recs.values() if r and r.get("start")})
+    ds.attrs = {"title": f"twin sweep {spec.name}", "sweep_name": spec.name, "study": spec.study or "",
+                "start": starts[0] if len(starts) == 1 else "",
+                "sweep_json": json.dumps(spec.to_json(), default=_jsonable), "twin_version": __version__,
+                "common_random_numbers": "seed index i runs every grid point with simulation.seed = seeds[i]",
+                "runs_total": int(np.prod(shape)), "runs_failed": int((status == "failed").sum()),
+                "runs_missing": int((status == "missing").sum())}
+    # series of a metric that comes from scenarios with their own templates: keep the first seen
+    return ds
+
+
+def write_dataset(ds, out: Path) -> None:
+    """Write sweep.nc and summary.csv atomically."""
+    fd, tmp = tempfile.mkstemp(prefix=".sweep.", suffix=".nc", dir=out)
+    os.close(fd)
+    ds.to_netcdf(tmp, engine="h5netcdf")
+    os.replace(tmp, out / "sweep.nc")
+    table = summary_table(ds)
+    fd, tmp = tempfile.mkstemp(prefix=".summary.", suffix=".csv", dir=out)
+    os.close(fd)
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, out / "summary.csv")
+
+
+def load_sweep(out_dir: str | Path):
+    """Open ``DIR/sweep.nc`` (loaded into memory) and its spec: (Dataset, SweepSpec)."""
+    import xarray as xr
+    out = Path(out_dir)
+    with xr.open_dataset(out / "sweep.nc", engine="h5netcdf") as ds:
+        ds = ds.load()
+    return ds, SweepSpec.from_json(json.loads(ds.attrs["sweep_json"]))
+
+
+def kpi_names(ds) -> list[str]:
+    """Numeric per-run variables of a sweep Dataset (no 'day' dim, not bookkeeping)."""
+    return [k for k, v in ds.data_vars.items()
+            if "day" not in v.dims and v.dtype.kind in "fiu" and k != "wall_s"]
+
+
+def summarize(ds, dim: str = "seed", low: float = 0.05, high: float = 0.95):
+    """Monte Carlo summary over ``dim``: a Dataset with a ``stat`` dimension
+    (mean, p05, p95, n) for every KPI; failed/missing runs (NaN) are skipped."""
+    import xarray as xr
+    names = kpi_names(ds)
+    sub = ds[names]
+    with np.errstate(all="ignore"), _quiet():
+        mean = sub.mean(dim, skipna=True)
+        q = sub.quantile([low, high], dim=dim, skipna=True)
+        n = sub.notnull().sum(dim)
+    parts = [mean.expand_dims(stat=["mean"]),
+             q.sel(quantile=low).drop_vars("quantile").expand_dims(stat=[f"p{round(low * 100):02d}"]),
+             q.sel(quantile=high).drop_vars("quantile").expand_dims(stat=[f"p{round(high * 100):02d}"]),
+             n.astype(float).expand_dims(stat=["n"])]
+    out = xr.concat(parts, dim="stat")
+    for k in names:
+        out[k].attrs = ds[k].attrs
+    return out
+
+
+@contextlib.contextmanager
+def _quiet():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def summary_table(ds):
+    """Flat table: one row per grid point; columns axis labels, runs ok/failed, and
+    ``<kpi>_mean``, ``<kpi>_p05``, ``<kpi>_p95`` for every KPI."""
+    import pandas as pd
+    sm = summarize(ds)
+    axes = [d for d in ds["status"].dims if d != "seed"]
+    shape = tuple(ds.sizes[d] for d in axes)
+    grid = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij") if axes else []
+    cols: dict[str, np.ndarray] = {d: ds[d].values[g.ravel()] for d, g in zip(axes, grid, strict=True)}
+    cols["runs_ok"] = (ds["status"] == "ok").sum("seed").transpose(*axes).values.ravel().astype(int)
+    cols["runs_failed"] = (ds["status"] == "failed").sum("seed").transpose(*axes).values.ravel().astype(int)
+    for k in sm.data_vars:
+        v = sm[k].transpose("stat", *axes)
+        for stat in ("mean", "p05", "p95"):
+            cols[f"{k}_{stat}"] = np.asarray(v.sel(stat=stat).values, float).ravel()
+    return pd.DataFrame(cols)
+
+
+
+
+def paired_differences(ds, kpi: str, dim: str, reference=None, confidence: float = 0.95):
+    """Differences of ``kpi`` between each value of the sweep dimension ``dim`` and the
+    ``reference`` value (default: the first), paired by seed (common random numbers: the
+    same seed index saw the same random streams at every point).
+
+    Returns a Dataset over ``dim`` (and the other sweep dims): ``mean`` of the per-seed
+    differences, ``low``/``high`` of the two-sided Student-t interval at ``confidence``,
+    ``n`` seeds with both runs ok, and ``sd_paired`` / ``sd_unpaired``, the standard errors
+    of the mean difference with and without the pairing (their ratio is what the pairing
+    buys). Attributes state the method and n.
+
+    References
+    ----------
+    Law, A. M. (2015). *Simulation Modeling and Analysis*, 5th ed., section 11.2 (common
+    random numbers) and 10.2 (paired-t confidence interval).
+    """
+    import xarray as xr
+    from scipy import stats
+
+    da = ds[kpi]
+    ref = da[dim].values[0] if reference is None else reference
+    d = da - da.sel({dim: ref})
+    with np.errstate(all="ignore"), _quiet():
+        n = d.notnull().sum("seed")
+        mean = d.mean("seed", skipna=True)
+        se_paired = d.std("seed", ddof=1, skipna=True) / np.sqrt(n)
+        var = da.var("seed", ddof=1, skipna=True)
+        se_unpaired = np.sqrt(var / n + var.sel({dim: ref}) / n)
+        t = xr.apply_ufunc(lambda k: stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1)), n.astype(float))
+    out = xr.Dataset({"mean": mean, "low": mean - t * se_paired, "high": mean + t * se_paired,
+                      "n": n, "sd_paired": se_paired, "sd_unpaired": se_unpaired})
+    out.attrs = {"kpi": kpi, "units": da.attrs.get("units", ""), "reference": str(ref),
+                 "method": f"paired-t interval over seeds, {confidence:.0%}, common random numbers"}
+    return out
+
+
+def format_summary(ds, kpis: tuple[str, ...] = ("tokens_total", "goodput_fraction", "interruptions",
+                                                   "energy_facility_mwh", "max_rack_inlet_c")) -> str:
+    """Plain-text table: per grid point, mean [p05, p95] over seeds of a few KPIs."""
+    table = summary_table(ds)
+    axes = [d for d in ds["status"].dims if d != "seed"]
+    w = {a: max(len(a), *(len(str(v)) for v in table[a])) for a in axes}
+    head = ["  ".join(f"{a:>{w[a]}s}" for a in axes), f"{'ok/fail':>8s}",
+            *(f"{k + ' mean [p05, p95]':>34s}" for k in kpis)]
+    lines = ["  ".join(h for h in head if h)]
+    for row in table.to_dict("records"):
+        cells = [f"{str(row[a]):>{w[a]}s}" for a in axes]
+        cells.append(f"{int(row['runs_ok']):>4d}/{int(row['runs_failed']):<3d}")
+        for k in kpis:
+            m, lo, hi = (row.get(f"{k}_{s}", math.nan) for s in ("mean", "p05", "p95"))
+            cells.append(f"{m:12.4g} [{lo:9.3g}, {hi:9.3g}]")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Running a sweep: validate every grid point, reuse what the store holds and verifies, run
+the rest where asked (this process, local workers, Dask), store each run as it finishes,
+then assemble ``sweep.nc`` and ``summary.csv``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from twin.sweep import executors
+from twin.sweep.assembly import assemble, write_dataset
+from twin.sweep.executors import RunTask, resolve_tasks
+from twin.sweep.spec import SweepSpec, _jsonable
+from twin.sweep.store import RunStore, code_fingerprint
+
+
+@dataclasses.dataclass
+class SweepOutcome:
+    dataset: Any                    # xarray.Dataset (sweep.nc)
+    ran: list[str]                  # run keys executed by this call
+    reused: list[str]               # run keys found on disk
+    failed: list[str]               # run keys whose status is 'failed'
+    out_dir: Path
+    stale: list[str] = dataclasses.field(default_factory=list)     # reused runs made by other code
+    corrupt: dict[str, str] = dataclasses.field(default_factory=dict)  # key -> why it was redone
+    retried: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (key, why) lost workers
+
+
+ProgressFn = Callable[[int, int, int, float], None]   # (done, failed, total, elapsed_s)
+
+
+def _redo_failure(meta: dict, retry_failed: bool, timeout_s: float | None) -> bool:
+    """A stored failure is kept unless asked (``retry_failed``); a lost worker is always
+    redone, a timeout when the new timeout is longer (or none)."""
+    kind = meta.get("failure", "exception")
+    if retry_failed or kind == "worker_lost":
+        return True
+    if kind == "timeout":
+        old = meta.get("timeout_s")
+        return timeout_s is None or old is None or timeout_s > old
+    return False
+
+
+def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = None,
+              scheduler: str | None = None, client=None, retry_failed: bool = False,
+              rerun_stale: bool = False, progress: ProgressFn | None = None,
+              on_result: Callable[[RunTask, dict], None] | None = None,
+              timeout_s: float | None = None) -> SweepOutcome:
+    """Run every missing run of ``spec``, store each as it finishes, then assemble ``sweep.nc``
+    and ``summary.csv`` in ``out_dir``.
+
+    Every grid point is validated first: :class:`~twin.sweep.executors.SweepInvalid` lists
+    all problems and nothing is written. ``workers``: local processes (default: all cores;
+    1 = in this process unless ``timeout_s`` is set). ``scheduler``: ``tcp://host:port`` of
+    a running Dask scheduler, or ``local`` for a fresh ``LocalCluster`` of ``workers``
+    processes; ``client``: an existing ``dask.distributed.Client`` (overrides both).
+    ``retry_failed`` runs again the runs stored as failed; ``rerun_stale`` the runs stored
+    by other code (:func:`~twin.sweep.store.code_fingerprint`). Stored runs that do not
+    verify (:meth:`~twin.sweep.store.RunStore.verify`) are run again and listed in
+    ``SweepOutcome.corrupt``. ``timeout_s`` fails a run that takes longer (local workers).
+    ``on_result`` is called after each stored run (tests use it to stop a sweep half way).
+    """
+    out = Path(out_dir)
+    tasks = resolve_tasks(spec)          # every grid point validated before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    store = RunStore(out)
+    store.clean_temporaries()
+    (out / "sweep.json").write_text(json.dumps(spec.to_json(), indent=1, default=_jsonable))
+    todo: list[RunTask] = []
+    reused: list[str] = []
+    seen: set[str] = set()
+    stale: set[str] = set()
+    corrupt: dict[str, str] = {}
+    failed_n = 0
+    code = code_fingerprint()
+    for t in tasks:
+        if t.key in seen:
+            continue
+        seen.add(t.key)
+        meta, why = store.verify(t.key)
+        if why is not None:
+            corrupt[t.key] = why
+            store.discard(t.key)
+        if meta is not None:
+            is_stale = meta.get("code") != code
+            if is_stale:
+                stale.add(t.key)
+            failed = meta.get("status") == "failed"
+            if not ((failed and _redo_failure(meta, retry_failed, timeout_s)) or (rerun_stale and is_stale)):
+                reused.append(t.key)
+                failed_n += failed
+                continue
+        todo.append(t)
+    copies = {}
+    for t in tasks:
+        copies[t.key] = copies.get(t.key, 0) + 1
+    total = len(tasks)
+    done_n = sum(copies[k] for k in reused)
+    ran: list[str] = []
+    retried: list[tuple[str, str]] = []
+    t0 = time.monotonic()
+    if progress:
+        progress(done_n, failed_n, total, 0.0)
+
+    def store_result(task: RunTask, rec: dict) -> None:
+        nonlocal done_n, failed_n
+        store.save(task.key, rec, {"index": list(task.index), "seed": spec.seeds[task.index[-1]],
+                                   "labels": {a.name: _jsonable(a.labels[i])
+                                              for a, i in zip(spec.axes, task.index, strict=False)}})
+        ran.append(task.key)
+        done_n += copies[task.key]
+        failed_n += rec["status"] == "failed"
+        if progress:
+            progress(done_n, failed_n, total, time.monotonic() - t0)
+        if on_result:
+            on_result(task, rec)
+
+    if todo:
+        n_workers = workers or os.cpu_count() or 1
+        if client is not None or scheduler:
+            executors.run_dask(todo, spec.series, store_result, client, scheduler, workers)
+        elif (n_workers <= 1 or len(todo) == 1) and timeout_s is None:
+            executors.run_serial(todo, spec.series, store_result)
+        else:
+            executors.run_local(todo, spec.series, store_result, max(1, min(n_workers, len(todo))),
+                                timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)))
+    ds = assemble(spec, tasks, store)
+    write_dataset(ds, out)
+    status = ds["status"].values
+    failed = sorted({t.key for t in tasks if str(status[t.index]) == "failed"})
+    return SweepOutcome(ds, ran, reused, failed, out, sorted(stale - set(ran)), corrupt, retried)
