@@ -69,3 +69,29 @@ def test_replay_without_every_rack_measured_is_an_error(small_run, tmp_path, cap
     err = capsys.readouterr().err
     assert "one.om" in err and "1 racks have no measured power" in err and str(ds.rack.values[1]) in err
     assert not out.exists()
+
+
+def test_replay_switches_the_recirculation_model_with_measured_cooling_units(small_run, tmp_path):
+    """crac_1 measured off on the second day: those samples' inlets rise (one unit left),
+    the others equal the all-running replay; a unit state comes from a 1/0 series."""
+    _, res = small_run
+    ds = res.dataset
+    load = tmp_path / "load.om"
+    write_openmetrics(ds[["rack_power_w"]].assign_attrs(ds.attrs), load)
+    t = ds.time.values.astype("datetime64[s]").astype(np.int64)
+    off = (t >= t[0] + 86400) & (t < t[0] + 2 * 86400)
+    lines = ["# TYPE cooling_unit_running gauge"]
+    for unit, state in (("server_room/crac_1", np.where(off, 0, 1)), ("server_room/crac_2", np.ones(t.size))):
+        lines += [f'cooling_unit_running{{cooling_unit="{unit}"}} {int(x)} {ts}' for ts, x in zip(t, state, strict=True)]
+    units = tmp_path / "units.om"
+    units.write_text("\n".join(lines) + "\n# EOF\n")
+    a, b = tmp_path / "all_on", tmp_path / "one_off"
+    assert run_replay_cli([SCENARIO, str(load), "--out", str(a), *SETS]) == 0
+    assert run_replay_cli([SCENARIO, str(load), str(units), "--out", str(b), *SETS]) == 0
+    on, one = load_run_dataset(a), load_run_dataset(b)
+    np.testing.assert_array_equal(one.cooling_unit_running.sel(cooling_unit="server_room/crac_1").values, (~off) * 1.0)
+    np.testing.assert_allclose(one.rack_inlet_c.values[~off], on.rack_inlet_c.values[~off], rtol=1e-12)
+    rise = one.rack_inlet_c.values[off] - on.rack_inlet_c.values[off]
+    assert (rise > 0.05).all()
+    # the power chain does not care which unit cools
+    np.testing.assert_allclose(one.facility_total_power_w.values, on.facility_total_power_w.values, rtol=1e-12)

@@ -1,6 +1,7 @@
 """``twin replay SCENARIO MEASURED... --out RUN_DIR [--map FILE] [--step S] [--set ...]``.
 
-Measured rack power (and outdoor temperature, when measured) drive the scenario's power
+Measured rack power (and, when measured, the outdoor temperature and which cooling units
+run: ``cooling_unit_running{cooling_unit="hall/unit"}`` 1/0) drive the scenario's power
 chain, cooling plant and hall recirculation model in place of its workload; the twin
 predicts losses, utility power, cooling power, PUE and inlet temperatures and writes them as
 a run folder, which ``twin compare RUN_DIR MEASURED...`` then scores against the rest of the
@@ -37,7 +38,7 @@ def run_replay_cli(argv: list[str]) -> int:
     from twin.telemetry.compare import compare_mapped
     from twin.telemetry.ingest import read_measured
     from twin.telemetry.mapping import apply_mapping, load_mapping
-    from twin.telemetry.replay import measured_grid, replay_dataset, replay_template
+    from twin.telemetry.replay import DRIVERS, measured_grid, replay_dataset, replay_template
     from twin.telemetry.series import TelemetryError, check_series
 
     args = build_parser().parse_args(argv)
@@ -54,16 +55,21 @@ def run_replay_cli(argv: list[str]) -> int:
                   for f in args.measured for s in read_measured(f, timezone=mapping.timezone)]
         probe = replay_template(engine, np.zeros(1, np.int64), step)
         groups, _ = apply_mapping(series, mapping, probe)
-        groups = [g for g in groups if g.variable in ("rack_power_w", "outdoor_temp_c")]
+        groups = [g for g in groups if g.variable in DRIVERS]
         grid = measured_grid(groups, step)
         template = replay_template(engine, grid, step)
         cmp = compare_mapped(template, groups)
         racks = list(template.rack.values)
         rack_w = np.full((grid.size, len(racks)), np.nan)
+        units = [str(u) for u in template.cooling_unit.values]
+        running = None
         outdoor = None
         for p in cmp.pairs:
             if p.mapped.variable == "rack_power_w":
                 rack_w[:, racks.index(p.mapped.coord)] = p.meas
+            elif p.mapped.variable == "cooling_unit_running":
+                running = np.full((grid.size, len(units)), np.nan) if running is None else running
+                running[:, units.index(p.mapped.coord)] = p.meas
             else:
                 outdoor = p.meas
         missing = [r for j, r in enumerate(racks) if np.isnan(rack_w[:, j]).all()]
@@ -71,7 +77,7 @@ def run_replay_cli(argv: list[str]) -> int:
             raise TelemetryError(", ".join(args.measured), "rack_power_w",
                                  f"{len(missing)} racks have no measured power ({', '.join(missing[:6])}"
                                  f"{', ...' if len(missing) > 6 else ''}); a rack that is off reads 0 W")
-        ds = replay_dataset(engine, rack_w, grid, step, outdoor)
+        ds = replay_dataset(engine, rack_w, grid, step, outdoor, running)
     except TelemetryError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -9,13 +9,17 @@ failures; the twin then predicts what follows from them with the same models a r
 * the cooling plant (``twin.power.cooling_power_w`` with the scenario's COP and fan/pump
   fraction) on the building heat, at the measured (or modelled) outdoor temperature;
 * the inlet temperatures of every rack (the hall's steady recirculation model,
-  ``inlet = supply + D @ rack_heat``, one mat-vec per sample).
+  ``inlet = supply + D @ rack_heat``, one mat-vec per sample), with the recirculation
+  matrix of the cooling units measured running (``cooling_unit_running``, 1/0 per unit):
+  the hall's model is switched as a run switches it at a cooling fault, but each sample is
+  the steady state of its units (no fault transient between samples).
 
 The result has the shape of a run's ``results.nc`` (``time`` x ``rack``/``rpp``/``feed``), so
 ``twin compare`` scores it against the measured facility power, losses and inlets.
 
-Not replayed yet: a measured power-cap schedule and cooling-unit states (they need the
-engine's components to take measured inputs), and the ``physical`` cooling model.
+Not replayed yet: a measured power-cap schedule (it shapes the load of a workload-driven
+run; a replay takes the measured load, caps included), fault transients, and the
+``physical`` cooling model.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ import numpy as np
 from twin.telemetry.series import NS, TelemetryError, iso
 
 #: Variables a replay drives from measurements.
-DRIVERS = ("rack_power_w", "outdoor_temp_c")
+DRIVERS = ("rack_power_w", "outdoor_temp_c", "cooling_unit_running")
+#: The measured state of each cooling unit (not an output of a run: a replay input).
+UNIT_STATE = ("cooling_unit_running", ("time", "cooling_unit"), "1",
+              "cooling unit running (1) or stopped (0), measured; a window mean >= 0.5 counts as running")
 #: Variables a replay predicts.
 PREDICTED = ("rack_inlet_c", "rpp_power_w", "rpp_load_fraction", "feed_power_w", "feed_load_fraction",
              "ups_output_w", "ups_load_fraction", "ups_loss_w", "rpp_loss_w", "feed_loss_w",
@@ -37,23 +44,36 @@ def replay_template(engine, t_ns: np.ndarray, dt_s: float):
     import xarray as xr
 
     from twin.outputs import OUTPUT_BY_NAME
-    p, s = engine.plant, engine.s
-    coords = {"time": t_ns.astype("datetime64[ns]"), "rack": list(p.rack_names),
-              "rpp": np.arange(len(p.rpp_limit_w)), "feed": [f.name for f in s.site.power.feeds]}
+    coords = _coords(engine, t_ns)
     data = {}
     for name in DRIVERS:
-        o = OUTPUT_BY_NAME[name]
-        shape = tuple(len(coords[d]) for d in o.dims)
-        data[name] = (o.dims, np.full(shape, np.nan), {"units": o.units, "long_name": o.long_name})
+        dims, units, long_name = _meta(name, OUTPUT_BY_NAME)
+        shape = tuple(len(coords[d]) for d in dims)
+        data[name] = (dims, np.full(shape, np.nan), {"units": units, "long_name": long_name})
     return xr.Dataset(data, coords=coords, attrs={"sample_interval_s": float(dt_s)})
 
 
+def _coords(engine, t_ns):
+    p, s = engine.plant, engine.s
+    return {"time": t_ns.astype("datetime64[ns]"), "rack": list(p.rack_names),
+            "rpp": np.arange(len(p.rpp_limit_w)), "feed": [f.name for f in s.site.power.feeds],
+            "cooling_unit": [f"{h.name}/{c.name}" for h in s.site.halls for c in h.cooling_units]}
+
+
+def _meta(name, table):
+    if name == UNIT_STATE[0]:
+        return UNIT_STATE[1], UNIT_STATE[2], UNIT_STATE[3]
+    o = table[name]
+    return o.dims, o.units, o.long_name
+
+
 def replay_dataset(engine, rack_power_w: np.ndarray, t_ns: np.ndarray, dt_s: float,
-                   outdoor_temp_c: np.ndarray | None = None):
+                   outdoor_temp_c: np.ndarray | None = None, unit_running: np.ndarray | None = None):
     """Predict the facility from measured rack power.
 
     ``rack_power_w``: (T, R) [W] on the grid ``t_ns`` [epoch ns, UTC] (NaN where not measured:
-    those samples stay NaN); ``outdoor_temp_c``: (T,) [degC] or None for the scenario's model.
+    those samples stay NaN); ``outdoor_temp_c``: (T,) [degC] or None for the scenario's model;
+    ``unit_running``: (T, U) in [0, 1] per cooling unit (NaN: as before) or None (all running).
     Returns an xarray Dataset shaped like a run's results.
     """
     import xarray as xr
@@ -76,7 +96,18 @@ def replay_dataset(engine, rack_power_w: np.ndarray, t_ns: np.ndarray, dt_s: flo
     heat = np.asarray(flow.building_heat_w, float)
     cool = np.asarray(power.cooling_power_w(heat, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
                                             fan_pump_fraction=c.fan_pump_fraction), float)
-    inlet = np.vstack([th.inlets_c(w[k]) for k in range(len(t_ns))]) if len(t_ns) else np.empty((0, w.shape[1]))
+    units = [(h, u) for h, hall in enumerate(th.halls) for u in range(len(hall.units))]
+    running = np.ones((len(t_ns), len(units)), bool)
+    inlet = np.empty((len(t_ns), w.shape[1]))
+    for k in range(len(t_ns)):
+        if unit_running is not None:
+            for j, (h, u) in enumerate(units):
+                x = unit_running[k, j]
+                want = bool(x >= 0.5) if np.isfinite(x) else bool(th.halls[h].active[u])
+                if want != bool(th.halls[h].active[u]):
+                    th.set_unit(h, u, want)   # the hall's recirculation model for this set of units
+                running[k, j] = want
+        inlet[k] = th.inlets_c(w[k])
     ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
     series = {
         "rack_power_w": rack_w, "outdoor_temp_c": out_c, "rack_inlet_c": inlet,
@@ -88,22 +119,22 @@ def replay_dataset(engine, rack_power_w: np.ndarray, t_ns: np.ndarray, dt_s: flo
         "distribution_loss_w": np.asarray(flow.utility_w) - np.asarray(flow.it_w) - ups_loss,
         "facility_it_power_w": flow.it_w, "cooling_power_w": cool,
         "facility_total_power_w": np.asarray(flow.utility_w) + cool,
+        "cooling_unit_running": running.astype(float),
     }
-    p = engine.plant
-    coords = {"time": t_ns.astype("datetime64[ns]"), "rack": list(p.rack_names),
-              "rpp": np.arange(len(p.rpp_limit_w)), "feed": [f.name for f in s.site.power.feeds]}
+    coords = _coords(engine, t_ns)
     data = {}
     for name, arr in series.items():
-        o = OUTPUT_BY_NAME[name]
+        dims, units_, long_name = _meta(name, OUTPUT_BY_NAME)
         a = np.asarray(arr, float)
         if name not in DRIVERS:   # no prediction where the driving load was not measured
             a = np.where(ok.reshape((-1,) + (1,) * (a.ndim - 1)), a, np.nan)
-        data[name] = (o.dims, a, {"units": o.units, "long_name": o.long_name})
+        data[name] = (dims, a, {"units": units_, "long_name": long_name})
     from twin.scenario.loader import scenario_hash
     return xr.Dataset(data, coords=coords, attrs={
         "title": f"twin replay of measured load, scenario {s.name}", "scenario_name": s.name,
         "scenario_hash": scenario_hash(s), "sample_interval_s": float(dt_s),
-        "replay_drivers": "rack_power_w" + (", outdoor_temp_c" if outdoor_temp_c is not None else "")})
+        "replay_drivers": "rack_power_w" + (", outdoor_temp_c" if outdoor_temp_c is not None else "")
+                          + (", cooling_unit_running" if unit_running is not None else "")})
 
 
 def measured_grid(groups, dt_s: float) -> np.ndarray:
