@@ -72,7 +72,7 @@ def test_calibrate_recovers_hidden_parameters_and_compare_error_falls(truth_node
     plant.events.to_csv(events, index=False)
 
     out = tmp_path / "calibrated.yaml"
-    rc = run_calibrate_cli([str(SCENARIO), str(measured), str(events), "--out", str(out), "--set", BASE[0],
+    rc = run_calibrate_cli([str(SCENARIO), str(measured), str(events), "--out", str(out), "--set", BASE[0], "--seeds", "2",
                             "--allow-gaps", "--json"])
     assert rc == 0
     fits = {f["name"]: f for f in json.loads(capsys.readouterr().out)["fits"]}
