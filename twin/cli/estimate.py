@@ -5,6 +5,7 @@
     twin estimate collective --op allreduce|reduce_scatter|all_gather|all_to_all
                              --bytes N --nodes K [--gpus-per-node 8]
                              [--in-network-reduction] [--cluster SCENARIO] [--json]
+    twin estimate fabric-study [--nodes 128] [--seed 0] [--qps 4] [--json]
 
 ``FILE`` is an estimate file (:mod:`twin.compute.estimate_file`) or a scenario (then the
 job ``--job NAME``, default the first, on the scenario's cluster).  ``--cluster SCENARIO``
@@ -29,6 +30,7 @@ import numpy as np
 
 from twin.compute.collectives import OPS, bus_factor, collective_algorithm, collective_time_s
 from twin.compute.estimate_file import (
+    SAFE_LOADER,
     Cluster,
     EstimateFileError,
     FabricSpec,
@@ -137,7 +139,8 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="twin estimate",
                  description="step-time and collective estimates without a simulation")
-    sub = ap.add_subparsers(dest="what", metavar="{step,collective}", parser_class=_Parser)
+    sub = ap.add_subparsers(dest="what", metavar="{step,collective,fabric-study}",
+                            parser_class=_Parser)
     p = sub.add_parser("step", help="training step time, MFU and breakdown of a job")
     p.add_argument("file", help="estimate file (scenarios/estimates/*.yaml) or a scenario")
     p.add_argument("--job", help="job name when FILE is a scenario (default: the first)")
@@ -154,6 +157,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--in-network-reduction", action="store_true",
                    help="all-reduce in the switches (InfiniBand SHARP)")
     p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = sub.add_parser("fabric-study", help="dense and MoE jobs, alone and sharing, on four "
+                                            "fabrics (twin.compute.fabric_study)")
+    p.add_argument("--nodes", type=_positive_int, default=128, metavar="N",
+                   help="cluster size [nodes] (default 128)")
+    p.add_argument("--seed", type=int, default=0, help="placement and ECMP hashing seed")
+    p.add_argument("--qps", type=_positive_int, default=4,
+                   help="flows per connection hashed by static ECMP (default 4)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return ap
 
@@ -192,7 +203,7 @@ def _load_cluster(path: str) -> Cluster:
 def _is_scenario(path: str) -> bool:
     import yaml
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.load(Path(path).read_text(), Loader=SAFE_LOADER)
     except (OSError, yaml.YAMLError):
         return False  # load_estimate reports it
     return isinstance(data, dict) and ("workload" in data or "extends" in data)
@@ -287,15 +298,37 @@ def _print_collective(out: dict) -> None:
     print(f"{'busbw_gb_s':16s} {out['busbw_gb_s']:.4g}")
 
 
+def _print_study(rows: list[dict]) -> None:
+    print(f"{'fabric':22s} {'workload':20s} {'routing':8s} {'job':>3s} {'kind':5s} "
+          f"{'Gb/s/node':>9s} {'tok/s/GPU':>9s} {'vs IB rail':>10s}")
+    for r in rows:
+        print(f"{r['fabric']:22s} {r['workload']:20s} {r['routing']:8s} {r['job']:3d} "
+              f"{r['kind']:5s} {r['bandwidth_gbps']:9.0f} {r['tokens_per_s_per_gpu']:9.0f} "
+              f"{r['vs_ib_rail']:10.3f}")
+
+
 def run_estimate_cli(argv: list[str] | None = None) -> int:
     """Entry point of ``twin estimate``; returns the exit code (0 ok, 2 bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser().parse_args(argv)
         if args.what is None:
-            raise EstimateFileError(["twin estimate: choose 'step' or 'collective' "
-                                     "(see twin estimate --help)"])
-        out = _cmd_step(args) if args.what == "step" else _cmd_collective(args)
+            raise EstimateFileError(["twin estimate: choose 'step', 'collective' or "
+                                     "'fabric-study' (see twin estimate --help)"])
+        if args.what == "step":
+            out = _cmd_step(args)
+        elif args.what == "collective":
+            out = _cmd_collective(args)
+        else:
+            if args.nodes < 8 or args.nodes % 8:
+                raise EstimateFileError([f"twin estimate fabric-study: --nodes {args.nodes}: "
+                                         "expected a multiple of 8, at least 8"])
+            from twin.compute.fabric_study import fabric_study
+            try:
+                out = {"rows": fabric_study(args.nodes, seed=args.seed, qps=args.qps)}
+            except ValueError as exc:
+                raise EstimateFileError([f"twin estimate fabric-study: --nodes "
+                                         f"{args.nodes}: {exc}"]) from None
     except EstimateFileError as exc:
         for line in exc.problems:
             print(f"error: {line}", file=sys.stderr)
@@ -307,8 +340,10 @@ def run_estimate_cli(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=2, default=float))
     elif args.what == "step":
         _print_step(out)
-    else:
+    elif args.what == "collective":
         _print_collective(out)
+    else:
+        _print_study(out["rows"])
     return 0
 
 

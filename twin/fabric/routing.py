@@ -535,7 +535,9 @@ def _plane_loads_hashed(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: 
     den = w.sum(axis=1)
     partitioned = bool(np.any(den <= 0))
     ok = den > 0
-    n_f = np.maximum(1, np.rint(C[s_idx, d_idx] * qps)).astype(np.int64)
+    # every NIC cable of a connection opens its own queue pairs (a fat tree bundles a
+    # node's NICs on one leaf)
+    n_f = np.maximum(1, np.rint(C[s_idx, d_idx] * qps * lay.node_nic_links)).astype(np.int64)
     p = np.divide(w, den[:, None], out=np.full_like(w, 1.0 / u), where=ok[:, None])
     counts = _hash_counts(rng, n_f, p) * ok[:, None]
     per_flow = T[s_idx, d_idx] / n_f
