@@ -83,7 +83,11 @@ def build_plant(s: Scenario) -> Plant:
     catalog = load_catalog()
     node = catalog.nodes[s.hardware.node_model]
     switch = catalog.switches[s.fabric.switch_model]
-    xy, intake, enclosed, names, hall_idx = [], [], [], [], []
+    xy: list[np.ndarray] = []
+    intake: list[np.ndarray] = []
+    enclosed: list[np.ndarray] = []
+    names: list[str] = []
+    hall_idx: list[np.ndarray] = []
     for h, hall in enumerate(s.site.halls):
         a, b, c, d = rack_positions(hall)
         xy.append(a)

@@ -153,11 +153,11 @@ class Failures(Component):
                 yield req
                 e.log("repair_start", e.node_name(n), c.name)
                 st.node_repairing[n] = True
-                yield self.env.timeout(reliability.sample_repair_duration_h(rng, c.repair) * H)
+                yield self.env.timeout(float(reliability.sample_repair_duration_h(rng, c.repair)) * H)
         else:
             e.log("repair_start", e.node_name(n), c.name)
             st.node_repairing[n] = True
-            yield self.env.timeout(reliability.sample_repair_duration_h(rng, c.repair) * H)
+            yield self.env.timeout(float(reliability.sample_repair_duration_h(rng, c.repair)) * H)
         st.node_repairing[n] = False
         del self.open_repairs[rid]
         self.repair_times_s.append(self.env.now - t0)
