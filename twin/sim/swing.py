@@ -50,13 +50,16 @@ class Swing(Component):
             rec["branch_load_fraction_max"][i] = np.nan
             rec["failover_branch_load_fraction_max"][i] = np.nan
             return
-        p = rec["rack_power_w"][i].astype(float)
-        p = np.where(RackState.powered(rec["rack_state"][i]), p, 0.0)
-        normal = p / self.cords / self.cord_limit_w
-        fail = p / max(self.cords - 1, 1) / self.cord_limit_w if self.cords > 1 else np.full_like(p, np.inf)
-        rec["branch_load_fraction_max"][i] = float(normal.max()) if p.size else 0.0
-        rec["failover_branch_load_fraction_max"][i] = float(fail.max()) if p.size else 0.0
-        new = (fail > 1.0) & ~self._overloaded & (p > 0)
+        p = rec["rack_power_w"][i]
+        top = float(p.max()) if p.size else 0.0          # an unpowered rack draws nothing
+        live = max(self.cords - 1, 1)
+        rec["branch_load_fraction_max"][i] = top / self.cords / self.cord_limit_w
+        rec["failover_branch_load_fraction_max"][i] = top / live / self.cord_limit_w
+        if top / live <= self.cord_limit_w:              # the common case: nothing to log
+            return
+        p = np.where(RackState.powered(rec["rack_state"][i]), p.astype(float), 0.0)
+        fail = p / live / self.cord_limit_w
+        new = (fail > 1.0) & ~self._overloaded
         for r in np.flatnonzero(new):
             self.e.log("branch_failover_overload", self.plant.rack_names[r],
                        f"{p[r] / 1e3:.1f} kW on one cord of {self.cord_limit_w / 1e3:.1f} kW continuous "
