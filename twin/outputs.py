@@ -115,6 +115,16 @@ OUTPUTS: tuple[Output, ...] = (
     Output("rpp_loss_w", _T, "float64", "W", "RPP and cabling losses"),
     Output("feed_loss_w", _T, "float64", "W", "switchboard and transformer losses"),
     Output("cooling_power_w", _T, "float64", "W", "chiller, CRAH fan and pump power"),
+    Output("cooling_unit_load_w", ("time", "cooling_unit"), "float64", "W",
+           "heat removed by each cooling unit (halls in order)"),
+    Output("cooling_capacity_margin_w", _T, "float64", "W", "lowest spare capacity of a running cooling unit "
+           "or the chilled-water plant (negative: heat beyond capacity)"),
+    Output("cooling_fan_power_w", _T, "float64", "W", "CRAH fan power on the affinity laws (physical cooling "
+           "model; 0 in the legacy model, whose fans are a share of the heat)"),
+    Output("economizer_fraction", _T, "float64", "1", "share of the heat the water-side economizer removes"),
+    Output("rack_inlet_peak_c", _R, "float32", "degC", "hottest inlet since the previous sample "
+           "(event-driven between samples in the physical cooling model)"),
+    Output("rack_gpu_temp_peak_c", _R, "float32", "degC", "hottest GPU since the previous sample (NaN when off)"),
     Output("power_available_w", _T, "float64", "W", "IT power of the staged plan"),
     Output("outdoor_temp_c", _T, "float64", "degC", "outdoor dry-bulb temperature"),
     Output("gpus_installed", _T, "int32", "GPU", "GPUs delivered"),
@@ -251,6 +261,29 @@ def _count(kind: str) -> Callable[[RunRecord], int]:
 
 
 _HOT = f"{ASHRAE_RECOMMENDED_MAX_C:g} C"
+def _pue_peak(r: RunRecord) -> float:
+    it = np.asarray(r.series["facility_it_power_w"], float)
+    tot = np.asarray(r.series["facility_total_power_w"], float)
+    ok = it > 0
+    return float(np.max(tot[ok] / it[ok])) if ok.any() else math.nan
+
+
+def _cooling_margin_kw(r: RunRecord) -> float:
+    m = np.asarray(r.series["cooling_capacity_margin_w"], float)
+    return float(np.nanmin(m) / 1e3) if np.isfinite(m).any() else math.nan
+
+
+def _hours_over_capacity(r: RunRecord) -> float:
+    m = np.asarray(r.series["cooling_capacity_margin_w"], float)
+    return float(np.sum(m < 0) * r.dt_s / H)
+
+
+def _max_inlet_peak(r: RunRecord) -> float:
+    x = np.asarray(r.series["rack_inlet_peak_c"], float)
+    x = x[np.isfinite(x)]
+    return float(x.max()) if x.size else math.nan
+
+
 KPIS: tuple[Kpi, ...] = (
     Kpi("tokens_total", "tokens", "training tokens that survived to the end of the run", _tokens_total),
     Kpi("tokens_per_day_mean", "tokens/day", "tokens_total over the simulated days",
@@ -282,6 +315,15 @@ KPIS: tuple[Kpi, ...] = (
         lambda r: r.energy_mwh("facility_total_power_w")),
     Kpi("ups_loss_mwh", "MWh", "UPS conversion loss", lambda r: r.energy_mwh("ups_loss_w")),
     Kpi("pue_mean", "1", "energy_facility_mwh / energy_it_mwh", _pue),
+    Kpi("pue_peak", "1", "highest sampled PUE, facility / IT power (the design-day reading)", _pue_peak),
+    Kpi("economizer_hours", "h", "hours of free cooling (a partial economizer counts by its share)",
+        lambda r: float(np.sum(r.series["economizer_fraction"]) * r.dt_s / H)),
+    Kpi("cooling_capacity_margin_kw", "kW", "lowest spare capacity of a running cooling unit or the "
+        "chilled-water plant over the run (negative: short)", _cooling_margin_kw),
+    Kpi("hours_cooling_over_capacity", "h", "hours with heat beyond a running unit's or the plant's capacity",
+        _hours_over_capacity),
+    Kpi("max_rack_inlet_peak_c", "degC", "hottest inlet between samples (event-driven in the physical "
+        "cooling model)", _max_inlet_peak),
     Kpi("peak_facility_power_kw", "kW", "highest sampled utility power",
         lambda r: float(r.series["facility_total_power_w"].max() / 1e3)),
     Kpi("peak_sample_ramp_kw_per_s", "kW/s", "largest facility power change between samples / sample step "

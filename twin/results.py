@@ -93,6 +93,7 @@ def build_results(scenario, plant, run: RunRecord) -> Results:
         "rack_rpp": ("rack", p.rack_rpp),
         "rpp": np.arange(len(p.rpp_limit_w)),
         "feed": [f.name for f in s.site.power.feeds],
+        "cooling_unit": [f"{h.name}/{c.name}" for h in s.site.halls for c in h.cooling_units],
         "job": [j.name for j in run.jobs],
     }
     ds = xr.Dataset(v, coords=coords)

@@ -42,7 +42,9 @@ def test_saturated_unit_hands_its_excess_to_its_neighbour():
     assert st.supply_temp_c[0] == pytest.approx(18.0 + 2 * 30e3 / G5, abs=1e-9)
     assert st.unit_load_w == pytest.approx([50e3, 70e3], rel=1e-9)
     assert st.inlet_temp_c == pytest.approx(np.full(2, 18.0 + 30e3 / G5), abs=1e-9)
-    assert st.capacity_margin_w == pytest.approx(0.0, abs=1e-6)
+    # margin: capacity minus what the unit would remove holding its set point, 50 - 80 kW
+    assert st.unit_demand_w == pytest.approx([80e3, 40e3], rel=1e-12)
+    assert st.capacity_margin_w == pytest.approx(-30e3, rel=1e-12)
 
 
 def test_heat_beyond_the_units_or_the_plant_has_no_steady_state():

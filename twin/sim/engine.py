@@ -96,7 +96,8 @@ class Engine:
                                             self.maintenance, self.jobs, self.power, self.swing,
                                             self.scheduler, self.sampler]
         self.recorder = Recorder(self.n_samples, {"rack": p.n_racks, "rpp": len(p.rpp_limit_w),
-                                                  "feed": len(scenario.site.power.feeds), "job": len(self.jobs)})
+                                                  "feed": len(scenario.site.power.feeds), "job": len(self.jobs),
+                                                  "cooling_unit": self.thermal.n_units})
         self._started = False
 
     # ------------------------------------------------------------------ shared services

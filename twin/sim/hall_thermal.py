@@ -1,5 +1,20 @@
 """Hall thermal: each hall's recirculation model (rack heat -> inlet temperatures), cooling
-units that fail and come back, and the lumped transient that carries the inlets meanwhile."""
+units that fail and come back, and the lumped transient that carries the inlets meanwhile.
+
+Two models, chosen by ``site.cooling_system.model``:
+
+- ``legacy`` (default; the golden numbers): fixed rack airflow, unlimited coils, a fault
+  transient from the steady state of the moment the unit trips;
+- ``physical``: rack airflow from the servers' fan law with the recirculation matrix
+  interpolated to it (:class:`twin.thermal.airflow.RecirculationFamily`), coils and the
+  chilled-water plant with finite capacity (:func:`twin.thermal.capacity.capped_steady_state`),
+  and an event-driven hall state (:mod:`twin.thermal.events`) carried from event to event
+  and sample to sample while the hall is out of its steady state (a trip, a restart, a
+  power transfer, or heat beyond capacity): sub-sample extremes are recorded, the chiller
+  restarts after its delay, chilled-water storage buffers, GPUs throttle and shut down.
+  The cooling plant's energy follows the CRAH fan laws, the set points and the weather file
+  (:func:`twin.power.cooling_plant.cooling_plant_power_w`), through :meth:`HallThermal.plant_power`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +25,13 @@ import numpy as np
 
 from twin import power, reliability, thermal
 from twin.plant import hall_geometries, seconds_since
+from twin.power import cooling_plant
 from twin.sim.component import Component
+from twin.thermal import events as hall_events
+from twin.thermal import weather as thermal_weather
+from twin.thermal.airflow import RecirculationFamily, airflow_changed
+from twin.thermal.capacity import capped_steady_state
+from twin.thermal.fans import crah_airflow_m3_s, crah_fan_power_w, rack_airflow_from_fans_m3_s
 
 H = 3600.0
 
@@ -26,31 +47,76 @@ class HallModel:
     model: Any                            # thermal inlet model, None with no unit running
     models: dict = field(default_factory=dict)   # by the tuple of active flags
     transient: tuple[float, Any] | None = None   # (start [s], fault transient) while one runs
+    # --- physical model ---
+    first_unit: int = 0                   # index of the hall's first unit among all units
+    family: Any = None                    # RecirculationFamily (all units running)
+    airflow: np.ndarray | None = None     # (R_h,) rack airflow the models hold for [m3/s]
+    masses: Any = None                    # thermal.events.ThermalMasses
+    hstate: Any = None                    # thermal.events.HallThermalState while out of steady state
+    dynamic_until: float = -np.inf        # integrate the state until then [s]
+    unit_load_w: np.ndarray | None = None  # (U,) heat removed by each unit now [W]
+    unit_demand_w: np.ndarray | None = None  # (U,) heat each unit would remove at its set point [W]
+    peak_inlet_c: np.ndarray | None = None  # (R_h,) hottest inlet since the last sample [degC]
+    peak_gpu_c: np.ndarray | None = None    # (R_h,) hottest GPU since the last sample [degC]
+    short: bool = False                   # heat beyond the running coils or the plant
+    deficit_w: float = 0.0                # by how much [W]
+    last_inlet_c: np.ndarray | None = None  # (R_h,) inlets of the carried state [degC]
+    pending: bool = False                 # running set changed, model not derived yet (physical)
+    ops: dict = field(default_factory=dict)  # event operators by (active flags, airflow key)
 
 
 class HallThermal(Component):
     """Inlet temperatures from rack heat, one mat-vec per hall; a cooling fault switches
     the hall's recirculation model (re-derived or reused per set of running units) and
-    starts the lumped-capacitance transient from the current rack heat."""
+    starts the lumped-capacitance transient from the current rack heat (legacy), or carries
+    the hall's thermal state through the event (physical)."""
 
     name = "hall_thermal"
     reads = ("node_phase", "node_clock")
-    emits = ("cooling_fault", "cooling_restored")
+    emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer")
+    outputs = ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_fan_power_w", "rack_inlet_peak_c",
+               "rack_gpu_temp_peak_c", "economizer_fraction")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
         s, p = self.s, self.plant
+        self.cs = s.site.cooling_system
+        self.physical = self.cs.model == "physical"
         self.rack_airflow_m3_s = np.full(p.n_racks, p.node.airflow_m3_s_at_max * s.hardware.nodes_per_rack)
         self.halls: list[HallModel] = []
+        first = 0
         for (geom, idx), hall in zip(hall_geometries(s, p), s.site.halls, strict=True):
+            if self.physical and self.cs.supply_setpoint_c is not None:
+                from dataclasses import replace
+
+                geom = replace(geom, cooling_supply_temp_c=np.full(geom.n_cooling, self.cs.supply_setpoint_c))
             active = np.ones(len(hall.cooling_units), bool)
-            model = thermal.inlet_model(geom, self.rack_airflow_m3_s[idx], active)
-            self.halls.append(HallModel(idx=idx, geom=geom, units=[c.name for c in hall.cooling_units],
-                                        active=active, model=model, models={tuple(active): model}))
+            if self.physical:
+                family = RecirculationFamily(geom, self.rack_airflow_m3_s[idx], cooling_active=active)
+                model = family.model(self.rack_airflow_m3_s[idx])
+            else:
+                family = None
+                model = thermal.inlet_model(geom, self.rack_airflow_m3_s[idx], active)
+            hm = HallModel(idx=idx, geom=geom, units=[c.name for c in hall.cooling_units],
+                           active=active, model=model, models={tuple(active): model}, first_unit=first,
+                           family=family, airflow=self.rack_airflow_m3_s[idx].copy(),
+                           unit_load_w=np.zeros(len(hall.cooling_units)))
+            if self.physical:
+                hm.masses = hall_events.ThermalMasses.of(
+                    len(idx), thermal.hall_air_volume_m3(geom), geom.cooling_airflow_m3_s,
+                    chilled_water_volume_m3=self.cs.plant.storage_m3 / len(s.site.halls))
+            self.halls.append(hm)
+            first += len(hall.cooling_units)
             self.state.rack_inlet_c[idx] = model.base_inlet_c
+        self.n_units = first
+        self.chiller_available_s = -np.inf
+        self.economizer_fraction: np.ndarray | None = None
 
     def processes(self):
         yield self._faults()
+        if self.physical:
+            for ev in self.cs.events:
+                yield self._system_event(ev)
 
     def fault_times(self) -> list[tuple[float, int, int, float]]:
         """(start [s], hall, unit, duration [s]) of every cooling-unit fault: the scenario's
@@ -75,19 +141,50 @@ class HallThermal(Component):
         With no unit left running the hall has no steady state: its model is None and the
         fault transient carries the inlet temperatures."""
         hall = self.halls[h]
+        if self.physical:
+            self._advance(hall)                     # the state up to now, under the old model
+            hall.active = hall.active.copy()
+            hall.active[u] = active
+            hall.pending = True                     # derived when first needed (several units may
+            return                                  # switch at one instant)
         hall.active = hall.active.copy()
         hall.active[u] = active
+        self._select_model(hall)
+
+    def _resolve(self, hall: HallModel) -> None:
+        if hall.pending:
+            hall.pending = False
+            self._select_model(hall)
+
+    def _select_model(self, hall: HallModel) -> None:
         key = tuple(hall.active)
+        if self.physical:
+            key = key + (round(float(hall.airflow.sum()), 6),)
         if key not in hall.models:
-            try:
-                hall.models[key] = thermal.inlet_model(hall.geom, self.rack_airflow_m3_s[hall.idx], hall.active)
-            except thermal.NoSteadyStateError:
+            if not hall.active.any():
                 hall.models[key] = None
+            elif self.physical and hall.active.all():
+                hall.models[key] = hall.family.model(hall.airflow)
+            else:
+                try:
+                    hall.models[key] = thermal.inlet_model(hall.geom, hall.airflow if self.physical
+                                                           else self.rack_airflow_m3_s[hall.idx], hall.active)
+                except thermal.NoSteadyStateError:
+                    hall.models[key] = None
         hall.model = hall.models[key]
 
     def _fault(self, h: int, u: int, dur: float):
         hall = self.halls[h]
         name = hall.units[u]
+        if self.physical:
+            self._begin_dynamic(hall, dur)
+            self.set_unit(h, u, False)
+            self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {self._outlook(hall, dur)}")
+            yield self.env.timeout(dur)
+            self._begin_dynamic(hall, 0.0)
+            self.set_unit(h, u, True)
+            self.e.log("cooling_restored", name, "")
+            return
         before = hall.model
         self.set_unit(h, u, False)
         tr = self._transient(h, before, dur) if before is not None else None
@@ -101,6 +198,195 @@ class HallThermal(Component):
             hall.transient = None
         self.e.log("cooling_restored", name, "")
 
+    def _system_event(self, ev):
+        """A dated ``site.cooling_system.events`` entry: a unit trip, or a power transfer
+        (CRAH fans stop unless on UPS until the generator picks them up; the chiller restarts
+        after ``plant.restart_delay_s``; pumps keep the stored chilled water moving)."""
+        t = seconds_since(self.s.simulation.start, ev.time)
+        if t > self.env.now:
+            yield self.env.timeout(t - self.env.now)
+        if ev.kind == "unit_trip":
+            u = self.halls[ev.hall].units.index(ev.unit)
+            yield from self._fault(ev.hall, u, ev.duration_s)
+            return
+        pl = self.cs.plant
+        gen_s = self.s.site.power.generator_start_s
+        self.chiller_available_s = self.env.now + max(ev.duration_s, gen_s) + pl.restart_delay_s
+        self.e.log("cooling_power_transfer", "plant", f"chiller back after {(self.chiller_available_s - self.env.now) / 60:.0f} min; "
+                   f"CRAH fans {'on UPS' if pl.fans_on_ups else f'off for {gen_s:.0f} s'}")
+        if pl.fans_on_ups:
+            for hall in self.halls:
+                self._begin_dynamic(hall, pl.restart_delay_s)
+            return
+        saved = [hall.active.copy() for hall in self.halls]
+        for h, hall in enumerate(self.halls):
+            self._begin_dynamic(hall, gen_s + pl.restart_delay_s)
+            for u in range(len(hall.units)):
+                if hall.active[u]:
+                    self.set_unit(h, u, False)
+        yield self.env.timeout(gen_s)
+        for h, was in enumerate(saved):
+            for u in np.flatnonzero(was):
+                self.set_unit(h, int(u), True)
+
+    # ------------------------------------------------------------------ physical model
+    def _gpu_kwargs(self, hall: HallModel) -> dict:
+        p, node, st = self.plant, self.plant.node, self.state
+        gpu_w = power.gpu_power_w(st.node_phase, self.e.power.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
+                                  gpu_idle_w=node.gpu_idle_w)
+        return {"gpu_power_w": gpu_w.reshape(p.n_racks, -1).max(axis=1)[hall.idx],
+                "gpu_thermal_resistance_k_per_w": node.gpu_thermal_resistance_k_per_w,
+                "slowdown_c": node.gpu_slowdown_c, "shutdown_c": node.gpu_shutdown_c}
+
+    def _plant_kwargs(self, hall: HallModel) -> dict:
+        pl = self.cs.plant
+        chw = float(cooling_plant.chilled_water_supply_c(np.min(hall.geom.cooling_supply_temp_c), pl.coil_approach_k))
+        cap = np.inf if pl.capacity_kw is None else pl.capacity_kw * 1e3 / len(self.halls)
+        return {"coil_approach_k": pl.coil_approach_k, "chilled_water_setpoint_c": chw,
+                "chiller_capacity_w": cap, "chiller_available_s": self.chiller_available_s}
+
+    def _heat(self, hall: HallModel) -> np.ndarray:
+        return self.e.sampler.last_rack_power_w()[hall.idx]
+
+    def _begin_dynamic(self, hall: HallModel, hold_s: float) -> None:
+        """Make the hall carry its thermal state from now for ``hold_s`` plus the time the
+        IT mass needs to settle (three of its time constants)."""
+        settle = 3.0 * float(np.max(hall.masses.it_heat_capacity_j_k
+                                    / (thermal.AIR_DENSITY_KG_M3 * thermal.AIR_CP_J_KG_K * hall.airflow)))
+        if hall.hstate is None:
+            self._resolve(hall)
+            heat = self._heat(hall)
+            if hall.model is None:
+                return
+            chw = self._plant_kwargs(hall)["chilled_water_setpoint_c"]
+            cs = capped_steady_state(hall.model, heat)
+            hall.hstate = hall_events.hall_steady_state(
+                hall.model, heat, chilled_water_temp_c=chw,
+                supply_temp_c=cs.supply_temp_c if cs.feasible else None, time_s=self.env.now)
+            hall.last_inlet_c = cs.inlet_temp_c
+        hall.dynamic_until = max(hall.dynamic_until, self.env.now + hold_s + settle)
+
+    def _operator(self, hall: HallModel):
+        key = (tuple(hall.active), round(float(hall.airflow.sum()), 6))
+        if key not in hall.ops:
+            hall.ops[key] = hall_events.operator_for(hall.model, hall.masses, hall.airflow)
+        return hall.ops[key]
+
+    def _advance(self, hall: HallModel) -> None:
+        """Carry the hall's state from its time to now under the model in force."""
+        st = hall.hstate
+        if st is None or self.env.now <= st.time_s:
+            return
+        self._resolve(hall)
+        heat = self._heat(hall)
+        seg = hall_events.advance(st, hall.model, self.env.now - st.time_s, heat, hall.masses,
+                                  operator=self._operator(hall), **self._plant_kwargs(hall),
+                                  **self._gpu_kwargs(hall))
+        hall.hstate = seg.state
+        hall.unit_load_w = seg.unit_load_w
+        hall.unit_demand_w = seg.unit_load_w
+        hall.peak_inlet_c = np.fmax(hall.peak_inlet_c, seg.max_inlet_temp_c) if hall.peak_inlet_c is not None \
+            else seg.max_inlet_temp_c
+        hall.peak_gpu_c = np.fmax(hall.peak_gpu_c, seg.max_gpu_temp_c) if hall.peak_gpu_c is not None \
+            else seg.max_gpu_temp_c
+        hall.last_inlet_c = seg.inlet_temp_c
+
+    def _outlook(self, hall: HallModel, dur: float) -> str:
+        """A look ahead from the current state: the fault evaluated at its own time."""
+        if hall.hstate is None:
+            return "no IT load in the hall"
+        act = hall.active.copy()
+        return f"evaluated from the hall's state at {self.env.now / H:.2f} h ({int(act.sum())} units running)"
+
+    def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
+        if self.cs.rack_airflow != "fan_model":
+            return
+        node, s = self.plant.node, self.s
+        n = s.hardware.nodes_per_rack
+        v = rack_airflow_from_fans_m3_s(
+            np.maximum(rack_w[hall.idx] / n, 0.0), self.state.rack_inlet_c[hall.idx], nodes_per_rack=n,
+            design_heat_w=node.gpu_count * node.gpu_tdp_w + node.host_active_w,
+            airflow_max_m3_s=node.airflow_m3_s_at_max)
+        if airflow_changed(hall.airflow, v, 0.05):
+            if hall.hstate is not None:
+                self._advance(hall)
+            hall.airflow = v
+            self._select_model(hall)
+
+    def _physical_inlets(self, hall: HallModel, rack_w: np.ndarray) -> np.ndarray:
+        """Inlets of a hall under the physical model: the capped steady state while the hall
+        is in one, else its carried state advanced to now."""
+        self._resolve(hall)
+        self._update_airflow(hall, rack_w)
+        heat = rack_w[hall.idx]
+        cs = None
+        if hall.model is not None:
+            cs = capped_steady_state(hall.model, heat, plant_capacity_w=self._plant_kwargs(hall)["chiller_capacity_w"])
+        feasible = cs is not None and cs.feasible
+        if cs is not None and not feasible:
+            if not hall.short:
+                self.e.log("cooling_short", self.s.site.halls[self.halls.index(hall)].name,
+                           f"{'chilled-water plant' if cs.limiting == 'plant' else 'cooling units'} short by "
+                           f"{cs.deficit_w / 1e3:.0f} kW: the hall heats up")
+            hall.short, hall.deficit_w = True, cs.deficit_w
+            self._begin_dynamic(hall, np.inf)
+        elif hall.short and feasible:
+            hall.short, hall.deficit_w = False, 0.0
+            hall.dynamic_until = -np.inf
+            self._begin_dynamic(hall, 0.0)
+        if hall.hstate is None:
+            if feasible:
+                hall.unit_load_w = cs.unit_load_w
+                hall.unit_demand_w = cs.unit_demand_w
+                inlet = cs.inlet_temp_c
+                hall.peak_inlet_c = inlet if hall.peak_inlet_c is None else np.fmax(hall.peak_inlet_c, inlet)
+                return inlet
+            return np.full(len(hall.idx), np.inf)     # no unit running and no load
+        self._advance(hall)
+        inlet = hall.last_inlet_c
+        if inlet is None:
+            inlet = self.state.rack_inlet_c[hall.idx].copy()
+        if self.env.now >= hall.dynamic_until and feasible:
+            hall.hstate = None                          # settled: back to the steady model
+        return inlet
+
+    def plant_power(self, rec, building_heat_w: np.ndarray, t_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cooling-plant power [W (T,)] and the outdoor dry bulb [degC (T,)] for the
+        building heat of every sample (called by the power chain after the run).
+
+        legacy: ``power.cooling_power_w`` (fans and pumps as a share of heat, COP at a fixed
+        chilled water, the sine outdoor temperature). physical: CRAH fans on the affinity
+        laws (``cooling_fan_power_w`` recorded at each sample), chilled water from the
+        supply set point, the weather file's dry and wet bulb (or the sine), economizer."""
+        c = self.s.site.power.cooling
+        if not self.physical:
+            out_c = self.e.power.outdoor_temp_c(t_s)
+            cool = np.asarray(power.cooling_power_w(building_heat_w, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                                                    fan_pump_fraction=c.fan_pump_fraction), float)
+            self.economizer_fraction = np.asarray(power.economizer_fraction(out_c), float) * np.ones(len(t_s))
+            rec.set("economizer_fraction", self.economizer_fraction)
+            return cool, np.asarray(out_c, float)
+        pl = self.cs.plant
+        if self.cs.weather_file is not None:
+            w = thermal_weather.read_weather(self.cs.weather_file)
+            out_c, wet_c = thermal_weather.outdoor_conditions(w, t_s, start=self.s.simulation.start)
+        else:
+            out_c = np.asarray(self.e.power.outdoor_temp_c(t_s), float)
+            wet_c = out_c - 5.0 if pl.heat_rejection == "cooling_tower" else None
+        setpoint = (self.cs.supply_setpoint_c if self.cs.supply_setpoint_c is not None
+                    else min(float(np.min(h.geom.cooling_supply_temp_c)) for h in self.halls))
+        heat = np.asarray(building_heat_w, float)
+        fans = rec["cooling_fan_power_w"]
+        r = cooling_plant.cooling_plant_power_w(
+            np.maximum(heat - fans, 0.0), out_c, wet_c, supply_air_setpoint_c=setpoint,
+            coil_approach_k=pl.coil_approach_k, chilled_water_rise_k=pl.chilled_water_rise_k,
+            heat_rejection=pl.heat_rejection, tower_approach_k=pl.tower_approach_k,
+            chiller_cop_at_25c=pl.chiller_cop_at_25c, crah_fan_w=fans, pump_fraction=pl.pump_fraction)
+        self.economizer_fraction = np.asarray(r["economizer_fraction"], float) * np.ones(len(t_s))
+        rec.set("economizer_fraction", self.economizer_fraction)
+        return np.asarray(r["total"], float), np.asarray(out_c, float)
+
+    # ------------------------------------------------------------------ legacy transient
     def _transient(self, h: int, before, dur: float):
         """Lumped-capacitance transient of the hall after a cooling fault
         (``thermal.fault_transient``) from the current rack heat and GPU power."""
@@ -134,6 +420,8 @@ class HallThermal(Component):
     def hall_inlets_c(self, hall: HallModel, rack_w: np.ndarray) -> np.ndarray:
         """Inlet temperatures of a hall's racks [degC]: the fault transient while one runs
         (or while no cooling is left), else the steady recirculation model, one mat-vec."""
+        if self.physical:
+            return self._physical_inlets(hall, rack_w)
         if hall.transient is not None:
             t0, res = hall.transient
             if hall.model is None or self.env.now - t0 <= res.time_s[-1]:
@@ -151,6 +439,55 @@ class HallThermal(Component):
 
     def cache_key(self) -> tuple:
         """What the inlets depend on besides rack heat: the model in force and, while a
-        transient runs, the time."""
+        transient runs (or a physical hall carries its state), the time."""
+        for h in self.halls:
+            self._resolve(h)
         return (tuple(id(h.model) for h in self.halls),
-                tuple(self.env.now if h.transient else None for h in self.halls))
+                tuple(self.env.now if (h.transient or h.hstate is not None) else None for h in self.halls))
+
+    # ------------------------------------------------------------------ outputs
+    def record(self, i: int, rec) -> None:
+        """Unit loads, the capacity margin, CRAH fan power and the sub-sample extremes."""
+        margin = np.inf
+        fan_w = 0.0
+        total_load = 0.0
+        heat = self.e.sampler.last_rack_power_w()
+        fans = self.cs.crah_fans
+        for hall in self.halls:
+            sl = slice(hall.first_unit, hall.first_unit + len(hall.units))
+            if not self.physical:
+                load = (hall.model.cooling_load_w(heat[hall.idx]) if hall.model is not None
+                        else np.zeros(len(hall.units)))
+                load = np.where(hall.active, load, 0.0)
+                demand = load
+            else:
+                load = hall.unit_load_w
+                demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
+            rec["cooling_unit_load_w"][i, sl] = load
+            total_load += float(np.sum(load))
+            cap = hall.geom.cooling_capacity_w
+            if hall.active.any():
+                margin = min(margin, float(np.min((cap - demand)[hall.active])))
+            if self.physical:
+                v_c = hall.geom.cooling_airflow_m3_s
+                need = fans.airflow_per_rack_airflow * hall.airflow.sum() * v_c / v_c.sum()
+                flow = crah_airflow_m3_s(need, v_c, control=fans.control,
+                                                        min_speed_fraction=fans.min_speed_fraction)
+                fan_w += float(np.sum(np.where(hall.active, crah_fan_power_w(
+                    flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
+                    static_pressure_fraction=fans.static_pressure_fraction), 0.0)))
+            peak = hall.peak_inlet_c if hall.peak_inlet_c is not None else self.state.rack_inlet_c[hall.idx]
+            rec["rack_inlet_peak_c"][i, hall.idx] = np.fmax(peak, self.state.rack_inlet_c[hall.idx])
+            gpu = hall.peak_gpu_c if hall.peak_gpu_c is not None else np.full(len(hall.idx), np.nan)
+            rec["rack_gpu_temp_peak_c"][i, hall.idx] = np.fmax(gpu, rec["rack_gpu_temp_max_c"][i, hall.idx])
+            hall.peak_inlet_c = None
+            hall.peak_gpu_c = None
+        pl = self.cs.plant
+        if self.physical and pl.capacity_kw is not None:
+            margin = min(margin, pl.capacity_kw * 1e3 - total_load)
+        for hall in self.halls:
+            if self.physical and hall.short:
+                margin = min(margin, -hall.deficit_w)
+        rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
+        rec["cooling_fan_power_w"][i] = fan_w
+

@@ -87,10 +87,9 @@ class PowerChain(Component):
         """Power chain and cooling for every sample at once, (T, R) -> (T,), vectorised."""
         flow = power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float))
         t_s = np.arange(rec.n_samples) * self.e.dt_s
-        out_c = self.outdoor_temp_c(t_s)
-        c = self.s.site.power.cooling
-        cool = np.asarray(power.cooling_power_w(flow.building_heat_w, out_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
-                                                fan_pump_fraction=c.fan_pump_fraction), float)
+        # the cooling plant's power and the outdoor temperature come from the hall thermal
+        # component (legacy formula, or fan laws, set points and weather: issue 12)
+        cool, out_c = self.e.thermal.plant_power(rec, np.asarray(flow.building_heat_w, float), t_s)
         ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
         rec.set("rpp_load_fraction", flow.rpp_load_fraction)
         rec.set("rpp_power_w", flow.rpp_w)

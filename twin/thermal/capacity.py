@@ -80,16 +80,19 @@ class CappedSteadyState:
     inlet_temp_c: np.ndarray  # (R,)
     unit_load_w: np.ndarray  # (C,) heat removed by each coil [W]
     unit_capacity_w: np.ndarray  # (C,)
+    unit_demand_w: np.ndarray  # (C,) heat each coil removes when every coil holds its set point [W]
     saturated: np.ndarray  # (C,) bool: coil at capacity, supply above its set point
     iterations: int
 
     @property
     def capacity_margin_w(self) -> float:
-        """Smallest spare capacity of a running unit [W] (negative: short)."""
+        """Smallest spare capacity of a running unit [W]: capacity minus the heat it would
+        remove if every coil held its set point (negative: the unit is short by that much;
+        it supplies warmer air and its neighbours take the rest)."""
         run = np.isfinite(self.return_temp_c)
         if not run.any():
             return -np.inf
-        return float(np.min(self.unit_capacity_w[run] - self.unit_load_w[run]))
+        return float(np.min(self.unit_capacity_w[run] - self.unit_demand_w[run]))
 
 
 def capped_steady_state(
@@ -171,6 +174,7 @@ def capped_steady_state(
         inlet_temp_c=inlet,
         unit_load_w=load,
         unit_capacity_w=cap,
+        unit_demand_w=np.where(act, model.cooling_load_w(q) + fan, 0.0),
         saturated=sat & act,
         iterations=it,
     )
