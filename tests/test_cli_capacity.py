@@ -53,3 +53,9 @@ def test_scenario_without_a_chain_and_unknown_job(capsys):
     assert "site.power.chain" in capsys.readouterr().err
     assert main(["capacity", BV, "--job", "nope"]) == 2
     assert main(["capacity"]) == 2
+
+
+def test_validate_refuses_a_branch_circuit_below_a_rack_idle_draw(capsys):
+    assert main(["validate", BV, "--set", "site.power.chain.branch.breaker_a=5"]) == 2
+    err = capsys.readouterr().err
+    assert "site.power.chain.branch" in err and "stages 2024-01-01, 2024-03-15" in err

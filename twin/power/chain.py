@@ -75,13 +75,14 @@ def chain_problems(scenario) -> list[tuple[str, object, str]]:
     """Problems the chain has with the racks it feeds: ``[(dotted path, value, expected)]``.
 
     A branch circuit (the live cords under its redundancy policy, at the continuous
-    rule) that cannot carry one rack's idle draw, at any stage.
+    rule) that cannot carry one rack's idle draw, at any stage (one problem per distinct
+    branch set-up, naming the stages it holds in).
     """
     chain = scenario.site.power.chain
     if chain is None:
         return []
-    out = []
     idle_w = rack_figures_w(scenario)["idle_w"]
+    bad: dict[tuple, list[str]] = {}
     for date, _, ch in chain_at_stages(chain):
         br = ch.branch
         if br is None:
@@ -90,12 +91,14 @@ def chain_problems(scenario) -> list[tuple[str, object, str]]:
                                                 br.power_factor))
         live = br.cords_per_rack - (1 if br.redundancy == "2N" else 0)
         if live * cord < idle_w:
-            where = "site.power.chain.branch" + (f" (stage {date})" if date else "")
-            out.append((where, {"breaker_a": br.breaker_a, "voltage_v": br.voltage_v, "phases": br.phases,
-                                "live_cords": live},
-                        f"a branch circuit that carries at least one rack's idle draw "
-                        f"({idle_w / 1e3:.2f} kW); it carries {live * cord / 1e3:.2f} kW at the "
-                        f"continuous rule"))
+            key = (br.breaker_a, br.voltage_v, br.phases, live, live * cord)
+            bad.setdefault(key, []).append(date.isoformat() if date else "as built")
+    out = []
+    for (amps, volts, phases, live, carried), dates in bad.items():
+        out.append(("site.power.chain.branch", {"breaker_a": amps, "voltage_v": volts, "phases": phases,
+                                                 "live_cords": live},
+                    f"a branch circuit that carries at least one rack's idle draw ({idle_w / 1e3:.2f} kW); "
+                    f"it carries {carried / 1e3:.2f} kW at the continuous rule (stages {', '.join(dates)})"))
     return out
 
 

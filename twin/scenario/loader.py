@@ -393,6 +393,9 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                         f"a cap between {node.gpu_min_power_cap_w} and {node.gpu_tdp_w} W"))
     from twin.scenario.cooling import cooling_problems  # cooling events, fault windows, weather file
     out += cooling_problems(s)
+    if s.hardware.node_model in catalog.nodes:
+        from twin.power.chain import chain_problems  # branch circuits against a rack's idle draw
+        out += chain_problems(s)
     return out
 
 
