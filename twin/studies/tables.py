@@ -137,6 +137,24 @@ def criterion_score(values, low_is_good: bool) -> np.ndarray:
     return np.where(ok, s, 0.0)
 
 
+def cooling_rejection(cooling_use_fraction=math.nan, cooling_capacity_margin_kw=math.nan,
+                      hours_cooling_over_capacity=math.nan) -> str:
+    """Why a candidate hall's cooling cannot host its racks ('' when it can).
+
+    Rejected when the racks' worst-case heat exceeds the installed cooling units
+    (``cooling_use_fraction`` > 1), or a run of the physical cooling model found a unit or
+    the chilled-water plant short (negative ``cooling_capacity_margin_kw``, or hours over
+    capacity). The text names the constraint and its numbers."""
+    why = []
+    if np.isfinite(cooling_use_fraction) and cooling_use_fraction > 1.0:
+        why.append(f"worst-case rack heat is {cooling_use_fraction:.0%} of the cooling units' capacity")
+    if np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0:
+        why.append(f"a cooling unit or the plant is short by {-cooling_capacity_margin_kw:,.0f} kW")
+    if np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0:
+        why.append(f"{hours_cooling_over_capacity:,.0f} h over cooling capacity")
+    return ("cooling short: " + "; ".join(why)) if why else ""
+
+
 def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None = None) -> pd.DataFrame:
     """Siting study: per candidate (mean over seeds) the planner's figures, the binding
     constraint, a rank per criterion (1 = best), a score per criterion (1 best, 0 worst,
@@ -151,13 +169,19 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
                                       "days_power_limited", "tokens_total", "max_rack_inlet_c",
                                       "upgrade_cost_usd", "upgrade_lead_time_days", "energy_cost_usd",
                                       "co2_t", "pue_mean", "power_use_fraction", "cooling_use_fraction",
-                                      "floor_use_fraction", "inlet_margin_c", "energy_facility_mwh")
+                                      "floor_use_fraction", "inlet_margin_c", "energy_facility_mwh",
+                                      "cooling_capacity_margin_kw", "hours_cooling_over_capacity")
              if k in r}
         g["binds"] = binding_constraint(g.get("power_use_fraction", math.nan),
                                         g.get("cooling_use_fraction", math.nan),
                                         g.get("floor_use_fraction", math.nan), g.get("inlet_margin_c", math.nan))
         if g["binds"] == "none" and g.get("days_power_limited", 0) > 1:
             g["binds"] = "power (during the ramp)"
+        g["rejected"] = cooling_rejection(g.get("cooling_use_fraction", math.nan),
+                                          g.get("cooling_capacity_margin_kw", math.nan),
+                                          g.get("hours_cooling_over_capacity", math.nan))
+        if g["rejected"] and "cooling" not in g["binds"]:
+            g["binds"] = "cooling" if g["binds"] == "none" else g["binds"] + " + cooling"
         rows.append({dim: str(lab), **g})
     t = pd.DataFrame(rows)
     ranks, total, wsum = [], np.zeros(len(t)), 0.0
@@ -172,7 +196,10 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
     if ranks:
         t = pd.concat([t, pd.concat(ranks, axis=1)], axis=1)
         t["score"] = total / wsum if wsum > 0 else 0.0
-        t = t.sort_values(["score", "tokens_total"], ascending=[False, False]).reset_index(drop=True)
+        # a hall whose cooling is short is rejected: ranked after every candidate that can host
+        t["_ok"] = t["rejected"] == ""
+        keys = ["_ok", "score"] + (["tokens_total"] if "tokens_total" in t else [])
+        t = t.sort_values(keys, ascending=[False] * len(keys)).drop(columns="_ok").reset_index(drop=True)
         t.insert(1, "overall_rank", np.arange(1, len(t) + 1))
     t.attrs["weights"] = {k: v for k, v in w.items() if f"score_{k}" in t}
     return t
