@@ -121,6 +121,7 @@ def _print_text(rep: dict) -> None:
 
 
 def run_capacity_cli(argv: list[str]) -> int:
+    from twin.cli.main import _report_problems
     from twin.errors import ScenarioError
     from twin.power.chain import capacity_report, chain_problems, swing_report
     from twin.scenario.loader import load_scenario
@@ -133,11 +134,7 @@ def run_capacity_cli(argv: list[str]) -> int:
     try:
         s = load_scenario(args.scenario, args.set)
     except ScenarioError as err:
-        n = len(err.problems)
-        print(f"error: the scenario has {n} problem{'s' if n != 1 else ''}:", file=sys.stderr)
-        for p in err.problems:
-            print(f"  {p}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _report_problems(err)
     if s.site.power.chain is None:
         print(f"error: {args.scenario}: site.power.chain: got None; expected the power chain as equipment "
               f"(utility, transformers, switchboards, generators, ups, rpps, branch)", file=sys.stderr)

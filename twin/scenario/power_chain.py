@@ -69,22 +69,30 @@ class Transformers(_Model):
         return self
 
 
-class Switchboards(_Model):
-    """Main switchboards / switchgear, one per feed path (A, B, ...)."""
+class _Circuit(_Model):
+    """What every breaker-protected circuit has: the breaker frame, voltage, phases, the
+    continuous rating rule and the load power factor."""
 
-    count: PositiveInt
-    main_breaker_a: PositiveFloat = Field(description="main breaker rating of each switchboard [A]")
-    voltage_v: PositiveFloat = Field(480.0, description="line-to-line voltage [V]")
+    frame: str = Field("molded_case", description="breaker frame (twin.power.breakers.BREAKER_FRAMES)")
+    voltage_v: PositiveFloat = Field(415.0, description="line-to-line (3-phase) or line voltage [V]")
     phases: Literal[1, 3] = 3
-    frame: str = Field("insulated_case", description="breaker frame (twin.power.breakers.BREAKER_FRAMES)")
-    rated_100pct: bool = Field(False, description="100%-rated main breaker (else NEC 80% continuous)")
+    rated_100pct: bool = Field(False, description="100%-rated breaker (else NEC 80% continuous)")
     power_factor: PowerFactor = 0.95
-    redundancy: GroupRedundancy = "2N"
 
     @field_validator("frame")
     @classmethod
     def _frame(cls, v):
         return _check_frame(v)
+
+
+class Switchboards(_Circuit):
+    """Main switchboards / switchgear, one per feed path (A, B, ...)."""
+
+    count: PositiveInt
+    main_breaker_a: PositiveFloat = Field(description="main breaker rating of each switchboard [A]")
+    voltage_v: PositiveFloat = Field(480.0, description="line-to-line voltage [V]")
+    frame: str = Field("insulated_case", description="breaker frame (twin.power.breakers.BREAKER_FRAMES)")
+    redundancy: GroupRedundancy = "2N"
 
     @model_validator(mode="after")
     def _redundancy(self):
@@ -141,23 +149,13 @@ class UpsPlant(_Model):
         return self
 
 
-class Rpps(_Model):
+class Rpps(_Circuit):
     """Remote power panels (PDUs) feeding the rack rows."""
 
     count: PositiveInt
     breaker_a: PositiveFloat = Field(description="RPP feeder (main) breaker rating [A]")
-    frame: str = "molded_case"
-    voltage_v: PositiveFloat = 415.0
-    phases: Literal[1, 3] = 3
-    rated_100pct: bool = False
-    power_factor: PowerFactor = 0.95
     redundancy: Literal["N", "2N"] = Field(
         "2N", description="2N: panels in A/B pairs, each able to carry the pair's racks alone")
-
-    @field_validator("frame")
-    @classmethod
-    def _frame(cls, v):
-        return _check_frame(v)
 
     @model_validator(mode="after")
     def _redundancy(self):
@@ -165,23 +163,14 @@ class Rpps(_Model):
         return self
 
 
-class BranchCircuits(_Model):
+class BranchCircuits(_Circuit):
     """The circuit of each rack PDU cord (one breaker per cord in the RPP)."""
 
     breaker_a: PositiveFloat = Field(description="branch breaker rating per cord [A]")
-    frame: str = "miniature"
-    voltage_v: PositiveFloat = Field(415.0, description="line-to-line (3-phase) or line voltage [V]")
-    phases: Literal[1, 3] = 3
-    rated_100pct: bool = False
-    power_factor: PowerFactor = 0.95
+    frame: str = Field("miniature", description="breaker frame (twin.power.breakers.BREAKER_FRAMES)")
     cords_per_rack: PositiveInt = Field(2, description="rack PDU cords (2 = A and B)")
     redundancy: Literal["N", "2N"] = Field(
         "2N", description="2N: the other cord(s) carry the whole rack when one is lost")
-
-    @field_validator("frame")
-    @classmethod
-    def _frame(cls, v):
-        return _check_frame(v)
 
     @model_validator(mode="after")
     def _redundancy(self):
