@@ -169,6 +169,18 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+#: largest cluster an estimate accepts [GPUs]: 2**20, about five times the largest training
+#: clusters announced by 2025 (assumption); beyond it the fabric model's graphs and arrays
+#: need tens of GB before any answer (issue 18, "estimates bound their inputs")
+MAX_ESTIMATE_GPUS = 2**20
+
+
+def _check_size(what: str, gpus: int) -> None:
+    if gpus > MAX_ESTIMATE_GPUS:
+        raise EstimateFileError([f"{what}: {gpus:,} GPUs; expected at most {MAX_ESTIMATE_GPUS:,} "
+                                 f"(the fabric model would need tens of GB of memory)"])
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -226,6 +238,7 @@ def _cmd_step(args) -> dict:
         c = c.model_copy(update={"gpus": est.cluster.gpus,
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
+    _check_size("cluster.gpus", est.cluster.gpus)
     r = estimate_from_file(est)
     mem = memory_from_file(est)
     out = {"name": est.name, **r.as_dict(),
@@ -243,6 +256,7 @@ def _cmd_collective(args) -> dict:
     if args.nodes * g < 2:
         raise EstimateFileError(["twin estimate collective: needs at least 2 GPUs "
                                  f"(--nodes {args.nodes} x --gpus-per-node {g})"])
+    _check_size(f"twin estimate collective: --nodes {args.nodes} x --gpus-per-node {g}", args.nodes * g)
     c = c.model_copy(update={"gpus": args.nodes * g, "gpus_per_node": g})
     try:
         bw, hops = fabric_figures(c)
@@ -320,6 +334,7 @@ def run_estimate_cli(argv: list[str] | None = None) -> int:
         elif args.what == "collective":
             out = _cmd_collective(args)
         else:
+            _check_size(f"twin estimate fabric-study: --nodes {args.nodes}", args.nodes * 8)
             if args.nodes < 8 or args.nodes % 8:
                 raise EstimateFileError([f"twin estimate fabric-study: --nodes {args.nodes}: "
                                          "expected a multiple of 8, at least 8"])
