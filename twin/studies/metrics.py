@@ -11,25 +11,12 @@ import math
 
 import numpy as np
 
-# name: (unit, long name) of the figures added to every sweep run next to twin.results.KPI_UNITS
-STUDY_KPI_UNITS: dict[str, tuple[str, str]] = {
-    "gpus_delivered": ("GPU", "GPUs delivered by the end of the run"),
-    "gpus_hosted": ("GPU", "most GPUs powered at once"),
-    "days_to_full_capacity": ("days", "days from start until every delivered GPU was powered (NaN: never)"),
-    "days_to_max_hosted": ("days", "days from start until the most GPUs were first powered"),
-    "days_power_limited": ("days", "time during which delivered GPUs waited unpowered (power plan or limits)"),
-    "upgrade_cost_usd": ("USD", "sum of the site's upgrade options (site.economics.upgrades)"),
-    "upgrade_lead_time_days": ("days", "longest lead time of the site's upgrade options"),
-    "energy_cost_usd": ("USD", "utility energy x electricity price"),
-    "co2_t": ("t CO2", "utility energy x grid carbon intensity"),
-    "energy_cost_usd_per_btok": ("USD/1e9 tokens", "energy cost per billion surviving tokens"),
-    "power_use_fraction": ("1", "worst-case draw of all delivered racks / tightest power limit (facility or RPP)"),
-    "cooling_use_fraction": ("1", "worst-case heat of all delivered racks / installed cooling capacity"),
-    "floor_use_fraction": ("1", "racks delivered / rack positions on the floor"),
-    "inlet_margin_c": ("degC", "27 C (ASHRAE TC 9.9 recommended) minus the worst inlet of a powered rack"),
-}
+from twin.outputs import kpi_units
+from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C
 
-ASHRAE_RECOMMENDED_MAX_C = 27.0  # ASHRAE TC 9.9 (2021), recommended envelope upper limit, classes A1-A4
+#: {name: (unit, long name)} of the figures added to every sweep run next to
+#: twin.results.KPI_UNITS (declared once in twin.outputs.KPIS, group "study")
+STUDY_KPI_UNITS: dict[str, tuple[str, str]] = kpi_units("study")
 
 
 def energy_cost_usd(energy_mwh, price_usd_per_mwh) -> np.ndarray:

@@ -15,14 +15,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from twin import outputs
+
 #: time series kept per run by default (dims ``time`` only, or derived from per-rack/job data)
 DEFAULT_SERIES = ("gpus_installed", "gpus_powered", "gpus_healthy", "gpus_busy", "tokens_cumulative",
                   "facility_it_power_w", "facility_total_power_w", "power_available_w", "inlet_max_c")
-DERIVED_SERIES = {
-    "tokens_cumulative": ("tokens", "training tokens done by all jobs (incl. not yet checkpointed)"),
-    "inlet_max_c": ("degC", "hottest inlet of a powered rack"),
-    "inlet_mean_c": ("degC", "mean inlet of powered racks"),
-}
+#: {name: (unit, long name)} of series derived from per-rack/job data (twin.outputs.DERIVED_SERIES)
+DERIVED_SERIES = {o.name: (o.units, o.long_name) for o in outputs.DERIVED_SERIES}
 TIME_SERIES = {"facility_it_power_w", "facility_total_power_w", "ups_loss_w",
                "distribution_loss_w", "cooling_power_w", "power_available_w", "outdoor_temp_c",
                "gpus_installed", "gpus_powered", "gpus_healthy", "gpus_busy", "nodes_failed",
