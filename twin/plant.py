@@ -116,6 +116,12 @@ def build_plant(s: Scenario) -> Plant:
     node_su = np.arange(len(node_rack)) // s.fabric.su_nodes
     plan_s = np.array([seconds_since(s.simulation.start, st.date) for st in p.plan])
     plan_w = np.array([st.it_power_kw * 1e3 for st in p.plan])
+    if p.chain is not None and p.chain.stages_set_plan:
+        # the staged plan from the equipment: each dated stage's derived IT capacity
+        from twin.power.chain import capacity_report
+        stages = [st for st in capacity_report(s)["stages"] if st["date"] is not None]
+        plan_s = np.array([seconds_since(s.simulation.start, dt.date.fromisoformat(st["date"])) for st in stages])
+        plan_w = np.array([st["it_capacity_kw"] * 1e3 for st in stages])
     return Plant(
         scenario=s, node=node, switch=switch, rack_names=names,
         rack_hall=np.concatenate(hall_idx), rack_xy_m=rack_xy, rack_intake=np.concatenate(intake),

@@ -110,3 +110,14 @@ def test_feed_mechanical_split_and_transfer():
     s2 = s.model_copy(update={"site": s.site.model_copy(update={"power": s.site.power.model_copy(update={
         "chain": s.site.power.chain.model_copy(update={"mechanical": xfer})})})})
     assert feed_mechanical_w(s2, 1e6, 30.0, up)[0] == pytest.approx(both.sum())
+
+
+def test_stages_can_set_the_plan_from_the_equipment():
+    from twin.power.chain import capacity_report
+    s = twin.load_scenario(BV, ["site.power.chain.stages_set_plan=true", "simulation.duration_days=80"])
+    res = twin.simulate(s)
+    derived = [st["it_capacity_kw"] for st in capacity_report(s)["stages"]]
+    avail = np.unique(res.dataset.power_available_w.values) / 1e3
+    np.testing.assert_allclose(avail, derived[:2])          # 2024-01-01 and 2024-03-15 within 80 days
+    ev = res.events[res.events.kind == "power_stage"]
+    assert ev.detail.tolist() == [f"{derived[0]:.0f} kW IT available", f"{derived[1]:.0f} kW IT available"]

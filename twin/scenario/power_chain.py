@@ -255,9 +255,14 @@ class PowerChain(_Model):
     battery: Battery | None = None
     swing: Swing = Swing()
     stages: list[ChainStage] = Field([], description="dated equipment changes, in date order")
+    stages_set_plan: bool = Field(
+        False, description="True: a run admits racks against each stage's derived IT capacity "
+                           "instead of the typed site.power.plan")
 
     @model_validator(mode="after")
     def _stages(self):
+        if self.stages_set_plan and not any(st.date for st in self.stages):
+            raise ValueError("stages_set_plan needs dated stages")
         for k in range(1, len(self.stages)):
             if self.stages[k].date <= self.stages[k - 1].date:
                 raise ValueError(f"stages.{k}.date: {self.stages[k].date} is not after "
@@ -277,7 +282,7 @@ class PowerChain(_Model):
 def apply_stage(chain: PowerChain, stage: ChainStage) -> PowerChain:
     """The chain after ``stage``'s changes (validated again; stages are dropped)."""
     data = chain.model_dump(mode="python")
-    data["stages"] = []
+    data["stages"], data["stages_set_plan"] = [], False
     for path, value in stage.set.items():
         node = data
         parts = str(path).split(".")
@@ -298,7 +303,7 @@ def chain_at_stages(chain: PowerChain) -> list[tuple[dt.date | None, str, PowerC
     as-built state when its ``set`` is empty.
     """
     out: list[tuple[dt.date | None, str, PowerChain]] = []
-    current = chain.model_copy(update={"stages": []})
+    current = chain.model_copy(update={"stages": [], "stages_set_plan": False})
     if not chain.stages or chain.stages[0].set:
         out.append((None, "as built", current))
     for st in chain.stages:
