@@ -1,7 +1,7 @@
 """Synthetic truth: a plant with hidden parameters plays the measured facility; calibrate must
 recover each within a stated tolerance and compare must show the error fall.
 
-Hidden in the plant (Blue Vela, nine months, 4-h samples):
+Hidden in the plant (Blue Vela, nine months, 8-h samples):
 
 * node idle power +15 % (the catalog node's GPU and host idle draw x 1.15);
 * a recirculation hot spot: rack r3-08 takes an extra ``c = 2 K/MW`` of the hall's heat
@@ -30,7 +30,7 @@ from twin.telemetry.export import write_openmetrics
 from .conftest import ROOT
 
 SCENARIO = ROOT / "scenarios" / "blue_vela.yaml"
-BASE = ["simulation.sample_interval_s=14400"]
+BASE = ["simulation.sample_interval_s=28800"]
 HOT_RACK = "r3-08"
 HOT_K_PER_W = 2.0e-6          # 2 K per MW of hall heat
 TRUE_COP = 3.8
@@ -121,8 +121,13 @@ def test_calibrate_recovers_hidden_parameters_and_compare_error_falls(truth_node
     n_before = int((base_run.events.kind == "failure").sum())
     n_after = int((cal_run.events.kind == "failure").sum())
     assert abs(n_after - n_plant) < abs(n_before - n_plant)
-    print(json.dumps({"before": {v: before[v]["bias_fraction"] for v in before},
-                      "after": {v: after[v]["bias_fraction"] for v in after},
+    print(json.dumps({k: [fits[k]["value"], fits[k]["sigma"], fits[k]["prior"]] for k in
+                      ("node power, idle", "node power, busy (training)", f"recirculation correction {HOT_RACK}",
+                       "failure-rate scale", "chiller COP at 25 C", "CRAH fan + pump power per heat",
+                       "per-rack power not in the node model")}, indent=1))
+    print("truth idle ratio", truth_ratio, "truth idle W", _idle_node_w(truth))
+    print(json.dumps({"before": {v: [before[v]["bias_fraction"], before[v]["mape"]] for v in before},
+                      "after": {v: [after[v]["bias_fraction"], after[v]["mape"]] for v in after},
                       "failures": [n_plant, n_before, n_after]}, indent=1))
 
 
