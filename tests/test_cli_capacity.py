@@ -59,3 +59,13 @@ def test_validate_refuses_a_branch_circuit_below_a_rack_idle_draw(capsys):
     assert main(["validate", BV, "--set", "site.power.chain.branch.breaker_a=5"]) == 2
     err = capsys.readouterr().err
     assert "site.power.chain.branch" in err and "stages 2024-01-01, 2024-03-15" in err
+
+
+def test_json_is_strict_json(capsys):
+    import math as _m
+    assert main(["capacity", BV, "--json", "--no-swing"]) == 0
+    out = capsys.readouterr().out
+    assert "Infinity" not in out and "NaN" not in out
+    st = json.loads(out)["stages"][0]
+    assert st["failover_trip_time_s"] is None          # 0.61 of the continuous limit: never trips
+    assert isinstance(st["racks_at_worst_case"], int) and _m.isfinite(st["it_capacity_kw"])

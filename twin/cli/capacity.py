@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 EXIT_BAD_INPUT = 2
@@ -72,6 +73,23 @@ def job_swing_inputs(path: str, overrides: list[str], scenario, job_name: str | 
     restart = job.restart_s + float(storage.checkpoint_read_s(size, read))
     return {"job": job.name, "nodes": job.nodes, "step_s": float(est.step_time_s),
             "exposed_s": float(min(exposed, 0.9 * est.step_time_s)), "checkpoint_s": ckpt, "restart_s": restart}
+
+
+def _finite(x):
+    """Plain JSON: numpy scalars as numbers, infinities and NaN as null (never trips: null)."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if isinstance(x, int) or (hasattr(x, "dtype") and x.dtype.kind in "iu"):
+        return int(x)
+    return v if math.isfinite(v) else None
 
 
 def _fmt_constraint(c: dict | None) -> str:
@@ -157,7 +175,7 @@ def run_capacity_cli(argv: list[str]) -> int:
         sw.pop("meter_kw")
         rep["swing"] = {"job": inp["job"], **sw}
     if args.json:
-        print(json.dumps(rep, indent=2, default=float))
+        print(json.dumps(_finite(rep), indent=2, allow_nan=False))
     else:
         _print_text(rep)
     return 0
