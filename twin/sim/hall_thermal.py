@@ -18,7 +18,7 @@ Two models, chosen by ``site.cooling_system.model``:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -87,8 +87,6 @@ class HallThermal(Component):
         first = 0
         for (geom, idx), hall in zip(hall_geometries(s, p), s.site.halls, strict=True):
             if self.physical and self.cs.supply_setpoint_c is not None:
-                from dataclasses import replace
-
                 geom = replace(geom, cooling_supply_temp_c=np.full(geom.n_cooling, self.cs.supply_setpoint_c))
             active = np.ones(len(hall.cooling_units), bool)
             if self.physical:
@@ -279,6 +277,9 @@ class HallThermal(Component):
             return
         self._resolve(hall)
         heat = self._heat(hall)
+        # racks whose GPUs shut down drop their heat within a segment; across segments the
+        # engine's node state (failures, repairs) decides, through the rack heat it passes
+        st = replace(st, rack_on=np.ones(len(hall.idx), bool))
         seg = hall_events.advance(st, hall.model, self.env.now - st.time_s, heat, hall.masses,
                                   operator=self._operator(hall), **self._plant_kwargs(hall),
                                   **self._gpu_kwargs(hall))
