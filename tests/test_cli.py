@@ -46,12 +46,13 @@ def test_run_writes_the_three_files_and_prints_kpis(tmp_path):
     assert ds.attrs["twin_version"] == twin.__version__
     ds.close()
     kpis = json.loads((out / "kpis.json").read_text())
+    assert kpis.pop("warnings") == []                # run-time invariants hold (twin.invariants)
     assert set(REQUIRED_KPIS) <= set(kpis)
     assert set(kpis) <= set(KPI_UNITS)
     header = (out / "events.csv").read_text().splitlines()[0]
     assert header == "time,time_s,kind,target,detail"
     again = Results.load(out)
-    assert again.kpis == kpis
+    assert again.kpis == kpis and json.loads(again.dataset.attrs["invariant_warnings"]) == []
     (hall,) = again.fields
     field = again.fields[hall]
     assert {"x_m", "y_m"} <= set(field.coords) and field.temperature.attrs.get("units") in ("C", "degC")

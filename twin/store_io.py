@@ -243,18 +243,23 @@ def save_results(results, out_dir: str | Path, force: bool = False) -> Path:
     clean_stale_temporaries(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     check_free_space(out.parent, required_bytes_estimate(results))
+    from twin.invariants import check_results
+
     names = ["results.nc", "events.csv", "kpis.json"] + [f"field_{hall}.nc" for hall in results.fields]
+    warnings = check_results(results)
     tmp = make_temporary(out)
     try:
         paths = {n: inside(tmp, n) for n in names}
         ds = results.dataset.copy()
         ds.attrs = {k: (json.dumps(v) if isinstance(v, (dict, list, bool)) else v) for k, v in ds.attrs.items()}
+        ds.attrs["invariant_warnings"] = json.dumps(warnings)
         ds.to_netcdf(paths["results.nc"], engine="h5netcdf")
         results.events.to_csv(paths["events.csv"], index=False)
         for hall, fds in results.fields.items():
             fds.to_netcdf(paths[f"field_{hall}.nc"], engine="h5netcdf")
-        finite = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
-                  for k, v in results.kpis.items()}    # strict JSON has no NaN/Infinity
+        finite: dict = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+                        for k, v in results.kpis.items()}    # strict JSON has no NaN/Infinity
+        finite["warnings"] = warnings                  # run-time invariants (twin.invariants)
         paths["kpis.json"].write_text(json.dumps(finite, indent=2, sort_keys=True, allow_nan=False))
         write_marker(tmp, names)
         _fsync_tree(tmp)
@@ -289,6 +294,9 @@ def load_results(cls, out_dir: str | Path):
         dataset = ds.load()
     events = pd.read_csv(out / "events.csv", keep_default_na=False)
     kpis = json.loads((out / "kpis.json").read_text())
+    warnings = kpis.pop("warnings", None)          # kept in the Dataset attrs, not among the KPIs
+    if warnings is not None:
+        dataset.attrs["invariant_warnings"] = json.dumps(warnings)
     fields = {}
     for path in sorted(out.glob("field_*.nc")):
         with xr.open_dataset(path, engine="h5netcdf") as fds:

@@ -113,6 +113,9 @@ def cmd_run(args) -> int:
     print(f"scenario {scenario.name}: {scenario.simulation.duration_days:g} days simulated in "
           f"{wall:.2f} s; results in {out}/")
     print(results.kpi_table())
+    from twin.invariants import check_results
+    for w in check_results(results):
+        print(f"warning: {w['check']}: {w['message']}", file=sys.stderr)
     return 0
 
 

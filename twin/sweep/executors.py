@@ -131,7 +131,9 @@ def execute_run(scenario, series: tuple[str, ...] = DEFAULT_SERIES) -> dict:
         t = res.dataset["time"].values
         day = ((t - t[0]) / np.timedelta64(1, "s")).astype(np.float64) / 86400.0
         ser = _series_from(res, series)
+        from twin.invariants import check_results
         return {"status": "ok", "kpis": kpis, "error": None, "day": day, "series": ser,
+                "warnings": check_results(res),
                 "start": str(scenario.simulation.start), "wall_s": time.perf_counter() - t0,
                 "cpu_s": time.process_time() - c0, "pid": os.getpid(), "code": code_fingerprint()}
     except Exception as exc:  # a failed run is recorded, the sweep goes on
