@@ -159,3 +159,62 @@ def test_linear_fit_flags_unidentified_columns_and_recovers_coefficients():
     assert ident.tolist() == [True, True, False, False]
     assert abs(coef[0] - 7900.0) < 4 * sig[0] and abs(coef[1] - 1900.0) < 4 * sig[1]
     assert rmse == pytest.approx(500.0, rel=0.1)
+
+
+def _redfish_node_reports(path, host, node, fan_max_w, psu_loss_scale, t0_s=1736121600, minutes=360):
+    """A node's Redfish metric reports every minute over six hours while it trains and the
+    inlet swings 18-34 C: PSU input/output of two PSUs sharing the load, and the fan speed."""
+    from twin.phases import Phase
+    from twin.plant import node_power_kwargs
+    from twin.power.node import node_power_breakdown_w, psu_efficiency
+    kw = node_power_kwargs(node) | {"fan_max_w": fan_max_w}
+    k = np.arange(minutes)
+    inlet = 26.0 + 8.0 * np.sin(2 * np.pi * k / 240.0)
+    b = node_power_breakdown_w(Phase.TRAINING, node.gpu_tdp_w, inlet, **kw)
+    out = b["gpu_w"] + b["host_w"] + b["fan_w"]
+    speed = (b["fan_w"] / fan_max_w) ** (1 / 3)
+    eta = psu_efficiency(out / (node.psu_count * node.psu_rating_w))
+    inp = out + psu_loss_scale * out * (1 / eta - 1)
+    lines = []
+    for i in k:
+        ts = str(np.datetime64(int(t0_s + 60 * i), "s")) + "Z"
+        mv = [{"MetricId": "FanSpeed", "MetricValue": f"{100 * speed[i]:.4f}", "Timestamp": ts,
+               "MetricProperty": "/redfish/v1/Chassis/System.Embedded.1/Thermal#/Fans/0/Reading"}]
+        for ps in range(2):
+            mv += [{"MetricId": f"PSU{ps}In", "MetricValue": f"{inp[i] / 2:.3f}", "Timestamp": ts,
+                    "MetricProperty": f"/redfish/v1/Chassis/System.Embedded.1/Power#/PowerSupplies/{ps}/PowerInputWatts"},
+                   {"MetricId": f"PSU{ps}Out", "MetricValue": f"{out[i] / 2:.3f}", "Timestamp": ts,
+                    "MetricProperty": f"/redfish/v1/Chassis/System.Embedded.1/Power#/PowerSupplies/{ps}/PowerOutputWatts"}]
+        lines.append(json.dumps({"@odata.type": "#MetricReport.v1_4_2.MetricReport", "Id": "NodeMetrics",
+                                 "MetricValues": mv}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_calibrate_fits_the_fan_law_and_psu_loss_from_redfish(tmp_path, capsys):
+    """Fans 25 % stronger than the catalog and PSU losses 30 % above the Titanium curve,
+    reported by two nodes' BMCs: recovered to 2 % (fan power), 0.05 (exponent), 2 % (PSU)."""
+    node = load_catalog().nodes["sr675v3_h100nvl"]
+    files = []
+    for h in ("gpu-node-001", "gpu-node-002"):
+        f = tmp_path / f"{h}.redfish.jsonl"
+        _redfish_node_reports(f, h, node, 1.25 * node.fan_max_w, 1.3)
+        files.append(str(f))
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text(
+        "series:\n"
+        "  - {match: {property: '/.*PowerInputWatts/'}, variable: psu_input_w, dims: {node: host}, aggregate: sum}\n"
+        "  - {match: {property: '/.*PowerOutputWatts/'}, variable: psu_output_w, dims: {node: host}, aggregate: sum}\n"
+        "  - {match: {property: '/.*Fans/0/Reading/'}, variable: node_fan_speed_fraction, unit: percent,\n"
+        "     dims: {node: host}}\n")
+    out = tmp_path / "cal.yaml"
+    rc = run_calibrate_cli([str(ROOT / "scenarios" / "lenovo_small.yaml"), *files, "--map", str(mapping),
+                            "--out", str(out), "--set", "simulation.duration_days=1", "--json"])
+    assert rc == 0
+    fits = {f["name"]: f for f in json.loads(capsys.readouterr().out)["fits"]}
+    fan = fits["fan power at full speed"]
+    assert fan["value"] == pytest.approx(1.25 * node.fan_max_w, rel=0.02)
+    assert fits["fan law exponent"]["value"] == pytest.approx(3.0, abs=0.05)
+    assert fan["rmse_after"] < 0.2 * fan["rmse_before"]
+    assert fits["PSU loss / the twin's PSU law"]["value"] == pytest.approx(1.3, rel=0.02)
+    text = out.read_text()
+    assert "fan power at full speed" in text and "PSU loss" in text

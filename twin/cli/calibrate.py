@@ -2,8 +2,10 @@
 
 Runs the scenario over the measured window, compares it with the measured series (as
 ``twin compare``), fits node power per state, the cooling plant's COP and fan/pump
-coefficient, the UPS loss scale, a per-rack recirculation correction and the failure-rate
-scale (from a measured event log: a CSV with ``time`` and ``kind`` columns), prints each
+coefficient, the UPS loss scale, a per-rack recirculation correction, the failure-rate
+scale (from a measured event log: a CSV with ``time`` and ``kind`` columns), and from
+node-level series (``node_dc_power_w``, ``node_fan_speed_fraction``, ``psu_input_w``,
+``psu_output_w``, mapped per node with ``dims: {node: <label>}``) the fan law and PSU loss, prints each
 with its 1-sigma and the residual before and after, and writes a scenario that ``extends``
 the original with the values a scenario can hold (the rest as comments).
 """
@@ -38,7 +40,13 @@ def run_calibrate_cli(argv: list[str]) -> int:
     import twin
     from twin.cli.compare import load_and_compare
     from twin.errors import ScenarioError
-    from twin.telemetry.calibrate import calibrate, is_event_log, read_event_log, scenario_yaml
+    from twin.telemetry.calibrate import (
+        NODE_VARIABLES,
+        calibrate,
+        is_event_log,
+        read_event_log,
+        scenario_yaml,
+    )
     from twin.telemetry.series import TelemetryError
 
     args = build_parser().parse_args(argv)
@@ -53,7 +61,8 @@ def run_calibrate_cli(argv: list[str]) -> int:
         events = read_event_log(logs[0]) if logs else None
         base = twin.simulate(scenario)
         ds, cmp, _ = load_and_compare(None, series_files, args.mapping, allow_gaps=args.allow_gaps,
-                                      ds=base.dataset) if series_files else (base.dataset, None, None)
+                                      ds=base.dataset, extra=NODE_VARIABLES) \
+            if series_files else (base.dataset, None, None)
         if cmp is None:
             from twin.telemetry.compare import Comparison, run_grid_ns
             grid, dt = run_grid_ns(ds)
@@ -66,7 +75,7 @@ def run_calibrate_cli(argv: list[str]) -> int:
                     update={"seed": seed + 1000 * k})})
                 sims.append(twin.simulate(s2).events)
             sims = [_with_times(e) for e in sims]
-        cal = calibrate(scenario, ds, cmp, events_measured=events, events_simulated=sims)
+        cal = calibrate(scenario, ds, cmp, events_measured=events, events_simulated=sims, node_groups=cmp.extra)
     except TelemetryError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -33,10 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_and_compare(run_dir, measured, mapping_path=None, *, align="mean", allow_gaps=False,
-                     timezone=None, ds=None):
+                     timezone=None, ds=None, extra=None):
     """The whole pipeline without printing: ``(dataset, Comparison, stats)``.
 
-    Raises :class:`twin.telemetry.TelemetryError` on bad input.
+    ``extra``: measured-only variables (name -> unit) a mapping may name; their groups are
+    in ``Comparison.extra``. Raises :class:`twin.telemetry.TelemetryError` on bad input.
     """
     from twin.telemetry.compare import compare_mapped
     from twin.telemetry.ingest import read_measured
@@ -51,12 +52,15 @@ def load_and_compare(run_dir, measured, mapping_path=None, *, align="mean", allo
     for f in measured:
         for s in read_measured(f, timezone=tz):
             series.append(check_series(s, max_gap_s=mapping.max_gap_s, allow_gaps=allow_gaps))
-    groups, unmapped = apply_mapping(series, mapping, ds)
-    if not groups:
+    groups, unmapped = apply_mapping(series, mapping, ds, extra=extra)
+    extra_groups = [g for g in groups if extra and g.variable in extra]
+    groups = [g for g in groups if not (extra and g.variable in extra)]
+    if not groups and not extra_groups:
         raise TelemetryError(", ".join(map(str, measured)), "", f"no series matched a variable of the run "
                                                                 f"(found {', '.join(unmapped[:5])}); "
                                                                 "write a mapping file (--map)")
     cmp = compare_mapped(ds, groups, align=align, unmapped=unmapped)
+    cmp.extra = extra_groups
     return ds, cmp, cmp.stats()
 
 

@@ -17,6 +17,9 @@ variance (samples are treated as independent, so with autocorrelated residuals t
   ``twin.power.cooling_power_w`` from measured cooling power, the heat (measured IT power +
   the run's UPS and RPP losses) and the outdoor temperature (measured, else the run's).
 * **UPS loss scale**: measured UPS loss / the twin's UPS loss law at the measured output.
+* **Fan law** (``fit_fan_law``): node DC power against fan speed per node,
+  ``P = c_node + P_fan,max s^n``; and the **PSU loss scale** (``fit_psu_loss_scale``) from
+  PSU input and output power (Redfish ``PowerSupplies``), from measured-only node series.
 * **Per-rack recirculation correction** (``fit_recirculation``): the measured minus
   simulated inlet of rack ``i`` as ``a_i + c_i Q(t)`` with ``Q`` the IT heat of the hall;
   ``c_i`` [K/W] is the row sum of the correction to ``D`` (``inlet = supply + D @ heat``),
@@ -169,6 +172,115 @@ def fit_failure_scale(n_measured: int, n_simulated: np.ndarray, prior_scale: flo
     return scale, scale * rel
 
 
+#: Measured-only variables (per node) the node-level fits read: name -> unit.
+NODE_VARIABLES = {"node_dc_power_w": "W", "node_fan_speed_fraction": "1",
+                  "psu_input_w": "W", "psu_output_w": "W"}
+
+
+def fit_fan_law(speed: np.ndarray, dc_w: np.ndarray, node: np.ndarray, prior_max_w: float):
+    """Fan law ``P_dc = c_node + P_fan,max s^n`` from node DC power [W] and fan speed [fraction].
+
+    Each node keeps its own non-fan load ``c_node`` (held constant: fit over a window of
+    steady load); ``P_fan,max`` [W] and ``n`` are shared. Returns ``(p_max, n, sigma_p,
+    sigma_n, rmse_prior, rmse_fit)``; ``rmse_prior`` is the fit with ``(prior_max_w, 3)``
+    and the node offsets free. References: the fan affinity laws (power ~ speed^3), e.g.
+    ASHRAE Handbook - HVAC Systems and Equipment, ch. 21 (2020).
+    """
+    from scipy.optimize import least_squares
+    nodes, idx = np.unique(node, return_inverse=True)
+    k = len(nodes)
+
+    def offsets(p_max, n):
+        r = dc_w - p_max * speed ** n
+        return np.bincount(idx, weights=r, minlength=k) / np.bincount(idx, minlength=k)
+
+    def resid(x):
+        return dc_w - offsets(x[0], x[1])[idx] - x[0] * speed ** x[1]
+
+    res = least_squares(resid, x0=[prior_max_w, 3.0], bounds=([0.0, 0.5], [20 * prior_max_w, 6.0]),
+                        x_scale=[prior_max_w, 1.0])
+    dof = max(dc_w.size - 2 - k, 1)
+    s2 = float(res.fun @ res.fun) / dof
+    try:
+        cov = s2 * np.linalg.inv(res.jac.T @ res.jac)
+        sig = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    except np.linalg.LinAlgError:
+        sig = np.full(2, np.nan)
+    prior = resid([prior_max_w, 3.0])
+    return (float(res.x[0]), float(res.x[1]), float(sig[0]), float(sig[1]),
+            float(np.sqrt(np.mean(prior ** 2))), float(np.sqrt(np.mean(res.fun ** 2))))
+
+
+def fit_psu_loss_scale(input_w: np.ndarray, output_w: np.ndarray, capacity_w: float):
+    """Measured PSU loss over the twin's PSU law: ``in - out = k out (1/eta(out/C) - 1)``.
+
+    ``twin.power.node.psu_efficiency`` (80 PLUS Titanium points) at the load fraction of the
+    node's PSU capacity ``C`` [W]. Returns ``(k, sigma_k, rmse_prior, rmse_fit)`` [W].
+    """
+    from twin.power.node import psu_efficiency
+    out = np.asarray(output_w, float)
+    eta = psu_efficiency(out / capacity_w)
+    model = np.where(eta > 0, out * (1.0 / np.where(eta > 0, eta, 1.0) - 1.0), 0.0)
+    loss = np.asarray(input_w, float) - out
+    b, sig, ident, rmse = linear_fit(model[:, None], loss)
+    return float(b[0]), float(sig[0]), float(np.sqrt(np.mean((loss - model) ** 2))), rmse
+
+
+def _node_matrix(groups, var: str, grid_ns: np.ndarray, dt_s: float):
+    """Per node, a measured-only variable on a common fine grid: ``{node: (T,)}``."""
+    from twin.telemetry.compare import Binning, aggregate
+    out = {}
+    for g in groups:
+        if g.variable != var:
+            continue
+        rows = [Binning(s.t_ns, grid_ns, dt_s).values(s.values, s.gaps) for s in g.members]
+        out[g.coord] = aggregate(np.vstack(rows), g.aggregate)
+    return out
+
+
+def node_level_fits(groups, node) -> tuple[list[Fit], list[str]]:
+    """Fan law and PSU loss scale from measured node-level series (``NODE_VARIABLES``)."""
+    from twin.telemetry.series import typical_step_ns
+    fits, skipped = [], []
+    mine = [g for g in groups if g.variable in NODE_VARIABLES]
+    if not mine:
+        return fits, ["fan law and PSU efficiency: no node-level series (map node_dc_power_w, "
+                      "node_fan_speed_fraction, psu_input_w, psu_output_w per node)"]
+    t0 = min(int(s.t_ns[0]) for g in mine for s in g.members)
+    t1 = max(int(s.t_ns[-1]) for g in mine for s in g.members)
+    step_ns = max(typical_step_ns(s.t_ns) for g in mine for s in g.members)
+    grid = np.arange(t0, t1 + 1, int(step_ns), dtype=np.int64)
+    dt_s = step_ns / 1e9
+    speed = _node_matrix(mine, "node_fan_speed_fraction", grid, dt_s)
+    dc = _node_matrix(mine, "node_dc_power_w", grid, dt_s) or _node_matrix(mine, "psu_output_w", grid, dt_s)
+    both = sorted(set(speed) & set(dc))
+    if both:
+        sp = np.concatenate([speed[n] for n in both])
+        pw = np.concatenate([dc[n] for n in both])
+        nd = np.repeat(np.arange(len(both)), grid.size)
+        ok = np.isfinite(sp) & np.isfinite(pw)
+        p_max, n, sp_, sn, before, after = fit_fan_law(sp[ok], pw[ok], nd[ok], node.fan_max_w)
+        fits.append(Fit("fan power at full speed", p_max, sp_, "W", node.fan_max_w, None, int(ok.sum()),
+                        before, after, note="catalog fan_max_w; no scenario field"))
+        fits.append(Fit("fan law exponent", n, sn, "1", 3.0, None, int(ok.sum()), before, after,
+                        note="affinity law: 3"))
+    else:
+        skipped.append("fan law: needs node_fan_speed_fraction and node DC power of the same nodes")
+    p_in = _node_matrix(mine, "psu_input_w", grid, dt_s)
+    p_out = _node_matrix(mine, "psu_output_w", grid, dt_s)
+    both = sorted(set(p_in) & set(p_out))
+    if both:
+        a = np.concatenate([p_in[n] for n in both])
+        b = np.concatenate([p_out[n] for n in both])
+        ok = np.isfinite(a) & np.isfinite(b) & (b > 0)
+        k, sk, before, after = fit_psu_loss_scale(a[ok], b[ok], node.psu_count * node.psu_rating_w)
+        fits.append(Fit("PSU loss / the twin's PSU law", k, sk, "1", 1.0, None, int(ok.sum()), before, after,
+                        note="80 PLUS Titanium curve in twin.power.node.psu_efficiency; no scenario field"))
+    else:
+        skipped.append("PSU efficiency: needs psu_input_w and psu_output_w of the same nodes")
+    return fits, skipped
+
+
 # --------------------------------------------------------------------------- orchestration
 def _series(cmp, var: str, ds):
     """Measured (T,) of a facility-level variable on the grid, or None."""
@@ -188,11 +300,14 @@ def _per_rack(cmp, var: str, ds) -> np.ndarray | None:
     return out
 
 
-def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None) -> Calibration:
+def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
+              node_groups=None) -> Calibration:
     """Fit what the measurements allow. ``ds``: the run of ``scenario`` over the measured
     window; ``cmp``: its :class:`~twin.telemetry.compare.Comparison` with the measurements;
     ``events_measured``: the measured event table (``kind``, ``time``) or None;
-    ``events_simulated``: event tables of runs of the scenario (several seeds)."""
+    ``events_simulated``: event tables of runs of the scenario (several seeds);
+    ``node_groups``: mapped measured-only node series (``NODE_VARIABLES``) for the fan law
+    and the PSU loss."""
     from twin.catalog import node_model
     out = Calibration()
     gpn = node_model(scenario.hardware.node_model).gpu_count
@@ -320,8 +435,9 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None)
             out.skipped.append(f"failure rate: {exc}")
     else:
         out.skipped.append("failure rate: no measured event log")
-    out.skipped.append("PSU efficiency and fan law: the run has no node-level PSU or fan series to "
-                       "compare (need Redfish PowerSupplies/Fans mapped to new variables)")
+    node_fits, node_skipped = node_level_fits(node_groups or [], node_model(scenario.hardware.node_model))
+    out.fits.extend(node_fits)
+    out.skipped.extend(node_skipped)
     return out
 
 

@@ -151,6 +151,7 @@ class Comparison:
     dt_s: float
     pairs: list[Pair]
     unmapped: list[str] = field(default_factory=list)
+    extra: list[Mapped] = field(default_factory=list)   # measured-only groups (no simulated twin)
 
     def variables(self) -> list[str]:
         return sorted({p.mapped.variable for p in self.pairs})

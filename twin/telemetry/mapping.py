@@ -115,9 +115,12 @@ def _variable_unit(ds, var: str) -> str:
     return str(ds[var].attrs.get("units") or unit_of_name(var) or "1")
 
 
-def apply_mapping(series: list[Series], mapping: Mapping, ds) -> tuple[list[Mapped], list[str]]:
+def apply_mapping(series: list[Series], mapping: Mapping, ds,
+                  extra: dict[str, str] | None = None) -> tuple[list[Mapped], list[str]]:
     """Assign each series to a twin variable of ``ds`` (an xarray Dataset of a run).
 
+    ``extra``: measured-only variables a rule may name (variable -> unit), per ``node``
+    (``dims: {node: <label>}``), e.g. the node fan speed that calibration fits the fan law to.
     Returns the mapped groups and the keys of series no rule matched. Errors: a variable the
     run does not have, a rack/feed the run does not have, an unknown or mismatched unit.
     """
@@ -131,6 +134,9 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds) -> tuple[list[Mapp
             unmapped.append(s.key)
             continue
         var = rule.variable
+        if extra and var in extra:
+            _map_extra(s, rule, extra[var], groups)
+            continue
         if var not in ds.data_vars or "time" not in ds[var].dims:
             raise TelemetryError(s.source, s.key, f"mapped to {var!r}, which is not a time series of "
                                                   "the run")
@@ -180,6 +186,24 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds) -> tuple[list[Mapp
             groups[key] = Mapped(var, dim, coord, target_unit, rule.aggregate, [])
         groups[key].members.append(conv)
     return list(groups.values()), unmapped
+
+
+def _map_extra(s: Series, rule: Rule, target_unit: str, groups: dict) -> None:
+    label = rule.dims.get("node")
+    coord = None
+    if label is not None:
+        if label not in s.labels:
+            raise TelemetryError(s.source, s.key, f"has no label {label!r} to find its node")
+        coord = s.labels[label]
+    unit = rule.unit or s.unit or unit_of_name(s.name) or target_unit
+    try:
+        values = convert(s.values, unit, target_unit) * rule.scale
+    except ValueError as exc:
+        raise TelemetryError(s.source, s.key, f"{exc} (variable {rule.variable})") from None
+    key = (rule.variable, "node" if coord is not None else None, coord)
+    if key not in groups:
+        groups[key] = Mapped(rule.variable, key[1], coord, target_unit, rule.aggregate, [])
+    groups[key].members.append(Series(s.source, s.name, s.labels, s.t_ns, values, target_unit, "gauge", s.gaps))
 
 
 def _default_rule(s: Series, ds) -> Rule | None:
