@@ -103,7 +103,7 @@ def _sweep_ds():
 
 def test_sweep_bands():
     ds = _sweep_ds()
-    fig = plots.sweep(ds, "tokens_total")
+    fig = plots.sweep(ds, "tokens_total", band="minmax")
     ax = fig.axes[0]
     assert [ln.get_label() for ln in ax.get_lines()] == ["mode = bypass", "mode = double_conversion"]
     mean = ax.get_lines()[0].get_ydata()
@@ -117,6 +117,15 @@ def test_sweep_bands():
     fig2 = plots.sweep(ds, "tokens_total", x="mode", hue="ckpt", band="std")
     assert len(fig2.axes[0].get_lines()) == 3
     assert [t.get_text() for t in fig2.axes[0].get_xticklabels()] == ["bypass", "double_conversion"]
+    # the default band is the t-interval of the mean, its n and method in the title
+    from scipy import stats
+    fig3 = plots.sweep(ds, "tokens_total")
+    ax3 = fig3.axes[0]
+    assert "n = 4 seeds, 90 % t-interval" in ax3.get_title() and "< 5 seeds" in ax3.get_title()
+    sel = ds.tokens_total.sel(mode="bypass").values          # (ckpt, seed)
+    half = stats.t.ppf(0.95, 3) * sel.std(axis=1, ddof=1) / 2.0
+    ys = [c for c in ax3.collections if isinstance(c, mcoll.PolyCollection)][0].get_paths()[0].vertices[:, 1]
+    assert ys.max() == pytest.approx(float((sel.mean(axis=1) + half).max()))
     with pytest.raises(ValueError, match="select one"):
         plots.sweep(ds.expand_dims(extra=[1, 2]), "tokens_total", x="ckpt", hue="mode")
     with pytest.raises(KeyError):

@@ -211,11 +211,13 @@ def failure_timeline(results, kinds: tuple[str, ...] = ("failure",)) -> Figure:
 
 
 def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None,
-          seed_dim: str = "seed", band: str = "minmax") -> Figure:
+          seed_dim: str = "seed", band: str = "ci") -> Figure:
     """A KPI of a sweep Dataset against swept parameter ``x`` (default: its first non-seed
     dimension), one line per value of ``hue`` (default: the next one), mean over seeds
-    with a band: ``"minmax"`` (min to max over seeds), ``"std"`` (mean ± 1 standard
-    deviation) or ``"none"``. Other dimensions must have length 1."""
+    with a band: ``"ci"`` (90 % Student-t interval of the mean, the default; n and method
+    in the title), ``"minmax"`` (min to max over seeds), ``"std"`` (mean ± 1 standard
+    deviation) or ``"none"``. Named values (categories) are drawn as points with interval
+    bars, numbers as lines. Other dimensions must have length 1."""
     if kpi not in ds:
         raise KeyError(f"{kpi!r} is not a variable of the sweep dataset ({', '.join(map(str, ds.data_vars))})")
     da = ds[kpi]
@@ -243,7 +245,13 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
         color = f"C{k % 10}"
         if seed_dim in g.dims:
             mean = g.mean(seed_dim).values
-            if band == "minmax":
+            if band == "ci":
+                from twin.studies.stats import mean_interval
+                rows = np.moveaxis(g.values, g.dims.index(seed_dim), -1)
+                iv = [mean_interval(r) for r in rows.reshape(-1, rows.shape[-1])]
+                lo = np.array([i.low if np.isfinite(i.low) else i.mean for i in iv]).reshape(rows.shape[:-1])
+                hi = np.array([i.high if np.isfinite(i.high) else i.mean for i in iv]).reshape(rows.shape[:-1])
+            elif band == "minmax":
                 lo, hi = g.min(seed_dim).values, g.max(seed_dim).values
             elif band == "std":
                 sd = g.std(seed_dim).values
@@ -251,11 +259,14 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
             elif band == "none":
                 lo = hi = None
             else:
-                raise ValueError(f"band must be 'minmax', 'std' or 'none', got {band!r}")
+                raise ValueError(f"band must be 'ci', 'minmax', 'std' or 'none', got {band!r}")
             if lo is not None and numeric:
                 ax.fill_between(pos, lo, hi, color=color, alpha=0.2, linewidth=0)
-            elif lo is not None:   # categories: a bar of the band at each category
-                ax.vlines(pos + shift(k), lo, hi, color=color, alpha=0.35, linewidth=8)
+            elif lo is not None:   # categories: an interval bar at each category
+                xs = pos + shift(k)
+                ax.vlines(xs, lo, hi, color=color, linewidth=2, alpha=0.8)
+                ax.hlines(np.concatenate([lo, hi]), np.concatenate([xs, xs]) - 0.06,
+                          np.concatenate([xs, xs]) + 0.06, color=color, linewidth=2, alpha=0.8)
         else:
             mean = g.values
         label = None if value is None else f"{hue} = {value}"
@@ -266,12 +277,14 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
     if not numeric:
         ax.set_xticks(pos, [str(v) for v in xv])
         ax.set_xlim(-0.5, len(xv) - 0.5)
-    units = da.attrs.get("units")
+    from twin.studies.labels import axis_label
     ax.set_xlabel(x + (f" [{ds[x].attrs['units']}]" if x in ds.coords and "units" in ds[x].attrs else ""))
-    ax.set_ylabel(kpi + (f" [{units}]" if units and units != "1" else ""))
+    ax.set_ylabel(axis_label(kpi, ds))
     n_seeds = ds.sizes.get(seed_dim, 1)
-    what = {"minmax": "min-max", "std": "±1 sd", "none": "no band"}[band]
-    ax.set_title(f"{kpi} vs {x} (mean of {n_seeds} seed{'s' if n_seeds != 1 else ''}, band {what})")
+    what = {"ci": "90 % t-interval of the mean", "minmax": "min-max", "std": "±1 sd", "none": "no band"}[band]
+    warn = " (< 5 seeds: wide)" if band == "ci" and n_seeds < 5 else ""
+    ax.set_title(f"{kpi} vs {x}: mean of n = {n_seeds} seed{'s' if n_seeds != 1 else ''}, {what}{warn}",
+                 fontsize=10)
     if hue is not None:
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -302,13 +315,19 @@ def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: 
         color = f"C{k % 10}"
         mean = g.mean(seed_dim).values if seed_dim in g.dims else g.values
         if seed_dim in g.dims and band != "none":
-            if band == "minmax":
+            if band == "ci":
+                from twin.studies.stats import mean_interval
+                rows = np.moveaxis(g.values, g.dims.index(seed_dim), -1)
+                iv = [mean_interval(r) for r in rows.reshape(-1, rows.shape[-1])]
+                lo = np.array([i.low if np.isfinite(i.low) else i.mean for i in iv]).reshape(rows.shape[:-1])
+                hi = np.array([i.high if np.isfinite(i.high) else i.mean for i in iv]).reshape(rows.shape[:-1])
+            elif band == "minmax":
                 lo, hi = g.min(seed_dim).values, g.max(seed_dim).values
             elif band == "std":
                 sd = g.std(seed_dim).values
                 lo, hi = mean - sd, mean + sd
             else:
-                raise ValueError(f"band must be 'minmax', 'std' or 'none', got {band!r}")
+                raise ValueError(f"band must be 'ci', 'minmax', 'std' or 'none', got {band!r}")
             ax.fill_between(t, lo, hi, color=color, alpha=0.2, linewidth=0)
         ax.plot(t, mean, color=color, label=None if value is None else f"{hue} = {value}")
     units = da.attrs.get("units")
