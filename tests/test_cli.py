@@ -118,3 +118,14 @@ def test_progress_bar_only_on_a_terminal():
     bar(0.5)
     bar(1.0)
     assert "50.0%" in loud.getvalue() and loud.getvalue().endswith("\n")
+
+
+def test_closed_pipe_exits_quietly():
+    """`twin schema | head -1` used to end in a BrokenPipeError traceback."""
+    p = subprocess.Popen([sys.executable, "-m", "twin.cli", "schema"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=ROOT)
+    p.stdout.read(10)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
