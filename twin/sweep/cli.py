@@ -177,6 +177,10 @@ def run_sweep_cli(argv: list[str]) -> int:
         print(f"\ninterrupted: finished runs are kept in {args.out}/runs/; run the same command "
               f"again to do only what is missing", file=sys.stderr)
         return 130
+    except OSError as err:          # full disk, read-only file system: finished runs are kept
+        print(f"error: cannot write to {args.out}/: {err.strerror or err}; finished runs are kept in "
+              f"{args.out}/runs/", file=sys.stderr)
+        return EXIT_FAILED
     wall = time.perf_counter() - t0
     ds = outcome.dataset
     print(f"{len(outcome.ran)} runs done, {len(outcome.reused)} reused from {args.out}/runs/, "
