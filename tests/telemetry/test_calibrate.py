@@ -86,11 +86,11 @@ def test_calibrate_recovers_hidden_parameters_and_compare_error_falls(truth_node
 
     # the hot spot, and only it
     hot = fits[f"recirculation correction {HOT_RACK}"]
-    assert hot["value"] == pytest.approx(HOT_K_PER_W * 1e3, rel=0.05)
-    q_peak_kw = float(q_hall.max()) / 1e3
+    assert hot["value"] == pytest.approx(HOT_K_PER_W * 1e6, rel=0.05) and hot["unit"] == "K/MW"
+    q_peak_mw = float(q_hall.max()) / 1e6
     others = [f for n, f in fits.items() if n.startswith("recirculation") and not n.endswith(HOT_RACK)]
     assert len(others) == ds.sizes["rack"] - 1
-    assert max(abs(f["value"]) * q_peak_kw for f in others) < 0.25
+    assert max(abs(f["value"]) * q_peak_mw for f in others) < 0.25
 
     # failure rate x 2
     fail = fits["failure-rate scale"]

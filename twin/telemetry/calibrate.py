@@ -407,8 +407,8 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
             for k, i in enumerate(idx):
                 if not np.isfinite(cc[k]):
                     continue
-                out.fits.append(Fit(f"recirculation correction {racks[i]}", float(cc[k] * 1e3), float(sc[k] * 1e3),
-                                    "K/kW", 0.0, None, int(n[k]),
+                out.fits.append(Fit(f"recirculation correction {racks[i]}", float(cc[k] * 1e6), float(sc[k] * 1e6),
+                                    "K/MW", 0.0, None, int(n[k]),
                                     note=f"offset {a[k]:+.2f} +/- {sa[k]:.2f} K; {cc[k] * np.nanmax(q):+.2f} K "
                                          "at the hall's peak heat; row sum of the correction to D; "
                                          "no scenario field yet"))

@@ -43,9 +43,18 @@ def comparison_html(cmp: Comparison, stats: dict, *, title: str, run_label: str,
     if cmp.unmapped:
         parts.append(f"<p class=note>{len(cmp.unmapped)} measured series matched no variable: "
                      f"{html.escape(', '.join(cmp.unmapped[:12]))}{' ...' if len(cmp.unmapped) > 12 else ''}</p>")
+    import matplotlib.dates as mdates
+
+    def miss(p):
+        e = p.sim - p.meas
+        e = e[np.isfinite(e)]
+        return float(np.sqrt(np.mean(e * e))) if e.size else -1.0
+
     for var in cmp.variables():
-        ps = [p for p in cmp.pairs if p.mapped.variable == var]
+        # the positions that miss most first: a hot spot shows even among 128 racks
+        ps = sorted((p for p in cmp.pairs if p.mapped.variable == var), key=miss, reverse=True)
         fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [3, 1]})
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
         for i, p in enumerate(ps[:MAX_POSITIONS_PLOTTED]):
             c = f"C{i % 10}"
             lab = p.mapped.coord or var
@@ -62,7 +71,8 @@ def comparison_html(cmp: Comparison, stats: dict, *, title: str, run_label: str,
         ax.legend(fontsize=7, ncol=2, loc="best")
         ax2.set_xlabel(f"measured [{unit}]")
         ax2.set_ylabel(f"simulated [{unit}]")
-        more = f" (first {MAX_POSITIONS_PLOTTED} of {len(ps)})" if len(ps) > MAX_POSITIONS_PLOTTED else ""
+        more = (f" (the {MAX_POSITIONS_PLOTTED} of {len(ps)} with the largest RMSE)"
+                if len(ps) > MAX_POSITIONS_PLOTTED else "")
         parts.append(f"<h2>{html.escape(var)}{more}</h2>"
                      f'<img alt="{html.escape(var)} simulated vs measured" '
                      f'src="data:image/png;base64,{figure_png_base64(fig)}">')
