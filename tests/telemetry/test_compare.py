@@ -101,6 +101,11 @@ def test_node_series_summed_into_racks_through_the_mapping(small_run, tmp_path):
                  "series:\n  - match: {name: node_power}\n    variable: rack_power_w\n"
                  "    rack: host\n    aggregate: sum\n")
     _, cmp, stats = load_and_compare(run_dir, files, m, ds=ds)
+    m2 = tmp_path / "map2.yaml"
+    m2.write_text(m.read_text().replace("aggregate: sum", "aggregate: sum\n    members: 2"))
+    load_and_compare(run_dir, files, m2, ds=ds)          # two nodes per rack, as declared
+    with pytest.raises(ValueError, match=r"1 series land on rack_power_w\[rack=.*\], the mapping expects 2"):
+        load_and_compare(run_dir, files[1:], m2, ds=ds)  # a node's meter is missing: no partial sum
     s = stats["rack_power_w"]
     assert set(s["by_rack"]) == {str(r) for r in ds.rack.values}
     # a piecewise-linear signal's window mean differs from the sample by its curvature only

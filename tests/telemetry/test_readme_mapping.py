@@ -23,6 +23,7 @@ def test_readme_mapping_example_validates_and_maps(small_run, tmp_path):
     t = ds.time.values.astype("datetime64[ns]").astype(np.int64)
     gpu = {"gpu": "0", "Hostname": "gpu-node-001"}
     series = [Series("dcgm", "DCGM_FI_DEV_GPU_TEMP", gpu, t, np.full(t.size, 61.0)),
+              Series("ipmi", "ipmi_dcmi_power_reading", {"host": "gpu-node-001"}, t, np.full(t.size, 7900.0), "Watts"),
               Series("ipmi", "ipmi_dcmi_power_reading", {"host": "gpu-node-002"}, t, np.full(t.size, 8000.0), "Watts"),
               Series("meter", "site_energy_joules_total", {"meter": "utility"}, t,
                      1e12 + np.cumsum(np.full(t.size, 1.5e6 * 1800.0)), "joules", "counter")]
@@ -30,6 +31,7 @@ def test_readme_mapping_example_validates_and_maps(small_run, tmp_path):
     assert not unmapped
     by_var = {g.variable: g for g in groups}
     assert by_var["rack_gpu_temp_max_c"].coord == racks[0] and by_var["rack_power_w"].coord == racks[0]
+    assert len(by_var["rack_power_w"].members) == 2 and by_var["rack_power_w"].aggregate == "sum"
     power = by_var["facility_total_power_w"].members[0]
     np.testing.assert_allclose(power.values, 1.5e6)          # 1.5 MJ/s = 1.5 MW
     assert power.t_ns[0] == t[1] and power.unit == "W"

@@ -52,6 +52,9 @@ class Rule(BaseModel):
     dims: dict[str, str] = Field({}, description="any other dimension of the variable -> the label "
                                                  "holding it, e.g. {cooling_unit: crah}")
     aggregate: Literal["mean", "sum", "max", "min"] = "mean"
+    members: int | None = Field(None, gt=0, description="series expected per position (8 GPUs, 2 nodes "
+                                                         "per rack): fewer or more is an error, not a "
+                                                         "partial sum")
     rate: bool = Field(False, description="a counter: compare its per-second rate (J -> W)")
     scale: float = Field(1.0, description="multiply after unit conversion (e.g. 2 for one of two "
                                           "equal A/B feeds); documented, never fitted")
@@ -105,6 +108,7 @@ class Mapped:
     unit: str
     aggregate: str
     members: list[Series]
+    expected: int | None = None
 
     @property
     def label(self) -> str:
@@ -183,8 +187,13 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds,
         conv = Series(s.source, s.name, s.labels, s.t_ns, values, target_unit, "gauge", s.gaps)
         key = (var, dim, coord)
         if key not in groups:
-            groups[key] = Mapped(var, dim, coord, target_unit, rule.aggregate, [])
+            groups[key] = Mapped(var, dim, coord, target_unit, rule.aggregate, [], rule.members)
         groups[key].members.append(conv)
+    for g in groups.values():
+        if g.expected is not None and len(g.members) != g.expected:
+            s0 = g.members[0]
+            raise TelemetryError(s0.source, s0.key, f"{len(g.members)} series land on {g.label}, the "
+                                                    f"mapping expects {g.expected} (members:)")
     return list(groups.values()), unmapped
 
 
