@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
+from twin.workload.run_kpis import workload_kpi_specs
 
 H = 3600.0
 DAY = 86400.0
@@ -64,6 +65,14 @@ class JobRecord:
     first_start_s: float
     end_s: float
     interruptions: int
+    # the workload's view (twin.workload): class ("fixed" for workload.jobs), submit time [s],
+    # final state (completed/failed/cancelled; running or pending at the end), GPUs held
+    job_class: str = ""
+    submit_s: float = 0.0
+    state: str = ""
+    gpus: int = 0
+    queue: str = ""
+    user: str = ""
 
 
 @dataclass
@@ -89,6 +98,7 @@ class RunRecord:
         """Inlet temperatures of powered racks, NaN elsewhere [degC (T, R)]."""
         from twin.sim.state import RackState
         return np.where(RackState.powered(self.series["rack_state"]), self.series["rack_inlet_c"], np.nan)
+
 
 
 _T, _R = ("time",), ("time", "rack")
@@ -141,6 +151,14 @@ OUTPUTS: tuple[Output, ...] = (
     Output("job_goodput_fraction", ("job",), "float64", "1", "GPU-time whose work survived / GPU-time allocated",
            recorded=False),
     Output("job_interruptions", ("job",), "int64", "count", "interruptions of the job", recorded=False),
+    Output("jobs_queued", _T, "int32", "count", "jobs waiting in the scheduler's queue"),
+    Output("job_class", ("job",), "<U12", "1", "job class (pretrain, finetune, ablation, evaluation, "
+                                             "debug; fixed for workload.jobs)"),
+    Output("job_state", ("job",), "<U10", "1", "state at the end: completed, failed, cancelled, running, pending"),
+    Output("job_submit_s", ("job",), "float64", "s", "submit time since the start"),
+    Output("job_start_s", ("job",), "float64", "s", "first start since the start (NaN: never started)"),
+    Output("job_end_s", ("job",), "float64", "s", "end since the start (NaN: not ended)"),
+    Output("job_gpus_requested", ("job",), "int32", "GPU", "GPUs the job asks for (whole nodes)"),
     Output("branch_load_fraction_max", _T, "float64", "1", "highest rack-PDU cord load / branch breaker "
            "continuous limit (NaN without site.power.chain.branch)"),
     Output("failover_branch_load_fraction_max", _T, "float64", "1",
@@ -310,6 +328,7 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("mttr_incl_open_h", "h", "mean time to repair counting unfinished repairs at their age at the end "
                                  "(a lower bound when repairs are still open)", _mttr_incl_open_h),
     Kpi("failures", "count", "component failures", _count("failure")),
+    *(Kpi(*spec) for spec in workload_kpi_specs()),
     Kpi("energy_it_mwh", "MWh", "IT energy at the rack PDUs", lambda r: r.energy_mwh("facility_it_power_w")),
     Kpi("energy_facility_mwh", "MWh", "utility energy: IT + UPS/distribution losses + cooling",
         lambda r: r.energy_mwh("facility_total_power_w")),

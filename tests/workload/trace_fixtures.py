@@ -33,14 +33,14 @@ def sample_jobs(n_days: float = 2.0, seed: int = 7, jobs_per_hour: float = 60.0,
                          "state": state, "submit": submit, "start": start, "end": end})
 
 
-def _ts(sec) -> pd.DatetimeIndex:
-    return EPOCH + pd.to_timedelta(np.asarray(sec), unit="s")
+def _ts(sec, epoch: pd.Timestamp = EPOCH) -> pd.DatetimeIndex:
+    return epoch + pd.to_timedelta(np.asarray(sec), unit="s")
 
 
-def write_acme(jobs: pd.DataFrame, path: Path) -> Path:
+def write_acme(jobs: pd.DataFrame, path: Path, epoch: pd.Timestamp = EPOCH) -> Path:
     """Acme schema: job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,
-    end_time,duration,queue,gpu_time (ISO 8601 with +08:00)."""
-    fmt = lambda s: [t.isoformat() for t in _ts(s)]  # noqa: E731
+    end_time,duration,queue,gpu_time (ISO 8601 with the epoch's offset, +08:00 by default)."""
+    fmt = lambda s: [t.isoformat() for t in _ts(s, epoch)]  # noqa: E731
     dur = (jobs.end - jobs.start).astype(int)
     df = pd.DataFrame({"job_id": jobs.job_id, "user": jobs.user, "node_num": jobs.nodes,
                        "gpu_num": jobs.gpus, "cpu_num": jobs.gpus * 12 + 4, "type": jobs.type,

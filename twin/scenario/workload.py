@@ -34,6 +34,10 @@ class Arrivals(_Model):
         0.0, description="relative day-night swing of the rate (0 = constant)")
     peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(14.0, description="hour of the daily peak (UTC)")
     weekend_factor: NonNegFloat = Field(1.0, description="rate on Saturdays and Sundays / weekday rate")
+    follow: Literal["delivered", "constant"] = Field(
+        "delivered", description="the rate grows with the GPUs the ramp has delivered (demand follows "
+                                 "supply; load is then relative to the delivered GPUs), or stays at "
+                                 "the full cluster's rate from day one")
 
     @model_validator(mode="after")
     def _one_rate(self):
@@ -90,7 +94,7 @@ class Stream(_Model):
 class Trace(_Model):
     """A scheduler trace to replay instead of the ``jobs`` list."""
 
-    path: str = Field(description="trace file (relative to the scenario file)")
+    path: str = Field(description="trace file (absolute, or relative to the working directory)")
     format: Literal["acme", "helios", "slurm_sacct", "lsf_bacct"]
     starts: Literal["recorded", "reschedule"] = Field(
         "recorded", description="honour the recorded start times, or let the twin's scheduler "

@@ -33,7 +33,7 @@ import numpy as np
 import simpy
 
 from twin import fabric
-from twin.outputs import JobRecord, RunRecord
+from twin.outputs import RunRecord
 from twin.plant import Plant, build_plant
 from twin.scenario.schema import Scenario
 from twin.sim.component import Component
@@ -142,11 +142,7 @@ class Engine:
 
     def record(self) -> RunRecord:
         """What the run produced, through the recorder's API (no engine internals)."""
-        jobs = [JobRecord(name=j.spec.name, tokens=j.tokens, gpu_s_allocated=j.gpu_s_allocated,
-                          gpu_s_useful_total=j.gpu_s_useful_total, gpu_s_lost=j.gpu_s_lost,
-                          wall_s_useful_total=j.wall_s_useful + j.wall_s_pending, checkpoint_s=j.checkpoint_s,
-                          first_start_s=j.first_start_s, end_s=j.end_s, interruptions=j.interruptions)
-                for j in self.jobs]
+        jobs = self.jobs.job_records()
         return RunRecord(dt_s=self.dt_s, horizon_s=self.horizon_s, series=self.recorder.series, jobs=jobs,
                          events=self.events, repair_times_s=self.failures.repair_times_s,
                          open_repair_ages_s=[self.env.now - t0 for t0 in self.failures.open_repairs.values()],

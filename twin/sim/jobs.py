@@ -14,6 +14,7 @@ from twin.phases import Phase
 from twin.plant import seconds_since, step_estimate_for
 from twin.scenario.schema import Job
 from twin.sim.component import Component
+from twin.workload.engine_jobs import EngineJob, stream_engine_jobs, trace_engine_jobs
 
 H = 3600.0
 
@@ -51,6 +52,11 @@ class JobState:
     # completed checkpoints: time [s], tokens, GPU-s and wall-s made safe by then
     ckpt_time_s: list = field(default_factory=list)
     ckpt_state: list = field(default_factory=list)
+    # a job of a stream or trace (twin.workload): submit time [s], training time it needs,
+    # its class, owner and queue, the state it ends in; None for the scenario's fixed jobs
+    stream: EngineJob | None = None
+    submit_s: float = math.nan
+    end_sample: int = -1               # first sample after the job ended (stream jobs)
 
     @property
     def gpu_s_useful_total(self) -> float:
@@ -101,7 +107,8 @@ class Jobs(Component):
     reads = ("node_up", "node_clock", "brake_clock", "rack_inlet_c", "su_degraded")
     writes = ("node_job", "node_job_phase")
     emits = ("job_start", "checkpoint", "job_done", "job_interrupted", "job_spare_swap", "job_requeued")
-    outputs = ("job_tokens", "job_tokens_per_s", "job_gpus", "job_goodput_fraction", "job_interruptions")
+    outputs = ("job_tokens", "job_tokens_per_s", "job_gpus", "job_goodput_fraction", "job_interruptions",
+               "job_class", "job_state", "job_submit_s", "job_start_s", "job_end_s", "job_gpus_requested")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
@@ -113,6 +120,10 @@ class Jobs(Component):
                                              gated_mlp=m.gated_mlp)
             ck = spec.checkpoint_bytes or storage.checkpoint_bytes(params)
             self.all.append(JobState(spec=spec, index=j, params=params, checkpoint_bytes=ck))
+        self.n_fixed = len(self.all)
+        self.stream_stats: dict[str, float] = {}
+        self.active: set[int] = set()       # stream jobs placed at least once and not done
+        self._add_stream_jobs()
         st = self.s.workload.storage
         self.storage_write_gb_s, self.storage_read_gb_s = storage.storage_bandwidth_gb_s(
             st.kind, st.units, st.write_gb_s_per_unit, st.read_gb_s_per_unit)
@@ -120,6 +131,44 @@ class Jobs(Component):
         self.peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
         self._fabric_cache: dict = {}
         self._step_cache: dict = {}
+
+    def _add_stream_jobs(self) -> None:
+        """The jobs of ``workload.stream`` or ``workload.trace`` (twin.workload), drawn from
+        their own child of the scenario seed (spawn key 100: the engine's named streams are
+        untouched, so a scenario without a stream draws exactly what it drew before)."""
+        w, p = self.s.workload, self.plant
+        if w.stream is None and w.trace is None:
+            return
+        gpus = int(sum(wv.racks for wv in self.s.ramp.waves) * self.s.hardware.nodes_per_rack * p.gpus_per_node)
+        if w.stream is not None:
+            rng = np.random.default_rng(np.random.SeedSequence(self.s.simulation.seed, spawn_key=(100,)))
+            jobs, self.stream_stats = stream_engine_jobs(self.s, rng, gpus, p.gpus_per_node,
+                                                         delivered_gpus=self._delivered_gpus)
+        else:
+            jobs, self.stream_stats = trace_engine_jobs(self.s, ".", gpus, p.gpus_per_node)
+        cache: dict[str, tuple[float, float]] = {}
+        for ej in jobs:
+            spec = ej.spec
+            key = spec.model.model_dump_json()
+            if key not in cache:
+                m = spec.model
+                params = compute.parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden,
+                                                 heads=m.heads, kv_heads=m.kv_heads, vocab=m.vocab,
+                                                 gated_mlp=m.gated_mlp)
+                cache[key] = (params, spec.checkpoint_bytes or storage.checkpoint_bytes(params))
+            params, ck = cache[key]
+            self.all.append(JobState(spec=spec, index=len(self.all), params=params, checkpoint_bytes=ck,
+                                     stream=ej, submit_s=ej.submit_s))
+
+    def _delivered_gpus(self, t_s):
+        """GPUs delivered by time t [s] (the ramp's waves), for arrivals that follow them."""
+        from twin.plant import seconds_since
+        t = np.asarray(t_s, float)
+        out = np.zeros_like(t)
+        per_rack = self.s.hardware.nodes_per_rack * self.plant.gpus_per_node
+        for wv in self.s.ramp.waves:
+            out = out + np.where(t >= seconds_since(self.s.simulation.start, wv.date), wv.racks * per_rack, 0)
+        return out
 
     def __iter__(self):
         return iter(self.all)
@@ -173,10 +222,12 @@ class Jobs(Component):
         gpus = len(job.nodes) * self.plant.gpus_per_node
         factor = storage.step_time_factor(self.s.workload.storage.kind)
         job.rate_tok_s = job.step.tokens_per_s_per_gpu * gpus / factor
+        if job.stream is not None and not job.stream.counts_tokens:
+            job.rate_tok_s = 0.0            # evaluation and debug jobs hold GPUs, train no tokens
 
     def rates_changed(self) -> None:
         """A clock factor changed: running jobs take their new step time now."""
-        for job in self.all:
+        for job in self._live():
             if job.status == "running" and job.nodes.size:
                 self.advance(job)
                 self.update_rate(job)
@@ -199,9 +250,17 @@ class Jobs(Component):
 
     def advance_all(self) -> None:
         """Bring every job that holds nodes (or is between phases) up to now."""
-        for job in self.all:
+        for job in self._live():
             if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
                 self.advance(job)
+
+    def _live(self):
+        """The fixed jobs, then the stream jobs that have started and are not done (the
+        others hold no nodes and accrue nothing)."""
+        yield from self.all[:self.n_fixed]
+        if self.active:
+            for j in sorted(self.active):
+                yield self.all[j]
 
     def checkpoint_interval_s(self, job: JobState) -> float:
         iv = job.spec.checkpoint_interval_s
@@ -218,7 +277,10 @@ class Jobs(Component):
 
     def _lifecycle(self, job: JobState):
         spec, e = job.spec, self.e
-        t_submit = seconds_since(self.s.simulation.start, spec.submit) if spec.submit else 0.0
+        if job.stream is not None:
+            t_submit = job.submit_s
+        else:
+            t_submit = seconds_since(self.s.simulation.start, spec.submit) if spec.submit else 0.0
         if t_submit > self.env.now:
             yield self.env.timeout(t_submit - self.env.now)
         job.t_last = self.env.now
@@ -228,6 +290,8 @@ class Jobs(Component):
                 if job.status == "queued":
                     yield job.placed
                     job.t_last = self.env.now
+                if job.stream is not None:
+                    self.active.add(job.index)
                 # (re)start: relaunch, then reload the last checkpoint if there is one
                 self._set_phase(job, Phase.RESTART)
                 if math.isnan(job.first_start_s):
@@ -246,11 +310,17 @@ class Jobs(Component):
                     now = self.env.now
                     eta = (now + (spec.tokens_target - job.tokens) / job.rate_tok_s
                            if spec.tokens_target and job.rate_tok_s > 0 else math.inf)
+                    if job.stream is not None:      # a stream job ends after its training time
+                        eta = now + max(job.stream.run_s - job.wall_s_useful - job.wall_s_pending, 0.0)
                     nxt = e.sampler.next_sample_s
                     wake = min(next_ckpt, eta, nxt if nxt > now else now + e.dt_s)
                     yield self.env.timeout(max(wake - now, 0.0))
                     self.advance(job)
                     if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
+                        self._finish(job)
+                        break
+                    if job.stream is not None and (job.wall_s_useful + job.wall_s_pending
+                                                   >= job.stream.run_s * (1 - 1e-12)):
                         self._finish(job)
                         break
                     if self.env.now >= next_ckpt:
@@ -293,16 +363,23 @@ class Jobs(Component):
         job.commit()
         job.status = "done"
         job.end_s = self.env.now
-        self.e.log("job_done", job.spec.name, f"{job.tokens:.4g} tokens")
+        if job.stream is not None:
+            self.active.discard(job.index)
+            job.end_sample = int(math.ceil(self.env.now / self.e.dt_s - 1e-9))
+            self.e.log("job_done", job.spec.name, f"{job.stream.final_state}, {job.tokens:.4g} tokens")
+        else:
+            self.e.log("job_done", job.spec.name, f"{job.tokens:.4g} tokens")
         self.release(job)
 
     def release(self, job: JobState) -> None:
         """Give every node of the job back and look for work for them."""
-        self.state.node_job[job.nodes] = -1
-        self.state.node_job[job.spares] = -1
+        held = np.concatenate([job.nodes, job.spares])
+        held = held[self.state.node_job[held] == job.index]
+        self.state.node_job[held] = -1
         job.nodes = np.empty(0, int)
         job.spares = np.empty(0, int)
         job.rate_tok_s = 0.0
+        self.e.scheduler.released(job)
         self.e.scheduler.schedule()
 
     def release_nodes(self, nodes: np.ndarray) -> None:
@@ -369,7 +446,55 @@ class Jobs(Component):
     def record(self, i: int, rec) -> None:
         gpn = self.plant.gpus_per_node
         tokens, rate, gpus = rec["job_tokens"], rec["job_tokens_per_s"], rec["job_gpus"]
-        for j, job in enumerate(self.all):
+        for j in range(self.n_fixed):
+            job = self.all[j]
             tokens[i, j] = job.tokens
             rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
             gpus[i, j] = len(job.nodes) * gpn
+        # stream jobs: only those started and not done; a finished job's tokens are filled
+        # forward in finish()
+        for j in self.active:
+            job = self.all[j]
+            tokens[i, j] = job.tokens
+            rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
+            gpus[i, j] = len(job.nodes) * gpn
+
+    def job_records(self) -> list:
+        """Per-job totals for :class:`twin.outputs.RunRecord` (one per job, in job order)."""
+        from twin.outputs import JobRecord
+        gpn = self.plant.gpus_per_node
+        out = []
+        for j in self.all:
+            ej = j.stream
+            if ej is not None:
+                state = ej.final_state if j.status == "done" else (
+                    "pending" if math.isnan(j.first_start_s) else "running")
+                extra = dict(job_class=ej.job_class, submit_s=j.submit_s, state=state,
+                             gpus=j.spec.nodes * gpn, queue=ej.queue, user=ej.user)
+            else:
+                sub = seconds_since(self.s.simulation.start, j.spec.submit) if j.spec.submit else 0.0
+                state = "completed" if j.status == "done" else (
+                    "pending" if math.isnan(j.first_start_s) else "running")
+                extra = dict(job_class="fixed", submit_s=sub, state=state,
+                             gpus=(j.spec.nodes + j.spec.hot_spares) * gpn, queue="", user="")
+            out.append(JobRecord(name=j.spec.name, tokens=j.tokens, gpu_s_allocated=j.gpu_s_allocated,
+                                 gpu_s_useful_total=j.gpu_s_useful_total, gpu_s_lost=j.gpu_s_lost,
+                                 wall_s_useful_total=j.wall_s_useful + j.wall_s_pending,
+                                 checkpoint_s=j.checkpoint_s, first_start_s=j.first_start_s, end_s=j.end_s,
+                                 interruptions=j.interruptions, **extra))
+        return out
+
+    def finish(self, rec) -> None:
+        """Fill each finished stream job's tokens forward from its end (record() writes only
+        running jobs), and write the per-job records (class, state, submit, start, end)."""
+        tokens = rec["job_tokens"]
+        for job in self.all[self.n_fixed:]:
+            if job.end_sample >= 0:
+                tokens[job.end_sample:, job.index] = job.tokens
+        recs = self.job_records()
+        rec.set("job_class", [r.job_class for r in recs])
+        rec.set("job_state", [r.state for r in recs])
+        rec.set("job_submit_s", [r.submit_s for r in recs])
+        rec.set("job_start_s", [r.first_start_s for r in recs])
+        rec.set("job_end_s", [r.end_s for r in recs])
+        rec.set("job_gpus_requested", [r.gpus for r in recs])

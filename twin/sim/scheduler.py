@@ -8,6 +8,11 @@ from twin.phases import Phase
 from twin.scenario.schema import Job
 from twin.sim.component import Component
 from twin.sim.jobs import JobState
+from twin.workload.config import scheduler_config_for
+from twin.workload.scheduler import ClusterShape
+from twin.workload.scheduler import JobRequest as LsfRequest
+from twin.workload.scheduler import Preempt as LsfPreempt
+from twin.workload.scheduler import Scheduler as LsfScheduler
 
 
 class Scheduler(Component):
@@ -16,21 +21,87 @@ class Scheduler(Component):
     largest size their parallelism and batch allow."""
 
     name = "scheduler"
-    reads = ("node_schedulable", "su_degraded")
+    reads = ("node_schedulable", "su_degraded", "node_up", "rack_ready")
     writes = ("node_job", "node_job_phase")
+    outputs = ("jobs_queued",)
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self.queue: list[JobState] = []
+        self.lsf: LsfScheduler | None = None
+        w = self.s.workload
+        if w.stream is not None or w.trace is not None:
+            # streams and traces: the LSF-like policy of twin.workload (queues, FIFO or fair
+            # share, EASY backfill, preemption) on whole nodes (one "GPU" of its cluster = a node)
+            p = self.plant
+            self.lsf = LsfScheduler(ClusterShape(nodes=p.n_nodes, gpus_per_node=1, su_nodes=self.s.fabric.su_nodes),
+                                    scheduler_config_for(w.scheduler))
+            self._lsf_ok = np.ones(p.n_nodes, bool)
+            self._lsf_deg = np.zeros(len(self.state.su_degraded), bool)
 
     def enqueue(self, job: JobState) -> None:
         job.status = "queued"
         job.placed = self.env.event()
-        self.queue.append(job)
+        if self.lsf is not None:
+            lj = self.lsf.jobs.get(job.index)
+            if lj is None:              # (a preempted job is already back in the LSF queue)
+                ej = job.stream
+                spec = job.spec
+                queue = ej.queue if ej is not None else self.lsf.queues[0].name
+                self.lsf.submit(LsfRequest(
+                    id=job.index, gpus=spec.nodes + spec.hot_spares, queue=queue,
+                    submit_s=job.submit_s if ej is not None else self.env.now,
+                    runlimit_s=max(ej.runlimit_s - job.wall_s_useful, 1.0) if ej is not None else 1e12,
+                    user=ej.user if ej is not None else spec.name,
+                    project=ej.project if ej is not None else spec.name,
+                    checkpoint_interval_s=float(spec.checkpoint_interval_s)
+                    if spec.checkpoint_interval_s != "auto" else 3600.0), self.env.now)
+        else:
+            self.queue.append(job)
         self.schedule()
+
+    def released(self, job: JobState) -> None:
+        """The job gave its nodes back (done or interrupted): the LSF view frees them."""
+        if self.lsf is not None:
+            lj = self.lsf.jobs.get(job.index)
+            if lj is not None and lj.state == "running":
+                self.lsf.finish(job.index, self.env.now)
+
+    def _lsf_schedule(self) -> None:
+        st, lsf = self.state, self.lsf
+        ok = st.node_up & st.rack_ready[self.plant.node_rack]
+        for n in np.flatnonzero(ok != self._lsf_ok):
+            lsf.set_node_health(int(n), bool(ok[n]), self.env.now)
+        self._lsf_ok = ok
+        deg = st.su_degraded > 0
+        for u in np.flatnonzero(deg != self._lsf_deg):
+            lsf.set_unit_degraded(int(u), bool(deg[u]))
+        self._lsf_deg = deg
+        jobs = self.e.jobs
+        for d in lsf.decide(self.env.now):
+            job = jobs[d.job]
+            if isinstance(d, LsfPreempt):
+                if job.process is not None and job.process.is_alive and job.status != "waiting":
+                    jobs.advance(job)
+                    job.process.interrupt(("preempted", 0.0))
+                    job.status = "waiting"
+                continue
+            nodes = np.asarray(d.nodes, int)
+            jobs.advance(job)
+            job.nodes, job.spares = nodes[:job.spec.nodes], nodes[job.spec.nodes:]
+            st.node_job[nodes] = job.index
+            st.node_job_phase[nodes] = Phase.IDLE
+            job.status = "starting"
+            if job.stream is not None:
+                jobs.active.add(job.index)   # recorded from this instant on
+            assert job.placed is not None
+            job.placed.succeed(nodes)
 
     def schedule(self) -> None:
         """Start every queued job that fits now, in priority order."""
+        if self.lsf is not None:
+            self._lsf_schedule()
+            return
         if not self.queue:
             return
         st = self.state
@@ -72,6 +143,9 @@ class Scheduler(Component):
             chosen.append(cand)
             need -= len(cand)
         return np.concatenate(chosen) if need == 0 else None
+
+    def record(self, i: int, rec) -> None:
+        rec["jobs_queued"][i] = self.lsf.pending if self.lsf is not None else len(self.queue)
 
     def elastic_size(self, spec: Job, free: int) -> int:
         """Largest node count <= the job's size that its parallelism and batch divide."""

@@ -1,21 +1,9 @@
-"""Workloads that fill a cluster: job streams fitted to published traces, scheduler-trace
-parsers, an engine-independent LSF-like scheduler with a standalone replay, and pure
-queue/utilisation KPIs (issue 14)."""
+"""Workloads that fill a cluster (issue 14): job streams fitted to published traces
+(:mod:`twin.workload.stream`), scheduler-trace parsers (:mod:`twin.workload.traces`), an
+engine-independent LSF-like scheduler (:mod:`twin.workload.scheduler`) with a standalone
+replay (:mod:`twin.workload.replay`), pure queue and utilisation KPIs
+(:mod:`twin.workload.kpis`), and the engine's view of them (:mod:`twin.workload.engine_jobs`,
+:mod:`twin.workload.run_kpis`).
 
-from twin.workload.stream import (
-    JobClassParams,
-    StreamParams,
-    default_stream_params,
-    fit_stream_params,
-    generate_jobs,
-    jobs_per_hour_for_load,
-    restrict_to_cluster,
-    stream_moments,
-)
-from twin.workload.traces import Trace, TraceError, read_trace
-
-__all__ = [
-    "JobClassParams", "StreamParams", "Trace", "TraceError", "default_stream_params",
-    "fit_stream_params", "generate_jobs", "jobs_per_hour_for_load", "read_trace",
-    "restrict_to_cluster", "stream_moments",
-]
+Submodules are imported on use (this package is imported by :mod:`twin.outputs`, which
+should stay light)."""

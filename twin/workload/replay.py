@@ -66,12 +66,11 @@ def _requests(jobs: pd.DataFrame, config: SchedulerConfig) -> list[JobRequest]:
     user = _column(jobs, "user", "")
     project = _column(jobs, "project", "")
     excl = _column(jobs, "exclusive", False).astype(bool)
-    gpus = jobs["gpus"].to_numpy(np.int64)
-    sub = jobs["submit_s"].to_numpy(float)
-    return [JobRequest(id=i, gpus=int(gpus[i]), queue=str(queue[i]), submit_s=float(sub[i]),
-                       runlimit_s=float(runlimit[i]), user=str(user[i]), project=str(project[i]),
-                       exclusive=bool(excl[i]), checkpoint_interval_s=float(ckpt[i]))
-            for i in range(len(jobs))]
+    cols = zip(range(len(jobs)), jobs["gpus"].to_numpy(np.int64).tolist(),
+               queue.astype(str).tolist(), jobs["submit_s"].to_numpy(float).tolist(),
+               runlimit.tolist(), user.astype(str).tolist(), project.astype(str).tolist(),
+               excl.tolist(), ckpt.tolist(), strict=True)
+    return [JobRequest(i, g, q, t, r, u, p, 0, x, c) for i, g, q, t, r, u, p, x, c in cols]
 
 
 def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | None = None, *,
@@ -93,14 +92,17 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
     sched = Scheduler(cluster, config)
     dur = jobs["duration_s"].to_numpy(float)
     need = np.minimum(dur, np.array([r.runlimit_s for r in reqs])) if n else dur
-    gpus = jobs["gpus"].to_numpy(np.int64)
-    submit = jobs["submit_s"].to_numpy(float)
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    remaining = need.copy()
-    version = np.zeros(n, np.int64)
-    preemptions = np.zeros(n, np.int64)
-    lost_gpu_s = np.zeros(n)
+    gpus_arr = jobs["gpus"].to_numpy(np.int64)
+    submit_arr = jobs["submit_s"].to_numpy(float)
+    gpus = gpus_arr.tolist()
+    submit = submit_arr.tolist()
+    nan = math.nan
+    start = [nan] * n
+    end = [nan] * n
+    remaining = need.tolist()
+    version = [0] * n
+    preemptions = [0] * n
+    lost_gpu_s = [0.0] * n
     t_busy: list[float] = []
     v_busy: list[int] = []
     busy = 0
@@ -109,8 +111,10 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
     t_end_limit = math.inf if until_s is None else until_s
 
     if starts == "recorded":
-        rec = jobs["start_s"].to_numpy(float)
-        order = np.lexsort((np.arange(n), rec))
+        rec_arr = jobs["start_s"].to_numpy(float)
+        order = np.lexsort((np.arange(n), rec_arr)).tolist()
+        rec = rec_arr.tolist()
+        need_l = need.tolist()
         k = 0
         while k < n or ends:
             t_next = min(rec[order[k]] if k < n else math.inf, ends[0][0] if ends else math.inf)
@@ -122,7 +126,7 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
                 busy -= gpus[i]
                 end[i] = t_next
             while k < n and rec[order[k]] == t_next:
-                i = int(order[k])
+                i = order[k]
                 k += 1
                 if sched.start_now(reqs[i], t_next) is None:
                     raise ValueError(f"job {jobs['job_id'].iloc[i]}: its recorded start at "
@@ -130,16 +134,19 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
                                      f"{sched.free_gpus} of the cluster's {cluster.gpus} are free")
                 start[i] = t_next
                 busy += gpus[i]
-                heapq.heappush(ends, (t_next + need[i], i, 0))
+                heapq.heappush(ends, (t_next + need_l[i], i, 0))
             t_busy.append(t_next)
             v_busy.append(busy)
     else:
-        order = np.lexsort((np.arange(n), submit))
+        order = np.lexsort((np.arange(n), submit_arr)).tolist()
         k = 0
-        while k < n or ends:
-            t_next = min(submit[order[k]] if k < n else math.inf, ends[0][0] if ends else math.inf)
+        wake = math.inf                          # a deferred backfill scan (backfill_interval_s)
+        while k < n or ends or wake < math.inf:
+            t_next = min(submit[order[k]] if k < n else math.inf, ends[0][0] if ends else math.inf, wake)
             if t_next > t_end_limit:
                 break
+            if t_next >= wake:
+                wake = math.inf
             while ends and ends[0][0] == t_next:
                 _, i, ver = heapq.heappop(ends)
                 if ver != version[i]:
@@ -148,16 +155,20 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
                 busy -= gpus[i]
                 end[i] = t_next
             while k < n and submit[order[k]] == t_next:
-                i = int(order[k])
+                i = order[k]
                 k += 1
                 sched.submit(reqs[i], t_next)
-            for d in sched.decide(t_next):
+            sched.wake_s = math.inf
+            decisions = sched.decide(t_next)
+            if sched.wake_s < wake and sched.pending:
+                wake = sched.wake_s
+            for d in decisions:
                 i = d.job
                 if isinstance(d, Start):
                     if math.isnan(start[i]):
                         start[i] = t_next
                     busy += gpus[i]
-                    heapq.heappush(ends, (t_next + remaining[i], i, int(version[i])))
+                    heapq.heappush(ends, (t_next + remaining[i], i, version[i]))
                 elif isinstance(d, Preempt):
                     version[i] += 1
                     busy -= gpus[i]
@@ -169,7 +180,9 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
                 v_busy.append(busy)
             else:
                 v_busy[-1] = busy
-    t0 = float(submit.min()) if n else 0.0
+    start = np.array(start, float)
+    end = np.array(end, float)
+    t0 = float(submit_arr.min()) if n else 0.0
     t1 = float(until_s) if until_s is not None else (t_busy[-1] if t_busy else t0)
     state = _column(jobs, "state", "completed").astype(object)
     state = np.where(np.isnan(end), np.where(np.isnan(start), "pending", "running"), state)
@@ -180,13 +193,13 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
         "user": _column(jobs, "user", ""),
         "project": _column(jobs, "project", ""),
         "queue": [r.queue for r in reqs],
-        "gpus": gpus,
-        "nodes": -(-gpus // cluster.gpus_per_node),
-        "submit_s": submit, "start_s": start, "end_s": end,
+        "gpus": gpus_arr,
+        "nodes": -(-gpus_arr // cluster.gpus_per_node),
+        "submit_s": submit_arr, "start_s": start, "end_s": end,
         "state": state,
         "run_s": need,
-        "preemptions": preemptions,
-        "lost_gpu_s": lost_gpu_s,
+        "preemptions": np.array(preemptions, np.int64),
+        "lost_gpu_s": np.array(lost_gpu_s, float),
         "tokens_per_gpu_s": _column(jobs, "tokens_per_gpu_s", 0.0).astype(float),
     })
     return ReplayResult(records, np.asarray(t_busy, float), np.asarray(v_busy, np.int64), t0, t1,

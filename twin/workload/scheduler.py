@@ -43,6 +43,7 @@ import math
 from bisect import insort
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,7 +91,10 @@ class SchedulerConfig:
     ``default_share``); ``half_life_s``: decay of past usage (LSF HIST_HOURS, 5 h by
     default); ``backfill_depth``: pending jobs examined for backfill per pass (Slurm's
     ``bf_max_job_test``, 500); ``fairshare_update_s``: how often dynamic priorities are
-    recomputed from decayed usage (within a pass they follow each dispatch)."""
+    recomputed from decayed usage (within a pass they follow each dispatch);
+    ``backfill_interval_s``: the backfill scan runs at most this often (Slurm's
+    ``bf_interval``, 30 s by default there; 0 = at every pass); between scans a pass starts
+    jobs in order only, and :attr:`Scheduler.wake_s` tells the caller when to call again."""
 
     queues: tuple[QueueSpec, ...] = DEFAULT_QUEUES
     order: str = "fifo"
@@ -102,6 +106,7 @@ class SchedulerConfig:
     half_life_s: float = 5 * 3600.0
     backfill_depth: int = 500
     fairshare_update_s: float = 60.0
+    backfill_interval_s: float = 0.0
 
     def __post_init__(self):
         if self.order not in ("fifo", "fairshare"):
@@ -110,8 +115,7 @@ class SchedulerConfig:
             raise ValueError(f"fairshare_by must be user or project, got {self.fairshare_by!r}")
 
 
-@dataclass(frozen=True)
-class JobRequest:
+class JobRequest(NamedTuple):
     """What the scheduler knows of a job: its size, queue, owner, submit time and run
     limit (the estimate backfill plans with; the job is killed at it).
     ``checkpoint_interval_s``: work since the last checkpoint is lost on preemption."""
@@ -128,8 +132,7 @@ class JobRequest:
     checkpoint_interval_s: float = math.inf
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(NamedTuple):
     """Start ``job`` now on ``nodes`` holding ``gpus_per_node[i]`` GPUs of ``nodes[i]``."""
 
     job: int
@@ -137,8 +140,7 @@ class Start:
     gpus_per_node: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class Preempt:
+class Preempt(NamedTuple):
     """``job`` is preempted and requeued; ``lost_s`` of its run since its last checkpoint
     is lost (``lost_gpu_s`` = lost_s x its GPUs); ``done_s`` of work is kept."""
 
@@ -171,9 +173,11 @@ class _Job:
 
 
 class Scheduler:
-    """See the module docstring."""
+    """See the module docstring. ``track_usage``: keep the decayed usage per fair-share key
+    under FIFO too (fair share always does), for :meth:`usage_gpu_s`."""
 
-    def __init__(self, cluster: ClusterShape, config: SchedulerConfig | None = None):
+    def __init__(self, cluster: ClusterShape, config: SchedulerConfig | None = None,
+                 track_usage: bool = False):
         self.cluster = cluster
         self.config = config or SchedulerConfig()
         c = self.config
@@ -189,7 +193,10 @@ class Scheduler:
         for i in range(n):
             self.full[self.node_su[i]].add(i)
         self.n_full = n
+        self.full_count = np.array([len(x) for x in self.full], np.int64)
+        self.su_degraded_arr = np.zeros(self.n_su, np.int64)
         self.free_gpus = n * gpn
+        self.spill_su = -1
         self.node_jobs: list[set[int]] = [set() for _ in range(n)]
         # queues, highest priority first
         self.queues = sorted(c.queues, key=lambda q: -q.priority)
@@ -212,9 +219,12 @@ class Scheduler:
         self.key_running: list[int] = []     # running GPUs
         self.key_prio: list[float] = []      # cached dynamic priority
         self.prio_time = -math.inf
+        self.track_usage = c.order == "fairshare" or track_usage
         # backfill reservation of the current head: (job, shadow time, reserved nodes)
         self.reservation: tuple[_Job, float, frozenset[int]] | None = None
         self.first_shadow: dict[int, float] = {}    # job -> shadow time of its first reservation
+        self.last_backfill_s = -math.inf
+        self.wake_s = math.inf        # call decide() again then (a backfill scan was deferred)
         self.preempted_gpu_s = 0.0
 
     # ------------------------------------------------------------------ API
@@ -261,6 +271,7 @@ class Scheduler:
     def set_unit_degraded(self, su: int, degraded: bool) -> None:
         """A scalable unit with a failed leaf switch is used last."""
         self.su_degraded[su] = degraded
+        self.su_degraded_arr[su] = int(degraded)
         self.reservation = None
 
     def requeue(self, job_id: int, now_s: float) -> Preempt:
@@ -342,6 +353,10 @@ class Scheduler:
                     continue
                 if not c.backfill:
                     break
+                if now_s - self.last_backfill_s < c.backfill_interval_s:
+                    self.wake_s = self.last_backfill_s + c.backfill_interval_s
+                    break
+                self.last_backfill_s = now_s
                 head = job
                 shadow, reserved = self._reserve(job, now_s)
                 continue
@@ -484,6 +499,7 @@ class Scheduler:
         f = self.free[node]
         if f == self.gpn:
             self.full[self.node_su[node]].discard(node)
+            self.full_count[self.node_su[node]] -= 1
             self.n_full -= 1
         elif f > 0:
             self.partial[f].discard(node)
@@ -495,41 +511,62 @@ class Scheduler:
         f = self.free[node]
         if f == self.gpn:
             self.full[self.node_su[node]].add(node)
+            self.full_count[self.node_su[node]] += 1
             self.n_full += 1
         elif f > 0:
             self.partial[f].add(node)
         self.free_gpus += f
 
+    def _move(self, node: int, delta: int) -> None:
+        """Change a node's free GPUs by ``delta`` and keep the free-node sets in step."""
+        free, gpn = self.free, self.gpn
+        f = free[node]
+        g = f + delta
+        free[node] = g
+        if not self.healthy[node]:
+            return
+        if f == gpn:
+            su = self.node_su[node]
+            self.full[su].discard(node)
+            self.full_count[su] -= 1
+            self.n_full -= 1
+        elif f:
+            self.partial[f].discard(node)
+        if g == gpn:
+            su = self.node_su[node]
+            self.full[su].add(node)
+            self.full_count[su] += 1
+            self.n_full += 1
+        elif g:
+            self.partial[g].add(node)
+        self.free_gpus += delta
+
     def _take(self, alloc: list[tuple[int, int]], job: _Job) -> None:
         for node, g in alloc:
-            self._unindex(node)
-            self.free[node] -= g
-            self._index(node)
+            self._move(node, -g)
             self.node_jobs[node].add(job.id)
 
     def _give(self, job: _Job) -> None:
         for node, g in job.alloc:
-            self._unindex(node)
-            self.free[node] += g
-            self._index(node)
+            self._move(node, g)
             self.node_jobs[node].discard(job.id)
 
     # ------------------------------------------------------------------ placement
-    def _units_in_order(self, counts: list[int], need: int) -> list[int] | None:
+    def _units_in_order(self, counts: np.ndarray, need: int) -> list[int] | None:
         """Units to take ``need`` whole nodes from: one unit if one has room (best fit,
         healthy units first), else the fullest units first (healthy first)."""
-        deg = self.su_degraded
-        fits = [(deg[u], counts[u], u) for u in range(self.n_su) if counts[u] >= need]
-        if fits:
-            return [min(fits)[2]]
-        order = sorted((u for u in range(self.n_su) if counts[u]), key=lambda u: (deg[u], -counts[u], u))
-        got, units = 0, []
-        for u in order:
-            units.append(u)
-            got += counts[u]
-            if got >= need:
-                return units
-        return None
+        big = self.cluster.nodes + 1
+        deg = self.su_degraded_arr
+        key = np.where(counts >= need, counts + deg * big, 2 * big + 1)
+        u = int(np.argmin(key))
+        if key[u] <= 2 * big:
+            return [u]
+        if counts.sum() < need:
+            return None
+        order = np.lexsort((-counts, deg))           # healthy first, then fullest (stable by index)
+        cum = np.cumsum(counts[order])
+        k = int(np.searchsorted(cum, need))
+        return order[:k + 1].tolist()
 
     def _place(self, job: _Job, avoid: frozenset[int] = frozenset(),
                full: list[set[int]] | None = None, partial: list[set[int]] | None = None
@@ -543,9 +580,12 @@ class Scheduler:
             need = job.n_nodes
             if avoid:
                 sets = [s - avoid for s in full]
+                counts = np.fromiter((len(s) for s in sets), np.int64, self.n_su)
+            elif full is self.full:
+                sets, counts = full, self.full_count
             else:
                 sets = full
-            counts = [len(s) for s in sets]
+                counts = np.fromiter((len(s) for s in sets), np.int64, self.n_su)
             units = self._units_in_order(counts, need)
             if units is None:
                 return None
@@ -555,23 +595,26 @@ class Scheduler:
             return [(n, gpn) for n in nodes]        # whole nodes: every GPU of each is held
         g = job.gpus
         for k in range(g, gpn):
-            s = partial[k]
-            if s:
-                cand = min(s) if not avoid else min((x for x in s if x not in avoid), default=None)
-                if cand is not None:
+            for cand in partial[k]:             # best fit: the fullest node that holds it
+                if cand not in avoid:
                     return [(cand, g)]
-        # a fully free node: from the unit with the fewest free nodes (keeps big units whole)
-        best = None
-        for u in range(self.n_su):
-            s = full[u]
-            if s and (best is None or len(s) < len(full[best])):
-                if avoid and not (s - avoid):
-                    continue
-                best = u
-        if best is None:
-            return None
-        s = full[best] - avoid if avoid else full[best]
-        return [(min(s), g)]
+        # a fully free node, from the unit small jobs spill into (kept until it has no free
+        # node left, then the unit with the fewest free nodes: big units stay whole)
+        u = self.spill_su if full is self.full else -1
+        if u < 0 or not full[u] or (avoid and not full[u] - avoid):
+            u, best = -1, 1 << 30
+            for v in range(self.n_su):
+                n = len(full[v])
+                if n and n < best and not (avoid and not full[v] - avoid):
+                    u, best = v, n
+            if u < 0:
+                return None
+            if full is self.full:
+                self.spill_su = u
+        for cand in full[u]:
+            if cand not in avoid:
+                return [(cand, g)]
+        return None
 
     def _start(self, job: _Job, alloc: list[tuple[int, int]], now_s: float) -> Start:
         self._take(alloc, job)
@@ -582,20 +625,24 @@ class Scheduler:
         self.n_pending[job.q] -= 1
         self.dead[job.q] += 1
         heapq.heappush(self.running_heap, (job.end_est, job.seq, job))
-        k = job.key
-        self._advance_key(k, now_s)
-        self.key_running[k] += sum(g for _, g in alloc)
-        self.key_prio[k] = self._prio_of(k)
+        if self.track_usage:
+            k = job.key
+            self._advance_key(k, now_s)
+            self.key_running[k] += sum(g for _, g in alloc)
+            self.key_prio[k] = self._prio_of(k)
         if self.reservation is not None and self.reservation[0] is job:
             self.reservation = None
+        if len(alloc) == 1:
+            return Start(job.id, (alloc[0][0],), (alloc[0][1],))
         return Start(job.id, tuple(n for n, _ in alloc), tuple(g for _, g in alloc))
 
     def _release(self, job: _Job, now_s: float) -> None:
         self._give(job)
-        k = job.key
-        self._advance_key(k, now_s)
-        self.key_running[k] -= sum(g for _, g in job.alloc)
-        self.key_prio[k] = self._prio_of(k)
+        if self.track_usage:
+            k = job.key
+            self._advance_key(k, now_s)
+            self.key_running[k] -= sum(g for _, g in job.alloc)
+            self.key_prio[k] = self._prio_of(k)
         job.alloc = []
         job.end_est = math.inf
 

@@ -1,0 +1,96 @@
+"""Streams and traces inside the engine: the LSF-like scheduler places stream jobs on the
+ramp's healthy nodes, each job trains for its drawn run time and ends in its drawn state,
+the busy GPUs the sampler counts equal the GPUs the jobs hold, and a stream scenario fills
+a cluster that three fixed jobs leave part idle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from twin.scenario import load_scenario
+from twin.sim.engine import Engine
+
+from .trace_fixtures import sample_jobs, write_acme
+
+SHORT = ["simulation.duration_days=24"]
+
+
+@pytest.fixture(scope="module")
+def stream_run(scenarios_dir_module):
+    s = load_scenario(scenarios_dir_module / "blue_vela_stream.yaml", SHORT)
+    e = Engine(s)
+    return s, e, e.run()
+
+
+@pytest.fixture(scope="module")
+def scenarios_dir_module():
+    from pathlib import Path
+    return Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def test_busy_gpus_equal_the_gpus_jobs_hold(stream_run):
+    """Two independent counts: the sampler's busy nodes (node_job >= 0) and the sum of each
+    job's recorded GPUs, at every sample."""
+    _, _, r = stream_run
+    ds = r.dataset
+    np.testing.assert_array_equal(ds.gpus_busy.values, ds.job_gpus.sum("job").values)
+    assert (ds.gpus_busy <= ds.gpus_healthy + 0).all()
+    assert ds.gpus_busy.max() > 0
+
+
+def test_stream_jobs_run_their_drawn_time_and_end_in_their_state(stream_run):
+    s, e, r = stream_run
+    done = [j for j in e.jobs if j.stream is not None and j.status == "done"]
+    assert len(done) > 20
+    for j in done:
+        assert j.wall_s_useful + j.wall_s_pending == pytest.approx(j.stream.run_s, rel=1e-9, abs=1e-6)
+        assert j.end_s >= j.first_start_s >= j.submit_s
+    ds = r.dataset
+    state = ds.job_state.values.astype(str)
+    assert set(state) <= {"completed", "failed", "cancelled", "running", "pending"}
+    k = r.kpis
+    assert k["jobs_completed"] == int((state == "completed").sum())
+    assert k["jobs_failed"] == int((state == "failed").sum())
+    # evaluation and debug jobs train no tokens; the training classes do
+    cls = ds.job_class.values.astype(str)
+    tok = ds.job_tokens.isel(time=-1).values
+    assert np.all(tok[np.isin(cls, ["evaluation", "debug"])] == 0)
+    assert k["tokens_total"] == pytest.approx(k["tokens_pretrain"] + k["tokens_finetune"] + k["tokens_ablation"],
+                                              rel=1e-9)
+    started = ~np.isnan(ds.job_start_s.values)
+    assert np.all(ds.job_start_s.values[started] >= ds.job_submit_s.values[started])
+    assert 0 < k["utilization"] <= 1
+    assert k["queue_wait_p95_h"] >= k["queue_wait_p50_h"] >= 0
+
+
+def test_arrivals_follow_the_delivered_gpus(stream_run):
+    """No job is submitted before the first wave; the submit rate after the second wave is
+    about twice the rate between the two (rate proportional to delivered GPUs)."""
+    s, e, _ = stream_run
+    sub = np.array([j.submit_s for j in e.jobs if j.stream is not None]) / 86400
+    first = (pd.Timestamp(s.ramp.waves[0].date) - pd.Timestamp(s.simulation.start)).days
+    assert sub.min() >= first
+
+
+def test_a_recorded_trace_starts_its_jobs_at_their_recorded_times(tmp_path, scenarios_dir_module):
+    """Acme trace with recorded starts, its dates kept (align: first_submit) after the first
+    wave has burned in: every job that fits starts exactly at its recorded start."""
+    jobs = sample_jobs(0.5, seed=3, jobs_per_hour=4)
+    jobs = jobs[(jobs.gpus >= 8) & (jobs.gpus <= 64)].copy()
+    path = write_acme(jobs, tmp_path / "trace.csv", epoch=pd.Timestamp("2024-01-20T00:00:00", tz="UTC"))
+    s = load_scenario(scenarios_dir_module / "blue_vela.yaml", [
+        "simulation.duration_days=25", "workload.jobs=[]",
+        f"workload.trace={{path: {path}, format: acme, starts: recorded, align: first_submit}}"])
+    e = Engine(s)
+    r = e.run()
+    ds = r.dataset
+    t0 = (pd.Timestamp("2024-01-20") - pd.Timestamp("2024-01-01")).total_seconds()
+    want = np.sort(jobs.start.to_numpy() + t0)
+    got = np.sort(ds.job_start_s.values)
+    assert len(got) == len(want) > 0
+    np.testing.assert_allclose(got, want)
+    assert math.isclose(float(ds.job_submit_s.min()), t0 + jobs.start.min())

@@ -1,0 +1,173 @@
+"""The engine's jobs of a stream or a trace: each drawn (or recorded) job becomes a training
+job spec (model shape and parallelism from its class) with its submit time, the training
+time it needs, its run limit and the state it ends in.
+
+The engine allocates whole nodes, so a job asks for ``ceil(GPUs / GPUs per node)`` nodes.
+The model a class trains comes from a fixed job named by ``workload.stream.classes[].model_job``
+or else from :data:`CLASS_MODELS` (Granite-like shapes). Evaluation and debug jobs use GPUs
+(and power) but train no tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from twin.scenario.schema import Job, ModelShape, Scenario
+from twin.workload.config import load_trace, stream_params_for
+from twin.workload.stream import generate_jobs, jobs_per_hour_for_load, stream_moments
+
+DAY = 86400.0
+
+# Granite-like shapes (IBM Granite code models, arXiv:2405.04324; Granite 3.0 8B), the same
+# as the fixed jobs of scenarios/blue_vela.yaml.
+_G34 = ModelShape(layers=88, hidden=6144, ffn_hidden=24576, heads=48, kv_heads=1, vocab=49152, gated_mlp=False)
+_G20 = ModelShape(layers=52, hidden=6144, ffn_hidden=24576, heads=48, kv_heads=1, vocab=49152, gated_mlp=False)
+_G8 = ModelShape(layers=40, hidden=4096, ffn_hidden=12800, heads=32, kv_heads=8, vocab=49152)
+CLASS_MODELS: dict[str, Job] = {
+    "pretrain": Job(name="pretrain", model=_G34, seq_len=8192, global_batch=512, tp=8, pp=4, nodes=128,
+                    checkpoint_interval_s=3600),
+    "finetune": Job(name="finetune", model=_G20, seq_len=4096, global_batch=256, tp=4, pp=2, nodes=16,
+                    checkpoint_interval_s=3600),
+    "ablation": Job(name="ablation", model=_G8, seq_len=4096, global_batch=512, tp=1, pp=1, nodes=16,
+                    checkpoint_interval_s=1800),
+    "evaluation": Job(name="evaluation", model=_G8, seq_len=4096, global_batch=512, tp=1, pp=1, nodes=1,
+                      checkpoint_interval_s=3600),
+    "debug": Job(name="debug", model=_G8, seq_len=4096, global_batch=512, tp=1, pp=1, nodes=1,
+                 checkpoint_interval_s=3600),
+}
+TRAINING_CLASSES = ("pretrain", "finetune", "ablation")
+
+
+@dataclass(frozen=True)
+class EngineJob:
+    """One job of a stream or trace, as the engine runs it."""
+
+    spec: Job
+    job_class: str
+    user: str
+    project: str
+    queue: str
+    submit_s: float
+    run_s: float             # training time the job needs before it ends (in its final state)
+    runlimit_s: float        # what it asked for (the scheduler plans backfill with it)
+    final_state: str
+    counts_tokens: bool
+
+
+def fit_parallelism(template: Job, nodes: int, gpus_per_node: int) -> Job:
+    """The template on ``nodes`` nodes: tensor and pipeline parallelism halved until the
+    GPUs divide into model replicas, and the global batch rounded to a multiple of the
+    data-parallel ranks x micro-batch (at least one per rank)."""
+    gpus = nodes * gpus_per_node
+    tp, pp = template.tp, template.pp
+    while gpus % (tp * pp * template.cp) or tp * pp * template.cp > gpus:
+        if pp > 1:
+            pp //= 2
+        elif tp > 1:
+            tp //= 2
+        else:
+            break
+    while template.model.layers % (pp * template.vpp):
+        pp //= 2
+    dp = gpus // (tp * pp * template.cp)
+    unit = dp * template.micro_batch
+    gb = max(unit, int(round(template.global_batch / unit)) * unit)
+    return template.model_copy(update={"nodes": nodes, "tp": tp, "pp": pp, "global_batch": gb,
+                                       "hot_spares": 0, "elastic": False, "tokens_target": None,
+                                       "submit": None})
+
+
+def class_templates(s: Scenario) -> dict[str, Job]:
+    """The model each class trains: a fixed job named by the stream's ``model_job``, else
+    :data:`CLASS_MODELS`."""
+    out = dict(CLASS_MODELS)
+    fixed = {j.name: j for j in s.workload.jobs}
+    if s.workload.stream is not None:
+        for c in s.workload.stream.classes:
+            if c.model_job is not None:
+                out[c.name] = fixed[c.model_job]
+    return out
+
+
+def stream_engine_jobs(s: Scenario, rng: np.random.Generator, cluster_gpus: int, gpus_per_node: int,
+                       delivered_gpus=None) -> tuple[list[EngineJob], dict[str, float]]:
+    """Draw the stream's jobs over the run (or ``until_days``). With ``arrivals.follow:
+    delivered`` a job drawn at t is kept with probability ``delivered_gpus(t) / cluster_gpus``
+    (thinning: the rate grows with the ramp's deliveries). Returns the jobs and the stream's
+    analytic statistics (rate, mean GPUs, mean GPU-seconds...)."""
+    spec = s.workload.stream
+    p = stream_params_for(spec, max_gpus=cluster_gpus)
+    a = spec.arrivals
+    rate = a.jobs_per_hour if a.jobs_per_hour is not None else jobs_per_hour_for_load(p, cluster_gpus, a.load)
+    horizon = (spec.until_days or s.simulation.duration_days) * DAY
+    df = generate_jobs(p, rng, horizon_s=horizon, jobs_per_hour=rate, gpus_per_node=gpus_per_node,
+                       diurnal_amplitude=a.diurnal_amplitude, peak_hour=a.peak_hour,
+                       weekend_factor=a.weekend_factor, start_weekday=s.simulation.start.weekday(),
+                       runlimit_factor=spec.runlimit_factor)
+    if a.follow == "delivered" and delivered_gpus is not None and len(df):
+        keep = rng.uniform(size=len(df)) * cluster_gpus < delivered_gpus(df["submit_s"].to_numpy())
+        df = df[keep].reset_index(drop=True)
+    stats = dict(stream_moments(p), jobs_per_hour=rate, jobs=float(len(df)))
+    return _engine_jobs(s, df, gpus_per_node), stats
+
+
+def trace_engine_jobs(s: Scenario, base_dir: str | Path, cluster_gpus: int,
+                      gpus_per_node: int) -> tuple[list[EngineJob], dict[str, float]]:
+    """The trace's jobs, aligned to the scenario start (or kept at their dates), each of the
+    class its type or queue maps to. With recorded starts a job is submitted at its recorded
+    start (no queue wait of its own)."""
+    spec = s.workload.trace
+    tr = load_trace(spec, base_dir, cluster_gpus=cluster_gpus)
+    df = tr.jobs.copy()
+    shift = 0.0
+    if spec.align == "first_submit":
+        start = pd.Timestamp(s.simulation.start, tz="UTC")
+        shift = (tr.epoch - start).total_seconds()
+    sub = (df["start_s"] if spec.starts == "recorded" else df["submit_s"]).to_numpy(float) + shift
+    cls = [spec.class_map.get(t) or spec.class_map.get(q) or spec.default_class
+           for t, q in zip(df["job_class"], df["queue"], strict=True)]
+    run = df["duration_s"].to_numpy(float)
+    out = pd.DataFrame({"job_class": cls, "user": df["user"], "project": df["project"],
+                        "queue": df["queue"], "gpus": df["gpus"], "nodes": -(-df["gpus"] // gpus_per_node),
+                        "submit_s": sub, "duration_s": run, "runlimit_s": run, "state": df["state"]})
+    out = out[(out.submit_s >= 0) & (out.submit_s < s.simulation.duration_days * DAY)]
+    stats = {"trace_rows": float(tr.rows_read), "trace_jobs": float(len(tr.jobs)),
+             "trace_jobs_in_run": float(len(out)), **{f"skipped {k}": float(v) for k, v in tr.skipped.items()}}
+    return _engine_jobs(s, out.reset_index(drop=True), gpus_per_node), stats
+
+
+def _engine_jobs(s: Scenario, df: pd.DataFrame, gpus_per_node: int) -> list[EngineJob]:
+    templates = class_templates(s)
+    queues = {q.name for q in s.workload.scheduler.queues}
+    fallback = "normal" if "normal" in queues else s.workload.scheduler.queues[0].name
+    cache: dict[tuple[str, int], Job] = {}
+    jobs = []
+    cols = zip(df["job_class"].astype(str), df["user"].astype(str), df["project"].astype(str),
+               df["queue"].astype(str), df["nodes"].astype(int), df["submit_s"].astype(float),
+               df["duration_s"].astype(float), df["runlimit_s"].astype(float), df["state"].astype(str),
+               strict=True)
+    for i, (c, user, project, queue, nodes, submit, run, limit, state) in enumerate(cols):
+        key = (c, nodes)
+        if key not in cache:
+            cache[key] = fit_parallelism(templates.get(c, templates["ablation"]), nodes, gpus_per_node)
+        spec = cache[key].model_copy(update={"name": f"{c}_{i}"})
+        jobs.append(EngineJob(spec=spec, job_class=c, user=user, project=project,
+                              queue=queue if queue in queues else fallback, submit_s=submit,
+                              run_s=max(run, 1.0), runlimit_s=max(limit, run, 1.0),
+                              final_state=state, counts_tokens=c in TRAINING_CLASSES))
+    return jobs
+
+
+def offered_gpu_s(jobs: list[EngineJob], gpus_per_node: int) -> float:
+    """GPU-seconds the jobs ask for (whole nodes x run time)."""
+    return float(sum(j.spec.nodes * gpus_per_node * j.run_s for j in jobs))
+
+
+def mean_or_nan(x) -> float:
+    x = np.asarray(x, float)
+    return float(x.mean()) if x.size else math.nan
