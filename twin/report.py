@@ -111,7 +111,7 @@ def _plt():
 
 # --------------------------------------------------------------------------- a run
 def summary_section(answer: str, rows: list[tuple[str, str]], kpis: list[tuple[str, str]],
-                    notes: list[str] = ()) -> str:
+                    notes: tuple[str, ...] | list[str] = ()) -> str:
     """The ``<section id="summary">`` that opens every report: the answer, the inputs, the
     headline KPIs in human units, and notes (e.g. on the intervals)."""
     inputs = "".join(f"<tr><th>{html.escape(k)}</th><td class='t'>{html.escape(v)}</td></tr>" for k, v in rows)
@@ -123,8 +123,10 @@ def summary_section(answer: str, rows: list[tuple[str, str]], kpis: list[tuple[s
             + (f"<table class='inputs'><tbody>{inputs}</tbody></table>" if rows else "") + "</section>")
 
 
-HEADLINE_RUN_KPIS = ("tokens_total", "tokens_per_day_mean", "goodput_fraction", "gpu_hours_installed",
-                     "energy_facility_mwh", "pue_mean", "peak_facility_power_kw", "max_rack_inlet_c")
+HEADLINE_RUN_KPIS = {"tokens_total": "tokens trained", "tokens_per_day_mean": "mean token rate",
+                     "goodput_fraction": "goodput", "gpu_hours_installed": "GPU-hours installed",
+                     "energy_facility_mwh": "utility energy", "pue_mean": "mean PUE",
+                     "peak_facility_power_kw": "peak utility power", "max_rack_inlet_c": "hottest inlet"}
 
 
 def kpi_table(kpis: dict, ds=None) -> pd.DataFrame:
@@ -152,7 +154,7 @@ def run_report_html(results, title: str | None = None) -> str:
     t = pd.DatetimeIndex(ds["time"].values)
     scenario = _scenario_or_none(results)
     answer, facts = sm.run_answer(ds, kpis, scenario)
-    cards = [(describe(k, ds)[0], human(kpis[k], describe(k, ds)[1], k)) for k in HEADLINE_RUN_KPIS if k in kpis]
+    cards = [(short, human(kpis[k], describe(k, ds)[1], k)) for k, short in HEADLINE_RUN_KPIS.items() if k in kpis]
     sections = [summary_section(answer, sm.input_summary(scenario) if scenario is not None else [], cards,
                                 [sm.budget_sentence(facts["budget"], float(kpis.get("lost_gpu_hours") or 0.0))])]
 

@@ -2,7 +2,10 @@
 
 Runs the Blue Vela scenario once and writes ``OUT_DIR/hall.png`` (the hall in 3-D on
 the first day of the last power stage, racks coloured by inlet temperature, room-air
-slice and streamlines) and ``OUT_DIR/ramp.png`` (GPUs and tokens over the nine-month ramp).
+slice and streamlines), ``OUT_DIR/ramp.png`` (GPUs and tokens over the nine-month ramp)
+and, when headless Chromium is installed, ``OUT_DIR/report_summary.png`` (the top of the
+run report: the answer, the KPIs and the inputs) and ``OUT_DIR/hall_page.png`` (the
+offline interactive page of ``twin render --out hall.html``, as a browser draws it).
 """
 
 from __future__ import annotations
@@ -41,7 +44,25 @@ def make_assets(out_dir: str | Path, scenario_path: str | Path = DEFAULT_SCENARI
     fig = plots.ramp(results)
     ramp = out / "ramp.png"
     fig.savefig(ramp, dpi=110)
-    return [hall, ramp]
+    paths = [hall, ramp]
+    from twin.report import chromium, chromium_executable, run_report_html
+    if chromium_executable() is not None:
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="twin-assets-") as tmp:
+            page = Path(tmp) / "report.html"
+            page.write_text(run_report_html(results), encoding="utf-8")
+            shot = out / "report_summary.png"
+            chromium(["--hide-scrollbars", "--window-size=1100,900", f"--screenshot={shot}", page.as_uri()])
+            if shot.exists():
+                paths.append(shot)
+            health = snapshot_from_results(results, "health", i, field=True, scenario=scenario)
+            html_page = render.export_page(health, Path(tmp) / "hall.html")
+            shot = out / "hall_page.png"
+            chromium(["--hide-scrollbars", "--window-size=1100,700", "--virtual-time-budget=8000",
+                      f"--screenshot={shot}", html_page.as_uri()])
+            if shot.exists():
+                paths.append(shot)
+    return paths
 
 
 def main(argv: list[str] | None = None) -> int:

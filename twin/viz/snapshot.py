@@ -230,6 +230,8 @@ def format_power(w: float) -> str:
 
 
 def _caption(ds: xr.Dataset, i: int) -> str:
+    from twin.studies.labels import human
+
     def g(name):
         return float(ds[name].values[i]) if name in ds else float("nan")
 
@@ -241,7 +243,7 @@ def _caption(ds: xr.Dataset, i: int) -> str:
              f"facility {format_power(g('facility_total_power_w'))}",
              f"GPUs {g('gpus_installed'):.0f} installed / {g('gpus_powered'):.0f} powered / "
              f"{g('gpus_healthy'):.0f} healthy",
-             f"tokens {tokens:.3g}"]
+             f"tokens {human(tokens, 'tokens')}"]
     if np.isfinite(tmax):
         parts.append(f"max inlet {tmax:.1f} °C")
     return " · ".join(parts)
