@@ -208,3 +208,17 @@ def test_invalid_point_lists_every_problem_of_every_point(tmp_path):
         run_sweep(spec, tmp_path / "sw")
     assert {p for p, _ in exc.value.problems} == {"simulation.sample_interval_s=7000",
                                                    "simulation.sample_interval_s=1000000000000.0"}
+
+
+def test_temporaries_of_a_killed_sweep_are_removed_and_never_globbed(tmp_path):
+    """The flaky kill test globbed the store's temporary JSON files, which SIGKILL leaves
+    empty: temporaries now live in runs/.tmp/ and are removed when a sweep starts."""
+    out = tmp_path / "sw"
+    (out / "runs" / ".tmp").mkdir(parents=True)
+    (out / "runs" / ".tmp" / "abc.123.json").write_text("")
+    (out / ".sweep.xyz.nc").write_bytes(b"")
+    spec = _spec(seeds=(0,), series=())
+    run_sweep(spec, out, workers=1)
+    assert list((out / "runs" / ".tmp").iterdir()) == []
+    assert not list(out.glob(".sweep.*"))
+    assert all(p.stat().st_size > 0 for p in (out / "runs").glob("*.json"))

@@ -70,6 +70,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     out.mkdir(parents=True, exist_ok=True)
     store = RunStore(out)
     store.clean_temporaries()
+    for stale_tmp in [*out.glob(".sweep.*.nc"), *out.glob(".summary.*.csv")]:   # a killed assembly's
+        stale_tmp.unlink(missing_ok=True)
     (out / "sweep.json").write_text(json.dumps(spec.to_json(), indent=1, default=_jsonable))
     todo: list[RunTask] = []
     reused: list[str] = []
