@@ -426,7 +426,7 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
     st = ds["status"].values
     n_seeds = int(ds.sizes.get("seed", 1))
     names = kpi_names(ds)
-    weights = weights if weights is not None else getattr(spec, "weights", None)
+    weights = weights if weights is not None else (dict(getattr(spec, "weights", ())) or None)
     sections = []
 
     # the answer first

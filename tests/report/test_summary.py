@@ -234,3 +234,19 @@ def test_tables_and_summary_fit_the_page_in_chromium(blue_vela, tmp_path):
     assert m, r.stderr[-500:]
     got = json.loads(m.group(1).replace("&quot;", '"'))
     assert got["summary"] and got["over"] <= 1 and got["sw"] <= got["w"], got
+
+
+def test_sweep_file_weights_are_checked_and_reach_the_report(tmp_path):
+    import yaml
+
+    from twin.sweep import SweepError, SweepSpec
+    f = tmp_path / "s.yaml"
+    base = {"scenario": str(ROOT / "scenarios" / "lenovo_small.yaml"), "study": "siting",
+            "cases": {"dim": "site", "values": {"a": [], "b": ["simulation.seed=1"]}}}
+    f.write_text(yaml.safe_dump(dict(base, weights={"co2_t": 4, "gpus_hosted": 1})))
+    spec = SweepSpec.from_file(f)
+    assert dict(spec.weights) == {"co2_t": 4.0, "gpus_hosted": 1.0}
+    assert SweepSpec.from_json(json.loads(json.dumps(spec.to_json()))).weights == spec.weights
+    f.write_text(yaml.safe_dump(dict(base, weights={"gpus": 2})))
+    with pytest.raises(SweepError, match="weights: siting weight 'gpus'"):
+        SweepSpec.from_file(f)

@@ -61,6 +61,16 @@ class SweepProgress:
         self.stream.flush()
 
 
+def _progress():
+    """tqdm.auto bar (terminal and Jupyter) when tqdm is installed, else the plain line."""
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return SweepProgress()
+    from twin.cli.progress import sweep_progress
+    return sweep_progress("twin sweep")
+
+
 def _hms(s: float) -> str:
     if not np.isfinite(s):
         return "--:--"
@@ -161,7 +171,7 @@ def run_sweep_cli(argv: list[str]) -> int:
         t0 = time.perf_counter()
         outcome = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
                             retry_failed=args.retry_failed, rerun_stale=args.rerun_stale,
-                            progress=SweepProgress(), timeout_s=args.timeout)
+                            progress=_progress(), timeout_s=args.timeout)
     except SweepInvalid as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -81,6 +81,7 @@ class SweepSpec:
     name: str = "sweep"
     study: str | None = None
     description: str = ""
+    weights: tuple[tuple[str, float], ...] = ()   # siting weights for the report (criterion, weight)
 
     def __post_init__(self):
         names = [a.name for a in self.axes]
@@ -111,7 +112,7 @@ class SweepSpec:
         return {"name": self.name, "study": self.study, "description": self.description,
                 "scenario": self.scenario, "overrides": list(self.overrides),
                 "axes": [a.to_json() for a in self.axes], "seeds": list(self.seeds),
-                "series": list(self.series)}
+                "series": list(self.series), "weights": dict(self.weights)}
 
     @classmethod
     def from_json(cls, d: dict) -> SweepSpec:
@@ -119,7 +120,8 @@ class SweepSpec:
                    axes=tuple(Axis(a["name"], tuple(a["labels"]), tuple(tuple(o) for o in a["overrides"]),
                                    tuple(a["scenarios"])) for a in d.get("axes", ())),
                    seeds=tuple(d["seeds"]), series=tuple(d.get("series", DEFAULT_SERIES)),
-                   name=d.get("name", "sweep"), study=d.get("study"), description=d.get("description", ""))
+                   name=d.get("name", "sweep"), study=d.get("study"), description=d.get("description", ""),
+                   weights=tuple((d.get("weights") or {}).items()))
 
     @classmethod
     def from_file(cls, path: str | Path, force: bool = False) -> SweepSpec:
@@ -239,13 +241,14 @@ def spec_from_mapping(data: Any, path: str | Path = "<sweep>", force: bool = Fal
           values:
             hall_a: {scenario: ../sites/hall_a.yaml, set: [...]}
             stage_1_slip: [site.power.plan.1.date=2024-04-15]
+        weights: {gpus_hosted: 3, co2_t: 2}  # optional: siting weights of the report (twin report --weights)
     ``cases`` may also be a list of such blocks (one dimension each).
     """
     path = Path(path)
     where = str(path)
     if not isinstance(data, dict):
         raise SweepError(f"{where}: expected a mapping with keys scenario, grid, cases, seeds, ...")
-    known = {"name", "study", "description", "scenario", "set", "seeds", "series", "grid", "cases"}
+    known = {"name", "study", "description", "scenario", "set", "seeds", "series", "grid", "cases", "weights"}
     extra = sorted(set(data) - known)
     if extra:
         raise SweepError(f"{where}: unknown keys {extra}; expected some of {sorted(known)}")
@@ -311,7 +314,21 @@ def spec_from_mapping(data: Any, path: str | Path = "<sweep>", force: bool = Fal
         scenario=rel(data.get("scenario")), axes=tuple(axes),
         seeds=parse_seeds(data.get("seeds", 1), force=force), overrides=tuple(str_list(data.get("set"), "set")),
         series=tuple(series), name=str(data.get("name", path.stem)), study=data.get("study"),
-        description=str(data.get("description", "")))
+        description=str(data.get("description", "")), weights=_weights(data.get("weights"), where))
+
+
+def _weights(value, where: str) -> tuple[tuple[str, float], ...]:
+    """The sweep file's ``weights:`` mapping (siting criteria -> weight), checked."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise SweepError(f"{where}: weights: got {value!r}; expected a mapping criterion: weight")
+    from twin.studies.tables import parse_weights
+    try:
+        parse_weights(value)
+    except ValueError as exc:
+        raise SweepError(f"{where}: weights: {exc}") from None
+    return tuple((str(k), float(v)) for k, v in value.items())
 
 
 
