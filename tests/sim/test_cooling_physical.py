@@ -96,3 +96,18 @@ def test_power_transfer_waits_for_the_chiller_on_stored_chilled_water():
     calm = run()
     # the stored water carries the hall through the restart: inlets warm but stay in class A1
     assert calm.kpis["max_rack_inlet_c"] < r.kpis["max_rack_inlet_peak_c"] < 32.0
+
+
+@pytest.mark.slow
+def test_fan_driven_airflow_and_vfd_fans_save_fan_energy_with_the_weather_file():
+    r = run("site.cooling_system.rack_airflow=fan_model", "site.cooling_system.crah_fans.control=vfd",
+            "site.cooling_system.weather_file=723170TYA.CSV")
+    const = run()
+    # VFD fans follow 1.1 x the racks' (fan-law) airflow instead of the design airflow:
+    # the affinity laws cut their power by more than half at partial rack airflow
+    assert float(r.dataset.cooling_fan_power_w.mean()) < 0.5 * float(const.dataset.cooling_fan_power_w.mean())
+    assert r.kpis["pue_mean"] < const.kpis["pue_mean"]
+    # the Greensboro year in January: cold, so the economizer carries most hours
+    assert r.kpis["economizer_hours"] > 0.5 * 16 * 24
+    assert np.all(np.isfinite(r.dataset.outdoor_temp_c.values))
+    assert float(r.dataset.outdoor_temp_c.min()) < 0.0 < float(r.dataset.outdoor_temp_c.max())

@@ -34,6 +34,9 @@ from twin.thermal.capacity import capped_steady_state
 from twin.thermal.fans import crah_airflow_m3_s, crah_fan_power_w, rack_airflow_from_fans_m3_s
 
 H = 3600.0
+#: recirculation models and event operators kept per hall (physical model: each airflow
+#: state and running-unit set has its own; the oldest go first)
+MODEL_CACHE = 24
 
 
 @dataclass
@@ -159,6 +162,8 @@ class HallThermal(Component):
         if self.physical:
             key = key + (round(float(hall.airflow.sum()), 6),)
         if key not in hall.models:
+            if self.physical and len(hall.models) >= MODEL_CACHE:
+                hall.models.pop(next(iter(hall.models)))    # oldest first: airflow moves on
             if not hall.active.any():
                 hall.models[key] = None
             elif self.physical and hall.active.all():
@@ -267,6 +272,8 @@ class HallThermal(Component):
     def _operator(self, hall: HallModel):
         key = (tuple(hall.active), round(float(hall.airflow.sum()), 6))
         if key not in hall.ops:
+            if len(hall.ops) >= MODEL_CACHE:
+                hall.ops.pop(next(iter(hall.ops)))
             hall.ops[key] = hall_events.operator_for(hall.model, hall.masses, hall.airflow)
         return hall.ops[key]
 
