@@ -119,7 +119,7 @@ def test_all_to_all_bus_bandwidth_is_one_nic_per_gpu_across_nodes():
     (["--set", "model.experts=-1"], "model.experts"),
     (["--set", "model.experts=0"], "parallelism.ep = 8 needs a mixture of experts"),
     (["--set", "cluster.gpus=0"], "cluster.gpus"),
-    (["--set", "cluster.gpus=4000000", "--set", "training.global_batch=4000000"],
+    (["--set", "cluster.gpus=800000", "--set", "training.global_batch=1600000"],
      "fabric cannot hold"),
 ])
 def test_bad_moe_and_layout_exit_2_naming_the_field(capsys, override, expect):
