@@ -164,6 +164,11 @@ def test_published_multi_node_allreduce_curves():
     one = collective_bandwidths_gb_s("allreduce", 2**30, 1, 8)["busbw_gb_s"]
     four = collective_bandwidths_gb_s("allreduce", 2**30, 4, 8)["busbw_gb_s"]
     assert four < 0.75 * one
+    # 2 A100 nodes, 4x HDR 200 Gb/s each, no NVLS: a classic Tree does not beat the NICs,
+    # 86 GB/s measured (nccl-tests issue 175 / nccl issue 1048)
+    a100 = collective_bandwidths_gb_s("allreduce", 4 * 2**30, 2, 8, nvlink_gb_s=300.0,
+                                      nvls=False, inter_node_gbps=800.0)
+    assert float(a100["busbw_gb_s"]) == pytest.approx(86.0, rel=0.05)
     # forced ring on 2 nodes: the NICs' limit (392 GB/s measured with tuned settings)
     ring2 = collective_bandwidths_gb_s("allreduce", 8 * 2**30, 2, 8, algorithm="ring")
     assert float(ring2["busbw_gb_s"]) == pytest.approx(392.7, rel=0.12)

@@ -37,8 +37,8 @@ a group with ``r`` of the node's ``g`` GPUs gets ``r/g`` of the NICs:
 binary tree over the nodes after an intra-node reduction (NVLSTree with NVLS, Tree
 without): the tree's NICs carry each GPU's shard once each way on 2 nodes and twice
 (interior node of one tree) on more, so its bus bandwidth is
-``min(intra, busbw_net * F / p)``, ``p = 1`` on 2 nodes (above the NICs, up to the
-NVSwitch's ~480 GB/s, as measured) and 2 from 3 nodes (the NICs' limit, as measured:
+``min(intra, busbw_net * F / p)``, ``p = 1`` for NVLSTree on 2 nodes (above the NICs,
+up to the NVSwitch's ~480 GB/s, as measured) and 2 otherwise (the NICs' limit, as measured:
 366 GB/s on 4 nodes, 321 on 8, against 480 inside one node).  Latency: the ring pays
 ``2(n-1)`` steps (``n-1`` for reduce-scatter/all-gather), ``2(N-1)`` of them network
 steps; the tree ``2 ceil(log2 N)`` network steps.  The Simple protocol fills its
@@ -198,9 +198,12 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
             algos.append(("ring", min(net, b_nvl), lat_ring, "net"))
             if op == "allreduce":
                 # trees across nodes (double binary tree): each node's NICs carry its
-                # shard once each way on 2 nodes, twice (interior in one tree) on more;
-                # the node's GPUs first reduce inside the node, in the NVSwitch with NVLS
-                passes = 1.0 if n_nodes == 2 else 2.0
+                # shard twice (interior in one tree); only NVLSTree on 2 nodes, which
+                # reduces in the NVSwitch and exchanges each shard once between the two
+                # nodes, gets them once (NCCL's tuner doubles NVLSTree's network
+                # bandwidth on <= 2 nodes only; a classic Tree stays at the NICs, as
+                # measured on 2 A100 nodes, nccl-tests issue 175)
+                passes = 1.0 if (n_nodes == 2 and use_nvls) else 2.0
                 lat_tree = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * a_net
                 intra = b_nvls if use_nvls else ring_intra
                 algos.append(("nvls_tree" if use_nvls else "tree",
