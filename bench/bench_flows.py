@@ -7,9 +7,8 @@ physics (step + memory) for a dense model < 10 ms.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from bench_fabric_compute import best_of
 from machine import machine
 
 from twin.compute.memory import memory_per_gpu_bytes
@@ -20,15 +19,6 @@ from twin.fabric.flows import fair_share_bandwidths_gbps
 
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
             inter_node_gbps=3200.0)
-
-
-def best_of(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main() -> None:
