@@ -108,12 +108,15 @@ def test_multi_node_busbw_bounded_by_the_nics():
         assert collective_bandwidths_gb_s(op, 8 * 2**30, 16, 8)["busbw_gb_s"] < eff * 400
     # all-to-all: every byte leaving a GPU's node goes through its own 50 GB/s NIC, so the
     # algorithm bandwidth is N/(N-1) x the NIC (NCCL maintainers, nccl-tests issue 130:
-    # "2x on 2 nodes, down to 1x"), the bus bandwidth (n-1)/n of that
+    # "2x on 2 nodes, down to 1x"), the bus bandwidth (n-1)/n of that; the NIC runs
+    # point-to-point sends at 46-49 of its 50 GB/s (nccl-tests issues 267 and 290)
     for nodes in (2, 64):
         a2a = collective_bandwidths_gb_s("all_to_all", 8 * 2**30, nodes, 8)["busbw_gb_s"]
         n = 8 * nodes
-        assert float(a2a) == pytest.approx(eff * 50 * nodes / (nodes - 1) * (n - 1) / n,
+        assert float(a2a) == pytest.approx(0.94 * 50 * nodes / (nodes - 1) * (n - 1) / n,
                                            rel=0.02)
+    big = collective_bandwidths_gb_s("all_to_all", 8 * 2**30, 64, 8)["busbw_gb_s"]
+    assert 46.0 <= float(big) <= 49.0
 
 
 def test_nccl_algorithm_choice_follows_nodes_and_size():

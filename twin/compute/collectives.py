@@ -184,8 +184,12 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
         if op == "all_to_all":
             # every rank talks to every other: (N-1)/N of a rank's bytes leave the node
             # through the group's NICs, (r-1)/n of them stay on NVLink; a GPU cannot
-            # borrow its neighbours' NICs (sends go out in parallel, one step deep)
-            t_net_per_byte = (n_nodes - 1) / n_nodes * r / net
+            # borrow its neighbours' NICs (sends go out in parallel, one step deep).  The
+            # sends are point-to-point: one NIC's p2p efficiency (NVIDIA, nccl-tests
+            # issue 267: all-to-all on CX-7 NDR "up to 48-49 GB/s per NIC")
+            p2p = r / gpus_per_node * inter_node_gbps / 8.0 * 1e9 * (
+                P2P_NIC_EFFICIENCY_IB * eff / TRANSPORTS["ib_rdma"][0])
+            t_net_per_byte = (n_nodes - 1) / n_nodes * r / p2p
             t_nvl_per_byte = (r - 1) / n / ring_intra
             algos.append(("pairwise", float(f / max(t_net_per_byte, t_nvl_per_byte)),
                           latency_s + a_net, "net"))
