@@ -213,6 +213,10 @@ def test_calibrate_fits_the_fan_law_and_psu_loss_from_redfish(tmp_path, capsys):
         "  - {match: {property: '/.*PowerOutputWatts/'}, variable: psu_output_w, dims: {node: host}, aggregate: sum}\n"
         "  - {match: {property: '/.*Fans/0/Reading/'}, variable: node_fan_speed_fraction, unit: percent,\n"
         "     dims: {node: host}}\n")
+    meter = tmp_path / "meter.csv"   # a site series of the run's own, mapped by its name, before the nodes'
+    meter.write_text("timestamp,outdoor_temp_c\n" + "".join(
+        f"2025-01-06T{h:02d}:00:00Z,{5 + h / 4}\n" for h in range(24)))
+    files.insert(0, str(meter))
     out = tmp_path / "cal.yaml"
     rc = run_calibrate_cli([str(ROOT / "scenarios" / "lenovo_small.yaml"), *files, "--map", str(mapping),
                             "--out", str(out), "--set", "simulation.duration_days=1", "--json"])

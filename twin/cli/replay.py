@@ -66,10 +66,10 @@ def run_replay_cli(argv: list[str]) -> int:
         outdoor = None
         for p in cmp.pairs:
             if p.mapped.variable == "rack_power_w":
-                rack_w[:, racks.index(p.mapped.coord)] = p.meas
+                rack_w[:, racks.index(str(p.mapped.coord))] = p.meas
             elif p.mapped.variable == "cooling_unit_running":
                 running = np.full((grid.size, len(units)), np.nan) if running is None else running
-                running[:, units.index(p.mapped.coord)] = p.meas
+                running[:, units.index(str(p.mapped.coord))] = p.meas
             else:
                 outdoor = p.meas
         missing = [r for j, r in enumerate(racks) if np.isnan(rack_w[:, j]).all()]

@@ -241,7 +241,8 @@ def _node_matrix(groups, var: str, grid_ns: np.ndarray, dt_s: float):
 def node_level_fits(groups, node) -> tuple[list[Fit], list[str]]:
     """Fan law and PSU loss scale from measured node-level series (``NODE_VARIABLES``)."""
     from twin.telemetry.series import typical_step_ns
-    fits, skipped = [], []
+    fits: list[Fit] = []
+    skipped: list[str] = []
     mine = [g for g in groups if g.variable in NODE_VARIABLES]
     if not mine:
         return fits, ["fan law and PSU efficiency: no node-level series (map node_dc_power_w, "
@@ -319,9 +320,9 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
 
     # ---- node power per state -> network_power_per_rack_w residual
     it_meas = _series(cmp, "facility_it_power_w", ds)
-    if it_meas is None and _per_rack(cmp, "rack_power_w", ds) is not None:
-        rp = _per_rack(cmp, "rack_power_w", ds)
-        it_meas = rp.sum(axis=1) if np.isfinite(rp).all(axis=0).any() else None
+    rp_all = _per_rack(cmp, "rack_power_w", ds)
+    if it_meas is None and rp_all is not None and not np.isnan(rp_all).all(axis=0).any():
+        it_meas = rp_all.sum(axis=1)   # every rack measured; a window any rack lacks stays NaN
     if it_meas is not None:
         busy, healthy, powered = (pick(v) / gpn for v in ("gpus_busy", "gpus_healthy", "gpus_powered"))
         state = _per_rack(cmp, "rack_state", ds)

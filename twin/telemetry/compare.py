@@ -101,8 +101,14 @@ def aggregate(stack: np.ndarray, how: str) -> np.ndarray:
     """Combine member series (rows) per window; a window any member lacks stays NaN."""
     if stack.shape[0] == 1:
         return stack[0]
-    f = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[how]
-    return f(stack, axis=0)   # NaN propagates: incomplete windows are excluded
+    # NaN propagates: incomplete windows are excluded
+    if how == "sum":
+        return stack.sum(axis=0)
+    if how == "max":
+        return stack.max(axis=0)
+    if how == "min":
+        return stack.min(axis=0)
+    return stack.mean(axis=0)
 
 
 def error_stats(sim: np.ndarray, meas: np.ndarray, t_ns: np.ndarray | None = None,
@@ -209,7 +215,7 @@ def compare_mapped(ds, groups: list[Mapped], *, align: str = "mean",
         da = ds[m.variable]
         if m.dim is not None:
             coords = [str(x) for x in ds[m.dim].values]
-            da = da.isel({m.dim: coords.index(m.coord)})
+            da = da.isel({m.dim: coords.index(str(m.coord))})
         sim = np.asarray(da.values, dtype=float)
         _check_plausible(m, sim, meas)
         pairs.append(Pair(m, sim, meas, gaps=sum(len(s.gaps) for s in m.members)))

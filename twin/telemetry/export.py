@@ -67,7 +67,7 @@ def openmetrics_families(ds, prefix: str = PREFIX):
         for j, c in enumerate(coords):
             labels = dict(base)
             if other:
-                labels[other[0]] = c
+                labels[str(other[0])] = str(c)
             lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
             col = values[:, j]
             keep = np.flatnonzero(np.isfinite(col) | np.isinf(col))

@@ -57,14 +57,18 @@ def read_measured(path: str | Path, *, timezone: str = "UTC", fmt: str | None = 
     except UnicodeDecodeError as exc:
         raise TelemetryError(str(p), "", f"not UTF-8 text ({exc.reason})") from None
     kind = fmt or sniff_format(p, text[:4096])
-    readers = {"prometheus-json": parse_prometheus_json, "exposition": parse_exposition,
-               "ipmi": parse_ipmi_dcmi, "redfish": parse_redfish_metric_reports, "csv": parse_meter_csv}
-    if kind not in readers:
+    if kind not in FORMATS:
         raise TelemetryError(str(p), "", f"unknown format {kind!r}; one of {', '.join(FORMATS)}")
-    if kind in ("ipmi", "csv"):
-        series = readers[kind](text, str(p), timezone=timezone)
+    if kind == "ipmi":
+        series = parse_ipmi_dcmi(text, str(p), timezone=timezone)
+    elif kind == "csv":
+        series = parse_meter_csv(text, str(p), timezone=timezone)
+    elif kind == "prometheus-json":
+        series = parse_prometheus_json(text, str(p))
+    elif kind == "redfish":
+        series = parse_redfish_metric_reports(text, str(p))
     else:
-        series = readers[kind](text, str(p))
+        series = parse_exposition(text, str(p))
     if not series:
         raise TelemetryError(str(p), "", f"no series found (read as {kind})")
     return series
@@ -222,7 +226,8 @@ def _parse_exposition_fast(text: str, source: str, ts_scale: int) -> list[Series
     if nan.any() and (nan & ~df["v"].str.lower().isin(["nan", "+nan", "-nan"]).to_numpy()).any():
         return None
     head = df["h"]
-    types, units = {}, {}
+    types: dict[str, str] = {}
+    units: dict[str, str] = {}
     for line in (ln for ln in text.splitlines() if ln.startswith("#")):
         p = line.split(None, 3)
         if len(p) >= 4 and p[1] in ("TYPE", "UNIT"):

@@ -160,10 +160,10 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds,
                                                       f"(it has {', '.join(known[:6])}{', ...' if len(known) > 6 else ''}); "
                                                       "map host names under nodes:")
             dim = d
-        extra = [d for d in ds[var].dims if d != "time" and d != dim]
-        if extra:
-            raise TelemetryError(s.source, s.key, f"{var} is per {extra[0]}: say which label holds "
-                                                  f"it ({extra[0]}: <label>) in the mapping")
+        other_dims = [str(d) for d in ds[var].dims if d != "time" and d != dim]
+        if other_dims:
+            raise TelemetryError(s.source, s.key, f"{var} is per {other_dims[0]}: say which label holds "
+                                                  f"it ({other_dims[0]}: <label>) in the mapping")
         target_unit = _variable_unit(ds, var)
         unit = rule.unit or s.unit or unit_of_name(s.name)
         if rule.rate:

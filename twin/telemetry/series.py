@@ -91,9 +91,8 @@ def canonical_unit(unit: str) -> tuple[str, float, float]:
     """``(canonical unit, factor, offset)`` for a measured unit string; unknown -> ValueError."""
     u = unit.strip()
     if u in _CASED:
-        if _CASED[u] is None:
-            return ("J", 1e6, 0.0)
-        return UNIT_TABLE[_CASED[u]]
+        key = _CASED[u]
+        return ("J", 1e6, 0.0) if key is None else UNIT_TABLE[key]
     try:
         return UNIT_TABLE[u.lower()]
     except KeyError:
