@@ -11,12 +11,17 @@ YAML, validated (unknown keys are errors)::
         unit: degC                 # measured unit; converted explicitly, a mismatch is an error
         rack: Hostname             # the label that holds the rack (or a node, via nodes:)
         aggregate: max             # how series landing on one rack combine: mean|sum|max|min
+        members: 16                # series expected per rack (2 nodes x 8 GPUs): fewer is an error
       - match: {name: crah_heat_removed_watts}
         variable: cooling_unit_load_w
         dims: {cooling_unit: crah}   # any other dimension: the label that holds it
       - match: {name: site_meter_power, meter: utility}
         variable: facility_total_power_w
         unit: kW
+      - match: {name: site_energy_joules_total}
+        variable: facility_total_power_w
+        unit: J
+        rate: true                 # a counter: its per-second rate (J -> W); a reset is an error
 
 Series no rule matches fall back to the twin's own names: ``twin_<variable>`` (what
 ``twin export`` writes) or ``<variable>``, with a label named like each dimension
