@@ -14,7 +14,7 @@ import pytest
 from twin.scenario import load_scenario
 from twin.sim.engine import Engine
 
-from .trace_fixtures import sample_jobs, write_acme
+from .trace_fixtures import sample_jobs, write_acme, write_sacct
 
 SHORT = ["simulation.duration_days=24"]
 
@@ -94,3 +94,58 @@ def test_a_recorded_trace_starts_its_jobs_at_their_recorded_times(tmp_path, scen
     assert len(got) == len(want) > 0
     np.testing.assert_allclose(got, want)
     assert math.isclose(float(ds.job_submit_s.min()), t0 + jobs.start.min())
+
+
+def test_preemption_in_the_engine(tmp_path, scenarios_dir_module):
+    """A Slurm trace re-scheduled by the twin: four 16-node ablations of the preemptable low
+    queue fill the first pod; a 32-node pre-training job of the preemptive prod queue then
+    preempts the two youngest, which roll back to their last checkpoint, are requeued, and
+    restart when the pre-training job is done. The GPU accounting holds throughout."""
+    day = 86400.0
+    jobs = pd.DataFrame({
+        "job_id": [f"j{i}" for i in range(5)], "user": ["u1", "u2", "u3", "u4", "u5"],
+        "project": "granite", "queue": ["low"] * 4 + ["prod"], "type": "x",
+        "gpus": [128] * 4 + [256], "nodes": [16] * 4 + [32], "state": "COMPLETED",
+        "submit": [0.0, 600.0, 1200.0, 1800.0, day], "start": [0.0, 600.0, 1200.0, 1800.0, day],
+        "end": [3 * day, 3 * day, 3 * day, 3 * day, 1.5 * day]})
+    path = write_sacct(jobs, tmp_path / "sacct.txt", epoch=pd.Timestamp("2024-01-12T00:00:00"))
+    s = load_scenario(scenarios_dir_module / "blue_vela.yaml", [
+        "simulation.duration_days=20", "workload.jobs=[]", "failures.enabled=false",
+        "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0",
+        f"workload.trace={{path: {path}, format: slurm_sacct, starts: reschedule, align: first_submit, "
+        "class_map: {low: ablation, prod: pretrain}}",
+        "workload.scheduler.preemption=true"])
+    r = Engine(s).run()
+    ev = r.events
+    pre = ev[(ev.kind == "job_interrupted") & ev.detail.str.startswith("preempted")]
+    assert sorted(pre.target) == ["ablation_2", "ablation_3"]
+    ds = r.dataset
+    t0 = (pd.Timestamp("2024-01-12") - pd.Timestamp("2024-01-01")).total_seconds()
+    assert ds.job_start_s.values[4] == pytest.approx(t0 + day)          # prod starts at once
+    assert (ds.job_state.values.astype(str) == "completed").all()       # everyone finishes
+    np.testing.assert_array_equal(ds.gpus_busy.values, ds.job_gpus.sum("job").values)
+
+
+@pytest.fixture(scope="module")
+def blue_vela_stream_full(scenarios_dir_module):
+    """The whole nine-month ramp of the stream scenario, 6-hour samples."""
+    s = load_scenario(scenarios_dir_module / "blue_vela_stream.yaml", ["simulation.sample_interval_s=21600"])
+    return s, Engine(s).run()
+
+
+@pytest.mark.slow
+def test_blue_vela_stream_fills_the_cluster_as_it_grows(blue_vela_stream_full):
+    """Each power stage turns into more busy GPU-hours (30 days after vs 30 days before),
+    the last 90 days keep >= 85 % of the healthy GPU-hours busy, and the full-capacity token
+    rate stays in IBM's 90-321 B tokens/day (arXiv 2407.05467)."""
+    s, r = blue_vela_stream_full
+    ds = r.dataset
+    t = ds.time.values
+    busy = ds.gpus_busy.values.astype(float)
+    for stage in s.site.power.plan[1:]:
+        d = np.datetime64(stage.date.isoformat())
+        before = busy[(t >= d - np.timedelta64(30, "D")) & (t < d)].mean()
+        after = busy[(t >= d) & (t < d + np.timedelta64(30, "D"))].mean()
+        assert after > before, (stage.date, before, after)
+    assert r.kpis["utilization_last_90_days"] >= 0.85
+    assert 90e9 <= r.kpis["tokens_per_day_full_capacity"] <= 321e9

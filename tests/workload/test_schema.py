@@ -28,6 +28,7 @@ def test_fixed_jobs_stay_valid_and_default_is_unchanged(scenarios_dir):
     ("workload.stream={classes: [{name: training}]}", "pretrain"),
     ("workload.trace={path: t.csv, format: pbs}", "acme"),
     ("workload.scheduler.order=lottery", "fifo"),
+    ("workload.stream={arrivals: {load: 1.0}}", "hot_spares 0, elastic false"),
 ])
 def test_bad_workloads_are_problems(scenarios_dir, override, expected):
     with pytest.raises(ScenarioError, match=expected):

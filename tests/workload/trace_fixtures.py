@@ -51,10 +51,10 @@ def write_acme(jobs: pd.DataFrame, path: Path, epoch: pd.Timestamp = EPOCH) -> P
     return path
 
 
-def write_sacct(jobs: pd.DataFrame, path: Path) -> Path:
+def write_sacct(jobs: pd.DataFrame, path: Path, epoch: pd.Timestamp = EPOCH) -> Path:
     """sacct --parsable2 --format=JobID,User,Account,Partition,NNodes,AllocTRES,State,Submit,
     Start,End,Elapsed with a batch and an extern step after each job (local naive times)."""
-    fmt = lambda s: [t.tz_localize(None).strftime("%Y-%m-%dT%H:%M:%S") for t in _ts(s)]  # noqa: E731
+    fmt = lambda s: [t.tz_localize(None).strftime("%Y-%m-%dT%H:%M:%S") for t in _ts(s, epoch)]  # noqa: E731
     sub, st, en = fmt(jobs.submit), fmt(jobs.start), fmt(jobs.end)
     lines = ["JobID|User|Account|Partition|NNodes|AllocTRES|State|Submit|Start|End|Elapsed"]
     for i, j in enumerate(jobs.itertuples()):

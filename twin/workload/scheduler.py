@@ -153,7 +153,7 @@ class Preempt(NamedTuple):
 # --------------------------------------------------------------------------- internal state
 class _Job:
     __slots__ = ("req", "id", "gpus", "whole", "n_nodes", "q", "qprio", "key", "submit", "seq",
-                 "runlimit", "remaining", "state", "start", "alloc", "end_est", "ckpt")
+                 "runlimit", "remaining", "state", "start", "alloc", "end_est", "ckpt", "hold_s")
 
     def __init__(self, req: JobRequest, q: int, qprio: int, key: int, seq: int, gpn: int):
         self.req = req
@@ -170,6 +170,7 @@ class _Job:
         self.alloc: list[tuple[int, int]] = []
         self.end_est = math.inf
         self.ckpt = req.checkpoint_interval_s
+        self.hold_s = -math.inf       # a preempted job does not restart at the same instant
 
 
 class Scheduler:
@@ -341,6 +342,8 @@ class Scheduler:
         reserved: frozenset[int] = frozenset()
         scanned = 0
         for job in self._order():
+            if job.hold_s >= now_s:
+                continue
             if head is None:
                 alloc = self._place(job) if self.free_gpus >= job.gpus else None
                 if alloc is None and c.preemption and self.queues[job.q].preemptive:
@@ -706,6 +709,7 @@ class Scheduler:
         self._release(job, now_s)
         job.remaining = max(job.remaining - done, 0.0)
         job.start = math.nan
+        job.hold_s = now_s
         self.preempted_gpu_s += lost * gpus
         self._enqueue(job)
         self.reservation = None
