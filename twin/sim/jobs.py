@@ -211,7 +211,10 @@ class Jobs(Component):
         clock = (float(st.node_clock[nodes].min()) if len(nodes) else 1.0) * st.brake_clock
         clock *= self.e.power.cap_clock_fraction
         hops, bw = self.fabric_figures(nodes)
-        key = (job.spec.name, len(nodes), round(clock, 3), hops, round(bw, 3))
+        # stream jobs of one class share their model: cache by class and parallelism, not name
+        ident = job.spec.name if job.stream is None else (
+            job.stream.job_class, job.spec.tp, job.spec.pp, job.spec.global_batch)
+        key = (ident, len(nodes), round(clock, 3), hops, round(bw, 3))
         if key not in self._step_cache:
             self._step_cache[key] = step_estimate_for(self.s, job.spec, self.plant.node, len(nodes),
                                                       clock_fraction=clock, inter_node_gbps=bw, hops=hops)
