@@ -169,10 +169,10 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-#: largest cluster an estimate accepts [GPUs]: 2**20, about five times the largest training
+#: largest cluster an estimate accepts [GPUs]: 2**23, about forty times the largest training
 #: clusters announced by 2025 (assumption); beyond it the fabric model's graphs and arrays
 #: need tens of GB before any answer (issue 18, "estimates bound their inputs")
-MAX_ESTIMATE_GPUS = 2**20
+MAX_ESTIMATE_GPUS = 2**23
 
 
 def _check_size(what: str, gpus: int) -> None:
