@@ -91,7 +91,7 @@ def clean_stale_temporaries(out: str | Path) -> list[Path]:
     Returns the removed paths."""
     out = Path(out)
     parent = out.parent
-    removed = []
+    removed: list[Path] = []
     if not parent.is_dir():
         return removed
     prefix = f".{out.name}{_TMP_TAG}"

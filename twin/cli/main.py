@@ -15,8 +15,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from twin.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from twin.scenario.schema import Scenario
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -61,7 +65,7 @@ def _report_problems(err: ScenarioError) -> int:
     return EXIT_BAD_INPUT
 
 
-def _load(args) -> object:
+def _load(args) -> Scenario:
     from twin.scenario.loader import load_scenario
     overrides = list(args.set or [])
     if getattr(args, "seed", None) is not None:

@@ -180,7 +180,10 @@ def geometry_problems(s: Scenario) -> Found:
             rasterise(geom)
         except ValueError as exc:
             _, names = _rack_rectangles(s.site.halls[h])
-            text = re.sub(r"rack (\d+)", lambda m, names=names: f"rack {names[int(m.group(1))]}", str(exc))
+
+            def rack_name(m: re.Match, names: list[str] = names) -> str:
+                return f"rack {names[int(m.group(1))]}"
+            text = re.sub(r"rack (\d+)", rack_name, str(exc))
             out.append((f"site.halls.{h}.rows", text, "racks that do not overlap, with intake and exhaust "
                         "faces free of walls, other racks and obstacles (on the hall's grid of cell_m)"))
     return out

@@ -313,9 +313,9 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                         f"a cooling unit of hall {ev.hall}: {[c.name for c in s.site.halls[ev.hall].cooling_units]}"))
     p = s.site.power
     feeds = [f.name for f in p.feeds]
-    for e, ev in enumerate(p.grid.events):
-        if ev.feed is not None and (ev.feed not in feeds or len(feeds) < 2 or ev.kind != "outage"):
-            out.append((f"site.power.grid.events.{e}.feed", ev.feed,
+    for e, gev in enumerate(p.grid.events):
+        if gev.feed is not None and (gev.feed not in feeds or len(feeds) < 2 or gev.kind != "outage"):
+            out.append((f"site.power.grid.events.{e}.feed", gev.feed,
                         f"an outage of one of two or more feeds: {feeds}"))
     for k in range(1, len(p.plan)):
         if p.plan[k].date <= p.plan[k - 1].date:
@@ -374,12 +374,12 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     for name in s.failures.class_rate_scale:
         if name not in known:
             out.append((f"failures.class_rate_scale.{name}", name, f"a failure class: {sorted(known)}"))
-    c = s.site.power.cooling
+    plant = s.site.power.cooling
     for sign, word in ((1, "warmest"), (-1, "coldest")):
-        t = c.outdoor_temp_c + sign * (c.outdoor_temp_swing_c + c.outdoor_daily_swing_c)
-        if not -90.0 <= t <= 60.0:
-            out.append(("site.power.cooling.outdoor_temp_swing_c", c.outdoor_temp_swing_c,
-                        f"swings that keep the {word} outdoor temperature within -90..60 C (it reaches {t:g} C)"))
+        extreme_c = plant.outdoor_temp_c + sign * (plant.outdoor_temp_swing_c + plant.outdoor_daily_swing_c)
+        if not -90.0 <= extreme_c <= 60.0:
+            out.append(("site.power.cooling.outdoor_temp_swing_c", plant.outdoor_temp_swing_c,
+                        f"swings that keep the {word} outdoor temperature within -90..60 C (it reaches {extreme_c:g} C)"))
     from twin.scenario.bounds import all_problems
     out.extend(all_problems(s))
     names = [job.name for job in s.workload.jobs]
@@ -391,7 +391,8 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
         if not node.gpu_min_power_cap_w <= s.hardware.gpu_power_cap_w <= node.gpu_tdp_w:
             out.append(("hardware.gpu_power_cap_w", s.hardware.gpu_power_cap_w,
                         f"a cap between {node.gpu_min_power_cap_w} and {node.gpu_tdp_w} W"))
-    from twin.scenario.cooling import cooling_problems  # cooling events, fault windows, weather file
+    # cooling events, fault windows, weather file
+    from twin.scenario.cooling import cooling_problems
     out += cooling_problems(s)
     if s.hardware.node_model in catalog.nodes:
         from twin.power.chain import chain_problems  # branch circuits against a rack's idle draw
@@ -453,7 +454,7 @@ def _patched(data: dict, errors: list[dict], variant: int) -> tuple[dict, list[s
     return out, paths
 
 
-def _one_per_union(errors: list[dict]) -> list[dict]:
+def _one_per_union(errors: list[Any]) -> list[Any]:
     """A value that fails every member of a union (``spares: 2.5`` is neither a whole
     number nor a mapping) gives one error per member; keep the member that matched the
     value's type (drop '... should be a valid dictionary' when another member said more)."""

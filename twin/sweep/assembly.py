@@ -9,6 +9,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ def assemble(spec: SweepSpec, tasks: list, store: RunStore):
     data["run_key"] = xr.DataArray(keys.astype(str), dims=dims,
                                    attrs={"long_name": "SHA-256 of the resolved scenario (runs/<key>.json)"})
     data["wall_s"] = xr.DataArray(wall, dims=dims, attrs={"units": "s", "long_name": "wall time of the run"})
-    coords = {a.name: (a.name, _coord(a.labels)) for a in spec.axes}
+    coords: dict[str, Any] = {a.name: (a.name, _coord(a.labels)) for a in spec.axes}
     coords["seed"] = ("seed", np.array(spec.seeds, dtype=np.int64))
     coords["day"] = ("day", day, {"units": "days", "long_name": "days since the scenario start"})
     ds = xr.Dataset(data, coords=coords)

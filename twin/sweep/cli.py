@@ -209,8 +209,8 @@ def run_sweep_cli(argv: list[str]) -> int:
     print(format_summary(ds))
     if ds.attrs["runs_failed"]:
         st = ds["status"].values.ravel()
-        err = ds["error"].values.ravel()
-        first = err[st == "failed"][0]
+        errors = ds["error"].values.ravel()
+        first = errors[st == "failed"][0]
         print(f"{ds.attrs['runs_failed']} runs failed; first failure: {first}", file=sys.stderr)
         if not args.allow_failures:
             return EXIT_FAILED

@@ -75,7 +75,8 @@ def resolve_tasks(spec: SweepSpec) -> list[RunTask]:
     from twin.errors import ScenarioError
     from twin.scenario.loader import load_scenario, scenario_hash
 
-    tasks, problems = [], []
+    tasks: list[RunTask] = []
+    problems: list[tuple[str, str]] = []
     for idx, path, overrides in spec.points():
         ov = [*overrides, f"simulation.seed={spec.seeds[0]}"]
         try:
@@ -200,7 +201,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
 
     import twin.sim.engine  # noqa: F401  (import once in the parent, before forking)
     import twin.studies.metrics  # noqa: F401
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    ctx: Any = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     queue = [(t, 1) for t in tasks]
     queue.reverse()
     running: list[_Running] = []

@@ -98,7 +98,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
                 failed_n += failed
                 continue
         todo.append(t)
-    copies = {}
+    copies: dict[str, int] = {}
     for t in tasks:
         copies[t.key] = copies.get(t.key, 0) + 1
     total = len(tasks)
