@@ -24,7 +24,9 @@ def test_same_seed_bit_identical_and_other_seed_differs():
     for name in a.dataset.data_vars:
         np.testing.assert_array_equal(a.dataset[name].values, b.dataset[name].values)
     assert a.events.equals(b.events)
-    assert a.kpis == b.kpis
+    assert a.kpis.keys() == b.kpis.keys()
+    for k, v in a.kpis.items():     # bit for bit; NaN (a KPI with nothing to measure) equals NaN
+        assert v == b.kpis[k] or (v != v and b.kpis[k] != b.kpis[k]), k
     c = run(*args, "simulation.seed=4")
     assert not c.events.equals(a.events)
 
