@@ -322,8 +322,10 @@ class Jobs(Component):
                     if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
                         self._finish(job)
                         break
+                    # absolute tolerance: at t ~ 1e7 s a float step is ~2e-9 s, so a relative
+                    # one could leave a sliver no timeout can advance (a zero-length loop)
                     if job.stream is not None and (job.wall_s_useful + job.wall_s_pending
-                                                   >= job.stream.run_s * (1 - 1e-12)):
+                                                   >= job.stream.run_s - 1e-6):
                         self._finish(job)
                         break
                     if self.env.now >= next_ckpt:
