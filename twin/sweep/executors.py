@@ -1,7 +1,7 @@
 """Where the runs of a sweep execute: in this process, in local worker processes, or on a
 Dask cluster; and what a run returns.
 
-Local workers are one forked process per run, at most ``workers`` at a time
+Local workers are forked processes, at most ``workers``, each running one run at a time
 (:func:`run_local`). That makes the failure rules exact:
 
 - a run fails only by its own exception (recorded with its traceback) or its own timeout
@@ -167,35 +167,47 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _child(conn, scenario, series, parent_pid: int) -> None:
-    """Body of a forked worker: one run, its record sent through ``conn``."""
+def _worker(conn, series, parent_pid: int) -> None:
+    """Body of a forked worker: runs the scenarios it receives one at a time, sending each
+    record back, until it receives None (or its parent dies)."""
     _die_with_parent()
     if os.getppid() != parent_pid:        # the parent died before the line above took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the sweep's to handle
     try:
-        rec = execute_run(scenario, series)
-        conn.send(rec)
-    except BaseException:                 # noqa: BLE001  (unpicklable record, ...): report it
-        with contextlib.suppress(Exception):
-            conn.send(failed_record(f"worker error: {traceback.format_exc(limit=1).strip()}", "exception"))
+        while True:
+            try:
+                scenario = conn.recv()
+            except (EOFError, OSError):
+                break
+            if scenario is None:
+                break
+            rec = execute_run(scenario, series)
+            try:
+                conn.send(rec)
+            except Exception:     # noqa: BLE001  (an unpicklable record): report it, go on
+                conn.send(failed_record(f"worker error: {traceback.format_exc(limit=1).strip()}",
+                                        "exception"))
     finally:
         conn.close()
         os._exit(0)
 
 
 @dataclasses.dataclass
-class _Running:
-    task: Any
+class _Slot:
+    """A worker process and the one task it is running (None when idle)."""
+
     proc: Any
     conn: Any
-    started: float
-    attempt: int
+    task: Any = None
+    attempt: int = 0
+    started: float = 0.0
 
 
 def run_local(tasks, series, store_result, workers: int, timeout_s: float | None = None,
               max_attempts: int = MAX_ATTEMPTS, on_retry: Callable[[Any, str], None] | None = None) -> None:
-    """One forked process per run, at most ``workers`` at a time; see the module docstring."""
+    """Forked worker processes, each running one task at a time (so a worker's death or
+    timeout is charged to exactly one run); see the module docstring."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -204,57 +216,77 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
     ctx: Any = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     queue = [(t, 1) for t in tasks]
     queue.reverse()
-    running: list[_Running] = []
     me = os.getpid()
+    slots: list[_Slot] = []
+
+    def start() -> _Slot:
+        mine, theirs = ctx.Pipe(duplex=True)
+        p = ctx.Process(target=_worker, args=(theirs, series, me), daemon=True)
+        p.start()
+        theirs.close()
+        return _Slot(p, mine)
+
+    def retire(slot: _Slot) -> None:
+        _kill(slot.proc)
+        slot.conn.close()
+        slots.remove(slot)
+
     try:
-        while queue or running:
-            while queue and len(running) < workers:
-                t, attempt = queue.pop()
-                recv, send = ctx.Pipe(duplex=False)
-                p = ctx.Process(target=_child, args=(send, t.scenario, series, me), daemon=True)
-                p.start()
-                send.close()
-                running.append(_Running(t, p, recv, time.monotonic(), attempt))
+        while queue or any(sl.task is not None for sl in slots):
+            while len(slots) < min(workers, len(queue) + sum(sl.task is not None for sl in slots)):
+                slots.append(start())
+            for sl in slots:
+                if sl.task is None and queue:
+                    sl.task, sl.attempt = queue.pop()
+                    sl.started = time.monotonic()
+                    sl.conn.send(sl.task.scenario)
+            busy = [sl for sl in slots if sl.task is not None]
             wait_s = None
             if timeout_s is not None:
-                now = time.monotonic()
-                wait_s = max(0.0, min(r.started + timeout_s - now for r in running))
-            ready = wait([r.conn for r in running] + [r.proc.sentinel for r in running], timeout=wait_s)
+                wait_s = max(0.0, min(sl.started + timeout_s for sl in busy) - time.monotonic())
+            ready = set(wait([sl.conn for sl in busy] + [sl.proc.sentinel for sl in busy], timeout=wait_s))
             now = time.monotonic()
-            for r in list(running):
+            for sl in busy:
                 rec = None
-                if r.conn in ready or r.proc.sentinel in ready:
+                if sl.conn in ready:
                     try:
-                        rec = r.conn.recv() if r.conn.poll() else None
+                        rec = sl.conn.recv()
                     except (EOFError, OSError):
                         rec = None
-                    if rec is None and r.proc.is_alive() and r.conn not in ready:
-                        continue
-                    r.proc.join(timeout=5)
-                elif timeout_s is not None and now - r.started >= timeout_s:
-                    _kill(r.proc)
+                elif sl.proc.sentinel in ready:
+                    rec = None
+                elif timeout_s is not None and now - sl.started >= timeout_s:
                     rec = failed_record(f"timeout: the run took longer than {timeout_s:g} s", "timeout",
-                                        now - r.started, timeout_s=timeout_s)
+                                        now - sl.started, timeout_s=timeout_s)
+                    task = sl.task
+                    retire(sl)                   # the worker is still busy with it: replace it
+                    store_result(task, rec)
+                    continue
                 else:
                     continue
-                running.remove(r)
-                r.conn.close()
+                task, attempt = sl.task, sl.attempt
                 if rec is None:             # the worker died without an answer: not the run's verdict
-                    code = r.proc.exitcode
+                    sl.proc.join(timeout=5)
+                    code = sl.proc.exitcode
                     why = (f"signal {-code} ({signal.Signals(-code).name})" if code is not None and code < 0
                            else f"exit code {code}")
-                    if r.attempt < max_attempts:
+                    retire(sl)
+                    if attempt < max_attempts:
                         if on_retry:
-                            on_retry(r.task, why)
-                        queue.append((r.task, r.attempt + 1))
+                            on_retry(task, why)
+                        queue.append((task, attempt + 1))
                         continue
                     rec = failed_record(f"worker lost {max_attempts} times ({why}): the run may need more "
-                                        f"memory than a worker has", "worker_lost", now - r.started)
-                store_result(r.task, rec)
+                                        f"memory than a worker has", "worker_lost", now - sl.started)
+                else:
+                    sl.task = None
+                store_result(task, rec)
+        for sl in slots:                    # idle workers: ask them to stop
+            with contextlib.suppress(OSError, ValueError):
+                sl.conn.send(None)
     finally:
-        for r in running:
-            _kill(r.proc)
-            r.conn.close()
+        for sl in list(slots):
+            retire(sl)
 
 
 def _kill(proc) -> None:
