@@ -31,6 +31,7 @@ CASES = [
     ("rack_on_cooling_unit", ["site.halls.0.cooling_units.0.x_m=3.5", "site.halls.0.cooling_units.0.y_m=3.4"],
      "stands on rack"),
     # model shape
+    ("model_does_not_fit", ["workload.jobs.0.model.layers=2000"], "fits in GPU memory"),
     ("tp_not_dividing_heads", ["workload.jobs.0.model.heads=30", "workload.jobs.0.model.kv_heads=6",
                                "workload.jobs.0.tp=4"], "divides the 30 attention heads"),
     # names that would form paths, and names used twice
