@@ -36,7 +36,8 @@ def stream_params_for(spec: Stream, max_gpus: int | None = None) -> StreamParams
         scale = (1.0 - fixed) / free
         classes = [c if (c.name in over and over[c.name].share is not None) else replace(c, share=c.share * scale)
                    for c in classes]
-    p = replace(p, classes=tuple(classes))
+    total = sum(c.share for c in classes)          # shares given for every class: normalised
+    p = replace(p, classes=tuple(replace(c, share=c.share / total) for c in classes))
     return restrict_to_cluster(p, max_gpus) if max_gpus else p
 
 

@@ -4,7 +4,8 @@ time it needs, its run limit and the state it ends in.
 
 The engine allocates whole nodes, so a job asks for ``ceil(GPUs / GPUs per node)`` nodes.
 The model a class trains comes from a fixed job named by ``workload.stream.classes[].model_job``
-or else from :data:`CLASS_MODELS` (Granite-like shapes). Evaluation and debug jobs use GPUs
+or else from :data:`CLASS_MODELS` (Granite-like shapes: 34B pre-training, 20B
+ablations, 34B fine-tuning, 8B evaluation and debug). Evaluation and debug jobs use GPUs
 (and power) but train no tokens.
 """
 
@@ -31,9 +32,12 @@ _G8 = ModelShape(layers=40, hidden=4096, ffn_hidden=12800, heads=32, kv_heads=8,
 CLASS_MODELS: dict[str, Job] = {
     "pretrain": Job(name="pretrain", model=_G34, seq_len=8192, global_batch=512, tp=8, pp=4, nodes=128,
                     checkpoint_interval_s=3600),
-    "finetune": Job(name="finetune", model=_G20, seq_len=4096, global_batch=256, tp=4, pp=2, nodes=16,
+    # fine-tuning the 34B production model (assumption)
+    "finetune": Job(name="finetune", model=_G34, seq_len=4096, global_batch=256, tp=8, pp=4, nodes=16,
                     checkpoint_interval_s=3600),
-    "ablation": Job(name="ablation", model=_G8, seq_len=4096, global_batch=512, tp=1, pp=1, nodes=16,
+    # data ablations at the scale of the 20B production model (assumption; IBM's band of
+    # 90-321 B tokens/day is for Granite-scale runs, and 8B ablations would out-count it)
+    "ablation": Job(name="ablation", model=_G20, seq_len=4096, global_batch=512, tp=4, pp=2, nodes=16,
                     checkpoint_interval_s=1800),
     "evaluation": Job(name="evaluation", model=_G8, seq_len=4096, global_batch=512, tp=1, pp=1, nodes=1,
                       checkpoint_interval_s=3600),
