@@ -55,7 +55,7 @@ CASES = [
     ("seed_2_pow_70", [f"simulation.seed={2**70}"], "simulation.seed"),
     ("seed_true", ["simulation.seed=true"], "simulation.seed"),
     ("spares_fraction", ["failures.spares=2.5"], "whole number"),
-    ("racks_true", ["site.halls.0.rows.0.racks=true"], "racks"),
+    ("racks_true", ["site.halls.0.rows.0.racks=true"], "rows.0.racks: got True"),
     # dates
     ("year_1500", ["simulation.start=1500-01-01"], "a date between"),
     ("year_2300", ["ramp.waves.0.date=2300-01-01"], "a date between"),
