@@ -60,3 +60,22 @@ def test_scheduler_policy_and_trace_mapping(scenarios_dir, tmp_path):
     assert len(tr.jobs) > 0
     with pytest.raises(TraceError, match="at most the cluster's 8 GPUs"):
         load_trace(s.workload.trace, cluster_gpus=8)
+
+
+def test_twin_run_reports_a_bad_trace_with_exit_2(tmp_path, capsys, scenarios_dir):
+    """A trace with an unparseable date: `twin run` prints file, line and column and exits 2,
+    writing nothing."""
+    from twin.cli.main import main
+    path = write_acme(sample_jobs(0.2), tmp_path / "t.csv")
+    lines = path.read_text().splitlines()
+    cells = lines[3].split(",")
+    cells[7] = "yesterday"
+    lines[3] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    rc = main(["run", str(scenarios_dir / "blue_vela.yaml"), "--out", str(out),
+               "--set", "workload.jobs=[]", "--set", f"workload.trace={{path: {path}, format: acme}}",
+               "--set", "simulation.duration_days=2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{path}: line 4, column 8 (submit): got 'yesterday'" in err
+    assert not out.exists()

@@ -99,7 +99,10 @@ def cmd_run(args) -> int:
     from twin.sim.field import peak_sample_fields
     bar = ProgressBar(f"twin run {scenario.name}")
     t0 = time.perf_counter()
-    engine = Engine(scenario, progress=bar)
+    try:
+        engine = Engine(scenario, progress=bar)    # reads workload.trace (file, line, column)
+    except ScenarioError as err:
+        return _report_problems(err)
     results = engine.run()
     wall = time.perf_counter() - t0
     if not args.no_field:
