@@ -82,3 +82,13 @@ def test_sweep_records_keep_the_warnings(tmp_path):
     rec = json.loads((tmp_path / "sw" / "runs" / f"{out.ran[0]}.json").read_text())
     assert {w["check"] for w in rec["warnings"]} == {"temperature_ceiling"}
     assert np.isfinite(out.dataset.max_rack_inlet_c.values).all()
+
+
+def test_twin_sweep_says_when_runs_broke_an_invariant(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "twin.cli", "sweep", str(SMALL), *sum((["--set", o] for o in STARVED), []),
+                        "--series", "none", "--workers", "1", "--out", str(tmp_path / "sw")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "1 runs broke a run-time invariant" in r.stderr and "temperature_ceiling" in r.stderr

@@ -203,6 +203,13 @@ def run_sweep_cli(argv: list[str]) -> int:
     if outcome.retried:
         print(f"warning: {len(outcome.retried)} runs lost their worker ({outcome.retried[0][1]}) and were "
               f"run again", file=sys.stderr)
+    from twin.sweep.store import RunStore
+    store = RunStore(args.out)
+    warned = sorted(k for k in set(outcome.ran) | set(outcome.reused) if (store.meta(k) or {}).get("warnings"))
+    if warned:
+        first = store.meta(warned[0])["warnings"][0]     # type: ignore[index]
+        print(f"warning: {len(warned)} runs broke a run-time invariant (the 'warnings' of their "
+              f"runs/<key>.json), e.g. {first['check']}: {first['message']}", file=sys.stderr)
     if outcome.stale:
         print(f"warning: {len(outcome.stale)} stored runs were made by a different version of the twin "
               f"code; --rerun-stale runs them again", file=sys.stderr)
