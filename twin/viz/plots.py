@@ -330,9 +330,9 @@ def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: 
                 raise ValueError(f"band must be 'ci', 'minmax', 'std' or 'none', got {band!r}")
             ax.fill_between(t, lo, hi, color=color, alpha=0.2, linewidth=0)
         ax.plot(t, mean, color=color, label=None if value is None else f"{hue} = {value}")
-    units = da.attrs.get("units")
     ax.set_xlabel(f"{time_dim} [days]" if time_dim == "day" else time_dim)
-    ax.set_ylabel(series + (f" [{units}]" if units and units != "1" else ""))
+    from twin.studies.labels import axis_label
+    ax.set_ylabel(axis_label(series, ds))
     n_seeds = ds.sizes.get(seed_dim, 1)
     ax.set_title(f"{series} (mean of {n_seeds} seed{'s' if n_seeds != 1 else ''}, band {band})")
     if hue is not None:
