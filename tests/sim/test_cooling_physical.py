@@ -58,6 +58,9 @@ def test_a_fault_between_samples_is_recorded_and_bounded():
     assert r2.kpis["max_rack_inlet_peak_c"] == pytest.approx(r.kpis["max_rack_inlet_peak_c"], abs=1.0)
     kinds = set(r.events["kind"])
     assert {"cooling_fault", "cooling_restored"} <= kinds
+    # the last trip's look-ahead, from the hall's state with no unit left, sees the A1 limit
+    last = r.events.loc[r.events["kind"] == "cooling_fault", "detail"].iloc[-1]
+    assert "0 units running" in last and "inlet above 32 C: never" not in last
 
 
 @pytest.mark.slow

@@ -300,11 +300,26 @@ class HallThermal(Component):
         hall.last_inlet_c = seg.inlet_temp_c
 
     def _outlook(self, hall: HallModel, dur: float) -> str:
-        """A look ahead from the current state: the fault evaluated at its own time."""
-        if hall.hstate is None:
+        """A look ahead from the hall's current state (not a fresh steady state): the fault
+        evaluated at its own time with the units now running, over its duration (at most
+        two hours): minutes until the first inlet reaches the ASHRAE A1 limit and the first
+        GPU its slowdown and shutdown temperatures, and the hottest inlet."""
+        if hall.hstate is None or self._heat(hall).sum() <= 0:
             return "no IT load in the hall"
-        act = hall.active.copy()
-        return f"evaluated from the hall's state at {self.env.now / H:.2f} h ({int(act.sum())} units running)"
+        self._resolve(hall)
+        seg = hall_events.advance(hall.hstate, hall.model, min(dur, 2 * H), self._heat(hall), hall.masses,
+                                  operator=self._operator(hall), **self._plant_kwargs(hall),
+                                  **self._gpu_kwargs(hall))
+        t0 = hall.hstate.time_s
+
+        def first(t):
+            t = np.asarray(t, float)
+            ok = np.isfinite(t)
+            return f"{(t[ok].min() - t0) / 60:.1f} min ({int(ok.sum())} racks)" if ok.any() else "never"
+        return (f"from the hall's state at {t0 / H:.2f} h, {int(hall.active.sum())} units running: inlet above "
+                f"{hall_events.ASHRAE_ALLOWABLE_C['A1'][1]:g} C: {first(seg.time_to_inlet_limit_s)}; GPU slowdown: "
+                f"{first(seg.time_to_gpu_slowdown_s)}; GPU shutdown: {first(seg.time_to_gpu_shutdown_s)}; hottest "
+                f"inlet {seg.max_inlet_temp_c.max():.1f} C")
 
     def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
         if self.cs.rack_airflow != "fan_model":
