@@ -210,6 +210,7 @@ class Scheduler:
         self.n_pending = [0] * len(self.queues)
         self.jobs: dict[int, _Job] = {}
         self.running_heap: list[tuple[float, int, _Job]] = []
+        self.running_set: set[int] = set()
         self.seq = 0
         # fair share: per key (user or project)
         self.key_index: dict[str, int] = {}
@@ -582,8 +583,17 @@ class Scheduler:
         if job.whole:
             need = job.n_nodes
             if avoid:
-                sets = [s - avoid for s in full]
-                counts = np.fromiter((len(s) for s in sets), np.int64, self.n_su)
+                # only the units holding avoided nodes change: count those, copy no other set
+                base = self.full_count if full is self.full else np.fromiter(
+                    (len(s) for s in full), np.int64, self.n_su)
+                counts = base.copy()
+                hit: dict[int, set[int]] = {}
+                for n in avoid:
+                    u = self.node_su[n]
+                    if n in full[u]:
+                        counts[u] -= 1
+                        hit.setdefault(u, set()).add(n)
+                sets = _Avoiding(full, hit)
             elif full is self.full:
                 sets, counts = full, self.full_count
             else:
@@ -628,6 +638,7 @@ class Scheduler:
         self.n_pending[job.q] -= 1
         self.dead[job.q] += 1
         heapq.heappush(self.running_heap, (job.end_est, job.seq, job))
+        self.running_set.add(job.id)
         if self.track_usage:
             k = job.key
             self._advance_key(k, now_s)
@@ -641,6 +652,7 @@ class Scheduler:
 
     def _release(self, job: _Job, now_s: float) -> None:
         self._give(job)
+        self.running_set.discard(job.id)
         if self.track_usage:
             k = job.key
             self._advance_key(k, now_s)
@@ -652,7 +664,8 @@ class Scheduler:
     # ------------------------------------------------------------------ backfill reservation
     def _running_by_end(self) -> list[tuple[float, int, _Job]]:
         h = self.running_heap
-        if len(h) > 64 and len(h) > 2 * sum(1 for e in h if e[2].state == "running" and e[0] == e[2].end_est):
+        live = len(self.running_set)
+        if len(h) > 64 and len(h) > 2 * live:      # more stale entries than live ones: compact
             self.running_heap = h = [e for e in h if e[2].state == "running" and e[0] == e[2].end_est]
             heapq.heapify(h)
         return h
@@ -750,6 +763,17 @@ class Scheduler:
                 needed = [w for w in chosen if any(n in used for n, _ in w.alloc)]
                 return [self._preempt_one(w, now_s) for w in needed]
         return []
+
+
+class _Avoiding:
+    """The free-node sets of each unit minus the avoided nodes, built only for the units
+    asked for (the few a placement takes), not for every unit."""
+
+    def __init__(self, full: list[set[int]], hit: dict[int, set[int]]):
+        self.full, self.hit = full, hit
+
+    def __getitem__(self, u: int) -> set[int]:
+        return self.full[u] - self.hit[u] if u in self.hit else self.full[u]
 
 
 def shares_of(usage_gpu_s: Mapping[str, float]) -> dict[str, float]:
