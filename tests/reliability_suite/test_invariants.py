@@ -92,3 +92,15 @@ def test_twin_sweep_says_when_runs_broke_an_invariant(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "1 runs broke a run-time invariant" in r.stderr and "temperature_ceiling" in r.stderr
+
+
+def test_the_run_report_shows_the_broken_invariants(tmp_path):
+    """Issue 18: warnings reach the report's summary, not only kpis.json."""
+    from twin.report import build_report
+
+    out = tmp_path / "r"
+    assert main(["run", str(SMALL), "--out", str(out), "--no-field", *sum((["--set", o] for o in STARVED), [])]) == 0
+    page = build_report(out)
+    summary = page.split("<section id='summary'>", 1)[1].split("</section>", 1)[0]
+    assert "run-time check temperature_ceiling" in summary
+    assert f"{INLET_CEILING_C:g} C inlet" in summary
