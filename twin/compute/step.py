@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -315,9 +316,9 @@ def step_estimate(
                     ("micro_batch", micro_batch), ("tp", tp), ("pp", pp), ("cp", cp),
                     ("vpp", vpp), ("gpus", gpus), ("gpus_per_node", gpus_per_node)):
         _check(int(v) == v and v >= 1, f"{name} must be a positive integer, got {v!r}")
-    for name, v in (("peak_tflops", peak_tflops), ("hbm_bw_tb_s", hbm_bw_tb_s),
+    for name, x in (("peak_tflops", peak_tflops), ("hbm_bw_tb_s", hbm_bw_tb_s),
                     ("nvlink_gb_s", nvlink_gb_s)):
-        _check(v > 0, f"{name} must be > 0, got {v!r}")
+        _check(x > 0, f"{name} must be > 0, got {x!r}")
     _check(inter_node_gbps >= 0, f"inter_node_gbps must be >= 0, got {inter_node_gbps!r}")
     mp = tp * pp * cp
     _check(gpus % mp == 0, f"gpus={gpus} is not a multiple of tp*pp*cp={mp}")
@@ -384,11 +385,11 @@ def step_estimate(
     fm = np.array([T, T, Tm, Tm])
     fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * F / tp, h])
     fk = np.array([h, h / tp, h, F / tp])
-    kw = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
+    kw: dict[str, Any] = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
     t_gemm_f = float(_gemm_time_s(fm, fn, fk, **kw).sum())
     t_gemm_b = float(_gemm_time_s(fm, fk, fn, **kw).sum() + _gemm_time_s(fk, fn, fm, **kw).sum())
     if moe_experts:  # router: T x h @ h x E, forward and two backward GEMMs (bf16)
-        rkw = dict(kw, peak_flops=peak_bf16, eff=ke.gemm, bytes_per_el=2.0)
+        rkw: dict[str, Any] = dict(kw, peak_flops=peak_bf16, eff=ke.gemm, bytes_per_el=2.0)
         t_gemm_f += float(_gemm_time_s(T, moe_experts, h, **rkw))
         t_gemm_b += 2.0 * float(_gemm_time_s(T, moe_experts, h, **rkw))
     # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp
@@ -406,7 +407,7 @@ def step_estimate(
         d = h / heads
         kvl = s / cp
         bat = b * hl
-        akw = dict(peak_flops=peak_bf16, eff=ke.gemm, ke=ke, hbm_b_s=hbm, bytes_per_el=2.0)
+        akw: dict[str, Any] = dict(peak_flops=peak_bf16, eff=ke.gemm, ke=ke, hbm_b_s=hbm, bytes_per_el=2.0)
         t_qk = float(_gemm_time_s(T * bat, kvl, d, **akw))
         t_av = float(_gemm_time_s(T * bat, d, kvl, **akw))
         scores = bat * T * kvl
@@ -427,8 +428,9 @@ def step_estimate(
     tp_nodes = math.ceil(tp / g)
     tp_rpn = min(tp, g)
     net = inter_node_gbps if inter_node_gbps > 0 else 1e-9
-    coll = dict(gpus_per_node=g, nvlink_gb_s=nvlink_gb_s, nvls=nvls, inter_node_gbps=net,
-                transport=transport, hops=hops, nvswitch=nvswitch, pcie_gb_s=pcie_gb_s)
+    coll: dict[str, Any] = dict(gpus_per_node=g, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
+                                inter_node_gbps=net, transport=transport, hops=hops,
+                                nvswitch=nvswitch, pcie_gb_s=pcie_gb_s)
     # point-to-point inside a node: NVLink through the switch, else PCIe beyond a pair
     p2p_intra = nvlink_gb_s if nvswitch else min(nvlink_gb_s, pcie_gb_s)
     if tp > 1:
