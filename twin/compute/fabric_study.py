@@ -11,6 +11,8 @@ DGX H100 nodes everywhere, so the differences are the fabric's.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from twin.compute.shapes import MODEL_SHAPES, MOE_SHAPES
@@ -29,8 +31,8 @@ FABRICS: dict[str, dict] = {
                                 tor_uplinks_per_spine=2, su_nodes=16, transport="roce"),
 }
 
-H100_NODE = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
-                 peak_tflops=989.0)
+H100_NODE: dict[str, Any] = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0,
+                                 nvls=True, peak_tflops=989.0)
 
 
 def _job(kind: str, nodes: int) -> tuple[dict, str]:
