@@ -51,6 +51,7 @@ and ``S_0`` are fitted on published multi-node DGX/HGX H100 curves
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -327,10 +328,11 @@ def collective_algorithm(op: str, message_bytes, n_nodes: int, gpus_per_node: in
     s = np.atleast_1d(np.asarray(message_bytes, dtype=float))
     if n_nodes * gpus_per_node <= 1:
         return np.full(s.shape, "none")
-    args = dict(nodes=n_nodes, ranks_per_node=gpus_per_node, gpus_per_node=gpus_per_node,
-                nvlink_gb_s=450.0, nvls=True, inter_node_gbps=3200.0, transport="ib_rdma",
-                hops=4.0, latency_s=INTRA_LATENCY_S, nvswitch=True, pcie_gb_s=64.0,
-                in_network_reduction=False)
+    args: dict[str, Any] = dict(
+        nodes=n_nodes, ranks_per_node=gpus_per_node, gpus_per_node=gpus_per_node,
+        nvlink_gb_s=450.0, nvls=True, inter_node_gbps=3200.0, transport="ib_rdma",
+        hops=4.0, latency_s=INTRA_LATENCY_S, nvswitch=True, pcie_gb_s=64.0,
+        in_network_reduction=False)
     args.update(kw)
     names, times = _candidates(op, s, **args)
     return np.asarray(names)[np.argmin(np.vstack(times), axis=0)]
