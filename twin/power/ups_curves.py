@@ -111,7 +111,8 @@ def ups_loss_coeffs(efficiency_points, load_points=UPS_LOAD_POINTS) -> tuple[flo
         if np.all(coef >= 0):
             break
         keep &= coef > 0
-    return tuple(float(v) for v in np.maximum(coef, 0.0))
+    a, b, c = (float(v) for v in np.maximum(coef, 0.0))
+    return a, b, c
 
 
 def _coeffs(curve: UpsCurve | str):
