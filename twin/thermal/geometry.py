@@ -250,11 +250,11 @@ def rasterise(g: HallGeometry) -> HallGrid:
         d2 = (xc[None, :] - px) ** 2 + (yc[:, None] - py) ** 2
         mask = (d2 <= g.cooling_return_radius_m**2) & ~solid
         if not mask.any():
-            ix = min(max(int(px // h), 0), nx - 1)
-            iy = min(max(int(py // h), 0), ny - 1)
-            if solid[iy, ix]:
+            cx_i = min(max(int(px // h), 0), nx - 1)
+            cy_i = min(max(int(py // h), 0), ny - 1)
+            if solid[cy_i, cx_i]:
                 raise ValueError(f"cooling unit {c} stands inside a rack or obstacle")
-            mask[iy, ix] = True
+            mask[cy_i, cx_i] = True
         cooling_cells.append(np.flatnonzero(mask.ravel()))
 
     tile_centres = g.tile_xy_m if g.tile_xy_m is not None else default_tile_xy_m(g)
