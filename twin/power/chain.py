@@ -8,6 +8,8 @@ physics (:mod:`twin.power.capacity`, :mod:`~twin.power.branch`,
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 
 from twin.phases import Phase
@@ -93,7 +95,7 @@ def chain_problems(scenario) -> list[tuple[str, object, str]]:
         if live * cord < idle_w:
             key = (br.breaker_a, br.voltage_v, br.phases, live, live * cord)
             bad.setdefault(key, []).append(date.isoformat() if date else "as built")
-    out = []
+    out: list[tuple[str, object, str]] = []
     for (amps, volts, phases, live, carried), dates in bad.items():
         out.append(("site.power.chain.branch", {"breaker_a": amps, "voltage_v": volts, "phases": phases,
                                                  "live_cords": live},
@@ -115,8 +117,9 @@ def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w:
     rack_limit_kw = np.inf
     br = chain.branch
     if br is not None:
-        kw = dict(breaker_a=br.breaker_a, voltage_v=br.voltage_v, phases=br.phases,
-                  rated_100pct=br.rated_100pct, power_factor=br.power_factor, cords=br.cords_per_rack)
+        kw: dict[str, Any] = dict(breaker_a=br.breaker_a, voltage_v=br.voltage_v, phases=br.phases,
+                                  rated_100pct=br.rated_100pct, power_factor=br.power_factor,
+                                  cords=br.cords_per_rack)
         normal = float(branch_load_fraction(rack_worst_case_w, **kw))
         fail = float(branch_load_fraction(rack_worst_case_w, failed_cords=1, **kw))
         x = float(branch_rating_fraction(fail, br.rated_100pct))
@@ -175,7 +178,7 @@ def capacity_report(scenario) -> dict:
             "stages": stages}
 
 
-def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C) -> dict[str, np.ndarray]:
+def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C) -> dict[str, Any]:
     """Node AC power [W] and per-GPU power [W] in every phase, and the PSU's AC per DC watt."""
     from twin import power
     from twin.catalog import node_model
@@ -244,11 +247,12 @@ def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, check
                           "peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(d["grid_w"]),
                           "loss_kwh": d["loss_j"] / 3.6e6,
                           "stored_change_kwh": (d["energy_end_j"] - d["energy_start_j"]) / 3.6e6,
-                          "soc_min_seen": float(d["soc"].min()), "soc_max_seen": float(d["soc"].max())}
+                          "soc_min_seen": float(np.asarray(d["soc"]).min()),
+                          "soc_max_seen": float(np.asarray(d["soc"]).max())}
         if mitigated is not meter:
             d = battery_dispatch(mitigated, 1.0, **kw)
-        mitigated = d["grid_w"]
-        cost += d["loss_j"] / 3.6e6
+        mitigated = np.asarray(d["grid_w"])
+        cost += cast(float, d["loss_j"]) / 3.6e6
     out["mitigated"] = {"peak_meter_ramp_kw_per_s": peak_meter_ramp_kw_per_s(mitigated),
                         "energy_cost_kwh": cost}
     out["meter_kw"] = meter / 1e3
