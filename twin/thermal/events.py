@@ -46,6 +46,7 @@ power failure). Crank & Nicolson, Proc. Camb. Phil. Soc. 43 (1947) 50.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
@@ -214,6 +215,7 @@ def _operator(model: InletModel | None, masses: ThermalMasses, rack_airflow_m3_s
     c_it = masses.it_heat_capacity_j_k
     running = model is not None and bool(np.any(model.cooling_active))
     if running:
+        assert model is not None  # running implies a model
         act = np.asarray(model.cooling_active, bool)
         g_c = AIR_VOLUMETRIC_HEAT_J_M3_K * model.cooling_airflow_m3_s[act]
         w = masses.air_share[act]
@@ -344,9 +346,10 @@ def advance(
     # air energy -> nodes of this segment's running set (energy-conserving remap)
     e_air = masses.air_heat_capacity_j_k * float(masses.air_share @ state.air_temp_c)
     if op.running:
-        t_set = np.broadcast_to(np.asarray(model.cooling_supply_temp_c if setpoint_c is None else setpoint_c,
+        run_model = cast(InletModel, model)  # op.running: the operator of this segment's units
+        t_set = np.broadcast_to(np.asarray(run_model.cooling_supply_temp_c if setpoint_c is None else setpoint_c,
                                            float), (n_c,))[act]
-        cap = np.broadcast_to(np.asarray(model.cooling_capacity_w if capacity_w is None else capacity_w,
+        cap = np.broadcast_to(np.asarray(run_model.cooling_capacity_w if capacity_w is None else capacity_w,
                                          float), (n_c,))[act]
         approach = np.broadcast_to(np.asarray(coil_approach_k, float), (n_c,))[act]
         a_nodes = state.air_temp_c[act].astype(float)
@@ -394,6 +397,7 @@ def advance(
         x_prev = x
         x = p_mat @ x + k_q @ (h * q / c_it)
         if op.running:
+            assert s is not None  # supply air is set whenever units run
             x += k_s @ (h * s)
         heat_j += float(q.sum()) * h
         t_prev, t = t, float(state.time_s) + k * h
