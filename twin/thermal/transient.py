@@ -160,6 +160,7 @@ def fault_transient(
     ret_before = before.return_temp_c(heat)
     running = after is not None and after.cooling_airflow_m3_s.sum() > 0
     if running:
+        assert after is not None  # running implies an after model
         v_c = after.cooling_airflow_m3_s
         act = v_c > 0
         g_c = AIR_VOLUMETRIC_HEAT_J_M3_K * v_c
@@ -181,6 +182,7 @@ def fault_transient(
     # Quasi-steady inlet: z = S s + D q with q = G (y - z)  ->  (I + D G) z = S s + D G y.
     # Large halls carry a truncated sparse D: use it (and a sparse LU) there.
     if running:
+        assert after is not None  # running implies an after model
         if after.recirculation_csr is not None:
             d_mat = after.recirculation_csr
             lhs_lu = spla.splu((sp.identity(n_r, format="csc") + d_mat @ sp.diags(g_r)).tocsc())
