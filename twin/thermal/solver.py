@@ -432,7 +432,9 @@ def build_problem(
         b_v.append(m / (AIR_VOLUMETRIC_HEAT_J_M3_K * v_r[r]))
     # cooling units
     e_r, e_c, e_v = [], [], []
-    m_r, m_c, m_v = [], [], []
+    m_r: list[np.ndarray | list] = []  # unit rows: arrays per return disc, [c] for a duct
+    m_c: list[np.ndarray | list] = []
+    m_v: list[np.ndarray | list] = []
     for c in range(n_c):
         if v_c[c] <= 0:
             continue
@@ -557,6 +559,7 @@ def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = Tru
             w = rows[start:stop]
             w_r = w[:, rr].T.toarray()
             if has_n:
+                assert a_nr is not None  # set whenever has_n
                 y_n = w[:, nn].T.toarray() / a_nn[:, None]
                 y_r = lu_r.solve(w_r - (a_nr.T @ y_n), trans="T")
                 d_all[start:stop] = (b_r.T @ y_r + b_n.T @ y_n).T
