@@ -160,6 +160,7 @@ class HallThermal(Component):
     def _select_model(self, hall: HallModel) -> None:
         key = tuple(hall.active)
         if self.physical:
+            assert hall.airflow is not None  # set when the hall is built
             key = key + (round(float(hall.airflow.sum()), 6),)
         if key not in hall.models:
             if self.physical and len(hall.models) >= MODEL_CACHE:
@@ -254,6 +255,7 @@ class HallThermal(Component):
     def _begin_dynamic(self, hall: HallModel, hold_s: float) -> None:
         """Make the hall carry its thermal state from now for ``hold_s`` plus the time the
         IT mass needs to settle (three of its time constants)."""
+        assert hall.airflow is not None  # set when the hall is built
         settle = 3.0 * float(np.max(hall.masses.it_heat_capacity_j_k
                                     / (thermal.AIR_DENSITY_KG_M3 * thermal.AIR_CP_J_KG_K * hall.airflow)))
         if hall.hstate is None:
@@ -270,6 +272,7 @@ class HallThermal(Component):
         hall.dynamic_until = max(hall.dynamic_until, self.env.now + hold_s + settle)
 
     def _operator(self, hall: HallModel):
+        assert hall.airflow is not None  # set when the hall is built
         key = (tuple(hall.active), round(float(hall.airflow.sum()), 6))
         if key not in hall.ops:
             if len(hall.ops) >= MODEL_CACHE:
@@ -359,6 +362,7 @@ class HallThermal(Component):
             self._begin_dynamic(hall, 0.0)
         if hall.hstate is None:
             if feasible:
+                assert cs is not None  # feasible implies a capped steady state
                 hall.unit_load_w = cs.unit_load_w
                 hall.unit_demand_w = cs.unit_demand_w
                 inlet = cs.inlet_temp_c
@@ -366,9 +370,8 @@ class HallThermal(Component):
                 return inlet
             return np.full(len(hall.idx), np.inf)     # no unit running and no load
         self._advance(hall)
-        inlet = hall.last_inlet_c
-        if inlet is None:
-            inlet = self.state.rack_inlet_c[hall.idx].copy()
+        inlet = (hall.last_inlet_c if hall.last_inlet_c is not None
+                 else self.state.rack_inlet_c[hall.idx].copy())
         if self.env.now >= hall.dynamic_until and feasible:
             hall.hstate = None                          # settled: back to the steady model
         return inlet
@@ -484,6 +487,7 @@ class HallThermal(Component):
                 load = np.where(hall.active, load, 0.0)
                 demand = load
             else:
+                assert hall.unit_load_w is not None  # set when the hall is built, then by each update
                 load = hall.unit_load_w
                 demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
             rec["cooling_unit_load_w"][i, sl] = load
@@ -492,6 +496,7 @@ class HallThermal(Component):
             if hall.active.any():
                 margin = min(margin, float(np.min((cap - demand)[hall.active])))
             if self.physical:
+                assert hall.airflow is not None  # set when the hall is built
                 v_c = hall.geom.cooling_airflow_m3_s
                 need = fans.airflow_per_rack_airflow * hall.airflow.sum() * v_c / v_c.sum()
                 flow = crah_airflow_m3_s(need, v_c, control=fans.control,
