@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def _page_overlay(snap: Snapshot) -> str:
                          for k, v in sorted(sc_.categories.items()))
     else:
         import matplotlib
-        cmap = matplotlib.colormaps[sc_.cmap]
+        cmap = matplotlib.colormaps[cast(str, sc_.cmap)]   # continuous scale: cmap is a name
         stops = ",".join(matplotlib.colors.to_hex(cmap(x)) for x in np.linspace(0, 1, 9))
         legend = (f"<div class='bar' style='background:linear-gradient(to right,{stops})'></div>"
                   f"<div class='ends'><span>{sc_.clim[0]:.1f}</span><span>{sc_.clim[1]:.1f}</span></div>")
