@@ -212,7 +212,7 @@ def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
     from twin import thermal
 
     airflow = rack_design_airflow_m3_s(scenario, plant)
-    out = []
+    out: list[xr.Dataset | None] = []
     for h, (geom, idx) in enumerate(hall_geometries(scenario, plant)):
         if not cooling_active[h].any():
             out.append(None)
