@@ -14,6 +14,8 @@ canvas), so they work headless and in loops; Jupyter shows a returned Figure inl
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -221,7 +223,7 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
     if kpi not in ds:
         raise KeyError(f"{kpi!r} is not a variable of the sweep dataset ({', '.join(map(str, ds.data_vars))})")
     da = ds[kpi]
-    dims = [d for d in da.dims if d != seed_dim]
+    dims = cast(list[str], [d for d in da.dims if d != seed_dim])   # xarray dim names are str here
     if not dims:
         raise ValueError(f"{kpi!r} has no swept dimension besides {seed_dim!r}")
     x = x or dims[0]
@@ -245,6 +247,8 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
         color = f"C{k % 10}"
         if seed_dim in g.dims:
             mean = g.mean(seed_dim).values
+            lo: np.ndarray | None
+            hi: np.ndarray | None
             if band == "ci":
                 from twin.studies.stats import mean_interval
                 rows = np.moveaxis(g.values, g.dims.index(seed_dim), -1)
@@ -301,7 +305,7 @@ def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: 
     da = ds[series]
     if time_dim not in da.dims:
         raise ValueError(f"{series!r} has no {time_dim!r} dimension; use plots.sweep for a KPI")
-    axes = [d for d in da.dims if d not in (seed_dim, time_dim)]
+    axes = cast(list[str], [d for d in da.dims if d not in (seed_dim, time_dim)])   # xarray dim names are str here
     if hue is None and axes:
         hue = axes[0]
     for d in axes:
