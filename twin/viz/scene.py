@@ -10,10 +10,14 @@ Halls of a multi-hall site stand side by side along x, ``HALL_GAP_M`` apart.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 
 from .snapshot import ColorScale, Snapshot
+
+if TYPE_CHECKING:
+    from pyvista.plotting._typing import ScalarBarArgs
 
 if not os.environ.get("DISPLAY") and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ:
     # headless: go straight to EGL (OSMesa if EGL is missing) instead of trying X first
@@ -33,7 +37,7 @@ ENCLOSURE_DEPTH_M = 0.6
 """Depth of a drawn rack enclosure / half of a contained aisle in front of the rack [m]."""
 OBSTACLE_HEIGHT_M = {"cable_tray": 0.4, "other": 1.5}
 """Drawn height of low obstacles [m]; columns and walls reach the ceiling."""
-SLICE_CMAP = "YlOrRd"
+SLICE_CMAP: Final = "YlOrRd"
 """Colour map of the room-air temperature slice (distinct from the racks' map)."""
 WALL_HEIGHT_M = 0.3
 """Drawn height of the solid part of the hall walls [m] (the rest is an outline, so the
@@ -252,7 +256,7 @@ def temperature_slice(field, offset_x_m: float = 0.0, z_m: float = SLICE_HEIGHT_
     t = field["temperature"].values.astype(float)  # (ny, nx), x fastest as VTK wants
     grid.cell_data["temperature"] = t.ravel()
     keep = np.flatnonzero(np.isfinite(t.ravel()))
-    out = grid.extract_cells(keep)
+    out = grid.extract_cells(keep)  # type: ignore[arg-type]  # pyvista stub wants dtype[int], rejects np.intp indices
     return _tag(out, "temperature_slice", out.cell_data["temperature"])
 
 
@@ -286,16 +290,16 @@ def airflow_streamlines(field, offset_x_m: float = 0.0, z_m: float = SLICE_HEIGH
 
 
 # --------------------------------------------------------------------------- drawing
-def _scalar_bar(title: str, position_y: float, categories: bool) -> dict:
+def _scalar_bar(title: str, position_y: float, categories: bool) -> ScalarBarArgs:
     args = dict(title=title, vertical=True, position_x=0.86, position_y=position_y, width=0.06,
                 height=0.38, title_font_size=14, label_font_size=12, fmt="%.1f", color="black")
     if categories:
         args.update(n_labels=0)
-    return args
+    return cast("ScalarBarArgs", args)
 
 
 def _mesh_kwargs(scale: ColorScale) -> dict:
-    kw = dict(cmap=scale.cmap, clim=list(scale.clim))
+    kw: dict[str, Any] = dict(cmap=scale.cmap, clim=list(scale.clim))
     if scale.categories is not None:
         kw.update(n_colors=len(scale.categories), annotations={float(k): v for k, v in scale.categories.items()})
     return kw
@@ -313,9 +317,14 @@ def rack_rgb(scale: ColorScale, values) -> np.ndarray:
         out[ok] = (cols[idx] * 255).round().astype(np.uint8)
         return out
     lo, hi = scale.clim
-    cmap = matplotlib.colormaps[scale.cmap]
+    cmap = matplotlib.colormaps[cast(str, scale.cmap)]   # continuous scale: cmap is a name
     out[ok] = (np.asarray(cmap(np.clip((v[ok] - lo) / (hi - lo), 0, 1)))[:, :3] * 255).round().astype(np.uint8)
     return out
+
+
+def _block(blocks: pv.MultiBlock, key: str) -> pv.DataSet:
+    """A block of :func:`build_scene` (always a mesh, never None or nested)."""
+    return cast(pv.DataSet, blocks[key])
 
 
 def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
@@ -325,14 +334,14 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
     """Draw the blocks of :func:`build_scene` with the colours of ``scale`` (racks) and
     ``slice_clim`` (room-air slice; default: its own range)."""
     names = blocks.keys()
-    plotter.set_background("white")
-    plotter.add_mesh(blocks["floor"], color="#e9e6df", name="floor", render=False)
-    plotter.add_mesh(blocks["walls"], color="#b8b2a7", name="walls", render=False)
-    plotter.add_mesh(blocks["hall_outline"], color="#6d675e", line_width=1.5, name="hall_outline", render=False)
+    plotter.set_background("white")  # type: ignore[arg-type]  # pyvista: functools.wraps(Renderers.set_background) keeps the unbound signature
+    plotter.add_mesh(_block(blocks, "floor"), color="#e9e6df", name="floor", render=False)
+    plotter.add_mesh(_block(blocks, "walls"), color="#b8b2a7", name="walls", render=False)
+    plotter.add_mesh(_block(blocks, "hall_outline"), color="#6d675e", line_width=1.5, name="hall_outline", render=False)
     if "rack_slots" in names:
-        plotter.add_mesh(blocks["rack_slots"], color="#cfcac0", show_edges=True, edge_color="#a49d90",
+        plotter.add_mesh(_block(blocks, "rack_slots"), color="#cfcac0", show_edges=True, edge_color="#a49d90",
                          name="rack_slots", render=False)
-    racks = blocks["racks"]
+    racks = _block(blocks, "racks")
     if racks.n_cells:
         kw = _mesh_kwargs(scale)
         categorical = scale.categories is not None
@@ -348,6 +357,7 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
                              scalar_bar_args=_scalar_bar(scale.title, 0.52, False),
                              name="racks", **kw, render=False)
         if scalar_bars and categorical:
+            assert scale.categories is not None   # categorical
             # named categories as a legend box (upper right), never over the room-air colour bar
             shown = sorted({int(v) for v in np.asarray(racks.cell_data["value"]) if np.isfinite(v)})
             entries = [[f"{scale.categories[k]}", scale.cmap[k]] for k in sorted(scale.categories)
@@ -362,45 +372,45 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
                 plotter.add_text(f"{label}", position=(x, h - step * (i + 2) - 6),
                                  font_size=fs, color=colour, name=f"legend_{i}", render=False)
     if "cooling_units" in names:
-        cu = blocks["cooling_units"]
+        cu = _block(blocks, "cooling_units")
         plotter.add_mesh(cu, scalars=cu.cell_data["active"].astype(float), cmap=["#c0392b", "#5dade2"],
                          clim=[0, 1], show_scalar_bar=False, show_edges=True, edge_color="#1b4f72",
                          name="cooling_units", render=False)
     if "enclosures" in names:
-        plotter.add_mesh(blocks["enclosures"], color="#7fb3d5", opacity=0.25, show_edges=True,
+        plotter.add_mesh(_block(blocks, "enclosures"), color="#7fb3d5", opacity=0.25, show_edges=True,
                          edge_color="#2e86c1", name="enclosures", render=False)
     if "containment" in names:
-        plotter.add_mesh(blocks["containment"], color="#a9cce3", opacity=0.25, show_edges=True,
+        plotter.add_mesh(_block(blocks, "containment"), color="#a9cce3", opacity=0.25, show_edges=True,
                          edge_color="#2874a6", name="containment", render=False)
     if "obstacles" in names:
-        plotter.add_mesh(blocks["obstacles"], color="#7b7d7d", name="obstacles", render=False)
+        plotter.add_mesh(_block(blocks, "obstacles"), color="#7b7d7d", name="obstacles", render=False)
     slices = [k for k in names if k.startswith("temperature_slice")]
     if slices:
-        lo = min(float(np.nanmin(blocks[k]["temperature"])) for k in slices)
-        hi = max(float(np.nanmax(blocks[k]["temperature"])) for k in slices)
+        lo = min(float(np.nanmin(_block(blocks, k)["temperature"])) for k in slices)
+        hi = max(float(np.nanmax(_block(blocks, k)["temperature"])) for k in slices)
         clim = slice_clim or [np.floor(lo), max(np.ceil(hi), np.floor(lo) + 2)]
         for i, k in enumerate(slices):
-            plotter.add_mesh(blocks[k], scalars="temperature", cmap=SLICE_CMAP, clim=list(clim),
+            plotter.add_mesh(_block(blocks, k), scalars="temperature", cmap=SLICE_CMAP, clim=list(clim),
                              opacity=0.8, show_scalar_bar=scalar_bars and i == 0,
                              scalar_bar_args=_scalar_bar(f"room air at {SLICE_HEIGHT_M:g} m [°C]", 0.06, False),
                              name=k, render=False)
     for k in names:
         if k.startswith("streamlines"):
-            plotter.add_mesh(blocks[k], color="#1c2833", line_width=1.2, opacity=0.8, name=k, render=False)
+            plotter.add_mesh(_block(blocks, k), color="#1c2833", line_width=1.2, opacity=0.8, name=k, render=False)
     if "scale_bar" in names:
-        sb = blocks["scale_bar"]
+        sb = _block(blocks, "scale_bar")
         plotter.add_mesh(sb, color="black", line_width=3, name="scale_bar", render=False)
         length = float(sb.field_data["length_m"][0])
         plotter.add_point_labels(sb.points[[1]] + np.array([0.3, -0.6, 0.0]), [f"{length:g} m"], font_size=12,
                                  shape=None, show_points=False, always_visible=True, text_color="black",
                                  name="scale_bar_label", render=False)
     if labels and "row_labels" in names:
-        rl = blocks["row_labels"]
+        rl = _block(blocks, "row_labels")
         plotter.add_point_labels(rl.points, [str(n) for n in rl.point_data["name"]], font_size=10, bold=True,
                                  shape="rounded_rect", shape_color="white", shape_opacity=0.7, show_points=False,
                                  always_visible=True, text_color="#1b2631", name="row_labels", render=False)
     if labels and "cooling_unit_labels" in names:
-        cl = blocks["cooling_unit_labels"]
+        cl = _block(blocks, "cooling_unit_labels")
         plotter.add_point_labels(cl.points, [str(n) for n in cl.point_data["name"]], font_size=9, shape=None,
                                  show_points=False, always_visible=True, text_color="#1b4f72",
                                  name="cooling_unit_labels", render=False)
@@ -411,7 +421,7 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
         plotter.add_point_labels(centres, names_r, font_size=7, shape=None, show_points=False,
                                  always_visible=True, text_color="black", name="rack_labels", render=False)
     if "hall_labels" in names:
-        lab = blocks["hall_labels"]
+        lab = _block(blocks, "hall_labels")
         plotter.add_point_labels(lab.points, [str(n) for n in lab.point_data["hall_name"]], font_size=12,
                                  shape=None, show_points=False, always_visible=True, text_color="black",
                                  name="hall_labels", render=False)
@@ -427,7 +437,7 @@ def remove_scene(plotter: pv.Plotter) -> None:
     would also remove the lights."""
     for name in list(plotter.renderer.actors):
         if not name.startswith("vtkScalarBarActor"):
-            plotter.remove_actor(name, render=False)
+            plotter.remove_actor(name, render=False)  # type: ignore[arg-type]  # pyvista: functools.wraps(Renderer.remove_actor) keeps the unbound signature
 
 
 def rack_extent_m(scenario) -> np.ndarray:
@@ -455,7 +465,7 @@ def frame_camera(plotter: pv.Plotter, scenario, zoom: float = 0.95) -> None:
     plotter.camera.focal_point = centre
     plotter.camera.position = centre + direction * span * 1.6
     plotter.camera.up = (0.0, 0.0, 1.0)
-    plotter.reset_camera(bounds=(x0, x1, y0, y1, 0.0, RACK_HEIGHT_M + 0.5))
+    plotter.reset_camera(bounds=(x0, x1, y0, y1, 0.0, RACK_HEIGHT_M + 0.5))  # type: ignore[call-arg]  # pyvista: functools.wraps(Renderer.reset_camera) keeps the unbound signature
     plotter.camera.zoom(zoom)
 
 
