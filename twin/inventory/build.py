@@ -25,6 +25,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 
@@ -111,13 +112,13 @@ def _layout_rows(racks: list[Rack], report: Report, hall: str) -> tuple[list[dic
     explicit = all(r.x_m is not None and r.y_m is not None for r in racks)
     out = []
     if explicit:
-        xs = [r.x_m for r in racks]
-        ys = [r.y_m for r in racks]
+        xs = [cast(float, r.x_m) for r in racks]   # explicit: every rack has x_m and y_m
+        ys = [cast(float, r.y_m) for r in racks]
         dx, dy = MARGIN_M - min(xs), MARGIN_M - min(ys)
         for name in names:
             members = [r for _, r in sorted(rows[name], key=lambda t: t[0])]
-            px = [r.x_m for r in members]
-            py = [r.y_m for r in members]
+            px = [cast(float, r.x_m) for r in members]
+            py = [cast(float, r.y_m) for r in members]
             along = "x" if (max(px) - min(px)) >= (max(py) - min(py)) else "y"
             coord = px if along == "x" else py
             steps = [abs(b - a) for a, b in zip(coord, coord[1:], strict=False) if abs(b - a) > 1e-6]
@@ -130,7 +131,8 @@ def _layout_rows(racks: list[Rack], report: Report, hall: str) -> tuple[list[dic
             if not members[0].facing:
                 report.assumed.append(f"hall {hall} row {name}: intake {facing} (no facing in the inventory)")
             first = min(members, key=lambda r: (r.x_m, r.y_m) if along == "x" else (r.y_m, r.x_m))
-            out.append({"name": _safe(name), "x_m": round(first.x_m + dx, 3), "y_m": round(first.y_m + dy, 3),
+            fx, fy = cast(float, first.x_m), cast(float, first.y_m)
+            out.append({"name": _safe(name), "x_m": round(fx + dx, 3), "y_m": round(fy + dy, 3),
                         "racks": len(members), "along": along, "pitch_m": round(pitch, 3), "intake": facing})
         width = max(xs) + dx + MARGIN_M
         depth = max(ys) + dy + MARGIN_M
@@ -183,7 +185,7 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
         matched[model] = key
         if key:
             report.mapped.append(f"device type '{model}' -> node model {key} ({how})")
-    per_model = Counter(matched[d.device_type] for d in inv.devices if matched.get(d.device_type))
+    per_model = Counter(cast(str, matched[d.device_type]) for d in inv.devices if matched.get(d.device_type))
     if not per_model:
         raise ValueError("no device matches a GPU node of the hardware catalog "
                          f"({', '.join(catalog)}); pass --node-model if the device types name no model number")
@@ -222,7 +224,7 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
     halls_by = defaultdict(list)
     for r in racks:
         halls_by[(r.site, r.location)].append(r)
-    halls = []
+    halls: list[dict[str, Any]] = []
     for (site, loc), members in sorted(halls_by.items()):
         hall_name = _safe(loc or site or "hall_1")
         rows, width, depth = _layout_rows(members, report, hall_name)
@@ -239,7 +241,7 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
     if primary:
         volts = sorted(f.voltage_v for f in primary)[len(primary) // 2]
         phases = Counter(f.phases for f in primary).most_common(1)[0][0]
-        panel_w = defaultdict(float)
+        panel_w: defaultdict[str, float] = defaultdict(float)
         for f in primary:
             panel_w[f.panel or "panel"] += f.available_power_w()
         n_rpp = len(panel_w)
