@@ -17,7 +17,7 @@ from pathlib import Path
 from twin.inventory._io import number, tables
 from twin.inventory.model import Device, DeviceType, Inventory, PowerFeed, PowerPanel, Rack
 
-TABLES = {
+TABLES: dict[str, tuple[str, ...]] = {
     "cabinet": ("cabinet", "cabinets", "fac_Cabinet"),
     "powerpanel": ("powerpanel", "powerpanels", "fac_PowerPanel"),
     "pdu": ("pdu", "powerdistribution", "fac_PowerDistribution"),
