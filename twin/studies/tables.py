@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Iterable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -103,7 +105,7 @@ def parse_weights(text: str | dict | None) -> dict[str, float]:
     w = dict(DEFAULT_SITING_WEIGHTS)
     if not text:
         return w
-    items = (text.items() if isinstance(text, dict) else
+    items: Iterable[Any] = (text.items() if isinstance(text, dict) else
              (part.split("=", 1) if "=" in part else (part, None) for part in str(text).split(",") if part.strip()))
     for k, v in items:
         k = str(k).strip()
@@ -165,7 +167,7 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
     rows = []
     for lab in ds[dim].values:
         r = m.sel({dim: lab})
-        g = {k: float(r[k]) for k in ("gpus_hosted", "gpus_delivered", "days_to_full_capacity",
+        g: dict[str, Any] = {k: float(r[k]) for k in ("gpus_hosted", "gpus_delivered", "days_to_full_capacity",
                                       "days_power_limited", "tokens_total", "max_rack_inlet_c",
                                       "upgrade_cost_usd", "upgrade_lead_time_days", "energy_cost_usd",
                                       "co2_t", "pue_mean", "power_use_fraction", "cooling_use_fraction",
@@ -280,7 +282,8 @@ def axis_reading(ds, dim: str) -> str:
     head = moving[moving.kpi.isin(HEADLINE_KPIS)].head(3)
     movers = pd.concat([head, moving[~moving.kpi.isin(HEADLINE_KPIS)].head(5 - len(head))])
     if len(movers):
-        bits = [f"{r.kpi} ({_fmt(r.min_mean, r.units)} with {r.min_label} to {_fmt(r.max_mean, r.units)} "
+        bits = [f"{r.kpi} ({_fmt(cast(float, r.min_mean), cast(str, r.units))} with {r.min_label} to "
+                f"{_fmt(cast(float, r.max_mean), cast(str, r.units))} "
                 f"with {r.max_label})" for r in movers.itertuples()]
         parts.append("What moves with it (headline figures first, then the largest relative changes): "
                      + "; ".join(bits) + ".")
