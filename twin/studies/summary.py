@@ -13,6 +13,7 @@ plotting, no files.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -137,11 +138,11 @@ def run_answer(ds, kpis: dict, scenario=None) -> tuple[str, dict]:
               "lost_work": float(kpis.get("lost_gpu_hours") or 0.0)}
     thermal = float(kpis.get("hours_above_ashrae_recommended") or 0.0) > 0 or \
         float(kpis.get("throttled_node_hours") or 0.0) > 0
-    facts = {"budget": budget, "power_wait": pw, "losses": losses, "thermal": thermal}
+    facts: dict[str, Any] = {"budget": budget, "power_wait": pw, "losses": losses, "thermal": thermal}
     inst = budget["installed"]
     if inst <= 0:
         return first + " No GPU was delivered during the run.", facts
-    binding = max(losses, key=losses.get)
+    binding = max(losses, key=losses.__getitem__)
     facts["binding"] = binding
     share = losses[binding] / inst
     if binding == "power" and pw is not None:
