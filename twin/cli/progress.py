@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 
 class _Null:
@@ -99,7 +100,7 @@ class SweepBar:
 
     def __init__(self, desc: str = "sweep", force: bool = False, file=None):
         self.desc, self.force, self.file = desc, force, file
-        self.bar = None
+        self.bar: Any = None   # a tqdm bar (or _Null) once the total is known
 
     def __call__(self, done: int, failed: int, total: int, elapsed_s: float = 0.0) -> None:
         if self.bar is None:
