@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import simpy
@@ -469,6 +470,7 @@ class Jobs(Component):
         from twin.outputs import JobRecord
         gpn = self.plant.gpus_per_node
         out = []
+        extra: dict[str, Any]
         for j in self.all:
             ej = j.stream
             if ej is not None:

@@ -69,6 +69,7 @@ class Scheduler(Component):
 
     def _lsf_schedule(self) -> None:
         st, lsf = self.state, self.lsf
+        assert lsf is not None, "_lsf_schedule runs only with a stream or trace"
         ok = st.node_up & st.rack_ready[self.plant.node_rack]
         for n in np.flatnonzero(ok != self._lsf_ok):
             lsf.set_node_health(int(n), bool(ok[n]), self.env.now)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from twin.scenario.workload import SchedulerPolicy, Stream
 from twin.scenario.workload import Trace as TraceSpec
@@ -19,7 +20,7 @@ def stream_params_for(spec: Stream, max_gpus: int | None = None) -> StreamParams
     changed share rescales the other classes so the shares still sum to one), restricted
     to what a cluster of ``max_gpus`` can host."""
     p = fit_stream_params(spec.fit)
-    over = {c.name: c for c in spec.classes}
+    over: dict[str, Any] = {c.name: c for c in spec.classes}
     classes = []
     for c in p.classes:
         o = over.get(c.name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -105,9 +106,11 @@ def stream_engine_jobs(s: Scenario, rng: np.random.Generator, cluster_gpus: int,
     (thinning: the rate grows with the ramp's deliveries). Returns the jobs and the stream's
     analytic statistics (rate, mean GPUs, mean GPU-seconds...)."""
     spec = s.workload.stream
+    assert spec is not None, "stream_engine_jobs needs workload.stream"
     p = stream_params_for(spec, max_gpus=cluster_gpus)
     a = spec.arrivals
-    rate = a.jobs_per_hour if a.jobs_per_hour is not None else jobs_per_hour_for_load(p, cluster_gpus, a.load)
+    rate = (a.jobs_per_hour if a.jobs_per_hour is not None
+            else jobs_per_hour_for_load(p, cluster_gpus, cast(float, a.load)))
     horizon = (spec.until_days or s.simulation.duration_days) * DAY
     df = generate_jobs(p, rng, horizon_s=horizon, jobs_per_hour=rate, gpus_per_node=gpus_per_node,
                        diurnal_amplitude=a.diurnal_amplitude, peak_hour=a.peak_hour,
@@ -126,6 +129,7 @@ def trace_engine_jobs(s: Scenario, base_dir: str | Path, cluster_gpus: int,
     class its type or queue maps to. With recorded starts a job is submitted at its recorded
     start (no queue wait of its own)."""
     spec = s.workload.trace
+    assert spec is not None, "trace_engine_jobs needs workload.trace"
     tr = load_trace(spec, base_dir, cluster_gpus=cluster_gpus)
     df = tr.jobs.copy()
     shift = 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -97,8 +98,8 @@ def replay(jobs: pd.DataFrame, cluster: ClusterShape, config: SchedulerConfig | 
     gpus = gpus_arr.tolist()
     submit = submit_arr.tolist()
     nan = math.nan
-    start = [nan] * n
-    end = [nan] * n
+    start: Any = [nan] * n       # lists while replaying, arrays after
+    end: Any = [nan] * n
     remaining = need.tolist()
     version = [0] * n
     preemptions = [0] * n

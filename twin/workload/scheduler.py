@@ -582,6 +582,7 @@ class Scheduler:
         gpn = self.gpn
         if job.whole:
             need = job.n_nodes
+            sets: _Avoiding | list[set[int]]
             if avoid:
                 # only the units holding avoided nodes change: count those, copy no other set
                 base = self.full_count if full is self.full else np.fromiter(
@@ -598,7 +599,7 @@ class Scheduler:
                 sets, counts = full, self.full_count
             else:
                 sets = full
-                counts = np.fromiter((len(s) for s in sets), np.int64, self.n_su)
+                counts = np.fromiter((len(s) for s in full), np.int64, self.n_su)
             units = self._units_in_order(counts, need)
             if units is None:
                 return None

@@ -6,6 +6,8 @@ scheduling_policy.yaml) costs minutes per run."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -17,7 +19,7 @@ from twin.workload.scheduler import ClusterShape
 from twin.workload.stream import generate_jobs, jobs_per_hour_for_load
 
 DAY = 86400.0
-POLICIES = {
+POLICIES: dict[str, dict[str, Any]] = {
     "fifo": {"backfill": False},
     "fifo_backfill": {"backfill": True},
     "fairshare_backfill": {"backfill": True, "order": "fairshare"},

@@ -18,6 +18,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -294,17 +295,17 @@ def read_sacct(path: str | Path, *, cluster_gpus: int | None = None, cpu_jobs: s
     header = all_lines[0].rstrip("|").split("|")
     _missing_columns(problems, header, SACCT_REQUIRED)
     rows, lines = [], []
-    for k, line in enumerate(all_lines[1:], start=2):
+    for lineno, line in enumerate(all_lines[1:], start=2):
         if not line.strip():
             continue
         parts = line.split("|")
         if len(parts) == len(header) + 1 and parts[-1] == "":
             parts = parts[:-1]                  # --parsable (trailing |)
         if len(parts) != len(header):
-            problems.add(k, None, "row", line[:60], f"{len(header)} |-separated fields, got {len(parts)}")
+            problems.add(lineno, None, "row", line[:60], f"{len(header)} |-separated fields, got {len(parts)}")
             continue
         rows.append(parts)
-        lines.append(k)
+        lines.append(lineno)
     problems.raise_if_any()
     raw = pd.DataFrame(rows, columns=header, dtype=str)
     lines_arr = np.array(lines, np.int64)
@@ -378,7 +379,7 @@ def read_bacct(path: str | Path, *, year: int | None = None, cluster_gpus: int |
     shown = str(path)
     problems = _Problems(shown)
     recs = _bacct_records(_read_text(path))
-    out = {k: [] for k in ("job_id", "user", "project", "queue", "state", "line", "submit_raw",
+    out: dict[str, list[Any]] = {k: [] for k in ("job_id", "user", "project", "queue", "state", "line", "submit_raw",
                            "start_raw", "end_raw", "submit_line", "start_line", "end_line", "gpus",
                            "hosts", "state_line")}
     for first, lines in recs:
@@ -435,7 +436,7 @@ def read_bacct(path: str | Path, *, year: int | None = None, cluster_gpus: int |
     # dates: "Mon Apr  1 10:00:00[ 2024]"
     cur_year = year
     prev: pd.Timestamp | None = None
-    parsed = {k: [] for k in ("submit", "start", "end")}
+    parsed: dict[str, list[Any]] = {k: [] for k in ("submit", "start", "end")}
     bad = {k: np.zeros(n, bool) for k in parsed}
     for i in range(n):
         for k in ("submit", "start", "end"):
@@ -459,6 +460,7 @@ def read_bacct(path: str | Path, *, year: int | None = None, cluster_gpus: int |
                 parsed[k].append(pd.NaT)
                 continue
             if not has_year and prev is not None and (prev - ts).days > 182:
+                assert cur_year is not None          # a yearless date without a year was refused above
                 cur_year += 1
                 ts = ts + pd.DateOffset(years=1)
             if k == "submit":
