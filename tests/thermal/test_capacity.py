@@ -5,8 +5,8 @@ import pytest
 
 from twin.thermal import inlet_model, row_hall
 from twin.thermal.capacity import capped_steady_state, coil_heat_removed_w, coil_supply_temp_c
+from twin.thermal.inlet import InletModel
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
-from twin.thermal.solver import InletModel
 
 G5 = AIR_VOLUMETRIC_HEAT_J_M3_K * 5.0  # 6030 W/K for 5 m3/s
 

@@ -15,7 +15,8 @@ from twin.thermal import (
     row_hall,
     steady_field,
 )
-from twin.thermal.solver import build_problem, face_operator, linear_maps
+from twin.thermal.inlet import linear_maps
+from twin.thermal.solver import build_problem, face_operator
 
 RHO_CP = AIR_DENSITY_KG_M3 * AIR_CP_J_KG_K
 

@@ -2,6 +2,7 @@
 GPU temperature and throttling, ASHRAE classes, failure acceleration, rack placement."""
 
 from .geometry import HallGeometry
+from .inlet import InletModel, inlet_model, inlet_temp_c
 from .layouts import row_hall
 from .placement import CapacityResult, PlacementResult, racks_that_fit, suggest_placement
 from .properties import (
@@ -25,7 +26,7 @@ from .properties import (
     return_temperature_index,
     supply_heat_index,
 )
-from .solver import InletModel, NoSteadyStateError, inlet_model, inlet_temp_c, steady_field
+from .solver import NoSteadyStateError, steady_field
 from .transient import FaultTransient, fault_transient, hall_air_volume_m3, minutes_to_inlet_limit
 
 __all__ = [

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .geometry import HallGeometry
+from .inlet import InletModel, inlet_model
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
-from .solver import InletModel, inlet_model
 
 __all__ = ["RecirculationFamily", "airflow_changed"]
 

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .geometry import HallGeometry
-from .solver import HallProblem, InletModel, build_problem, inlet_model_of_problem
+from .inlet import InletModel, inlet_model_of_problem
+from .solver import HallProblem, build_problem
 
 __all__ = ["BuoyantFlow", "buoyant_face_flux_m3_s", "buoyant_flow", "buoyant_inlet_model"]
 

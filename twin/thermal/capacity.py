@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .inlet import InletModel
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
-from .solver import InletModel
 
 __all__ = [
     "CappedSteadyState",

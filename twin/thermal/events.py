@@ -51,6 +51,7 @@ from typing import cast
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
+from .inlet import InletModel
 from .properties import (
     AIR_VOLUMETRIC_HEAT_J_M3_K,
     ASHRAE_ALLOWABLE_C,
@@ -59,7 +60,6 @@ from .properties import (
     GPU_SLOWDOWN_C,
     HW_SLOWDOWN_CLOCK_FRACTION,
 )
-from .solver import InletModel
 from .transient import IT_HEAT_CAPACITY_J_K, WATER_VOLUMETRIC_HEAT_J_M3_K
 
 __all__ = [

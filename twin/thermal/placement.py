@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .geometry import HallGeometry, default_tile_xy_m
+from .inlet import inlet_model
 from .properties import ASHRAE_RECOMMENDED_C
-from .solver import build_problem, inlet_model
+from .solver import build_problem
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,13 +39,14 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import lu_factor, lu_solve
 
 from .geometry import HallGeometry
+from .inlet import InletModel, inlet_model
 from .properties import (
     AIR_VOLUMETRIC_HEAT_J_M3_K,
     ASHRAE_ALLOWABLE_C,
     GPU_SHUTDOWN_C,
     GPU_SLOWDOWN_C,
 )
-from .solver import PLENUM_HEIGHT_M, InletModel, inlet_model
+from .solver import PLENUM_HEIGHT_M
 
 IT_HEAT_CAPACITY_J_K = 2.5e5
 """Default thermally active heat capacity of one rack of IT [J/K].
