@@ -123,18 +123,6 @@ def summary_section(answer: str, rows: list[tuple[str, str]], kpis: list[tuple[s
             + (f"<table class='inputs'><tbody>{inputs}</tbody></table>" if rows else "") + "</section>")
 
 
-def invariant_notes(ds) -> list[str]:
-    """One line per run-time invariant the run broke (``twin.invariants``, kept in the
-    Dataset attrs as ``invariant_warnings``): which number cannot be trusted and why."""
-    raw = ds.attrs.get("invariant_warnings")
-    try:
-        found = json.loads(raw) if isinstance(raw, str) else list(raw or [])
-    except ValueError:
-        return []
-    return [f"Warning, run-time check {w.get('check', '?')}: {w.get('message', '')}" if isinstance(w, dict)
-            else f"Warning: {w}" for w in found]
-
-
 HEADLINE_RUN_KPIS = {"tokens_total": "tokens trained", "tokens_per_day_mean": "mean token rate",
                      "goodput_fraction": "goodput", "gpu_hours_installed": "GPU-hours installed",
                      "energy_facility_mwh": "utility energy", "pue_mean": "mean PUE",
@@ -169,7 +157,7 @@ def run_report_html(results, title: str | None = None) -> str:
     cards = [(short, human(kpis[k], describe(k, ds)[1], k)) for k, short in HEADLINE_RUN_KPIS.items() if k in kpis]
     sections = [summary_section(answer, sm.input_summary(scenario) if scenario is not None else [], cards,
                                 [sm.budget_sentence(facts["budget"], float(kpis.get("lost_gpu_hours") or 0.0)),
-                                 *invariant_notes(ds)])]
+                                 *sm.invariant_notes(ds)])]
 
     # ramp
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4))

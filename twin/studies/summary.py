@@ -12,6 +12,7 @@ plotting, no files.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -301,3 +302,15 @@ def sweep_answer(ds, dims: list[str], kpis: list[str], preface: str = "") -> str
         else:
             parts.append(f"Across {d}, none of {', '.join(kpis[:3])} changes.")
     return " ".join(parts)
+
+
+def invariant_notes(ds) -> list[str]:
+    """One line per run-time invariant the run broke (``twin.invariants``, kept in the
+    Dataset attrs as ``invariant_warnings``): which number cannot be trusted and why."""
+    raw = ds.attrs.get("invariant_warnings")
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else list(raw or [])
+    except ValueError:
+        return []
+    return [f"Warning, run-time check {w.get('check', '?')}: {w.get('message', '')}" if isinstance(w, dict)
+            else f"Warning: {w}" for w in found]
