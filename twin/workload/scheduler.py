@@ -462,6 +462,26 @@ class Scheduler:
             self._move(node, g)
             self.node_jobs[node].discard(job.id)
 
+    def _give_back(self, alloc: list[tuple[int, int]], free: list[int], full: list[set[int]],
+                   partial: list[set[int]]) -> None:
+        """Return ``alloc``'s GPUs to hypothetical pools (copies of ``free``, ``full`` and
+        ``partial``), as a reservation or a preemption plan does before it tries a
+        placement; unhealthy nodes stay out, as in :meth:`_move`."""
+        gpn = self.gpn
+        for node, g in alloc:
+            if not self.healthy[node]:
+                continue
+            f = free[node]
+            if f == gpn:
+                full[self.node_su[node]].discard(node)
+            elif f > 0:
+                partial[f].discard(node)
+            free[node] = f + g
+            if free[node] == gpn:
+                full[self.node_su[node]].add(node)
+            else:
+                partial[free[node]].add(node)
+
     # ------------------------------------------------------------------ placement
     def _units_in_order(self, counts: np.ndarray, need: int) -> list[int] | None:
         """Units to take ``need`` whole nodes from: one unit if one has room (best fit,
@@ -585,9 +605,7 @@ class Scheduler:
         if r is not None and r[0] is job:
             return r[1], r[2]
         free = list(self.free)
-        changed: dict[int, int] = {}
         heap = list(self._running_by_end())
-        gpn = self.gpn
         full = [set(s) for s in self.full]
         partial = [set(s) for s in self.partial]
         shadow, alloc = math.inf, None
@@ -595,20 +613,7 @@ class Scheduler:
             t, _, other = heapq.heappop(heap)
             if other.state != "running" or t != other.end_est:
                 continue
-            for node, g in other.alloc:
-                if not self.healthy[node]:
-                    continue
-                f = free[node]
-                if f == gpn:
-                    full[self.node_su[node]].discard(node)
-                elif f > 0:
-                    partial[f].discard(node)
-                free[node] = f + g
-                changed[node] = free[node]
-                if free[node] == gpn:
-                    full[self.node_su[node]].add(node)
-                else:
-                    partial[free[node]].add(node)
+            self._give_back(other.alloc, free, full, partial)
             if heap and heap[0][0] == t:
                 continue
             alloc = self._place(job, full=full, partial=partial)
@@ -647,23 +652,10 @@ class Scheduler:
         free = list(self.free)
         full = [set(s) for s in self.full]
         partial = [set(s) for s in self.partial]
-        gpn = self.gpn
         chosen = []
         for v in victims:
             chosen.append(v)
-            for node, g in v.alloc:
-                if not self.healthy[node]:
-                    continue
-                f = free[node]
-                if f == gpn:
-                    full[self.node_su[node]].discard(node)
-                elif f > 0:
-                    partial[f].discard(node)
-                free[node] = f + g
-                if free[node] == gpn:
-                    full[self.node_su[node]].add(node)
-                else:
-                    partial[free[node]].add(node)
+            self._give_back(v.alloc, free, full, partial)
             alloc = self._place(job, full=full, partial=partial)
             if alloc is not None:
                 used = {n for n, _ in alloc}
