@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: exit code of every twin command for bad input (a scenario, a file, an argument)
+EXIT_BAD_INPUT = 2
+
 
 @dataclass(frozen=True)
 class Problem:

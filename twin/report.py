@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-EXIT_BAD_INPUT = 2
+from twin.errors import EXIT_BAD_INPUT
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1150px;
 color:#222;line-height:1.45;padding:0 1em}

@@ -17,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT = 2
+from twin.errors import EXIT_BAD_INPUT
+
 #: A rack's recirculation correction is printed when it moves the inlet this much at peak heat [K].
 RECIRC_SHOWN_K = 0.5
 

@@ -20,7 +20,7 @@ import json
 import math
 import sys
 
-EXIT_BAD_INPUT = 2
+from twin.errors import EXIT_BAD_INPUT
 
 
 class _Bad(Exception):

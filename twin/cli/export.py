@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_BAD_INPUT = 2
+from twin.errors import EXIT_BAD_INPUT
 
 
 def build_parser() -> argparse.ArgumentParser:

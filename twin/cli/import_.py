@@ -15,7 +15,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT = 2
+from twin.errors import EXIT_BAD_INPUT
 
 
 class _Parser(argparse.ArgumentParser):

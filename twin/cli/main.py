@@ -17,13 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from twin.errors import ScenarioError
+from twin.errors import EXIT_BAD_INPUT, ScenarioError
 
 if TYPE_CHECKING:
     from twin.scenario.schema import Scenario
 
 EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 

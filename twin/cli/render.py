@@ -14,10 +14,8 @@ import argparse
 import sys
 import time as _time
 
-from twin.errors import ScenarioError
+from twin.errors import EXIT_BAD_INPUT, ScenarioError
 from twin.viz.snapshot import COLORS
-
-EXIT_BAD_INPUT = 2
 
 
 class _Parser(argparse.ArgumentParser):

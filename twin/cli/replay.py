@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT = 2
+from twin.errors import EXIT_BAD_INPUT
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from twin.errors import EXIT_BAD_INPUT
 from twin.sweep.assembly import format_summary
 from twin.sweep.executors import SweepInvalid
 from twin.sweep.run import run_sweep
@@ -34,7 +35,6 @@ from twin.sweep.spec import (
 )
 
 EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
 
 
 class SweepProgress:
