@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from twin.errors import EXIT_BAD_INPUT
+from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1150px;
@@ -218,7 +219,8 @@ def run_report_html(results, title: str | None = None) -> str:
         ax.plot(t, inlet.max("rack").values, label="hottest powered rack")
         ax.plot(t, inlet.quantile(0.5, "rack", skipna=True).values, label="median")
         ax.plot(t, inlet.min("rack").values, label="coolest")
-    ax.axhline(27.0, color="r", ls=":", label="ASHRAE recommended 27 °C")
+    ax.axhline(ASHRAE_RECOMMENDED_MAX_C, color="r", ls=":",
+               label=f"ASHRAE recommended {ASHRAE_RECOMMENDED_MAX_C:g} °C")
     ax.set_ylabel(axis_label("rack_inlet_c", ds))
     ax.set_title("Rack inlet temperatures")
     ax.legend(loc="lower right", fontsize=8)

@@ -101,20 +101,12 @@ class Engine:
         self._started = False
 
     # ------------------------------------------------------------------ shared services
-    @property
-    def now(self) -> float:
-        return self.env.now
-
     def log(self, kind: str, target: str, detail: str = "") -> None:
         """Append an event to the run's event table (time [s], kind, target, detail)."""
         self.events.append((self.env.now, kind, target, detail))
 
     def node_name(self, n: int) -> str:
         return f"{self.plant.rack_names[self.plant.node_rack[n]]}/n{n % self.s.hardware.nodes_per_rack}"
-
-    def hall_geometry(self, h: int = 0):
-        """The thermal model's geometry of hall ``h`` (for steady fields and placement)."""
-        return self.thermal.halls[h].geom
 
     # ------------------------------------------------------------------ run
     def start(self) -> None:
