@@ -134,8 +134,22 @@ def cmd_validate(args) -> int:
     racks = sum(r.racks for h in s.site.halls for r in h.rows)
     delivered = sum(w.racks for w in s.ramp.waves)
     gpus = delivered * s.hardware.nodes_per_rack * node_model(s.hardware.node_model).gpu_count
+    work = [f"{len(s.workload.jobs)} jobs"] if s.workload.jobs or s.workload.stream is None else []
+    if s.workload.stream is not None:
+        a = s.workload.stream.arrivals
+        rate = f"offered load {a.load:g}" if a.load is not None else f"{a.jobs_per_hour:g} jobs/h"
+        work.append(f"a job stream ({rate})")
+    if s.workload.trace is not None:
+        # parsed as `twin run` parses it: a bad row is exit 2 with file, line and column
+        from twin.workload.config import load_trace
+        try:
+            tr = load_trace(s.workload.trace, ".", cluster_gpus=gpus)
+        except ScenarioError as err:
+            return _report_problems(err)
+        skipped = sum(tr.skipped.values())
+        work = [f"a trace of {len(tr.jobs)} jobs ({tr.rows_read} rows, {skipped} skipped)"]
     print(f"ok: {args.scenario}: scenario {s.name!r}, {racks} rack positions, {delivered} racks "
-          f"delivered ({gpus} GPUs), {len(s.workload.jobs)} jobs, {s.simulation.duration_days:g} days")
+          f"delivered ({gpus} GPUs), {' and '.join(work)}, {s.simulation.duration_days:g} days")
     return 0
 
 

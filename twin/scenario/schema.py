@@ -339,6 +339,9 @@ class Workload(Model):
             raise ValueError("at least one job, a stream or a trace")
         if self.trace is not None and self.jobs:
             raise ValueError("a trace replaces the jobs list: give trace or jobs, not both")
+        if self.trace is not None and self.stream is not None:
+            raise ValueError("a trace replaces the stream: give trace or stream, not both "
+                             "(workload.stream=null)")
         if self.stream is not None and any(j.hot_spares or j.elastic for j in self.jobs):
             raise ValueError("fixed jobs beside a stream run under the LSF-like scheduler, which "
                              "holds no hot spares and does not shrink jobs: hot_spares 0, elastic false")
