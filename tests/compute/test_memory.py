@@ -122,10 +122,11 @@ def test_states_scale_inversely_with_model_parallelism(tp, pp, dp, cp):
 
 def test_scenario_validation_refuses_a_job_that_does_not_fit():
     data = yaml.safe_load(BLUE_VELA.read_text())
-    job = data["workload"]["jobs"][0]
-    job.update(model={"layers": 80, "hidden": 8192, "ffn_hidden": 28672, "heads": 64,
+    job = dict(name="llama70b", seq_len=8192,
+               model={"layers": 80, "hidden": 8192, "ffn_hidden": 28672, "heads": 64,
                       "kv_heads": 8, "vocab": 128256}, tp=1, pp=1, cp=1, vpp=1, nodes=1,
                global_batch=8)
+    data["workload"] = {"jobs": [job]}
     with pytest.raises(ScenarioError) as exc:
         validate_data(data, "x.yaml")
     probs = [p for p in exc.value.problems if p.path == "workload.jobs.0"]

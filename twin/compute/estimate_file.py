@@ -29,8 +29,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
-from twin.compute.memory import MemoryBreakdown, memory_fit_problem, memory_per_gpu_bytes
-from twin.compute.step import KERNEL_EFFICIENCY, StepEstimate, step_estimate
+from twin.compute import specs
+from twin.compute.memory import MemoryBreakdown, memory_fit_problem
+from twin.compute.specs import GpuSpec, ModelSpec, ParallelSpec, memory_per_gpu, step_time
+from twin.compute.step import KERNEL_EFFICIENCY, StepEstimate
 
 _Frac = Annotated[float, Field(gt=0.0, le=1.0)]
 #: the C-accelerated safe loader when libyaml is there (same safety: no Python tags)
@@ -250,65 +252,57 @@ def layout_problems(est: EstimateFile) -> list[str]:
     return out
 
 
-def memory_from_file(est: EstimateFile) -> MemoryBreakdown:
-    """Per-GPU memory of the job (:func:`twin.compute.memory.memory_per_gpu_bytes`)."""
+def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
+    """The model, parallelism and GPU records (:mod:`twin.compute.specs`) of an estimate
+    file's job (the fabric record needs :func:`fabric_figures`)."""
     c, m, t, p = est.cluster, est.model, est.training, est.parallelism
+    ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
+    model = ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+                      kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp,
+                      experts=m.experts, top_k=m.top_k, capacity_factor=m.capacity_factor)
+    par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep, seq_len=t.seq_len,
+                       global_batch=t.global_batch, micro_batch=t.micro_batch,
+                       precision=t.precision, activation_recompute=t.activation_recompute,
+                       zero_stage=t.zero_stage, fsdp_shard=t.fsdp_shard,
+                       grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0)
+    gpu = GpuSpec(peak_bf16_tflops=c.gpu.peak_bf16_tflops, peak_fp8_tflops=c.gpu.peak_fp8_tflops,
+                  hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,
+                  nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
+                  gpus_per_node=c.gpus_per_node, memory_gb=c.gpu.memory_gb,
+                  kernel_efficiency=ke)
+    return model, par, gpu
+
+
+def memory_from_file(est: EstimateFile) -> MemoryBreakdown:
+    """Per-GPU memory of the job (:func:`twin.compute.specs.memory_per_gpu`)."""
     problems = layout_problems(est)
     if problems:
         raise EstimateFileError(problems)
-    dp = c.gpus // (p.tp * p.pp * p.cp)
-    ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
-    mb = t.global_batch // (dp * t.micro_batch) if t.global_batch >= dp * t.micro_batch else 1
+    model, par, gpu = job_specs(est)
     try:
-        return memory_per_gpu_bytes(
-            layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-            kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, seq_len=t.seq_len,
-            micro_batch=t.micro_batch, tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, dp=dp,
-            microbatches=mb, precision=t.precision,
-            activation_recompute=t.activation_recompute,
-            zero_stage=t.zero_stage if t.zero_stage != 1 or ke is None
-            or ke.distributed_optimizer else 0,
-            moe_experts=m.experts, moe_ep=p.ep, moe_top_k=m.top_k,
-            moe_capacity_factor=m.capacity_factor,
-            shard_ranks=t.fsdp_shard if t.zero_stage == 3 else None,
-            grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0,
-            sequence_parallel=ke.sequence_parallel if ke else True,
-            flash_attention=ke.flash_attention if ke else True)
+        return memory_per_gpu(model, par, gpu, gpus=est.cluster.gpus)
     except ValueError as exc:
         raise EstimateFileError([f"{est.name}: {exc}"]) from None
 
 
 def estimate_from_file(est: EstimateFile) -> StepEstimate:
-    """Run :func:`twin.compute.step_estimate` on a validated estimate file.
+    """Run :func:`twin.compute.specs.step_time` on a validated estimate file.
 
     A job that does not fit in ``cluster.gpu.memory_gb`` is an :class:`EstimateFileError`
     naming the capacity and the breakdown.
     """
-    c, m, t, p = est.cluster, est.model, est.training, est.parallelism
+    c, t, p = est.cluster, est.training, est.parallelism
     problem = memory_fit_problem(memory_from_file(est), c.gpu.memory_gb)
     if problem:
         raise EstimateFileError([f"{est.name}: tp={p.tp} pp={p.pp} cp={p.cp} on {c.gpus} GPUs "
                                  f"{problem} (cluster.gpu.memory_gb)"])
-    if t.precision == "fp8":
-        if c.gpu.peak_fp8_tflops is None:
-            raise EstimateFileError(["cluster.gpu.peak_fp8_tflops: needed for precision fp8"])
-        peak = c.gpu.peak_fp8_tflops
-    else:
-        peak = c.gpu.peak_bf16_tflops
+    if t.precision == "fp8" and c.gpu.peak_fp8_tflops is None:
+        raise EstimateFileError(["cluster.gpu.peak_fp8_tflops: needed for precision fp8"])
     bw, hops = fabric_figures(c)
-    ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
+    fabric = specs.FabricSpec(inter_node_gbps=bw, transport=c.fabric.transport, hops=hops)
+    model, par, gpu = job_specs(est)
     try:
-        return step_estimate(
-            layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-            kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, seq_len=t.seq_len,
-            global_batch=t.global_batch, micro_batch=t.micro_batch, tp=p.tp, pp=p.pp, cp=p.cp,
-            vpp=p.vpp, gpus=c.gpus, gpus_per_node=c.gpus_per_node, peak_tflops=peak,
-            precision=t.precision, hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s,
-            nvls=c.gpu.nvls, inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
-            activation_recompute=t.activation_recompute, clock_fraction=c.clock_fraction,
-            deployment=c.deployment, kernel_efficiency=ke, nvswitch=c.gpu.nvswitch,
-            pcie_gb_s=c.gpu.pcie_gb_s, moe_experts=m.experts, moe_top_k=m.top_k,
-            moe_ep=p.ep, moe_capacity_factor=m.capacity_factor, zero_stage=t.zero_stage,
-            fsdp_shard=t.fsdp_shard)
+        return step_time(model, par, gpu, fabric, gpus=c.gpus, clock_fraction=c.clock_fraction,
+                         deployment=c.deployment)
     except ValueError as exc:
         raise EstimateFileError([f"{est.name}: {exc}"]) from None

@@ -4,19 +4,17 @@ For each fabric (rail-optimised InfiniBand, a k-ary fat tree, a 2:1 RoCE CLOS at
 400 Gb/s, and a Vela-like RoCE CLOS at 100 Gb/s) and each workload (one dense job, one
 MoE job, several jobs sharing the spines on a fragmented placement), the jobs' per-node
 bandwidth comes from the max-min fair flow solve (:func:`twin.fabric.fair_share_bandwidths_gbps`,
-adaptive routing or hashed static ECMP) and feeds :func:`twin.compute.step_estimate`
+adaptive routing or hashed static ECMP) and feeds :func:`twin.compute.specs.step_time`
 (``inter_node_gbps``, transport, switch hops of the placement).  The GPUs are the same
 DGX H100 nodes everywhere, so the differences are the fabric's.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from twin.compute.shapes import MODEL_SHAPES, MOE_SHAPES
-from twin.compute.step import step_estimate
+from twin.compute.specs import FabricSpec, GpuSpec, ModelSpec, ParallelSpec, step_time
 from twin.fabric import build_fabric, fair_share_bandwidths_gbps, placement_hops
 
 #: fabrics of the study: build_fabric arguments and the transport
@@ -31,20 +29,24 @@ FABRICS: dict[str, dict] = {
                                 tor_uplinks_per_spine=2, su_nodes=16, transport="roce"),
 }
 
-H100_NODE: dict[str, Any] = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0,
-                                 nvls=True, peak_tflops=989.0)
+#: DGX H100 GPUs: NVLink4 450 GB/s one way, NVLS
+H100_GPU = GpuSpec(peak_bf16_tflops=989.0, peak_fp8_tflops=1979.0, hbm_bw_tb_s=3.35,
+                   nvlink_gb_s=450.0, nvls=True, gpus_per_node=8)
 
 
-def _job(kind: str, nodes: int) -> tuple[dict, str]:
-    """(step_estimate arguments without the network, traffic pattern) of a study job."""
+def _job(kind: str, nodes: int) -> tuple[ModelSpec, ParallelSpec, str]:
+    """(model, parallelism, traffic pattern) of a study job on ``nodes`` nodes."""
     if kind == "dense":  # Llama 3.1 70B, NeMo layout
-        return dict(MODEL_SHAPES["llama31_70b"], tp=4, pp=4, cp=2, vpp=5, micro_batch=1,
-                    global_batch=nodes * 8 // 32 * 32, gpus=nodes * 8), "ring"
+        shape = dict(MODEL_SHAPES["llama31_70b"])
+        seq = shape.pop("seq_len")
+        return (ModelSpec(**shape),
+                ParallelSpec(tp=4, pp=4, cp=2, vpp=5, seq_len=seq, micro_batch=1,
+                             global_batch=nodes * 8 // 32 * 32), "ring")
     shape = dict(MOE_SHAPES["mixtral_8x22b"])  # Mixtral 8x22B, experts spread over nodes
-    e, k = shape.pop("experts"), shape.pop("top_k")
-    return dict(shape, tp=2, pp=4, cp=1, vpp=1, micro_batch=1, gpus=nodes * 8,
-                global_batch=nodes * 8 // 8 * 8, moe_experts=e, moe_top_k=k,
-                moe_ep=8), "all_to_all"
+    seq = shape.pop("seq_len")
+    return (ModelSpec(**shape),
+            ParallelSpec(tp=2, pp=4, cp=1, vpp=1, ep=8, seq_len=seq, micro_batch=1,
+                         global_batch=nodes * 8 // 8 * 8), "all_to_all")
 
 
 def _workloads(n_nodes: int, seed: int) -> dict[str, list[tuple[str, np.ndarray]]]:
@@ -73,15 +75,16 @@ def fabric_study(n_nodes: int = 128, *, routings=("adaptive", "ecmp"), seed: int
         for wname, jobs in _workloads(n_nodes, seed).items():
             for routing in routings:
                 nodes = [n for _, n in jobs]
-                pats = [_job(kind, len(n))[1] for kind, n in jobs]
+                pats = [_job(kind, len(n))[2] for kind, n in jobs]
                 share = fair_share_bandwidths_gbps(g, nodes, pattern=pats, routing=routing,
                                                    seed=seed, qps=qps)
                 for j, (kind, n) in enumerate(jobs):
-                    args, _ = _job(kind, len(n))
+                    model, par, _ = _job(kind, len(n))
                     bw = float(share["bandwidth_gbps"][j])
                     hops = float(placement_hops(g, n)["max_hops"])
-                    e = step_estimate(**args, **H100_NODE, inter_node_gbps=bw,
-                                      transport=transport, hops=hops)
+                    e = step_time(model, par, H100_GPU,
+                                  FabricSpec(inter_node_gbps=bw, transport=transport, hops=hops),
+                                  gpus=len(n) * H100_GPU.gpus_per_node)
                     rows.append(dict(fabric=fname, workload=wname, routing=routing, job=j,
                                      kind=kind, nodes=int(len(n)), bandwidth_gbps=bw,
                                      step_time_s=e.step_time_s,

@@ -289,28 +289,3 @@ def memory_fit_problem(mem: MemoryBreakdown, capacity_gib: float,
     return (f"does not fit in GPU memory: needs {mem.describe_gib()} "
             f"per GPU, the GPU has {capacity_gib:g} GiB")
 
-
-def job_memory_problem(job, gpus: int, gpu_memory_gb: float) -> str | None:
-    """Memory check of a scenario job (``twin.scenario`` ``Job``) on ``gpus`` GPUs.
-
-    The adapter :func:`twin.scenario.loader.semantic_problems` calls: the job's model,
-    parallelism and recompute with Megatron's defaults (distributed optimizer, fp32
-    gradient buffers, sequence parallel, flash attention).  ``None`` when it fits or
-    when the parallel layout is invalid (reported by other checks).
-    """
-    mp = job.tp * job.pp * job.cp
-    if gpus % mp or gpus < mp:
-        return None
-    dp = gpus // mp
-    m = job.model
-    try:
-        mem = memory_per_gpu_bytes(
-            layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-            kv_heads=m.kv_heads, vocab=m.vocab, seq_len=job.seq_len,
-            micro_batch=job.micro_batch, tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, dp=dp,
-            microbatches=max(1, job.global_batch // (dp * job.micro_batch)),
-            precision=job.precision,
-            activation_recompute="full" if job.activation_recompute else "none")
-    except ValueError:
-        return None
-    return memory_fit_problem(mem, gpu_memory_gb)

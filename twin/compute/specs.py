@@ -1,0 +1,167 @@
+"""Typed records of one training job, and the one call of the step and memory models.
+
+The physics (:func:`twin.compute.step.step_estimate`,
+:func:`twin.compute.memory.memory_per_gpu_bytes`) are pure functions of numbers.  Every
+caller that starts from a description of a job (a scenario job through
+:mod:`twin.plant`, an estimate file, the fabric study) builds four records instead and
+calls :func:`step_time` / :func:`memory_per_gpu`, so the long keyword list of the physics
+is written here once:
+
+* :class:`ModelSpec`: the network's shape (dense or mixture of experts);
+* :class:`ParallelSpec`: how the job is split and run (tensor, pipeline, context, expert
+  parallelism, batch, precision, recompute, optimizer sharding);
+* :class:`GpuSpec`: a node's GPUs and their NVLink domain;
+* :class:`FabricSpec`: the fabric as the job's placement sees it (per-node bandwidth,
+  transport, switch hops).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.compute.memory import MemoryBreakdown, memory_per_gpu_bytes
+from twin.compute.step import KernelEfficiency, StepEstimate, step_estimate
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Shape of a decoder transformer.
+
+    ffn_hidden is one MLP's inner size (one expert's for a mixture of experts); gated_mlp
+    marks SwiGLU (three ``h x F`` matrices) against a two-matrix GeLU / ReLU^2 MLP.
+    experts > 0 makes every MLP a mixture of ``experts`` experts, each token routed to
+    ``top_k`` of them, an expert computing at most ``capacity_factor`` times its even share.
+    """
+
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    gated_mlp: bool = True
+    experts: int = 0
+    top_k: int = 2
+    capacity_factor: float = 1.0
+
+
+@dataclass(frozen=True)
+class ParallelSpec:
+    """How a job is split and run.
+
+    tp, pp, cp: tensor, pipeline, context parallel sizes; vpp: virtual stages per pipeline
+    rank; ep: expert-parallel ranks (taken from the data x context group).  seq_len
+    [tokens], global_batch and micro_batch [sequences].  precision "bf16" or "fp8";
+    activation_recompute "none", "selective" or "full"; zero_stage 1 (Megatron's
+    distributed optimizer) or 3 (FSDP / ZeRO-3, shard group ``fsdp_shard`` ranks, None =
+    all data x context ranks); grad_bytes [B] per gradient element (4: fp32 buffers).
+    """
+
+    tp: int
+    pp: int
+    cp: int
+    vpp: int
+    seq_len: int
+    global_batch: int
+    micro_batch: int = 1
+    ep: int = 1
+    precision: str = "bf16"
+    activation_recompute: str = "none"
+    zero_stage: int = 1
+    fsdp_shard: int | None = None
+    grad_bytes: float = 4.0
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs of one model replica's tensor x pipeline x context group."""
+        return self.tp * self.pp * self.cp
+
+    def data_parallel(self, gpus: int) -> int:
+        """Data-parallel ranks of a job on ``gpus`` GPUs."""
+        return gpus // self.model_parallel
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """A node's GPUs: dense peaks [TFLOP/s], HBM bandwidth [TB/s] and capacity [GiB],
+    NVLink one way per GPU [GB/s], NVSwitch and in-switch reduction (NVLS), PCIe per
+    direction [GB/s], GPUs per node, and the per-kernel efficiency table (None = from the
+    peak)."""
+
+    peak_bf16_tflops: float
+    peak_fp8_tflops: float | None
+    hbm_bw_tb_s: float
+    nvlink_gb_s: float
+    nvls: bool
+    nvswitch: bool = True
+    pcie_gb_s: float = 64.0
+    gpus_per_node: int = 8
+    memory_gb: float = 80.0
+    kernel_efficiency: KernelEfficiency | None = None
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak [TFLOP/s] at the job's precision (fp8 or bf16)."""
+        if precision == "fp8":
+            if self.peak_fp8_tflops is None:
+                raise ValueError("precision fp8 needs the GPU's peak_fp8_tflops")
+            return self.peak_fp8_tflops
+        return self.peak_bf16_tflops
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """The fabric as a job's placement sees it: achievable bandwidth per node [Gb/s] (all
+    NICs; 0 = partitioned), transport (``ib_rdma``, ``roce``, ``roce_host``, ``tcp``)
+    and switch hops [-] between the job's nodes."""
+
+    inter_node_gbps: float
+    transport: str = "ib_rdma"
+    hops: float = 4.0
+
+
+def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricSpec, *,
+              gpus: int, clock_fraction=1.0, deployment: str = "bare_metal") -> StepEstimate:
+    """One optimizer step of the job on ``gpus`` GPUs (:func:`twin.compute.step_estimate`).
+
+    clock_fraction [-]: scalar or per-GPU array (the slowest GPU sets the pace);
+    deployment: ``bare_metal``, ``container`` or ``vm``.
+    """
+    return step_estimate(
+        layers=model.layers, hidden=model.hidden, ffn_hidden=model.ffn_hidden,
+        heads=model.heads, kv_heads=model.kv_heads, vocab=model.vocab,
+        gated_mlp=model.gated_mlp, seq_len=par.seq_len, global_batch=par.global_batch,
+        micro_batch=par.micro_batch, tp=par.tp, pp=par.pp, cp=par.cp, vpp=par.vpp, gpus=gpus,
+        gpus_per_node=gpu.gpus_per_node, peak_tflops=gpu.peak_tflops(par.precision),
+        precision=par.precision, hbm_bw_tb_s=gpu.hbm_bw_tb_s, nvlink_gb_s=gpu.nvlink_gb_s,
+        nvls=gpu.nvls, nvswitch=gpu.nvswitch, pcie_gb_s=gpu.pcie_gb_s,
+        kernel_efficiency=gpu.kernel_efficiency, inter_node_gbps=fabric.inter_node_gbps,
+        transport=fabric.transport, hops=fabric.hops,
+        activation_recompute=par.activation_recompute, clock_fraction=clock_fraction,
+        deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
+        moe_ep=par.ep, moe_capacity_factor=model.capacity_factor, zero_stage=par.zero_stage,
+        fsdp_shard=par.fsdp_shard)
+
+
+def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
+                   gpus: int) -> MemoryBreakdown:
+    """Per-GPU memory [B] of the job on ``gpus`` GPUs
+    (:func:`twin.compute.memory.memory_per_gpu_bytes`), with the software the GPU's
+    kernel table describes (distributed optimizer, sequence parallel, flash attention;
+    Megatron's defaults when the table is None)."""
+    ke = gpu.kernel_efficiency
+    dp = par.data_parallel(gpus)
+    mb = par.global_batch // (dp * par.micro_batch) if par.global_batch >= dp * par.micro_batch else 1
+    distributed = ke is None or ke.distributed_optimizer
+    return memory_per_gpu_bytes(
+        layers=model.layers, hidden=model.hidden, ffn_hidden=model.ffn_hidden,
+        heads=model.heads, kv_heads=model.kv_heads, vocab=model.vocab,
+        gated_mlp=model.gated_mlp, seq_len=par.seq_len, micro_batch=par.micro_batch,
+        tp=par.tp, pp=par.pp, cp=par.cp, vpp=par.vpp, dp=dp, microbatches=mb,
+        precision=par.precision, activation_recompute=par.activation_recompute,
+        zero_stage=par.zero_stage if par.zero_stage != 1 or distributed else 0,
+        moe_experts=model.experts, moe_ep=par.ep, moe_top_k=model.top_k,
+        moe_capacity_factor=model.capacity_factor,
+        shard_ranks=par.fsdp_shard if par.zero_stage == 3 else None,
+        grad_bytes=par.grad_bytes,
+        sequence_parallel=ke.sequence_parallel if ke else True,
+        flash_attention=ke.flash_attention if ke else True)
