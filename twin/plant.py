@@ -1,6 +1,4 @@
-"""The static plant a scenario describes, as arrays: racks, nodes, RPPs, halls, fabric;
-and the one adapter from a scenario job to the step and memory models (the typed records
-of ``twin.compute.specs``: model shape, parallelism, GPU spec, fabric spec).
+"""The static plant a scenario describes, as arrays: racks, nodes, RPPs, halls, fabric.
 
 Built once per run (or per layout change); the engine's processes read it. Geometry of
 the rows is expanded here so that every sub-model receives plain arrays.
@@ -9,22 +7,13 @@ the rows is expanded here so that every sub-model receives plain arrays.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from twin.catalog import NodeModel, SwitchModel, load_catalog
-from twin.compute.specs import (
-    FabricSpec,
-    GpuSpec,
-    ModelSpec,
-    ParallelSpec,
-    memory_per_gpu,
-    step_time,
-)
-from twin.scenario.schema import Hall, Scenario
+from twin.scenario.schema import Hall, Hardware, Scenario
 
 _DIRECTIONS = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}
 
@@ -40,21 +29,51 @@ def seconds_since(start: dt.date, when: dt.date | dt.datetime) -> float:
 
 
 def rack_positions(hall: Hall) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Centres (R,2) [m], intake directions (R,2), enclosure flags (R,) and names of a hall's racks."""
+    """Centres (R,2) [m], intake directions (R,2), enclosure flags (R,) and names of a hall's
+    racks: on each row's line, or where a ``rack_overrides`` entry places the rack."""
     xy, intake, enclosed, names = [], [], [], []
     for row in hall.rows:
         step = np.array([row.pitch_m, 0.0] if row.along == "x" else [0.0, row.pitch_m])
+        placed = {o.rack: (o.x_m, o.y_m) for o in row.rack_overrides if o.x_m is not None and o.y_m is not None}
         for i in range(row.racks):
-            xy.append(np.array([row.x_m, row.y_m]) + i * step)
+            xy.append(np.array(placed[i + 1], float) if i + 1 in placed
+                      else np.array([row.x_m, row.y_m]) + i * step)
             intake.append(_DIRECTIONS[row.intake])
             enclosed.append(row.enclosure)
             names.append(f"{row.name}-{i + 1:02d}")
     return np.array(xy, float), np.array(intake, float), np.array(enclosed, bool), names
 
 
+def rack_hardware(hall: Hall, hardware: Hardware) -> tuple[list[str], list[int]]:
+    """Catalog node model and node count of each rack of a hall, in rack order: the rack's
+    override, else its row's, else ``hardware``'s."""
+    models: list[str] = []
+    counts: list[int] = []
+    for row in hall.rows:
+        over = {o.rack: o for o in row.rack_overrides}
+        for i in range(row.racks):
+            o = over.get(i + 1)
+            models.append((o.node_model if o else None) or row.node_model or hardware.node_model)
+            counts.append((o.nodes_per_rack if o else None) or row.nodes_per_rack or hardware.nodes_per_rack)
+    return models, counts
+
+
+def uniform(values: np.ndarray) -> float | np.ndarray:
+    """``values`` as one float when all are equal (a homogeneous plant keeps scalar
+    physics, bit for bit), else the array itself."""
+    v = np.asarray(values, float)
+    return float(v[0]) if v.size and np.all(v == v[0]) else v
+
+
 @dataclass
 class Plant:
-    """Arrays describing what is built, indexed by rack ``r``, node ``n``, RPP ``p``, hall ``h``."""
+    """Arrays describing what is built, indexed by rack ``r``, node ``n``, RPP ``p``, hall ``h``.
+
+    Racks may hold different node models and node counts: ``models`` are the distinct
+    catalog models (``models[0]`` = ``hardware.node_model`` when any rack holds it),
+    ``rack_model`` (R,) and ``node_model_index`` (N,) index into them, ``rack_nodes`` (R,)
+    counts nodes. ``node`` is the scenario's default model (``hardware.node_model``).
+    """
 
     scenario: Scenario
     node: NodeModel
@@ -72,7 +91,12 @@ class Plant:
     rpp_rating_w: np.ndarray       # (P,) breaker rating (trip reference) [W]
     plan_s: np.ndarray             # (S,) stage times [s]
     plan_it_w: np.ndarray          # (S,) available IT power [W]
+    model_names: tuple[str, ...] = ()      # (M,) distinct catalog keys
+    models: tuple[NodeModel, ...] = ()     # (M,) their catalog entries
+    rack_model: np.ndarray = field(default_factory=lambda: np.zeros(0, int))   # (R,) index into models
+    rack_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, int))   # (R,) nodes per rack
     fabric: nx.Graph | None = field(default=None, repr=False)
+    _param_cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_racks(self) -> int:
@@ -84,7 +108,95 @@ class Plant:
 
     @property
     def gpus_per_node(self) -> int:
+        """GPUs per node of the default model (``node_gpus`` holds each node's count)."""
         return self.node.gpu_count
+
+    @property
+    def homogeneous(self) -> bool:
+        """One node model and one node count in every rack."""
+        return len(self.models) <= 1 and bool(np.all(self.rack_nodes == self.rack_nodes[0]))
+
+    @property
+    def node_model_index(self) -> np.ndarray:
+        """Index into ``models`` of every node [int (N,)]."""
+        if "node_model_index" not in self._param_cache:
+            self._param_cache["node_model_index"] = self.rack_model[self.node_rack]
+        return self._param_cache["node_model_index"]
+
+    @property
+    def rack_node_model(self) -> np.ndarray:
+        """Catalog node model of every rack [str (R,)] (for labels and the 3-D view)."""
+        return np.asarray(self.model_names, dtype=object)[self.rack_model].astype(str)
+
+    @property
+    def rack_first_node(self) -> np.ndarray:
+        """Index of each rack's first node [int (R,)] (racks hold contiguous nodes)."""
+        if "rack_first_node" not in self._param_cache:
+            self._param_cache["rack_first_node"] = np.concatenate([[0], np.cumsum(self.rack_nodes)[:-1]]).astype(int)
+        return self._param_cache["rack_first_node"]
+
+    @property
+    def node_gpus(self) -> np.ndarray:
+        """GPUs of every node [int (N,)]."""
+        if "node_gpus" not in self._param_cache:
+            self._param_cache["node_gpus"] = np.array([m.gpu_count for m in self.models], int)[self.node_model_index]
+        return self._param_cache["node_gpus"]
+
+    @property
+    def rack_gpus(self) -> np.ndarray:
+        """GPUs of every rack [int (R,)]."""
+        return np.array([m.gpu_count for m in self.models], int)[self.rack_model] * self.rack_nodes
+
+    def model_param(self, name: str) -> np.ndarray:
+        """A catalog field of every model [(M,) float]."""
+        return np.array([float(getattr(m, name)) for m in self.models])
+
+    def node_param(self, name: str) -> float | np.ndarray:
+        """A catalog field (``gpu_tdp_w``, ``fan_max_w``, ...) of every node: one float
+        when every node's model has the same value, else an (N,) array."""
+        key = ("node", name)
+        if key not in self._param_cache:
+            self._param_cache[key] = uniform(self.model_param(name)[self.node_model_index])
+        return self._param_cache[key]
+
+    def rack_param(self, name: str) -> float | np.ndarray:
+        """A catalog field of every rack's node model: one float or an (R,) array."""
+        return uniform(self.model_param(name)[self.rack_model])
+
+    def node_power_kwargs(self) -> dict:
+        """``power.node_power_w``'s hardware keywords for every node (floats when uniform,
+        else (N,) arrays), PSU capacity included."""
+        kw = {k: self.node_param(k) for k in ("gpu_count", "gpu_tdp_w", "gpu_idle_w", "host_idle_w",
+                                               "host_active_w", "fan_max_w", "node_max_w")}
+        if self.homogeneous:
+            return node_power_kwargs(self.node)
+        kw["psu_capacity_w"] = uniform((self.model_param("psu_count") * self.model_param("psu_rating_w"))
+                                       [self.node_model_index])
+        return kw
+
+    def gpu_cap_w(self) -> float | np.ndarray:
+        """Per-GPU power cap of every node [W]: ``hardware.gpu_power_cap_w`` (at most the
+        node's TDP), else the TDP; a float when uniform, else (N,)."""
+        cap = self.scenario.hardware.gpu_power_cap_w
+        if self.homogeneous:
+            return float(cap or self.node.gpu_tdp_w)
+        tdp = self.model_param("gpu_tdp_w")
+        return uniform((np.minimum(cap, tdp) if cap else tdp)[self.node_model_index])
+
+    def rack_worst_case_w(self) -> float | np.ndarray:
+        """Worst-case admission draw of every rack [W] (:func:`rack_worst_case_w` of its
+        node model and node count); one float when all racks are alike, else (R,)."""
+        s = self.scenario
+        if self.homogeneous:
+            return rack_worst_case_w(s, self.node)
+        per_node = np.array([rack_worst_case_w(s, m, nodes_per_rack=1, network_w=0.0) for m in self.models])
+        return uniform(per_node[self.rack_model] * self.rack_nodes + s.hardware.network_power_per_rack_w)
+
+    def nodes_of_model(self, name: str) -> np.ndarray:
+        """Indices of the nodes of one catalog model [int]."""
+        if name not in self.model_names:
+            return np.zeros(0, int)
+        return np.flatnonzero(self.node_model_index == self.model_names.index(name))
 
 
 def build_plant(s: Scenario) -> Plant:
@@ -94,6 +206,14 @@ def build_plant(s: Scenario) -> Plant:
     catalog = load_catalog()
     node = catalog.nodes[s.hardware.node_model]
     switch = catalog.switches[s.fabric.switch_model]
+    rack_model_names: list[str] = []
+    rack_nodes: list[int] = []
+    for hall in s.site.halls:
+        m, c = rack_hardware(hall, s.hardware)
+        rack_model_names += m
+        rack_nodes += c
+    used = sorted(set(rack_model_names), key=lambda k: (k != s.hardware.node_model, rack_model_names.index(k)))
+    rack_model = np.array([used.index(k) for k in rack_model_names], int)
     xy: list[np.ndarray] = []
     intake: list[np.ndarray] = []
     enclosed: list[np.ndarray] = []
@@ -122,8 +242,7 @@ def build_plant(s: Scenario) -> Plant:
     for wave in s.ramp.waves:
         delivery[k:k + wave.racks] = seconds_since(s.simulation.start, wave.date)
         k += wave.racks
-    npr = s.hardware.nodes_per_rack
-    node_rack = np.repeat(np.arange(n_racks), npr)
+    node_rack = np.repeat(np.arange(n_racks), np.array(rack_nodes, int))
     node_su = np.arange(len(node_rack)) // s.fabric.su_nodes
     plan_s = np.array([seconds_since(s.simulation.start, st.date) for st in p.plan])
     plan_w = np.array([st.it_power_kw * 1e3 for st in p.plan])
@@ -138,7 +257,9 @@ def build_plant(s: Scenario) -> Plant:
         rack_hall=np.concatenate(hall_idx), rack_xy_m=rack_xy, rack_intake=np.concatenate(intake),
         rack_enclosed=np.concatenate(enclosed), rack_rpp=rack_rpp, rack_delivery_s=delivery,
         node_rack=node_rack, node_su=node_su, rpp_limit_w=rpp_limit, rpp_rating_w=rpp_rating,
-        plan_s=plan_s, plan_it_w=plan_w,
+        plan_s=plan_s, plan_it_w=plan_w, model_names=tuple(used),
+        models=tuple(catalog.nodes[k] for k in used), rack_model=rack_model,
+        rack_nodes=np.array(rack_nodes, int),
     )
 
 
@@ -190,73 +311,84 @@ def node_power_kwargs(node: NodeModel) -> dict:
                 psu_capacity_w=node.psu_count * node.psu_rating_w)
 
 
-def rack_worst_case_w(scenario: Scenario, node: NodeModel) -> float:
+def rack_worst_case_w(scenario: Scenario, node: NodeModel, nodes_per_rack: int | None = None,
+                      network_w: float | None = None) -> float:
     """Worst-case draw of one rack [W] that admission reserves: its nodes at full load and
     the hottest allowed inlet (``power.node_worst_case_w``), at the GPU power cap when
-    ``power_cap_policy`` is on (else at TDP), plus the rack's network share."""
+    ``power_cap_policy`` is on (else at TDP; a cap above the node's TDP is its TDP), plus
+    the rack's network share. ``nodes_per_rack`` and ``network_w`` default to
+    ``hardware``'s (:meth:`Plant.rack_worst_case_w` gives every rack's)."""
     from twin import power
 
-    cap = scenario.hardware.gpu_power_cap_w or node.gpu_tdp_w
+    cap = min(scenario.hardware.gpu_power_cap_w or node.gpu_tdp_w, node.gpu_tdp_w)
     admit_cap = cap if scenario.site.power.power_cap_policy else node.gpu_tdp_w
-    return (float(power.node_worst_case_w(admit_cap, **node_power_kwargs(node)))
-            * scenario.hardware.nodes_per_rack + scenario.hardware.network_power_per_rack_w)
+    npr = scenario.hardware.nodes_per_rack if nodes_per_rack is None else nodes_per_rack
+    net = scenario.hardware.network_power_per_rack_w if network_w is None else network_w
+    return float(power.node_worst_case_w(admit_cap, **node_power_kwargs(node))) * npr + net
 
 
-def gpu_spec(node: NodeModel) -> GpuSpec:
-    """The step and memory models' record of a catalog node's GPUs (``twin.compute.specs``)."""
-    return GpuSpec(peak_bf16_tflops=node.gpu_peak_bf16_tflops, peak_fp8_tflops=node.gpu_peak_fp8_tflops,
+@dataclass(frozen=True)
+class GpuSpec:
+    """What the step model needs of a node's GPUs and their NVLink domain."""
+
+    peak_bf16_tflops: float
+    peak_fp8_tflops: float
+    hbm_bw_tb_s: float
+    nvlink_gb_s: float
+    nvls: bool
+    nvswitch: bool
+    gpus_per_node: int
+
+    @classmethod
+    def of(cls, node: NodeModel) -> GpuSpec:
+        return cls(peak_bf16_tflops=node.gpu_peak_bf16_tflops, peak_fp8_tflops=node.gpu_peak_fp8_tflops,
                    hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
-                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count, memory_gb=node.gpu_memory_gb)
+                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count)
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak [TFLOP/s] at the job's precision (fp8 or bf16)."""
+        return self.peak_fp8_tflops if precision == "fp8" else self.peak_bf16_tflops
 
 
-def model_spec(job) -> ModelSpec:
-    """A scenario job's network shape (dense, or a mixture of experts)."""
-    m = job.model
-    return ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-                     kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, experts=m.experts,
-                     top_k=m.top_k, capacity_factor=m.capacity_factor)
+@dataclass(frozen=True)
+class Parallelism:
+    """How a job is split: tensor, pipeline (and virtual stages), context; batch shape."""
 
+    tp: int
+    pp: int
+    cp: int
+    vpp: int
+    global_batch: int
+    micro_batch: int
+    seq_len: int
 
-def parallel_spec(job) -> ParallelSpec:
-    """How a scenario job is split and run (parallelism, batch, precision, recompute, sharding)."""
-    return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep, seq_len=job.seq_len,
-                        global_batch=job.global_batch, micro_batch=job.micro_batch,
-                        precision=job.precision,
-                        activation_recompute="full" if job.activation_recompute else "none",
-                        zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard)
+    @classmethod
+    def of(cls, job) -> Parallelism:
+        return cls(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, global_batch=job.global_batch,
+                   micro_batch=job.micro_batch, seq_len=job.seq_len)
 
-
-def usable_gpus(par: ParallelSpec, gpus: int) -> int:
-    """GPUs a job can use out of ``gpus``: whole model replicas (tp x pp x cp) whose data x
-    context ranks the expert-parallel size divides."""
-    unit = par.model_parallel * par.ep // math.gcd(par.cp, par.ep)
-    return gpus - gpus % unit
+    @property
+    def model_parallel(self) -> int:
+        """GPUs of one model replica's tensor x pipeline x context group."""
+        return self.tp * self.pp * self.cp
 
 
 def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *, clock_fraction: float,
                       inter_node_gbps: float, hops: float):
-    """``compute.step_time`` of a scenario job on ``n_nodes`` nodes of the catalog node,
+    """``compute.step_estimate`` of a scenario job on ``n_nodes`` nodes of the catalog node,
     at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
     bandwidth [Gb/s], switch hops). The one translation of a job into the step model."""
-    gpu, par = gpu_spec(node), parallel_spec(job)
-    return step_time(model_spec(job), par, gpu, FabricSpec(inter_node_gbps=inter_node_gbps,
-                                                          transport=scenario.fabric.transport, hops=hops),
-                     gpus=usable_gpus(par, n_nodes * gpu.gpus_per_node), clock_fraction=clock_fraction,
-                     deployment=scenario.hardware.deployment)
+    from twin import compute
 
-
-def job_memory_problem(job, gpus: int, node: NodeModel) -> str | None:
-    """Memory check of a scenario job on ``gpus`` GPUs of the catalog node: ``None`` when it
-    fits (or when the parallel layout is invalid, which other checks report), else the reason
-    naming the GPU's capacity and the breakdown (:func:`twin.compute.memory.memory_fit_problem`)."""
-    from twin.compute.memory import memory_fit_problem
-
-    par = parallel_spec(job)
-    if gpus < par.model_parallel or gpus % par.model_parallel:
-        return None
-    gpu = gpu_spec(node)
-    try:
-        mem = memory_per_gpu(model_spec(job), par, gpu, gpus=gpus)
-    except ValueError:
-        return None
-    return memory_fit_problem(mem, gpu.memory_gb)
+    gpu, par, m = GpuSpec.of(node), Parallelism.of(job), job.model
+    gpus = n_nodes * gpu.gpus_per_node
+    return compute.step_estimate(
+        layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+        kv_heads=m.kv_heads, vocab=m.vocab, seq_len=par.seq_len,
+        global_batch=par.global_batch, micro_batch=par.micro_batch, tp=par.tp,
+        pp=par.pp, cp=par.cp, vpp=par.vpp, gpus=gpus - gpus % par.model_parallel,
+        gpus_per_node=gpu.gpus_per_node, peak_tflops=gpu.peak_tflops(job.precision), precision=job.precision,
+        hbm_bw_tb_s=gpu.hbm_bw_tb_s, nvlink_gb_s=gpu.nvlink_gb_s, nvls=gpu.nvls,
+        inter_node_gbps=inter_node_gbps, transport=scenario.fabric.transport, hops=hops,
+        activation_recompute=job.activation_recompute, clock_fraction=clock_fraction,
+        deployment=scenario.hardware.deployment, gated_mlp=m.gated_mlp, nvswitch=gpu.nvswitch)

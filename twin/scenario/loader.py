@@ -272,6 +272,8 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     if s.hardware.node_model not in catalog.nodes:
         out.append(("hardware.node_model", s.hardware.node_model,
                     f"a node model in the catalog: {sorted(catalog.nodes)}"))
+    from twin.scenario.racks import delivered_nodes_by_model, job_node_model, rack_hardware_problems
+    out += rack_hardware_problems(s, catalog.nodes)
     if s.fabric.switch_model not in catalog.switches:
         out.append(("fabric.switch_model", s.fabric.switch_model,
                     f"a switch model in the catalog: {sorted(catalog.switches)}"))
@@ -332,12 +334,18 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     if p.rpp.count * p.rpp.racks_per_rpp < n_racks:
         out.append(("site.power.rpp.count", p.rpp.count,
                     f"enough RPPs for {n_racks} racks at {p.rpp.racks_per_rpp} racks per RPP"))
-    total_nodes = delivered * s.hardware.nodes_per_rack
-    gpn = catalog.nodes[s.hardware.node_model].gpu_count if s.hardware.node_model in catalog.nodes else None
+    by_model = delivered_nodes_by_model(s)     # a job runs on the nodes of one model
     for j, job in enumerate(s.workload.jobs):
-        if job.nodes + job.hot_spares > total_nodes:
+        jm = job_node_model(s, job, by_model)
+        total_nodes = by_model.get(jm, 0)
+        gpn = catalog.nodes[jm].gpu_count if jm in catalog.nodes else None
+        if job.node_model is not None and job.node_model not in by_model:
+            out.append((f"workload.jobs.{j}.node_model", job.node_model,
+                        f"a node model of the delivered racks: {sorted(m for m in by_model if m in catalog.nodes)}"))
+        elif job.nodes + job.hot_spares > total_nodes:
+            of = f" of {jm}" if len(by_model) > 1 else ""
             out.append((f"workload.jobs.{j}.nodes", job.nodes,
-                        f"nodes + hot_spares at most the {total_nodes} delivered nodes"))
+                        f"nodes + hot_spares at most the {total_nodes} delivered nodes{of}"))
         if gpn:
             gpus = job.nodes * gpn
             model_par = job.tp * job.pp * job.cp
@@ -349,16 +357,10 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                 if job.global_batch % (dp * job.micro_batch):
                     out.append((f"workload.jobs.{j}.global_batch", job.global_batch,
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
-                if (dp * job.cp) % job.ep:
-                    out.append((f"workload.jobs.{j}.ep", job.ep,
-                                f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
-                if job.fsdp_shard is not None and (dp * job.cp) % job.fsdp_shard:
-                    out.append((f"workload.jobs.{j}.fsdp_shard", job.fsdp_shard,
-                                f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
             if job.tp > gpn:
                 out.append((f"workload.jobs.{j}.tp", job.tp, f"tensor parallelism within a node (<= {gpn})"))
-            from twin.plant import job_memory_problem
-            mem = job_memory_problem(job, gpus, catalog.nodes[s.hardware.node_model])
+            from twin.compute.memory import job_memory_problem
+            mem = job_memory_problem(job, gpus, catalog.nodes[s.hardware.node_model].gpu_memory_gb)
             if mem:
                 out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
                             f"a layout that fits in GPU memory; it {mem}"))

@@ -77,8 +77,21 @@ class CoolingUnit(Model):
     supply_temp_c: Annotated[float, Field(ge=5, le=35)] = Field(18.0, description="supply air [C]")
 
 
+class RackOverride(Model):
+    """One rack of a row that differs from the row: its node model, node count or position."""
+
+    rack: PositiveInt = Field(description="position of the rack in its row, 1 = the first rack")
+    node_model: str | None = Field(None, description="catalog node model of this rack; None = the row's")
+    nodes_per_rack: PositiveInt | None = Field(None, description="nodes in this rack; None = the row's")
+    x_m: float | None = Field(None, description="explicit rack centre x [m] (give x_m and y_m); "
+                                                "None = on the row's line")
+    y_m: float | None = Field(None, description="explicit rack centre y [m] (give x_m and y_m)")
+
+
 class RackRow(Model):
-    """A straight row of equal racks. Rack i stands at (x_m, y_m) + i * pitch_m along ``along``."""
+    """A straight row of racks. Rack i stands at (x_m, y_m) + i * pitch_m along ``along``
+    unless ``rack_overrides`` places it explicitly; its node model and node count are the
+    row's (default: ``hardware``), per rack overridable."""
 
     name: SafeName
     x_m: float = Field(description="centre of the first rack, x [m]")
@@ -88,6 +101,11 @@ class RackRow(Model):
     pitch_m: PositiveFloat = 0.6
     intake: Direction = Field(description="side the racks breathe from (the cold aisle)")
     enclosure: bool = Field(False, description="custom airflow-control enclosure (Blue Vela)")
+    node_model: str | None = Field(
+        None, description="catalog node model of this row's racks; None = hardware.node_model")
+    nodes_per_rack: PositiveInt | None = Field(None, description="nodes per rack of this row; None = hardware's")
+    rack_overrides: list[RackOverride] = Field(
+        [], description="racks of the row with another node model, node count or an explicit position")
 
 
 class Obstacle(Model):
@@ -259,8 +277,9 @@ class Site(Model):
 
 # --------------------------------------------------------------------------- hardware
 class Hardware(Model):
-    node_model: str = Field(description="key in the hardware catalog (twin/catalog/nodes.yaml)")
-    nodes_per_rack: PositiveInt
+    node_model: str = Field(description="key in the hardware catalog (twin/catalog/nodes.yaml); the "
+                                        "default of every rack (rows and racks may name others)")
+    nodes_per_rack: PositiveInt = Field(description="nodes per rack, the default of every rack")
     gpu_power_cap_w: PositiveFloat | None = Field(None, description="per-GPU power cap [W]; None = TDP")
     network_power_per_rack_w: NonNegFloat = Field(
         0.0, description="share of fabric switches and storage per compute rack [W]")
@@ -291,17 +310,6 @@ class ModelShape(Model):
     kv_heads: PositiveInt
     vocab: PositiveInt
     gated_mlp: bool = Field(True, description="SwiGLU (3 matrices of h x ffn) or plain GELU MLP (2)")
-    experts: Annotated[int, Field(ge=0, strict=True)] = Field(
-        0, description="mixture of experts: experts per layer (ffn_hidden is one expert's inner size); 0 = dense")
-    top_k: PositiveInt = Field(2, description="experts each token is routed to (mixture of experts)")
-    capacity_factor: PositiveFloat = Field(
-        1.0, description="an expert's token capacity over its even share; the padded work is computed")
-
-    @model_validator(mode="after")
-    def _routing(self):
-        if self.experts and self.top_k > self.experts:
-            raise ValueError(f"top_k = {self.top_k} is more than experts = {self.experts}")
-        return self
 
 
 class Job(Model):
@@ -315,6 +323,9 @@ class Job(Model):
     cp: PositiveInt = 1
     vpp: PositiveInt = 1
     nodes: PositiveInt = Field(description="nodes the job asks for")
+    node_model: str | None = Field(
+        None, description="catalog node model the job runs on (all its nodes are of one model); "
+                          "None = the scheduler picks a model with enough nodes")
     precision: Literal["bf16", "fp8"] = "bf16"
     activation_recompute: bool = False
     tokens_target: PositiveFloat | None = Field(None, description="stop after this many tokens; None = run to the end")
@@ -328,23 +339,6 @@ class Job(Model):
     elastic: bool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
     hot_spares: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="extra idle nodes the job holds; a failed node is swapped for one without requeueing")
-    ep: PositiveInt = Field(
-        1, description="expert-parallel ranks, taken from the data x context parallel group (mixture of experts)")
-    zero_stage: Literal[0, 1, 2, 3] = Field(
-        1, description="optimizer sharding: 1 = Megatron distributed optimizer (ZeRO-1); 3 = FSDP / ZeRO-3 "
-                       "(weights, gradients and optimizer state sharded, each layer's weights gathered per use)")
-    fsdp_shard: PositiveInt | None = Field(
-        None, description="ZeRO-3 shard group [ranks]; None = all data x context parallel ranks")
-
-    @model_validator(mode="after")
-    def _experts_and_sharding(self):
-        if self.ep > 1 and not self.model.experts:
-            raise ValueError(f"ep = {self.ep} needs a mixture of experts (model.experts > 0)")
-        if self.model.experts and self.model.experts % self.ep:
-            raise ValueError(f"model.experts = {self.model.experts} is not a multiple of ep = {self.ep}")
-        if self.fsdp_shard is not None and self.zero_stage != 3:
-            raise ValueError(f"fsdp_shard = {self.fsdp_shard} needs zero_stage = 3 (FSDP / ZeRO-3)")
-        return self
 
 
 class Storage(Model):

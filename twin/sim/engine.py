@@ -106,7 +106,8 @@ class Engine:
         self.events.append((self.env.now, kind, target, detail))
 
     def node_name(self, n: int) -> str:
-        return f"{self.plant.rack_names[self.plant.node_rack[n]]}/n{n % self.s.hardware.nodes_per_rack}"
+        r = self.plant.node_rack[n]
+        return f"{self.plant.rack_names[r]}/n{n - self.plant.rack_first_node[r]}"
 
     # ------------------------------------------------------------------ run
     def start(self) -> None:

@@ -85,7 +85,8 @@ class HallThermal(Component):
         s, p = self.s, self.plant
         self.cs = s.site.cooling_system
         self.physical = self.cs.model == "physical"
-        self.rack_airflow_m3_s = np.full(p.n_racks, p.node.airflow_m3_s_at_max * s.hardware.nodes_per_rack)
+        # full-speed airflow of every rack: its nodes' catalog airflow x its node count
+        self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
         first = 0
         for (geom, idx), hall in zip(hall_geometries(s, p), s.site.halls, strict=True):
@@ -235,12 +236,13 @@ class HallThermal(Component):
 
     # ------------------------------------------------------------------ physical model
     def _gpu_kwargs(self, hall: HallModel) -> dict:
-        p, node, st = self.plant, self.plant.node, self.state
-        gpu_w = power.gpu_power_w(st.node_phase, self.e.power.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
-                                  gpu_idle_w=node.gpu_idle_w)
-        return {"gpu_power_w": gpu_w.reshape(p.n_racks, -1).max(axis=1)[hall.idx],
-                "gpu_thermal_resistance_k_per_w": node.gpu_thermal_resistance_k_per_w,
-                "slowdown_c": node.gpu_slowdown_c, "shutdown_c": node.gpu_shutdown_c}
+        p, st = self.plant, self.state
+        gpu_w = power.gpu_power_w(st.node_phase, self.e.power.gpu_cap_w, gpu_tdp_w=p.node_param("gpu_tdp_w"),
+                                  gpu_idle_w=p.node_param("gpu_idle_w"))
+        return {"gpu_power_w": np.maximum.reduceat(gpu_w, p.rack_first_node)[hall.idx],
+                "gpu_thermal_resistance_k_per_w": _of_racks(p, "gpu_thermal_resistance_k_per_w", hall.idx),
+                "slowdown_c": _of_racks(p, "gpu_slowdown_c", hall.idx),
+                "shutdown_c": _of_racks(p, "gpu_shutdown_c", hall.idx)}
 
     def _plant_kwargs(self, hall: HallModel) -> dict:
         pl = self.cs.plant
@@ -327,12 +329,13 @@ class HallThermal(Component):
     def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
         if self.cs.rack_airflow != "fan_model":
             return
-        node, s = self.plant.node, self.s
-        n = s.hardware.nodes_per_rack
+        p = self.plant
+        n = p.rack_nodes[hall.idx] if not p.homogeneous else self.s.hardware.nodes_per_rack
+        design = p.model_param("gpu_count") * p.model_param("gpu_tdp_w") + p.model_param("host_active_w")
         v = rack_airflow_from_fans_m3_s(
             np.maximum(rack_w[hall.idx] / n, 0.0), self.state.rack_inlet_c[hall.idx], nodes_per_rack=n,
-            design_heat_w=node.gpu_count * node.gpu_tdp_w + node.host_active_w,
-            airflow_max_m3_s=node.airflow_m3_s_at_max)
+            design_heat_w=_of_racks(p, design, hall.idx),
+            airflow_max_m3_s=_of_racks(p, "airflow_m3_s_at_max", hall.idx))
         if airflow_changed(hall.airflow, v, 0.05):
             if hall.hstate is not None:
                 self._advance(hall)
@@ -416,19 +419,20 @@ class HallThermal(Component):
     def _transient(self, h: int, before, dur: float):
         """Lumped-capacitance transient of the hall after a cooling fault
         (``thermal.fault_transient``) from the current rack heat and GPU power."""
-        hall, p, node, st = self.halls[h], self.plant, self.plant.node, self.state
+        hall, p, st = self.halls[h], self.plant, self.state
         heat = self.e.sampler.last_rack_power_w()[hall.idx]
         if heat.sum() <= 0:
             return None
         cap_w = self.e.power.gpu_cap_w
-        gpu_w = power.gpu_power_w(st.node_phase, cap_w, gpu_tdp_w=node.gpu_tdp_w,
-                                  gpu_idle_w=node.gpu_idle_w, clock_fraction=st.node_clock)
-        rack_gpu_w = gpu_w.reshape(p.n_racks, -1).max(axis=1)[hall.idx]
+        gpu_w = power.gpu_power_w(st.node_phase, cap_w, gpu_tdp_w=p.node_param("gpu_tdp_w"),
+                                  gpu_idle_w=p.node_param("gpu_idle_w"), clock_fraction=st.node_clock)
+        rack_gpu_w = np.maximum.reduceat(gpu_w, p.rack_first_node)[hall.idx]
         return thermal.fault_transient(
             before, hall.model, heat, air_volume_m3=thermal.hall_air_volume_m3(hall.geom),
             duration_s=min(dur, 2 * H), gpu_power_w=rack_gpu_w,
-            gpu_thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,
-            gpu_slowdown_c=node.gpu_slowdown_c, gpu_shutdown_c=node.gpu_shutdown_c, output_step_s=10.0)
+            gpu_thermal_resistance_k_per_w=_of_racks(p, "gpu_thermal_resistance_k_per_w", hall.idx),
+            gpu_slowdown_c=_of_racks(p, "gpu_slowdown_c", hall.idx),
+            gpu_shutdown_c=_of_racks(p, "gpu_shutdown_c", hall.idx), output_step_s=10.0)
 
     @staticmethod
     def fault_outlook(tr) -> str:
@@ -519,3 +523,10 @@ class HallThermal(Component):
         rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
 
+
+def _of_racks(plant, what, idx: np.ndarray):
+    """A node-model quantity for the racks ``idx``: a catalog field name or an (M,) array
+    per model; one float when those racks' models agree on it, else an array."""
+    from twin.plant import uniform
+    per_model = plant.model_param(what) if isinstance(what, str) else np.asarray(what, float)
+    return uniform(per_model[plant.rack_model[idx]])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from twin import power
-from twin.plant import node_power_kwargs, rack_worst_case_w
 from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S
 from twin.sim.component import Component
 
@@ -28,12 +27,20 @@ class PowerChain(Component):
         super().__init__(engine)
         s, p, n = self.s, self.plant, self.plant.node
         pw = s.site.power
-        self._node_kw = node_power_kwargs(n)
-        self.gpu_cap_w = float(s.hardware.gpu_power_cap_w or n.gpu_tdp_w)
-        #: clock of a GPU in training held to the cap (the power model's DVFS law inverted)
+        self._node_kw = p.node_power_kwargs()
+        #: per-GPU cap of every node [W]: a float, or (N,) when the racks hold several models
+        self.gpu_cap_w = p.gpu_cap_w()
+        #: clock of a GPU in training held to the cap (the power model's DVFS law inverted),
+        #: of the default model, and of every model (M,) for jobs on other models
         self.cap_clock_fraction = float(power.gpu_clock_fraction_at_power(
-            self.gpu_cap_w, gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w))
-        self.rack_worst_w = rack_worst_case_w(s, n)
+            float(s.hardware.gpu_power_cap_w or n.gpu_tdp_w), gpu_tdp_w=n.gpu_tdp_w, gpu_idle_w=n.gpu_idle_w))
+        tdp = p.model_param("gpu_tdp_w")
+        cap = np.minimum(s.hardware.gpu_power_cap_w, tdp) if s.hardware.gpu_power_cap_w else tdp
+        self.cap_clock_fraction_by_model = np.asarray(power.gpu_clock_fraction_at_power(
+            cap, gpu_tdp_w=tdp, gpu_idle_w=p.model_param("gpu_idle_w")), float)
+        #: worst-case admission draw of every rack [W]: a float, or (R,) for mixed racks
+        self.rack_worst_w = p.rack_worst_case_w()
+        self._psu_full_w = float(n.psu_count * n.psu_rating_w)
         self.tree = power.build_power_tree(
             rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w,
             feed_capacity_w=np.array([f.capacity_kw * 1e3 for f in pw.feeds]),
@@ -46,7 +53,17 @@ class PowerChain(Component):
     def node_kwargs(self) -> dict:
         """Keyword arguments of ``power.node_power_w`` for this node model, with the PSU
         capacity that has input now (``ClusterState.psu_capacity_w``)."""
-        return {**self._node_kw, "psu_capacity_w": self.state.psu_capacity_w}
+        if self.plant.homogeneous:
+            return {**self._node_kw, "psu_capacity_w": self.state.psu_capacity_w}
+        # mixed models: each node keeps the share of its PSU capacity that the default
+        # model's PSUs keep (the grid component tracks the default model's PSUs)
+        share = self.state.psu_capacity_w / self._psu_full_w
+        return {**self._node_kw, "psu_capacity_w": self._node_kw["psu_capacity_w"] * share}
+
+    def rack_committed_w(self, racks: np.ndarray) -> float:
+        """Worst-case draw committed by the racks selected by the (R,) mask ``racks`` [W]."""
+        wc = self.rack_worst_w
+        return float(racks.sum() * wc) if np.ndim(wc) == 0 else float(np.sum(wc[racks]))
 
     def check_breakers(self, rpp_w: np.ndarray) -> None:
         """Advance each RPP breaker's thermal state over the coming sample at this load

@@ -59,19 +59,19 @@ class Ramp(Component):
         k = self.s.site.power.oversubscription
         limit = self.facility_limit_w() * k
         wc = e.power.rack_worst_w
-        committed = st.rack_powered.sum() * wc
+        committed = e.power.rack_committed_w(st.rack_powered)
         for r in np.flatnonzero(st.rack_powered)[::-1]:
             if committed <= limit + 1e-6:
                 break
             self.power_off_rack(r, "power plan below committed load")
-            committed -= wc
+            committed -= wc if np.ndim(wc) == 0 else wc[r]
         admitted = power.racks_admitted(wc, limit, p.rack_rpp, p.rpp_limit_w * k,
                                         candidate=st.rack_delivered, powered=st.rack_powered,
                                         policy="stop")
         turned_on = np.flatnonzero(admitted & ~st.rack_powered)
         st.rack_powered[turned_on] = True
         st.rack_on_since[turned_on] = self.env.now
-        committed = st.rack_powered.sum() * wc
+        committed = e.power.rack_committed_w(st.rack_powered)
         if len(turned_on):
             e.log("power_on", f"{len(turned_on)} racks",
                   f"{committed / 1e3:.0f} of {limit / 1e3:.0f} kW worst case committed")
@@ -96,4 +96,4 @@ class Ramp(Component):
 
     def record(self, i: int, rec) -> None:
         rec["power_available_w"][i] = self.power_available_w
-        rec["gpus_installed"][i] = self.state.rack_delivered[self.plant.node_rack].sum() * self.plant.gpus_per_node
+        rec["gpus_installed"][i] = int(self.plant.rack_gpus[self.state.rack_delivered].sum())

@@ -64,7 +64,7 @@ class Sampler(Component):
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
         failure acceleration, vectorised over every node and rack."""
-        e, p, s, st, node = self.e, self.plant, self.s, self.state, self.plant.node
+        e, p, s, st = self.e, self.plant, self.s, self.state
         phase = st.node_phase
         inlet_node = st.rack_inlet_c[p.node_rack]
         node_w = power.node_power_w(phase, e.power.gpu_cap_w, inlet_node,
@@ -74,13 +74,14 @@ class Sampler(Component):
                   + rack_on * s.hardware.network_power_per_rack_w)
         inlet_c = e.thermal.inlets_c(rack_w)
         clock, _, gpu_t = coupling.equilibrium_gpu_state(
-            inlet_c[p.node_rack], phase, e.power.gpu_cap_w, gpu_tdp_w=node.gpu_tdp_w,
-            gpu_idle_w=node.gpu_idle_w, thermal_resistance_k_per_w=node.gpu_thermal_resistance_k_per_w,
-            slowdown_c=node.gpu_slowdown_c, hw_slowdown_c=node.gpu_hw_slowdown_c,
-            shutdown_c=node.gpu_shutdown_c)
+            inlet_c[p.node_rack], phase, e.power.gpu_cap_w, gpu_tdp_w=p.node_param("gpu_tdp_w"),
+            gpu_idle_w=p.node_param("gpu_idle_w"),
+            thermal_resistance_k_per_w=p.node_param("gpu_thermal_resistance_k_per_w"),
+            slowdown_c=p.node_param("gpu_slowdown_c"), hw_slowdown_c=p.node_param("gpu_hw_slowdown_c"),
+            shutdown_c=p.node_param("gpu_shutdown_c"))
         accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
                                                           s.failures.activation_energy_ev), float)
-        rack_gpu_max_c = np.where(rack_on, gpu_t.reshape(p.n_racks, -1).max(axis=1), np.nan)
+        rack_gpu_max_c = np.where(rack_on, np.maximum.reduceat(gpu_t, p.rack_first_node), np.nan)
         return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c)
 
     def sample(self, i: int) -> None:
@@ -108,10 +109,10 @@ class Sampler(Component):
         rec["rack_inlet_c"][i] = st.rack_inlet_c
         rec["rack_gpu_temp_max_c"][i] = ph.rack_gpu_max_c
         rec["rack_state"][i] = st.rack_state
-        gpn = p.gpus_per_node
-        rec["gpus_powered"][i] = (rack_on[p.node_rack] & ~st.node_grid_down).sum() * gpn
-        rec["gpus_healthy"][i] = (up & st.rack_ready[p.node_rack]).sum() * gpn
-        rec["gpus_busy"][i] = st.node_busy.sum() * gpn
+        gpn = p.node_gpus
+        rec["gpus_powered"][i] = gpn[rack_on[p.node_rack] & ~st.node_grid_down].sum()
+        rec["gpus_healthy"][i] = gpn[up & st.rack_ready[p.node_rack]].sum()
+        rec["gpus_busy"][i] = gpn[st.node_busy].sum()
         throttled = int((st.node_clock[up] < 1).sum())
         rec["throttle_fraction"][i] = throttled / max(int(up.sum()), 1)
         self.throttled_node_s += throttled * e.dt_s
