@@ -1,4 +1,6 @@
-"""The static plant a scenario describes, as arrays: racks, nodes, RPPs, halls, fabric.
+"""The static plant a scenario describes, as arrays: racks, nodes, RPPs, halls, fabric;
+and the one adapter from a scenario job to the step and memory models (the typed records
+of ``twin.compute.specs``: model shape, parallelism, GPU spec, fabric spec).
 
 Built once per run (or per layout change); the engine's processes read it. Geometry of
 the rows is expanded here so that every sub-model receives plain arrays.
@@ -7,12 +9,21 @@ the rows is expanded here so that every sub-model receives plain arrays.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from twin.catalog import NodeModel, SwitchModel, load_catalog
+from twin.compute.specs import (
+    FabricSpec,
+    GpuSpec,
+    ModelSpec,
+    ParallelSpec,
+    memory_per_gpu,
+    step_time,
+)
 from twin.scenario.schema import Hall, Hardware, Scenario
 
 _DIRECTIONS = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}
@@ -327,68 +338,61 @@ def rack_worst_case_w(scenario: Scenario, node: NodeModel, nodes_per_rack: int |
     return float(power.node_worst_case_w(admit_cap, **node_power_kwargs(node))) * npr + net
 
 
-@dataclass(frozen=True)
-class GpuSpec:
-    """What the step model needs of a node's GPUs and their NVLink domain."""
-
-    peak_bf16_tflops: float
-    peak_fp8_tflops: float
-    hbm_bw_tb_s: float
-    nvlink_gb_s: float
-    nvls: bool
-    nvswitch: bool
-    gpus_per_node: int
-
-    @classmethod
-    def of(cls, node: NodeModel) -> GpuSpec:
-        return cls(peak_bf16_tflops=node.gpu_peak_bf16_tflops, peak_fp8_tflops=node.gpu_peak_fp8_tflops,
+def gpu_spec(node: NodeModel) -> GpuSpec:
+    """The step and memory models' record of a catalog node's GPUs (``twin.compute.specs``)."""
+    return GpuSpec(peak_bf16_tflops=node.gpu_peak_bf16_tflops, peak_fp8_tflops=node.gpu_peak_fp8_tflops,
                    hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
-                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count)
-
-    def peak_tflops(self, precision: str) -> float:
-        """Dense peak [TFLOP/s] at the job's precision (fp8 or bf16)."""
-        return self.peak_fp8_tflops if precision == "fp8" else self.peak_bf16_tflops
+                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count, memory_gb=node.gpu_memory_gb)
 
 
-@dataclass(frozen=True)
-class Parallelism:
-    """How a job is split: tensor, pipeline (and virtual stages), context; batch shape."""
+def model_spec(job) -> ModelSpec:
+    """A scenario job's network shape (dense, or a mixture of experts)."""
+    m = job.model
+    return ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+                     kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, experts=m.experts,
+                     top_k=m.top_k, capacity_factor=m.capacity_factor)
 
-    tp: int
-    pp: int
-    cp: int
-    vpp: int
-    global_batch: int
-    micro_batch: int
-    seq_len: int
 
-    @classmethod
-    def of(cls, job) -> Parallelism:
-        return cls(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, global_batch=job.global_batch,
-                   micro_batch=job.micro_batch, seq_len=job.seq_len)
+def parallel_spec(job) -> ParallelSpec:
+    """How a scenario job is split and run (parallelism, batch, precision, recompute, sharding)."""
+    return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep, seq_len=job.seq_len,
+                        global_batch=job.global_batch, micro_batch=job.micro_batch,
+                        precision=job.precision,
+                        activation_recompute="full" if job.activation_recompute else "none",
+                        zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard)
 
-    @property
-    def model_parallel(self) -> int:
-        """GPUs of one model replica's tensor x pipeline x context group."""
-        return self.tp * self.pp * self.cp
+
+def usable_gpus(par: ParallelSpec, gpus: int) -> int:
+    """GPUs a job can use out of ``gpus``: whole model replicas (tp x pp x cp) whose data x
+    context ranks the expert-parallel size divides."""
+    unit = par.model_parallel * par.ep // math.gcd(par.cp, par.ep)
+    return gpus - gpus % unit
 
 
 def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *, clock_fraction: float,
                       inter_node_gbps: float, hops: float):
-    """``compute.step_estimate`` of a scenario job on ``n_nodes`` nodes of the catalog node,
+    """``compute.step_time`` of a scenario job on ``n_nodes`` nodes of the catalog node,
     at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
     bandwidth [Gb/s], switch hops). The one translation of a job into the step model."""
-    from twin import compute
+    gpu, par = gpu_spec(node), parallel_spec(job)
+    return step_time(model_spec(job), par, gpu, FabricSpec(inter_node_gbps=inter_node_gbps,
+                                                          transport=scenario.fabric.transport, hops=hops),
+                     gpus=usable_gpus(par, n_nodes * gpu.gpus_per_node), clock_fraction=clock_fraction,
+                     deployment=scenario.hardware.deployment)
 
-    gpu, par, m = GpuSpec.of(node), Parallelism.of(job), job.model
-    gpus = n_nodes * gpu.gpus_per_node
-    return compute.step_estimate(
-        layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-        kv_heads=m.kv_heads, vocab=m.vocab, seq_len=par.seq_len,
-        global_batch=par.global_batch, micro_batch=par.micro_batch, tp=par.tp,
-        pp=par.pp, cp=par.cp, vpp=par.vpp, gpus=gpus - gpus % par.model_parallel,
-        gpus_per_node=gpu.gpus_per_node, peak_tflops=gpu.peak_tflops(job.precision), precision=job.precision,
-        hbm_bw_tb_s=gpu.hbm_bw_tb_s, nvlink_gb_s=gpu.nvlink_gb_s, nvls=gpu.nvls,
-        inter_node_gbps=inter_node_gbps, transport=scenario.fabric.transport, hops=hops,
-        activation_recompute=job.activation_recompute, clock_fraction=clock_fraction,
-        deployment=scenario.hardware.deployment, gated_mlp=m.gated_mlp, nvswitch=gpu.nvswitch)
+
+def job_memory_problem(job, gpus: int, node: NodeModel) -> str | None:
+    """Memory check of a scenario job on ``gpus`` GPUs of the catalog node: ``None`` when it
+    fits (or when the parallel layout is invalid, which other checks report), else the reason
+    naming the GPU's capacity and the breakdown (:func:`twin.compute.memory.memory_fit_problem`)."""
+    from twin.compute.memory import memory_fit_problem
+
+    par = parallel_spec(job)
+    if gpus < par.model_parallel or gpus % par.model_parallel:
+        return None
+    gpu = gpu_spec(node)
+    try:
+        mem = memory_per_gpu(model_spec(job), par, gpu, gpus=gpus)
+    except ValueError:
+        return None
+    return memory_fit_problem(mem, gpu.memory_gb)

@@ -357,10 +357,16 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                 if job.global_batch % (dp * job.micro_batch):
                     out.append((f"workload.jobs.{j}.global_batch", job.global_batch,
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
+                if (dp * job.cp) % job.ep:
+                    out.append((f"workload.jobs.{j}.ep", job.ep,
+                                f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
+                if job.fsdp_shard is not None and (dp * job.cp) % job.fsdp_shard:
+                    out.append((f"workload.jobs.{j}.fsdp_shard", job.fsdp_shard,
+                                f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
             if job.tp > gpn:
                 out.append((f"workload.jobs.{j}.tp", job.tp, f"tensor parallelism within a node (<= {gpn})"))
-            from twin.compute.memory import job_memory_problem
-            mem = job_memory_problem(job, gpus, catalog.nodes[s.hardware.node_model].gpu_memory_gb)
+            from twin.plant import job_memory_problem
+            mem = job_memory_problem(job, gpus, catalog.nodes[s.hardware.node_model])
             if mem:
                 out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
                             f"a layout that fits in GPU memory; it {mem}"))

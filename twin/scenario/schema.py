@@ -310,6 +310,17 @@ class ModelShape(Model):
     kv_heads: PositiveInt
     vocab: PositiveInt
     gated_mlp: bool = Field(True, description="SwiGLU (3 matrices of h x ffn) or plain GELU MLP (2)")
+    experts: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="mixture of experts: experts per layer (ffn_hidden is one expert's inner size); 0 = dense")
+    top_k: PositiveInt = Field(2, description="experts each token is routed to (mixture of experts)")
+    capacity_factor: PositiveFloat = Field(
+        1.0, description="an expert's token capacity over its even share; the padded work is computed")
+
+    @model_validator(mode="after")
+    def _routing(self):
+        if self.experts and self.top_k > self.experts:
+            raise ValueError(f"top_k = {self.top_k} is more than experts = {self.experts}")
+        return self
 
 
 class Job(Model):
@@ -339,6 +350,23 @@ class Job(Model):
     elastic: bool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
     hot_spares: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="extra idle nodes the job holds; a failed node is swapped for one without requeueing")
+    ep: PositiveInt = Field(
+        1, description="expert-parallel ranks, taken from the data x context parallel group (mixture of experts)")
+    zero_stage: Literal[0, 1, 2, 3] = Field(
+        1, description="optimizer sharding: 1 = Megatron distributed optimizer (ZeRO-1); 3 = FSDP / ZeRO-3 "
+                       "(weights, gradients and optimizer state sharded, each layer's weights gathered per use)")
+    fsdp_shard: PositiveInt | None = Field(
+        None, description="ZeRO-3 shard group [ranks]; None = all data x context parallel ranks")
+
+    @model_validator(mode="after")
+    def _experts_and_sharding(self):
+        if self.ep > 1 and not self.model.experts:
+            raise ValueError(f"ep = {self.ep} needs a mixture of experts (model.experts > 0)")
+        if self.model.experts and self.model.experts % self.ep:
+            raise ValueError(f"model.experts = {self.model.experts} is not a multiple of ep = {self.ep}")
+        if self.fsdp_shard is not None and self.zero_stage != 3:
+            raise ValueError(f"fsdp_shard = {self.fsdp_shard} needs zero_stage = 3 (FSDP / ZeRO-3)")
+        return self
 
 
 class Storage(Model):
