@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from twin.fabric.routing import _Failures, _job_loads, _layout
 
 POLICIES = ("max_min", "proportional")
+_DIRECT_KEYS = 1 << 22  # largest (vertex, vertex) grid addressed directly (32 MiB)
 
 
 def max_min_fractions(demand, capacity, *, max_fraction=1.0) -> np.ndarray:
@@ -116,12 +117,15 @@ def fair_share_bandwidths_gbps(
     nv = len(lay.vertex_names)
     keys = np.concatenate([ld.src.astype(np.int64) * nv + ld.dst for ld in per_job]) \
         if per_job else np.zeros(0, np.int64)
-    # link ids by direct addressing over the (vertex, vertex) grid (no sort)
-    table = np.full(nv * nv, -1, dtype=np.int64)
-    table[keys] = 1
-    used_keys = np.flatnonzero(table > 0)
-    table[used_keys] = np.arange(used_keys.size)
-    inv = table[keys]
+    if nv * nv <= _DIRECT_KEYS:
+        # link ids by direct addressing over the (vertex, vertex) grid (no sort)
+        table = np.full(nv * nv, -1, dtype=np.int64)
+        table[keys] = 1
+        used_keys = np.flatnonzero(table > 0)
+        table[used_keys] = np.arange(used_keys.size)
+        inv = table[keys]
+    else:  # a large fabric: sort the keys instead (same ids, in key order)
+        used_keys, inv = np.unique(keys, return_inverse=True)
     caps = np.zeros(used_keys.size)
     caps[inv] = np.concatenate([ld.capacity_gbps for ld in per_job]) if per_job else 0.0
     job_of = np.repeat(np.arange(len(jobs)), [ld.src.size for ld in per_job])

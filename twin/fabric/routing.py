@@ -271,11 +271,20 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
     load = [send.ravel(), recv.ravel()]
     cap = [cap_nic, cap_nic]
     partitioned = False
+    tasks = []  # (plane index, plane, involved leaves, T, C), in plane order
+    prev = None
     for p_i, pl in enumerate(lay.planes):
         cols = [r for r in range(nics) if int(lay.leaf_plane[lay.node_leaf[idx[0], r]]) == p_i]
         if not cols:
             continue
         pos = lay.leaf_pos[lay.node_leaf[idx][:, cols]]  # (n, len(cols))
+        if (prev is not None and len(cols) == 1 and prev[0].shape == pos.shape
+                and np.array_equal(prev[0], pos) and np.array_equal(prev[1], flow[:, cols[0]])):
+            # a rail wired like the previous one, carrying the same flows: same matrices
+            if prev[2] is not None:
+                tasks.append((p_i, pl) + prev[2])
+            continue
+        prev = (pos, flow[:, cols[0]] if len(cols) == 1 else None, None)
         dst_pos = pos[nxt] if pattern == "ring" else pos
         involved, inv = np.unique(np.concatenate([pos.ravel(), dst_pos.ravel()]),
                                   return_inverse=True)
@@ -296,15 +305,104 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
                 T += np.outer(out_l, cnt_l) / (n - 1)
                 C += np.outer(np.bincount(s_i[:, c], minlength=ni), cnt_l)
         np.fill_diagonal(T, 0.0)
-        if routing == "ecmp":
-            part = _plane_loads_hashed(lay, pl, p_i, involved, T, C, fails,
-                                       rng if rng is not None else np.random.default_rng(0),
-                                       qps, src, dst, load, cap)
-        else:
+        prev = (prev[0], prev[1], (involved, T, C))
+        tasks.append((p_i, pl, involved, T, C))
+    if routing == "ecmp":
+        rng = rng if rng is not None else np.random.default_rng(0)
+        if _batchable(lay, tasks, fails):
+            _planes_hashed_intact(lay, tasks, rng, qps, src, dst, load, cap)
+            tasks = []
+        for p_i, pl, involved, T, C in tasks:
+            part = _plane_loads_hashed(lay, pl, p_i, involved, T, C, fails, rng, qps,
+                                       src, dst, load, cap)
+            partitioned = partitioned or part
+    else:
+        for p_i, pl, involved, T, _ in tasks:
             part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap)
-        partitioned = partitioned or part
+            partitioned = partitioned or part
     return LinkLoads(np.concatenate(src), np.concatenate(dst), np.concatenate(load),
                      np.concatenate(cap), lay.vertex_names, partitioned)
+
+
+def _batchable(lay: FabricLayout, tasks: list, fails: _Failures) -> bool:
+    """True when the hashed planes can be drawn in one batch: intact planes of one
+    structure carrying the same leaf-to-leaf matrices, with no spine-core hop."""
+    if len(tasks) < 2:
+        return False
+    _, pl0, inv0, T0, _ = tasks[0]
+    for _, pl, inv, T, _ in tasks:
+        if (T is not T0 or pl.plane in fails.planes or pl.spines_per_pod != pl0.spines_per_pod
+                or pl.m1 != pl0.m1 or pl.spines_per_pod == 0):
+            return False
+        if pl.tiers == 3 and np.unique(pl.leaf_pod[inv]).size > 1:
+            return False
+    return True
+
+
+def _planes_hashed_intact(lay: FabricLayout, tasks: list, rng: np.random.Generator,
+                          qps: int, src: list, dst: list, load: list, cap: list) -> None:
+    """:func:`_plane_loads_hashed` for several intact planes carrying the same traffic,
+    in one vectorised pass.
+
+    The draws are taken in the order the plane-by-plane loop takes them (for each plane:
+    one per flow onto a spine, then one per flow onto a cable of its up bundle, then of
+    its down bundle), from one block, so the result is the loop's.  Every path has the
+    same weight on an intact plane (``m1`` cables to each of ``u`` spines).
+    """
+    _, pl, involved, T, C = tasks[0]
+    R = len(tasks)
+    u, m1 = pl.spines_per_pod, pl.m1
+    ni = involved.size
+    s_idx, d_idx = np.nonzero(T)
+    P = s_idx.size
+    n_f = np.maximum(1, np.rint(C[s_idx, d_idx] * qps * lay.node_nic_links)).astype(np.int64)
+    N = int(n_f.sum())
+    w = np.full(u, float(m1))
+    cum = np.cumsum(w / w.sum())  # the loop's p row, m1 / (u m1)
+    n_hash = N if u > 1 else 0  # one spine: nothing to hash
+    per_plane = n_hash + (2 * N if m1 > 1 else 0)
+    block = rng.random(R * per_plane).reshape(R, per_plane)
+    if u > 1:
+        draw = block[:, :N].ravel()
+        path = _bins_of(draw if cum[-1] == 1.0 else draw * cum[-1], cum[:-1])
+        np.minimum(path, u - 1, out=path)
+        row = np.repeat(np.arange(0, P * u, u), n_f)
+        path += (row[None, :] + np.arange(0, R * P * u, P * u)[:, None]).ravel()
+        counts = np.bincount(path, minlength=R * P * u).reshape(R, P, u).astype(float)
+    else:
+        counts = np.broadcast_to(n_f[None, :, None], (R, P, 1)).astype(float)
+    per_flow = T[s_idx, d_idx] / n_f
+    both = np.concatenate([counts * per_flow[:, None], counts], axis=2)  # load, flows
+    leaf_ids = np.arange(ni)[:, None]
+    at_src = np.matmul((s_idx[None, :] == leaf_ids).astype(float), both)  # (R, ni, 2u)
+    at_dst = np.matmul((d_idx[None, :] == leaf_ids).astype(float), both)
+    up, down = at_src[..., :u], at_dst[..., :u]
+    if m1 > 1:
+        # cable floor(draw * m1) of each bundle: segment sums of draw * m1 >= c over
+        # the up draws, then the down draws, of every plane
+        flows = np.rint(np.stack([at_src[..., u:], at_dst[..., u:]], axis=1)).astype(np.int64)
+        flows = flows.reshape(R, 2, ni * u)
+        begin = (np.cumsum(flows, axis=2) - flows
+                 + (np.arange(R)[:, None, None] * 2 * N + np.array([0, N])[None, :, None]))
+        has = (flows > 0).ravel()
+        starts = begin.ravel()[has]
+        scaled = block[:, n_hash:].ravel() * float(m1)
+        at_least = np.zeros((R * 2 * ni * u, m1 + 1), np.int64)
+        at_least[:, 0] = flows.ravel()
+        for c in range(1, m1):
+            at_least[has, c] = np.add.reduceat((scaled >= c).view(np.int8), starts,
+                                               dtype=np.int64)
+        busiest = (at_least[:, :-1] - at_least[:, 1:]).max(axis=1).reshape(R, 2, ni, u)
+        fl = flows.reshape(R, 2, ni, u).astype(float)
+        ld = np.stack([up, down], axis=1)
+        eq = busiest * np.divide(ld, fl, out=np.zeros_like(ld), where=fl > 0) * float(m1)
+        ld = ld + np.maximum(eq - ld, 0.0)
+        up, down = ld[:, 0], ld[:, 1]
+    M = np.full((ni, u), float(m1))
+    for r, (p_i, plr, inv, _, _) in enumerate(tasks):
+        leaf_v = lay.leaf_vid[plr.leaves[inv]]
+        sp_v = lay.spine_vid[p_i][plr.leaf_pod[inv]]
+        _append_plane(lay.link_gbps, leaf_v, sp_v, M, up[r], down[r], src, dst, load, cap)
 
 
 def _plane_cables(pl: PlaneLayout, leaf_v: np.ndarray, sp_v: np.ndarray, pod_sp_v,
@@ -443,55 +541,112 @@ def _append_cores(link, pod_sp_v, core_v, M2, up2, down2, src, dst, load, cap) -
     cap += [c2, c2]
 
 
-def _sum_rows(values: np.ndarray, rows: np.ndarray, n_rows: int) -> np.ndarray:
-    """``out[r] = sum of values[i] with rows[i] == r`` (2-D values), sorted reduceat."""
-    out = np.zeros((n_rows,) + values.shape[1:])
-    if rows.size == 0:
-        return out
-    order = np.argsort(rows, kind="stable")
-    r = rows[order]
-    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-    out[r[starts]] = np.add.reduceat(values[order], starts, axis=0)
-    return out
+def _bins_of(draw: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``#{j: edges[j] <= draw}`` per draw (``edges`` sorted, ``k - 1`` of them).
+
+    Evenly spaced edges (an even split over ``k`` paths, the intact fabric) are searched
+    arithmetically: a guess ``floor(draw / step)`` is corrected by one bin either way
+    where rounding put it off, and any draw still off falls back to a sorted search, so
+    the bins equal those of the comparison count exactly.
+    """
+    k = edges.size + 1
+    if k == 1:
+        return np.zeros(draw.size, np.int64)
+    step = edges[-1] / (k - 1)
+    grid = step * np.arange(1, k)
+    if step <= 0 or not np.allclose(edges, grid, rtol=1e-12, atol=0.0):
+        return np.searchsorted(edges, draw, side="right")
+    if np.array_equal(edges, grid) and np.frexp(step)[0] == 0.5:
+        # edges exactly j * 2^e: draw / step is an exact scaling, its floor the bin
+        return np.minimum((draw / step).astype(np.int64), k - 1)
+    g = np.clip((draw / step).astype(np.int64), 0, k - 1)
+    lo = np.r_[-np.inf, edges]  # bin g holds lo[g] <= draw < hi[g]
+    hi = np.r_[edges, np.inf]
+    g += draw >= hi[g]
+    g -= draw < lo[g]
+    bad = (draw < lo[g]) | (draw >= hi[g])
+    if np.any(bad):
+        g[bad] = np.searchsorted(edges, draw[bad], side="right")
+    return g
 
 
 def _hash_counts(rng: np.random.Generator, n: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Flows per path (columns of ``p``, rows summing to 1) when ``n[i]`` flows are hashed
-    independently: one uniform draw per flow against the row's cumulative ``p``."""
+    independently: one uniform draw per flow, in row order, against the row's
+    cumulative ``p`` (flow falls on the first path whose cumulative share exceeds it).
+
+    Rows with the same cumulative split share one search (an intact plane has a single
+    such group), so a flow costs one search instead of one comparison per path; the bins
+    are those of the flow-by-flow comparison.
+    """
     n = np.asarray(n, dtype=np.int64)
     k = p.shape[1]
     if k == 1:
         return n[:, None].astype(float)
-    row = np.repeat(np.arange(n.size), n)
     cum = np.cumsum(p, axis=1)
-    draw = rng.random(row.size) * cum[row, -1]
-    path = np.minimum((draw[:, None] >= cum[row, :-1]).sum(axis=1), k - 1)
-    return np.bincount(row * k + path, minlength=n.size * k).reshape(n.size, k).astype(float)
+    u = rng.random(int(n.sum()))
+    if n.size == 0:
+        return np.zeros((0, k))
+    if np.all(cum == cum[0]):
+        path = _bins_of(u if cum[0, -1] == 1.0 else u * cum[0, -1], cum[0, :-1])
+    else:
+        order = np.lexsort(cum.T[::-1])
+        first = np.r_[True, np.any(cum[order[1:]] != cum[order[:-1]], axis=1)]
+        grp = np.empty(n.size, np.int64)
+        grp[order] = np.cumsum(first) - 1
+        groups = cum[order[first]]
+        row = np.repeat(np.arange(n.size), n)
+        if groups.shape[0] > 16:  # many distinct splits (heavy failures): compare per path
+            path = (u[:, None] * cum[row, -1][:, None] >= cum[row, :-1]).sum(axis=1)
+        else:
+            path = np.empty(row.size, np.int64)
+            gflow = grp[row]
+            for gi in range(groups.shape[0]):
+                sel = gflow == gi
+                path[sel] = _bins_of(u[sel] * groups[gi, -1], groups[gi, :-1])
+    np.minimum(path, k - 1, out=path)
+    path += np.repeat(np.arange(0, n.size * k, k), n)
+    return np.bincount(path, minlength=n.size * k).reshape(n.size, k).astype(float)
 
 
-def _cable_excess(rng: np.random.Generator, leaf: np.ndarray, counts: np.ndarray,
-                  rate: np.ndarray, M: np.ndarray, ni: int) -> np.ndarray:
+def _cable_excess(rng: np.random.Generator, flows: np.ndarray, load: np.ndarray,
+                  M: np.ndarray) -> np.ndarray:
     """Extra load [Gb/s] on each (leaf, spine) bundle from hashing flows onto its cables.
 
-    ``counts`` (pairs, u) flows of ``rate`` each on the bundle from ``leaf`` to each spine;
-    every flow picks one of the bundle's ``M`` working cables at random (flows of one
-    bundle taken at their mean rate).  The bundle is as slow as its busiest cable: its
-    equivalent load is ``M x max cable load``; the excess over the even spread is
-    returned (zero when the flows fall evenly).
+    ``flows`` (ni, u) flows and ``load`` (ni, u) their total rate [Gb/s] on the bundle
+    from each leaf to each spine; every flow picks one of the bundle's ``M`` working
+    cables at random (cable ``floor(draw * M)``, one draw per flow, bundle after bundle;
+    flows of one bundle taken at their mean rate).  The bundle is as slow as its busiest
+    cable: its equivalent load is ``M x max cable load``; the excess over the even spread
+    is returned (zero when the flows fall evenly).
     """
-    u = M.shape[1]
-    flows = np.rint(_sum_rows(counts, leaf, ni).ravel()).astype(np.int64)
-    load = _sum_rows(counts * rate[:, None], leaf, ni).ravel()
+    ni, u = M.shape
+    flows = np.rint(flows).ravel().astype(np.int64)
+    load = load.ravel()
     m = np.maximum(M.ravel(), 1.0)
     mmax = int(max(1.0, M.max()))
-    if flows.sum() == 0 or mmax == 1:
+    total = int(flows.sum())
+    if total == 0 or mmax == 1:
         return np.zeros((ni, u))
-    bundle = np.repeat(np.arange(flows.size), flows)
-    cable = np.minimum((rng.random(bundle.size) * m[bundle]).astype(np.int64), mmax - 1)
-    per_cable = np.bincount(bundle * mmax + cable, minlength=flows.size * mmax)
-    busiest = per_cable.reshape(flows.size, mmax).max(axis=1)
-    mean_rate = np.divide(load, flows, out=np.zeros_like(load), where=flows > 0)
-    eq = busiest * mean_rate * m
+    draw = rng.random(total)
+    if np.all(m == m[0]):
+        # flows of a bundle are contiguous: cable floor(draw * m) >= c counted by
+        # segment sums of draw * m >= c
+        scaled = draw * m[0]
+        has = flows > 0
+        starts = (np.cumsum(flows) - flows)[has]
+        at_least = np.zeros((flows.size, mmax + 1), np.int64)
+        at_least[:, 0] = flows
+        for c in range(1, mmax):
+            at_least[has, c] = np.add.reduceat((scaled >= c).view(np.int8), starts,
+                                               dtype=np.int64)
+        busiest = (at_least[:, :-1] - at_least[:, 1:]).max(axis=1)
+    else:
+        bundle = np.repeat(np.arange(flows.size), flows)
+        cable = np.minimum((draw * m[bundle]).astype(np.int64), mmax - 1)
+        busiest = np.bincount(bundle * mmax + cable,
+                              minlength=flows.size * mmax).reshape(flows.size, mmax).max(axis=1)
+    eq = busiest * np.divide(load, flows, out=np.zeros_like(load), where=flows > 0) * m
     return np.maximum(eq - load, 0.0).reshape(ni, u)
 
 
@@ -541,13 +696,15 @@ def _plane_loads_hashed(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: 
     p = np.divide(w, den[:, None], out=np.full_like(w, 1.0 / u), where=ok[:, None])
     counts = _hash_counts(rng, n_f, p) * ok[:, None]
     per_flow = T[s_idx, d_idx] / n_f
-    fl = counts * per_flow[:, None]
-    up = _sum_rows(fl, s_idx, ni)
-    down = _sum_rows(fl, d_idx, ni)
+    both = np.concatenate([counts * per_flow[:, None], counts], axis=1)  # load, flows
+    leaf_ids = np.arange(ni)[:, None]
+    at_src = (s_idx[None, :] == leaf_ids).astype(float) @ both  # per (leaf, spine)
+    at_dst = (d_idx[None, :] == leaf_ids).astype(float) @ both
+    up, down = at_src[:, :u], at_dst[:, :u]
     # each flow also picks one cable of its leaf-spine bundle (and the spine one of the
     # bundle down to the destination leaf); a bundle runs at its busiest cable
-    up += _cable_excess(rng, s_idx, counts, per_flow, M, ni)
-    down += _cable_excess(rng, d_idx, counts, per_flow, M, ni)
+    up = up + _cable_excess(rng, at_src[:, u:], up, M)
+    down = down + _cable_excess(rng, at_dst[:, u:], down, M)
     _append_plane(link, leaf_v, sp_v, M, up, down, src, dst, load, cap)
     if three and npod > 1:
         cpg = pl.cores_per_group
