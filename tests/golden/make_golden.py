@@ -23,7 +23,7 @@ import twin  # noqa: E402
 #: every shipped scenario that `twin run` takes (sweep files live in scenarios/studies)
 SCENARIOS = ["blue_vela.yaml", "vela.yaml", "lenovo_small.yaml", "lenovo_medium.yaml",
              "lenovo_large.yaml", "sites/colo_hydro_hall.yaml", "sites/existing_hall.yaml",
-             "sites/new_build_hall.yaml"]
+             "sites/new_build_hall.yaml", "sites/mixed_hall.yaml"]
 
 
 def fingerprint(results) -> dict:

@@ -60,9 +60,16 @@ def rack_hardware_problems(s, catalog_nodes: dict) -> list[tuple[str, object, st
                     out.append((where, {"node_model": model, "nodes_per_rack": count, "rack_units": need},
                                 f"nodes that fit in a {hall.rack_height_m:g} m rack ({units}U)"))
                     break    # one message per row
+    used = delivered_nodes_by_model(s)
+    w = s.workload
+    if len(used) > 1 and (w.stream is not None or w.trace is not None):
+        field = "workload.stream" if w.stream is not None else "workload.trace"
+        out.append((field, sorted(used), "racks of one node model with a stream or trace (their jobs are "
+                    "sized in GPUs of one model and the LSF-like scheduler treats nodes as alike); "
+                    "mixed racks run fixed jobs, each on one node model"))
     cap = hw.gpu_power_cap_w
     if cap is not None:
-        for model in delivered_nodes_by_model(s):
+        for model in used:
             node = catalog_nodes.get(model)
             if model != hw.node_model and node is not None and cap < node.gpu_min_power_cap_w:
                 out.append(("hardware.gpu_power_cap_w", cap, f"a cap of at least {node.gpu_min_power_cap_w:g} W, "

@@ -140,7 +140,7 @@ class Jobs(Component):
         w, p = self.s.workload, self.plant
         if w.stream is None and w.trace is None:
             return
-        gpus = int(sum(wv.racks for wv in self.s.ramp.waves) * self.s.hardware.nodes_per_rack * p.gpus_per_node)
+        gpus = int(p.rack_gpus[:sum(wv.racks for wv in self.s.ramp.waves)].sum())
         if w.stream is not None:
             rng = np.random.default_rng(np.random.SeedSequence(self.s.simulation.seed, spawn_key=(100,)))
             jobs, self.stream_stats = stream_engine_jobs(self.s, rng, gpus, p.gpus_per_node,
@@ -166,9 +166,11 @@ class Jobs(Component):
         from twin.plant import seconds_since
         t = np.asarray(t_s, float)
         out = np.zeros_like(t)
-        per_rack = self.s.hardware.nodes_per_rack * self.plant.gpus_per_node
+        first = 0
         for wv in self.s.ramp.waves:
-            out = out + np.where(t >= seconds_since(self.s.simulation.start, wv.date), wv.racks * per_rack, 0)
+            gpus = int(self.plant.rack_gpus[first:first + wv.racks].sum())
+            first += wv.racks
+            out = out + np.where(t >= seconds_since(self.s.simulation.start, wv.date), gpus, 0)
         return out
 
     def __iter__(self):
@@ -209,21 +211,42 @@ class Jobs(Component):
     def step(self, job: JobState) -> compute.StepEstimate:
         """Step estimate of a job on its nodes at their current clock (cached by its inputs)."""
         nodes, st = job.nodes, self.state
+        m = self.model_of(job)
         clock = (float(st.node_clock[nodes].min()) if len(nodes) else 1.0) * st.brake_clock
-        clock *= self.e.power.cap_clock_fraction
+        clock *= self.e.power.cap_clock_fraction if m == 0 else float(self.e.power.cap_clock_fraction_by_model[m])
         hops, bw = self.fabric_figures(nodes)
         # stream jobs of one class share their model: cache by class and parallelism, not name
         ident = job.spec.name if job.stream is None else (
             job.stream.job_class, job.spec.tp, job.spec.pp, job.spec.global_batch)
-        key = (ident, len(nodes), round(clock, 3), hops, round(bw, 3))
+        key = (ident, m, len(nodes), round(clock, 3), hops, round(bw, 3))
         if key not in self._step_cache:
-            self._step_cache[key] = step_estimate_for(self.s, job.spec, self.plant.node, len(nodes),
+            self._step_cache[key] = step_estimate_for(self.s, job.spec, self.plant.models[m], len(nodes),
                                                       clock_fraction=clock, inter_node_gbps=bw, hops=hops)
         return self._step_cache[key]
 
+    def model_of(self, job: JobState) -> int:
+        """Index into ``plant.models`` of the node model the job runs on: its nodes' model
+        (a job's nodes share one), else the model the scheduler chose or the job names,
+        else the default (0)."""
+        p = self.plant
+        if len(p.models) <= 1:
+            return 0
+        if len(job.nodes):
+            return int(p.node_model_index[job.nodes[0]])
+        chosen = getattr(self.e, "scheduler", None)
+        if chosen is not None and job.index in chosen.job_model:
+            return chosen.job_model[job.index]
+        name = job.spec.node_model
+        return p.model_names.index(name) if name in p.model_names else 0
+
+    def gpus_per_node_of(self, job: JobState) -> int:
+        """GPUs per node of the job's node model."""
+        return self.plant.models[self.model_of(job)].gpu_count if len(self.plant.models) > 1 \
+            else self.plant.gpus_per_node
+
     def update_rate(self, job: JobState) -> None:
         job.step = self.step(job)
-        gpus = len(job.nodes) * self.plant.gpus_per_node
+        gpus = len(job.nodes) * self.gpus_per_node_of(job)
         factor = storage.step_time_factor(self.s.workload.storage.kind)
         job.rate_tok_s = job.step.tokens_per_s_per_gpu * gpus / factor
         if job.stream is not None and not job.stream.counts_tokens:
@@ -240,8 +263,8 @@ class Jobs(Component):
         """Integrate the job's progress from its last update to now (closed form)."""
         dt = self.env.now - job.t_last
         if dt > 0:
-            gpus = len(job.nodes) * self.plant.gpus_per_node
-            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * self.plant.gpus_per_node * dt
+            gpus = len(job.nodes) * self.gpus_per_node_of(job)
+            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * self.gpus_per_node_of(job) * dt
             if job.status == "running":
                 job.tokens += job.rate_tok_s * dt
                 job.gpu_s_pending += gpus * dt
@@ -342,8 +365,11 @@ class Jobs(Component):
         nodes, st, pc = job.nodes, self.state, self.e.power
         inlet = np.array([st.rack_inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
         clock = np.array([st.node_clock[nodes].mean() * st.brake_clock])
-        p = {ph: len(nodes) * float(power.node_power_w(np.array([int(ph)]), pc.gpu_cap_w, inlet,
-                                                       clock_fraction=clock, **pc.node_kwargs())[0])
+        one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
+        kw = {k: (v if np.ndim(v) == 0 else v[one]) for k, v in pc.node_kwargs().items()}
+        cap = pc.gpu_cap_w if np.ndim(pc.gpu_cap_w) == 0 else pc.gpu_cap_w[one]
+        p = {ph: len(nodes) * float(power.node_power_w(np.array([int(ph)]), cap, inlet,
+                                                       clock_fraction=clock, **kw)[0])
              for ph in (Phase.TRAINING, Phase.COMMUNICATION, Phase.CHECKPOINT)}
         sw = self.peak_swing_w
         sw["communication"] = max(sw["communication"], p[Phase.TRAINING] - p[Phase.COMMUNICATION])
@@ -450,20 +476,20 @@ class Jobs(Component):
 
     # ------------------------------------------------------------------ outputs
     def record(self, i: int, rec) -> None:
-        gpn = self.plant.gpus_per_node
+        gpn, homogeneous = self.plant.gpus_per_node, len(self.plant.models) <= 1
         tokens, rate, gpus = rec["job_tokens"], rec["job_tokens_per_s"], rec["job_gpus"]
         for j in range(self.n_fixed):
             job = self.all[j]
             tokens[i, j] = job.tokens
             rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
-            gpus[i, j] = len(job.nodes) * gpn
+            gpus[i, j] = len(job.nodes) * (gpn if homogeneous else self.gpus_per_node_of(job))
         # stream jobs: only those started and not done; a finished job's tokens are filled
         # forward in finish()
         for j in self.active:
             job = self.all[j]
             tokens[i, j] = job.tokens
             rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
-            gpus[i, j] = len(job.nodes) * gpn
+            gpus[i, j] = len(job.nodes) * (gpn if homogeneous else self.gpus_per_node_of(job))
 
     def job_records(self) -> list:
         """Per-job totals for :class:`twin.outputs.RunRecord` (one per job, in job order)."""
@@ -472,6 +498,7 @@ class Jobs(Component):
         out = []
         extra: dict[str, Any]
         for j in self.all:
+            gpn = self.gpus_per_node_of(j)
             ej = j.stream
             if ej is not None:
                 state = ej.final_state if j.status == "done" else (

@@ -29,6 +29,8 @@ class Scheduler(Component):
         super().__init__(engine)
         self.queue: list[JobState] = []
         self.lsf: LsfScheduler | None = None
+        #: node model (index into plant.models) each fixed job was first placed on; it stays there
+        self.job_model: dict[int, int] = {}
         w = self.s.workload
         if w.stream is not None or w.trace is not None:
             # streams and traces: the LSF-like policy of twin.workload (queues, FIFO or fair
@@ -108,7 +110,7 @@ class Scheduler(Component):
         st = self.state
         self.queue.sort(key=lambda j: (-j.spec.priority, j.index))
         for job in list(self.queue):
-            nodes = self.place(job, st.node_schedulable)
+            nodes = self.place_on_model(job, st.node_schedulable)
             if nodes is None:
                 continue
             self.queue.remove(job)
@@ -120,14 +122,45 @@ class Scheduler(Component):
             assert job.placed is not None
             job.placed.succeed(nodes)
 
-    def place(self, job: JobState, free: np.ndarray) -> np.ndarray | None:
+    def model_choices(self, job: JobState) -> list[int]:
+        """Node models (indices into ``plant.models``) a job may run on, in order of
+        preference: the one it was placed on before; else the one it names; else every
+        model whose GPUs per node its parallelism and batch divide, default model first."""
+        p, spec = self.plant, job.spec
+        if job.index in self.job_model:
+            return [self.job_model[job.index]]
+        if spec.node_model is not None:
+            return [p.model_names.index(spec.node_model)] if spec.node_model in p.model_names else []
+        mp = spec.tp * spec.pp * spec.cp
+        out = []
+        for m, node in enumerate(p.models):
+            gpus = spec.nodes * node.gpu_count
+            if spec.tp <= node.gpu_count and gpus % mp == 0 and \
+                    spec.global_batch % ((gpus // mp) * spec.micro_batch) == 0:
+                out.append(m)
+        return out or [0]
+
+    def place_on_model(self, job: JobState, free: np.ndarray) -> np.ndarray | None:
+        """:meth:`place` on the free nodes of one node model: the first of
+        :meth:`model_choices` that holds the job (a job never spans node models)."""
+        p = self.plant
+        if len(p.models) <= 1:
+            return self.place(job, free)
+        for m in self.model_choices(job):
+            nodes = self.place(job, free & (p.node_model_index == m), p.models[m].gpu_count)
+            if nodes is not None:
+                self.job_model[job.index] = m
+                return nodes
+        return None
+
+    def place(self, job: JobState, free: np.ndarray, gpus_per_node: int | None = None) -> np.ndarray | None:
         """Nodes for the job (its size plus hot spares), or None if it does not fit."""
         spec = job.spec
         want = spec.nodes + spec.hot_spares
         if free.sum() < want:
             if not spec.elastic:
                 return None
-            want = self.elastic_size(spec, int(free.sum()))
+            want = self.elastic_size(spec, int(free.sum()), gpus_per_node)
             if want == 0:
                 return None
         su = self.plant.node_su
@@ -148,9 +181,10 @@ class Scheduler(Component):
     def record(self, i: int, rec) -> None:
         rec["jobs_queued"][i] = self.lsf.pending if self.lsf is not None else len(self.queue)
 
-    def elastic_size(self, spec: Job, free: int) -> int:
-        """Largest node count <= the job's size that its parallelism and batch divide."""
-        gpn = self.plant.gpus_per_node
+    def elastic_size(self, spec: Job, free: int, gpus_per_node: int | None = None) -> int:
+        """Largest node count <= the job's size that its parallelism and batch divide
+        (``gpus_per_node`` of its node model, default the plant's default model)."""
+        gpn = gpus_per_node or self.plant.gpus_per_node
         for n in range(min(free, spec.nodes), 0, -1):
             gpus = n * gpn
             mp = spec.tp * spec.pp * spec.cp
