@@ -69,6 +69,47 @@ def rack_hardware(hall: Hall, hardware: Hardware) -> tuple[list[str], list[int]]
     return models, counts
 
 
+def scenario_racks(s: Scenario) -> tuple[list[str], np.ndarray]:
+    """Catalog node model and node count of every rack position of a scenario, in rack
+    (and delivery) order, without building the plant."""
+    models: list[str] = []
+    counts: list[int] = []
+    for hall in s.site.halls:
+        m, c = rack_hardware(hall, s.hardware)
+        models += m
+        counts += c
+    return models, np.array(counts, int)
+
+
+def rack_gpus(s: Scenario) -> np.ndarray:
+    """GPUs of every rack position [int (R,)], in delivery order (the ramp delivers the
+    first racks first): ``rack_gpus(s)[:delivered].sum()`` is the installed GPU count."""
+    catalog = load_catalog().nodes
+    models, counts = scenario_racks(s)
+    return np.array([catalog[m].gpu_count if m in catalog else 0 for m in models], int) * counts
+
+
+def rack_worst_cases_w(s: Scenario) -> np.ndarray:
+    """Worst-case admission draw of every rack position [W (R,)] (:func:`rack_worst_case_w`
+    of its node model and node count)."""
+    catalog = load_catalog().nodes
+    models, counts = scenario_racks(s)
+    per_node = {m: rack_worst_case_w(s, catalog[m], nodes_per_rack=1, network_w=0.0) for m in set(models)}
+    return np.array([per_node[m] for m in models]) * counts + s.hardware.network_power_per_rack_w
+
+
+def typical_rack(s: Scenario) -> tuple[float, float]:
+    """(worst-case draw [W], GPUs) of a typical delivered rack: the one rack of a
+    homogeneous scenario, else the mean over the delivered racks (reports that count
+    racks from GPUs use it)."""
+    node = load_catalog().nodes[s.hardware.node_model]
+    models, counts = scenario_racks(s)
+    if set(models) <= {s.hardware.node_model} and bool(np.all(counts == s.hardware.nodes_per_rack)):
+        return rack_worst_case_w(s, node), float(node.gpu_count * s.hardware.nodes_per_rack)
+    k = max(1, sum(w.racks for w in s.ramp.waves))
+    return float(rack_worst_cases_w(s)[:k].mean()), float(rack_gpus(s)[:k].mean())
+
+
 def uniform(values: np.ndarray) -> float | np.ndarray:
     """``values`` as one float when all are equal (a homogeneous plant keeps scalar
     physics, bit for bit), else the array itself."""

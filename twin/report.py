@@ -263,11 +263,11 @@ def _scenario_or_none(results):
         return None
 
 
-def _gpus_per_rack(scenario) -> int:
+def _gpus_per_rack(scenario) -> float:
     if scenario is None:
         return 1
-    from twin.catalog import node_model
-    return node_model(scenario.hardware.node_model).gpu_count * scenario.hardware.nodes_per_rack
+    from twin.plant import typical_rack
+    return typical_rack(scenario)[1]        # the mean delivered rack when racks differ
 
 
 # --------------------------------------------------------------------------- a sweep

@@ -130,10 +130,10 @@ def cmd_validate(args) -> int:
         s = _load(args)
     except ScenarioError as err:
         return _report_problems(err)
-    from twin.catalog import node_model
+    from twin.plant import rack_gpus
     racks = sum(r.racks for h in s.site.halls for r in h.rows)
     delivered = sum(w.racks for w in s.ramp.waves)
-    gpus = delivered * s.hardware.nodes_per_rack * node_model(s.hardware.node_model).gpu_count
+    gpus = int(rack_gpus(s)[:delivered].sum())      # racks may hold different node models
     work = [f"{len(s.workload.jobs)} jobs"] if s.workload.jobs or s.workload.stream is None else []
     if s.workload.stream is not None:
         a = s.workload.stream.arrivals

@@ -240,10 +240,19 @@ def binding_constraints(constraints: list[Constraint]) -> tuple[Constraint, Cons
     return first, nxt
 
 
-def racks_fitting(it_capacity_kw: float, rack_worst_case_kw: float, rack_positions: int,
+def racks_fitting(it_capacity_kw: float, rack_worst_case_kw, rack_positions: int,
                   rack_limit_kw: float = np.inf) -> int:
     """Racks that can run at their worst case [count]: ``floor(capacity / worst)``, no more
-    than the positions, and none when one rack exceeds what its circuits carry."""
-    if rack_worst_case_kw > rack_limit_kw * (1 + 1e-12):
-        return 0
-    return int(min(rack_positions, np.floor(it_capacity_kw / rack_worst_case_kw + 1e-9)))
+    than the positions, and none when one rack exceeds what its circuits carry. With (R,)
+    worst cases [kW] (racks of several node models, in delivery order): the longest prefix
+    whose sum fits, ``max k: sum(w[:k]) <= capacity``, stopping at a rack its circuits
+    cannot carry (admission's order)."""
+    w = np.asarray(rack_worst_case_kw, float)
+    if w.ndim == 0:
+        if w > rack_limit_kw * (1 + 1e-12):
+            return 0
+        return int(min(rack_positions, np.floor(it_capacity_kw / w + 1e-9)))
+    w = w[:rack_positions]
+    over = np.flatnonzero(w > rack_limit_kw * (1 + 1e-12))
+    w = w[:over[0]] if len(over) else w
+    return int(np.searchsorted(np.cumsum(w), it_capacity_kw * (1 + 1e-12), side="right"))

@@ -48,18 +48,28 @@ def rack_positions(scenario) -> int:
     return int(sum(r.racks for h in scenario.site.halls for r in h.rows))
 
 
-def rack_figures_w(scenario) -> dict[str, float]:
-    """One rack's worst-case draw (what admission reserves) and idle draw [W]."""
+def rack_figures_w(scenario) -> dict[str, Any]:
+    """One rack's worst-case draw (what admission reserves) and idle draw [W]. With racks
+    of several node models or node counts: the largest rack's, and ``worst_case_racks_w``
+    (R,) [W] of every rack position in delivery order."""
     from twin import power
     from twin.catalog import node_model
-    from twin.plant import node_power_kwargs, rack_worst_case_w
+    from twin.plant import node_power_kwargs, rack_worst_case_w, rack_worst_cases_w, scenario_racks
 
-    node = node_model(scenario.hardware.node_model)
-    kw = node_power_kwargs(node)
-    idle = float(power.node_power_w(np.array([int(Phase.IDLE)]), node.gpu_tdp_w, IDLE_INLET_C, **kw)[0])
-    npr = scenario.hardware.nodes_per_rack
     net = scenario.hardware.network_power_per_rack_w
-    return {"worst_case_w": float(rack_worst_case_w(scenario, node)), "idle_w": idle * npr + net}
+    models, counts = scenario_racks(scenario)
+
+    def idle_node_w(node) -> float:
+        kw = node_power_kwargs(node)
+        return float(power.node_power_w(np.array([int(Phase.IDLE)]), node.gpu_tdp_w, IDLE_INLET_C, **kw)[0])
+    node = node_model(scenario.hardware.node_model)
+    npr = scenario.hardware.nodes_per_rack
+    if set(models) <= {scenario.hardware.node_model} and bool(np.all(counts == npr)):
+        return {"worst_case_w": float(rack_worst_case_w(scenario, node)), "idle_w": idle_node_w(node) * npr + net}
+    idle = {m: idle_node_w(node_model(m)) for m in set(models)}
+    worst = rack_worst_cases_w(scenario)
+    return {"worst_case_w": float(worst.max()), "worst_case_racks_w": worst,
+            "idle_w": float(max(idle[m] * c for m, c in zip(models, counts, strict=True)) + net)}
 
 
 def mechanical_w_fn(scenario, chain: PowerChain):
@@ -104,9 +114,11 @@ def chain_problems(scenario) -> list[tuple[str, object, str]]:
     return out
 
 
-def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w: float,
+def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w,
                    mechanical_w) -> StageCapacity:
-    """Usable IT capacity, binding and next constraint, and the figures around them."""
+    """Usable IT capacity, binding and next constraint, and the figures around them.
+    ``rack_worst_case_w`` [W]: one figure for alike racks, or (R,) per rack position in
+    delivery order (the branch circuits are checked at the largest)."""
     cons, ctx = chain_constraints(chain, rack_positions=rack_positions, mechanical_w=mechanical_w)
     first, nxt = binding_constraints(cons)
     it_kw = first.it_capacity_kw
@@ -120,8 +132,8 @@ def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w:
         kw: dict[str, Any] = dict(breaker_a=br.breaker_a, voltage_v=br.voltage_v, phases=br.phases,
                                   rated_100pct=br.rated_100pct, power_factor=br.power_factor,
                                   cords=br.cords_per_rack)
-        normal = float(branch_load_fraction(rack_worst_case_w, **kw))
-        fail = float(branch_load_fraction(rack_worst_case_w, failed_cords=1, **kw))
+        normal = float(branch_load_fraction(np.max(rack_worst_case_w), **kw))
+        fail = float(branch_load_fraction(np.max(rack_worst_case_w), failed_cords=1, **kw))
         x = float(branch_rating_fraction(fail, br.rated_100pct))
         extras["max_branch_load_fraction"] = normal
         extras["max_failover_branch_load_fraction"] = fail
@@ -142,7 +154,8 @@ def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w:
         extras["feed_loss_holds"] = load <= (sb.count - 1) * unit * (1 + 1e-9)
         extras["feed_redundancy"] = sb.redundancy
         extras["feed_survivors"] = surviving_units(sb.count, sb.redundancy)
-    extras["racks_at_worst_case"] = racks_fitting(it_kw, rack_worst_case_w / 1e3, rack_positions, rack_limit_kw)
+    extras["racks_at_worst_case"] = racks_fitting(it_kw, np.asarray(rack_worst_case_w) / 1e3, rack_positions,
+                                                  rack_limit_kw)
     return StageCapacity(it_capacity_kw=it_kw, binding=first, next=nxt, constraints=cons, extras=extras)
 
 
@@ -157,7 +170,8 @@ def capacity_report(scenario) -> dict:
     plan = scenario.site.power.plan
     stages = []
     for date, note, ch in chain_at_stages(chain):
-        sc = stage_capacity(ch, rack_positions=n, rack_worst_case_w=rack["worst_case_w"], mechanical_w=mech)
+        sc = stage_capacity(ch, rack_positions=n, rack_worst_case_w=rack.get("worst_case_racks_w", rack["worst_case_w"]),
+                            mechanical_w=mech)
         typed = None
         if date is not None:
             earlier = [p for p in plan if p.date <= date]

@@ -189,6 +189,12 @@ def geometry_problems(s: Scenario) -> Found:
     return out
 
 
+def _nodes(s: Scenario) -> int:
+    """Nodes in every rack position (rows and racks may override ``hardware.nodes_per_rack``)."""
+    from twin.plant import scenario_racks
+    return int(scenario_racks(s)[1].sum())
+
+
 def _racks(s: Scenario) -> int:
     return sum(r.racks for h in s.site.halls for r in h.rows)
 
@@ -207,7 +213,7 @@ def memory_estimate_bytes(s: Scenario) -> dict[str, float]:
         "simulation.sample_interval_s": float(T) * (R * _BYTES_PER_RACK_SAMPLE + _BYTES_PER_SCALAR_SAMPLE),
         "site.power.rpp.count": float(T) * P * _BYTES_PER_OTHER_SAMPLE + P * 64.0,
         "workload.jobs": float(T) * (J + F) * _BYTES_PER_OTHER_SAMPLE,
-        "site.halls.0.rows": float(R) * s.hardware.nodes_per_rack * 512,
+        "site.halls.0.rows": float(_nodes(s)) * 512,
     }
     for h, hall in enumerate(s.site.halls):
         out[f"site.halls.{h}.cell_m"] = float(hall_cells(hall)) * _BYTES_PER_CELL
@@ -231,7 +237,7 @@ def event_estimate(s: Scenario) -> dict[str, float]:
     f = s.failures
     hours = horizon_s(s) / 3600.0
     years = hours / 8766.0
-    nodes = _racks(s) * s.hardware.nodes_per_rack
+    nodes = _nodes(s)
     out: dict[str, float] = {"simulation.sample_interval_s": float(n_samples(s)) * 2}
     if f.enabled:
         base = sum(c.rate_per_node_h for c in load_failure_classes())

@@ -87,8 +87,7 @@ def binding_constraint(power_use, cooling_use, floor_use, inlet_margin_c, thresh
 def study_kpis(scenario, results) -> dict[str, float]:
     """The :data:`STUDY_KPI_UNITS` figures for one run (scenario + its Results)."""
     from twin import power
-    from twin.catalog import node_model
-    from twin.plant import rack_worst_case_w
+    from twin.plant import rack_worst_cases_w
 
     s = scenario
     ds = results.dataset
@@ -100,19 +99,23 @@ def study_kpis(scenario, results) -> dict[str, float]:
     delivered_gpus = float(installed.max()) if len(installed) else 0.0
     hosted = float(powered.max()) if len(powered) else 0.0
 
-    node = node_model(s.hardware.node_model)
-    rack_worst_w = rack_worst_case_w(s, node)
     racks_delivered = sum(w.racks for w in s.ramp.waves
                           if (w.date - s.simulation.start).days < s.simulation.duration_days)
     positions = sum(r.racks for h in s.site.halls for r in h.rows)
-    demand_w = racks_delivered * rack_worst_w
+    worst = rack_worst_cases_w(s)[:racks_delivered]        # each rack's own node model and count
+    alike = bool(len(worst)) and bool(np.all(worst == worst[0]))
+    demand_w = racks_delivered * float(worst[0]) if alike else float(worst.sum())
     facility_w = facility_it_limit_w(max(st.it_power_kw for st in pw.plan) * 1e3, pw.ups.capacity_kw * 1e3,
                                      pw.ups.mode == "double_conversion",
                                      [f.capacity_kw * 1e3 for f in pw.feeds], pw.redundancy == "2N")
     rpp_limit_w = float(power.breaker_continuous_limit_w(pw.rpp.breaker_a, pw.rpp.voltage_v, pw.rpp.phases,
                                                          pw.rpp.rated_100pct, pw.rpp.power_factor))
-    rpp_racks = np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp) if racks_delivered else [0]
-    rpp_use = float(np.max(use_fraction(np.asarray(rpp_racks) * rack_worst_w, rpp_limit_w)))
+    if alike or not racks_delivered:
+        rpp_racks = np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp) if racks_delivered else [0]
+        rpp_w = np.asarray(rpp_racks) * (float(worst[0]) if racks_delivered else 0.0)
+    else:
+        rpp_w = np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp, weights=worst)
+    rpp_use = float(np.max(use_fraction(rpp_w, rpp_limit_w)))
     cooling_w = sum(u.capacity_kw for h in s.site.halls for u in h.cooling_units) * 1e3
     econ = s.site.economics
     e_mwh = k.get("energy_facility_mwh", math.nan)

@@ -130,11 +130,10 @@ def run_answer(ds, kpis: dict, scenario=None) -> tuple[str, dict]:
     pw = None
     gpus_per_rack = 0
     if scenario is not None:
-        from twin.catalog import node_model
-        from twin.plant import rack_worst_case_w
-        node = node_model(scenario.hardware.node_model)
-        gpus_per_rack = node.gpu_count * scenario.hardware.nodes_per_rack
-        pw = power_wait(ds, rack_worst_case_w(scenario, node), gpus_per_rack)
+        from twin.plant import typical_rack
+        rack_worst_w, rack_gpus = typical_rack(scenario)     # the mean rack when racks differ
+        gpus_per_rack = rack_gpus
+        pw = power_wait(ds, rack_worst_w, gpus_per_rack)
     losses = {"power": budget["unpowered"], "health": budget["not_healthy"], "idle": budget["idle"],
               "lost_work": float(kpis.get("lost_gpu_hours") or 0.0)}
     thermal = float(kpis.get("hours_above_ashrae_recommended") or 0.0) > 0 or \
@@ -210,14 +209,18 @@ def input_summary(scenario) -> list[tuple[str, str]]:
                  f"redundancy {pw.redundancy}, feeds {feeds}; {pw.rpp.count} RPPs of {pw.rpp.racks_per_rpp} "
                  f"racks, {pw.rpp.breaker_a:g} A at {pw.rpp.voltage_v:g} V"
                  f"{'; power cap policy on' if pw.power_cap_policy else ''}"))
-    node = node_model(s.hardware.node_model)
+    from collections import Counter
+
+    from twin.plant import rack_gpus, scenario_racks
     racks = sum(w.racks for w in s.ramp.waves)
-    gpus = racks * s.hardware.nodes_per_rack * node.gpu_count
+    gpus = int(rack_gpus(s)[:racks].sum())
+    models, counts = scenario_racks(s)
+    kinds = Counter(zip(models[:racks], counts[:racks].tolist(), strict=True))
+    hw = " + ".join(f"{n} racks x {c} {m} nodes x {node_model(m).gpu_count} GPUs" for (m, c), n in kinds.items())
     waves = ", ".join(f"{w.racks} on {w.date}" for w in s.ramp.waves)
     cap = f", GPU cap {s.hardware.gpu_power_cap_w:g} W" if s.hardware.gpu_power_cap_w else ""
     rows.append(("cluster",
-                 f"{racks} racks x {s.hardware.nodes_per_rack} {s.hardware.node_model} nodes x "
-                 f"{node.gpu_count} GPUs = {gpus:,} GPUs{cap}; delivered {waves}, burn-in "
+                 f"{hw} = {gpus:,} GPUs{cap}; delivered {waves}, burn-in "
                  f"{s.ramp.burn_in_days:g} days; fabric {s.fabric.kind.replace('_', ' ')}, "
                  f"{s.fabric.link_gbps:g} Gb/s {s.fabric.transport}"))
     from twin.compute.step import parameter_count
