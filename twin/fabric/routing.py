@@ -66,7 +66,7 @@ def placement_hops(graph: nx.Graph, node_indices) -> dict:
     n = idx.size
     leaves = lay.node_leaf[idx, 0]
     plane = lay.planes[int(lay.leaf_plane[leaves[0]])] if n else lay.planes[0]
-    pods = plane.leaf_pod[lay.leaf_pos[leaves]] if n else leaves
+    pods = lay.leaf_pod_id[leaves] if n else leaves
     _, c_leaf = np.unique(leaves, return_counts=True)
     _, c_pod = np.unique(pods, return_counts=True)
     sus = int(np.unique(lay.node_su[idx]).size)
@@ -78,6 +78,14 @@ def placement_hops(graph: nx.Graph, node_indices) -> dict:
     other = n * (n - 1.0) - same_leaf - same_pod
     mean = (2 * same_leaf + 4 * same_pod + 6 * other) / (n * (n - 1.0))
     mx = 6 if other > 0 else (4 if same_pod > 0 else 2)
+    hall = _node_hall(lay, idx)
+    if hall[0] != hall[-1]:
+        # another hall: up the hall's tiers to the site tier and down again
+        _, c_hall = np.unique(hall, return_counts=True)
+        cross = n * (n - 1.0) - float(np.sum(c_hall * (c_hall - 1.0)))
+        far = 2 * plane.tiers + 2
+        mean = (mean * n * (n - 1.0) + (far - 6) * cross) / (n * (n - 1.0))  # cross pairs
+        mx = far                                                          # were counted 6
     return {"max_hops": mx, "mean_hops": mean, "sus": sus, "leaves": int(c_leaf.size),
             "pods": int(c_pod.size), "nodes": int(n)}
 
@@ -251,6 +259,9 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
         return _empty_loads(lay, partitioned=True)
     node_rate = nics * lay.node_nic_links * link * rate_scale  # offered per node [Gb/s]
     nxt = np.roll(np.arange(n), -1)
+    node_hall = _node_hall(lay, idx)
+    if node_hall[0] != node_hall[-1]:  # sorted nodes: the job spans halls
+        return _site_loads(lay, idx, pattern, fails, ok, node_rate, node_hall)
     if pattern == "ring":
         common = ok_nic & ok_nic[nxt]  # a pair talks over the NICs working at both ends
         n_common = common.sum(axis=1)
@@ -405,6 +416,100 @@ def _planes_hashed_intact(lay: FabricLayout, tasks: list, rng: np.random.Generat
         _append_plane(lay.link_gbps, leaf_v, sp_v, M, up[r], down[r], src, dst, load, cap)
 
 
+def _node_hall(lay: FabricLayout, idx: np.ndarray) -> np.ndarray:
+    """Hall of each node (0 when one fabric serves every hall)."""
+    if len(lay.hall_nodes) < 2:
+        return np.zeros(idx.size, np.int64)
+    return np.searchsorted(np.cumsum(lay.hall_nodes), idx, side="right")
+
+
+def _site_loads(lay: FabricLayout, idx: np.ndarray, pattern: str, fails: _Failures,
+                ok: np.ndarray, node_rate: float, node_hall: np.ndarray) -> LinkLoads:
+    """Link loads of a job whose nodes lie in several halls (one fabric per hall, the
+    halls joined by a site tier).
+
+    Traffic between two nodes of one hall stays in the hall's planes (routed as
+    everywhere else); traffic to another hall climbs the leaf's working uplinks in
+    proportion to their cables, leaves the hall over its site uplink of rail ``r`` and
+    enters the other hall the same way down.  The site uplink of a hall on one rail is
+    one aggregated bundle of ``hall nodes x NIC rate / site_oversubscription`` per
+    direction; the hall's spine (and core) tier is non-blocking by construction, so the
+    leaf uplinks and the site bundles are the hops that can bind.  Routing beyond the
+    leaves is fluid (even spread) for such a job, adaptive or ECMP alike.
+    """
+    n = idx.size
+    nics = lay.nics_per_node
+    link = lay.link_gbps
+    ok_nic = ok > 0
+    n_ok = ok_nic.sum(axis=1)
+    nxt = np.roll(np.arange(n), -1)
+    if pattern == "ring":
+        common = ok_nic & ok_nic[nxt]
+        if np.any(common.sum(axis=1) == 0):
+            return _empty_loads(lay, partitioned=True)
+        flow = np.where(common, node_rate / np.maximum(common.sum(axis=1), 1)[:, None], 0.0)
+        recv = np.roll(flow, 1, axis=0)
+    else:
+        flow = np.where(ok_nic, node_rate / n_ok[:, None], 0.0)
+        recv = np.where(ok_nic, (flow.sum(axis=0)[None, :] - flow) / (n - 1), 0.0)
+    cap_nic = (ok * link).astype(float).ravel()
+    node_v = np.repeat(idx, nics)
+    leaf_v = lay.leaf_vid[lay.node_leaf[idx]].ravel()
+    src, dst = [node_v, leaf_v], [leaf_v, node_v]
+    load, cap = [flow.ravel(), recv.ravel()], [cap_nic, cap_nic]
+    halls = np.unique(node_hall)
+    partitioned = False
+    hall_nodes = np.asarray(lay.hall_nodes, dtype=float)
+    for r in range(nics):
+        site_up = np.zeros(len(lay.hall_nodes))
+        site_down = np.zeros(len(lay.hall_nodes))
+        top_v = np.zeros(len(lay.hall_nodes), np.int64)
+        for h in halls:
+            rows = np.flatnonzero(node_hall == h)
+            p_i = int(lay.leaf_plane[lay.node_leaf[idx[rows[0]], r]])
+            pl = lay.planes[p_i]
+            pos = lay.leaf_pos[lay.node_leaf[idx[rows], r]]
+            involved, s_i = np.unique(pos, return_inverse=True)
+            ni = involved.size
+            T = np.zeros((ni, ni))
+            out_r = np.zeros(ni)
+            in_r = np.zeros(ni)
+            if pattern == "ring":
+                nb = nxt[rows]
+                same = node_hall[nb] == h
+                d_i = np.searchsorted(involved, lay.leaf_pos[lay.node_leaf[idx[nb[same]], r]])
+                np.add.at(T, (s_i[same], d_i), flow[rows[same], r])
+                np.add.at(out_r, s_i[~same], flow[rows[~same], r])
+                prv = np.roll(np.arange(n), 1)[rows]
+                from_out = node_hall[prv] != h
+                np.add.at(in_r, s_i[from_out], flow[prv[from_out], r])
+            else:
+                out_l = np.bincount(s_i, weights=flow[rows, r], minlength=ni)
+                cnt_l = np.bincount(s_i, minlength=ni).astype(float)
+                T += np.outer(out_l, cnt_l) / (n - 1)
+                out_r = out_l * (n - rows.size) / (n - 1)
+                in_r = cnt_l * (flow[:, r].sum() - flow[rows, r].sum()) / (n - 1)
+            np.fill_diagonal(T, 0.0)
+            site_up[h] += out_r.sum()
+            site_down[h] += in_r.sum()
+            top_v[h] = lay.vertex_index[f"site:p{p_i}"]
+            if pl.spines_per_pod == 0:  # a one-leaf hall plane: the leaf is the top
+                continue
+            part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap,
+                                remote_out=out_r, remote_in=in_r)
+            partitioned = partitioned or part
+        used = np.flatnonzero((site_up > 0) | (site_down > 0))
+        c_site = hall_nodes[used] * lay.node_nic_links * link / lay.site_oversubscription
+        top = top_v[used]
+        rail = np.full(used.size, lay.vertex_index[f"site:r{r}"], np.int64)
+        src += [top, rail]
+        dst += [rail, top]
+        load += [site_up[used], site_down[used]]
+        cap += [c_site, c_site]
+    return LinkLoads(np.concatenate(src), np.concatenate(dst), np.concatenate(load),
+                     np.concatenate(cap), lay.vertex_names, partitioned)
+
+
 def _plane_cables(pl: PlaneLayout, leaf_v: np.ndarray, sp_v: np.ndarray, pod_sp_v,
                   core_v, fails: _Failures):
     """Working cables of one plane after the failures.
@@ -454,8 +559,13 @@ def _plane_cables(pl: PlaneLayout, leaf_v: np.ndarray, sp_v: np.ndarray, pod_sp_
 
 def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndarray,
                  T: np.ndarray, fails: _Failures, src: list, dst: list, load: list,
-                 cap: list) -> bool:
-    """Append leaf<->spine and spine<->core loads of one plane; True if partitioned."""
+                 cap: list, remote_out=None, remote_in=None) -> bool:
+    """Append leaf<->spine and spine<->core loads of one plane; True if partitioned.
+
+    ``remote_out`` / ``remote_in`` (ni,): traffic [Gb/s] each involved leaf sends to /
+    receives from other halls (site tier); it climbs the leaf's working uplinks in
+    proportion to their cables.
+    """
     link = lay.link_gbps
     u = pl.spines_per_pod
     ni = involved.size
@@ -511,6 +621,11 @@ def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndar
             F2 = W2 * share2[..., None]
             up2 = F2.sum(axis=2)
             down2 = F2.sum(axis=1)
+    if remote_out is not None:
+        share = np.divide(M, M.sum(axis=1, keepdims=True), out=np.zeros_like(M),
+                          where=M.sum(axis=1, keepdims=True) > 0)
+        up = up + remote_out[:, None] * share
+        down = down + remote_in[:, None] * share
     _append_plane(link, leaf_v, sp_v, M, up, down, src, dst, load, cap)
     if three and npod > 1:
         _append_cores(link, pod_sp_v, core_v, M2, up2, down2, src, dst, load, cap)

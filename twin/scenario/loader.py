@@ -277,6 +277,9 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     if s.fabric.switch_model not in catalog.switches:
         out.append(("fabric.switch_model", s.fabric.switch_model,
                     f"a switch model in the catalog: {sorted(catalog.switches)}"))
+    from twin.fabric.scenario import fabric_problems
+    from twin.plant import rack_hardware
+    out += fabric_problems(s.fabric, [sum(rack_hardware(h, s.hardware)[1]) for h in s.site.halls])
     n_racks = 0
     for h, hall in enumerate(s.site.halls):
         hw, hd = hall.rack_width_m / 2, hall.rack_depth_m / 2

@@ -286,6 +286,14 @@ class Hardware(Model):
     deployment: Literal["bare_metal", "container", "vm"] = "bare_metal"
 
 
+class SiteTier(Model):
+    """One fabric per hall, the halls (or buildings) of the site joined by a site tier."""
+
+    oversubscription: Annotated[float, Field(ge=1)] = Field(
+        1.0, description="a hall's NIC bandwidth over its uplink bandwidth to the site tier "
+                         "(1 = non-blocking between halls)")
+
+
 class Fabric(Model):
     kind: Literal["rail_optimized", "clos", "fat_tree"]
     su_nodes: PositiveInt = Field(32, description="nodes per scalable unit")
@@ -299,6 +307,21 @@ class Fabric(Model):
     ports_per_nic: PositiveInt = Field(1, description="fabric ports per NIC (rails per NIC)")
     spines: PositiveInt | None = None
     tor_uplinks_per_spine: PositiveInt = 2
+    planes: PositiveInt = Field(
+        1, description="multi-plane (rail_optimized, clos): each NIC port splits into this many "
+                       "ports of link_gbps / planes, each cabled into its own plane; switch_ports "
+                       "counts ports at that speed (a 51.2 Tb/s switch: 64 x 800G or 256 x 200G)")
+    site_tier: SiteTier | None = Field(
+        None, description="one fabric per hall, joined by a site tier (a fourth tier); every hall "
+                          "but the last holds a multiple of su_nodes nodes. None = one fabric for "
+                          "every hall")
+    routing: Literal["adaptive", "static_ecmp"] = Field(
+        "adaptive", description="adaptive: traffic spreads over the equal-cost paths; static_ecmp: "
+                                "each flow (4 queue pairs per connection) hashed onto one path")
+    sharing: Literal["none", "max_min"] = Field(
+        "none", description="none: each job's collectives see the fabric alone; max_min: running "
+                            "jobs share links max-min fairly, recomputed when jobs start or stop "
+                            "or switches fail")
 
 
 # --------------------------------------------------------------------------- workload

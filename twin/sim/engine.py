@@ -75,10 +75,8 @@ class Engine:
                                   n_sus=int(p.node_su.max()) + 1,
                                   psu_capacity_w=float(node.psu_count * node.psu_rating_w))
         f = scenario.fabric
-        self.graph = fabric.build_fabric(
-            f.kind, p.n_nodes, gpus_per_node=p.gpus_per_node, su_nodes=f.su_nodes, rails=f.rails,
-            link_gbps=f.link_gbps, switch_ports=f.switch_ports, oversubscription=f.oversubscription,
-            tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines, ports_per_nic=f.ports_per_nic)
+        hall_nodes = np.bincount(p.rack_hall[p.node_rack], minlength=len(scenario.site.halls))
+        self.graph = fabric.build_scenario_fabric(f, hall_nodes, p.gpus_per_node)
         p.fabric = self.graph
         # components, in the order their processes start (never reorder: event ties at the
         # same instant resolve in registration order)

@@ -1,0 +1,94 @@
+"""The one translation of a scenario's ``fabric`` section into :func:`build_fabric` arguments,
+and its cross-field checks (the node count the fabric must hold).
+
+Declaring a fabric for a million GPUs (131,072 nodes of 8 GPUs), for example::
+
+    fabric:
+      kind: rail_optimized
+      switch_model: q3400          # 144 x 800G XDR: three tiers hold 144 x 72 SUs per rail
+      switch_ports: 144
+      link_gbps: 800
+      su_nodes: 32
+      site_tier: {oversubscription: 2.0}   # one fabric per hall, halls joined by a site tier
+
+With 64-port switches a hall's three-tier fabric holds at most 65,536 nodes (2,048 SUs of
+32), so such a site needs ``site_tier`` with halls of at most that size, or ``planes``
+(each NIC port split into ports of lower speed on a switch of higher radix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import networkx as nx
+
+from twin.fabric.topology import build_fabric, max_fabric_nodes
+
+
+def fabric_build_kwargs(fabric, hall_nodes: Sequence[int]) -> dict:
+    """``build_fabric`` keyword arguments of a scenario's ``fabric`` (a
+    :class:`twin.scenario.schema.Fabric`) for halls of ``hall_nodes`` nodes each."""
+    kw = dict(su_nodes=fabric.su_nodes, rails=fabric.rails, link_gbps=fabric.link_gbps,
+              switch_ports=fabric.switch_ports, oversubscription=fabric.oversubscription,
+              tor_uplinks_per_spine=fabric.tor_uplinks_per_spine, spines=fabric.spines,
+              ports_per_nic=fabric.ports_per_nic, planes=fabric.planes)
+    halls = [int(n) for n in hall_nodes if n > 0]
+    if fabric.site_tier is not None and len(halls) > 1:
+        kw.update(hall_nodes=halls, site_oversubscription=fabric.site_tier.oversubscription)
+    return kw
+
+
+def build_scenario_fabric(fabric, hall_nodes: Sequence[int], gpus_per_node: int) -> nx.Graph:
+    """The compute fabric of a scenario whose halls hold ``hall_nodes`` nodes each."""
+    return build_fabric(fabric.kind, int(sum(hall_nodes)), gpus_per_node=gpus_per_node,
+                        **fabric_build_kwargs(fabric, hall_nodes))
+
+
+def fabric_problems(fabric, hall_nodes: Sequence[int]) -> list[tuple[str, object, str]]:
+    """``(path, value, expected)`` for a fabric that cannot hold the scenario's nodes: the
+    node count against the largest the fabric holds (per hall with a site tier), halls that
+    split a scalable unit, and multi-plane on a fat tree."""
+    out: list[tuple[str, object, str]] = []
+    total = int(sum(hall_nodes))
+    halls = [int(n) for n in hall_nodes if n > 0]
+    if fabric.planes > 1 and fabric.kind == "fat_tree":
+        out.append(("fabric.planes", fabric.planes, "1 for a fat_tree (one plane)"))
+        return out
+    site = fabric.site_tier is not None and len(halls) > 1
+    rails = fabric.rails * fabric.planes
+    cap = max_fabric_nodes(fabric.kind, su_nodes=fabric.su_nodes, rails=rails,
+                           switch_ports=fabric.switch_ports,
+                           oversubscription=fabric.oversubscription,
+                           ports_per_nic=fabric.ports_per_nic)
+    if cap is None or total == 0:
+        return out
+    k = fabric.switch_ports
+    if site:
+        if len(halls) > k:
+            out.append(("fabric.site_tier", len(halls),
+                        f"at most {k} halls on a site tier of {k}-port switches"))
+        if max(halls) > cap:
+            out.append(("fabric.switch_ports", k,
+                        f"a fabric that holds the largest hall's {max(halls)} nodes: a "
+                        f"{fabric.kind} hall fabric of {k}-port switches holds at most {cap} "
+                        f"nodes"))
+        unit = fabric.su_nodes
+        if fabric.kind == "fat_tree":
+            k_ = fabric.switch_ports
+            d = round(k_ * fabric.oversubscription / (1.0 + fabric.oversubscription))
+            unit = max(d // (rails * fabric.ports_per_nic), 1)
+        if any(n % unit for n in halls[:-1]):
+            out.append(("fabric.site_tier", list(halls),
+                        f"halls of a multiple of {unit} nodes (the nodes under one leaf; a "
+                        f"scalable unit never spans halls)"))
+    elif cap == 0:
+        out.append(("fabric.switch_ports", k,
+                    f"a leaf with ports for su_nodes={fabric.su_nodes} x ports_per_nic="
+                    f"{fabric.ports_per_nic} nodes (and its uplinks): {k} ports hold none"))
+    elif total > cap:
+        hint = (f"; with site_tier, halls of up to {cap} nodes each" if len(halls) > 1 else "")
+        out.append(("fabric.switch_ports", k,
+                    f"a fabric that holds the scenario's {total} nodes: a {fabric.kind} fabric "
+                    f"of {k}-port switches ({fabric.su_nodes} nodes per scalable unit, three "
+                    f"tiers) holds at most {cap} nodes; use switches with more ports{hint}"))
+    return out
