@@ -124,7 +124,8 @@ class Plant:
     Racks may hold different node models and node counts: ``models`` are the distinct
     catalog models (``models[0]`` = ``hardware.node_model`` when any rack holds it),
     ``rack_model`` (R,) and ``node_model_index`` (N,) index into them, ``rack_nodes`` (R,)
-    counts nodes. ``node`` is the scenario's default model (``hardware.node_model``).
+    counts nodes. ``node`` is ``models[0]``: the scenario's default model, or the first
+    rack's when no rack holds the default.
     """
 
     scenario: Scenario
@@ -240,7 +241,7 @@ class Plant:
         node model and node count); one float when all racks are alike, else (R,)."""
         s = self.scenario
         if self.homogeneous:
-            return rack_worst_case_w(s, self.node)
+            return rack_worst_case_w(s, self.node, nodes_per_rack=int(self.rack_nodes[0]))
         per_node = np.array([rack_worst_case_w(s, m, nodes_per_rack=1, network_w=0.0) for m in self.models])
         return uniform(per_node[self.rack_model] * self.rack_nodes + s.hardware.network_power_per_rack_w)
 
@@ -256,7 +257,6 @@ def build_plant(s: Scenario) -> Plant:
     from twin.power import breaker_continuous_limit_w
 
     catalog = load_catalog()
-    node = catalog.nodes[s.hardware.node_model]
     switch = catalog.switches[s.fabric.switch_model]
     rack_model_names: list[str] = []
     rack_nodes: list[int] = []
@@ -305,7 +305,7 @@ def build_plant(s: Scenario) -> Plant:
         plan_s = np.array([seconds_since(s.simulation.start, dt.date.fromisoformat(st["date"])) for st in stages])
         plan_w = np.array([st["it_capacity_kw"] * 1e3 for st in stages])
     return Plant(
-        scenario=s, node=node, switch=switch, rack_names=names,
+        scenario=s, node=catalog.nodes[used[0]], switch=switch, rack_names=names,
         rack_hall=np.concatenate(hall_idx), rack_xy_m=rack_xy, rack_intake=np.concatenate(intake),
         rack_enclosed=np.concatenate(enclosed), rack_rpp=rack_rpp, rack_delivery_s=delivery,
         node_rack=node_rack, node_su=node_su, rpp_limit_w=rpp_limit, rpp_rating_w=rpp_rating,

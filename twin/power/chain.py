@@ -192,15 +192,16 @@ def capacity_report(scenario) -> dict:
             "stages": stages}
 
 
-def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C) -> dict[str, Any]:
-    """Node AC power [W] and per-GPU power [W] in every phase, and the PSU's AC per DC watt."""
+def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C, node_model: str | None = None) -> dict[str, Any]:
+    """Node AC power [W] and per-GPU power [W] in every phase, and the PSU's AC per DC watt,
+    of ``node_model`` (default ``hardware.node_model``)."""
     from twin import power
-    from twin.catalog import node_model
+    from twin.catalog import node_model as catalog_node
     from twin.plant import node_power_kwargs
 
-    node = node_model(scenario.hardware.node_model)
+    node = catalog_node(node_model or scenario.hardware.node_model)
     kw = node_power_kwargs(node)
-    cap = scenario.hardware.gpu_power_cap_w or node.gpu_tdp_w
+    cap = min(scenario.hardware.gpu_power_cap_w or node.gpu_tdp_w, node.gpu_tdp_w)
     phases = np.arange(max(int(p) for p in Phase) + 1)
     b = power.node_power_breakdown_w(phases, cap, inlet_c, **kw)
     dc = b["gpu_w"] + b["host_w"] + b["fan_w"]
@@ -213,7 +214,8 @@ def phase_node_power_w(scenario, inlet_c: float = SWING_INLET_C) -> dict[str, An
 def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, checkpoint_s: float,
                  restart_s: float, rest_w: float = 0.0, dt_s: float = 0.01,
                  battery=None, floor_fraction: float | None = None, skew_s: float | None = None,
-                 window_s: float | None = None, inlet_c: float = SWING_INLET_C) -> dict:
+                 window_s: float | None = None, inlet_c: float = SWING_INLET_C,
+                 node_model: str | None = None) -> dict:
     """Meter power of one synchronous job at 1-s resolution and its swing KPIs.
 
     The window holds training steps, one checkpoint (at a third of the window) and one
@@ -221,7 +223,8 @@ def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, check
     the facility [W], constant over the window. Returns the peak meter ramp without
     mitigation, with the GPU power floor alone, with the battery alone, and with both
     (``mitigated``: the floor first, the battery on the floored load), with their energy
-    costs over the window [kWh].
+    costs over the window [kWh]. ``node_model``: the job's nodes' catalog model (default
+    ``hardware.node_model``).
     """
     chain = scenario.site.power.chain
     sw = chain.swing if chain is not None else None
@@ -230,7 +233,7 @@ def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, check
     w = window_s if window_s is not None else (sw.window_s if sw else 1800.0)
     ph = job_phase_trace(w, step_s, exposed_s, checkpoint_at_s=w / 3, checkpoint_s=checkpoint_s,
                          restart_at_s=2 * w / 3, restart_s=min(restart_s, w / 4), dt_s=dt_s)
-    pw = phase_node_power_w(scenario, inlet_c)
+    pw = phase_node_power_w(scenario, inlet_c, node_model)
     meter = mean_per_interval(sync_load_w(ph, pw["node_w"], nodes, skew_s=skew, dt_s=dt_s), dt_s) + rest_w
     ramp0 = peak_meter_ramp_kw_per_s(meter)
     out = {"nodes": nodes, "step_s": step_s, "exposed_s": exposed_s, "checkpoint_s": checkpoint_s,

@@ -330,7 +330,7 @@ class HallThermal(Component):
         if self.cs.rack_airflow != "fan_model":
             return
         p = self.plant
-        n = p.rack_nodes[hall.idx] if not p.homogeneous else self.s.hardware.nodes_per_rack
+        n = p.rack_nodes[hall.idx] if not p.homogeneous else int(p.rack_nodes[0])
         design = p.model_param("gpu_count") * p.model_param("gpu_tdp_w") + p.model_param("host_active_w")
         v = rack_airflow_from_fans_m3_s(
             np.maximum(rack_w[hall.idx] / n, 0.0), self.state.rack_inlet_c[hall.idx], nodes_per_rack=n,

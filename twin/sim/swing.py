@@ -92,10 +92,12 @@ class Swing(Component):
             exposed = min(exposed, 0.9 * step.step_time_s)
             ckpt = float(storage.checkpoint_write_s(job.checkpoint_bytes, jobs.storage_write_gb_s))
             restart = spec.restart_s + float(storage.checkpoint_read_s(job.checkpoint_bytes, jobs.storage_read_gb_s))
-            key = (spec.nodes, round(step.step_time_s, 3), round(exposed, 3), round(ckpt, 2), round(restart, 1))
+            model = self.plant.model_names[jobs.model_of(job)]       # the job's nodes' model
+            key = (spec.nodes, round(step.step_time_s, 3), round(exposed, 3), round(ckpt, 2), round(restart, 1),
+                   model)
             if key not in self._cache:
                 r = swing_report(self.s, nodes=spec.nodes, step_s=step.step_time_s, exposed_s=exposed,
-                                 checkpoint_s=ckpt, restart_s=restart, inlet_c=inlet)
+                                 checkpoint_s=ckpt, restart_s=restart, inlet_c=inlet, node_model=model)
                 self._cache[key] = (r["mitigated"]["peak_meter_ramp_kw_per_s"], r["peak_meter_ramp_kw_per_s"],
                                     r["mitigated"]["energy_cost_kwh"] / (r["window_s"] / 3600.0))
             ramp[k], ramp0[k], cost[k] = self._cache[key]
