@@ -33,3 +33,11 @@ def small_results(small_run_dir):
     from twin.results import Results
 
     return Results.load(small_run_dir)
+
+
+@pytest.fixture(scope="session")
+def fixed_scenario(small_scenario):
+    """A 10 m x 8 m hall with one row of four racks (see hall_fixtures.make_fixed_scenario)."""
+    from .hall_fixtures import make_fixed_scenario
+
+    return make_fixed_scenario(small_scenario)

@@ -27,3 +27,11 @@ def test_plots_do_not_need_pyvista():
             "sys.exit(1 if any(m.split('.')[0] in ('pyvista', 'vtkmodules') for m in sys.modules) else 0)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_png_path_imports_no_pyvista_or_vtk():
+    # the command's process builds the description; only the render child loads VTK
+    code = ("import sys\nimport twin.cli.render, twin.viz.render, twin.viz.drawlist, twin.viz.geometry\n"
+            "sys.exit(1 if any(m.split('.')[0] in ('pyvista', 'vtkmodules', 'vtk') for m in sys.modules) else 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr

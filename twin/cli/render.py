@@ -81,7 +81,18 @@ def _bad(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def run_render_cli(argv: list[str]) -> int:
+def own_command_line(argv: list[str]) -> bool:
+    """True when ``argv`` is this process's own ``twin render`` command line (the console
+    command or ``python -m twin.cli``), not a call from Python code such as a test."""
+    return sys.argv[1:] == ["render", *argv]
+
+
+def run_render_cli(argv: list[str], hand_over: bool | None = None) -> int:
+    """``twin render``. ``hand_over``: a PNG/JPEG is drawn by replacing this process with
+    the render child (``os.execv``; default: only when ``argv`` is the process's own command
+    line); otherwise the child runs beside it and this function returns."""
+    if hand_over is None:
+        hand_over = own_command_line(argv)
     args = build_parser().parse_args(argv)
     from pathlib import Path
 
@@ -157,6 +168,12 @@ def run_render_cli(argv: list[str]) -> int:
                     render.export_gltf(snap, out)
                 else:
                     out.parent.mkdir(parents=True, exist_ok=True)
+                    if hand_over:   # this process becomes the render child: the run leaves memory
+                        from twin.viz.drawlist import hand_over as exec_child
+                        bar.close()
+                        exec_child(snap, out, size, labels=args.labels != "none",
+                                   rack_labels=args.labels == "racks", say=f"wrote {out} ({args.color})",
+                                   since=_time.time() - (_time.perf_counter() - t0))
                     render.render_snapshot(snap, out, size, labels=args.labels != "none",
                                            rack_labels=args.labels == "racks")
                 bar.update(2)
@@ -170,4 +187,4 @@ def run_render_cli(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_render_cli(sys.argv[1:]))
+    sys.exit(run_render_cli(sys.argv[1:], hand_over=True))

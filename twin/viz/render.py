@@ -22,7 +22,6 @@ import numpy as np
 from twin.results import Results
 from twin.scenario.schema import Scenario
 
-from . import scene as sc
 from .snapshot import (
     Snapshot,
     color_scale,
@@ -73,23 +72,26 @@ def make_snapshot(source, color: str = "inlet_temp", time: str | None = None, fi
     return with_clim(snapshot_from_results(results, color, i, field=field, scenario=scenario), clim)
 
 
+def _scene():
+    """:mod:`twin.viz.scene` (pyvista), imported only by the exports that need it: a PNG
+    or an animation is drawn by the render child and never loads pyvista here."""
+    from . import scene
+    return scene
+
+
 def _plotter(window_size, off_screen=True, notebook=False):
-    return sc.new_plotter(window_size=window_size, off_screen=off_screen, notebook=notebook)
+    return _scene().new_plotter(window_size=window_size, off_screen=off_screen, notebook=notebook)
 
 
 def render_snapshot(snap: Snapshot, out: str | Path | None = None, window_size=(1280, 800),
                     title: str | None = None, caption: bool = True, scalar_bars: bool = True,
                     streamlines: bool = True, labels: bool = True, rack_labels: bool = False) -> np.ndarray:
-    """Render ``snap`` off-screen; write it to ``out`` if given; return the RGB image."""
-    pl = _plotter(window_size)
-    try:
-        sc.draw_snapshot(pl, snap, title=title, caption=caption, scalar_bars=scalar_bars,
-                         streamlines=streamlines, labels=labels, rack_labels=rack_labels)
-        sc.frame_camera(pl, snap.scenario)
-        img = pl.screenshot(str(out) if out else None, return_img=True)
-    finally:
-        pl.close()
-    return img
+    """Render ``snap`` off-screen; write it to ``out`` (PNG/JPEG) if given; return the RGB
+    image. The picture is drawn by the render child (:mod:`twin.viz.vtkdraw`, VTK alone in
+    its own process), so this process never loads pyvista or an OpenGL driver."""
+    from .drawlist import render_image as draw
+    return draw(snap, out, window_size, title=title, caption=caption, scalar_bars=scalar_bars,
+                streamlines=streamlines, labels=labels, rack_labels=rack_labels)
 
 
 def render_image(source, out: str | Path, color: str = "inlet_temp", time: str | None = None,
@@ -101,7 +103,7 @@ def render_image(source, out: str | Path, color: str = "inlet_temp", time: str |
 
 
 def scene_blocks(snap: Snapshot):
-    return sc.build_scene(snap)
+    return _scene().build_scene(snap)
 
 
 def export_scene(source_or_snapshot, out: str | Path, color: str = "inlet_temp",
@@ -111,6 +113,7 @@ def export_scene(source_or_snapshot, out: str | Path, color: str = "inlet_temp",
     ``twin.viz.scene.PART_CODES``) and ``value``). ParaView opens both."""
     snap = (source_or_snapshot if isinstance(source_or_snapshot, Snapshot)
             else make_snapshot(source_or_snapshot, color, time, field))
+    sc = _scene()
     blocks = sc.build_scene(snap)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +136,7 @@ def export_gltf(snap: Snapshot, out: str | Path) -> Path:
     if out.suffix.lower() not in GLTF_SUFFIXES:
         raise ValueError(f"{out}: glTF export needs .gltf")
     out.parent.mkdir(parents=True, exist_ok=True)
+    sc = _scene()
     pl = _plotter((640, 400))
     try:
         sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, bake_colors=True)
@@ -190,6 +194,7 @@ def export_page(snap: Snapshot, out: str | Path, streamlines: bool = True) -> Pa
     import warnings
 
     out.parent.mkdir(parents=True, exist_ok=True)
+    sc = _scene()
     pl = _plotter((1280, 800))
     try:
         sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, streamlines=streamlines,
@@ -231,7 +236,8 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
             clim: tuple[float, float] | None = None) -> Path:
     """Animate a run over its samples: racks appear as they are delivered and powered,
     colours follow the sampled quantity on one scale for the whole run, the title carries
-    the clock and the caption the KPIs of the moment. GIF (imageio) or MP4 (imageio-ffmpeg).
+    the clock and the caption the KPIs of the moment. GIF (Pillow) or MP4 (imageio-ffmpeg),
+    drawn and written frame by frame by the render child (memory does not grow with frames).
     """
     scenario, results = load_source(source)
     if results is None:
@@ -256,34 +262,29 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
             raise ValueError(f"--clim applies to a continuous colour, not to {color}")
         scale = replace(scale, clim=(float(clim[0]), float(clim[1])))
     idx = frame_indices(results.dataset.sizes["time"], frames)
-    snaps = [snapshot_from_results(results, color, i, field=field, scale=scale, scenario=scenario,
-                                   plant=plant) for i in idx]
+
+    def snap_at(i: int) -> Snapshot:
+        return snapshot_from_results(results, color, int(i), field=field, scale=scale, scenario=scenario,
+                                     plant=plant)
+
     slice_clim = None
-    temps = [f["temperature"].values for s in snaps for f in s.fields if f is not None]
-    if temps:
-        lo = float(min(np.nanmin(t) for t in temps))
-        hi = float(max(np.nanmax(t) for t in temps))
-        slice_clim = (np.floor(lo), max(np.ceil(hi), np.floor(lo) + 2))
+    if field:   # one room-air scale for the whole film: a first pass keeps only each frame's range
+        from .drawlist import slice_range
+        ranges = [r for r in (slice_range(snap_at(i)) for i in idx) if r is not None]
+        if ranges:
+            slice_clim = (min(r[0] for r in ranges), max(r[1] for r in ranges))
     out.parent.mkdir(parents=True, exist_ok=True)
-    pl = _plotter(window_size)
-    try:
-        if suffix == ".gif":
-            pl.open_gif(str(out), fps=fps, subrectangles=True)
-        else:
-            pl.open_movie(str(out), framerate=fps, quality=7)
-        for k, snap in enumerate(snaps):
-            sc.remove_scene(pl)
-            sc.draw_snapshot(pl, snap, slice_clim=slice_clim)
-            if k == 0:
-                sc.frame_camera(pl, scenario)
-            # one explicit render per frame (Plotter.write_frame renders twice; a bare
-            # screenshot of an off-screen plotter may return the previous frame)
-            pl.render_window.Render()
-            pl.mwriter.append_data(pl.screenshot(return_img=True))
-            if progress is not None:
-                progress((k + 1) / len(snaps))
-    finally:
-        pl.close()
+    from .drawlist import FrameStream, describe
+
+    def done(k: int) -> None:
+        if progress is not None:
+            progress(k / len(idx))
+
+    # frames are described one at a time and drawn and encoded by the render child as they
+    # come: neither process holds more than the frame in flight
+    with FrameStream(out, fps, done) as stream:
+        for i in idx:
+            stream.send(*describe(snap_at(i), window_size, slice_clim=slice_clim))
     return out
 
 
@@ -321,6 +322,7 @@ def show(source, color: str = "inlet_temp", time: str | None = None, field: bool
     backend = jupyter_backend_name or jupyter_backend()
 
     def shown(name):
+        sc = _scene()
         pl = _plotter(window_size, off_screen=name == "static", notebook=True)
         sc.draw_snapshot(pl, snap)
         sc.frame_camera(pl, snap.scenario)

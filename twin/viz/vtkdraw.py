@@ -1,0 +1,484 @@
+"""The render child: draw a hall scene description with VTK alone and write the picture.
+
+Run as a script, never imported by twin (``python vtkdraw.py ...``): it imports numpy and
+the few VTK modules it draws with, not pyvista, matplotlib, xarray or the simulation, so
+that one picture costs what VTK and the OpenGL driver cost and no more (``twin render``
+used 570 MB per PNG in one process; see bench/RESULTS.md). The description is made by
+:mod:`twin.viz.drawlist` in the parent: an ``.npz`` of arrays with a JSON ``meta`` entry
+(meshes with their colours baked, texts, point labels, colour bars, the camera).
+
+    python vtkdraw.py image SCENE.npz OUT.png|OUT.jpg [RAW.npy] [--remove DIR --say TEXT --since T]
+    python vtkdraw.py stream OUT.gif|OUT.mp4 FPS      (frames on stdin, see read_frames)
+
+``twin render ... --out hall.png`` hands its process over to this script once the
+description is written (``os.execv``, see :func:`twin.viz.drawlist.hand_over`): the
+command never holds the run and the OpenGL driver at the same time.
+
+In ``stream`` mode each frame is an 8-byte little-endian length and that many bytes of
+``.npz``; a zero length ends the stream. Frames are drawn into one window and written as
+they come (GIF by Pillow frame by frame, MP4 through imageio-ffmpeg), so memory does not
+grow with the number of frames. Progress is one line ``frame K`` per frame on stdout.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import sys
+
+if not os.environ.get("DISPLAY") and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ:
+    os.environ["VTK_DEFAULT_OPENGL_WINDOW"] = "vtkEGLRenderWindow"
+
+import numpy as np  # noqa: E402
+import vtkmodules.vtkRenderingFreeType  # noqa: E402,F401  (text rendering)
+import vtkmodules.vtkRenderingOpenGL2  # noqa: E402,F401  (the OpenGL back end)
+from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray  # noqa: E402
+from vtkmodules.vtkCommonCore import vtkLookupTable, vtkPoints, vtkStringArray  # noqa: E402
+from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkImageData, vtkPolyData  # noqa: E402
+from vtkmodules.vtkRenderingAnnotation import vtkCornerAnnotation, vtkScalarBarActor  # noqa: E402
+from vtkmodules.vtkRenderingCore import (  # noqa: E402
+    vtkActor,
+    vtkActor2D,
+    vtkLightKit,
+    vtkPolyDataMapper,
+    vtkRenderer,
+    vtkRenderWindow,
+    vtkTextActor,
+    vtkTextProperty,
+)
+
+#: corner of a vtkCornerAnnotation by name (pyvista's names)
+CORNERS = {"lower_left": 0, "lower_right": 1, "upper_left": 2, "upper_right": 3}
+#: the eight corners of a box and its six faces as corner indices (outward, counter-clockwise)
+_FACES = np.array([[0, 3, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]])
+
+
+def rgb01(colour: str) -> tuple[float, float, float]:
+    """'#rrggbb' as floats 0..1."""
+    c = colour.lstrip("#")
+    return (int(c[0:2], 16) / 255.0, int(c[2:4], 16) / 255.0, int(c[4:6], 16) / 255.0)
+
+
+def _cells(conn: np.ndarray, n: int, size: int) -> vtkCellArray:
+    cells = vtkCellArray()
+    offsets = np.arange(0, n * size + 1, size, dtype=np.int64)
+    cells.SetData(numpy_to_vtkIdTypeArray(offsets, deep=True),
+                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(conn, np.int64).ravel(), deep=True))
+    return cells
+
+
+def box_polydata(bounds: np.ndarray, rgb: np.ndarray | None = None) -> vtkPolyData:
+    """Six quads per box of ``bounds`` (N, 6) [m]; ``rgb`` (N, 3) uint8 colours per box.
+    The corners are in the order of ``twin.viz.geometry.box_corners`` (this script imports
+    nothing of twin, so it repeats those eight lines)."""
+    b = np.asarray(bounds, float).reshape(-1, 6)
+    x0, x1, y0, y1, z0, z1 = b.T
+    corners = np.stack([np.column_stack(c) for c in (
+        (x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0),
+        (x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1))], axis=1).reshape(-1, 3)
+    n = len(b)
+    conn = (np.arange(n)[:, None, None] * 8 + _FACES[None]).reshape(-1, 4)
+    pd = vtkPolyData()
+    pts = vtkPoints()
+    pts.SetData(numpy_to_vtk(np.ascontiguousarray(corners), deep=True))
+    pd.SetPoints(pts)
+    pd.SetPolys(_cells(conn, 6 * n, 4))
+    if rgb is not None:
+        colours = np.repeat(np.asarray(rgb, np.uint8).reshape(-1, 3), 6, axis=0)
+        arr = numpy_to_vtk(np.ascontiguousarray(colours), deep=True)
+        arr.SetName("rgb")
+        pd.GetCellData().SetScalars(arr)
+    return pd
+
+
+def quad_polydata(points: np.ndarray, quads: np.ndarray, rgb: np.ndarray | None = None) -> vtkPolyData:
+    pd = vtkPolyData()
+    pts = vtkPoints()
+    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, float), deep=True))
+    pd.SetPoints(pts)
+    pd.SetPolys(_cells(quads, len(quads), 4))
+    if rgb is not None:
+        arr = numpy_to_vtk(np.ascontiguousarray(rgb, np.uint8), deep=True)
+        arr.SetName("rgb")
+        pd.GetCellData().SetScalars(arr)
+    return pd
+
+
+def line_polydata(points: np.ndarray, segments: np.ndarray) -> vtkPolyData:
+    pd = vtkPolyData()
+    pts = vtkPoints()
+    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, float), deep=True))
+    pd.SetPoints(pts)
+    pd.SetLines(_cells(segments, len(segments), 2))
+    return pd
+
+
+def streamline_polydata(arrays, m: dict) -> vtkPolyData:
+    """Streamlines of a plan-view velocity field (vtkStreamTracer, both directions)."""
+    from vtkmodules.vtkFiltersFlowPaths import vtkStreamTracer
+
+    u, v = arrays[m["u"]], arrays[m["v"]]
+    ny, nx = u.shape
+    img = vtkImageData()
+    img.SetDimensions(nx, ny, 1)
+    img.SetSpacing(m["spacing"], m["spacing"], 1.0)
+    img.SetOrigin(*m["origin"])
+    vel = numpy_to_vtk(np.ascontiguousarray(np.column_stack([u.ravel(), v.ravel(), np.zeros(u.size)])), deep=True)
+    vel.SetName("velocity")
+    img.GetPointData().SetVectors(vel)
+    seeds = vtkPolyData()
+    sp = vtkPoints()
+    sp.SetData(numpy_to_vtk(np.ascontiguousarray(arrays[m["seeds"]], float), deep=True))
+    seeds.SetPoints(sp)
+    st = vtkStreamTracer()
+    st.SetInputData(img)
+    st.SetSourceData(seeds)
+    st.SetInputArrayToProcess(0, 0, 0, 0, "velocity")
+    st.SetIntegrationDirectionToBoth()
+    st.SetComputeVorticity(False)
+    st.SetMaximumPropagation(m["max_length"])
+    st.SetInitialIntegrationStep(m["initial_step"])
+    st.SetIntegrationStepUnit(2)   # cell length units, as pyvista's default
+    st.SetMaximumNumberOfSteps(m["max_steps"])
+    st.SetTerminalSpeed(m["terminal_speed"])
+    st.SetMinimumIntegrationStep(0.01)
+    st.SetMaximumIntegrationStep(1.0)
+    st.SetIntegratorTypeToRungeKutta45()
+    st.SetMaximumError(1e-6)
+    st.Update()
+    out = vtkPolyData()
+    out.ShallowCopy(st.GetOutput())
+    return out
+
+
+def lookup_table(colours: np.ndarray, clim) -> vtkLookupTable:
+    lut = vtkLookupTable()
+    n = len(colours)
+    lut.SetNumberOfTableValues(n)
+    lut.SetRange(float(clim[0]), float(clim[1]))
+    for i, c in enumerate(np.asarray(colours, float) / 255.0):
+        lut.SetTableValue(i, float(c[0]), float(c[1]), float(c[2]), 1.0)
+    lut.Build()
+    return lut
+
+
+def _text_property(prop: vtkTextProperty, colour: str, size: int | None = None, bold: bool = False):
+    prop.SetColor(*rgb01(colour))
+    prop.SetFontFamilyToArial()
+    prop.SetBold(bold)
+    prop.SetItalic(False)
+    prop.SetShadow(False)
+    if size:
+        prop.SetFontSize(int(size))
+    return prop
+
+
+def add_mesh(ren: vtkRenderer, pd: vtkPolyData, m: dict) -> None:
+    mapper = vtkPolyDataMapper()
+    mapper.SetInputData(pd)
+    actor = vtkActor()
+    prop = actor.GetProperty()
+    if m.get("rgb"):
+        mapper.SetColorModeToDirectScalars()
+        mapper.SetScalarModeToUseCellData()
+        mapper.ScalarVisibilityOn()
+    else:
+        mapper.ScalarVisibilityOff()
+        prop.SetColor(*rgb01(m["color"]))
+    actor.SetMapper(mapper)
+    prop.SetOpacity(float(m.get("opacity", 1.0)))
+    prop.SetLineWidth(float(m.get("line_width", 1.0)))
+    if m.get("edges"):
+        prop.EdgeVisibilityOn()
+        prop.SetEdgeColor(*rgb01(m["edges"]))
+    ren.AddActor(actor)
+
+
+def add_labels(ren: vtkRenderer, points: np.ndarray, m: dict) -> None:
+    """Names at 3-D points, always visible (vtkLabelPlacementMapper, as pyvista's
+    ``add_point_labels``)."""
+    from vtkmodules.vtkRenderingLabel import vtkLabelPlacementMapper, vtkPointSetToLabelHierarchy
+
+    pd = vtkPolyData()
+    pts = vtkPoints()
+    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, float), deep=True))
+    pd.SetPoints(pts)
+    names = vtkStringArray()
+    names.SetName("labels")
+    for n in m["names"]:
+        names.InsertNextValue(str(n))
+    pd.GetPointData().AddArray(names)
+    hier = vtkPointSetToLabelHierarchy()
+    hier.SetInputData(pd)
+    hier.SetLabelArrayName("labels")
+    _text_property(hier.GetTextProperty(), m["color"], m["font_size"], m.get("bold", True))
+    mapper = vtkLabelPlacementMapper()
+    mapper.SetInputConnection(hier.GetOutputPort())
+    if m.get("shape") == "rounded_rect":
+        mapper.SetShapeToRoundedRect()
+        mapper.SetStyleToFilled()
+        mapper.SetBackgroundColor(*rgb01(m["shape_color"]))
+        mapper.SetBackgroundOpacity(float(m["shape_opacity"]))
+        mapper.SetMargin(3)
+    else:
+        mapper.SetShapeToNone()
+    actor = vtkActor2D()
+    actor.SetMapper(mapper)
+    ren.AddViewProp(actor)
+
+
+def add_scalar_bar(ren: vtkRenderer, colours: np.ndarray, m: dict) -> None:
+    bar = vtkScalarBarActor()
+    bar.SetLookupTable(lookup_table(colours, m["clim"]))
+    bar.SetMaximumNumberOfColors(len(colours))
+    bar.SetNumberOfLabels(int(m.get("n_labels", 5)))
+    bar.SetDrawTickLabels(int(m.get("n_labels", 5)) > 0)
+    bar.SetOrientationToVertical()
+    bar.SetPosition(*m["position"])
+    bar.SetWidth(m["width"])
+    bar.SetHeight(m["height"])
+    bar.SetLabelFormat(m.get("fmt", "%.1f"))
+    bar.SetUnconstrainedFontSize(True)
+    bar.SetAnnotationTextScaling(False)
+    bar.SetTitle(m["title"])
+    _text_property(bar.GetLabelTextProperty(), m["color"], m["label_font_size"])
+    _text_property(bar.GetAnnotationTextProperty(), m["color"], m["label_font_size"])
+    title = _text_property(bar.GetTitleTextProperty(), m["color"], m["title_font_size"])
+    title.SetJustificationToCentered()
+    bar.SetDrawFrame(False)
+    ren.AddViewProp(bar)
+
+
+def add_text(ren: vtkRenderer, m: dict) -> None:
+    if "corner" in m:   # as pyvista's add_text with a named position
+        ann = vtkCornerAnnotation()
+        ann.SetLinearFontScaleFactor(int(m["font_size"]) // 2)
+        ann.SetText(CORNERS[m["corner"]], m["text"])
+        _text_property(ann.GetTextProperty(), m["color"])
+        ren.AddViewProp(ann)
+        return
+    actor = vtkTextActor()
+    actor.SetInput(m["text"])
+    actor.SetPosition(*m["position"])
+    _text_property(actor.GetTextProperty(), m["color"], int(m["font_size"] * 2))
+    ren.AddViewProp(actor)
+
+
+def draw(ren: vtkRenderer, arrays, meta: dict) -> None:
+    """Fill ``ren`` with everything the description names (in order)."""
+    for m in meta["meshes"]:
+        kind = m["kind"]
+        rgb = arrays[m["rgb"]] if m.get("rgb") else None
+        if kind == "boxes":
+            pd = box_polydata(arrays[m["bounds"]], rgb)
+        elif kind == "quads":
+            pd = quad_polydata(arrays[m["points"]], arrays[m["quads"]], rgb)
+        elif kind == "lines":
+            pd = line_polydata(arrays[m["points"]], arrays[m["segments"]])
+        elif kind == "streamlines":
+            pd = streamline_polydata(arrays, m)
+        else:
+            raise ValueError(f"unknown mesh kind {kind!r}")
+        if pd.GetNumberOfCells():
+            add_mesh(ren, pd, m)
+    for m in meta["scalar_bars"]:
+        add_scalar_bar(ren, arrays[m["colors"]], m)
+    for m in meta["labels"]:
+        add_labels(ren, arrays[m["points"]], m)
+    for m in meta["texts"]:
+        add_text(ren, m)
+
+
+def set_camera(ren: vtkRenderer, cam: dict) -> None:
+    c = ren.GetActiveCamera()
+    c.SetFocalPoint(*cam["focal"])
+    c.SetPosition(*cam["position"])
+    c.SetViewUp(*cam["up"])
+    ren.ResetCamera(*cam["bounds"])
+    c.Zoom(float(cam["zoom"]))
+    ren.ResetCameraClippingRange()
+
+
+def new_window(size, background: str) -> tuple[vtkRenderWindow, vtkRenderer]:
+    win = vtkRenderWindow()
+    win.SetOffScreenRendering(1)
+    win.SetMultiSamples(0)   # FXAA below: MSAA x8 holds eight colour and depth samples per pixel
+    win.SetSize(int(size[0]), int(size[1]))
+    ren = vtkRenderer()
+    ren.SetBackground(*rgb01(background))
+    ren.UseFXAAOn()
+    # translucent parts (enclosures, the slice) blended in drawing order: order-independent
+    # translucency holds floating-point copies of the frame (about 18 MB more at 1280x800)
+    ren.UseOITOff()
+    win.AddRenderer(ren)
+    vtkLightKit().AddLightsToRenderer(ren)
+    ren.LightFollowCameraOn()
+    return win, ren
+
+
+def grab(win: vtkRenderWindow) -> np.ndarray:
+    """(H, W, 3) uint8 picture of the window, top row first."""
+    from vtkmodules.vtkCommonCore import vtkUnsignedCharArray
+
+    w, h = win.GetSize()
+    buf = vtkUnsignedCharArray()
+    win.GetPixelData(0, 0, w - 1, h - 1, 0, buf, 0)
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    return vtk_to_numpy(buf).reshape(h, w, 3)[::-1].copy()
+
+
+def load(blob) -> tuple[dict, dict]:
+    z = np.load(blob, allow_pickle=False)
+    arrays = {k: z[k] for k in z.files if k != "meta"}
+    return json.loads(str(z["meta"])), arrays
+
+
+def render_frame(win, ren, meta, arrays) -> np.ndarray:
+    ren.RemoveAllViewProps()
+    draw(ren, arrays, meta)
+    set_camera(ren, meta["camera"])
+    win.Render()
+    return grab(win)
+
+
+def write_image(img: np.ndarray, out: str) -> None:
+    from vtkmodules.vtkIOImage import vtkJPEGWriter, vtkPNGWriter
+
+    h, w, _ = img.shape
+    data = vtkImageData()
+    data.SetDimensions(w, h, 1)
+    arr = numpy_to_vtk(np.ascontiguousarray(img[::-1].reshape(-1, 3)), deep=True)
+    data.GetPointData().SetScalars(arr)
+    writer = vtkJPEGWriter() if out.lower().endswith((".jpg", ".jpeg")) else vtkPNGWriter()
+    writer.SetFileName(out)
+    writer.SetInputData(data)
+    writer.Write()
+
+
+class GifStream:
+    """An animated GIF written frame by frame (Pillow's GIF header and frame encoders):
+    each frame has its own 256-colour palette, only the part that changed from the frame
+    before is stored, and nothing but the previous frame is kept."""
+
+    def __init__(self, path: str, fps: float):
+        self.fp = open(path, "wb")  # noqa: SIM115  (closed in close())
+        self.duration_ms = int(round(1000.0 / fps))
+        self.prev: np.ndarray | None = None
+
+    def append(self, rgb: np.ndarray) -> None:
+        from PIL import GifImagePlugin, Image
+
+        x0, y0 = 0, 0
+        crop = rgb
+        if self.prev is not None:
+            diff = np.any(rgb != self.prev, axis=2)
+            if diff.any():
+                ys, xs = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
+                y0, y1, x0, x1 = ys[0], ys[-1] + 1, xs[0], xs[-1] + 1
+            else:
+                y0, y1, x0, x1 = 0, 1, 0, 1
+            crop = rgb[y0:y1, x0:x1]
+        im = Image.fromarray(np.ascontiguousarray(crop)).quantize(256, method=Image.Quantize.MEDIANCUT)
+        if self.prev is None:
+            header, _ = GifImagePlugin.getheader(im, info={"loop": 0, "duration": self.duration_ms})
+            self.fp.write(b"".join(header))
+        for chunk in GifImagePlugin.getdata(im, (int(x0), int(y0)), duration=self.duration_ms,
+                                            disposal=1, include_color_table=True):
+            self.fp.write(chunk)
+        self.prev = rgb
+
+    def close(self) -> None:
+        self.fp.write(b";")
+        self.fp.close()
+
+
+class Mp4Stream:
+    """An H.264 MP4 written frame by frame through imageio-ffmpeg's encoder pipe."""
+
+    def __init__(self, path: str, fps: float, size):
+        import imageio_ffmpeg
+
+        self.gen = imageio_ffmpeg.write_frames(path, (int(size[0]), int(size[1])), fps=fps, quality=7,
+                                               macro_block_size=16)
+        self.gen.send(None)
+
+    def append(self, rgb: np.ndarray) -> None:
+        self.gen.send(np.ascontiguousarray(rgb))
+
+    def close(self) -> None:
+        self.gen.close()
+
+
+def read_frames(stream):
+    """Frames of the stream: 8-byte little-endian length, then the .npz; 0 ends it."""
+    while True:
+        head = stream.read(8)
+        if len(head) < 8:
+            return
+        (n,) = struct.unpack("<Q", head)
+        if n == 0:
+            return
+        yield load(io.BytesIO(stream.read(n)))
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="vtkdraw.py", description="draw a twin hall scene description")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    im = sub.add_parser("image", help="one picture")
+    im.add_argument("scene", help=".npz scene description")
+    im.add_argument("out", help=".png or .jpg")
+    im.add_argument("raw", nargs="?", help="also save the pixels as .npy")
+    im.add_argument("--remove", help="folder to delete once the description is read (a hand-over)")
+    im.add_argument("--say", help="line to print when the picture is written")
+    im.add_argument("--since", type=float, help="wall-clock start (s since the epoch) for --say's time")
+    st = sub.add_parser("stream", help="an animation, frames on stdin")
+    st.add_argument("out", help=".gif or .mp4")
+    st.add_argument("fps", type=float)
+    args = ap.parse_args(argv)
+    if args.mode == "image":
+        try:
+            meta, arrays = load(args.scene)
+        finally:
+            if args.remove:
+                import shutil
+                shutil.rmtree(args.remove, ignore_errors=True)
+        win, ren = new_window(meta["size"], meta["background"])
+        try:
+            img = render_frame(win, ren, meta, arrays)
+            write_image(img, args.out)
+            if args.raw:
+                np.save(args.raw, img)
+        finally:
+            win.Finalize()
+        if args.say:
+            import time
+            took = f" in {time.time() - args.since:.1f} s" if args.since else ""
+            print(f"{args.say}{took}", flush=True)
+        return 0
+    win = ren = writer = None
+    try:
+        for k, (meta, arrays) in enumerate(read_frames(sys.stdin.buffer)):
+            if win is None:
+                win, ren = new_window(meta["size"], meta["background"])
+                writer = (Mp4Stream(args.out, args.fps, meta["size"]) if args.out.lower().endswith(".mp4")
+                          else GifStream(args.out, args.fps))
+            writer.append(render_frame(win, ren, meta, arrays))
+            print(f"frame {k + 1}", flush=True)
+    finally:
+        if writer is not None:
+            writer.close()
+        if win is not None:
+            win.Finalize()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Exception as exc:  # one line, not a traceback: the caller shows it
+        print(f"error: the render child failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
