@@ -10,15 +10,16 @@ import pytest
 
 from twin.reliability import (
     ClusterFailureSampler,
-    job_mtbf_h,
+    job_mtbf_s,
     load_failure_catalog,
     load_failure_classes,
-    node_failure_rates_per_h,
-    planned_maintenance_rate_per_h,
+    node_failure_rates_per_s,
+    planned_maintenance_rate_per_s,
 )
 
 NODES, DAYS, UNEXPECTED, PLANNED = 2048, 54, 419, 47
 HOURS = DAYS * 24
+SECONDS = DAYS * 86400.0
 
 # Printed shares of Table 5 (calibration.yaml share_of_unexpected), by Table 5 category.
 PRINTED_SHARE = {
@@ -53,20 +54,21 @@ def _category_counts():
 
 def test_expected_unexpected_interruptions_is_419():
     classes = load_failure_classes()
-    rates = node_failure_rates_per_h(classes, NODES)
+    rates = node_failure_rates_per_s(classes, NODES)
     assert rates.shape == (NODES, len(classes))
-    assert rates.sum() * HOURS == pytest.approx(UNEXPECTED, rel=1e-12)
+    assert rates.sum() * SECONDS == pytest.approx(UNEXPECTED, rel=1e-12)
 
 
 def test_rate_per_node_hour_matches_hand_value():
-    # 419 / (2048 * 54 * 24) = 419 / 2,654,208 = 1.5786e-4 per node-hour
-    total = node_failure_rates_per_h(load_failure_classes(), 1, per_class=False)[0]
-    assert total == pytest.approx(1.578625e-4, rel=1e-5)
+    # 419 / (2048 * 54 * 24) = 419 / 2,654,208 = 1.5786e-4 per node-hour = 4.3851e-8 per node-second
+    total = node_failure_rates_per_s(load_failure_classes(), 1, per_class=False)[0]
+    assert total * 3600.0 == pytest.approx(1.578625e-4, rel=1e-5)
+    assert total == pytest.approx(4.385069e-8, rel=1e-5)
 
 
 def test_job_mtbf_is_about_three_hours():
-    # "one failure every three hours" (Meta): 1296 h / 419 = 3.093 h
-    assert job_mtbf_h(load_failure_classes(), NODES) == pytest.approx(3.0931, abs=1e-4)
+    # "one failure every three hours" (Meta): 1296 h / 419 = 3.093 h = 11,135 s
+    assert job_mtbf_s(load_failure_classes(), NODES) / 3600.0 == pytest.approx(3.0931, abs=1e-4)
 
 
 def test_class_shares_match_table5_within_rounding():
@@ -102,7 +104,7 @@ def test_network_split_keeps_the_table5_total():
 
 
 def test_planned_maintenance_rate():
-    assert planned_maintenance_rate_per_h() == pytest.approx(PLANNED / HOURS, rel=1e-12)
+    assert planned_maintenance_rate_per_s() == pytest.approx(PLANNED / SECONDS, rel=1e-12)
 
 
 def test_simulated_54_day_runs_reproduce_419_within_poisson_bounds():
@@ -113,7 +115,7 @@ def test_simulated_54_day_runs_reproduce_419_within_poisson_bounds():
     counts = np.zeros(len(classes))
     totals = []
     for _ in range(reps):
-        _, _, k = sampler.sample_until(rng, HOURS)
+        _, _, k = sampler.sample_until(rng, SECONDS)
         totals.append(k.size)
         counts += np.bincount(k, minlength=len(classes))
     totals = np.asarray(totals)

@@ -11,11 +11,11 @@ from twin.reliability import (
     failure_effect,
     last_clean_checkpoint_index,
     load_failure_classes,
-    mean_repair_duration_h,
+    mean_repair_duration_s,
     psu_failure_effect,
     rail_su_affected_nodes,
-    sample_detection_delay_h,
-    sample_repair_duration_h,
+    sample_detection_delay_s,
+    sample_repair_duration_s,
     sdc_lost_work_s,
 )
 
@@ -74,39 +74,41 @@ def test_sdc_rolls_back_past_tainted_checkpoints():
 def test_repair_durations_follow_catalog_lognormals():
     rng = np.random.default_rng(12)
     n = 40_000
-    for kind, median in (("reimage", 0.1667), ("hardware", 2.0), ("warranty", 72.0)):
-        x = sample_repair_duration_h(rng, kind, size=n)
-        assert np.median(x) == pytest.approx(median, rel=0.03)
-        assert x.mean() == pytest.approx(mean_repair_duration_h(kind), rel=0.05)
+    # catalog medians in hours (as published), the API in seconds
+    for kind, median_h in (("reimage", 0.1667), ("hardware", 2.0), ("warranty", 72.0)):
+        x = sample_repair_duration_s(rng, kind, size=n)
+        assert np.median(x) == pytest.approx(median_h * 3600.0, rel=0.03)
+        assert x.mean() == pytest.approx(mean_repair_duration_s(kind), rel=0.05)
         assert np.all(x > 0)
-    assert sample_repair_duration_h(rng, "none") == 0.0
-    assert isinstance(sample_repair_duration_h(rng, "reimage"), float)
+    assert sample_repair_duration_s(rng, "none") == 0.0
+    assert isinstance(sample_repair_duration_s(rng, "reimage"), float)
     # reimage is minutes, warranty days
-    assert mean_repair_duration_h("reimage") < 0.5 < 24 < mean_repair_duration_h("warranty")
+    assert mean_repair_duration_s("reimage") < 1800.0 < 86400.0 < mean_repair_duration_s("warranty")
     with pytest.raises(ValueError):
-        sample_repair_duration_h(rng, "magic")
+        sample_repair_duration_s(rng, "magic")
 
 
 def test_detection_delays():
     rng = np.random.default_rng(13)
-    assert sample_detection_delay_h(rng, "immediate") == 0.0
-    hc = sample_detection_delay_h(rng, "health_check", health_check_interval_h=0.5, size=20_000)
-    assert hc.min() >= 0 and hc.max() <= 0.5 and hc.mean() == pytest.approx(0.25, abs=0.01)
-    assert sample_detection_delay_h(rng, "timeout") == pytest.approx(10 / 60, rel=1e-3)
-    sdc = sample_detection_delay_h(rng, "silent", sdc_mean_h=2.0, size=20_000)
-    assert sdc.mean() == pytest.approx(2.0, rel=0.05)
+    assert sample_detection_delay_s(rng, "immediate") == 0.0
+    hc = sample_detection_delay_s(rng, "health_check", health_check_interval_s=1800.0, size=20_000)
+    assert hc.min() >= 0 and hc.max() <= 1800.0 and hc.mean() == pytest.approx(900.0, abs=36.0)
+    # the catalog's NCCL watchdog default, 0.1667 h: PyTorch's 10 min
+    assert sample_detection_delay_s(rng, "timeout") == pytest.approx(600.0, rel=1e-3)
+    sdc = sample_detection_delay_s(rng, "silent", sdc_mean_s=7200.0, size=20_000)
+    assert sdc.mean() == pytest.approx(7200.0, rel=0.05)
 
 
 def test_scale_class_rates_changes_only_the_named_classes():
-    from twin.reliability import job_mtbf_h, scale_class_rates
+    from twin.reliability import job_mtbf_s, scale_class_rates
 
     scaled = scale_class_rates(CLASSES, {"gpu_hbm3": 2.0})
     by = {c.name: c for c in scaled}
     orig = {c.name: c for c in CLASSES}
-    assert by["gpu_hbm3"].rate_per_node_h == pytest.approx(2 * orig["gpu_hbm3"].rate_per_node_h)
+    assert by["gpu_hbm3"].rate_per_node_s == pytest.approx(2 * orig["gpu_hbm3"].rate_per_node_s)
     assert by["gpu"] is orig["gpu"]
-    # 72 more interruptions on the 2,048-node basis: MTBF 1296 / (419 + 72) h
-    assert job_mtbf_h(scaled, 2048) == pytest.approx(1296 / 491)
+    # 72 more interruptions on the 2,048-node basis: MTBF 1296 h / (419 + 72)
+    assert job_mtbf_s(scaled, 2048) == pytest.approx(1296 * 3600.0 / 491)
     with pytest.raises(KeyError):
         scale_class_rates(CLASSES, {"flux_capacitor": 2.0})
 

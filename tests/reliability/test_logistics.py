@@ -7,29 +7,30 @@ from twin.reliability import (
     erlang_c_wait_probability,
     expected_backorders,
     load_failure_classes,
-    mean_repair_wait_h,
-    part_demand_rates_per_h,
+    mean_repair_wait_s,
+    part_demand_rates_per_s,
     spares_fill_rate,
     stock_for_fill_rate,
 )
 
 CLASSES = load_failure_classes()
+H = 3600.0
 
 
 def test_gpu_part_demand_of_the_llama3_cluster():
-    d = part_demand_rates_per_h(CLASSES, 2048)
+    d = part_demand_rates_per_s(CLASSES, 2048)
     # gpu, HBM3, SRAM, system processor, SDC -> a GPU: 148 + 72 + 19 + 17 + 6 = 262 in 1296 h
-    assert d["gpu"] == pytest.approx(262 / 1296.0, rel=1e-12)
-    assert d["leaf_switch"] == pytest.approx(6.1 / 1296.0, rel=1e-12)
+    assert d["gpu"] == pytest.approx(262 / (1296.0 * H), rel=1e-12)
+    assert d["leaf_switch"] == pytest.approx(6.1 / (1296.0 * H), rel=1e-12)
     assert "cpu" not in d  # warranty parts come from the vendor
 
 
 def test_fill_rate_matches_simulation_of_one_for_one_restocking():
     rng = np.random.default_rng(21)
-    demand, lead, stock = 0.2, 7 * 24.0, 40  # 0.2 parts/h, one-week restock: d L = 33.6
+    demand, lead, stock = 0.2 / H, 7 * 86400.0, 40  # 0.2 parts/h, one-week restock: d L = 33.6
     t = np.cumsum(rng.exponential(1 / demand, size=400_000))
     # every request triggers a re-order arriving L later: on order at a request =
-    # earlier requests within the last L hours
+    # earlier requests within the last L seconds
     on_order = np.arange(t.size) - np.searchsorted(t, t - lead, side="right")
     sim = np.mean(on_order[t > 2 * lead] < stock)
     assert sim == pytest.approx(spares_fill_rate(stock, demand, lead), abs=0.01)
@@ -42,8 +43,9 @@ def test_fill_rate_matches_simulation_of_one_for_one_restocking():
 
 
 def test_stock_for_fill_rate_is_smallest_sufficient():
-    s = stock_for_fill_rate(0.95, 0.2, 168.0)
-    assert spares_fill_rate(s, 0.2, 168.0) >= 0.95 > spares_fill_rate(s - 1, 0.2, 168.0)
+    d, lead = 0.2 / H, 168.0 * H  # 0.2 parts/h, one week
+    s = stock_for_fill_rate(0.95, d, lead)
+    assert spares_fill_rate(s, d, lead) >= 0.95 > spares_fill_rate(s - 1, d, lead)
 
 
 def test_erlang_c_by_hand():
@@ -67,22 +69,23 @@ def _fcfs_waits(arrivals, services, servers):
     return waits
 
 
-@pytest.mark.parametrize("servers,lam,sigma", [(1, 0.3, 1.0), (3, 1.2, 0.0)])
-def test_mean_wait_matches_queue_simulation(servers, lam, sigma):
+@pytest.mark.parametrize("servers,lam_per_h,sigma", [(1, 0.3, 1.0), (3, 1.2, 0.0)])
+def test_mean_wait_matches_queue_simulation(servers, lam_per_h, sigma):
     # c = 1 with lognormal repairs (Pollaczek-Khinchine, exact); c = 3 exponential (M/M/c)
     rng = np.random.default_rng(22)
     n = 120_000
+    lam = lam_per_h / H  # [1/s]
     arrivals = np.cumsum(rng.exponential(1 / lam, n))
     if sigma > 0:
-        med = 2.0
+        med = 2.0 * H
         services = med * np.exp(sigma * rng.standard_normal(n))
         mean_s, cv2 = med * np.exp(sigma**2 / 2), np.expm1(sigma**2)
     else:
-        mean_s, cv2 = 2.0, 1.0
+        mean_s, cv2 = 2.0 * H, 1.0
         services = rng.exponential(mean_s, n)
     w = _fcfs_waits(arrivals, services, servers)[n // 10 :]
-    expected = mean_repair_wait_h(lam, mean_s, servers, cv2)
+    expected = mean_repair_wait_s(lam, mean_s, servers, cv2)
     assert w.mean() == pytest.approx(expected, rel=0.12)
     # a crew of one queues more than a crew of four at the same load
-    assert mean_repair_wait_h(lam / 3, mean_s, 1, cv2) > mean_repair_wait_h(lam / 3, mean_s, 4, cv2)
-    assert mean_repair_wait_h(10.0, 1.0, 2) == np.inf
+    assert mean_repair_wait_s(lam / 3, mean_s, 1, cv2) > mean_repair_wait_s(lam / 3, mean_s, 4, cv2)
+    assert mean_repair_wait_s(10.0 / H, H, 2) == np.inf

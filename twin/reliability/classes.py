@@ -3,7 +3,10 @@
 The catalog ``twin/catalog/failures.yaml`` gives, for every class of the Llama 3 Table 5
 mix, the interruption count observed on 2,048 nodes in 54 days, what the failure takes
 down (scope), how it is repaired and detected, and its source. Rates per node-hour follow
-as ``count / (nodes * days * 24)``.
+as ``count / (nodes * days * 86,400 s)``: the catalog keeps the published units (counts
+over days, repair medians and detection delays in hours) and this package converts them
+to SI seconds once, where it loads them; every rate it returns is per second and every
+time and duration is in seconds.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from typing import Any
 
 import yaml
 
+#: Seconds per hour and per day: the catalog's published units to SI seconds.
+HOUR_S = 3600.0
+DAY_S = 86400.0
+
 SCOPES = ("node", "rail_su", "job", "none")
 REPAIRS = ("reimage", "hardware", "warranty", "none")
 DETECTIONS = ("immediate", "health_check", "timeout", "silent")
@@ -28,7 +35,7 @@ class FailureClass:
     """One failure process of a node.
 
     name             class name (``gpu``, ``gpu_hbm3``, ``software_bug``, ...)
-    rate_per_node_h  failures per node per hour [1/h] at rate scale 1 and no thermal
+    rate_per_node_s  failures per node per second [1/s] at rate scale 1 and no thermal
                      acceleration
     scope            what it takes down: ``node``, ``rail_su``, ``job`` or ``none``
     repair           ``reimage``, ``hardware``, ``warranty`` or ``none``
@@ -40,7 +47,7 @@ class FailureClass:
     """
 
     name: str
-    rate_per_node_h: float
+    rate_per_node_s: float
     scope: str
     repair: str
     thermal: bool
@@ -56,8 +63,8 @@ class FailureClass:
             raise ValueError(f"{self.name}: repair {self.repair!r} not in {REPAIRS}")
         if self.detection not in DETECTIONS:
             raise ValueError(f"{self.name}: detection {self.detection!r} not in {DETECTIONS}")
-        if not self.rate_per_node_h >= 0.0:
-            raise ValueError(f"{self.name}: rate_per_node_h must be >= 0")
+        if not self.rate_per_node_s >= 0.0:
+            raise ValueError(f"{self.name}: rate_per_node_s must be >= 0")
 
     @property
     def interrupts_job(self) -> bool:
@@ -87,26 +94,26 @@ def load_failure_catalog(path: str | Path | None = None) -> dict[str, Any]:
     return copy.deepcopy(_catalog(path))
 
 
-def basis_node_hours(catalog: dict[str, Any] | None = None) -> float:
-    """Node-hours [node*h] of the calibration basis (2,048 nodes * 54 d * 24 h)."""
+def basis_node_s(catalog: dict[str, Any] | None = None) -> float:
+    """Node-seconds [node*s] of the calibration basis (2,048 nodes * 54 d * 86,400 s)."""
     b = (catalog or _catalog())["basis"]
-    return float(b["nodes"]) * float(b["days"]) * 24.0
+    return float(b["nodes"]) * float(b["days"]) * DAY_S
 
 
 def load_failure_classes(path: str | Path | None = None) -> tuple[FailureClass, ...]:
     """Failure classes from ``twin/catalog/failures.yaml`` (or ``path``).
 
-    rate_per_node_h [1/h] = count / (nodes * days * 24 h) of the catalog's basis
+    rate_per_node_s [1/s] = count / (nodes * days * 86,400 s) of the catalog's basis
     (Llama 3, arXiv 2407.21783, Table 5: 2,048 nodes, 54 days, 419 interruptions).
     """
     cat = _catalog(path)
-    node_h = basis_node_hours(cat)
+    node_s = basis_node_s(cat)
     out = []
     for c in cat["classes"]:
         out.append(
             FailureClass(
                 name=str(c["name"]),
-                rate_per_node_h=float(c["count"]) / node_h,
+                rate_per_node_s=float(c["count"]) / node_s,
                 scope=str(c["scope"]),
                 repair=str(c["repair"]),
                 thermal=bool(c["thermal"]),
@@ -130,15 +137,15 @@ def class_index(classes: tuple[FailureClass, ...], name: str) -> int:
     raise KeyError(name)
 
 
-def planned_maintenance_rate_per_h(path: str | Path | None = None) -> float:
-    """Planned (announced) interruptions of a cluster-wide job per hour [1/h].
+def planned_maintenance_rate_per_s(path: str | Path | None = None) -> float:
+    """Planned (announced) interruptions of a cluster-wide job per second [1/s].
 
-    47 planned interruptions in 54 days (Llama 3, arXiv 2407.21783): 47 / 1296 h.
+    47 planned interruptions in 54 days (Llama 3, arXiv 2407.21783): 47 / 4,665,600 s.
     Planned maintenance is announced: the job checkpoints at the announcement and loses
     no work beyond it, unlike the unplanned ``host_maintenance`` class.
     """
     cat = _catalog(path)
-    return float(cat["planned_maintenance"]["count"]) / (float(cat["basis"]["days"]) * 24.0)
+    return float(cat["planned_maintenance"]["count"]) / (float(cat["basis"]["days"]) * DAY_S)
 
 
 def scale_class_rates(
@@ -158,5 +165,5 @@ def scale_class_rates(
         f = float(factors.get(c.name, 1.0))
         if f < 0:
             raise ValueError(f"{c.name}: factor must be >= 0")
-        out.append(replace(c, rate_per_node_h=c.rate_per_node_h * f) if f != 1.0 else c)
+        out.append(replace(c, rate_per_node_s=c.rate_per_node_s * f) if f != 1.0 else c)
     return tuple(out)

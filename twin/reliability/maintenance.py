@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.reliability.classes import planned_maintenance_rate_per_h
+from twin.reliability.classes import planned_maintenance_rate_per_s
 
 
-def sample_planned_maintenance_times_h(
-    rng: np.random.Generator, horizon_h: float, rate_per_h: float | None = None
+def sample_planned_maintenance_times_s(
+    rng: np.random.Generator, horizon_s: float, rate_per_s: float | None = None
 ) -> np.ndarray:
-    """Start times [h] of planned maintenance windows of a cluster-wide job in [0, T).
+    """Start times [s] of planned maintenance windows of a cluster-wide job in [0, T).
 
-    Poisson with the observed rate (default 47 / 1296 h, Llama 3), sorted. Real windows
+    Poisson with rate ``rate_per_s`` [1/s] (default the observed 47 per 54 days, Llama 3),
+    sorted. Real windows
     are scheduled, not random; the Poisson draw reproduces the observed count and keeps
     them unaligned with the job's checkpoints.
     """
-    r = planned_maintenance_rate_per_h() if rate_per_h is None else float(rate_per_h)
-    m = int(rng.poisson(r * horizon_h)) if r > 0 and horizon_h > 0 else 0
-    return np.sort(rng.random(m) * horizon_h)
+    r = planned_maintenance_rate_per_s() if rate_per_s is None else float(rate_per_s)
+    m = int(rng.poisson(r * horizon_s)) if r > 0 and horizon_s > 0 else 0
+    return np.sort(rng.random(m) * horizon_s)
 
 
 def interruption_lost_work_s(

@@ -1,39 +1,48 @@
-"""Repair durations and detection delays (distributions from the failure catalog)."""
+"""Repair durations and detection delays (distributions from the failure catalog).
+
+The catalog gives its medians and delays in hours, as published; they are converted to
+seconds here, where they are read. Every function takes and returns seconds [s].
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from twin.reliability.classes import REPAIRS, _catalog
+from twin.reliability.classes import HOUR_S, REPAIRS, _catalog
 
 
 def repair_lognormal_params(repair: str) -> tuple[float, float]:
-    """(median_h, log_sigma) of the catalog's lognormal for a repair kind."""
+    """(median_s, log_sigma) of the catalog's lognormal for a repair kind (median in s)."""
     if repair not in REPAIRS:
         raise ValueError(f"repair {repair!r} not in {REPAIRS}")
     r = _catalog()["repair"][repair]
-    return float(r["median_h"]), float(r["log_sigma"])
+    return float(r["median_h"]) * HOUR_S, float(r["log_sigma"])
 
 
-def mean_repair_duration_h(repair: str, median_h: float | None = None, log_sigma: float | None = None) -> float:
-    """Mean of the repair lognormal [h]: median * exp(sigma^2 / 2)."""
+def _detection_default_s(key: str) -> float:
+    """A detection default of the catalog (``<name>_h``, in hours) in seconds."""
+    return float(_catalog()["detection"][f"{key}_h"]["value"]) * HOUR_S
+
+
+def mean_repair_duration_s(repair: str, median_s: float | None = None, log_sigma: float | None = None) -> float:
+    """Mean of the repair lognormal [s]: median * exp(sigma^2 / 2)."""
     m0, s0 = repair_lognormal_params(repair)
-    m = m0 if median_h is None else float(median_h)
+    m = m0 if median_s is None else float(median_s)
     s = s0 if log_sigma is None else float(log_sigma)
     return m * float(np.exp(0.5 * s * s))
 
 
-def sample_repair_duration_h(
+def sample_repair_duration_s(
     rng: np.random.Generator,
     repair: str,
     *,
-    median_h: float | None = None,
+    median_s: float | None = None,
     log_sigma: float | None = None,
     size: int | None = None,
 ) -> float | np.ndarray:
-    """Hands-on duration of a repair [h], lognormal (Schroeder & Gibson, DSN 2006).
+    """Hands-on duration of a repair [s], lognormal (Schroeder & Gibson, DSN 2006).
 
-    D = median_h * exp(log_sigma * Z), Z ~ N(0, 1). Defaults per kind from
+    D = median_s * exp(log_sigma * Z), Z ~ N(0, 1). Defaults per kind from
     twin/catalog/failures.yaml: ``reimage`` median 10 min (Blue Vela xCAT stateless boot,
     "minutes"), ``hardware`` median 2 h (technician, spare on site), ``warranty``
     median 72 h (vendor part), ``none`` 0.
@@ -43,10 +52,10 @@ def sample_repair_duration_h(
     engine's queueing, not part of this draw.
     """
     m0, s0 = repair_lognormal_params(repair)
-    m = m0 if median_h is None else float(median_h)
+    m = m0 if median_s is None else float(median_s)
     s = s0 if log_sigma is None else float(log_sigma)
     if m < 0 or s < 0:
-        raise ValueError("median_h and log_sigma must be >= 0")
+        raise ValueError("median_s and log_sigma must be >= 0")
     if m == 0.0:
         return 0.0 if size is None else np.zeros(size)
     z = rng.standard_normal(size)
@@ -54,16 +63,16 @@ def sample_repair_duration_h(
     return float(out) if size is None else out
 
 
-def sample_detection_delay_h(
+def sample_detection_delay_s(
     rng: np.random.Generator,
     detection: str,
     *,
-    health_check_interval_h: float | None = None,
-    watchdog_timeout_h: float | None = None,
-    sdc_mean_h: float | None = None,
+    health_check_interval_s: float | None = None,
+    watchdog_timeout_s: float | None = None,
+    sdc_mean_s: float | None = None,
     size: int | None = None,
 ) -> float | np.ndarray:
-    """Delay [h] from a failure to its detection.
+    """Delay [s] from a failure to its detection.
 
     immediate     0 (the job crashes, the framework reports it)
     health_check  U(0, interval): the fault lands uniformly within a check period
@@ -71,39 +80,39 @@ def sample_detection_delay_h(
     silent        Exp(mean): silent data corruption found later by numerics checks
     Defaults from twin/catalog/failures.yaml ``detection``.
     """
-    d = _catalog()["detection"]
     if detection == "immediate":
         v = np.zeros(size) if size is not None else 0.0
     elif detection == "health_check":
-        iv = d["health_check_interval_h"]["value"] if health_check_interval_h is None else health_check_interval_h
+        iv = _detection_default_s("health_check_interval") if health_check_interval_s is None \
+            else health_check_interval_s
         v = rng.uniform(0.0, float(iv), size)
     elif detection == "timeout":
-        to = d["watchdog_timeout_h"]["value"] if watchdog_timeout_h is None else watchdog_timeout_h
+        to = _detection_default_s("watchdog_timeout") if watchdog_timeout_s is None else watchdog_timeout_s
         v = np.full(size, float(to)) if size is not None else float(to)
     elif detection == "silent":
-        mu = d["sdc_mean_h"]["value"] if sdc_mean_h is None else sdc_mean_h
+        mu = _detection_default_s("sdc_mean") if sdc_mean_s is None else sdc_mean_s
         v = rng.exponential(float(mu), size)
     else:
         raise ValueError(f"unknown detection {detection!r}")
     return float(v) if size is None else np.asarray(v, dtype=float)
 
 
-def mean_detection_delay_h(
+def mean_detection_delay_s(
     detection: str,
     *,
-    health_check_interval_h: float | None = None,
-    watchdog_timeout_h: float | None = None,
-    sdc_mean_h: float | None = None,
+    health_check_interval_s: float | None = None,
+    watchdog_timeout_s: float | None = None,
+    sdc_mean_s: float | None = None,
 ) -> float:
-    """Mean of ``sample_detection_delay_h`` [h]: 0, interval/2, timeout or the SDC mean."""
-    d = _catalog()["detection"]
+    """Mean of ``sample_detection_delay_s`` [s]: 0, interval/2, timeout or the SDC mean."""
     if detection == "immediate":
         return 0.0
     if detection == "health_check":
-        iv = d["health_check_interval_h"]["value"] if health_check_interval_h is None else health_check_interval_h
+        iv = _detection_default_s("health_check_interval") if health_check_interval_s is None \
+            else health_check_interval_s
         return 0.5 * float(iv)
     if detection == "timeout":
-        return float(d["watchdog_timeout_h"]["value"] if watchdog_timeout_h is None else watchdog_timeout_h)
+        return float(_detection_default_s("watchdog_timeout") if watchdog_timeout_s is None else watchdog_timeout_s)
     if detection == "silent":
-        return float(d["sdc_mean_h"]["value"] if sdc_mean_h is None else sdc_mean_h)
+        return float(_detection_default_s("sdc_mean") if sdc_mean_s is None else sdc_mean_s)
     raise ValueError(f"unknown detection {detection!r}")

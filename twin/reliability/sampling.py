@@ -13,6 +13,8 @@ Nodes that are down, in repair or not installed: sample over all installed nodes
 ignore events that land on a node that cannot fail now (thinning: splitting a Poisson
 process by an independent mark keeps both parts Poisson), so the sampler needs no
 rebuild per failure.
+
+Rates are per second [1/s], times and horizons in seconds [s].
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from twin.reliability.classes import FailureClass
-from twin.reliability.hazard import class_rates_per_node_h, thermal_mask
+from twin.reliability.hazard import class_rates_per_node_s, thermal_mask
 
 
 def _pick_many(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -43,28 +45,28 @@ def _pick(cum: np.ndarray, u: float) -> int:
 
 
 def sample_next_failure(
-    rng: np.random.Generator, rates_per_h: np.ndarray, horizon_h: float
+    rng: np.random.Generator, rates_per_s: np.ndarray, horizon_s: float
 ) -> tuple[float, int, int] | None:
-    """Next failure of a cluster with the given rates, or None if after ``horizon_h``.
+    """Next failure of a cluster with the given rates, or None if after ``horizon_s``.
 
-    rates_per_h: (N, K) per node and class, or (N,) per node [1/h].
-    dt ~ Exp(sum rates) [h]; (node, class) chosen with probability rate / sum.
-    Returns (dt_h, node_index, class_index); class_index is -1 for (N,) input (draw the
+    rates_per_s: (N, K) per node and class, or (N,) per node [1/s].
+    dt ~ Exp(sum rates) [s]; (node, class) chosen with probability rate / sum.
+    Returns (dt_s, node_index, class_index); class_index is -1 for (N,) input (draw the
     class with ``sample_failure_class``). Cost: one pass of numpy over the N*K rates
     (a cumulative sum), O(1) Python work; use ``ClusterFailureSampler`` to reuse that
     pass for many events while the rates stay put.
     """
-    r = np.asarray(rates_per_h, dtype=float)
+    r = np.asarray(rates_per_s, dtype=float)
     if r.ndim not in (1, 2):
-        raise ValueError("rates_per_h must be (N,) or (N, K)")
+        raise ValueError("rates_per_s must be (N,) or (N, K)")
     if r.size and r.min() < 0:
-        raise ValueError("rates_per_h must be >= 0")
+        raise ValueError("rates_per_s must be >= 0")
     cum = np.cumsum(r.ravel())
     total = float(cum[-1]) if cum.size else 0.0
     if total <= 0.0:
         return None
     dt = float(rng.exponential(1.0 / total))
-    if dt > horizon_h:
+    if dt > horizon_s:
         return None
     flat = _pick(cum, float(rng.random()))
     if r.ndim == 1:
@@ -73,9 +75,9 @@ def sample_next_failure(
     return dt, int(node), int(k)
 
 
-def sample_failure_class(rng: np.random.Generator, class_rates_per_h: np.ndarray) -> int:
-    """Class index k of a failure, with probability rate_k / sum(rates)."""
-    cum = np.cumsum(np.asarray(class_rates_per_h, dtype=float))
+def sample_failure_class(rng: np.random.Generator, class_rates_per_s: np.ndarray) -> int:
+    """Class index k of a failure, with probability rate_k / sum(rates) (any rate unit)."""
+    cum = np.cumsum(np.asarray(class_rates_per_s, dtype=float))
     if cum[-1] <= 0:
         raise ValueError("all class rates are zero")
     return _pick(cum, float(rng.random()))
@@ -98,9 +100,9 @@ class ClusterFailureSampler:
                        thermal_acceleration=accel)          # O(N), once per interval
         left = dt
         while (hit := sampler.next(rng, left)) is not None:
-            dt_h, node, k = hit
-            yield env.timeout(dt_h)                         # hours -> engine units
-            left -= dt_h
+            dt_s, node, k = hit
+            yield env.timeout(dt_s)                         # seconds, the engine's unit
+            left -= dt_s
             if node_can_fail[node]:                         # thinning: down nodes
                 fail(node, k)
         yield env.timeout(left)
@@ -118,7 +120,7 @@ class ClusterFailureSampler:
     ) -> None:
         self.classes = tuple(classes)
         self.n_nodes = int(n_nodes)
-        self._base = class_rates_per_node_h(self.classes)
+        self._base = class_rates_per_node_s(self.classes)
         self._thermal = thermal_mask(self.classes)
         self._scale = np.ones(self.n_nodes)
         self._accel = np.ones(self.n_nodes)
@@ -159,11 +161,11 @@ class ClusterFailureSampler:
             self._cum_thermal: np.ndarray | None = None
         self._class_rate = self._base * np.where(self._thermal, self._w_thermal, self._w_plain)
         self._cum_class = np.cumsum(self._class_rate)
-        self.total_rate_per_h = float(self._cum_class[-1]) if self._cum_class.size else 0.0
+        self.total_rate_per_s = float(self._cum_class[-1]) if self._cum_class.size else 0.0
 
     @property
-    def class_rates_per_h(self) -> np.ndarray:
-        """Cluster-wide rate of every class [1/h], shape (K,)."""
+    def class_rates_per_s(self) -> np.ndarray:
+        """Cluster-wide rate of every class [1/s], shape (K,)."""
         return self._class_rate.copy()
 
     def _cum(self, thermal: bool) -> np.ndarray:
@@ -178,29 +180,29 @@ class ClusterFailureSampler:
     def _node_for(self, k: int, u: float) -> int:
         return _pick(self._cum(bool(self._thermal[k])), u)
 
-    def next(self, rng: np.random.Generator, horizon_h: float = np.inf) -> tuple[float, int, int] | None:
-        """(dt_h, node_index, class_index) of the next failure, or None if dt > horizon_h."""
-        if self.total_rate_per_h <= 0.0:
+    def next(self, rng: np.random.Generator, horizon_s: float = np.inf) -> tuple[float, int, int] | None:
+        """(dt_s, node_index, class_index) of the next failure, or None if dt_s > horizon_s."""
+        if self.total_rate_per_s <= 0.0:
             return None
-        dt = float(rng.exponential(1.0 / self.total_rate_per_h))
-        if dt > horizon_h:
+        dt = float(rng.exponential(1.0 / self.total_rate_per_s))
+        if dt > horizon_s:
             return None
         u = rng.random(2)
         k = _pick(self._cum_class, float(u[0]))
         return dt, self._node_for(k, float(u[1])), k
 
     def sample_until(
-        self, rng: np.random.Generator, horizon_h: float
+        self, rng: np.random.Generator, horizon_s: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All failures in [0, horizon_h) at the current rates, fully vectorised.
+        """All failures in [0, horizon_s) at the current rates, fully vectorised.
 
         Count M ~ Poisson(Lambda * T); times are M sorted uniforms on [0, T) (order
         statistics of a Poisson process); classes and nodes as in ``next``.
-        Returns (time_h (M,), node_index (M,), class_index (M,)).
+        Returns (time_s (M,), node_index (M,), class_index (M,)).
         """
-        lam = self.total_rate_per_h * float(horizon_h)
+        lam = self.total_rate_per_s * float(horizon_s)
         m = int(rng.poisson(lam)) if lam > 0 else 0
-        t = np.sort(rng.random(m) * horizon_h)
+        t = np.sort(rng.random(m) * horizon_s)
         k = _pick_many(self._cum_class, rng.random(m)) if m else np.empty(0, dtype=np.int64)
         node = np.empty(m, dtype=np.int64)
         u = rng.random(m)

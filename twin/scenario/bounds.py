@@ -240,7 +240,7 @@ def event_estimate(s: Scenario) -> dict[str, float]:
     nodes = _nodes(s)
     out: dict[str, float] = {"simulation.sample_interval_s": float(n_samples(s)) * 2}
     if f.enabled:
-        base = sum(c.rate_per_node_h for c in load_failure_classes())
+        base = sum(c.rate_per_node_s for c in load_failure_classes()) * 3600.0  # [1/(node*h)]
         cls = max([1.0, *f.class_rate_scale.values()])
         with np.errstate(all="ignore"):
             accel = float(arrhenius_acceleration(GPU_TEMP_CEILING_C, f.arrhenius_reference_temp_c,

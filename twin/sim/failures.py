@@ -33,7 +33,7 @@ class Failures(Component):
         classes = reliability.load_failure_classes()
         self.classes = (reliability.scale_class_rates(classes, f.class_rate_scale)
                         if f.class_rate_scale else classes)
-        self.base_rate_per_node_h = float(sum(c.rate_per_node_h for c in self.classes))
+        self.base_rate_per_node_s = float(sum(c.rate_per_node_s for c in self.classes))
         self.crew = simpy.Resource(self.env, capacity=f.technicians)
         # spare stock: one shared pool, or one per part (parts not listed come without a wait)
         stock = f.spares if isinstance(f.spares, dict) else {"*": f.spares}
@@ -50,16 +50,16 @@ class Failures(Component):
         p, f, st = self.plant, self.s.failures, self.state
         up = st.node_up
         scale = f.rate_scale * up.astype(float)
-        burn_h = self.s.ramp.burn_in_days * 24.0
-        if burn_h > 0 and f.burn_in_expected_failures_per_node > 0:
-            age_h = (self.env.now - st.rack_on_since[p.node_rack]) / H
-            young = up & (age_h < burn_h)
+        burn_s = self.s.ramp.burn_in_days * DAY
+        if burn_s > 0 and f.burn_in_expected_failures_per_node > 0:
+            age_s = self.env.now - st.rack_on_since[p.node_rack]
+            young = up & (age_s < burn_s)
             if young.any():
-                eta_h = reliability.weibull_scale_h_for_expected_failures(
-                    f.burn_in_expected_failures_per_node, burn_h, f.burn_in_weibull_shape)
+                eta_s = reliability.weibull_scale_s_for_expected_failures(
+                    f.burn_in_expected_failures_per_node, burn_s, f.burn_in_weibull_shape)
                 scale = scale * reliability.burn_in_rate_multiplier(
-                    np.where(young, age_h, burn_h), self.e.dt_s / H, f.burn_in_weibull_shape, eta_h,
-                    self.base_rate_per_node_h, burn_h)
+                    np.where(young, age_s, burn_s), self.e.dt_s, f.burn_in_weibull_shape, eta_s,
+                    self.base_rate_per_node_s, burn_s)
         return scale
 
     def _failures(self):
@@ -74,20 +74,20 @@ class Failures(Component):
             nxt = self.e.sampler.next_sample_s
             boundary = nxt if nxt > self.env.now else self.env.now + self.e.dt_s
             sampler.update(rate_scale=self.rate_scale(), thermal_acceleration=self.state.node_accel)
-            left_h = (boundary - self.env.now) / H
-            while (hit := sampler.next(rng, left_h)) is not None:
-                dt_h, n, k = hit
-                yield self.env.timeout(dt_h * H)
-                left_h -= dt_h
+            left_s = boundary - self.env.now
+            while (hit := sampler.next(rng, left_s)) is not None:
+                dt_s, n, k = hit
+                yield self.env.timeout(dt_s)
+                left_s -= dt_s
                 if self.state.node_up[n]:
                     self.fail(int(n), int(k))
             yield self.env.timeout(max(boundary - self.env.now, 0.0))
 
     def detection_delay_s(self, c) -> float:
         f = self.s.failures
-        return float(reliability.sample_detection_delay_h(
-            self.e.rng["detect"], c.detection, health_check_interval_h=f.health_check_interval_s / H,
-            watchdog_timeout_h=f.watchdog_timeout_s / H, sdc_mean_h=f.sdc_detection_mean_s / H)) * H
+        return float(reliability.sample_detection_delay_s(
+            self.e.rng["detect"], c.detection, health_check_interval_s=f.health_check_interval_s,
+            watchdog_timeout_s=f.watchdog_timeout_s, sdc_mean_s=f.sdc_detection_mean_s))
 
     def fail(self, n: int, k: int) -> None:
         """Failure of class ``k`` on node ``n`` now."""
@@ -153,11 +153,11 @@ class Failures(Component):
                 yield req
                 e.log("repair_start", e.node_name(n), c.name)
                 st.node_repairing[n] = True
-                yield self.env.timeout(float(reliability.sample_repair_duration_h(rng, c.repair)) * H)
+                yield self.env.timeout(float(reliability.sample_repair_duration_s(rng, c.repair)))
         else:
             e.log("repair_start", e.node_name(n), c.name)
             st.node_repairing[n] = True
-            yield self.env.timeout(float(reliability.sample_repair_duration_h(rng, c.repair)) * H)
+            yield self.env.timeout(float(reliability.sample_repair_duration_s(rng, c.repair)))
         st.node_repairing[n] = False
         del self.open_repairs[rid]
         self.repair_times_s.append(self.env.now - t0)
@@ -208,11 +208,11 @@ class Maintenance(Component):
         f, e = self.s.failures, self.e
         if f.planned_maintenance_per_day <= 0:
             return
-        times_h = reliability.sample_planned_maintenance_times_h(
-            e.rng["misc"], e.horizon_s / H, f.planned_maintenance_per_day / 24.0)
-        for t_h in np.asarray(times_h, float):
-            if t_h * H > self.env.now:
-                yield self.env.timeout(t_h * H - self.env.now)
+        times_s = reliability.sample_planned_maintenance_times_s(
+            e.rng["misc"], e.horizon_s, f.planned_maintenance_per_day / DAY)
+        for t_s in np.asarray(times_s, float):
+            if t_s > self.env.now:
+                yield self.env.timeout(t_s - self.env.now)
             e.log("maintenance", "cluster", f"{f.planned_maintenance_downtime_s:.0f} s window")
             for job in e.jobs:
                 if job.status in ("running", "checkpointing") and job.nodes.size:

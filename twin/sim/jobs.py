@@ -17,8 +17,6 @@ from twin.scenario.schema import Job
 from twin.sim.component import Component
 from twin.workload.engine_jobs import EngineJob, stream_engine_jobs, trace_engine_jobs
 
-H = 3600.0
-
 
 @dataclass
 class JobState:
@@ -293,8 +291,8 @@ class Jobs(Component):
         iv = job.spec.checkpoint_interval_s
         if iv != "auto":
             return float(iv)
-        mtbf_s = reliability.job_mtbf_h(self.e.failures.classes, max(len(job.nodes), 1),
-                                        self.s.failures.rate_scale) * H
+        mtbf_s = reliability.job_mtbf_s(self.e.failures.classes, max(len(job.nodes), 1),
+                                        self.s.failures.rate_scale)
         ck = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s, 1))
         return float(reliability.daly_interval_s(ck, mtbf_s))
 
