@@ -37,6 +37,20 @@ class Output:
     units: str
     long_name: str
     recorded: bool = True          # written by the sampler or a component (else derived)
+    #: which ``outputs.rack_series`` levels keep it in results.nc: "always"; "full" (a series
+    #: per rack or RPP at every sample); "reduced" (the run aggregates that replace them
+    #: below "full"); "hall" (per-hall series, level "hall" only)
+    keep: str = "always"
+
+    def kept(self, level: str) -> bool:
+        """True if results.nc holds this output at ``outputs.rack_series == level``."""
+        if self.keep == "always":
+            return True
+        if self.keep == "full":
+            return level == "full"
+        if self.keep == "reduced":
+            return level != "full"
+        return level == "hall"
 
 
 @dataclass(frozen=True)
@@ -77,7 +91,12 @@ class JobRecord:
 
 @dataclass
 class RunRecord:
-    """What the recorder hands to :mod:`twin.results`: series, jobs, events, counters."""
+    """What the recorder hands to :mod:`twin.results`: series, jobs, events, counters.
+
+    Below ``outputs.rack_series: full`` the per-rack and per-RPP series are gone and
+    ``rack_agg`` holds their run aggregates (:class:`twin.sim.recorder.RackAggregates`); the
+    KPI reducers read whichever is there and give the same figures.
+    """
 
     dt_s: float
     horizon_s: float
@@ -89,6 +108,7 @@ class RunRecord:
     throttled_node_s: float = 0.0
     peak_swing_w: dict[str, float] = field(default_factory=dict)
     event_counts: dict[str, int] = field(default_factory=dict)
+    rack_agg: Any = None
 
     def energy_mwh(self, name: str) -> float:
         """Time integral of a power series [W] as MWh (sample-and-hold)."""
@@ -103,17 +123,18 @@ class RunRecord:
 
 _T, _R = ("time",), ("time", "rack")
 OUTPUTS: tuple[Output, ...] = (
-    Output("rack_power_w", _R, "float32", "W", "rack IT power at the PDU"),
-    Output("rack_inlet_c", _R, "float32", "degC", "rack inlet air temperature"),
-    Output("rack_gpu_temp_max_c", _R, "float32", "degC", "hottest GPU of the rack (NaN when off)"),
+    Output("rack_power_w", _R, "float32", "W", "rack IT power at the PDU", keep="full"),
+    Output("rack_inlet_c", _R, "float32", "degC", "rack inlet air temperature", keep="full"),
+    Output("rack_gpu_temp_max_c", _R, "float32", "degC", "hottest GPU of the rack (NaN when off)", keep="full"),
     Output("rack_state", _R, "int8", "1", "-1 not delivered, 0 delivered off, 1 burn-in, 2 in service, "
-                                          "3 breaker tripped or feed lost"),
+                                          "3 breaker tripped or feed lost", keep="full"),
     Output("rack_ashrae_class", _R, "int8", "1", "ASHRAE TC 9.9 class of the inlet: -1 off, 0 recommended, "
-                                                 "1 A1, 2 A2, 3 A3, 4 A4, 5 beyond A4", recorded=False),
+                                                 "1 A1, 2 A2, 3 A3, 4 A4, 5 beyond A4", recorded=False, keep="full"),
     Output("rack_hours_outside_recommended", ("rack",), "float64", "h",
            "hours the powered rack's inlet was outside ASHRAE recommended", recorded=False),
-    Output("rpp_load_fraction", ("time", "rpp"), "float32", "1", "RPP load / continuous breaker limit"),
-    Output("rpp_power_w", ("time", "rpp"), "float64", "W", "power out of each RPP breaker"),
+    Output("rpp_load_fraction", ("time", "rpp"), "float32", "1", "RPP load / continuous breaker limit",
+           keep="full"),
+    Output("rpp_power_w", ("time", "rpp"), "float64", "W", "power out of each RPP breaker", keep="full"),
     Output("feed_load_fraction", ("time", "feed"), "float32", "1", "feed load / capacity"),
     Output("feed_power_w", ("time", "feed"), "float64", "W", "power drawn from each utility feed"),
     Output("ups_output_w", ("time", "feed"), "float64", "W", "load on the UPS (or its bypass) of each feed path"),
@@ -133,8 +154,9 @@ OUTPUTS: tuple[Output, ...] = (
            "model; 0 in the legacy model, whose fans are a share of the heat)"),
     Output("economizer_fraction", _T, "float64", "1", "share of the heat the water-side economizer removes"),
     Output("rack_inlet_peak_c", _R, "float32", "degC", "hottest inlet since the previous sample "
-           "(event-driven between samples in the physical cooling model)"),
-    Output("rack_gpu_temp_peak_c", _R, "float32", "degC", "hottest GPU since the previous sample (NaN when off)"),
+           "(event-driven between samples in the physical cooling model)", keep="full"),
+    Output("rack_gpu_temp_peak_c", _R, "float32", "degC", "hottest GPU since the previous sample (NaN when off)",
+           keep="full"),
     Output("power_available_w", _T, "float64", "W", "IT power of the staged plan"),
     Output("outdoor_temp_c", _T, "float64", "degC", "outdoor dry-bulb temperature"),
     Output("gpus_installed", _T, "int32", "GPU", "GPUs delivered"),
@@ -170,6 +192,22 @@ OUTPUTS: tuple[Output, ...] = (
            "the same without battery or GPU power floor"),
     Output("job_swing_mitigation_kwh_per_h", ("job",), "float64", "kWh/h",
            "energy the battery loses and the GPU power floor burns per hour of the job's training"),
+    # below outputs.rack_series: full, run aggregates replace the per-rack and per-RPP series
+    # (twin.sim.recorder.RackAggregates), and level "hall" keeps one series per hall
+    Output("rack_inlet_max_c", ("rack",), "float32", "degC", "hottest sampled inlet of the rack while powered "
+           "(NaN: never powered)", recorded=False, keep="reduced"),
+    Output("rack_power_max_w", ("rack",), "float32", "W", "highest sampled rack IT power", recorded=False,
+           keep="reduced"),
+    Output("rack_energy_mwh", ("rack",), "float64", "MWh", "rack IT energy over the run", recorded=False,
+           keep="reduced"),
+    Output("rack_power_at_peak_w", ("rack",), "float32", "W", "rack IT power at the sample of peak facility "
+           "IT power (the thermal field's input)", recorded=False, keep="reduced"),
+    Output("rpp_load_fraction_max", ("rpp",), "float32", "1", "highest RPP load / continuous breaker limit",
+           recorded=False, keep="reduced"),
+    Output("hall_power_w", ("time", "hall"), "float64", "W", "IT power of each hall's racks", recorded=False,
+           keep="hall"),
+    Output("hall_inlet_max_c", ("time", "hall"), "float32", "degC", "hottest inlet of a powered rack of the hall",
+           recorded=False, keep="hall"),
 )
 
 #: series a sweep can keep per run besides the recorded time series (twin.sweep)
@@ -255,18 +293,27 @@ def _swing_cost(r: RunRecord) -> float:
 
 
 def _max_inlet(r: RunRecord) -> float:
-    inlet = r.powered_inlet_c()
+    inlet = r.powered_inlet_c() if r.rack_agg is None else r.rack_agg.inlet_max_c
     return float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan
 
 
-def _rack_hours_where(cond: Callable[[np.ndarray], np.ndarray]) -> Callable[[RunRecord], float]:
-    return lambda r: float(cond(r.powered_inlet_c()).sum() * r.dt_s / H)
+def _rack_hours_where(cond: Callable[[np.ndarray], np.ndarray], counted: str) -> Callable[[RunRecord], float]:
+    """Rack-hours of powered racks whose inlet meets ``cond``; below full rack series, the
+    count the recorder kept under ``counted`` (:class:`twin.sim.recorder.RackAggregates`)."""
+    def red(r: RunRecord) -> float:
+        n = cond(r.powered_inlet_c()).sum() if r.rack_agg is None else getattr(r.rack_agg, counted).sum()
+        return float(n * r.dt_s / H)
+    return red
 
 
 def _rci_hi(r: RunRecord) -> float:
     """RCI_HI [%] over the racks that were ever powered, each at its hottest sampled inlet."""
     from twin.thermal import rack_cooling_index_hi
 
+    if r.rack_agg is not None:
+        hottest = np.asarray(r.rack_agg.inlet_max_c, float)
+        hottest = hottest[np.isfinite(hottest)]
+        return float(rack_cooling_index_hi(hottest)) if hottest.size else math.nan
     inlet = r.powered_inlet_c()
     seen = np.isfinite(inlet).any(axis=0)
     if not seen.any():
@@ -297,6 +344,8 @@ def _hours_over_capacity(r: RunRecord) -> float:
 
 
 def _max_inlet_peak(r: RunRecord) -> float:
+    if r.rack_agg is not None:
+        return r.rack_agg.inlet_peak_max_c
     x = np.asarray(r.series["rack_inlet_peak_c"], float)
     x = x[np.isfinite(x)]
     return float(x.max()) if x.size else math.nan
@@ -359,7 +408,7 @@ KPIS: tuple[Kpi, ...] = (
                                     "training and an exposed all-reduce or a checkpoint",
         lambda r: float(max(r.peak_swing_w.values(), default=0.0) / 1e3)),
     Kpi("max_rpp_load_fraction", "1", "highest RPP load / continuous breaker limit",
-        lambda r: float(r.series["rpp_load_fraction"].max())),
+        lambda r: float(r.series["rpp_load_fraction"].max() if r.rack_agg is None else r.rack_agg.rpp_lf_max.max())),
     Kpi("max_feed_load_fraction", "1", "highest feed load / feed capacity",
         lambda r: float(r.series["feed_load_fraction"].max())),
     Kpi("max_branch_load_fraction", "1", "highest rack-PDU cord load / branch breaker continuous limit",
@@ -369,10 +418,10 @@ KPIS: tuple[Kpi, ...] = (
         _nanmax("failover_branch_load_fraction_max")),
     Kpi("max_rack_inlet_c", "degC", "hottest sampled inlet of a powered rack", _max_inlet),
     Kpi("hours_above_ashrae_recommended", "rack-h", f"rack-hours with inlet above {_HOT} (ASHRAE TC 9.9)",
-        _rack_hours_where(lambda t: t > ASHRAE_RECOMMENDED_MAX_C)),
+        _rack_hours_where(lambda t: t > ASHRAE_RECOMMENDED_MAX_C, "n_above")),
     Kpi("hours_outside_ashrae_recommended", "rack-h",
         f"rack-hours with inlet outside {ASHRAE_RECOMMENDED_MIN_C:g}-{_HOT} (ASHRAE TC 9.9)",
-        _rack_hours_where(lambda t: (t > ASHRAE_RECOMMENDED_MAX_C) | (t < ASHRAE_RECOMMENDED_MIN_C))),
+        _rack_hours_where(lambda t: (t > ASHRAE_RECOMMENDED_MAX_C) | (t < ASHRAE_RECOMMENDED_MIN_C), "n_outside")),
     Kpi("throttled_node_hours", "node-h", "node-hours of GPUs running below full clock (thermal)",
         lambda r: float(r.throttled_node_s / H)),
     Kpi("rci_hi_percent", "%", f"Rack Cooling Index (high side, Herrlin 2005) of each powered rack's "

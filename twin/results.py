@@ -68,20 +68,32 @@ def build_results(scenario, plant, run: RunRecord) -> Results:
     from twin.thermal import ashrae_class
 
     s, p, rec, dt = scenario, plant, run.series, run.dt_s
-    T = len(rec["rack_state"])
+    level = s.outputs.rack_series
+    T = len(rec["facility_it_power_w"])
     t_s = np.arange(T) * dt
     start = np.datetime64(s.simulation.start.isoformat(), "s")
     times = start + (t_s * 1e3).astype("timedelta64[ms]")
-    ashrae = np.where(RackState.powered(rec["rack_state"]), ashrae_class(rec["rack_inlet_c"]), -1)
     derived = {
-        "rack_ashrae_class": ashrae,
-        "rack_hours_outside_recommended": (ashrae > 0).sum(axis=0) * dt / H,
         "job_goodput_fraction": np.array([j.gpu_s_useful_total / j.gpu_s_allocated if j.gpu_s_allocated > 0
                                           else np.nan for j in run.jobs]),
         "job_interruptions": np.array([j.interruptions for j in run.jobs]),
     }
+    agg = run.rack_agg
+    if agg is None:
+        ashrae = np.where(RackState.powered(rec["rack_state"]), ashrae_class(rec["rack_inlet_c"]), -1)
+        derived["rack_ashrae_class"] = ashrae
+        derived["rack_hours_outside_recommended"] = (ashrae > 0).sum(axis=0) * dt / H
+    else:                                 # outputs.rack_series below full: run aggregates
+        derived.update({
+            "rack_hours_outside_recommended": agg.n_ashrae_out * dt / H,
+            "rack_inlet_max_c": agg.inlet_max_c, "rack_power_max_w": agg.power_max_w,
+            "rack_energy_mwh": agg.power_sum_w * dt / H / 1e6, "rack_power_at_peak_w": agg.power_at_peak_w,
+            "rpp_load_fraction_max": agg.rpp_lf_max,
+            "hall_power_w": agg.hall_power_w, "hall_inlet_max_c": agg.hall_inlet_max_c})
     v = {}
     for o in OUTPUTS:
+        if not o.kept(level):
+            continue
         data = rec[o.name] if o.recorded else derived[o.name]
         v[o.name] = xr.DataArray(np.asarray(data, dtype=o.dtype), dims=o.dims,
                                  attrs={"units": o.units, "long_name": o.long_name})
@@ -96,6 +108,8 @@ def build_results(scenario, plant, run: RunRecord) -> Results:
         "cooling_unit": [f"{h.name}/{c.name}" for h in s.site.halls for c in h.cooling_units],
         "job": [j.name for j in run.jobs],
     }
+    if level == "hall":
+        coords["hall"] = [h.name for h in s.site.halls]
     ds = xr.Dataset(v, coords=coords)
     ev = pd.DataFrame(run.events, columns=["time_s", "kind", "target", "detail"])
     ev.insert(0, "time", (start + (ev["time_s"].to_numpy() * 1e3).astype("timedelta64[ms]")).astype(str))
@@ -107,6 +121,7 @@ def build_results(scenario, plant, run: RunRecord) -> Results:
         "seed": int(s.simulation.seed),
         "twin_version": __version__,
         "sample_interval_s": float(dt),
+        "rack_series": level,
         "scenario_json": json.dumps(s.model_dump(mode="json"), sort_keys=True),
     }
     return Results(ds, ev, kpis)

@@ -34,8 +34,12 @@ Found = list[tuple[str, object, str]]
 DAY_S = 86400.0
 #: memory a run may need before validation refuses it [B]; ``TWIN_MAX_MEMORY_GB`` overrides
 MAX_RUN_MEMORY_BYTES = int(float(os.environ.get("TWIN_MAX_MEMORY_GB", "8")) * 2**30)
-#: simulated events a run may be expected to process (a few minutes of engine time)
+#: simulated events a run may be expected to process (a few minutes of engine time) ...
 MAX_EVENTS = 2_000_000
+#: ... or, on a larger site, this many per node and simulated day (the default failure mix
+#: gives ~0.16 at the Arrhenius ceiling; an event storm tens): a gigawatt site's year is
+#: millions of events without being a storm
+MAX_EVENTS_PER_NODE_DAY = 1.0
 #: thermal grid cells (x * y * layers) per hall
 MAX_HALL_CELLS = 2_000_000
 #: GPU temperature the failure-rate estimate takes as the hottest a running GPU reaches [C]
@@ -48,6 +52,10 @@ EVENTS_PER_FAILURE = 6
 _BYTES_PER_RACK_SAMPLE = 5 * 8 * 3
 _BYTES_PER_OTHER_SAMPLE = 3 * 8 * 3
 _BYTES_PER_SCALAR_SAMPLE = 25 * 8 * 3
+#: below outputs.rack_series: full, the recorder's window of rack series (twin.sim.recorder,
+#: kept with its power-tree temporaries about three times over) and the per-rack aggregates
+_WINDOW_BYTES = 64 * 2**20
+_BYTES_PER_RACK_AGGREGATE = 64 * 3
 #: bytes per thermal grid cell (sparse operator rows, solver work arrays) and per rack pair
 #: of the recirculation matrix
 _BYTES_PER_CELL = 2048
@@ -210,11 +218,18 @@ def memory_estimate_bytes(s: Scenario) -> dict[str, float]:
     J = len(s.workload.jobs)
     per_hall_racks = [sum(r.racks for r in h.rows) for h in s.site.halls]
     out = {
-        "simulation.sample_interval_s": float(T) * (R * _BYTES_PER_RACK_SAMPLE + _BYTES_PER_SCALAR_SAMPLE),
-        "site.power.rpp.count": float(T) * P * _BYTES_PER_OTHER_SAMPLE + P * 64.0,
+        "simulation.sample_interval_s": float(T) * _BYTES_PER_SCALAR_SAMPLE,
         "workload.jobs": float(T) * (J + F) * _BYTES_PER_OTHER_SAMPLE,
         "site.halls.0.rows": float(_nodes(s)) * 512,
     }
+    level = s.outputs.rack_series
+    if level == "full":      # every rack and RPP at every sample (twin/sim/recorder.py)
+        out["outputs.rack_series"] = float(T) * R * _BYTES_PER_RACK_SAMPLE
+        out["site.power.rpp.count"] = float(T) * P * _BYTES_PER_OTHER_SAMPLE + P * 64.0
+    else:                    # a window of the rack series, run aggregates, per-hall series
+        out["outputs.rack_series"] = (_WINDOW_BYTES * 3 + float(R) * _BYTES_PER_RACK_AGGREGATE
+                                      + (float(T) * len(s.site.halls) * 16 * 3 if level == "hall" else 0.0))
+        out["site.power.rpp.count"] = P * 64.0
     for h, hall in enumerate(s.site.halls):
         out[f"site.halls.{h}.cell_m"] = float(hall_cells(hall)) * _BYTES_PER_CELL
         out[f"site.halls.{h}.rows"] = out.get(f"site.halls.{h}.rows", 0.0) + float(
@@ -285,13 +300,17 @@ def work_problems(s: Scenario) -> Found:
         key = max(mem, key=lambda k: mem[k])
         out.append((key, _value_at(s, key),
                     f"a run that fits in {MAX_RUN_MEMORY_BYTES / 2**30:g} GiB (estimated {total / 2**30:.3g} GiB, "
-                    f"most of it from {key}; TWIN_MAX_MEMORY_GB raises the limit)"))
+                    f"most of it from {key}; TWIN_MAX_MEMORY_GB raises the limit"
+                    + ("; outputs.rack_series: none keeps per-rack run aggregates instead of series"
+                       if key == "outputs.rack_series" and s.outputs.rack_series == "full" else "") + ")"))
     ev = event_estimate(s)
     total_ev = sum(ev.values())
-    if not total_ev <= MAX_EVENTS:
+    ceiling = max(MAX_EVENTS, MAX_EVENTS_PER_NODE_DAY * _nodes(s)
+                  * horizon_s(s) / DAY_S)
+    if not total_ev <= ceiling:
         key = max(ev, key=lambda k: ev[k])
         out.append((key, _value_at(s, key),
-                    f"a rate that gives at most {MAX_EVENTS:,} simulated events (estimated {total_ev:.3g}, "
+                    f"a rate that gives at most {ceiling:,.0f} simulated events (estimated {total_ev:.3g}, "
                     f"{ev[key]:.3g} of them from {key}): an event storm"))
     return out
 

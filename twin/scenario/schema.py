@@ -461,6 +461,17 @@ class Ramp(Model):
     burn_in_days: NonNegFloat = 3.0
 
 
+# --------------------------------------------------------------------------- outputs
+class Outputs(Model):
+    """What a run keeps in results.nc (memory is bounded by it: twin/sim/recorder.py)."""
+
+    rack_series: Literal["full", "hall", "none"] = Field(
+        "full", description="per-rack and per-RPP series: 'full' = every rack and RPP at every sample; "
+                            "'hall' = one series per hall plus per-rack run aggregates (hottest inlet, "
+                            "peak power, energy, hours outside ASHRAE recommended); 'none' = the run "
+                            "aggregates only. KPIs are the same at every level")
+
+
 class Scenario(Model):
     name: SafeName
     description: str = ""
@@ -471,3 +482,4 @@ class Scenario(Model):
     workload: Workload
     failures: Failures = Failures()
     ramp: Ramp
+    outputs: Outputs = Outputs()

@@ -95,7 +95,9 @@ class Engine:
                                             self.scheduler, self.sampler]
         self.recorder = Recorder(self.n_samples, {"rack": p.n_racks, "rpp": len(p.rpp_limit_w),
                                                   "feed": len(scenario.site.power.feeds), "job": len(self.jobs),
-                                                  "cooling_unit": self.thermal.n_units})
+                                                  "cooling_unit": self.thermal.n_units,
+                                                  "hall": len(scenario.site.halls)},
+                                 rack_series=scenario.outputs.rack_series, rack_hall=p.rack_hall)
         self._started = False
 
     # ------------------------------------------------------------------ shared services
@@ -139,4 +141,5 @@ class Engine:
                          open_repair_ages_s=[self.env.now - t0 for t0 in self.failures.open_repairs.values()],
                          throttled_node_s=self.sampler.throttled_node_s,
                          peak_swing_w=dict(self.jobs.peak_swing_w),
-                         event_counts=dict(Counter(kind for _, kind, _, _ in self.events)))
+                         event_counts=dict(Counter(kind for _, kind, _, _ in self.events)),
+                         rack_agg=self.recorder.agg)

@@ -16,7 +16,8 @@ def peak_sample_fields(engine, results) -> dict[str, xr.Dataset]:
     """
     ds = results.dataset
     i = int(np.argmax(ds.facility_it_power_w.values))
-    heat = ds.rack_power_w.values[i].astype(float)
+    # below outputs.rack_series: full the recorder kept the racks' power at that sample
+    heat = (ds.rack_power_w.values[i] if "rack_power_w" in ds else ds.rack_power_at_peak_w.values).astype(float)
     out = {}
     for h, hall in enumerate(engine.s.site.halls):
         model = engine.thermal.halls[h]

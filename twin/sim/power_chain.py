@@ -102,7 +102,8 @@ class PowerChain(Component):
 
     def finish(self, rec) -> None:
         """Power chain and cooling for every sample at once, (T, R) -> (T,), vectorised."""
-        flow = power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float))
+        # below outputs.rack_series: full the sampler pushed each window through the tree
+        flow = rec.flow or power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float))
         t_s = np.arange(rec.n_samples) * self.e.dt_s
         # the cooling plant's power and the outdoor temperature come from the hall thermal
         # component (legacy formula, or fan laws, set points and weather: issue 12)

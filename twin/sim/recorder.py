@@ -1,11 +1,140 @@
 """The recorder: arrays for every recorded output of :data:`twin.outputs.OUTPUTS`, sized
-from the plant, filled sample by sample (or whole, after the run) by the components."""
+from the plant, filled sample by sample (or whole, after the run) by the components.
+
+Memory is bounded by ``outputs.rack_series`` (issue 19). At ``full`` every per-rack and
+per-RPP series is kept for every sample, (T, R) each. Below it (``hall``, ``none``) those
+series live in a window of a few dozen samples: when the window is full the sampler hands
+it to :meth:`Recorder.flush`, which pushes the window's rack power through the power tree
+(the facility, feed and UPS series are kept whole, they are (T,) and (T, F)) and folds the
+window into :class:`RackAggregates` (per-rack maxima, energy and hours outside ASHRAE's
+recommended range, per-RPP maximum load, per-hall series at ``hall``). The KPIs come out
+the same either way (``tests/sim/test_recorder.py``).
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import numpy as np
 
 from twin.outputs import OUTPUTS, Output
+
+#: bytes the windowed per-rack series may hold at once (below ``rack_series: full``)
+WINDOW_BYTES = 64 * 2**20
+#: histogram of powered inlets kept for their median: bins of 0.01 K from -50 C to 150 C
+_HIST_LO_C, _HIST_BIN_K, _HIST_BINS = -50.0, 0.01, 20000
+LEVELS = ("full", "hall", "none")
+
+
+class _Window:
+    """A (K, ...) array addressed by absolute sample index: ``w[i]`` is sample ``i`` while
+    ``i`` is in the recorder's current window (an IndexError otherwise, never a wrap)."""
+
+    __slots__ = ("data", "rec")
+
+    def __init__(self, data: np.ndarray, rec: Recorder):
+        self.data, self.rec = data, rec
+
+    def _key(self, key):
+        first, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
+        k = int(first) - self.rec.base
+        if not 0 <= k < len(self.data):
+            raise IndexError(f"sample {first} is outside the recorder's window "
+                             f"[{self.rec.base}, {self.rec.base + len(self.data)})")
+        return (k, *rest)
+
+    def __getitem__(self, key):
+        return self.data[self._key(key)]
+
+    def __setitem__(self, key, value) -> None:
+        self.data[self._key(key)] = value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+
+@dataclasses.dataclass
+class RackAggregates:
+    """Run aggregates of the per-rack and per-RPP series, folded window by window.
+
+    Counts are of powered rack-samples; temperatures [degC], power [W], energy as the sum of
+    sampled power [W x samples] (times the step gives J).
+    """
+
+    inlet_max_c: np.ndarray          # (R,) float32, hottest inlet while powered (NaN: never)
+    n_above: np.ndarray              # (R,) samples with inlet > ASHRAE recommended max
+    n_outside: np.ndarray            # (R,) samples with inlet outside the recommended range
+    n_ashrae_out: np.ndarray         # (R,) samples in an ASHRAE class beyond recommended
+    power_max_w: np.ndarray          # (R,) float32
+    power_sum_w: np.ndarray          # (R,) float64, sum over samples
+    power_at_peak_w: np.ndarray      # (R,) float32, at the sample of peak facility IT power
+    rpp_lf_max: np.ndarray           # (P,) float32
+    inlet_hist: np.ndarray           # (_HIST_BINS,) powered inlets
+    hall_power_w: np.ndarray | None  # (T, H) at level "hall"
+    hall_inlet_max_c: np.ndarray | None
+    inlet_peak_max_c: float = math.nan
+    it_peak_w: float = -math.inf
+
+    @classmethod
+    def empty(cls, n_samples: int, n_racks: int, n_rpps: int, n_halls: int, halls: bool) -> RackAggregates:
+        return cls(inlet_max_c=np.full(n_racks, np.nan, np.float32), n_above=np.zeros(n_racks, np.int64),
+                   n_outside=np.zeros(n_racks, np.int64), n_ashrae_out=np.zeros(n_racks, np.int64),
+                   power_max_w=np.zeros(n_racks, np.float32), power_sum_w=np.zeros(n_racks),
+                   power_at_peak_w=np.zeros(n_racks, np.float32), rpp_lf_max=np.zeros(n_rpps, np.float32),
+                   inlet_hist=np.zeros(_HIST_BINS, np.int64),
+                   hall_power_w=np.zeros((n_samples, n_halls)) if halls else None,
+                   hall_inlet_max_c=np.full((n_samples, n_halls), np.nan, np.float32) if halls else None)
+
+    def fold(self, i0: int, w: dict[str, np.ndarray], flow, rack_hall: np.ndarray | None) -> None:
+        """Fold samples ``i0 .. i0 + len(window)`` of the per-rack series ``w`` and their
+        power-tree ``flow`` into the aggregates."""
+        from twin.sim.state import RackState
+        from twin.thermal import ashrae_class
+        from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
+
+        on = RackState.powered(w["rack_state"])
+        inlet = w["rack_inlet_c"]
+        pin = np.where(on, inlet, np.nan)
+        hot = np.where(on, inlet, -np.inf).max(axis=0)
+        self.inlet_max_c = np.fmax(self.inlet_max_c, np.where(np.isfinite(hot), hot, np.nan).astype(np.float32))
+        with np.errstate(invalid="ignore"):
+            self.n_above += (pin > ASHRAE_RECOMMENDED_MAX_C).sum(axis=0)
+            self.n_outside += ((pin > ASHRAE_RECOMMENDED_MAX_C) | (pin < ASHRAE_RECOMMENDED_MIN_C)).sum(axis=0)
+        self.n_ashrae_out += (on & (ashrae_class(inlet) > 0)).sum(axis=0)
+        vals = inlet[on].astype(float)
+        if vals.size:
+            b = np.clip(((vals - _HIST_LO_C) / _HIST_BIN_K).astype(np.int64), 0, _HIST_BINS - 1)
+            self.inlet_hist += np.bincount(b, minlength=_HIST_BINS)
+        peak = w["rack_inlet_peak_c"]
+        fin = peak[np.isfinite(peak)]
+        if fin.size:
+            self.inlet_peak_max_c = float(np.fmax(self.inlet_peak_max_c, fin.max()))
+        power = w["rack_power_w"]
+        self.power_max_w = np.maximum(self.power_max_w, power.max(axis=0))
+        self.power_sum_w += power.sum(axis=0, dtype=np.float64)
+        it = np.asarray(flow.it_w, float)
+        k = int(np.argmax(it))
+        if it[k] > self.it_peak_w:
+            self.it_peak_w, self.power_at_peak_w = float(it[k]), power[k].copy()
+        self.rpp_lf_max = np.maximum(self.rpp_lf_max, np.asarray(flow.rpp_load_fraction, np.float32).max(axis=0))
+        if self.hall_power_w is not None and self.hall_inlet_max_c is not None and rack_hall is not None:
+            # racks sorted by hall, then one reduceat per hall run
+            order = np.argsort(rack_hall, kind="stable")
+            halls, starts = np.unique(rack_hall[order], return_index=True)
+            t = len(power)
+            self.hall_power_w[i0:i0 + t, halls] = np.add.reduceat(power[:, order].astype(float), starts, axis=1)
+            hmax = np.maximum.reduceat(np.where(on, inlet, -np.inf)[:, order], starts, axis=1)
+            self.hall_inlet_max_c[i0:i0 + t, halls] = np.where(np.isfinite(hmax), hmax, np.nan)
+
+    def median_powered_inlet_c(self) -> float:
+        """Median of every powered rack-sample's inlet [degC] (to the 0.01 K bin), NaN if none."""
+        n = int(self.inlet_hist.sum())
+        if n == 0:
+            return math.nan
+        k = int(np.searchsorted(np.cumsum(self.inlet_hist), (n + 1) // 2))
+        return _HIST_LO_C + (k + 0.5) * _HIST_BIN_K
 
 
 class Recorder:
@@ -14,26 +143,107 @@ class Recorder:
     ``rec[name][i] = value`` writes sample ``i``; :meth:`set` writes a whole series
     evaluated after the run, cast to the declared dtype and checked against the declared
     shape. Only declared outputs exist: a typo is a KeyError, not a new variable.
+
+    ``rack_series`` (``full``, ``hall``, ``none``): below ``full`` the per-rack and per-RPP
+    series are windows of :attr:`window` samples (see the module docstring); ``rack_hall``
+    (R,) gives each rack's hall for the per-hall series.
     """
 
-    def __init__(self, n_samples: int, sizes: dict[str, int]):
+    def __init__(self, n_samples: int, sizes: dict[str, int], rack_series: str = "full",
+                 rack_hall: np.ndarray | None = None):
+        if rack_series not in LEVELS:
+            raise ValueError(f"rack_series {rack_series!r}: expected one of {LEVELS}")
         self.n_samples = n_samples
+        self.level = rack_series
         self.sizes = {"time": n_samples, **sizes}
         self.declared: dict[str, Output] = {o.name: o for o in OUTPUTS if o.recorded}
         self.series: dict[str, np.ndarray] = {}
+        self.windowed = tuple(o.name for o in self.declared.values() if not o.kept(rack_series)
+                              and o.dims[:1] == ("time",) and "rack" in o.dims)
+        self.dropped = tuple(o.name for o in self.declared.values()
+                             if not o.kept(rack_series) and o.name not in self.windowed)
+        per_sample = sum(np.dtype(self.declared[n].dtype).itemsize * math.prod(self.shape(self.declared[n])[1:])
+                         for n in self.windowed)
+        self.window = n_samples if not self.windowed else int(max(1, min(n_samples,
+                                                                        WINDOW_BYTES // max(per_sample, 1))))
+        self.base = 0
+        self.rack_hall = None if rack_hall is None else np.asarray(rack_hall)
+        self.agg: RackAggregates | None = None
+        self._flows: list = []
+        if rack_series != "full":
+            self.agg = RackAggregates.empty(n_samples, sizes.get("rack", 0), sizes.get("rpp", 0),
+                                            sizes.get("hall", 1), rack_series == "hall")
+        self._windows: dict[str, _Window] = {}
         for o in self.declared.values():
-            self.series[o.name] = np.zeros(self.shape(o), o.dtype)
+            if o.name in self.dropped:
+                continue
+            if o.name in self.windowed:
+                w = _Window(np.zeros((self.window, *self.shape(o)[1:]), o.dtype), self)
+                self._windows[o.name] = w
+                self.series[o.name] = w.data
+            else:
+                self.series[o.name] = np.zeros(self.shape(o), o.dtype)
 
     def shape(self, o: Output) -> tuple[int, ...]:
         return tuple(self.sizes[d] for d in o.dims)
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.series[name]
+    def __getitem__(self, name: str):
+        w = self._windows.get(name)
+        return w if w is not None else self.series[name]
 
     def set(self, name: str, values) -> None:
-        """Store a whole series (evaluated after the run) with its declared dtype."""
+        """Store a whole series (evaluated after the run) with its declared dtype; a series
+        this ``rack_series`` level does not keep is not stored."""
         o = self.declared[name]
+        if name in self.dropped:
+            return
         arr = np.asarray(values, dtype=o.dtype)
         if arr.shape != self.shape(o):
             raise ValueError(f"output {name}: shape {arr.shape}, declared {o.dims} = {self.shape(o)}")
         self.series[name] = arr
+
+    # ------------------------------------------------------------------ windows
+    def window_full(self, i: int) -> bool:
+        """True when sample ``i`` is the last of the window (or of the run): time to flush."""
+        return bool(self.windowed) and (i + 1 - self.base >= self.window or i + 1 >= self.n_samples)
+
+    def window_rack_power_w(self, i_end: int) -> np.ndarray:
+        """Rack power of the window's samples up to ``i_end`` (exclusive) [W (t, R)]."""
+        return self._windows["rack_power_w"].data[:i_end - self.base]
+
+    def flush(self, i_end: int, flow) -> None:
+        """Fold the window's samples ``base .. i_end`` (exclusive), whose rack power gives the
+        power-tree ``flow``, into the aggregates; keep the flow's time series; move on."""
+        assert self.agg is not None
+        t = i_end - self.base
+        w = {n: win.data[:t] for n, win in self._windows.items()}
+        self.agg.fold(self.base, w, flow, self.rack_hall)
+        self._flows.append(_time_parts(flow))
+        self.base = i_end
+        for win in self._windows.values():
+            win.data[...] = 0
+
+    @property
+    def flow(self):
+        """The power-tree flow of every sample, assembled from the flushed windows (None at
+        ``rack_series: full``, where the power chain evaluates the whole (T, R) series): a
+        :class:`twin.power.tree.PowerFlow` whose per-RPP parts are None, its RPP losses
+        summed per sample ((T, 1))."""
+        if not self._flows:
+            return None
+        from twin.power.tree import PowerFlow
+
+        parts = {k: np.concatenate([f[k] for f in self._flows]) for k in self._flows[0]}
+        return PowerFlow(rack_w=None, rack_dropped=None, rpp_w=None, rpp_load_fraction=None,  # type: ignore[arg-type]
+                         rpp_rating_fraction=None, **parts)                                 # type: ignore[arg-type]
+
+
+_TIME_PARTS = ("rpp_loss_w", "ups_output_w", "ups_load_fraction", "ups_loss_w", "feed_w", "feed_load_fraction",
+               "feed_loss_w", "it_w", "utility_w", "loss_w", "rpp_ok", "feed_ok", "ups_ok", "holds")
+
+
+def _time_parts(flow) -> dict[str, np.ndarray]:
+    """The parts of a (t, ...) power flow that are kept for every sample (RPP losses summed)."""
+    out = {k: np.asarray(getattr(flow, k)) for k in _TIME_PARTS}
+    out["rpp_loss_w"] = out["rpp_loss_w"].sum(axis=-1, keepdims=True)
+    return out

@@ -119,3 +119,5 @@ class Sampler(Component):
         for c in e.components:
             if c is not self:
                 c.record(i, rec)
+        if rec.window_full(i):             # outputs.rack_series below full: fold the window
+            rec.flush(i + 1, power.evaluate_power_tree(e.power.tree, rec.window_rack_power_w(i + 1).astype(float)))

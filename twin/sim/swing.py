@@ -67,6 +67,9 @@ class Swing(Component):
         self._overloaded |= new
 
     def _typical_inlet_c(self, rec) -> float:
+        if rec.agg is not None:                # outputs.rack_series below full
+            med = rec.agg.median_powered_inlet_c()
+            return med if np.isfinite(med) else 25.0
         on = RackState.powered(rec["rack_state"])
         vals = rec["rack_inlet_c"][on]
         return float(np.median(vals)) if vals.size else 25.0
