@@ -16,7 +16,9 @@ def _choice(value, label=None):
     return {"value": value, "label": label or value.replace("-", " ").title()}
 
 
-def netbox_records(coords: bool = True, odd_rack: bool = True):
+def netbox_records(coords: bool = True, odd_rack: bool = True, mixed: bool = False):
+    """``mixed``: the last row holds four Lenovo SR675 V3 (H100 NVL) per rack, and its
+    last rack stands 1.2 m further along the row (a gap)."""
     site = {"id": 1, "name": "Poughkeepsie", "slug": "pok"}
     loc = {"id": 3, "name": "hall-1", "slug": "hall-1"}
     racks, feeds, devices, panels = [], [], [], []
@@ -25,6 +27,8 @@ def netbox_records(coords: bool = True, odd_rack: bool = True):
     dt_sw = {"id": 11, "model": "QM9700", "slug": "nvidia-qm9700",
              "manufacturer": {"id": 4, "name": "NVIDIA", "slug": "nvidia"}}
     dt_pdu = {"id": 12, "model": "AP8886", "slug": "apc-ap8886", "manufacturer": {"id": 5, "name": "APC"}}
+    dt_sr = {"id": 13, "model": "ThinkSystem SR675 V3 H100 NVL", "slug": "lenovo-sr675-v3-h100-nvl",
+             "manufacturer": {"id": 6, "name": "Lenovo", "slug": "lenovo"}}
     for p in range(ROWS):
         panels.append({"id": 100 + p, "name": f"RPP-{p + 1:02d}", "site": site, "location": loc})
     rid = 0
@@ -32,7 +36,9 @@ def netbox_records(coords: bool = True, odd_rack: bool = True):
         for k in range(PER_ROW):
             rid += 1
             name = f"R{row + 1}-{k + 1:02d}"
-            cf = {"x_m": round(4.0 + 0.6 * k, 2), "y_m": round(3.0 + 2.4 * row, 2),
+            lenovo = mixed and row == ROWS - 1
+            gap = 1.2 if lenovo and k == PER_ROW - 1 else 0.0
+            cf = {"x_m": round(4.0 + 0.6 * k + gap, 2), "y_m": round(3.0 + 2.4 * row, 2),
                   "facing": "north" if row % 2 == 0 else "south"} if coords else {}
             racks.append({"id": rid, "name": name, "site": site, "location": loc, "status": _choice("active"),
                           "u_height": 48, "custom_fields": cf, "facility_id": f"POK-{name}"})
@@ -44,8 +50,10 @@ def netbox_records(coords: bool = True, odd_rack: bool = True):
                               "phase": _choice("three-phase"), "voltage": 415, "amperage": 32,
                               "max_utilization": 80})
             n = 1 if (odd_rack and row == ROWS - 1 and k == PER_ROW - 1) else NODES_PER_RACK
+            n = 4 if lenovo else n
             for u in range(n):
-                devices.append({"id": 10000 + 10 * rid + u, "name": f"{name}-n{u + 1}", "device_type": dt_xe,
+                devices.append({"id": 10000 + 10 * rid + u, "name": f"{name}-n{u + 1}",
+                                "device_type": dt_sr if lenovo else dt_xe,
                                 "role": {"id": 1, "name": "GPU server"}, "rack": {"id": rid, "name": name},
                                 "position": 2 + 6 * u, "status": _choice("active")})
             devices.append({"id": 20000 + rid, "name": f"{name}-pdu", "device_type": dt_pdu,
@@ -58,7 +66,7 @@ def netbox_records(coords: bool = True, odd_rack: bool = True):
                         "role": {"id": 2, "name": "Leaf switch"}, "rack": {"id": 999, "name": "NET-01"},
                         "position": 10 + s, "status": _choice("active")})
     types = [dict(dt_xe, u_height=6, part_number="XE9680-H100-SXM5"), dict(dt_sw, u_height=1),
-             dict(dt_pdu, u_height=0)]
+             dict(dt_pdu, u_height=0), dict(dt_sr, u_height=3, part_number="7D9RCTO1WW")]
     return {"racks": racks, "power_panels": panels, "power_feeds": feeds, "devices": devices,
             "device_types": types}
 

@@ -28,6 +28,7 @@ from twin.inventory import (
     read_netbox,
     read_opendcim,
 )
+from twin.plant import build_plant, rack_worst_case_w
 from twin.scenario.loader import load_scenario
 
 
@@ -73,10 +74,44 @@ def test_netbox_api_export_maps_racks_feeds_and_devices(tmp_path):
     assert s.site.power.redundancy == "2N"
     assert [f.capacity_kw for f in s.site.power.feeds] == pytest.approx([side, side], rel=1e-3)
     assert s.site.power.rpp.count == ROWS and s.site.power.rpp.voltage_v == 415 and s.site.power.rpp.phases == 3
+    # R4-08 holds one node instead of two: its own node count, not the row's
+    (odd,) = hall.rows[3].rack_overrides
+    assert (odd.rack, odd.nodes_per_rack, odd.node_model, odd.x_m) == (PER_ROW, 1, None, None)
+    assert build_plant(s).n_nodes == ROWS * PER_ROW * NODES_PER_RACK - 1
     text = "\n".join(report.unmapped)
-    assert "1 racks hold another number" in text and "R4-08: 1" in text
     assert "NET-01" in text and "Leaf switch: QM9700" in text and "PDU: AP8886" in text
     assert any("cooling" in a for a in report.assumed)
+
+
+def test_racks_of_different_device_types_keep_their_own_node_model(tmp_path):
+    """The last row holds four Lenovo SR675 V3 (H100 NVL) per rack, one of them 1.2 m off
+    the row's pitch: the row names its own model and count, the rack keeps its position,
+    and nothing about the models is left unmapped."""
+    inv = read_netbox(write_netbox_api_folder(tmp_path / "nb", odd_rack=False, mixed=True))
+    data, report = build_scenario(inv, "pok_mixed", None, None, 10)
+    out = tmp_path / "mixed.yaml"
+    out.write_text(json.dumps(data))
+    s = load_scenario(out)
+    rows = s.site.halls[0].rows
+    assert s.hardware.node_model == "xe9680_h100" and s.hardware.nodes_per_rack == NODES_PER_RACK
+    assert [r.node_model for r in rows] == [None, None, None, "sr675v3_h100nvl"]
+    assert rows[3].nodes_per_rack == 4
+    (apart,) = rows[3].rack_overrides
+    assert apart.rack == PER_ROW and apart.x_m - rows[3].x_m == pytest.approx(7 * 0.6 + 1.2)
+    p = build_plant(s)
+    nodes = load_catalog().nodes
+    want = (ROWS - 1) * PER_ROW * NODES_PER_RACK * nodes["xe9680_h100"].gpu_count \
+        + PER_ROW * 4 * nodes["sr675v3_h100nvl"].gpu_count
+    assert p.rack_gpus.sum() == want
+    assert list(p.rack_node_model).count("sr675v3_h100nvl") == PER_ROW
+    text = "\n".join(report.unmapped)
+    assert "node model" not in text and "gaps" not in text
+    assert any("keep their own floor position" in m for m in report.mapped)
+    # the cooling the import sizes covers every rack at its own model's worst case
+    worst_kw = sum(rack_worst_case_w(s, nodes[m], nodes_per_rack=int(n), network_w=s.hardware.network_power_per_rack_w)
+                   for m, n in zip(p.rack_node_model, p.rack_nodes, strict=True)) / 1e3
+    cool_kw = sum(u.capacity_kw for u in s.site.halls[0].cooling_units)
+    assert cool_kw == pytest.approx(1.25 * worst_kw, rel=1e-3)
 
 
 def test_netbox_csv_export_without_coordinates_lays_out_rows(tmp_path):

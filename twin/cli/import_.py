@@ -83,9 +83,13 @@ def run_import_cli(argv: list[str]) -> int:
         print(report.text(), file=sys.stderr)
         return EXIT_BAD_INPUT
     tmp.replace(out)
-    racks = sum(r.racks for h in s.site.halls for r in h.rows)
-    print(f"wrote {out}: scenario {s.name!r}, {racks} racks of {s.hardware.nodes_per_rack} "
-          f"{s.hardware.node_model} nodes in {len(s.site.halls)} hall(s); it validates")
+    from collections import Counter
+
+    from twin.plant import scenario_racks
+    models, counts = scenario_racks(s)
+    kinds = Counter(zip(models, counts.tolist(), strict=True))
+    racks = ", ".join(f"{n} racks of {c} {m} nodes" for (m, c), n in kinds.most_common())
+    print(f"wrote {out}: scenario {s.name!r}, {racks} in {len(s.site.halls)} hall(s); it validates")
     print(report.text())
     return 0
 

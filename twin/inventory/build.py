@@ -8,13 +8,16 @@ inventory when every rack of a row has one, else rows are laid out in hot/cold a
 pairs (2.4 m row pitch, 0.6 m rack pitch). Power feeds give the RPP breakers (their
 voltage, phases and the panel's summed available power, NetBox's V x A (x sqrt 3) x
 max utilisation) and the utility feeds (primary and redundant sides; both present means
-2N). Devices are matched to the hardware catalog by their device type; the most common
-node model and node count per rack set ``hardware``. The rest of the scenario (fabric,
-job mix, failures, UPS, cooling when the inventory has none) comes from the shipped
-scenario of that node model and is listed in the report as assumed.
+2N). Devices are matched to the hardware catalog by their device type. Each rack keeps
+its own node model and node count: the most common model and count set ``hardware``, a
+row whose racks all differ from them names its own, and single racks that differ carry a
+``rack_overrides`` entry, as does a rack standing off its row's line (its own floor
+position). The rest of the scenario (fabric, job mix, failures, UPS, cooling when the
+inventory has none) comes from the shipped scenario of the most common node model and is
+listed in the report as assumed.
 
-The scenario schema has one node model and one node count per rack: racks holding
-another model or another count are reported, not silently averaged.
+A rack holding GPU nodes of two models keeps its majority model (a rack is one node
+model); the minority devices are reported, not silently averaged.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from twin.inventory.model import DeviceType, Inventory, Rack
 
 ROOT = Path(__file__).resolve().parents[2]
 #: shipped scenario that supplies fabric, jobs and failures for each catalog node model
-TEMPLATES = {"xe9680_h100": "blue_vela.yaml", "sr675v3_h100nvl": "lenovo_small.yaml",
-             "sr675v3_l40s": "lenovo_small.yaml", "vela_a100": "vela.yaml"}
+TEMPLATES = {"xe9680_h100": ("blue_vela_fixed.yaml", "blue_vela.yaml"), "sr675v3_h100nvl": ("lenovo_small.yaml",),
+             "sr675v3_l40s": ("lenovo_small.yaml",), "vela_a100": ("vela.yaml",)}
+#: a template whose workload is a stream (no fixed jobs) lends this one's job instead
+JOB_TEMPLATE = "lenovo_small.yaml"
 RACK_PITCH_M = 0.6
 ROW_PITCH_M = 2.4      # 1.2 m rack depth + 1.2 m aisle (two tiles)
 MARGIN_M = 3.0
@@ -102,8 +107,10 @@ def _safe(name: str) -> str:
     return s if s and s[0].isalnum() else f"x{s}"
 
 
-def _layout_rows(racks: list[Rack], report: Report, hall: str) -> tuple[list[dict], float, float]:
-    """Rows of one hall (scenario dicts) and the hall's width and depth [m]."""
+def _layout_rows(racks: list[Rack], report: Report, hall: str) -> tuple[list[dict], float, float, list[list[str]]]:
+    """Rows of one hall (scenario dicts), the hall's width and depth [m], and the rack
+    names of each row in rack order. A rack off its row's line (a gap, a rack standing
+    apart) keeps its own floor position as a ``rack_overrides`` entry."""
     rows = defaultdict(list)
     for r in racks:
         name, idx = row_and_index(r)
@@ -111,6 +118,7 @@ def _layout_rows(racks: list[Rack], report: Report, hall: str) -> tuple[list[dic
     names = sorted(rows, key=lambda n: (len(n), n))
     explicit = all(r.x_m is not None and r.y_m is not None for r in racks)
     out = []
+    order: list[list[str]] = []
     if explicit:
         xs = [cast(float, r.x_m) for r in racks]   # explicit: every rack has x_m and y_m
         ys = [cast(float, r.y_m) for r in racks]
@@ -123,31 +131,74 @@ def _layout_rows(racks: list[Rack], report: Report, hall: str) -> tuple[list[dic
             coord = px if along == "x" else py
             steps = [abs(b - a) for a, b in zip(coord, coord[1:], strict=False) if abs(b - a) > 1e-6]
             pitch = sorted(steps)[len(steps) // 2] if steps else RACK_PITCH_M
-            if steps and max(steps) > 1.5 * pitch:
-                report.unmapped.append(f"hall {hall} row {name}: gaps between racks (up to {max(steps):.2f} m) "
-                                       f"are closed to a uniform {pitch:.2f} m pitch")
             facing = members[0].facing if members[0].facing in ("north", "south", "east", "west") else (
                 "north" if along == "x" else "east")
             if not members[0].facing:
                 report.assumed.append(f"hall {hall} row {name}: intake {facing} (no facing in the inventory)")
-            first = min(members, key=lambda r: (r.x_m, r.y_m) if along == "x" else (r.y_m, r.x_m))
-            fx, fy = cast(float, first.x_m), cast(float, first.y_m)
-            out.append({"name": _safe(name), "x_m": round(fx + dx, 3), "y_m": round(fy + dy, 3),
-                        "racks": len(members), "along": along, "pitch_m": round(pitch, 3), "intake": facing})
+            members.sort(key=lambda r: (r.x_m, r.y_m) if along == "x" else (r.y_m, r.x_m))
+            fx, fy = cast(float, members[0].x_m), cast(float, members[0].y_m)
+            row = {"name": _safe(name), "x_m": round(fx + dx, 3), "y_m": round(fy + dy, 3),
+                   "racks": len(members), "along": along, "pitch_m": round(pitch, 3), "intake": facing}
+            placed = []
+            for i, r in enumerate(members):   # racks off the row's line keep their own position
+                lx, ly = (fx + i * pitch, fy) if along == "x" else (fx, fy + i * pitch)
+                if abs(cast(float, r.x_m) - lx) > 0.01 or abs(cast(float, r.y_m) - ly) > 0.01:
+                    placed.append({"rack": i + 1, "x_m": round(cast(float, r.x_m) + dx, 3),
+                                   "y_m": round(cast(float, r.y_m) + dy, 3)})
+            if placed:
+                row["rack_overrides"] = placed
+                report.mapped.append(f"hall {hall} row {name}: {len(placed)} racks off the row's {pitch:.2f} m "
+                                     f"pitch keep their own floor position")
+            out.append(row)
+            order.append([r.name for r in members])
         width = max(xs) + dx + MARGIN_M
         depth = max(ys) + dy + MARGIN_M
         report.mapped.append(f"hall {hall}: {len(racks)} rack positions from the inventory's floor coordinates")
-        return out, round(width, 2), round(depth, 2)
+        return out, round(width, 2), round(depth, 2), order
     longest = max(len(v) for v in rows.values())
     for i, name in enumerate(names):
         out.append({"name": _safe(name), "x_m": MARGIN_M, "y_m": round(MARGIN_M + i * ROW_PITCH_M, 3),
                     "racks": len(rows[name]), "along": "x", "pitch_m": RACK_PITCH_M,
                     "intake": "north" if i % 2 == 0 else "south"})
+        order.append([r.name for _, r in sorted(rows[name], key=lambda t: t[0])])
     report.assumed.append(f"hall {hall}: no floor coordinates; {len(names)} rows laid out in hot/cold aisle pairs "
                           f"({ROW_PITCH_M} m row pitch, {RACK_PITCH_M} m rack pitch)")
     width = 2 * MARGIN_M + (longest - 1) * RACK_PITCH_M + 1.2
     depth = 2 * MARGIN_M + (len(names) - 1) * ROW_PITCH_M + 1.2
-    return out, round(width, 2), round(depth, 2)
+    return out, round(width, 2), round(depth, 2), order
+
+
+def _row_hardware(row: dict, hw: list[tuple[str, int]], default: tuple[str, int]) -> None:
+    """Node model and count of a row's racks (``hw`` in rack order) on the row dict: the
+    row's own when all its racks agree and differ from ``default``, else overrides of the
+    racks that differ (merged with position overrides already there)."""
+    base = hw[0] if len(set(hw)) == 1 else default
+    if base != default:
+        row["node_model"], row["nodes_per_rack"] = base
+    over = {o["rack"]: o for o in row.get("rack_overrides", [])}
+    for i, (m, n) in enumerate(hw):
+        if (m, n) != base:
+            o = over.setdefault(i + 1, {"rack": i + 1})
+            if m != base[0]:
+                o["node_model"] = m
+            if n != base[1]:
+                o["nodes_per_rack"] = n
+    if over:
+        row["rack_overrides"] = [over[k] for k in sorted(over)]
+
+
+def _template_path(model: str) -> Path:
+    """The shipped scenario that lends fabric, jobs and failures to a node model."""
+    for name in TEMPLATES.get(model, ("blue_vela_fixed.yaml", "blue_vela.yaml")):
+        if (ROOT / "scenarios" / name).is_file():
+            return ROOT / "scenarios" / name
+    return ROOT / "scenarios" / "blue_vela.yaml"
+
+
+def _template(path: Path) -> dict:
+    """A shipped scenario as a mapping, with its ``extends:`` chain merged."""
+    from twin.scenario.loader import _resolve
+    return _resolve(path, (), {})
 
 
 def _cooling_units(width: float, depth: float, capacity_kw: float, supply_c: float) -> list[dict]:
@@ -189,48 +240,57 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
     if not per_model:
         raise ValueError("no device matches a GPU node of the hardware catalog "
                          f"({', '.join(catalog)}); pass --node-model if the device types name no model number")
-    model, _ = per_model.most_common(1)[0]
-    for other, n in per_model.items():
-        if other != model:
-            report.unmapped.append(f"{n} devices of node model {other}: one node model per scenario for now "
-                                   f"(the scenario keeps {model})")
+    model, _ = per_model.most_common(1)[0]       # the scenario's default node model
     other_devices = Counter(f"{d.role or 'no role'}: {d.device_type}" for d in inv.devices if not matched.get(d.device_type))
     for what, n in sorted(other_devices.items()):
         report.unmapped.append(f"{n} x {what} (no compute node of the catalog; its power is not modelled)")
-    nodes_in = Counter(d.rack for d in inv.devices if matched.get(d.device_type) == model and d.rack)
-    counts = Counter(nodes_in.values())
-    per_rack = counts.most_common(1)[0][0]
-    odd = {r: n for r, n in nodes_in.items() if n != per_rack}
-    if odd:
-        report.unmapped.append(f"{len(odd)} racks hold another number of {model} nodes than {per_rack} "
-                               f"({', '.join(f'{r}: {n}' for r, n in sorted(odd.items())[:6])}"
-                               f"{', ...' if len(odd) > 6 else ''}); modelled with {per_rack} each")
+    # each rack: its majority node model and the count of those nodes
+    in_rack: defaultdict[str, Counter] = defaultdict(Counter)
+    for d in inv.devices:
+        if matched.get(d.device_type) and d.rack:
+            in_rack[d.rack][cast(str, matched[d.device_type])] += 1
+    rack_hw = {r: c.most_common(1)[0] for r, c in in_rack.items()}      # rack -> (model, nodes)
+    for r, c in sorted(in_rack.items()):
+        for other, n in c.items():
+            if other != rack_hw[r][0]:
+                report.unmapped.append(f"rack {r}: {n} {other} nodes beside {rack_hw[r][1]} {rack_hw[r][0]} "
+                                       f"(a rack holds one node model; it keeps {rack_hw[r][0]})")
+    nodes_in = {r: n for r, (_, n) in rack_hw.items()}
+    counts = Counter(n for m, n in rack_hw.values() if m == model)
+    per_rack = counts.most_common(1)[0][0] if counts else Counter(nodes_in.values()).most_common(1)[0][0]
     racks = [r for r in inv.racks if r.name in nodes_in]
     skipped = [r.name for r in inv.racks if r.name not in nodes_in]
     if skipped:
         report.unmapped.append(f"{len(skipped)} racks without compute nodes (network, storage, empty): "
                                f"{', '.join(skipped[:8])}{', ...' if len(skipped) > 8 else ''}")
-    unknown_rack = sum(1 for d in inv.devices if matched.get(d.device_type) == model and not d.rack)
+    unknown_rack = sum(1 for d in inv.devices if matched.get(d.device_type) and not d.rack)
     if unknown_rack:
-        report.unmapped.append(f"{unknown_rack} {model} nodes are in no rack")
+        report.unmapped.append(f"{unknown_rack} GPU nodes are in no rack")
     missing_racks = sorted(set(nodes_in) - {r.name for r in inv.racks})
     if missing_racks:
         report.unmapped.append(f"devices name racks the export does not list: {', '.join(missing_racks[:6])}")
     if not racks:
         raise ValueError("no rack of the export holds a compute node")
 
-    template_path = ROOT / "scenarios" / TEMPLATES.get(model, "blue_vela.yaml")
-    template = yaml.safe_load(template_path.read_text())
+    template_path = _template_path(model)
+    template = _template(template_path)
     halls_by = defaultdict(list)
     for r in racks:
         halls_by[(r.site, r.location)].append(r)
     halls: list[dict[str, Any]] = []
     for (site, loc), members in sorted(halls_by.items()):
         hall_name = _safe(loc or site or "hall_1")
-        rows, width, depth = _layout_rows(members, report, hall_name)
+        rows, width, depth, order = _layout_rows(members, report, hall_name)
+        for row, names in zip(rows, order, strict=True):
+            _row_hardware(row, [rack_hw[n] for n in names], (model, per_rack))
         halls.append({"name": hall_name, "width_m": width, "depth_m": depth, "height_m": 3.0,
                       "containment": "none", "rows": rows, "cooling_units": []})
-    report.mapped.append(f"{len(racks)} compute racks x {per_rack} {model} nodes in {len(halls)} hall(s)")
+    kinds = Counter(rack_hw[r.name] for r in racks)
+    report.mapped.append(f"{len(racks)} compute racks in {len(halls)} hall(s): " + ", ".join(
+        f"{n} x {c} {m} nodes" for (m, c), n in kinds.most_common()))
+    if len(kinds) > 1:
+        report.mapped.append(f"hardware: {per_rack} {model} nodes per rack by default; rows and racks that "
+                             f"differ name their own node model and count")
 
     # power: the feeds of the compute racks
     rack_names = {r.name for r in racks}
@@ -279,10 +339,11 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
         "ramp": {"burn_in_days": template.get("ramp", {}).get("burn_in_days", 3),
                  "waves": [{"date": start.isoformat(), "racks": len(racks)}]},
     }
-    # the job mix of the template, sized to the nodes there are
-    nodes = len(racks) * per_rack
+    # the job mix of the template, sized to the nodes of the default model
+    nodes = sum(n for m, n in rack_hw.values() if m == model)
     jobs = []
-    for j in template["workload"]["jobs"]:
+    job_source = template if template["workload"].get("jobs") else _template(ROOT / "scenarios" / JOB_TEMPLATE)
+    for j in job_source["workload"]["jobs"]:
         jj = dict(j)
         spares = int(j.get("hot_spares", 0))
         gpn = catalog[model].gpu_count
@@ -295,17 +356,17 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
         jj.pop("submit", None)
         jobs.append(jj)
         break
-    scenario["workload"] = dict(template["workload"], jobs=jobs)
+    scenario["workload"] = {k: v for k, v in dict(template["workload"], jobs=jobs).items()
+                            if k not in ("stream", "trace")}
     report.assumed.append(f"job mix: {jobs[0]['name']} of {template_path.name} on {jobs[0]['nodes']} of {nodes} "
                           f"nodes; fabric {scenario['fabric']['kind']} and failures of {template_path.name}")
     # size what the inventory does not hold from the racks' worst case
-    from twin.catalog import node_model as _node
-    from twin.plant import rack_worst_case_w
+    from twin.plant import rack_worst_cases_w
     supply = template["site"]["halls"][0]["cooling_units"][0].get("supply_temp_c", 18.0)
     probe_halls = [dict(h, cooling_units=_cooling_units(h["width_m"], h["depth_m"], 100.0, supply)) for h in halls]
     probe = load_scenario_from_mapping(_with_power(scenario, template, 1e6, 1e6, 1, len(racks), 1e4, volts,
                                                    phases, start, probe_halls, 1e6))
-    worst_kw = rack_worst_case_w(probe, _node(model)) / 1e3 * len(racks)
+    worst_kw = float(rack_worst_cases_w(probe).sum()) / 1e3        # every rack at its own model's worst case
     feed_kw = side_a_kw if side_a_kw > 0 else worst_kw * 1.1
     if side_a_kw <= 0:
         report.assumed.append(f"utility feed {feed_kw:,.0f} kW (110 % of the racks' worst case)")
