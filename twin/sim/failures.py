@@ -34,6 +34,12 @@ class Failures(Component):
         self.classes = (reliability.scale_class_rates(classes, f.class_rate_scale)
                         if f.class_rate_scale else classes)
         self.base_rate_per_node_s = float(sum(c.rate_per_node_s for c in self.classes))
+        #: GPU-package (thermal) classes fail per GPU: a node with g GPUs has g / g_basis
+        #: times the catalog's rate (basis: Llama 3's 8-GPU H100 nodes); 1.0 when every
+        #: node has the basis' GPU count (all catalog models today), else (N,)
+        from twin.plant import uniform
+        b = reliability.load_failure_catalog()["basis"]
+        self.gpu_rate_factor = uniform(self.plant.node_gpus / (b["gpus"] / b["nodes"]))
         self.crew = simpy.Resource(self.env, capacity=f.technicians)
         # spare stock: one shared pool, or one per part (parts not listed come without a wait)
         stock = f.spares if isinstance(f.spares, dict) else {"*": f.spares}
@@ -73,7 +79,10 @@ class Failures(Component):
         while True:
             nxt = self.e.sampler.next_sample_s
             boundary = nxt if nxt > self.env.now else self.env.now + self.e.dt_s
-            sampler.update(rate_scale=self.rate_scale(), thermal_acceleration=self.state.node_accel)
+            accel = self.state.node_accel
+            sampler.update(rate_scale=self.rate_scale(), thermal_acceleration=accel if
+                           np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
+                           else accel * self.gpu_rate_factor)
             left_s = boundary - self.env.now
             while (hit := sampler.next(rng, left_s)) is not None:
                 dt_s, n, k = hit
