@@ -129,6 +129,7 @@ class Jobs(Component):
         self.writers = 0
         self.peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
         self._fabric_cache: dict = {}
+        self._share_cache: dict = {}
         self._step_cache: dict = {}
 
     def _add_stream_jobs(self) -> None:
@@ -206,6 +207,39 @@ class Jobs(Component):
         rails = self.s.fabric.rails
         return hops, bw * max(rails - worst, 0) / rails
 
+    def shared_fraction(self, job: JobState) -> float:
+        """Factor [-] on the job's alone, adaptive bandwidth from ``fabric.routing`` and
+        ``fabric.sharing``: its rate under static ECMP hashing, and with ``max_min`` its
+        max-min fair share of the links it shares with the other jobs on the fabric
+        (running or checkpointing, 2+ nodes), over its alone adaptive rate
+        (:func:`twin.fabric.fair_share_bandwidths_gbps`). Cached by the set of placements;
+        1 with the defaults (adaptive, no sharing) or on one node."""
+        f = self.s.fabric
+        if (f.sharing == "none" and f.routing == "adaptive") or len(job.nodes) < 2:
+            return 1.0
+        group = [job]
+        if f.sharing == "max_min":
+            group = [j for j in self._live() if j.status in ("running", "checkpointing")
+                     and len(j.nodes) >= 2 and j is not job] + [job]
+        key = tuple(sorted(j.nodes.tobytes() for j in group))
+        if key not in self._share_cache:
+            if len(self._share_cache) > 4096:
+                self._share_cache.clear()
+            g = self.e.graph
+            r = fabric.fair_share_bandwidths_gbps(
+                g, [j.nodes for j in group], seed=self.s.simulation.seed,
+                routing="ecmp" if f.routing == "static_ecmp" else "adaptive")
+            alone = np.array([fabric.bottleneck_fraction(g, j.nodes) for j in group])
+            ratio = np.divide(r["fraction"], alone, out=np.zeros(len(group)), where=alone > 0)
+            self._share_cache[key] = {j.nodes.tobytes(): float(x) for j, x in zip(group, ratio, strict=True)}
+        return self._share_cache[key][job.nodes.tobytes()]
+
+    def _fabric_changed(self) -> None:
+        """The jobs on the fabric changed (a start, an end, an interruption, a checkpoint
+        done): with shared links every running job takes its new bandwidth now."""
+        if self.s.fabric.sharing != "none":
+            self.rates_changed()
+
     def step(self, job: JobState) -> compute.StepEstimate:
         """Step estimate of a job on its nodes at their current clock (cached by its inputs)."""
         nodes, st = job.nodes, self.state
@@ -213,6 +247,7 @@ class Jobs(Component):
         clock = (float(st.node_clock[nodes].min()) if len(nodes) else 1.0) * st.brake_clock
         clock *= self.e.power.cap_clock_fraction if m == 0 else float(self.e.power.cap_clock_fraction_by_model[m])
         hops, bw = self.fabric_figures(nodes)
+        bw *= self.shared_fraction(job)
         # stream jobs of one class share their model: cache by class and parallelism, not name
         ident = job.spec.name if job.stream is None else (
             job.stream.job_class, job.spec.tp, job.spec.pp, job.spec.global_batch)
@@ -328,6 +363,7 @@ class Jobs(Component):
                 self.advance(job)
                 job.status = "running"
                 self.update_rate(job)
+                self._fabric_changed()
                 self._set_phase(job, Phase.TRAINING)
                 self._record_swing(job)
                 next_ckpt = self.env.now + self.checkpoint_interval_s(job)
@@ -386,6 +422,7 @@ class Jobs(Component):
         self.advance(job)
         job.commit(self.env.now)
         job.status = "running"
+        self._fabric_changed()
         self._set_phase(job, Phase.TRAINING)
         self.e.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
 
@@ -400,6 +437,7 @@ class Jobs(Component):
         else:
             self.e.log("job_done", job.spec.name, f"{job.tokens:.4g} tokens")
         self.release(job)
+        self._fabric_changed()
 
     def release(self, job: JobState) -> None:
         """Give every node of the job back and look for work for them."""
@@ -425,6 +463,7 @@ class Jobs(Component):
         job.interruptions += 1
         e.log("job_interrupted", job.spec.name, f"{text}; lost {lost:.4g} tokens")
         job.status = "waiting"
+        self._fabric_changed()
         spare = job.spec.hot_spares > 0
         if spare:
             # keep the healthy nodes (active and hot spares), give back the ones that are down
