@@ -369,7 +369,7 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             if job.tp > gpn:
                 out.append((f"workload.jobs.{j}.tp", job.tp, f"tensor parallelism within a node (<= {gpn})"))
             from twin.plant import job_memory_problem
-            mem = job_memory_problem(job, gpus, catalog.nodes[s.hardware.node_model])
+            mem = job_memory_problem(job, gpus, catalog.nodes[jm])      # the job's node model
             if mem:
                 out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
                             f"a layout that fits in GPU memory; it {mem}"))
