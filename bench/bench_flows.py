@@ -16,7 +16,7 @@ from machine import machine
 from twin.compute.memory import memory_per_gpu_bytes
 from twin.compute.shapes import MODEL_SHAPES, MOE_SHAPES
 from twin.compute.step import step_estimate
-from twin.fabric import build_fabric
+from twin.fabric import bottleneck_bandwidth_gbps, build_fabric
 from twin.fabric.flows import fair_share_bandwidths_gbps
 
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
@@ -46,6 +46,22 @@ def main() -> None:
             t, cpu = wall_and_cpu_s(solve, 5)
             print(f"max-min flow solve, 1,024 nodes x 20 jobs (random placement), {pattern}, "
                   f"{routing}: {t * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU  (target <= 100 ms)")
+
+    # a million GPUs (issue 19): 131,072 nodes of 8 GPUs on 144-port XDR switches, built
+    # aggregated (no networkx vertices) and routed per scalable unit
+    t, cpu = wall_and_cpu_s(lambda: build_fabric("rail_optimized", 131_072, switch_ports=144,
+                                                 link_gbps=800.0), 1)
+    print(f"build_fabric, 131,072 nodes (1,048,576 GPUs), 144-port switches, 3 tiers: "
+          f"{t:.2f} s wall, {cpu:.2f} s CPU")
+    big = build_fabric("rail_optimized", 131_072, switch_ports=144, link_gbps=800.0)
+    for n in (1024, 16_384, 131_072):
+        t, cpu = wall_and_cpu_s(lambda n=n: bottleneck_bandwidth_gbps(big, np.arange(n)), 3)
+        print(f"bottleneck_bandwidth_gbps (ring), job of {n:,} nodes on it: {t * 1e3:.0f} ms wall, "
+              f"{cpu * 1e3:.0f} ms CPU")
+    jobs8 = np.array_split(np.arange(131_072), 8)
+    t, cpu = wall_and_cpu_s(lambda: fair_share_bandwidths_gbps(big, jobs8), 1)
+    print(f"max-min flow solve, 8 jobs of 16,384 nodes on it (ring, adaptive): {t:.2f} s wall, "
+          f"{cpu:.2f} s CPU")
 
     dense = dict(MODEL_SHAPES["llama31_70b"], gpus=64, global_batch=128, micro_batch=1, tp=4,
                  pp=4, cp=2, vpp=5, peak_tflops=989.0, **H100)

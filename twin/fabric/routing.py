@@ -305,16 +305,20 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
         s_i = inv[: pos.size].reshape(pos.shape)
         d_i = inv[pos.size:].reshape(pos.shape)
         T = np.zeros((ni, ni))
-        C = np.zeros((ni, ni))  # node-to-node connections per leaf pair
+        # node-to-node connections per leaf pair (hashing opens queue pairs per connection)
+        C = np.zeros((ni, ni)) if routing == "ecmp" else None
         for c, r in enumerate(cols):
             if pattern == "ring":
-                np.add.at(T, (s_i[:, c], d_i[:, c]), flow[:, r])
-                np.add.at(C, (s_i[:, c], d_i[:, c]), 1.0)
+                pair = s_i[:, c] * ni + d_i[:, c]
+                T += np.bincount(pair, weights=flow[:, r], minlength=ni * ni).reshape(ni, ni)
+                if C is not None:
+                    C += np.bincount(pair, minlength=ni * ni).reshape(ni, ni)
             else:
                 out_l = np.bincount(s_i[:, c], weights=flow[:, r], minlength=ni)
                 cnt_l = np.bincount(d_i[:, c], minlength=ni).astype(float)
                 T += np.outer(out_l, cnt_l) / (n - 1)
-                C += np.outer(np.bincount(s_i[:, c], minlength=ni), cnt_l)
+                if C is not None:
+                    C += np.outer(np.bincount(s_i[:, c], minlength=ni), cnt_l)
         np.fill_diagonal(T, 0.0)
         prev = (prev[0], prev[1], (involved, T, C))
         tasks.append((p_i, pl, involved, T, C))
@@ -328,8 +332,10 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
                                        src, dst, load, cap)
             partitioned = partitioned or part
     else:
+        memo: dict = {}
         for p_i, pl, involved, T, _ in tasks:
-            part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap)
+            part = _plane_loads(lay, pl, p_i, involved, T, fails, src, dst, load, cap,
+                                memo=memo)
             partitioned = partitioned or part
     return LinkLoads(np.concatenate(src), np.concatenate(dst), np.concatenate(load),
                      np.concatenate(cap), lay.vertex_names, partitioned)
@@ -559,12 +565,13 @@ def _plane_cables(pl: PlaneLayout, leaf_v: np.ndarray, sp_v: np.ndarray, pod_sp_
 
 def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndarray,
                  T: np.ndarray, fails: _Failures, src: list, dst: list, load: list,
-                 cap: list, remote_out=None, remote_in=None) -> bool:
+                 cap: list, remote_out=None, remote_in=None, memo: dict | None = None) -> bool:
     """Append leaf<->spine and spine<->core loads of one plane; True if partitioned.
 
     ``remote_out`` / ``remote_in`` (ni,): traffic [Gb/s] each involved leaf sends to /
     receives from other halls (site tier); it climbs the leaf's working uplinks in
-    proportion to their cables.
+    proportion to their cables.  ``memo``: loads of intact planes already done in this
+    solve, by traffic matrix and plane structure (the rails of a job repeat them).
     """
     link = lay.link_gbps
     u = pl.spines_per_pod
@@ -580,21 +587,29 @@ def _plane_loads(lay: FabricLayout, pl: PlaneLayout, p_i: int, involved: np.ndar
         core_v = lay.core_vid[p_i]  # (u, cpg)
         pod_sp_v = lay.spine_vid[p_i][upods]  # (npod, u)
     partitioned = False
-    if pl.plane not in fails.planes:
+    key = (id(T), u, pl.m1, pl.cores_per_group, pl.m2, pods.tobytes())
+    if pl.plane not in fails.planes and memo is not None and key in memo:
+        up, down, M, up2, down2, M2 = memo[key]  # a rail wired and loaded like one done
+    elif pl.plane not in fails.planes:
         # intact plane: every leaf reaches every spine of its pod with m1 cables,
         # traffic splits evenly over the u spines (and the cores of each group)
         out_l, in_l = T.sum(axis=1), T.sum(axis=0)
         up = np.repeat(out_l[:, None] / u, u, axis=1)
         down = np.repeat(in_l[:, None] / u, u, axis=1)
         M = np.full((ni, u), float(pl.m1))
+        up2 = down2 = M2 = None
         if three and npod > 1:
-            E = np.zeros((ni, npod))
-            E[np.arange(ni), pod_i] = 1.0
-            X = E.T @ T @ E
-            np.fill_diagonal(X, 0.0)
-            up2 = np.broadcast_to((X.sum(axis=1) / (u * cpg))[None, :, None], (u, npod, cpg))
-            down2 = np.broadcast_to((X.sum(axis=0) / (u * cpg))[None, :, None], (u, npod, cpg))
+            # traffic leaving / entering each pod (pairs of leaves in different pods)
+            s_idx, d_idx = np.nonzero(T)
+            other = pod_i[s_idx] != pod_i[d_idx]
+            w = T[s_idx[other], d_idx[other]]
+            x_out = np.bincount(pod_i[s_idx[other]], weights=w, minlength=npod)
+            x_in = np.bincount(pod_i[d_idx[other]], weights=w, minlength=npod)
+            up2 = np.broadcast_to((x_out / (u * cpg))[None, :, None], (u, npod, cpg))
+            down2 = np.broadcast_to((x_in / (u * cpg))[None, :, None], (u, npod, cpg))
             M2 = np.full((u, npod, cpg), float(pl.m2))
+        if memo is not None:
+            memo[key] = (up, down, M, up2, down2, M2)
     else:
         M, A, M2, A2, R = _plane_cables(pl, leaf_v, sp_v, pod_sp_v if three else None,
                                         core_v if three else None, fails)
