@@ -68,3 +68,31 @@ def test_a_non_blocking_rail_optimised_fabric_shows_no_congestion(tmp_path):
     alone = _tokens(tmp_path, RAIL, 1)[0]
     pair = _tokens(tmp_path, RAIL, 2)
     assert pair == pytest.approx([alone, alone], rel=1e-3)
+
+
+def _two_halls(tmp_path, site_tier) -> float:
+    d = yaml.safe_load(VELA.read_text())
+    hall = copy.deepcopy(d["site"]["halls"][0])
+    hall["name"] = "cloud_hall_2"
+    d["site"]["halls"].append(hall)
+    d["site"]["power"]["rpp"]["count"] = 16
+    d["simulation"]["duration_days"] = 2
+    d["ramp"] = {"burn_in_days": 0, "waves": [dict(d["ramp"]["waves"][0], racks=128)]}
+    d["failures"] = {"rate_scale": 0.0}
+    d["site"]["power"]["grid"] = {"sag_rate_per_year": 0, "outage_rate_per_year": 0}
+    d["fabric"]["site_tier"] = site_tier
+    d["workload"]["jobs"] = [dict(d["workload"]["jobs"][0], nodes=192)]  # spans both halls
+    path = tmp_path / "halls.yaml"
+    path.write_text(yaml.safe_dump(d))
+    s = twin.load_scenario(path, [])
+    return twin.simulate(s).kpis["tokens_total"]
+
+
+@pytest.mark.slow
+def test_a_job_across_two_halls_runs_over_the_site_tier(tmp_path):
+    # two Vela halls of 128 nodes, one fabric each joined by a 4:1 site tier: the job's
+    # rings cross between the halls twice per rail (one NIC's rate on an uplink of
+    # 128 x 100 / 4 Gb/s), so only the two extra hops (latency) cost it anything
+    one = _two_halls(tmp_path, None)
+    site = _two_halls(tmp_path, {"oversubscription": 4.0})
+    assert 0 < site <= one and site == pytest.approx(one, rel=0.01)

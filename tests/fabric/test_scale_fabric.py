@@ -2,19 +2,26 @@
 node count, multi-plane, one fabric per hall joined by a site tier, and the aggregated
 (graph-free) build against the full networkx graph."""
 
+from pathlib import Path
+
 import networkx as nx
 import numpy as np
 import pytest
 
+import twin
+from twin.errors import ScenarioError
 from twin.fabric import (
     bottleneck_bandwidth_gbps,
     build_fabric,
+    build_scenario_fabric,
     fabric_counts,
+    fabric_problems,
     link_loads,
     max_fabric_nodes,
     placement_hops,
 )
 from twin.fabric.flows import fair_share_bandwidths_gbps
+from twin.scenario.schema import Fabric
 
 
 def _edge_walk_counts(g: nx.Graph) -> dict:
@@ -148,3 +155,48 @@ def test_halls_that_split_a_scalable_unit_are_refused():
                      hall_nodes=[30, 34])
     with pytest.raises(ValueError, match="sum to"):
         build_fabric("rail_optimized", 64, su_nodes=4, rails=1, hall_nodes=[32, 16])
+
+
+# ------------------------------------------------------------ the scenario's fabric section
+
+BLUE_VELA = Path(__file__).resolve().parents[2] / "scenarios" / "blue_vela.yaml"
+
+
+def _problems(sets):
+    with pytest.raises(ScenarioError) as exc:
+        twin.load_scenario(BLUE_VELA, sets)
+    return str(exc.value)
+
+
+def test_a_fabric_too_small_for_the_scenario_is_refused_naming_its_limit():
+    # Blue Vela's 256 nodes on 8-port switches with SUs of 4: three tiers hold 8 pods x 4
+    # leaves x 4 nodes = 128; on 16-port switches an SU of 32 does not fit a leaf at all
+    msg = _problems(["fabric.switch_ports=8", "fabric.su_nodes=4"])
+    assert "fabric.switch_ports" in msg and "holds at most 128 nodes" in msg and "256" in msg
+    msg = _problems(["fabric.switch_ports=16"])
+    assert "fabric.switch_ports" in msg and "16 ports hold none" in msg
+    msg = _problems(["fabric.kind=fat_tree", "fabric.planes=2"])
+    assert "fabric.planes" in msg
+
+
+def test_fabric_problems_with_a_site_tier_check_every_hall():
+    f = Fabric(kind="rail_optimized", su_nodes=4, rails=1, switch_ports=8,
+               site_tier={"oversubscription": 2.0})
+    assert fabric_problems(f, [128, 128]) == []           # two halls at the 128-node limit
+    text = str(fabric_problems(f, [130, 126]))
+    assert "multiple of 4" in text and "130 nodes" in text
+    assert fabric_problems(Fabric(kind="clos", su_nodes=6), [10_000]) == []  # modular spines
+    # without a site tier the halls share one fabric: 256 nodes exceed 128
+    assert "at most 128" in str(fabric_problems(f.model_copy(update={"site_tier": None}),
+                                                [128, 128]))
+
+
+def test_the_engine_builds_one_fabric_per_hall_with_a_site_tier():
+    s = twin.load_scenario(BLUE_VELA, ["fabric.site_tier.oversubscription=2"])
+    g = build_scenario_fabric(s.fabric, [128, 128], 8)
+    lay = g.graph["layout"]
+    assert lay.hall_nodes == (128, 128) and len(lay.planes) == 2 * s.fabric.rails
+    # a job across the two halls climbs the site tier: 2 x 2 tiers + 2 cables
+    assert placement_hops(g, [0, 200])["max_hops"] == 6
+    one = build_scenario_fabric(s.fabric.model_copy(update={"site_tier": None}), [128, 128], 8)
+    assert len(one.graph["layout"].planes) == s.fabric.rails
