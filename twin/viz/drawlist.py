@@ -34,8 +34,6 @@ CHILD = Path(__file__).with_name("vtkdraw.py")
 """The render child's script (run by path, so that it imports nothing of twin)."""
 STREAMLINE_LIFT_M = 0.02
 """Height of the drawn streamlines above the room-air slice [m]."""
-LEGEND_X_CHARS = 12
-"""Width of the categorical legend [characters of its font size]."""
 
 
 def _hex(rgb) -> str:
@@ -196,11 +194,9 @@ def describe(snap: Snapshot, window_size=(1280, 800), title: str | None = None, 
             present = sorted({int(v) for v in snap.rack_value[shown] if np.isfinite(v)})
             entries = [(scale.categories[k], scale.cmap[k]) for k in sorted(scale.categories)
                        if k in present or not present]
-            fs = 10 if h >= 600 else 7
-            step = int(fs * 2.0)
-            x = w - LEGEND_X_CHARS * fs - 20
-            texts.append({"text": scale.title, "position": [x, h - step - 6], "font_size": fs + 1, "color": c["text"]})
-            texts += [{"text": str(label), "position": [x, h - step * (i + 2) - 6], "font_size": fs,
+            x, ys, fs = g.legend_layout((w, h), scale.title, [e[0] for e in entries])
+            texts.append({"text": scale.title, "position": [x, ys[0]], "font_size": fs + 1, "color": c["text"]})
+            texts += [{"text": str(label), "position": [x, ys[i + 1]], "font_size": fs,
                        "color": _hex(_rgb(colour))} for i, (label, colour) in enumerate(entries)]
 
     point_labels: list[dict] = []
@@ -215,6 +211,8 @@ def describe(snap: Snapshot, window_size=(1280, 800), title: str | None = None, 
         anchor("row_label_xyz", parts.row_label_xyz, parts.row_names, font_size=10, bold=True, color=c["row_labels"],
                shape="rounded_rect", shape_color="#ffffff", shape_opacity=0.7)
         anchor("unit_label_xyz", parts.unit_label_xyz, parts.unit_names, font_size=9, color=c["unit_labels"])
+        anchor("model_label_xyz", parts.model_label_xyz, parts.model_labels, font_size=9, bold=False,
+               color=c["model_labels"], shape="rounded_rect", shape_color="#ffffff", shape_opacity=0.6)
     if rack_labels and snap.rack_names and shown.any():
         b = parts.racks[shown]
         centres = np.column_stack([(b[:, 0] + b[:, 1]) / 2, (b[:, 2] + b[:, 3]) / 2,

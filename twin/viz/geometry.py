@@ -40,7 +40,7 @@ COLOURS = {
     "unit_off": "#c0392b", "unit_on": "#5dade2", "unit_edges": "#1b4f72",
     "enclosures": "#7fb3d5", "enclosure_edges": "#2e86c1", "containment": "#a9cce3",
     "containment_edges": "#2874a6", "obstacles": "#7b7d7d", "streamlines": "#1c2833",
-    "text": "#000000", "row_labels": "#1b2631", "unit_labels": "#1b4f72",
+    "text": "#000000", "row_labels": "#1b2631", "unit_labels": "#1b4f72", "model_labels": "#4a235a",
 }
 """Colours of the parts of the view (one table for the PNG child and the pyvista scene)."""
 OPACITY = {"enclosures": 0.25, "containment": 0.25, "slice": 0.8, "streamlines": 0.8}
@@ -55,6 +55,18 @@ def box_corners(bounds) -> np.ndarray:
     return np.stack([np.column_stack(c) for c in (
         (x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0),
         (x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1))], axis=1)
+
+
+def legend_layout(window_size, title: str, labels) -> tuple[int, list[int], int]:
+    """Where a categorical legend stands in the upper right of a picture [px]: its left
+    edge, the baseline of the title and of each label, and the font size (pyvista's text
+    size; a character is about 1.2 times it wide, so the longest line fits)."""
+    w, h = (int(v) for v in window_size)
+    fs = 10 if h >= 600 else 7
+    step = int(fs * 2.0)
+    chars = max([len(str(t)) for t in [title, *labels]] + [12])
+    x = max(4, w - int(1.2 * chars * fs) - 12)
+    return x, [h - step * (i + 1) - 6 for i in range(len(labels) + 1)], fs
 
 
 def rack_bounds(xy_m, intake, width_m: float, depth_m: float, height_m: float = RACK_HEIGHT_M,
@@ -109,26 +121,24 @@ def nice_length_m(span_m: float) -> float:
 
 
 def rack_extent_m(scenario) -> np.ndarray:
-    """(xmin, xmax, ymin, ymax) [m] of every rack position of the site (halls side by side)."""
+    """(xmin, xmax, ymin, ymax) [m] of every rack position of the site (halls side by side,
+    racks placed on their own by ``rack_overrides`` included), 2.5 m around the centres."""
+    from twin.plant import rack_positions
+
     off = hall_offsets_m(scenario)
-    xs, ys = [], []
-    for h, hall in enumerate(scenario.site.halls):
-        for row in hall.rows:
-            n = row.racks - 1
-            dx, dy = (row.pitch_m * n, 0.0) if row.along == "x" else (0.0, row.pitch_m * n)
-            xs += [off[h] + row.x_m, off[h] + row.x_m + dx]
-            ys += [row.y_m, row.y_m + dy]
+    xy = np.concatenate([rack_positions(hall)[0] + np.array([off[h], 0.0])
+                         for h, hall in enumerate(scenario.site.halls)])
     pad = 2.5
-    return np.array([min(xs) - pad, max(xs) + pad, min(ys) - pad, max(ys) + pad])
+    return np.array([xy[:, 0].min() - pad, xy[:, 0].max() + pad, xy[:, 1].min() - pad, xy[:, 1].max() + pad])
 
 
 def scale_bar_points(scenario) -> tuple[np.ndarray, np.ndarray, float]:
-    """A scale bar on the floor in front of the racks: (points (6, 3), segments (3, 2),
-    length [m]): a line of a round length with end ticks."""
+    """A scale bar on the floor in front of the racks, inside the first hall: (points
+    (6, 3), segments (3, 2), length [m]): a line of a round length with end ticks."""
     x_lo, x_hi, y_lo, _ = rack_extent_m(scenario)
     length = nice_length_m(x_hi - x_lo)
-    y = y_lo - 0.5
-    x0 = x_lo
+    y = max(y_lo - 0.5, 0.5)   # in front of the racks, on the floor (not under the front wall)
+    x0 = max(x_lo, 0.5)
     pts = np.array([[x0, y, 0.02], [x0 + length, y, 0.02], [x0, y - 0.3, 0.02], [x0, y + 0.3, 0.02],
                     [x0 + length, y - 0.3, 0.02], [x0 + length, y + 0.3, 0.02]])
     return pts, np.array([[0, 1], [2, 3], [4, 5]]), length
@@ -167,6 +177,8 @@ class SceneParts:
     unit_names: list[str] = field(default_factory=list)
     hall_label_xyz: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     hall_names: list[str] = field(default_factory=list)
+    model_label_xyz: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    model_labels: list[str] = field(default_factory=list)
 
 
 def _stack(rows) -> np.ndarray:
@@ -216,6 +228,7 @@ def scene_parts(snap) -> SceneParts:
         for cu in hall.cooling_units:
             cu_xyz.append([off[h] + cu.x_m, cu.y_m, COOLING_SIZE_M[2] + 0.15])
             cu_names.append(cu.name)
+    groups = model_groups(snap)
     multi = len(s.site.halls) > 1   # name the halls of a multi-hall site at their front-left corner
     return SceneParts(
         floors=_stack(floors), walls=_stack(walls), halls=_stack(halls), racks=racks, units=_stack(units),
@@ -224,7 +237,47 @@ def scene_parts(snap) -> SceneParts:
         unit_label_xyz=np.asarray(cu_xyz, float).reshape(-1, 3), unit_names=cu_names,
         hall_label_xyz=(np.array([[off[h] + 0.5, -1.0, 0.0] for h in range(len(s.site.halls))])
                         if multi else np.zeros((0, 3))),
-        hall_names=[h.name for h in s.site.halls] if multi else [])
+        hall_names=[h.name for h in s.site.halls] if multi else [],
+        model_label_xyz=np.array([grp["xyz"] for grp in groups], float).reshape(-1, 3),
+        model_labels=[grp["model"] for grp in groups])
+
+
+def model_groups(snap) -> list[dict]:
+    """Runs of neighbouring racks of one row that hold the same node model, when the site
+    holds more than one model (else none): ``model``, ``racks`` (their names), ``row``,
+    ``whole_row`` and ``xyz``, a label anchor [m] above the run's middle rack."""
+    models = list(snap.rack_models)
+    if len(set(models)) < 2 or len(models) != snap.n_racks:
+        return []
+    off = hall_offsets_m(snap.scenario)
+    names = snap.rack_names or [str(i) for i in range(snap.n_racks)]
+    out: list[dict] = []
+    r = 0
+    for h, hall in enumerate(snap.scenario.site.halls):
+        for row in hall.rows:
+            idx = np.arange(r, r + row.racks)
+            r += row.racks
+            start = 0
+            for k in range(1, len(idx) + 1):
+                if k == len(idx) or models[idx[k]] != models[idx[start]]:
+                    run = idx[start:k]
+                    mid = run[len(run) // 2]
+                    out.append({"model": models[run[0]], "racks": [names[i] for i in run], "row": row.name,
+                                "whole_row": len(run) == len(idx),
+                                "xyz": [off[h] + snap.rack_xy_m[mid, 0], snap.rack_xy_m[mid, 1], RACK_HEIGHT_M + 0.35]})
+                    start = k
+    return out
+
+
+def model_summary(snap) -> str:
+    """Which racks hold which node model, in one line ('' when the site holds one model):
+    'xe9680: h1, h2 · sr675v3_h100nvl: l1-01…l1-06 · sr675v3_l40s: l1-07'."""
+    per_model: dict[str, list[str]] = {}
+    for grp in model_groups(snap):
+        racks = grp["racks"]
+        where = grp["row"] if grp["whole_row"] else (racks[0] if len(racks) == 1 else f"{racks[0]}…{racks[-1]}")
+        per_model.setdefault(grp["model"], []).append(where)
+    return " · ".join(f"{m}: {', '.join(w)}" for m, w in per_model.items())
 
 
 def streamline_seeds(field, offset_x_m: float = 0.0, z_m: float = SLICE_HEIGHT_M,

@@ -163,7 +163,9 @@ def _page_overlay(snap: Snapshot) -> str:
         stops = ",".join(matplotlib.colors.to_hex(cmap(x)) for x in np.linspace(0, 1, 9))
         legend = (f"<div class='bar' style='background:linear-gradient(to right,{stops})'></div>"
                   f"<div class='ends'><span>{sc_.clim[0]:.1f}</span><span>{sc_.clim[1]:.1f}</span></div>")
+    from .geometry import model_summary
     note = containment_note(snap)
+    models = model_summary(snap)
     title = f"{snap.scenario.name} · {snap.label} · {sc_.title}"
     return ("<div id='twin-overlay' style='position:fixed;left:10px;top:8px;z-index:2147483647;font:14px system-ui,"
             "sans-serif;background:rgba(255,255,255,.85);padding:6px 10px;border-radius:6px;max-width:46%'>"
@@ -171,6 +173,8 @@ def _page_overlay(snap: Snapshot) -> str:
             f"<div style='font-size:12px'>{_html.escape(sc_.title)}</div>{legend}</div>"
             f"<div style='font-size:12px;margin-top:4px'>{_html.escape(snap.caption)}</div>"
             + (f"<div style='font-size:12px;margin-top:4px;color:#1b4f72'>{_html.escape(note)}</div>" if note else "")
+            + (f"<div id='twin-models' style='font-size:12px;margin-top:4px;color:#4a235a'>node models: "
+               f"{_html.escape(models)}</div>" if models else "")
             + "<div style='font-size:11px;color:#666;margin-top:4px'>drag to rotate, wheel to zoom, "
               "shift+drag to pan</div></div>"
             "<style>#twin-legend span{display:inline-block;width:12px;height:12px;margin-right:5px;"
@@ -255,7 +259,7 @@ def animate(source, out: str | Path, color: str = "health", frames: int = 60, fp
     from twin.plant import build_plant
 
     plant = build_plant(scenario)
-    scale = color_scale(color, run_values(results, color))
+    scale = color_scale(color, run_values(results, color, plant), plant.model_names)
     if clim is not None:
         from dataclasses import replace
         if scale.categories is not None:

@@ -41,6 +41,7 @@ from .geometry import (  # noqa: E402  (re-exported: the scene's constants and g
     camera_frame,
     front_bounds,
     hall_offsets_m,
+    legend_layout,
     nice_length_m,
     overlay_text,
     rack_bounds,
@@ -107,6 +108,10 @@ def build_scene(snap: Snapshot, streamlines: bool = True) -> pv.MultiBlock:
         cl = pv.PolyData(parts.unit_label_xyz)
         cl.point_data["name"] = np.array(parts.unit_names)
         blocks["cooling_unit_labels"] = _tag(cl, "labels")
+    if len(parts.model_labels):
+        ml = pv.PolyData(parts.model_label_xyz)
+        ml.point_data["name"] = np.array(parts.model_labels)
+        blocks["model_labels"] = _tag(ml, "labels")
     if len(parts.hall_names):
         pts = pv.PolyData(parts.hall_label_xyz)
         pts.point_data["hall_name"] = np.array(parts.hall_names)
@@ -247,15 +252,12 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
             shown = sorted({int(v) for v in np.asarray(racks.cell_data["value"]) if np.isfinite(v)})
             entries = [[f"{scale.categories[k]}", scale.cmap[k]] for k in sorted(scale.categories)
                        if k in shown or len(shown) == 0]
-            w, h = plotter.window_size
-            fs = 10 if h >= 600 else 7
-            step = int(fs * 2.0)
-            x = w - 12 * fs - 20
-            plotter.add_text(scale.title, position=(x, h - step - 6), font_size=fs + 1, color="black",
+            x, ys, fs = legend_layout(plotter.window_size, scale.title, [e[0] for e in entries])
+            plotter.add_text(scale.title, position=(x, ys[0]), font_size=fs + 1, color="black",
                              name="legend_title", render=False)
             for i, (label, colour) in enumerate(entries):
-                plotter.add_text(f"{label}", position=(x, h - step * (i + 2) - 6),
-                                 font_size=fs, color=colour, name=f"legend_{i}", render=False)
+                plotter.add_text(f"{label}", position=(x, ys[i + 1]), font_size=fs, color=colour,
+                                 name=f"legend_{i}", render=False)
     if "cooling_units" in names:
         cu = _block(blocks, "cooling_units")
         plotter.add_mesh(cu, scalars=cu.cell_data["active"].astype(float), cmap=[COLOURS["unit_off"], COLOURS["unit_on"]],
@@ -299,6 +301,12 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
         plotter.add_point_labels(cl.points, [str(n) for n in cl.point_data["name"]], font_size=9, shape=None,
                                  show_points=False, always_visible=True, text_color=COLOURS["unit_labels"],
                                  name="cooling_unit_labels", render=False)
+    if labels and "model_labels" in names:
+        ml = _block(blocks, "model_labels")
+        plotter.add_point_labels(ml.points, [str(n) for n in ml.point_data["name"]], font_size=9, bold=False,
+                                 shape="rounded_rect", shape_color="white", shape_opacity=0.6, show_points=False,
+                                 always_visible=True, text_color=COLOURS["model_labels"], name="model_labels",
+                                 render=False)
     if rack_labels is not None and len(rack_labels) and racks.n_cells:
         centres = racks.cell_centers().points.copy()
         centres[:, 2] = RACK_HEIGHT_M + 0.1

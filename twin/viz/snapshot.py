@@ -18,14 +18,18 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from twin.plant import hall_geometries, rack_worst_case_w
+from twin.plant import hall_geometries
 from twin.scenario.schema import Scenario
 
-COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae")
+COLORS = ("inlet_temp", "power", "rpp_load", "health", "ashrae", "node_model")
 
 HEALTH_NAMES = {0: "off", 1: "burn-in", 2: "in service", 3: "tripped"}
 HEALTH_COLORS = ("#9e9e9e", "#f2c14e", "#3a9d5d", "#d7263d")
 ASHRAE_COLORS = ("#1a9850", "#a6d96a", "#fee08b", "#fdae61", "#f46d43", "#a50026")
+MODEL_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
+                "#64b5cd", "#c44e52")
+"""Colours of the node models of a mixed hall (matplotlib's ``deep`` qualitative palette), in
+the plant's model order; more models than colours reuse them."""
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Snapshot:
     caption: str = ""              # KPI line
     fields: list[xr.Dataset | None] = field(default_factory=list)   # per hall steady field
     rack_names: list[str] = field(default_factory=list)             # (R,) e.g. "r1-01"
+    rack_models: list[str] = field(default_factory=list)            # (R,) catalog node model of each rack
 
     @property
     def n_racks(self) -> int:
@@ -94,15 +99,16 @@ def _validate_tolerant(data: dict) -> Scenario:
     return Scenario.model_validate(data)
 
 
-def rack_design_airflow_m3_s(scenario: Scenario, plant) -> float:
-    """Airflow of one rack at full fan speed [m3/s] (the engine's design airflow)."""
-    return float(plant.node.airflow_m3_s_at_max * scenario.hardware.nodes_per_rack)
+def rack_design_airflow_m3_s(scenario: Scenario, plant) -> np.ndarray:
+    """Airflow of every rack at full fan speed [m3/s (R,)]: its node model's fans times
+    its node count (the engine's design airflow, ``twin.sim.hall_thermal``)."""
+    return np.broadcast_to(plant.rack_param("airflow_m3_s_at_max") * plant.rack_nodes, (plant.n_racks,)).astype(float)
 
 
-def rack_design_power_w(scenario: Scenario, plant) -> float:
-    """Worst-case admission power of one rack [W] (``twin.plant.rack_worst_case_w``,
-    the value the engine admits racks by)."""
-    return rack_worst_case_w(scenario, plant.node)
+def rack_design_power_w(scenario: Scenario, plant) -> np.ndarray:
+    """Worst-case admission power of every rack [W (R,)] (``Plant.rack_worst_case_w``:
+    each rack's node model and count, the value the engine admits racks by)."""
+    return np.broadcast_to(plant.rack_worst_case_w(), (plant.n_racks,)).astype(float)
 
 
 # --------------------------------------------------------------------------- time parsing
@@ -149,9 +155,10 @@ def _span(lo: float, hi: float, min_span: float) -> tuple[float, float]:
     return (float(lo), float(hi))
 
 
-def color_scale(quantity: str, values: np.ndarray) -> ColorScale:
+def color_scale(quantity: str, values: np.ndarray, model_names: tuple[str, ...] | list[str] = ()) -> ColorScale:
     """Colour scale of ``quantity`` fitted to ``values`` (all the values it will show, e.g.
-    over a whole animation, so that a colour means the same thing in every frame)."""
+    over a whole animation, so that a colour means the same thing in every frame);
+    ``node_model`` names its categories after ``model_names`` (the plant's models)."""
     from twin.thermal.properties import ASHRAE_CLASS_NAMES
 
     v = np.asarray(values, float)
@@ -171,11 +178,16 @@ def color_scale(quantity: str, values: np.ndarray) -> ColorScale:
     if quantity == "ashrae":
         names = {i: n for i, n in enumerate(ASHRAE_CLASS_NAMES)}
         return ColorScale(quantity, "ASHRAE class", (-0.5, len(names) - 0.5), list(ASHRAE_COLORS), names)
+    if quantity == "node_model":
+        models = list(model_names) or ["node"]
+        colours = [MODEL_COLORS[k % len(MODEL_COLORS)] for k in range(len(models))]
+        return ColorScale(quantity, "node model", (-0.5, len(models) - 0.5), colours, dict(enumerate(models)))
     raise ValueError(f"unknown colour {quantity!r}; expected one of {', '.join(COLORS)}")
 
 
-def _rack_quantity(quantity: str, inlet_c, power_w, rpp_load, state) -> np.ndarray:
-    """Per-rack value of the colour quantity (NaN where not delivered)."""
+def _rack_quantity(quantity: str, inlet_c, power_w, rpp_load, state, rack_model=None) -> np.ndarray:
+    """Per-rack value of the colour quantity (NaN where not delivered); ``rack_model``:
+    each rack's index into the plant's models (``node_model``)."""
     from twin.thermal.properties import ashrae_class
 
     state = np.asarray(state)
@@ -189,6 +201,8 @@ def _rack_quantity(quantity: str, inlet_c, power_w, rpp_load, state) -> np.ndarr
         v = state.astype(float)
     elif quantity == "ashrae":
         v = ashrae_class(np.asarray(inlet_c, float)).astype(float)
+    elif quantity == "node_model":
+        v = np.broadcast_to(np.asarray(rack_model if rack_model is not None else 0, float), state.shape)
     else:
         raise ValueError(f"unknown colour {quantity!r}; expected one of {', '.join(COLORS)}")
     return np.where(state >= 0, v, np.nan)
@@ -217,7 +231,7 @@ def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
         if not cooling_active[h].any():
             out.append(None)
             continue
-        out.append(thermal.steady_field(geom, np.nan_to_num(rack_heat_w[idx]), np.full(len(idx), airflow),
+        out.append(thermal.steady_field(geom, np.nan_to_num(rack_heat_w[idx]), airflow[idx],
                                         cooling_active[h]))
     return out
 
@@ -249,12 +263,13 @@ def _caption(ds: xr.Dataset, i: int) -> str:
     return " · ".join(parts)
 
 
-def run_values(results, quantity: str) -> np.ndarray:
-    """(T, R) values of ``quantity`` over the whole run (for a common colour scale)."""
+def run_values(results, quantity: str, plant=None) -> np.ndarray:
+    """(T, R) values of ``quantity`` over the whole run (for a common colour scale);
+    ``plant`` gives the racks' node models (``node_model``)."""
     ds = results.dataset
     rpp = ds["rpp_load_fraction"].values[:, ds["rack_rpp"].values]
     return _rack_quantity(quantity, ds["rack_inlet_c"].values, ds["rack_power_w"].values, rpp,
-                          ds["rack_state"].values)
+                          ds["rack_state"].values, None if plant is None else plant.rack_model)
 
 
 def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int = -1,
@@ -271,9 +286,9 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
     state = ds["rack_state"].values[i].astype(int)
     power_w = np.nan_to_num(ds["rack_power_w"].values[i].astype(float))
     rpp = ds["rpp_load_fraction"].values[i][ds["rack_rpp"].values]
-    value = _rack_quantity(quantity, ds["rack_inlet_c"].values[i], power_w, rpp, state)
+    value = _rack_quantity(quantity, ds["rack_inlet_c"].values[i], power_w, rpp, state, p.rack_model)
     if scale is None:
-        scale = color_scale(quantity, run_values(results, quantity))
+        scale = color_scale(quantity, run_values(results, quantity, p), p.model_names)
     t_s = float((ds["time"].values[i] - ds["time"].values[0]) / np.timedelta64(1, "s"))
     active = cooling_active_at(s, results.events, t_s)
     fields = steady_fields(s, p, power_w, active) if field else []
@@ -281,7 +296,8 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
     return Snapshot(scenario=s, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
                     rack_value=value, rack_heat_w=power_w, scale=scale, cooling_active=active,
-                    label=when, caption=_caption(ds, i), fields=fields, rack_names=list(p.rack_names))
+                    label=when, caption=_caption(ds, i), fields=fields, rack_names=list(p.rack_names),
+                    rack_models=list(p.rack_node_model))
 
 
 def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", field: bool = True,
@@ -297,7 +313,7 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
 
     p = plant or build_plant(scenario)
     n = p.n_racks
-    heat = (np.full(n, rack_design_power_w(scenario, p)) if rack_heat_w is None
+    heat = (rack_design_power_w(scenario, p).copy() if rack_heat_w is None
             else np.asarray(rack_heat_w, float).reshape(n).copy())
     there = np.ones(n, bool) if installed is None else np.asarray(installed, bool).reshape(n)
     heat[~there] = 0.0
@@ -311,17 +327,21 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
     load = np.bincount(p.rack_rpp, weights=heat, minlength=n_rpp)[:n_rpp] / p.rpp_limit_w
     rpp = load[np.minimum(p.rack_rpp, n_rpp - 1)]
     state = np.where(there, 2, -1)
-    value = _rack_quantity(quantity, inlet, heat, rpp, state)
+    value = _rack_quantity(quantity, inlet, heat, rpp, state, p.rack_model)
     total = heat.sum()
-    caption = (f"design point: {int(there.sum())} racks at {heat[there].mean() / 1e3 if there.any() else 0:.1f} kW = {format_power(total)} IT; "
+    on = heat[there]
+    each = (f"at {on.mean() / 1e3:.1f} kW" if on.size and np.ptp(on) < 1.0
+            else f"at {on.min() / 1e3:.1f} to {on.max() / 1e3:.1f} kW" if on.size else "at 0.0 kW")
+    caption = (f"design point: {int(there.sum())} racks {each} = {format_power(total)} IT; "
                f"first stage {format_power(scenario.site.power.plan[0].it_power_kw * 1e3)}")
     if np.isfinite(inlet[there]).any():
         caption += f" · max inlet {np.nanmax(inlet[there]):.1f} °C"
     return Snapshot(scenario=scenario, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
-                    rack_value=value, rack_heat_w=heat, scale=color_scale(quantity, value),
+                    rack_value=value, rack_heat_w=heat, scale=color_scale(quantity, value, p.model_names),
                     cooling_active=active, label="design point", caption=caption,
-                    fields=fields if field else [], rack_names=list(p.rack_names))
+                    fields=fields if field else [], rack_names=list(p.rack_names),
+                    rack_models=list(p.rack_node_model))
 
 
 def with_clim(snap: Snapshot, clim: tuple[float, float] | None) -> Snapshot:
