@@ -283,14 +283,15 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
     cap = [cap_nic, cap_nic]
     partitioned = False
     tasks = []  # (plane index, plane, involved leaves, T, C), in plane order
-    prev = None
+    prev: tuple | None = None  # (positions, flows, matrices) of the previous plane
     for p_i, pl in enumerate(lay.planes):
         cols = [r for r in range(nics) if int(lay.leaf_plane[lay.node_leaf[idx[0], r]]) == p_i]
         if not cols:
             continue
         pos = lay.leaf_pos[lay.node_leaf[idx][:, cols]]  # (n, len(cols))
         if (prev is not None and len(cols) == 1 and prev[0].shape == pos.shape
-                and np.array_equal(prev[0], pos) and np.array_equal(prev[1], flow[:, cols[0]])):
+                and prev[1] is not None and np.array_equal(prev[0], pos)
+                and np.array_equal(prev[1], flow[:, cols[0]])):
             # a rail wired like the previous one, carrying the same flows: same matrices
             if prev[2] is not None:
                 tasks.append((p_i, pl) + prev[2])
@@ -328,6 +329,7 @@ def _job_loads(graph: nx.Graph, node_indices, pattern: str, fails: _Failures,
             _planes_hashed_intact(lay, tasks, rng, qps, src, dst, load, cap)
             tasks = []
         for p_i, pl, involved, T, C in tasks:
+            assert C is not None  # built for ECMP
             part = _plane_loads_hashed(lay, pl, p_i, involved, T, C, fails, rng, qps,
                                        src, dst, load, cap)
             partitioned = partitioned or part

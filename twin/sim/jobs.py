@@ -197,7 +197,7 @@ class Jobs(Component):
         leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
         """
         sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
-        key = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
+        key: tuple[int, ...] = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
         if self.s.fabric.site_tier is not None:     # crossing halls climbs the site tier
             key += (len(np.unique(self.plant.rack_hall[self.plant.node_rack[nodes]])),)
         if key not in self._fabric_cache:
