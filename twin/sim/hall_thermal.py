@@ -18,6 +18,7 @@ Two models, chosen by ``site.cooling_system.model``:
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -89,6 +90,9 @@ class HallThermal(Component):
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
         first = 0
+        #: identical halls (same geometry, rack airflow and running units: a campus of equal
+        #: data halls) share one derivation of their recirculation matrix (issue 19)
+        derived: dict[tuple, Any] = {}
         for (geom, idx), hall in zip(hall_geometries(s, p), s.site.halls, strict=True):
             if self.physical and self.cs.supply_setpoint_c is not None:
                 geom = replace(geom, cooling_supply_temp_c=np.full(geom.n_cooling, self.cs.supply_setpoint_c))
@@ -98,7 +102,10 @@ class HallThermal(Component):
                 model = family.model(self.rack_airflow_m3_s[idx])
             else:
                 family = None
-                model = thermal.inlet_model(geom, self.rack_airflow_m3_s[idx], active)
+                same = (pickle.dumps(geom), self.rack_airflow_m3_s[idx].tobytes(), active.tobytes())
+                if same not in derived:
+                    derived[same] = thermal.inlet_model(geom, self.rack_airflow_m3_s[idx], active)
+                model = derived[same]
             hm = HallModel(idx=idx, geom=geom, units=[c.name for c in hall.cooling_units],
                            active=active, model=model, models={tuple(active): model}, first_unit=first,
                            family=family, airflow=self.rack_airflow_m3_s[idx].copy(),
