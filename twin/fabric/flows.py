@@ -24,7 +24,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from twin.fabric.routing import _Failures, _job_loads, _layout
+from twin.fabric.routing import LinkLoads, _Failures, _job_loads, _layout
 
 POLICIES = ("max_min", "proportional")
 _DIRECT_KEYS = 1 << 22  # largest (vertex, vertex) grid addressed directly (32 MiB)
@@ -47,8 +47,11 @@ def max_min_fractions(demand, capacity, *, max_fraction=1.0) -> np.ndarray:
 
 
 def _max_min(job: np.ndarray, link: np.ndarray, val: np.ndarray, cap: np.ndarray, J: int,
-             max_fraction: float = 1.0) -> np.ndarray:
-    """Progressive filling on (job, link, demand) triplets; see :func:`max_min_fractions`."""
+             max_fraction=1.0) -> np.ndarray:
+    """Progressive filling on (job, link, demand) triplets; see :func:`max_min_fractions`.
+
+    ``max_fraction``: a scalar or one cap per job (a job's links that no other job uses
+    bound it alone, so they enter as its cap instead of as links)."""
     if np.any(cap < 0) or not np.all(np.isfinite(cap)):
         raise ValueError("capacity must be finite and >= 0")
     if val.size and (val.min() < 0 or not np.all(np.isfinite(val))):
@@ -56,9 +59,10 @@ def _max_min(job: np.ndarray, link: np.ndarray, val: np.ndarray, cap: np.ndarray
     keep = val > 0
     job, link, val = job[keep], link[keep], val[keep]
     L = cap.size
+    mf = np.broadcast_to(np.asarray(max_fraction, dtype=float), (J,))
     x = np.zeros(J)
     has = np.bincount(job, minlength=J) > 0
-    x[~has] = max_fraction
+    x[~has] = mf[~has]
     # a job on a dead link (zero capacity, positive demand) cannot move
     active = has & ~(np.bincount(job, weights=(cap[link] <= 0).astype(float), minlength=J) > 0)
     for _ in range(J + 1):
@@ -68,17 +72,17 @@ def _max_min(job: np.ndarray, link: np.ndarray, val: np.ndarray, cap: np.ndarray
         room = cap - np.bincount(link, weights=val * x[job], minlength=L)
         live = rate > 1e-15
         step_link = np.min(room[live] / rate[live]) if np.any(live) else np.inf
-        step_job = np.min(max_fraction - x[active])
+        step_job = np.min(mf[active] - x[active])
         x[active] += max(0.0, min(step_link, step_job))
         # freeze the jobs on saturated links and the jobs at their demand
         slack = cap - np.bincount(link, weights=val * x[job], minlength=L)
         full = live & (slack <= 1e-9 * np.maximum(cap, 1.0))
         frozen = np.bincount(job, weights=full[link].astype(float), minlength=J) > 0
-        frozen |= x >= max_fraction - 1e-12
+        frozen |= x >= mf - 1e-12
         if not np.any(frozen & active):
             break
         active &= ~frozen
-    return np.minimum(x, max_fraction)
+    return np.minimum(x, mf)
 
 
 def fair_share_bandwidths_gbps(
@@ -115,7 +119,23 @@ def fair_share_bandwidths_gbps(
     per_job = [_job_loads(graph, nodes, p, fails, 1.0, routing, rng, qps)
                for nodes, p in zip(jobs, pats, strict=True)]
     nv = len(lay.vertex_names)
-    keys = np.concatenate([ld.src.astype(np.int64) * nv + ld.dst for ld in per_job]) \
+    J = len(jobs)
+    # NIC cables belong to one node, hence one job: they bound that job alone (a per-job
+    # cap), and only the switch links enter the shared solve
+    nic_cap = np.ones(J)
+    nic_util = 0.0
+    sw = []
+    for j, ld in enumerate(per_job):
+        on_nic = (ld.src < lay.n_nodes) | (ld.dst < lay.n_nodes)
+        used = on_nic & (ld.load_gbps > 1e-12)
+        if np.any(used):
+            with np.errstate(divide="ignore"):
+                nic_cap[j] = min(1.0, float(np.min(ld.capacity_gbps[used] / ld.load_gbps[used])))
+        sw.append(~on_nic)
+    nic_loads = [(ld.load_gbps[~k], ld.capacity_gbps[~k]) for ld, k in zip(per_job, sw, strict=True)]
+    per_job_sw = [LinkLoads(ld.src[k], ld.dst[k], ld.load_gbps[k], ld.capacity_gbps[k], ld.names,
+                            ld.partitioned) for ld, k in zip(per_job, sw, strict=True)]
+    keys = np.concatenate([ld.src.astype(np.int64) * nv + ld.dst for ld in per_job_sw]) \
         if per_job else np.zeros(0, np.int64)
     if nv * nv <= _DIRECT_KEYS:
         # link ids by direct addressing over the (vertex, vertex) grid (no sort)
@@ -127,26 +147,29 @@ def fair_share_bandwidths_gbps(
     else:  # a large fabric: sort the keys instead (same ids, in key order)
         used_keys, inv = np.unique(keys, return_inverse=True)
     caps = np.zeros(used_keys.size)
-    caps[inv] = np.concatenate([ld.capacity_gbps for ld in per_job]) if per_job else 0.0
-    job_of = np.repeat(np.arange(len(jobs)), [ld.src.size for ld in per_job])
-    vals = np.concatenate([ld.load_gbps for ld in per_job]) if per_job else np.zeros(0)
+    caps[inv] = np.concatenate([ld.capacity_gbps for ld in per_job_sw]) if per_job else 0.0
+    job_of = np.repeat(np.arange(J), [ld.src.size for ld in per_job_sw])
+    vals = np.concatenate([ld.load_gbps for ld in per_job_sw]) if per_job else np.zeros(0)
     alone = np.array([0.0 if ld.partitioned else ld.fraction() for ld in per_job])
     if policy == "max_min":
-        frac = _max_min(job_of, inv, vals, caps, len(jobs))
+        frac = _max_min(job_of, inv, vals, caps, J, max_fraction=nic_cap)
     else:  # each link split by offered load; a job runs at its worst link
         total = np.bincount(inv, weights=vals, minlength=caps.size)
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(total > 0, caps / total, np.inf)
-        worst = np.full(len(jobs), np.inf)
+        worst = np.full(J, np.inf)
         on = vals > 1e-12
         np.minimum.at(worst, job_of[on], share[inv[on]])
-        frac = np.minimum(1.0, worst)
+        frac = np.minimum(nic_cap, worst)
     part = np.array([ld.partitioned for ld in per_job])
     frac = np.where(part, 0.0, np.minimum(frac, alone))
     used = np.bincount(inv, weights=vals * frac[job_of], minlength=caps.size)
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(caps > 0, used / caps, 0.0)
+        for j, (nl, nc) in enumerate(nic_loads):
+            if nl.size:
+                nic_util = max(nic_util, float(np.max(np.where(nc > 0, nl * frac[j] / nc, 0.0))))
     return {"bandwidth_gbps": node_bw * frac, "fraction": frac,
             "alone_gbps": node_bw * alone,
             "slowdown": np.divide(alone, frac, out=np.full(len(jobs), np.inf), where=frac > 0),
-            "max_link_utilization": float(util.max()) if util.size else 0.0}
+            "max_link_utilization": max(float(util.max()) if util.size else 0.0, nic_util)}
