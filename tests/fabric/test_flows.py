@@ -235,3 +235,31 @@ def test_the_1024_node_bench_case_is_the_flow_by_flow_answer():
     assert fast["fraction"] == pytest.approx(slow["fraction"], rel=1e-12)
     # hashing costs these jobs a quarter or more of their all-to-all rate
     assert np.all(fast["fraction"] < 0.9) and np.all(fast["fraction"] > 0.3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2), st.integers(8, 120), st.integers(0, 26), st.integers(2, 5),
+       st.sampled_from(["ring", "all_to_all"]), st.integers(0, 2**31 - 1))
+def test_fair_shares_are_max_min_over_every_link_nic_cables_included(kind_i, n, knob, n_jobs,
+                                                                    pattern, seed):
+    """The solver folds each job's NIC cables into a per-job cap; the definition keeps
+    them as links: progressive filling over the full (jobs x links) demand gives the same
+    shares."""
+    g = _random_fabric(kind_i, n, knob, seed)
+    if g is None:
+        return
+    jobs = np.array_split(np.random.default_rng(seed).permutation(n), n_jobs)
+    got = fair_share_bandwidths_gbps(g, jobs, pattern=pattern)["fraction"]
+    loads = [link_loads(g, j, pattern=pattern) for j in jobs]
+    links = sorted({(a, b) for ld in loads for a, b in zip(ld.src.tolist(), ld.dst.tolist(),
+                                                           strict=True)})
+    col = {k: i for i, k in enumerate(links)}
+    D = np.zeros((len(jobs), len(links)))
+    cap = np.zeros(len(links))
+    for j, ld in enumerate(loads):
+        for a, b, x, c in zip(ld.src.tolist(), ld.dst.tolist(), ld.load_gbps, ld.capacity_gbps,
+                              strict=True):
+            D[j, col[(a, b)]] += x
+            cap[col[(a, b)]] = c
+    want = np.minimum(max_min_fractions(D, cap), [ld.fraction() for ld in loads])
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
