@@ -42,6 +42,7 @@ class Sampler(Component):
         self.throttled_node_s = 0.0
         self._key: tuple | None = None
         self._physics: PhysicsResult | None = None
+        self._gpn: int | None = None        # GPUs per node when uniform (0: mixed)
 
     def processes(self):
         yield self._samples()
@@ -60,6 +61,14 @@ class Sampler(Component):
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
             yield self.env.timeout(e.dt_s)
+
+    def _gpus(self, nodes: np.ndarray) -> int:
+        """GPUs on the nodes of the (N,) mask (a count times the GPUs per node when every
+        node holds the same number)."""
+        gpn = self.plant.node_gpus
+        if self._gpn is None:
+            self._gpn = int(gpn[0]) if len(gpn) and bool(np.all(gpn == gpn[0])) else 0
+        return int(np.count_nonzero(nodes)) * self._gpn if self._gpn else int(gpn[nodes].sum())
 
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
@@ -89,7 +98,8 @@ class Sampler(Component):
         e.jobs.advance_all()
         rack_on = st.rack_on                  # before this sample's trips
         key = st.physics_inputs() + e.thermal.cache_key()
-        if key != self._key or self._physics is None:
+        fresh = key != self._key or self._physics is None
+        if fresh:
             self._key = key
             self._physics = self.physics()
         ph = self._physics
@@ -98,21 +108,21 @@ class Sampler(Component):
         shut = up & (ph.clock <= 0.0)
         if shut.any():
             e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
-        changed = not np.array_equal(ph.clock, st.node_clock)
-        st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0)
-        st.node_accel = ph.accel
-        if changed:
-            e.jobs.rates_changed()
+        if fresh:       # an unchanged key means the clocks were set from this evaluation already
+            changed = not np.array_equal(ph.clock, st.node_clock)
+            st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0)
+            st.node_accel = ph.accel
+            if changed:
+                e.jobs.rates_changed()
         e.power.check_breakers(np.bincount(p.rack_rpp, weights=ph.rack_power_w, minlength=len(p.rpp_limit_w)))
         rec = e.recorder
         rec["rack_power_w"][i] = ph.rack_power_w
         rec["rack_inlet_c"][i] = st.rack_inlet_c
         rec["rack_gpu_temp_max_c"][i] = ph.rack_gpu_max_c
         rec["rack_state"][i] = st.rack_state
-        gpn = p.node_gpus
-        rec["gpus_powered"][i] = gpn[rack_on[p.node_rack] & ~st.node_grid_down].sum()
-        rec["gpus_healthy"][i] = gpn[up & st.rack_ready[p.node_rack]].sum()
-        rec["gpus_busy"][i] = gpn[st.node_busy].sum()
+        rec["gpus_powered"][i] = self._gpus(rack_on[p.node_rack] & ~st.node_grid_down)
+        rec["gpus_healthy"][i] = self._gpus(up & st.rack_ready[p.node_rack])
+        rec["gpus_busy"][i] = self._gpus(st.node_busy)
         throttled = int((st.node_clock[up] < 1).sum())
         rec["throttle_fraction"][i] = throttled / max(int(up.sum()), 1)
         self.throttled_node_s += throttled * e.dt_s

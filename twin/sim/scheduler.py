@@ -109,10 +109,14 @@ class Scheduler(Component):
             return
         st = self.state
         self.queue.sort(key=lambda j: (-j.spec.priority, j.index))
+        free = None                             # schedulable nodes, re-read after a start
         for job in list(self.queue):
-            nodes = self.place_on_model(job, st.node_schedulable)
+            if free is None:
+                free = st.node_schedulable
+            nodes = self.place_on_model(job, free)
             if nodes is None:
                 continue
+            free = None
             self.queue.remove(job)
             self.e.jobs.advance(job)            # nothing accrues while queued; start the clock now
             job.nodes, job.spares = nodes[:job.spec.nodes], nodes[job.spec.nodes:]
@@ -165,7 +169,11 @@ class Scheduler(Component):
                 return None
         su = self.plant.node_su
         degraded = self.state.su_degraded
-        counts = np.bincount(su[free], minlength=len(degraded))
+        # the free nodes grouped by SU, in node order within each SU (one pass, not one per SU)
+        free_idx = np.flatnonzero(free)
+        by_su = free_idx[np.argsort(su[free_idx], kind="stable")]
+        counts = np.bincount(su[free_idx], minlength=len(degraded))
+        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
         # fullest healthy SUs first; degraded SUs last; ties by SU index (deterministic)
         order = np.lexsort((np.arange(len(counts)), -counts, degraded > 0))
         chosen = []
@@ -173,7 +181,7 @@ class Scheduler(Component):
         for u in order:
             if need == 0 or counts[u] == 0:
                 break
-            cand = np.flatnonzero(free & (su == u))[:need]
+            cand = by_su[first[u]:first[u] + min(need, counts[u])]
             chosen.append(cand)
             need -= len(cand)
         return np.concatenate(chosen) if need == 0 else None
