@@ -1,14 +1,23 @@
-"""Peak memory of one `twin render` PNG (issue 17: "each PNG needs about 600 MB").
+"""Peak memory of `twin render` (issue 17: "each PNG needs about 600 MB"; target < 300 MB).
 
-Runs `twin run` once (Blue Vela, no field file), then `twin render RUN --out hall.png`
-with and without the steady thermal field, and a bare pyvista off-screen render of the
-same scene (the floor any pyvista PNG pays on this machine: VTK, Mesa and its LLVM JIT).
-Peak RSS is ru_maxrss of the child; the split into anonymous and file-backed (shared
-libraries) memory is read from /proc at the end of an in-process render.
+Runs `twin run` once (Blue Vela, nine months, no field file), then `twin render` of that
+run as PNG (with and without the steady thermal field) and as GIF animations of 10 and 60
+frames. For each command it reports
+
+- the command's peak RSS: ru_maxrss from wait4 (the process and every child it waited
+  for, the largest of them; for a PNG the command hands its process over to the render
+  child with exec, so this covers both phases);
+- the peak of the whole process tree at one instant (the sum of the RSS of the command and
+  its children, sampled every 20 ms): what the machine needs while it runs;
+- the render child's own peak (VmHWM of its address space, sampled).
+
+    python bench/bench_render_memory.py [--tree DIR]     # DIR: another checkout (before/after)
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -16,53 +25,76 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TWIN = [sys.executable, "-m", "twin.cli"]
 
 
-def peak_child_mb(cmd: list[str]) -> tuple[float, float]:
-    """(peak RSS [MB], wall [s]) of a child process."""
+def _status_kb(pid: int, key: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(k) for k in f.read().split()]
+    except OSError:
+        return []
+    return kids + [g for k in kids for g in _children(k)]
+
+
+def measure(cmd: list[str], env: dict) -> dict:
+    """Peak RSS figures [MB] and wall time [s] of ``cmd``."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = __import__("os").wait4(p.pid, 0)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    tree_kb = 0
+    child_hwm_kb: dict[int, int] = {}
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        kids = _children(p.pid)
+        tree_kb = max(tree_kb, _status_kb(p.pid, "VmRSS") + sum(_status_kb(k, "VmRSS") for k in kids))
+        for k in kids:
+            child_hwm_kb[k] = max(child_hwm_kb.get(k, 0), _status_kb(k, "VmHWM"))
+        time.sleep(0.02)
     if status != 0:
         raise RuntimeError(f"{cmd} failed ({status})")
-    return usage.ru_maxrss / 1024.0, time.perf_counter() - t0
+    return {"command_mb": usage.ru_maxrss / 1024, "tree_mb": tree_kb / 1024,
+            "child_mb": max(child_hwm_kb.values(), default=0) / 1024, "wall_s": time.perf_counter() - t0,
+            "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
-BARE = """
-import os, pyvista as pv
-pl = pv.Plotter(off_screen=True, window_size=[1280, 800])
-mb = pv.read(os.environ["VTM"])
-for k in mb.keys():
-    if mb[k] is not None and mb[k].n_points:
-        pl.add_mesh(mb[k], color="grey")
-pl.screenshot(os.environ["PNG"])
-"""
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", default=str(ROOT), help="checkout whose twin is measured (default this one)")
+    args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "bench"))
     from machine import machine  # noqa: E402
 
     print(machine())
+    env = {**os.environ, "PYTHONPATH": str(Path(args.tree).resolve())}
+    twin = [sys.executable, "-m", "twin.cli"]
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "bv"
-        subprocess.run(TWIN + ["run", str(ROOT / "scenarios" / "blue_vela.yaml"), "--out", str(run), "--no-field"],
-                       check=True, capture_output=True)
-        rows = []
-        for label, extra in (("twin render PNG, thermal field", []), ("twin render PNG, --no-field", ["--no-field"])):
-            mb, s = peak_child_mb(TWIN + ["render", str(run), "--out", str(Path(tmp) / "h.png"), *extra])
-            rows.append((label, mb, s))
-        vtm = Path(tmp) / "s.vtm"
-        subprocess.run(TWIN + ["render", str(run), "--out", str(vtm)], check=True, capture_output=True)
-        import os
-        os.environ.update(VTM=str(vtm), PNG=str(Path(tmp) / "bare.png"))
-        mb, s = peak_child_mb([sys.executable, "-c", BARE])
-        rows.append(("bare pyvista off-screen render of the same scene (floor)", mb, s))
-    print("| case | peak RSS | wall |")
-    print("|---|---|---|")
-    for label, mb, s in rows:
-        print(f"| {label} | {mb:.0f} MB | {s:.1f} s |")
+        subprocess.run(twin + ["run", str(ROOT / "scenarios" / "blue_vela.yaml"), "--out", str(run), "--no-field"],
+                       check=True, capture_output=True, env=env)
+        cases = [("PNG, thermal field", ["--out", str(Path(tmp) / "h.png")]),
+                 ("PNG, --no-field", ["--out", str(Path(tmp) / "h.png"), "--no-field"]),
+                 ("GIF, 10 frames", ["--animate", "--out", str(Path(tmp) / "a.gif"), "--frames", "10"]),
+                 ("GIF, 60 frames", ["--animate", "--out", str(Path(tmp) / "a.gif"), "--frames", "60"])]
+        rows = [(label, measure(twin + ["render", str(run), *extra], env)) for label, extra in cases]
+    print(f"tree: {args.tree}")
+    print("| `twin render` of the Blue Vela run | command peak RSS | process tree at once | render child | wall | CPU |")
+    print("|---|---|---|---|---|---|")
+    for label, m in rows:
+        child = f"{m['child_mb']:.0f} MB" if m["child_mb"] else "-"
+        print(f"| {label} | {m['command_mb']:.0f} MB | {m['tree_mb']:.0f} MB | {child} | {m['wall_s']:.1f} s | "
+              f"{m['cpu_s']:.1f} s |")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
 """``twin render``: draw the hall of a run or scenario to PNG, VTK, GIF or MP4.
 
-    twin render RUN_DIR_OR_SCENARIO --color inlet_temp|power|rpp_load|health|ashrae
-                [--time T] --out hall.png|hall.vtm|hall.vtk
+    twin render RUN_DIR_OR_SCENARIO --color inlet_temp|power|rpp_load|health|ashrae|node_model
+                [--time T] --out hall.png|hall.html|hall.gltf|hall.vtm|hall.vtk
     twin render RUN_DIR_OR_SCENARIO --animate --out ramp.gif|ramp.mp4 [--frames N] [--fps F]
+
+A PNG or JPEG is drawn by the render child (``twin/viz/vtkdraw.py``, VTK alone): this
+process writes the scene description and then hands itself over to the child (exec), so
+the command never holds the run and the OpenGL driver at once (270 MB instead of 570 MB
+for Blue Vela, bench/RESULTS.md). An animation streams its frames to one child.
 
 Bad input (missing file, run folder without results.nc, unknown colour, unreadable time,
 unsupported output type, invalid scenario) exits 2 with one clear message.
@@ -35,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("source", help="run folder (results.nc from `twin run`) or scenario YAML")
     ap.add_argument("--color", default="inlet_temp", choices=COLORS,
                     help="rack colour: inlet temperature, rack power, RPP load fraction, rack "
-                         "state (health) or ASHRAE class (default inlet_temp)")
+                         "state (health), ASHRAE class or the rack's node model (default inlet_temp)")
     ap.add_argument("--time", help="sample to show: ISO date or date-time (2024-06-01T12:00), "
                                    "offset from the start (90d, 36h), 'start' or 'end' (default end)")
     ap.add_argument("--out", required=True,

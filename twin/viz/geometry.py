@@ -11,6 +11,7 @@ Halls of a multi-hall site stand side by side along x, ``HALL_GAP_M`` apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 import numpy as np
 
@@ -31,7 +32,7 @@ WALL_HEIGHT_M = 0.3
 view is not blocked)."""
 WALL_THICKNESS_M = 0.15
 """Drawn thickness of the hall walls [m]."""
-SLICE_CMAP = "YlOrRd"
+SLICE_CMAP: Final = "YlOrRd"
 """Colour map of the room-air temperature slice (distinct from the racks' map)."""
 
 COLOURS = {

@@ -446,23 +446,25 @@ def main(argv: list[str]) -> int:
             if args.remove:
                 import shutil
                 shutil.rmtree(args.remove, ignore_errors=True)
-        win, ren = new_window(meta["size"], meta["background"])
+        window, renderer = new_window(meta["size"], meta["background"])
         try:
-            img = render_frame(win, ren, meta, arrays)
+            img = render_frame(window, renderer, meta, arrays)
             write_image(img, args.out)
             if args.raw:
                 np.save(args.raw, img)
         finally:
-            win.Finalize()
+            window.Finalize()
         if args.say:
             import time
             took = f" in {time.time() - args.since:.1f} s" if args.since else ""
             print(f"{args.say}{took}", flush=True)
         return 0
-    win = ren = writer = None
+    win: vtkRenderWindow | None = None
+    ren: vtkRenderer | None = None
+    writer: GifStream | Mp4Stream | None = None
     try:
         for k, (meta, arrays) in enumerate(read_frames(sys.stdin.buffer)):
-            if win is None:
+            if win is None or ren is None or writer is None:
                 win, ren = new_window(meta["size"], meta["background"])
                 writer = (Mp4Stream(args.out, args.fps, meta["size"]) if args.out.lower().endswith(".mp4")
                           else GifStream(args.out, args.fps))
