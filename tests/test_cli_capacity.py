@@ -22,7 +22,7 @@ def test_json_has_a_stage_per_date_with_binding_and_swing(capsys):
         assert st["next"]["it_capacity_kw"] >= st["binding"]["it_capacity_kw"]
     assert 1.6 <= rep["stages"][-1]["ratio_to_first"] <= 1.8
     sw = rep["swing"]
-    assert sw["job"] == "granite_34b" and sw["nodes"] == 128
+    assert sw["job"] == "pretrain" and sw["nodes"] == 128      # the stream's largest training class
     assert sw["battery"]["peak_meter_ramp_kw_per_s"] <= 0.5 * sw["peak_meter_ramp_kw_per_s"]
 
 

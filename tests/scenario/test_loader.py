@@ -15,6 +15,8 @@ from twin.scenario.loader import deep_merge
 ROOT = Path(__file__).resolve().parents[2]
 BV = ROOT / "scenarios" / "blue_vela.yaml"
 BASE = yaml.safe_load(BV.read_text())
+BV_FIXED = ROOT / "scenarios" / "blue_vela_fixed.yaml"      # Blue Vela with its three fixed jobs
+FIXED_JOB = yaml.safe_load(BV_FIXED.read_text())["workload"]["jobs"][0]
 
 
 def problems_of(data, tmp_path=None):
@@ -36,7 +38,7 @@ def test_every_shipped_scenario_loads(path):
 
 
 def test_extends_deep_merges_and_overrides(tmp_path):
-    child = write(tmp_path, "child.yaml", {"extends": str(BV), "name": "child",
+    child = write(tmp_path, "child.yaml", {"extends": str(BV_FIXED), "name": "child",
                                             "site": {"power": {"ups": {"mode": "double_conversion"}}}})
     s = load_scenario(child, ["simulation.seed=99", "workload.jobs.0.nodes=64"])
     assert s.name == "child"
@@ -68,7 +70,8 @@ def test_hash_changes_with_seed():
     (lambda d: d["ramp"]["waves"][3].update(date="2024-01-02"), "ramp.waves.3.date", "not before"),
     (lambda d: d["site"]["power"]["ups"].update(mode="eco"), "site.power.ups.mode", "double_conversion"),
     (lambda d: d.pop("hardware"), "hardware", "required"),
-    (lambda d: d["workload"]["jobs"][0].update(nodes=100000), "workload.jobs.0.nodes", "delivered nodes"),
+    (lambda d: d["workload"].update(stream=None, jobs=[dict(FIXED_JOB, nodes=100000)]), "workload.jobs.0.nodes",
+     "delivered nodes"),
 ])
 def test_bad_fields_name_path_value_and_expectation(mutate, path, expect):
     data = copy.deepcopy(BASE)

@@ -10,7 +10,7 @@ from twin.phases import Phase
 from twin.sim.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
-BV = ROOT / "scenarios" / "blue_vela.yaml"
+BV = ROOT / "scenarios" / "blue_vela_fixed.yaml"      # the tests follow its fixed jobs by index and name
 SMALL = ROOT / "scenarios" / "lenovo_small.yaml"
 
 

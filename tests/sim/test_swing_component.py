@@ -12,7 +12,7 @@ from twin.phases import Phase
 from twin.power.chain import feed_mechanical_w, phase_node_power_w, swing_report
 
 ROOT = Path(__file__).resolve().parents[2]
-BV = ROOT / "scenarios" / "blue_vela.yaml"
+BV = ROOT / "scenarios" / "blue_vela_fixed.yaml"      # the meter ramp of its three fixed jobs
 SHORT = ["simulation.duration_days=32", "site.power.cooling.outdoor_temp_c=30",
          "site.power.cooling.outdoor_temp_swing_c=0"]
 

@@ -243,7 +243,7 @@ def test_policy_comparison_on_the_blue_vela_stream(scenarios_dir):
     and cuts the median wait; fair share stays close to backfill's utilisation."""
     from twin.scenario import load_scenario
     from twin.workload.studies import policy_comparison
-    s = load_scenario(scenarios_dir / "blue_vela_stream.yaml")
+    s = load_scenario(scenarios_dir / "blue_vela.yaml")
     t = policy_comparison(s, loads=(1.1,), horizon_days=180, window_days=90)
     u = t["utilization_last_90_days"]
     assert u[(1.1, "fifo_backfill")] > u[(1.1, "fifo")] + 0.02

@@ -56,7 +56,8 @@ def job_swing_inputs(path: str, overrides: list[str], scenario, job_name: str | 
     from twin.compute.estimate_file import estimate_from_file
     from twin.compute.step import parameter_count
 
-    jobs = scenario.workload.jobs
+    from twin.workload.engine_jobs import representative_jobs
+    jobs = representative_jobs(scenario)   # the fixed jobs, or a stream's training classes
     job = (next(j for j in jobs if j.name == job_name) if job_name
            else max(jobs, key=lambda j: j.nodes))
     est = estimate_from_file(estimate_from_scenario(path, overrides, job.name))
@@ -164,11 +165,12 @@ def run_capacity_cli(argv: list[str]) -> int:
         for path, value, expected in problems:
             print(f"  {args.scenario}: {path}: got {value!r}; expected {expected}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.job and args.job not in {j.name for j in s.workload.jobs}:
+    from twin.workload.engine_jobs import representative_jobs
+    if args.job and args.job not in {j.name for j in representative_jobs(s)}:
         print(f"error: {args.scenario}: workload.jobs has no job {args.job!r}", file=sys.stderr)
         return EXIT_BAD_INPUT
     rep = capacity_report(s)
-    if not args.no_swing and s.workload.jobs:
+    if not args.no_swing and representative_jobs(s):
         inp = job_swing_inputs(args.scenario, args.set, s, args.job)
         sw = swing_report(s, nodes=inp["nodes"], step_s=inp["step_s"], exposed_s=inp["exposed_s"],
                           checkpoint_s=inp["checkpoint_s"], restart_s=inp["restart_s"])

@@ -102,11 +102,13 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
     from twin.scenario import load_scenario
 
     s = load_scenario(path, overrides)
-    jobs = {j.name: j for j in s.workload.jobs}
+    from twin.workload.engine_jobs import representative_jobs
+    listed = representative_jobs(s)       # the fixed jobs, or a stream's training classes
+    jobs = {j.name: j for j in listed}
     if job is not None and job not in jobs:
         raise EstimateFileError([f"{path}: workload.jobs has no job {job!r} "
                                  f"(jobs: {', '.join(jobs)})"])
-    j = jobs[job] if job is not None else s.workload.jobs[0]
+    j = jobs[job] if job is not None else listed[0]
     c = _CLUSTER_FROM_SCENARIO(path, overrides)
     node = node_model(s.hardware.node_model)
     clock = 1.0

@@ -148,6 +148,18 @@ def run_answer(ds, kpis: dict, scenario=None) -> tuple[str, dict]:
     if binding == "power" and pw is not None:
         second = (f"The binding constraint is power: {share:.1%} of the installed GPU-hours waited "
                   f"unpowered. " + power_wait_sentence(pw))
+    elif binding == "idle" and scenario is not None and not scenario.workload.jobs:
+        # a stream or a trace: what idles the healthy GPUs is the queue, not the job list
+        second = (f"The binding constraint is scheduling: {share:.1%} of the installed GPU-hours were "
+                  f"healthy but ran no job although {human(kpis.get('jobs_queued_mean'), 'count')} jobs "
+                  f"were queued on average (p95 wait {human(kpis.get('queue_wait_p95_h'), 'h')}; "
+                  f"utilization {human(kpis.get('utilization'), '1')}, "
+                  f"{human(kpis.get('utilization_last_90_days'), '1')} in the last 90 days): a large job "
+                  f"at the head of the queue waits until enough nodes are free (or delivered) and holds "
+                  f"the free ones, and backfill fills that gap only with jobs short enough to end before "
+                  f"it starts.")
+        if pw is not None:
+            second += " " + power_wait_sentence(pw)
     elif binding == "idle":
         asked = sum(j.nodes + j.hot_spares for j in scenario.workload.jobs) if scenario is not None else None
         total_nodes = peak_gpus / (gpus_per_rack / scenario.hardware.nodes_per_rack) if scenario is not None \
@@ -232,6 +244,9 @@ def input_summary(scenario) -> list[tuple[str, str]]:
         ck = j.checkpoint_interval_s if j.checkpoint_interval_s == "auto" else human(j.checkpoint_interval_s, "s")
         jobs.append(f"{j.name} ({human(p, '')} parameters, {j.nodes} nodes, TP{j.tp} PP{j.pp}, "
                     f"{j.precision}, checkpoint {ck})")
+    if s.workload.stream is not None or s.workload.trace is not None:
+        from twin.workload.config import describe_workload
+        jobs.append(describe_workload(s, gpus))
     rows.append(("job mix", "; ".join(jobs)))
     rows.append(("horizon", f"{s.simulation.start} + {s.simulation.duration_days:g} days, sampled every "
                             f"{human(s.simulation.sample_interval_s, 's')}, seed {s.simulation.seed}"))

@@ -59,3 +59,31 @@ def load_trace(spec: TraceSpec, base_dir: str | Path = ".", cluster_gpus: int | 
         path = Path(base_dir) / path
     return read_trace(path, spec.format, cluster_gpus=cluster_gpus, cpu_jobs=spec.cpu_jobs,
                       tz=spec.time_zone, year=spec.year)
+
+
+def describe_workload(s, cluster_gpus: int) -> str:
+    """One line for a report: the stream's offered load, policy and classes (share of the
+    jobs, GPUs asked for, median run time), or the trace replayed; "" for fixed jobs only."""
+    w = s.workload
+    pol = w.scheduler
+    policy = (("FIFO" if pol.order == "fifo" else f"fair share by {pol.fairshare_by}")
+              + (", EASY backfill" if pol.backfill else "") + (", preemption" if pol.preemption else "")
+              + ", whole nodes")
+    if w.trace is not None:
+        starts = "at the recorded starts" if w.trace.starts == "recorded" else "rescheduled by the twin"
+        return f"replay of {w.trace.path} ({w.trace.format}), {starts} ({policy})"
+    if w.stream is None:
+        return ""
+    a = w.stream.arrivals
+    whose = "the delivered GPUs' hours" if a.follow == "delivered" else "the cluster's GPU-hours"
+    rate = f"offering {a.load:g}x {whose}" if a.load is not None else f"of {a.jobs_per_hour:g} jobs/h"
+    p = stream_params_for(w.stream, max_gpus=cluster_gpus)
+
+    def span(g: tuple[int, ...]) -> str:
+        return f"{min(g):,}" if min(g) == max(g) else f"{min(g):,}-{max(g):,}"
+
+    def dur(sec: float) -> str:
+        return f"{sec / 86400:.3g} d" if sec >= 86400 else f"{sec / 3600:.3g} h" if sec >= 3600 else f"{sec / 60:.3g} min"
+    classes = "; ".join(f"{c.name} {c.share:.0%} ({span(c.gpus)} GPUs, median {dur(c.duration_median_s)})"
+                        for c in p.classes)
+    return f"job stream {rate} ({policy}): {classes}"

@@ -99,6 +99,16 @@ def class_templates(s: Scenario) -> dict[str, Job]:
     return out
 
 
+def representative_jobs(s: Scenario) -> list[Job]:
+    """The jobs a per-job tool (``twin estimate step``, ``twin capacity``'s meter ramp, the
+    report's job mix) looks at: the fixed jobs, or else, for a stream or a trace, the model
+    each training class trains (named after the class, on its template's nodes)."""
+    if s.workload.jobs or (s.workload.stream is None and s.workload.trace is None):
+        return list(s.workload.jobs)
+    templates = class_templates(s)
+    return [templates[c].model_copy(update={"name": c}) for c in TRAINING_CLASSES]
+
+
 def stream_engine_jobs(s: Scenario, rng: np.random.Generator, cluster_gpus: int, gpus_per_node: int,
                        delivered_gpus=None) -> tuple[list[EngineJob], dict[str, float]]:
     """Draw the stream's jobs over the run (or ``until_days``). With ``arrivals.follow:
