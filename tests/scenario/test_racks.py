@@ -210,3 +210,29 @@ def test_racks_fitting_takes_the_longest_prefix_of_per_rack_worst_cases():
     assert racks_fitting(1e3, w, 5, rack_limit_kw=15.0) == 0   # the first rack exceeds its circuits
     # alike racks: the prefix rule is floor(capacity / worst)
     assert racks_fitting(70.0, np.full(5, 20.0), 5) == racks_fitting(70.0, 20.0, 5) == 3
+
+
+def test_single_feed_loss_darkens_each_models_own_psus():
+    """Feed A lost on a 2N hall: each node loses the PSUs cabled to A, by its own model
+    (XE9680: 3 of 6 x 2800 W; SR675 V3: 2 of 4 x 2400 W, psus_without_input), and its PSU
+    capacity and power brake follow its own redundancy."""
+    data = mixed_data()
+    data["simulation"]["duration_days"] = 3
+    data["site"]["power"]["grid"] = {"events": [{"time": "2025-03-04T12:00:00", "kind": "outage",
+                                                 "duration_s": 7200, "feed": "A"}]}
+    s = scenario_of(data)
+    from twin.sim.engine import Engine
+    e = Engine(s)
+    e.start()
+    e.env.run(until=(24 + 12.5) * 3600)
+    st, p = e.state, e.plant
+    assert not st.feed_up[0]
+    for m, node in enumerate(p.models):
+        lost = power.psus_without_input(node.psu_count, st.feed_up)
+        want_w = (node.psu_count - lost) * node.psu_rating_w
+        got = np.asarray(st.psu_capacity_w)[p.node_model_index == m]
+        assert (got == want_w).all(), (node.description, got[:2], want_w)
+        brake = power.gpu_power_brake_clock_fraction(lost, node.psu_count, node.psus_required)
+        assert (np.broadcast_to(st.brake_clock, (p.n_nodes,))[p.node_model_index == m] == brake).all()
+    e.env.run(until=(24 + 15) * 3600)                 # the feed is back: full PSUs, no brake
+    assert st.feed_up.all() and np.all(np.asarray(st.brake_clock) == 1.0)

@@ -79,6 +79,19 @@ class Grid(Component):
         self.e.log("grid_restored", f"{len(nodes)} nodes", f"after {after_s:.0f} s")
         self.e.scheduler.schedule()
 
+    def _psu_state_per_model(self, st) -> None:
+        """Brake clock and PSU capacity of every node [(N,)] from its own model's PSUs
+        (count, rating, required) with the feeds that are up; floats when all agree."""
+        from twin.plant import uniform
+        p = self.plant
+        brake, cap = [], []
+        for m in p.models:
+            failed = power.psus_without_input(m.psu_count, st.feed_up)
+            brake.append(float(power.gpu_power_brake_clock_fraction(failed, m.psu_count, m.psus_required)))
+            cap.append(float(power.psu_capacity_w(m.psu_count, m.psu_rating_w, failed)))
+        st.brake_clock = uniform(np.array(brake)[p.node_model_index])
+        st.psu_capacity_w = np.array(cap)[p.node_model_index]
+
     def _feed_outage(self, f: int, dur: float):
         """One feed is lost: its load moves to the other feeds (A/B cords). If a survivor is
         overloaded it trips too and every rack drops; otherwise the racks keep running, but
@@ -99,9 +112,12 @@ class Grid(Component):
         st.brake_clock = float(power.gpu_power_brake_clock_fraction(failed_psus, node.psu_count,
                                                                     node.psus_required))
         st.psu_capacity_w = float(power.psu_capacity_w(node.psu_count, node.psu_rating_w, failed_psus))
+        if len(self.plant.models) > 1:     # each node model has its own PSUs and redundancy
+            self._psu_state_per_model(st)
         if held:
             e.log("feed_loss", name, f"survivor holds at {float(np.max(load[st.feed_up])):.2f} of "
-                  f"capacity; {failed_psus} PSUs per node dark, GPU clock x{st.brake_clock:g}")
+                  f"capacity; {failed_psus} PSUs per node dark, GPU clock x"
+                  f"{float(np.min(st.brake_clock)):g}")
         else:
             st.rack_unfed[:] = True
             e.log("feed_loss", name, f"survivor overloaded ({float(np.max(load[st.feed_up])):.2f} of capacity "

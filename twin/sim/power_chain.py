@@ -53,10 +53,10 @@ class PowerChain(Component):
     def node_kwargs(self) -> dict:
         """Keyword arguments of ``power.node_power_w`` for this node model, with the PSU
         capacity that has input now (``ClusterState.psu_capacity_w``)."""
-        if self.plant.homogeneous:
+        if self.plant.homogeneous or np.ndim(self.state.psu_capacity_w) > 0:
             return {**self._node_kw, "psu_capacity_w": self.state.psu_capacity_w}
-        # mixed models: each node keeps the share of its PSU capacity that the default
-        # model's PSUs keep (the grid component tracks the default model's PSUs)
+        # mixed models, all feeds up: each node's full PSU capacity (the state holds the
+        # first model's; a feed loss sets every node's own, Grid._psu_state_per_model)
         share = self.state.psu_capacity_w / self._psu_full_w
         return {**self._node_kw, "psu_capacity_w": self._node_kw["psu_capacity_w"] * share}
 

@@ -52,7 +52,7 @@ class ClusterState:
     node_rack: np.ndarray                      # (N,) rack of each node (static)
     n_feeds: int
     n_sus: int
-    psu_capacity_w: float                      # capacity of a node's PSUs that have input [W]
+    psu_capacity_w: float | np.ndarray         # capacity of a node's PSUs with input [W]; (N,) mixed models
     rack_delivered: np.ndarray = field(init=False)
     rack_powered: np.ndarray = field(init=False)     # admitted by the power plan
     rack_tripped: np.ndarray = field(init=False)     # its RPP breaker is open
@@ -68,7 +68,7 @@ class ClusterState:
     node_clock: np.ndarray = field(init=False)       # thermal clock fraction [-]
     node_accel: np.ndarray = field(init=False)       # Arrhenius factor on thermal classes [-]
     feed_up: np.ndarray = field(init=False)
-    brake_clock: float = 1.0                         # PSU power brake clock fraction [-]
+    brake_clock: float | np.ndarray = 1.0            # PSU power brake clock fraction [-]; (N,) mixed models
     su_degraded: np.ndarray = field(init=False)      # failed rails per scalable unit
 
     def __post_init__(self) -> None:
@@ -136,4 +136,9 @@ class ClusterState:
         so the sampler reuses its last evaluation when this key has not changed.
         """
         return (self.node_phase.tobytes(), self.rack_on.tobytes(), self.rack_inlet_c.tobytes(),
-                self.node_clock.tobytes(), self.brake_clock, self.psu_capacity_w)
+                self.node_clock.tobytes(), _hashable(self.brake_clock), _hashable(self.psu_capacity_w))
+
+
+def _hashable(value):
+    """A float as it is; a per-node array (racks of several node models) as its bytes."""
+    return value if np.ndim(value) == 0 else np.asarray(value).tobytes()
