@@ -102,7 +102,12 @@ def cmd_run(args) -> int:
         engine = Engine(scenario, progress=bar)    # reads workload.trace (file, line, column)
     except ScenarioError as err:
         return _report_problems(err)
-    results = engine.run()
+    try:
+        results = engine.run()
+    except ScenarioError as err:                   # a run-time event storm (twin.sim.engine)
+        if bar.shown:
+            print(file=sys.stderr)                 # end the progress line
+        return _report_problems(err)
     wall = time.perf_counter() - t0
     if not args.no_field:
         results.fields = peak_sample_fields(engine, results)
