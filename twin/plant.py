@@ -258,12 +258,7 @@ def build_plant(s: Scenario) -> Plant:
 
     catalog = load_catalog()
     switch = catalog.switches[s.fabric.switch_model]
-    rack_model_names: list[str] = []
-    rack_nodes: list[int] = []
-    for hall in s.site.halls:
-        m, c = rack_hardware(hall, s.hardware)
-        rack_model_names += m
-        rack_nodes += c
+    rack_model_names, rack_nodes = scenario_racks(s)
     used = sorted(set(rack_model_names), key=lambda k: (k != s.hardware.node_model, rack_model_names.index(k)))
     rack_model = np.array([used.index(k) for k in rack_model_names], int)
     xy: list[np.ndarray] = []
@@ -294,7 +289,7 @@ def build_plant(s: Scenario) -> Plant:
     for wave in s.ramp.waves:
         delivery[k:k + wave.racks] = seconds_since(s.simulation.start, wave.date)
         k += wave.racks
-    node_rack = np.repeat(np.arange(n_racks), np.array(rack_nodes, int))
+    node_rack = np.repeat(np.arange(n_racks), rack_nodes)
     node_su = np.arange(len(node_rack)) // s.fabric.su_nodes
     plan_s = np.array([seconds_since(s.simulation.start, st.date) for st in p.plan])
     plan_w = np.array([st.it_power_kw * 1e3 for st in p.plan])
@@ -311,7 +306,7 @@ def build_plant(s: Scenario) -> Plant:
         node_rack=node_rack, node_su=node_su, rpp_limit_w=rpp_limit, rpp_rating_w=rpp_rating,
         plan_s=plan_s, plan_it_w=plan_w, model_names=tuple(used),
         models=tuple(catalog.nodes[k] for k in used), rack_model=rack_model,
-        rack_nodes=np.array(rack_nodes, int),
+        rack_nodes=rack_nodes,
     )
 
 

@@ -88,16 +88,11 @@ def path_of(base: str, override, row) -> str:
 
 def delivered_nodes_by_model(s) -> dict[str, int]:
     """Nodes of each node model in the racks the ramp delivers (racks in order), default model first."""
-    from twin.plant import rack_hardware
-    models: list[str] = []
-    counts: list[int] = []
-    for hall in s.site.halls:
-        m, c = rack_hardware(hall, s.hardware)
-        models += m
-        counts += c
+    from twin.plant import scenario_racks
+    models, counts = scenario_racks(s)
     delivered = sum(w.racks for w in s.ramp.waves)
     out: dict[str, int] = {}
-    for m, c in zip(models[:delivered], counts[:delivered], strict=True):
+    for m, c in zip(models[:delivered], counts[:delivered].tolist(), strict=True):
         out[m] = out.get(m, 0) + c
     return dict(sorted(out.items(), key=lambda kv: kv[0] != s.hardware.node_model))
 
