@@ -109,3 +109,17 @@ def test_scenario_of_a_run_saved_by_another_version(small_results):
     ds.attrs["scenario_json"] = json.dumps(data)
     with pytest.raises(ValueError, match="does not fit this twin version"):
         S.scenario_of(Old())
+
+
+def test_view_reads_a_run_without_its_per_job_tables(small_run_dir, small_results):
+    # the 3-D view reads the series a picture shows; the (time, job) tables of a job-stream
+    # run (about 200 MB for nine months of Blue Vela) are summed to tokens per sample
+    view = S.load_view(small_run_dir, block=7)          # blocks that do not divide the samples
+    ds, full = view.dataset, small_results.dataset
+    assert not [k for k, v in ds.data_vars.items() if "job" in v.dims]
+    assert ds["tokens_total"].values == pytest.approx(full["job_tokens"].values.sum(axis=1))
+    for i in (0, 20, -1):
+        a = S.snapshot_from_results(small_results, "inlet_temp", i, field=False)
+        b = S.snapshot_from_results(view, "inlet_temp", i, field=False)
+        assert b.caption == a.caption and np.array_equal(b.rack_value, a.rack_value, equal_nan=True)
+    assert len(view.events) == len(small_results.events) and view.kpis == small_results.kpis

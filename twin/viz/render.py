@@ -49,7 +49,8 @@ def load_source(source, overrides: list[str] | None = None) -> tuple[Scenario, R
     if path.is_dir():
         if not (path / "results.nc").exists():
             raise FileNotFoundError(f"{path}: a run folder must contain results.nc (made by `twin run`)")
-        res = Results.load(path)
+        from .snapshot import load_view
+        res = load_view(path)   # the series a picture shows, not the per-job tables
         return scenario_of(res), res
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such run folder or scenario file")

@@ -111,6 +111,33 @@ def rack_design_power_w(scenario: Scenario, plant) -> np.ndarray:
     return np.broadcast_to(plant.rack_worst_case_w(), (plant.n_racks,)).astype(float)
 
 
+# --------------------------------------------------------------------------- reading a run
+def load_view(run_dir, block: int = 512):
+    """A run folder as the 3-D view reads it (:class:`twin.results.Results`): every series
+    without a job dimension, and instead of the (time, job) tables the tokens of all jobs
+    at each sample (``tokens_total``), summed ``block`` samples at a time. A nine-month
+    job-stream run holds about 200 MB of per-job series that no picture shows."""
+    from pathlib import Path
+
+    from twin.results import Results
+    from twin.store_io import recover
+
+    out = Path(run_dir)
+    recover(out)
+    with xr.open_dataset(out / "results.nc", engine="h5netcdf") as ds:
+        view = ds[[k for k, v in ds.data_vars.items() if "job" not in v.dims]].load()
+        if "job_tokens" in ds.data_vars:
+            n = ds.sizes["time"]
+            total = np.empty(n)
+            for a in range(0, n, block):
+                total[a:a + block] = np.asarray(ds["job_tokens"][a:a + block].values, float).sum(axis=1)
+            view["tokens_total"] = ("time", total, {"units": "token", "long_name": "tokens trained by all jobs"})
+    events = pd.read_csv(out / "events.csv", keep_default_na=False)
+    kpis = json.loads((out / "kpis.json").read_text())
+    kpis.pop("warnings", None)
+    return Results(view, events, kpis, {})
+
+
 # --------------------------------------------------------------------------- time parsing
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dhm])\s*$")
 
@@ -249,7 +276,8 @@ def _caption(ds: xr.Dataset, i: int) -> str:
     def g(name):
         return float(ds[name].values[i]) if name in ds else float("nan")
 
-    tokens = float(ds["job_tokens"].values[i].sum()) if "job_tokens" in ds else float("nan")
+    tokens = (float(ds["tokens_total"].values[i]) if "tokens_total" in ds
+              else float(ds["job_tokens"].values[i].sum()) if "job_tokens" in ds else float("nan"))
     inlet = ds["rack_inlet_c"].values[i]
     on = ds["rack_state"].values[i] >= 1
     tmax = float(np.nanmax(inlet[on])) if on.any() else float("nan")
