@@ -55,8 +55,8 @@ def job_swing_inputs(path: str, overrides: list[str], scenario, job_name: str | 
     from twin.cli.estimate import estimate_from_scenario
     from twin.compute.estimate_file import estimate_from_file
     from twin.compute.step import parameter_count
-
     from twin.workload.engine_jobs import representative_jobs
+
     jobs = representative_jobs(scenario)   # the fixed jobs, or a stream's training classes
     job = (next(j for j in jobs if j.name == job_name) if job_name
            else max(jobs, key=lambda j: j.nodes))

@@ -55,6 +55,7 @@ from twin.workload.sched_types import SchedulerConfig as SchedulerConfig
 from twin.workload.sched_types import Start as Start
 
 LN2 = math.log(2.0)
+_BIG = 1 << 62
 
 
 # --------------------------------------------------------------------------- internal state
@@ -83,6 +84,10 @@ class _Job:
 class Scheduler:
     """See the module docstring. ``track_usage``: keep the decayed usage per fair-share key
     under FIFO too (fair share always does), for :meth:`usage_gpu_s`."""
+
+    #: the backfill scan skips a candidate at least as large as one that did not fit since
+    #: the last start (same answers; False tries every candidate, for the equivalence test)
+    skip_known_misfits = True
 
     def __init__(self, cluster: ClusterShape, config: SchedulerConfig | None = None,
                  track_usage: bool = False):
@@ -249,6 +254,12 @@ class Scheduler:
         shadow = math.inf
         reserved: frozenset[int] = frozenset()
         scanned = 0
+        # backfill: the smallest size (nodes of a whole-node job, GPUs of a shared-node one)
+        # that did not fit, keeping off the reservation [0] or anywhere [1], since the last
+        # start. A placement that fails for a size fails for every larger one of the same
+        # kind, so the scan skips those without trying (the answers are the same).
+        no_fit = [[_BIG, _BIG], [_BIG, _BIG]]       # [whole][avoiding the reservation or not]
+        skip = self.skip_known_misfits
         for job in self._order():
             if job.hold_s >= now_s:
                 continue
@@ -278,11 +289,22 @@ class Scheduler:
                 break
             if job.gpus > self.free_gpus or (job.whole and job.n_nodes > self.n_full):
                 continue
-            alloc = self._place(job, avoid=reserved) if reserved else self._place(job)
-            if alloc is None and now_s + job.remaining <= shadow:
+            size = job.n_nodes if job.whole else job.gpus
+            failed = no_fit[job.whole]
+            alloc = None
+            if size < failed[0] or not skip:
+                alloc = self._place(job, avoid=reserved) if reserved else self._place(job)
+                if alloc is None:
+                    failed[0] = size
+                    if not reserved:            # the same placement as the one below
+                        failed[1] = min(failed[1], size)
+            if alloc is None and now_s + job.remaining <= shadow and (size < failed[1] or not skip):
                 alloc = self._place(job)
+                if alloc is None:
+                    failed[1] = size
             if alloc is not None:
                 out.append(self._start(job, alloc, now_s))
+                no_fit = [[_BIG, _BIG], [_BIG, _BIG]]
         return out
 
     # ------------------------------------------------------------------ queue order
