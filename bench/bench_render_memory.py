@@ -11,7 +11,9 @@ frames. For each command it reports
   its children, sampled every 20 ms): what the machine needs while it runs;
 - the render child's own peak (VmHWM of its address space, sampled).
 
-    python bench/bench_render_memory.py [--tree DIR]     # DIR: another checkout (before/after)
+    python bench/bench_render_memory.py [--tree DIR] [--run RUN]
+        --tree: another checkout whose `twin render` is measured (before/after)
+        --run:  draw this run folder instead of a fresh Blue Vela run (the same run for both trees)
 """
 
 from __future__ import annotations
@@ -47,17 +49,27 @@ def _children(pid: int) -> list[int]:
     return kids + [g for k in kids for g in _children(k)]
 
 
-def measure(cmd: list[str], env: dict) -> dict:
-    """Peak RSS figures [MB] and wall time [s] of ``cmd``."""
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def measure(cmd: list[str], env: dict, cwd: str) -> dict:
+    """Peak RSS figures [MB] and wall time [s] of ``cmd``. Children count once they run
+    their own program (the render child, ffmpeg): a child between fork and exec still
+    shows its parent's pages."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     tree_kb = 0
     child_hwm_kb: dict[int, int] = {}
     while True:
         pid, status, usage = os.wait4(p.pid, os.WNOHANG)
         if pid:
             break
-        kids = _children(p.pid)
+        kids = [k for k in _children(p.pid) if any(w in _cmdline(k) for w in ("vtkdraw", "ffmpeg"))]
         tree_kb = max(tree_kb, _status_kb(p.pid, "VmRSS") + sum(_status_kb(k, "VmRSS") for k in kids))
         for k in kids:
             child_hwm_kb[k] = max(child_hwm_kb.get(k, 0), _status_kb(k, "VmHWM"))
@@ -72,23 +84,26 @@ def measure(cmd: list[str], env: dict) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", default=str(ROOT), help="checkout whose twin is measured (default this one)")
+    ap.add_argument("--run", help="run folder to draw (default: `twin run scenarios/blue_vela.yaml` of the tree)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "bench"))
     from machine import machine  # noqa: E402
 
     print(machine())
-    env = {**os.environ, "PYTHONPATH": str(Path(args.tree).resolve())}
-    twin = [sys.executable, "-m", "twin.cli"]
+    tree = str(Path(args.tree).resolve())
+    env = {**os.environ, "PYTHONPATH": tree}
+    twin = [sys.executable, "-m", "twin.cli"]   # run in the tree: python -m puts the working folder first
     with tempfile.TemporaryDirectory() as tmp:
-        run = Path(tmp) / "bv"
-        subprocess.run(twin + ["run", str(ROOT / "scenarios" / "blue_vela.yaml"), "--out", str(run), "--no-field"],
-                       check=True, capture_output=True, env=env)
+        run = Path(args.run).resolve() if args.run else Path(tmp) / "bv"
+        if not args.run:
+            subprocess.run(twin + ["run", "scenarios/blue_vela.yaml", "--out", str(run), "--no-field"],
+                           check=True, capture_output=True, env=env, cwd=tree)
         cases = [("PNG, thermal field", ["--out", str(Path(tmp) / "h.png")]),
                  ("PNG, --no-field", ["--out", str(Path(tmp) / "h.png"), "--no-field"]),
                  ("GIF, 10 frames", ["--animate", "--out", str(Path(tmp) / "a.gif"), "--frames", "10"]),
                  ("GIF, 60 frames", ["--animate", "--out", str(Path(tmp) / "a.gif"), "--frames", "60"])]
-        rows = [(label, measure(twin + ["render", str(run), *extra], env)) for label, extra in cases]
-    print(f"tree: {args.tree}")
+        rows = [(label, measure(twin + ["render", str(run), *extra], env, tree)) for label, extra in cases]
+    print(f"tree: {args.tree}, run: {args.run or 'scenarios/blue_vela.yaml of the tree'}")
     print("| `twin render` of the Blue Vela run | command peak RSS | process tree at once | render child | wall | CPU |")
     print("|---|---|---|---|---|---|")
     for label, m in rows:
