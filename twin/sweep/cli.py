@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--scheduler", metavar="tcp://HOST:PORT|local",
                     help="run on this Dask scheduler ('local': a fresh LocalCluster of --workers processes)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
-                    help="fail a run that takes longer than this (local workers); the others go on")
+                    help="fail a run that takes longer than this (local workers or Dask); the others go on")
     ap.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
     ap.add_argument("--rerun-stale", action="store_true",
                     help="run again stored runs made by a different version of the twin code")

@@ -14,7 +14,18 @@ Local workers are forked processes, at most ``workers``, each running one run at
 
 On Dask, the scheduler retries the tasks of a lost worker (``retries``) and a task that
 kills workers again fails as ``KilledWorker``; Dask's own lifecycle stops the workers of a
-``LocalCluster`` with the sweep.
+``LocalCluster`` with the sweep. A Dask worker cannot be killed per run, so ``timeout_s``
+holds there in two steps (:func:`run_dask`):
+
+- in the worker, :func:`execute_run_bounded` runs the scenario under a watchdog thread that
+  raises :class:`RunTimeout` in the run's thread at the deadline (an asynchronous exception,
+  delivered between two Python bytecodes: the engine's event loop is Python, so a run stops
+  within milliseconds); the run is recorded as failed by timeout and the worker is free for
+  the next run;
+- in the sweep, a run still processing ``timeout_s`` plus a grace period after it started
+  (stuck inside one long C call, where no Python exception can reach it) is recorded as
+  failed by timeout and cancelled; on a ``LocalCluster`` of the sweep's own, its worker is
+  restarted.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -140,6 +152,68 @@ def execute_run(scenario, series: tuple[str, ...] = DEFAULT_SERIES) -> dict:
     except Exception as exc:  # a failed run is recorded, the sweep goes on
         return failed_record(f"{type(exc).__name__}: {exc}", "exception", time.perf_counter() - t0,
                              traceback=traceback.format_exc())
+
+
+#: how often a Dask run's watchdog repeats its timeout until the run has stopped [s]
+WATCHDOG_REPEAT_S = 0.1
+
+
+class RunTimeout(BaseException):
+    """Raised asynchronously in a run's thread when its ``timeout_s`` is up (Dask workers).
+    A BaseException, so that no ``except Exception`` on the way swallows it."""
+
+
+def _raise_in_thread(thread_id: int, exc_type: type[BaseException]) -> None:
+    """Raise ``exc_type`` in the thread ``thread_id`` at its next bytecode (CPython's
+    ``PyThreadState_SetAsyncExc``)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
+
+
+def execute_run_bounded(scenario, series: tuple[str, ...] = DEFAULT_SERIES,
+                        timeout_s: float | None = None) -> dict:
+    """:func:`execute_run` in this thread, stopped after ``timeout_s`` [s] of wall time.
+
+    A watchdog thread raises :class:`RunTimeout` in this thread at the deadline, and again
+    every :data:`WATCHDOG_REPEAT_S` until this thread has taken note (an asynchronous
+    exception that lands in a garbage-collector callback is printed and dropped by
+    Python); the run becomes a ``failure='timeout'`` record, like a local worker killed at
+    its timeout. A lock makes the watchdog and the end of the run exclusive, so nothing is
+    raised once this function has taken note. The engine's modules are imported before
+    the clock starts (a local worker imports them before it forks).
+    """
+    if timeout_s is None:
+        return execute_run(scenario, series)
+    import twin.invariants  # noqa: F401  (imports are not the run's time)
+    import twin.results  # noqa: F401
+    import twin.sim.engine  # noqa: F401
+    import twin.studies.metrics  # noqa: F401
+    me, lock, stop = threading.get_ident(), threading.Lock(), threading.Event()
+
+    def expire() -> None:
+        while not stop.wait(0.0):
+            with lock:
+                if stop.is_set():
+                    return
+                _raise_in_thread(me, RunTimeout)
+            stop.wait(WATCHDOG_REPEAT_S)
+
+    watchdog = threading.Timer(timeout_s, expire)
+    watchdog.daemon = True
+    t0 = time.perf_counter()
+    rec: dict | None = None
+    try:
+        watchdog.start()
+        rec = execute_run(scenario, series)
+        with lock:
+            stop.set()
+    except RunTimeout:
+        with lock:            # a repeat can land only in the first microseconds here (run_dask
+            stop.set()        # records a RunTimeout that escapes as a timeout too)
+    watchdog.cancel()
+    if rec is None:
+        rec = failed_record(f"timeout: the run took longer than {timeout_s:g} s", "timeout",
+                            time.perf_counter() - t0, timeout_s=timeout_s)
+    return rec
 
 
 def failed_record(error: str, failure: str, wall_s: float = math.nan, **more) -> dict:
@@ -296,13 +370,27 @@ def _kill(proc) -> None:
 
 
 # --------------------------------------------------------------------------- Dask
-def run_dask(tasks, series, store_result, client, scheduler, workers, retries: int = MAX_ATTEMPTS - 1) -> None:
+#: how often the sweep asks the Dask scheduler which runs are processing, with a timeout [s]
+DASK_POLL_S = 1.0
+
+
+def dask_grace_s(timeout_s: float) -> float:
+    """Time a Dask run may overrun its timeout before the sweep gives up on it [s]: the
+    worker-side watchdog normally ends it at once; this covers a run stuck in one C call."""
+    return max(30.0, 0.5 * timeout_s)
+
+
+def run_dask(tasks, series, store_result, client, scheduler, workers, retries: int = MAX_ATTEMPTS - 1,
+             timeout_s: float | None = None) -> None:
     """Submit every run to Dask; a lost worker's tasks are retried by the scheduler
-    (``retries``); a task that keeps killing workers fails as ``KilledWorker``."""
+    (``retries``); a task that keeps killing workers fails as ``KilledWorker``. With
+    ``timeout_s`` each run is bounded in its worker (:func:`execute_run_bounded`) and, as a
+    backstop, by the sweep (see the module docstring)."""
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster, wait
     except ImportError as exc:
         raise SweepError("--scheduler needs dask.distributed: pip install -e .[sweep]") from exc
+    own_cluster = False
     with contextlib.ExitStack() as stack:
         if client is None:
             if scheduler == "local":
@@ -310,24 +398,64 @@ def run_dask(tasks, series, store_result, client, scheduler, workers, retries: i
                     n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                     dashboard_address=None))
                 client = stack.enter_context(Client(cluster))
+                own_cluster = True
             else:
                 try:
                     client = stack.enter_context(Client(scheduler, timeout="10s"))
                 except (OSError, TimeoutError) as exc:
                     raise SweepError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
-        futures = {client.submit(execute_run, t.scenario, series, pure=False, retries=retries,
+        futures = {client.submit(execute_run_bounded, t.scenario, series, timeout_s, pure=False, retries=retries,
                                  key=f"twin-run-{t.key}"): t for t in tasks}
+        by_key = {f.key: f for f in futures}
+        pending = set(futures)
+        started: dict[str, float] = {}
         try:
-            for f in as_completed(list(futures)):
-                t = futures[f]
-                if f.status == "cancelled":
-                    raise SweepError("the Dask scheduler cancelled the runs (lost?); finished runs are "
-                                     "stored: run the same command again to do the rest")
+            while pending:
                 try:
-                    rec = f.result()
-                except Exception as exc:   # KilledWorker after the retries
-                    rec = failed_record(f"worker lost: {type(exc).__name__}: {exc}", "worker_lost")
-                store_result(t, rec)
+                    done = wait(list(pending), timeout=DASK_POLL_S if timeout_s is not None else None,
+                                return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    done = set()
+                for f in done:
+                    pending.discard(f)
+                    t = futures[f]
+                    if f.status == "cancelled":
+                        raise SweepError("the Dask scheduler cancelled the runs (lost?); finished runs are "
+                                         "stored: run the same command again to do the rest")
+                    try:
+                        rec = f.result()
+                    except RunTimeout:         # escaped its run's handler (see execute_run_bounded)
+                        rec = failed_record(f"timeout: the run took longer than {timeout_s:g} s", "timeout",
+                                            timeout_s=timeout_s)
+                    except Exception as exc:   # KilledWorker after the retries
+                        rec = failed_record(f"worker lost: {type(exc).__name__}: {exc}", "worker_lost")
+                    store_result(t, rec)
+                if timeout_s is not None and pending:
+                    _expire_stuck_runs(client, by_key, pending, futures, started, timeout_s, own_cluster,
+                                       store_result)
         finally:
             for f in futures:
                 f.release()
+
+
+def _expire_stuck_runs(client, by_key, pending, futures, started, timeout_s, own_cluster, store_result) -> None:
+    """The sweep's backstop: a run processing longer than ``timeout_s`` plus
+    :func:`dask_grace_s` is recorded as failed by timeout and cancelled (on a LocalCluster
+    of the sweep's own, its worker is restarted to free the slot)."""
+    now = time.monotonic()
+    for worker, keys in client.processing().items():
+        for key in keys:
+            f = by_key.get(key)
+            if f is None or f not in pending:
+                continue
+            t0 = started.setdefault(key, now)
+            if now - t0 < timeout_s + dask_grace_s(timeout_s):
+                continue
+            pending.discard(f)
+            f.cancel()
+            if own_cluster:
+                with contextlib.suppress(Exception):
+                    client.restart_workers([worker])
+            store_result(futures[f], failed_record(
+                f"timeout: the run took longer than {timeout_s:g} s (stopped by the sweep after "
+                f"{now - t0:.0f} s: the worker did not stop it)", "timeout", now - t0, timeout_s=timeout_s))

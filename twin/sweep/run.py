@@ -62,7 +62,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     ``retry_failed`` runs again the runs stored as failed; ``rerun_stale`` the runs stored
     by other code (:func:`~twin.sweep.store.code_fingerprint`). Stored runs that do not
     verify (:meth:`~twin.sweep.store.RunStore.verify`) are run again and listed in
-    ``SweepOutcome.corrupt``. ``timeout_s`` fails a run that takes longer (local workers).
+    ``SweepOutcome.corrupt``. ``timeout_s`` fails a run that takes longer (local workers:
+    the worker is killed; Dask: the run is stopped in its worker, see
+    :mod:`twin.sweep.executors`).
     ``on_result`` is called after each stored run (tests use it to stop a sweep half way).
     """
     out = Path(out_dir)
@@ -125,7 +127,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     if todo:
         n_workers = workers or os.cpu_count() or 1
         if client is not None or scheduler:
-            executors.run_dask(todo, spec.series, store_result, client, scheduler, workers)
+            executors.run_dask(todo, spec.series, store_result, client, scheduler, workers, timeout_s=timeout_s)
         elif (n_workers <= 1 or len(todo) == 1) and timeout_s is None:
             executors.run_serial(todo, spec.series, store_result)
         else:
