@@ -49,8 +49,8 @@ def test_grok1_moe_step_times():
     rows = [r for r in _rows() if r["model"] == "grok1_314b"]
     err = np.array([_estimate(r).step_time_s / float(r["step_time_s"]) - 1 for r in rows])
     assert len(err) == 14
-    # issue 16 goals for step times: mean <= 3 % is not quite held (3.4 %), worst <= 8 %
-    assert np.abs(err).mean() < 0.04 and np.abs(err).max() < 0.08, err
+    # issue 16 goals for step times: mean <= 3 % (held: 2.3 %), worst <= 8 % (5.0 %)
+    assert np.abs(err).mean() <= 0.03 and np.abs(err).max() <= 0.08, err
     # the expert all-to-alls are a real share of the step (EP8 ranks on 8 nodes)
     e = _estimate(rows[4])
     share = e.breakdown["moe_a2a_exposed"] / e.step_time_s
@@ -64,9 +64,9 @@ def test_fsdp_maxtext_scaling_and_absolute_error():
     # 10 MaxText Llama 3 70B FSDP step times on 128..2,048 H100: FSDP gathers hide behind
     # each layer's compute, so the step stays flat from 128 to 2,048 GPUs (measured +2.1 %
     # BF16, +2.9 % FP8); the kernel table is NeMo's, MaxText's kernels are not fitted:
-    # the absolute step is 10-12 % high in BF16 and 25-30 % high in FP8 (documented)
+    # the absolute step is 9-10 % high in BF16 and 28-33 % high in FP8 (documented)
     rows = [r for r in _rows() if r["model"] == "llama3_70b"]
-    for prec, lo, hi in (("bf16", 0.09, 0.13), ("fp8", 0.24, 0.31)):
+    for prec, lo, hi in (("bf16", 0.07, 0.12), ("fp8", 0.26, 0.35)):
         sel = [r for r in rows if r["precision"] == prec]
         t = np.array([_estimate(r).step_time_s for r in sel])
         ref = np.array([float(r["step_time_s"]) for r in sel])

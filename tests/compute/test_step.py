@@ -84,6 +84,7 @@ def _dgxc_error(r) -> float:
     e = step_estimate(**shape, gpus=int(r["gpus"]), global_batch=int(r["global_batch"]),
                       micro_batch=int(r["micro_batch"]), tp=int(r["tp"]), pp=int(r["pp"]),
                       cp=int(r["cp"]), vpp=int(r["vpp"]), precision=prec,
+                      grad_bytes=float(r["grad_bytes"]),
                       peak_tflops=989.0 if prec == "bf16" else 1979.0, **H100)
     return e.step_time_s / float(r["step_time_s"]) - 1.0
 
@@ -96,14 +97,17 @@ def test_public_dgx_h100_step_times():
     err = {role: np.abs([_dgxc_error(r) for r in rows if r["role"] == role])
            for role in ("fit", "validate")}
     both = np.concatenate(list(err.values()))
-    # issue 16 goals: mean |error| <= 3 % (held: 2.6 % on the held-out rows, 2.5 % on all)
-    assert err["validate"].mean() <= 0.03 and both.mean() <= 0.03
-    # worst <= 8 % is NOT met: Llama 3.1 405B FP8 is 8-13 % slow (docs/validation.md);
-    # every other model and precision is within 6.5 %
+    # issue 16 goals: mean |error| <= 3 % (held: 2.3 % on the held-out rows, 2.4 % on all)
+    assert err["validate"].mean() <= 0.025 and both.mean() <= 0.025
+    # worst <= 8 % is NOT met: Llama 3.1 405B FP8 is 8-13 % slow on five of its six rows
+    # while 70B FP8 is 4-7 % fast; no physical term found separates them (the FP8 casts on
+    # sequence-parallel shards, bf16 gradient reduction of the FP8 runs, output layer and
+    # TP traffic in FP8, a size-dependent FP8 GEMM efficiency were tried: docs/validation.md);
+    # every other model and precision is within 5.5 %
     assert both.max() <= 0.13
     others = [abs(_dgxc_error(r)) for r in rows
               if not (r["model"] == "llama31_405b" and r["precision"] == "fp8")]
-    assert max(others) <= 0.065
+    assert max(others) <= 0.055
 
 
 def test_llama3_405b_at_16k_gpus_in_the_reported_mfu_band():
@@ -291,4 +295,7 @@ def test_all_88_public_step_times_mean_error_within_3_percent():
     a100 = _a100_errors()
     e = np.abs(h100 + a100)
     assert len(e) == 88
-    assert e.mean() <= 0.030, e.mean()
+    assert e.mean() <= 0.030, e.mean()  # 2.8 %
+    # worst <= 8 % is not met on 6 of 88: five 405B FP8 rows (8-13 %) and Korthikanti's
+    # 22B with selective recompute on 8 A100 (10.3 %)
+    assert (e > 0.08).sum() <= 6 and e.max() <= 0.13

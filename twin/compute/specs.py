@@ -139,7 +139,7 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         activation_recompute=par.activation_recompute, clock_fraction=clock_fraction,
         deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
         moe_ep=par.ep, moe_capacity_factor=model.capacity_factor, zero_stage=par.zero_stage,
-        fsdp_shard=par.fsdp_shard)
+        fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes)
 
 
 def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
