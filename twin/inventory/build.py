@@ -250,11 +250,12 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
         if matched.get(d.device_type) and d.rack:
             in_rack[d.rack][cast(str, matched[d.device_type])] += 1
     rack_hw = {r: c.most_common(1)[0] for r, c in in_rack.items()}      # rack -> (model, nodes)
-    for r, c in sorted(in_rack.items()):
+    for rname, c in sorted(in_rack.items()):
+        keep, keep_n = rack_hw[rname]
         for other, n in c.items():
-            if other != rack_hw[r][0]:
-                report.unmapped.append(f"rack {r}: {n} {other} nodes beside {rack_hw[r][1]} {rack_hw[r][0]} "
-                                       f"(a rack holds one node model; it keeps {rack_hw[r][0]})")
+            if other != keep:
+                report.unmapped.append(f"rack {rname}: {n} {other} nodes beside {keep_n} {keep} "
+                                       f"(a rack holds one node model; it keeps {keep})")
     nodes_in = {r: n for r, (_, n) in rack_hw.items()}
     counts = Counter(n for m, n in rack_hw.values() if m == model)
     per_rack = counts.most_common(1)[0][0] if counts else Counter(nodes_in.values()).most_common(1)[0][0]

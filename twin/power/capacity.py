@@ -249,9 +249,10 @@ def racks_fitting(it_capacity_kw: float, rack_worst_case_kw, rack_positions: int
     cannot carry (admission's order)."""
     w = np.asarray(rack_worst_case_kw, float)
     if w.ndim == 0:
-        if w > rack_limit_kw * (1 + 1e-12):
+        one = float(w)
+        if one > rack_limit_kw * (1 + 1e-12):
             return 0
-        return int(min(rack_positions, np.floor(it_capacity_kw / w + 1e-9)))
+        return int(min(rack_positions, np.floor(it_capacity_kw / one + 1e-9)))
     w = w[:rack_positions]
     over = np.flatnonzero(w > rack_limit_kw * (1 + 1e-12))
     w = w[:over[0]] if len(over) else w

@@ -246,8 +246,8 @@ class Jobs(Component):
         """Step estimate of a job on its nodes at their current clock (cached by its inputs)."""
         nodes, st = job.nodes, self.state
         m = self.model_of(job)
-        brake = st.brake_clock if np.ndim(st.brake_clock) == 0 else (
-            float(st.brake_clock[nodes].min()) if len(nodes) else 1.0)     # (N,) with mixed models
+        brake = float(st.brake_clock) if np.ndim(st.brake_clock) == 0 else (
+            float(np.asarray(st.brake_clock)[nodes].min()) if len(nodes) else 1.0)     # (N,) with mixed models
         clock = (float(st.node_clock[nodes].min()) if len(nodes) else 1.0) * brake
         clock *= self.e.power.cap_clock_fraction if m == 0 else float(self.e.power.cap_clock_fraction_by_model[m])
         hops, bw = self.fabric_figures(nodes)
@@ -403,10 +403,10 @@ class Jobs(Component):
         nodes, st, pc = job.nodes, self.state, self.e.power
         inlet = np.array([st.rack_inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
         clock = np.array([st.node_clock[nodes].mean() * st.brake_clock]) if np.ndim(st.brake_clock) == 0 \
-            else np.array([(st.node_clock[nodes] * st.brake_clock[nodes]).mean()])     # (N,): mixed models
+            else np.array([(st.node_clock[nodes] * np.asarray(st.brake_clock)[nodes]).mean()])   # (N,): mixed models
         one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
-        kw = {k: (v if np.ndim(v) == 0 else v[one]) for k, v in pc.node_kwargs().items()}
-        cap = pc.gpu_cap_w if np.ndim(pc.gpu_cap_w) == 0 else pc.gpu_cap_w[one]
+        kw = {k: (v if np.ndim(v) == 0 else np.asarray(v)[one]) for k, v in pc.node_kwargs().items()}
+        cap = pc.gpu_cap_w if np.ndim(pc.gpu_cap_w) == 0 else np.asarray(pc.gpu_cap_w)[one]
         p = {ph: len(nodes) * float(power.node_power_w(np.array([int(ph)]), cap, inlet,
                                                        clock_fraction=clock, **kw)[0])
              for ph in (Phase.TRAINING, Phase.COMMUNICATION, Phase.CHECKPOINT)}

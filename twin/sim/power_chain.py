@@ -63,7 +63,7 @@ class PowerChain(Component):
     def rack_committed_w(self, racks: np.ndarray) -> float:
         """Worst-case draw committed by the racks selected by the (R,) mask ``racks`` [W]."""
         wc = self.rack_worst_w
-        return float(racks.sum() * wc) if np.ndim(wc) == 0 else float(np.sum(wc[racks]))
+        return float(racks.sum() * wc) if np.ndim(wc) == 0 else float(np.sum(np.asarray(wc)[racks]))
 
     def check_breakers(self, rpp_w: np.ndarray) -> None:
         """Advance each RPP breaker's thermal state over the coming sample at this load

@@ -64,7 +64,7 @@ class Ramp(Component):
             if committed <= limit + 1e-6:
                 break
             self.power_off_rack(r, "power plan below committed load")
-            committed -= wc if np.ndim(wc) == 0 else wc[r]
+            committed -= float(wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[r])
         admitted = power.racks_admitted(wc, limit, p.rack_rpp, p.rpp_limit_w * k,
                                         candidate=st.rack_delivered, powered=st.rack_powered,
                                         policy="stop")
