@@ -242,7 +242,8 @@ def input_summary(scenario) -> list[tuple[str, str]]:
         p = parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
                             kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp)
         ck = j.checkpoint_interval_s if j.checkpoint_interval_s == "auto" else human(j.checkpoint_interval_s, "s")
-        jobs.append(f"{j.name} ({human(p, '')} parameters, {j.nodes} nodes, TP{j.tp} PP{j.pp}, "
+        on = f" of {j.node_model}" if j.node_model else ""       # the job names its node model
+        jobs.append(f"{j.name} ({human(p, '')} parameters, {j.nodes} nodes{on}, TP{j.tp} PP{j.pp}, "
                     f"{j.precision}, checkpoint {ck})")
     if s.workload.stream is not None or s.workload.trace is not None:
         from twin.workload.config import describe_workload
