@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SCENARIO ?= scenarios/blue_vela.yaml
 OUT    ?= runs/blue_vela
 
-.PHONY: run test venv venv-all lint bench assets studies clean
+.PHONY: run test venv venv-all lint bench bench-scale assets studies clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ lint: venv-all
 
 bench: venv-all
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# the gigawatt-scale benchmarks of issue 19 (a million GPUs for a year, Blue Vela, Frontier-size,
+# 1-s sampling, sweep scaling), each against its target; bench/RESULTS.md records them
+bench-scale: venv-all
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python bench/bench_gigawatt.py
 
 studies: venv-all
 	for f in scenarios/studies/*.yaml; do n=$$(basename $$f .yaml); \
