@@ -138,3 +138,18 @@ def test_sweep_series():
     lines = fig.axes[0].get_lines()
     assert len(lines) == 2
     assert lines[1].get_ydata() == pytest.approx(ds.gpus_healthy.sel(mode="double_conversion").mean("seed").values)
+
+
+def test_ramp_of_many_jobs_draws_the_largest(small_results):
+    # a job stream: hundreds of jobs; the tokens panel draws all jobs and the six that trained most
+    import xarray as xr
+
+    ds = small_results.dataset
+    tok = ds["job_tokens"].values[:, :1] * np.linspace(0.1, 2.0, 40)[None, :]   # 40 jobs, growing
+    many = ds.drop_vars([k for k, v in ds.data_vars.items() if "job" in v.dims]).drop_vars("job", errors="ignore")
+    many = many.assign(job_tokens=xr.DataArray(tok, dims=("time", "job"), coords={"job": [f"j{k}" for k in range(40)]}))
+    fig = plots.ramp(many)
+    lines = _lines(fig.axes[1])
+    assert set(lines) == {"all jobs"} | {f"j{k}" for k in range(34, 40)}
+    assert lines["all jobs"].get_ydata() == pytest.approx(tok.sum(axis=1) / 1e12)
+    assert fig.axes[1].get_legend().get_title().get_text() == "the 6 of 40 jobs that trained most"

@@ -114,8 +114,13 @@ def power_stack(results) -> Figure:
     return fig
 
 
+RAMP_JOBS_SHOWN = 6
+"""Jobs drawn one by one under the tokens of all jobs (the ones that trained most)."""
+
+
 def ramp(results) -> Figure:
-    """GPUs installed / powered / healthy / busy (top) and cumulative tokens (bottom)."""
+    """GPUs installed / powered / healthy / busy (top) and cumulative tokens (bottom): all
+    jobs, and the ``RAMP_JOBS_SHOWN`` jobs that trained most."""
     ds = _dataset(results)
     t = ds["time"].values
     fig, (ax, ax2) = _figure(figsize=(9, 6), nrows=2, sharex=True, height_ratios=[3, 2])
@@ -131,12 +136,20 @@ def ramp(results) -> Figure:
     tok = ds["job_tokens"].values
     total = np.nansum(tok, axis=1) if tok.ndim == 2 else tok
     ax2.plot(t, total / 1e12, color="#8172b3", linewidth=1.8, label="all jobs")
+    shown = 0
     if tok.ndim == 2 and tok.shape[1] > 1:
-        for j, name in enumerate(ds["job"].values):
-            ax2.plot(t, tok[:, j] / 1e12, linewidth=0.9, alpha=0.8, label=str(name))
+        # a job stream holds hundreds of jobs: draw the ones that trained most
+        final = np.nan_to_num(np.nanmax(tok, axis=0))
+        top = [j for j in np.argsort(-final, kind="stable")[:RAMP_JOBS_SHOWN] if final[j] > 0]
+        for j in sorted(top):
+            ax2.plot(t, tok[:, j] / 1e12, linewidth=0.9, alpha=0.8, label=str(ds["job"].values[j]))
+        shown = len(top)
     ax2.set_ylabel("tokens [10¹²]")
     ax2.set_ylim(bottom=0)
-    ax2.legend(loc="upper left", fontsize=8)
+    n_jobs = tok.shape[1] if tok.ndim == 2 else 1
+    ax2.legend(loc="upper left", fontsize=8, ncols=2 if shown > 3 else 1,
+               title=f"the {shown} of {n_jobs:,} jobs that trained most" if shown < n_jobs else None,
+               title_fontsize=8)
     ax2.grid(alpha=0.3)
     _date_axis(ax2)
     return fig
