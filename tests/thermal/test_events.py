@@ -160,3 +160,51 @@ def test_chiller_restart_delay_draws_on_chilled_water_storage(hall):
     # the chiller restarts and pulls the loop back towards its set point
     after = advance(out[20.0].state, mod, 1800.0, heat, m, chiller_capacity_w=600e3)
     assert after.state.chilled_water_temp_c < out[20.0].state.chilled_water_temp_c - 2.0
+
+
+def test_a_chiller_restart_across_segments_keeps_the_energy_budget(hall):
+    # a power transfer at t = 0: the chiller is back at 1815 s (15 s generator start + 1800 s
+    # restart). Segments cut at other events (900 s, 2400 s) carry the state: the energy the
+    # racks released equals what the chiller took out plus what the masses stored, exactly;
+    # and the chiller takes nothing before its restart and no more than its capacity after.
+    g, v, heat, model, m = hall
+    mod = model([1, 1, 1, 1])
+    st = hall_steady_state(mod, heat, chilled_water_temp_c=12.0)
+    e0 = st.stored_energy_j(m)
+    produced = removed = 0.0
+    back = 1815.0
+    for dur in (900.0, 1500.0, 1200.0):
+        t0 = st.time_s
+        seg = advance(st, mod, dur, heat, m, operator=operator_for(mod, m, v), chiller_capacity_w=600e3,
+                      chiller_available_s=back)
+        if t0 + dur <= back:
+            assert seg.chiller_heat_j == 0.0
+        assert seg.chiller_heat_j <= 600e3 * max(0.0, t0 + dur - max(t0, back)) + 600e3 * 10.0
+        st = seg.state
+        produced += seg.heat_produced_j
+        removed += seg.chiller_heat_j
+    assert st.time_s == pytest.approx(3600.0)
+    assert st.stored_energy_j(m) - e0 == pytest.approx(produced - removed, rel=1e-9)
+    # the loop warmed while the chiller was off and is pulled back after it restarts
+    assert removed > 0.0
+
+
+def test_inlet_protection_shuts_racks_at_their_limit(hall):
+    # no cooling at all: every rack's inlet climbs; the servers' protection (43 C) turns a
+    # rack off at the first step its inlet reaches the limit, so its heat stops there
+    from twin.thermal import SERVER_INLET_SHUTDOWN_C
+
+    g, v, heat, model, m = hall
+    st = hall_steady_state(model([1, 1, 1, 1]), heat, chilled_water_temp_c=12.0)
+    op = operator_for(None, m, v, step_s=5.0)
+    free = advance(st, None, 3600.0, heat, m, operator=op)
+    prot = advance(st, None, 3600.0, heat, m, operator=op, inlet_shutdown_c=SERVER_INLET_SHUTDOWN_C)
+    assert free.inlet_temp_c.max() > 60.0
+    assert not prot.state.rack_on.any() and np.all(prot.rack_heat_w == 0.0)
+    assert np.all(np.isfinite(prot.time_to_inlet_limit_s))
+    # heat stops at the crossing: at most one step of full heat after the inlet reached 43 C
+    t_cross = np.max(prot.time_s[np.argmax(prot.max_inlet_series_c >= SERVER_INLET_SHUTDOWN_C)])
+    assert prot.heat_produced_j <= heat.sum() * (t_cross + 5.0) + 1e-6
+    assert prot.heat_produced_j < 0.5 * free.heat_produced_j
+    # energy still balances (nothing removed: all of it is stored)
+    assert prot.state.stored_energy_j(m) - st.stored_energy_j(m) == pytest.approx(prot.heat_produced_j, rel=1e-9)

@@ -6,7 +6,8 @@ the twin before these fields existed (``model: legacy``): no plant limit, 5 % fa
 power, the sine outdoor temperature, fixed rack airflow. ``model: physical`` turns on
 coil and plant capacity, the fan laws, set-point-aware chillers, the weather file,
 fan-driven rack airflow and event-driven faults (:mod:`twin.thermal.capacity`,
-:mod:`twin.thermal.fans`, :mod:`twin.power.cooling_plant`, :mod:`twin.thermal.events`).
+:mod:`twin.thermal.fans`, :mod:`twin.power.cooling_plant`, :mod:`twin.thermal.events`);
+every shipped scenario sets it, with ``rack_airflow: fan_model`` and ``recirculation: buoyant``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,15 @@ class CoolingSystem(_Model):
     plant: ChilledWaterPlant = ChilledWaterPlant()
     rack_airflow: Literal["fixed", "fan_model"] = Field(
         "fixed", description="fixed: every rack at its nodes' full airflow; fan_model: from load and inlet")
+    recirculation: Literal["plan_view", "buoyant"] = Field(
+        "plan_view", description="physical model: plan_view derives D from the hall's own grid; buoyant "
+                                 "derives it at each airflow state from the layered Boussinesq field "
+                                 "(hot exhaust rising over rack tops and round row ends) on a grid of "
+                                 "buoyant_layers layers and cells of at least buoyant_cell_m")
+    buoyant_layers: Annotated[int, Field(ge=2, le=8)] = Field(3, description="air layers of the buoyant field")
+    buoyant_cell_m: _Pos = Field(
+        0.6, description="coarsest cell of the buoyant field [m] (the hall's cell_m if larger); 0.6 m is "
+                         "within 0.5 K of 0.3 m on Blue Vela's open hall")
     events: list[CoolingSystemEvent] = []
 
 

@@ -18,7 +18,9 @@ class Grid(Component):
     """Sags and outages of the utility pass through a bypassed UPS and drop every powered
     node (rebooted after power returns), or are ridden through; a single-feed loss moves
     the load to the survivor, which holds (PSUs cabled to the lost feed go dark, the GPU
-    power brake may cut the clocks) or trips and drops every rack."""
+    power brake may cut the clocks) or trips and drops every rack. A utility outage is also a
+    power transfer of the cooling plant (:meth:`twin.sim.hall_thermal.HallThermal.power_transfer`:
+    chillers restart after their delay, physical cooling model)."""
 
     name = "grid"
     reads = ("node_up", "feed_up")
@@ -58,6 +60,10 @@ class Grid(Component):
             if feed is not None:
                 self.env.process(self._feed_outage(feed, dur))
                 continue
+            if kind == "outage":
+                # the mechanical plant is not on the UPS: the chillers stop and restart on
+                # the generator after their restart delay, whatever the IT side does
+                self.env.process(e.thermal.power_transfer(dur, f"utility outage {dur:.3g} s"))
             drops = bool(power.ride_through_outcome(
                 dur, pw.ups.mode, psu_holdup_s=pw.psu_holdup_s, ups_ride_through_s=pw.ups.ride_through_s,
                 generator_start_s=pw.generator_start_s, residual_voltage_pu=residual))

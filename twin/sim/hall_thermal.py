@@ -3,10 +3,12 @@ units that fail and come back, and the lumped transient that carries the inlets 
 
 Two models, chosen by ``site.cooling_system.model``:
 
-- ``legacy`` (default; the golden numbers): fixed rack airflow, unlimited coils, a fault
+- ``legacy`` (the schema default): fixed rack airflow, unlimited coils, a fault
   transient from the steady state of the moment the unit trips;
-- ``physical``: rack airflow from the servers' fan law with the recirculation matrix
-  interpolated to it (:class:`twin.thermal.airflow.RecirculationFamily`), coils and the
+- ``physical`` (every shipped scenario): rack airflow from the servers' fan law with the
+  recirculation matrix interpolated to it (:class:`twin.thermal.airflow.RecirculationFamily`;
+  with ``recirculation: buoyant`` each knot's D comes from the layered Boussinesq field of
+  :mod:`twin.thermal.buoyancy`), coils and the
   chilled-water plant with finite capacity (:func:`twin.thermal.capacity.capped_steady_state`),
   and an event-driven hall state (:mod:`twin.thermal.events`) carried from event to event
   and sample to sample while the hall is out of its steady state (a trip, a restart, a
@@ -14,6 +16,10 @@ Two models, chosen by ``site.cooling_system.model``:
   restarts after its delay, chilled-water storage buffers, GPUs throttle and shut down.
   The cooling plant's energy follows the CRAH fan laws, the set points and the weather file
   (:func:`twin.power.cooling_plant.cooling_plant_power_w`), through :meth:`HallThermal.plant_power`.
+  A utility outage of :mod:`twin.sim.grid` is a power transfer of the plant.
+
+In both models a running rack whose inlet reaches :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C`
+shuts itself down (:meth:`HallThermal.protect_racks`).
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ class HallModel:
     last_inlet_c: np.ndarray | None = None  # (R_h,) inlets of the carried state [degC]
     pending: bool = False                 # running set changed, model not derived yet (physical)
     ops: dict = field(default_factory=dict)  # event operators by (active flags, airflow key)
+    derive: Any = None                    # (airflow, active) -> buoyant inlet model, or None (plan view)
 
 
 class HallThermal(Component):
@@ -76,8 +83,10 @@ class HallThermal(Component):
     the hall's thermal state through the event (physical)."""
 
     name = "hall_thermal"
-    reads = ("node_phase", "node_clock")
-    emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer")
+    reads = ("node_phase", "node_clock", "rack_on")
+    writes = ("rack_thermal_off",)
+    emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer",
+             "rack_thermal_shutdown", "rack_thermal_restart")
     outputs = ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_fan_power_w", "rack_inlet_peak_c",
                "rack_gpu_temp_peak_c", "economizer_fraction")
 
@@ -98,7 +107,9 @@ class HallThermal(Component):
                 geom = replace(geom, cooling_supply_temp_c=np.full(geom.n_cooling, self.cs.supply_setpoint_c))
             active = np.ones(len(hall.cooling_units), bool)
             if self.physical:
-                family = RecirculationFamily(geom, self.rack_airflow_m3_s[idx], cooling_active=active)
+                derive = self._buoyant_deriver(geom, idx)
+                family = RecirculationFamily(geom, self.rack_airflow_m3_s[idx], cooling_active=active,
+                                             derive=derive)
                 model = family.model(self.rack_airflow_m3_s[idx])
             else:
                 family = None
@@ -109,7 +120,8 @@ class HallThermal(Component):
             hm = HallModel(idx=idx, geom=geom, units=[c.name for c in hall.cooling_units],
                            active=active, model=model, models={tuple(active): model}, first_unit=first,
                            family=family, airflow=self.rack_airflow_m3_s[idx].copy(),
-                           unit_load_w=np.zeros(len(hall.cooling_units)))
+                           unit_load_w=np.zeros(len(hall.cooling_units)),
+                           derive=derive if self.physical else None)
             if self.physical:
                 hm.masses = hall_events.ThermalMasses.of(
                     len(idx), thermal.hall_air_volume_m3(geom), geom.cooling_airflow_m3_s,
@@ -177,6 +189,11 @@ class HallThermal(Component):
                 hall.models[key] = None
             elif self.physical and hall.active.all():
                 hall.models[key] = hall.family.model(hall.airflow)
+            elif hall.derive is not None:
+                try:
+                    hall.models[key] = hall.derive(hall.airflow, hall.active)
+                except thermal.NoSteadyStateError:
+                    hall.models[key] = None
             else:
                 try:
                     hall.models[key] = thermal.inlet_model(hall.geom, hall.airflow if self.physical
@@ -221,11 +238,27 @@ class HallThermal(Component):
             u = self.halls[ev.hall].units.index(ev.unit)
             yield from self._fault(ev.hall, u, ev.duration_s)
             return
+        yield from self.power_transfer(ev.duration_s, "dated power transfer")
+
+    def power_transfer(self, duration_s: float, cause: str):
+        """The cooling plant loses the utility for ``duration_s`` [s] (a dated power transfer
+        or a utility outage of :class:`twin.sim.grid.Grid`): the chillers stop and restart
+        ``plant.restart_delay_s`` after power is back on the generator or the utility (their
+        controls re-run the compressor start sequence and anti-recycle timers: about 30 min in
+        reported outages); the CRAH fans stop until the generator picks them up unless they are
+        on UPS; pumps on UPS keep the stored chilled water moving, so the coils draw on it
+        while the chillers are off. The hall's thermal state is carried through (physical
+        model; the legacy model has no plant)."""
+        if not self.physical:
+            return
         pl = self.cs.plant
         gen_s = self.s.site.power.generator_start_s
-        self.chiller_available_s = self.env.now + max(ev.duration_s, gen_s) + pl.restart_delay_s
-        self.e.log("cooling_power_transfer", "plant", f"chiller back after {(self.chiller_available_s - self.env.now) / 60:.0f} min; "
-                   f"CRAH fans {'on UPS' if pl.fans_on_ups else f'off for {gen_s:.0f} s'}")
+        back_s = self.env.now + min(duration_s, gen_s) + pl.restart_delay_s
+        self.chiller_available_s = max(self.chiller_available_s, back_s)
+        self.e.log("cooling_power_transfer", "plant", f"{cause}: chiller back after "
+                   f"{(self.chiller_available_s - self.env.now) / 60:.0f} min; "
+                   f"CRAH fans {'on UPS' if pl.fans_on_ups else f'off for {min(duration_s, gen_s):.0f} s'}")
+        gen_s = min(duration_s, gen_s)
         if pl.fans_on_ups:
             for hall in self.halls:
                 self._begin_dynamic(hall, pl.restart_delay_s)
@@ -238,10 +271,34 @@ class HallThermal(Component):
                     self.set_unit(h, u, False)
         yield self.env.timeout(gen_s)
         for h, was in enumerate(saved):
-            for u in np.flatnonzero(was):
-                self.set_unit(h, int(u), True)
+            for k in np.flatnonzero(was):
+                self.set_unit(h, int(k), True)
 
     # ------------------------------------------------------------------ physical model
+    def _buoyant_deriver(self, geom, idx: np.ndarray):
+        """``recirculation: buoyant``: a function (rack airflow, running units) -> the inlet
+        model of the converged layered Boussinesq field (:func:`twin.thermal.buoyancy.
+        buoyant_inlet_model`) on ``buoyant_layers`` layers of cells of at least
+        ``buoyant_cell_m``, at the rack heat of that airflow state (the fan law's speed
+        fraction of the racks' design heat, airflow / full airflow x design heat). It is called
+        once per airflow knot and running-unit set (the family and the model cache keep the
+        result). None for the plan-view model."""
+        cs = self.cs
+        if not self.physical or cs.recirculation != "buoyant":
+            return None
+        from twin.thermal.buoyancy import buoyant_inlet_model
+
+        g_b = replace(geom, n_layers=max(int(geom.n_layers), cs.buoyant_layers),
+                      cell_m=max(float(geom.cell_m), cs.buoyant_cell_m))
+        node = self.plant.node
+        v_full = self.rack_airflow_m3_s[idx]
+        heat_full = (node.gpu_count * node.gpu_tdp_w + node.host_active_w) * v_full / node.airflow_m3_s_at_max
+
+        def derive(rack_airflow_m3_s, cooling_active=None):
+            v = np.asarray(rack_airflow_m3_s, float)
+            return buoyant_inlet_model(g_b, heat_full * v / v_full, v, cooling_active)
+        return derive
+
     def _gpu_kwargs(self, hall: HallModel) -> dict:
         p, st = self.plant, self.state
         gpu_w = power.gpu_power_w(st.node_phase, self.e.power.gpu_cap_w, gpu_tdp_w=p.node_param("gpu_tdp_w"),
@@ -249,7 +306,8 @@ class HallThermal(Component):
         return {"gpu_power_w": np.maximum.reduceat(gpu_w, p.rack_first_node)[hall.idx],
                 "gpu_thermal_resistance_k_per_w": _of_racks(p, "gpu_thermal_resistance_k_per_w", hall.idx),
                 "slowdown_c": _of_racks(p, "gpu_slowdown_c", hall.idx),
-                "shutdown_c": _of_racks(p, "gpu_shutdown_c", hall.idx)}
+                "shutdown_c": _of_racks(p, "gpu_shutdown_c", hall.idx),
+                "inlet_shutdown_c": thermal.SERVER_INLET_SHUTDOWN_C}
 
     def _plant_kwargs(self, hall: HallModel) -> dict:
         pl = self.cs.plant
@@ -259,7 +317,36 @@ class HallThermal(Component):
                 "chiller_capacity_w": cap, "chiller_available_s": self.chiller_available_s}
 
     def _heat(self, hall: HallModel) -> np.ndarray:
-        return self.e.sampler.last_rack_power_w()[hall.idx]
+        return self.e.sampler.last_rack_power_w()[hall.idx] * ~self.state.rack_thermal_off[hall.idx]
+
+    # ------------------------------------------------------------------ rack protection
+    def protect_racks(self, inlet_c: np.ndarray) -> None:
+        """The servers' own protection, in both cooling models: a running rack whose inlet
+        reaches :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C` (43 C, below the 45 C ceiling of
+        :mod:`twin.invariants`) shuts down; its jobs are interrupted and its power and heat
+        go. Called by the sampler with the inlets of every rack [degC (R,)]; the physical
+        model also shuts racks between samples, at the step their inlet crosses the limit."""
+        hot = self.state.rack_on & (np.asarray(inlet_c, float) >= thermal.SERVER_INLET_SHUTDOWN_C)
+        if hot.any():
+            self._shut_racks(np.flatnonzero(hot), np.asarray(inlet_c, float))
+
+    def _shut_racks(self, racks: np.ndarray, inlet_c: np.ndarray) -> None:
+        """Shut ``racks`` down (one ``rack_thermal_shutdown`` event each, with the inlet
+        [degC (R,)] that tripped it); operators restart them an hour later (if the room is
+        still hot they trip again)."""
+        st, p, e = self.state, self.plant, self.e
+        st.rack_thermal_off[racks] = True
+        for r in racks:
+            e.log("rack_thermal_shutdown", p.rack_names[r], f"inlet {inlet_c[r]:.1f} C reached the servers' "
+                  f"{thermal.SERVER_INLET_SHUTDOWN_C:g} C protection: rack shut down")
+        e.jobs.interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), "rack inlet protection")
+        self.env.process(self._rack_restart(racks))
+
+    def _rack_restart(self, racks: np.ndarray):
+        yield self.env.timeout(H)      # operators let the room recover, then power the rack up
+        self.state.rack_thermal_off[racks] = False
+        self.e.log("rack_thermal_restart", f"{len(racks)} racks", "")
+        self.e.scheduler.schedule()
 
     def _begin_dynamic(self, hall: HallModel, hold_s: float) -> None:
         """Make the hall carry its thermal state from now for ``hold_s`` plus the time the
@@ -310,6 +397,12 @@ class HallThermal(Component):
         hall.peak_gpu_c = np.fmax(hall.peak_gpu_c, seg.max_gpu_temp_c) if hall.peak_gpu_c is not None \
             else seg.max_gpu_temp_c
         hall.last_inlet_c = seg.inlet_temp_c
+        tripped = hall.idx[~seg.state.rack_on & self.state.rack_on[hall.idx] & (seg.max_inlet_temp_c
+                                                                                  >= thermal.SERVER_INLET_SHUTDOWN_C)]
+        if tripped.size:                 # shut down by their inlet protection within the segment
+            inlet = np.zeros(self.plant.n_racks)
+            inlet[hall.idx] = seg.max_inlet_temp_c
+            self._shut_racks(tripped, inlet)
 
     def _outlook(self, hall: HallModel, dur: float) -> str:
         """A look ahead from the hall's current state (not a fresh steady state): the fault

@@ -23,7 +23,8 @@ class RackState(IntEnum):
     OFF         delivered, not powered (power plan, shed)
     BURN_IN     powered, acceptance tests running
     IN_SERVICE  powered, burned in
-    FAULTED     its breaker tripped or its feed was lost (no power although admitted)
+    FAULTED     its breaker tripped, its feed was lost, or its servers shut themselves down
+                on a hot inlet (no power although admitted)
     """
 
     ABSENT = -1
@@ -57,6 +58,7 @@ class ClusterState:
     rack_powered: np.ndarray = field(init=False)     # admitted by the power plan
     rack_tripped: np.ndarray = field(init=False)     # its RPP breaker is open
     rack_unfed: np.ndarray = field(init=False)       # lost its feed(s) and no survivor held
+    rack_thermal_off: np.ndarray = field(init=False)  # its servers shut down on a hot inlet
     rack_ready: np.ndarray = field(init=False)       # burn-in passed
     rack_on_since: np.ndarray = field(init=False)    # time it was powered on [s]
     rack_inlet_c: np.ndarray = field(init=False)     # last sampled inlet temperature [degC]
@@ -78,6 +80,7 @@ class ClusterState:
         self.rack_powered = np.zeros(R, bool)
         self.rack_tripped = np.zeros(R, bool)
         self.rack_unfed = np.zeros(R, bool)
+        self.rack_thermal_off = np.zeros(R, bool)
         self.rack_ready = np.zeros(R, bool)
         self.rack_on_since = np.full(R, np.inf)
         self.rack_inlet_c = np.zeros(R)
@@ -94,8 +97,9 @@ class ClusterState:
     # ---------------------------------------------------------------- derived
     @property
     def rack_on(self) -> np.ndarray:
-        """Racks with power: admitted, breaker closed, fed [bool (R,)]."""
-        return self.rack_powered & ~self.rack_tripped & ~self.rack_unfed
+        """Racks with power: admitted, breaker closed, fed, not shut down by their own
+        inlet protection [bool (R,)]."""
+        return self.rack_powered & ~self.rack_tripped & ~self.rack_unfed & ~self.rack_thermal_off
 
     @property
     def node_up(self) -> np.ndarray:
@@ -124,7 +128,7 @@ class ClusterState:
     @property
     def rack_state(self) -> np.ndarray:
         """Rack state codes [RackState, int8 (R,)]."""
-        faulted = (self.rack_tripped | self.rack_unfed) & self.rack_powered
+        faulted = (self.rack_tripped | self.rack_unfed | self.rack_thermal_off) & self.rack_powered
         code = np.where(self.rack_powered, np.where(self.rack_ready, RackState.IN_SERVICE, RackState.BURN_IN),
                         np.where(self.rack_delivered, RackState.OFF, RackState.ABSENT))
         return np.where(faulted, RackState.FAULTED, code).astype(np.int8)

@@ -20,6 +20,7 @@ rack (exhaust = inlet + Q / (rho cp V)) and the recirculation use the same airfl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,13 +47,16 @@ class RecirculationFamily:
     scales: airflow scales at which D is derived exactly (default eight from 0.3 to 1.0,
     spanning minimum to full fan speed); cooling_active (C,) bool. ``model(V)`` returns the
     interpolated model for rack airflows V, at the mean scale of V over V_0 (clipped to the
-    range of scales).
+    range of scales). ``derive(V)``: how a knot's exact model is derived (default
+    :func:`inlet_model` of the geometry; :func:`twin.thermal.buoyancy.buoyant_inlet_model`
+    on a layered grid gives the buoyant field's D at each knot).
     """
 
     geometry: HallGeometry
     nominal_rack_airflow_m3_s: np.ndarray
     scales: tuple = tuple(np.round(np.linspace(0.3, 1.0, 8), 3))
     cooling_active: np.ndarray | None = None
+    derive: Callable[[np.ndarray], InletModel] | None = None
     _models: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
@@ -60,8 +64,21 @@ class RecirculationFamily:
             np.asarray(self.nominal_rack_airflow_m3_s, float), (self.geometry.n_racks,)).copy()
         self.scales = tuple(sorted(float(s) for s in self.scales))
         if not self._models:
-            self._models = [inlet_model(self.geometry, s * self.nominal_rack_airflow_m3_s, self.cooling_active)
-                            for s in self.scales]
+            self._models = [None] * len(self.scales)
+
+    def exact(self, k: int) -> InletModel:
+        """The model derived exactly at scale ``scales[k]`` (derived on first use, then kept:
+        a run visits only the few airflow states its loads produce)."""
+        if self._models[k] is None:
+            v = self.scales[k] * self.nominal_rack_airflow_m3_s
+            self._models[k] = (self.derive(v) if self.derive is not None
+                               else inlet_model(self.geometry, v, self.cooling_active))
+        return self._models[k]
+
+    @property
+    def derived(self) -> int:
+        """How many scales have been derived so far."""
+        return sum(m is not None for m in self._models)
 
     def scale_of(self, rack_airflow_m3_s) -> float:
         """Mean airflow scale of V over the nominal airflow [-]."""
@@ -82,12 +99,18 @@ class RecirculationFamily:
         s_c = float(np.clip(s, sc[0], sc[-1]))
         k = int(np.clip(np.searchsorted(sc, s_c) - 1, 0, max(len(sc) - 2, 0)))
         if len(sc) == 1:
-            a = b = self._models[0]
+            a = b = self.exact(0)
             w, sa, sb = 0.0, sc[0], sc[0]
         else:
-            a, b = self._models[k], self._models[k + 1]
             sa, sb = sc[k], sc[k + 1]
             w = (s_c - sa) / (sb - sa)
+            # at a derived scale the other end is not needed (its weight is zero)
+            if w <= 0.0:
+                a = b = self.exact(k)
+            elif w >= 1.0:
+                a = b = self.exact(k + 1)
+            else:
+                a, b = self.exact(k), self.exact(k + 1)
 
         def mix(xa, xb):
             return (1 - w) * xa + w * xb

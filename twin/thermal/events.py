@@ -303,6 +303,7 @@ def advance(
     slowdown_c: float = GPU_SLOWDOWN_C,
     shutdown_c: float = GPU_SHUTDOWN_C,
     limit_c: float = ASHRAE_ALLOWABLE_C["A1"][1],
+    inlet_shutdown_c: float = np.inf,
     step_s: float = 10.0,
     operator: _Operator | None = None,
 ) -> FaultSegment:
@@ -320,7 +321,9 @@ def advance(
     runs (a restart delay after a power transfer: set it to transfer time + delay).
     gpu_power_w (R,) [W] and gpu_thermal_resistance_k_per_w (R,) [K/W]: one typical GPU
     per rack at full clocks (omit: no throttling, GPU times inf). limit_c: inlet limit
-    (ASHRAE A1 allowable, 32 C). step_s: largest step [s]. operator: a cached
+    (ASHRAE A1 allowable, 32 C). inlet_shutdown_c: a rack whose inlet reaches it shuts
+    down for the rest of the segment (the servers' own protection,
+    :data:`twin.thermal.properties.SERVER_INLET_SHUTDOWN_C`; inf = none). step_s: largest step [s]. operator: a cached
     ``_operator(model, masses, airflow, step_s)`` for speed.
     """
     q_full = np.asarray(rack_heat_w, float)
@@ -376,6 +379,7 @@ def advance(
     if throttle:
         f = throttled_clock_fraction(z, r_th * p_gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c)
         on &= f > 0
+    on &= z < inlet_shutdown_c
     gpu = z + r_th * p_gpu * np.where(on, np.maximum(f, HW_SLOWDOWN_CLOCK_FRACTION), 0.0)
     max_in, max_gpu = z.copy(), gpu.copy()
     t_lim = np.full(n_r, np.inf)
@@ -393,6 +397,7 @@ def advance(
         if throttle:
             f = throttled_clock_fraction(z, r_th * p_gpu, slowdown_c=slowdown_c, shutdown_c=shutdown_c)
             on &= f > 0
+        on &= z < inlet_shutdown_c
         q = q_full * ((1.0 - a_gpu) + a_gpu * f) * on
         x_prev = x
         x = p_mat @ x + k_q @ (h * q / c_it)

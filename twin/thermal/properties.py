@@ -58,6 +58,16 @@ GPU_SLOWDOWN_C = 87.0
 GPU_HW_SLOWDOWN_C = 89.0
 GPU_SHUTDOWN_C = 92.0
 
+SERVER_INLET_SHUTDOWN_C = 43.0
+"""Inlet temperature at which a server's own protection shuts it down [C].
+
+Dell's enclosure fan-controller firmware reads the air inlet every 5 s and shuts the system
+down at 43 C (PowerEdge C8000 Owner's Manual, Table 5-6, "Enclosure Air Inlet Temperature
+Threshold Settings": 38 C warning, 41 C upper critical, 43 C shutdown); PowerEdge iDRAC
+sensors warn at 42 C and are critical at 47 C (fresh-air limits 40/45 C plus 2 K of sensor
+margin). 43 C lies below the ASHRAE A4 allowable ceiling of 45 C that
+:data:`twin.invariants.INLET_CEILING_C` checks, so protected racks stop before it."""
+
 HW_SLOWDOWN_CLOCK_FRACTION = 0.5
 """Clock fraction while NVIDIA's hardware slowdown is asserted.
 
