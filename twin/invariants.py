@@ -8,9 +8,11 @@ A warning does not stop a run: it says which number cannot be trusted and why.
   sum of the rack powers; the energy KPIs are the integrals of those series.
 - **non-negative energies**: no power, loss or energy below zero.
 - **temperature ceilings**: a powered rack's inlet stays within the ASHRAE A4 allowable
-  envelope (45 C), beyond which every air-cooled server class is out of specification and
-  real servers shut themselves down; a GPU stays below :data:`GPU_TEMP_CEILING_C`. A run
-  that keeps racks powered beyond these is outside what the model describes.
+  envelope (45 C), beyond which every air-cooled server class is out of specification; a
+  GPU stays below :data:`GPU_TEMP_CEILING_C`. The engine's racks shut themselves down at
+  :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C` (43 C) and GPUs at their shutdown
+  temperature, so a warning here means a protection did not act and the run is outside
+  what the model describes.
 - **accounting**: busy <= healthy <= powered <= installed GPUs; nodes in repair <= nodes
   failed; spares in stock >= 0; every detected failure is repaired or still open at the end.
 
