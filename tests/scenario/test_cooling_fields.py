@@ -21,10 +21,21 @@ def problems_of(data):
 
 
 def test_defaults_are_the_legacy_model():
-    s = validate_data(copy.deepcopy(BASE), "x.yaml")
-    cs = s.site.cooling_system
+    data = copy.deepcopy(BASE)
+    del data["site"]["cooling_system"]          # the schema's defaults, not the shipped choice
+    cs = validate_data(data, "x.yaml").site.cooling_system
     assert cs.model == "legacy" and cs.weather_file is None and cs.plant.capacity_kw is None
-    assert cs.rack_airflow == "fixed" and cs.events == []
+    assert cs.rack_airflow == "fixed" and cs.events == [] and cs.recirculation == "plan_view"
+
+
+@pytest.mark.parametrize("name", ["blue_vela.yaml", "vela.yaml", "lenovo_small.yaml", "lenovo_large.yaml",
+                                  "sites/existing_hall.yaml", "sites/new_build_hall.yaml",
+                                  "sites/colo_hydro_hall.yaml"])
+def test_shipped_scenarios_run_the_physical_model(name):
+    from twin.scenario import load_scenario
+
+    cs = load_scenario(ROOT / "scenarios" / name).site.cooling_system
+    assert (cs.model, cs.rack_airflow, cs.recirculation) == ("physical", "fan_model", "buoyant")
 
 
 def test_weather_file_and_physical_model_validate():
