@@ -165,14 +165,25 @@ def test_the_stream_fills_what_the_fixed_jobs_leave_idle(blue_vela_stream_full, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage,late", [(1, "2024-04-14"), (2, "2024-07-01"), (3, "2024-10-01")])
-def test_every_late_stage_costs_busy_gpu_hours_and_tokens(blue_vela_stream_full, scenarios_dir_module,
-                                                          stage, late):
-    """The ramp question on the default: a 30-day slip of any power stage leaves delivered GPUs
-    dark while work waits in the queue, so it costs busy GPU-hours and tokens (same seed, same
-    job stream: arrivals follow the delivered GPUs, not the powered ones)."""
-    _, r = blue_vela_stream_full
+def test_every_late_stage_costs_busy_gpu_hours(blue_vela_stream_full, scenarios_dir_module, stage, late):
+    """The ramp question on the default: while a power stage is 30 days late, the GPUs it
+    would have powered stay dark and the queue has work for them, so at least half of the
+    healthy GPU-hours the slip withholds in that window are busy GPU-hours lost (same seed,
+    same job stream: arrivals follow the delivered GPUs, not the powered ones). Over the
+    whole run the loss is noisier: the packing of whole-node jobs varies by about a point
+    of utilization between runs (notebooks/02_power_plan.ipynb pairs seeds for it)."""
+    s0, r = blue_vela_stream_full
     s = load_scenario(scenarios_dir_module / "blue_vela.yaml",
                       ["simulation.sample_interval_s=21600", f"site.power.plan.{stage}.date={late}"])
     rs = Engine(s).run()
-    assert rs.kpis["gpu_hours_busy"] < 0.99 * r.kpis["gpu_hours_busy"]
-    assert rs.kpis["tokens_total"] < r.kpis["tokens_total"]
+    t = r.dataset.time.values
+    d = np.datetime64(s0.site.power.plan[stage].date.isoformat())
+    w = (t >= d) & (t < d + np.timedelta64(30, "D"))
+    dt_h = s.simulation.sample_interval_s / 3600.0
+
+    def window(res, name):
+        return float(res.dataset[name].values[w].astype(float).sum()) * dt_h
+    withheld = window(r, "gpus_healthy") - window(rs, "gpus_healthy")
+    lost = window(r, "gpus_busy") - window(rs, "gpus_busy")
+    assert withheld > 20_000                     # GPU-h: racks the stage would have powered
+    assert lost > 0.5 * withheld, (withheld, lost)

@@ -139,6 +139,10 @@ class Scheduler:
         self.first_shadow: dict[int, float] = {}    # job -> shadow time of its first reservation
         self.last_backfill_s = -math.inf
         self.wake_s = math.inf        # call decide() again then (a backfill scan was deferred)
+        # resources only grow when a job gives its GPUs back or a node turns healthy: a head
+        # job that did not fit at freed-version v does not fit while the version is v
+        self.freed = 0
+        self.head_misfit: tuple[_Job, int] | None = None
         self.preempted_gpu_s = 0.0
 
     # ------------------------------------------------------------------ API
@@ -179,6 +183,7 @@ class Scheduler:
         self._unindex(node)
         self.healthy[node] = healthy
         self._index(node)
+        self.freed += 1
         self.reservation = None
         return sorted(self.node_jobs[node])
 
@@ -264,7 +269,13 @@ class Scheduler:
             if job.hold_s >= now_s:
                 continue
             if head is None:
-                alloc = self._place(job) if self.free_gpus >= job.gpus else None
+                if (self.free_gpus < job.gpus or (job.whole and job.n_nodes > self.n_full)
+                        or self.head_misfit == (job, self.freed)):
+                    alloc = None
+                else:
+                    alloc = self._place(job)
+                    if alloc is None:
+                        self.head_misfit = (job, self.freed)
                 if alloc is None and c.preemption and self.queues[job.q].preemptive:
                     pre = self._preempt_for(job, now_s)
                     if pre:
@@ -344,7 +355,9 @@ class Scheduler:
         for q in range(len(self.queues)):
             if not self.n_pending[q]:
                 continue
-            if self.dead[q] > 64 and self.dead[q] > self.n_pending[q]:
+            # compact once the dead entries outnumber the pending ones, or the ones a backfill
+            # scan walks (the scans start jobs near the front, so the dead pile up there)
+            if self.dead[q] > 64 and self.dead[q] > min(self.n_pending[q], 4 * self.config.backfill_depth):
                 self._compact(q)
             if self.config.order == "fifo":
                 lst = self.fifo[q]
@@ -480,16 +493,19 @@ class Scheduler:
             self.node_jobs[node].add(job.id)
 
     def _give(self, job: _Job) -> None:
+        self.freed += 1
         for node, g in job.alloc:
             self._move(node, g)
             self.node_jobs[node].discard(job.id)
 
     def _give_back(self, alloc: list[tuple[int, int]], free: list[int], full: list[set[int]],
-                   partial: list[set[int]]) -> None:
+                   partial: list[set[int]]) -> int:
         """Return ``alloc``'s GPUs to hypothetical pools (copies of ``free``, ``full`` and
         ``partial``), as a reservation or a preemption plan does before it tries a
-        placement; unhealthy nodes stay out, as in :meth:`_move`."""
+        placement; unhealthy nodes stay out, as in :meth:`_move`. Returns the number of
+        nodes that became fully free."""
         gpn = self.gpn
+        became_full = 0
         for node, g in alloc:
             if not self.healthy[node]:
                 continue
@@ -501,8 +517,10 @@ class Scheduler:
             free[node] = f + g
             if free[node] == gpn:
                 full[self.node_su[node]].add(node)
+                became_full += 1
             else:
                 partial[free[node]].add(node)
+        return became_full
 
     # ------------------------------------------------------------------ placement
     def _units_in_order(self, counts: np.ndarray, need: int) -> list[int] | None:
@@ -631,12 +649,21 @@ class Scheduler:
         full = [set(s) for s in self.full]
         partial = [set(s) for s in self.partial]
         shadow, alloc = math.inf, None
+        n_full = self.n_full          # fully free healthy nodes of the hypothetical pool
+        need, gpus, gpn = job.n_nodes, job.gpus, self.gpn
         while heap:
             t, _, other = heapq.heappop(heap)
             if other.state != "running" or t != other.end_est:
                 continue
-            self._give_back(other.alloc, free, full, partial)
+            n_full += self._give_back(other.alloc, free, full, partial)
             if heap and heap[0][0] == t:
+                continue
+            # place only once it can fit (a whole-node job needs that many fully free nodes,
+            # a shared-node one a node with enough free GPUs): _place fails exactly then
+            if job.whole:
+                if n_full < need:
+                    continue
+            elif not n_full and not any(partial[k] for k in range(gpus, gpn)):
                 continue
             alloc = self._place(job, full=full, partial=partial)
             if alloc is not None:
