@@ -99,16 +99,23 @@ def _validate_tolerant(data: dict) -> Scenario:
     return Scenario.model_validate(data)
 
 
-def rack_design_airflow_m3_s(scenario: Scenario, plant) -> np.ndarray:
-    """Airflow of every rack at full fan speed [m3/s (R,)]: its node model's fans times
-    its node count (the engine's design airflow, ``twin.sim.hall_thermal``)."""
-    return np.broadcast_to(plant.rack_param("airflow_m3_s_at_max") * plant.rack_nodes, (plant.n_racks,)).astype(float)
+def _one_or_each(values, n: int) -> float | np.ndarray:
+    v = np.broadcast_to(np.asarray(values, float), (n,))
+    return float(v[0]) if n and np.all(v == v[0]) else v.copy()
 
 
-def rack_design_power_w(scenario: Scenario, plant) -> np.ndarray:
-    """Worst-case admission power of every rack [W (R,)] (``Plant.rack_worst_case_w``:
-    each rack's node model and count, the value the engine admits racks by)."""
-    return np.broadcast_to(plant.rack_worst_case_w(), (plant.n_racks,)).astype(float)
+def rack_design_airflow_m3_s(scenario: Scenario, plant) -> float | np.ndarray:
+    """Airflow of a rack at full fan speed [m3/s]: its node model's fans times its node
+    count (the engine's design airflow, ``twin.sim.hall_thermal``); one float when every
+    rack is alike, else one per rack (R,)."""
+    return _one_or_each(plant.rack_param("airflow_m3_s_at_max") * plant.rack_nodes, plant.n_racks)
+
+
+def rack_design_power_w(scenario: Scenario, plant) -> float | np.ndarray:
+    """Worst-case admission power of a rack [W] (``Plant.rack_worst_case_w``: its node
+    model and count, the value the engine admits racks by); one float when every rack is
+    alike, else one per rack (R,)."""
+    return _one_or_each(plant.rack_worst_case_w(), plant.n_racks)
 
 
 # --------------------------------------------------------------------------- reading a run
@@ -252,7 +259,7 @@ def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
     """Steady temperature/velocity field of each hall (None where it has no steady state)."""
     from twin import thermal
 
-    airflow = rack_design_airflow_m3_s(scenario, plant)
+    airflow = np.broadcast_to(rack_design_airflow_m3_s(scenario, plant), (plant.n_racks,))
     out: list[xr.Dataset | None] = []
     for h, (geom, idx) in enumerate(hall_geometries(scenario, plant)):
         if not cooling_active[h].any():
@@ -341,7 +348,7 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
 
     p = plant or build_plant(scenario)
     n = p.n_racks
-    heat = (rack_design_power_w(scenario, p).copy() if rack_heat_w is None
+    heat = (np.broadcast_to(rack_design_power_w(scenario, p), (n,)).astype(float) if rack_heat_w is None
             else np.asarray(rack_heat_w, float).reshape(n).copy())
     there = np.ones(n, bool) if installed is None else np.asarray(installed, bool).reshape(n)
     heat[~there] = 0.0
