@@ -57,8 +57,10 @@ def test_run_writes_the_three_files_and_prints_kpis(tmp_path):
     field = again.fields[hall]
     assert {"x_m", "y_m"} <= set(field.coords) and field.temperature.attrs.get("units") in ("C", "degC")
     # the field at the peak sample reproduces the recorded inlet temperatures of that sample
+    # (the run's D comes from the buoyant field on 3 layers, the written field is the hall's
+    # own plan-view solve: within 0.1 K here)
     i = int(ds_peak_index(again))
-    np.testing.assert_allclose(field.rack_inlet_temp.values, again.dataset.rack_inlet_c.values[i], atol=0.05)
+    np.testing.assert_allclose(field.rack_inlet_temp.values, again.dataset.rack_inlet_c.values[i], atol=0.1)
 
 
 @pytest.mark.parametrize("text, path", [

@@ -16,8 +16,10 @@ from twin.invariants import INLET_CEILING_C, check_results
 
 from .conftest import SMALL
 
+# servers without inlet protection (the twin's racks shut down at 43 C and never reach the
+# ceiling; tests/sim/test_cooling_physical.py checks that), so the invariant has work to do
 STARVED = ["simulation.duration_days=2", "site.halls.0.cooling_units.0.airflow_m3_s=0.05",
-           "site.halls.0.cooling_units.1.airflow_m3_s=0.05"]
+           "site.halls.0.cooling_units.1.airflow_m3_s=0.05", "site.cooling_system.server_inlet_shutdown_c=1000"]
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,10 @@ def test_power_plan_caps_powered_racks():
 def test_hot_inlet_throttles_and_slows_training():
     base = run(SMALL, "simulation.duration_days=5", "failures.enabled=false")
     starved = [f"site.halls.0.cooling_units.{u}.{k}" for u in (0, 1) for k in ("supply_temp_c=32", "airflow_m3_s=0.3")]
-    hot = run(SMALL, "simulation.duration_days=5", "failures.enabled=false", *starved)
+    # servers without inlet protection: the H100 NVL's 44 K die rise reaches its 87 C
+    # slowdown only at a 43 C inlet, where a protected server shuts down first
+    hot = run(SMALL, "simulation.duration_days=5", "failures.enabled=false", *starved,
+              "site.cooling_system.server_inlet_shutdown_c=1000")
     assert hot.kpis["max_rack_inlet_c"] > base.kpis["max_rack_inlet_c"] + 10
     assert hot.dataset.throttle_fraction.max() > 0
     assert base.dataset.throttle_fraction.max() == 0
@@ -216,8 +219,8 @@ def test_power_cap_admits_more_racks_and_slows_each_gpu():
 
 
 def test_cooling_fault_heats_inlets_and_reports_its_transient():
-    fault = ["simulation.duration_days=14", "failures.enabled=false",
-             "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0"]
+    fault = ["simulation.duration_days=14", "failures.enabled=false", "site.cooling_system.model=legacy",
+             "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0"]   # legacy transient
     units = ",".join(f"{{time: '2024-01-13T00:00:00', unit: crah_w{k}, duration_s: 43200}}" for k in (1, 2, 3, 4))
     base = run(BV, *fault)
     hot = run(BV, *fault, f"site.cooling_faults.events=[{units}]")
@@ -237,7 +240,7 @@ def test_losing_every_cooling_unit_shuts_gpus_down_instead_of_crashing():
               f"site.cooling_faults.events=[{units}]")
     ev = res.events
     assert (ev.kind == "cooling_fault").sum() == 2
-    assert (ev.kind == "thermal_shutdown").any()              # hot GPUs drop ...
+    assert ev.kind.isin(["thermal_shutdown", "rack_thermal_shutdown"]).any()   # hot racks drop ...
     assert (ev.kind == "job_interrupted").any()               # ... and take the job with them
     t = res.dataset.time.values
     during = (t > np.datetime64("2025-01-08T00:05")) & (t < np.datetime64("2025-01-08T02:00"))

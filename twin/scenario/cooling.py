@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twin.thermal.properties import SERVER_INLET_SHUTDOWN_C
+
 __all__ = ["ChilledWaterPlant", "CoolingSystem", "CrahFans", "CoolingSystemEvent", "cooling_problems"]
 
 _Pos = Annotated[float, Field(gt=0)]
@@ -97,6 +99,10 @@ class CoolingSystem(_Model):
     buoyant_cell_m: _Pos = Field(
         0.6, description="coarsest cell of the buoyant field [m] (the hall's cell_m if larger); 0.6 m is "
                          "within 0.5 K of 0.3 m on Blue Vela's open hall")
+    server_inlet_shutdown_c: Annotated[float, Field(gt=0, le=1000)] = Field(
+        SERVER_INLET_SHUTDOWN_C, description="inlet at which a rack's servers shut themselves down [C] (Dell PowerEdge "
+                          "enclosure firmware: 43 C); a value above any reachable inlet models servers "
+                          "without that protection")
     events: list[CoolingSystemEvent] = []
 
 

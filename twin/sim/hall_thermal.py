@@ -307,7 +307,7 @@ class HallThermal(Component):
                 "gpu_thermal_resistance_k_per_w": _of_racks(p, "gpu_thermal_resistance_k_per_w", hall.idx),
                 "slowdown_c": _of_racks(p, "gpu_slowdown_c", hall.idx),
                 "shutdown_c": _of_racks(p, "gpu_shutdown_c", hall.idx),
-                "inlet_shutdown_c": thermal.SERVER_INLET_SHUTDOWN_C}
+                "inlet_shutdown_c": self.cs.server_inlet_shutdown_c}
 
     def _plant_kwargs(self, hall: HallModel) -> dict:
         pl = self.cs.plant
@@ -322,11 +322,12 @@ class HallThermal(Component):
     # ------------------------------------------------------------------ rack protection
     def protect_racks(self, inlet_c: np.ndarray) -> None:
         """The servers' own protection, in both cooling models: a running rack whose inlet
-        reaches :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C` (43 C, below the 45 C ceiling of
+        reaches ``site.cooling_system.server_inlet_shutdown_c`` (default
+        :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C`, 43 C, below the 45 C ceiling of
         :mod:`twin.invariants`) shuts down; its jobs are interrupted and its power and heat
         go. Called by the sampler with the inlets of every rack [degC (R,)]; the physical
         model also shuts racks between samples, at the step their inlet crosses the limit."""
-        hot = self.state.rack_on & (np.asarray(inlet_c, float) >= thermal.SERVER_INLET_SHUTDOWN_C)
+        hot = self.state.rack_on & (np.asarray(inlet_c, float) >= self.cs.server_inlet_shutdown_c)
         if hot.any():
             self._shut_racks(np.flatnonzero(hot), np.asarray(inlet_c, float))
 
@@ -338,7 +339,7 @@ class HallThermal(Component):
         st.rack_thermal_off[racks] = True
         for r in racks:
             e.log("rack_thermal_shutdown", p.rack_names[r], f"inlet {inlet_c[r]:.1f} C reached the servers' "
-                  f"{thermal.SERVER_INLET_SHUTDOWN_C:g} C protection: rack shut down")
+                  f"{self.cs.server_inlet_shutdown_c:g} C protection: rack shut down")
         e.jobs.interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), "rack inlet protection")
         self.env.process(self._rack_restart(racks))
 
@@ -398,7 +399,7 @@ class HallThermal(Component):
             else seg.max_gpu_temp_c
         hall.last_inlet_c = seg.inlet_temp_c
         tripped = hall.idx[~seg.state.rack_on & self.state.rack_on[hall.idx] & (seg.max_inlet_temp_c
-                                                                                  >= thermal.SERVER_INLET_SHUTDOWN_C)]
+                                                                                  >= self.cs.server_inlet_shutdown_c)]
         if tripped.size:                 # shut down by their inlet protection within the segment
             inlet = np.zeros(self.plant.n_racks)
             inlet[hall.idx] = seg.max_inlet_temp_c

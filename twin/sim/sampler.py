@@ -104,8 +104,8 @@ class Sampler(Component):
             self._physics = self.physics()
         ph = self._physics
         st.rack_inlet_c = ph.inlet_c.copy()
-        e.thermal.protect_racks(ph.inlet_c)     # servers shut themselves down on a hot inlet
         up = st.node_up
+        e.thermal.protect_racks(ph.inlet_c)     # servers shut themselves down on a hot inlet
         shut = up & (ph.clock <= 0.0)
         if shut.any():
             e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
