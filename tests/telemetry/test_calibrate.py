@@ -29,7 +29,7 @@ from twin.telemetry.export import write_openmetrics
 
 from .conftest import ROOT
 
-SCENARIO = ROOT / "scenarios" / "blue_vela.yaml"
+SCENARIO = ROOT / "scenarios" / "blue_vela_fixed.yaml"   # idle power is fitted on the nodes its fixed jobs leave idle
 BASE = ["simulation.sample_interval_s=28800"]
 HOT_RACK = "r3-08"
 HOT_K_PER_W = 2.0e-6          # 2 K per MW of hall heat
