@@ -23,9 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def small_run(tmp_path_factory):
-    """lenovo_small over 3 days (30-min samples), saved as a run folder: (path, Results)."""
+    """lenovo_small over 3 days (30-min samples), saved as a run folder: (path, Results).
+
+    It runs the legacy cooling model, the one ``twin replay`` drives (README, known limits), so
+    that a replay of the run's own load can be compared with the run."""
     import twin
-    s = twin.load_scenario(ROOT / "scenarios" / "lenovo_small.yaml", ["simulation.duration_days=3"])
+    s = twin.load_scenario(ROOT / "scenarios" / "lenovo_small.yaml",
+                           ["simulation.duration_days=3", "site.cooling_system.model=legacy"])
     r = twin.simulate(s)
     out = tmp_path_factory.mktemp("run") / "lenovo_small"
     r.save(out)

@@ -12,7 +12,9 @@ from twin.telemetry.export import write_openmetrics
 from .conftest import ROOT
 
 SCENARIO = str(ROOT / "scenarios" / "lenovo_small.yaml")
-SETS = ["--set", "simulation.duration_days=3"]
+# the shipped scenarios run the physical cooling model, which replay does not drive yet
+# (README, known limits): the run and its replay both use the legacy model
+SETS = ["--set", "simulation.duration_days=3", "--set", "site.cooling_system.model=legacy"]
 
 
 def test_replay_of_a_runs_own_load_reproduces_the_run(small_run, tmp_path):

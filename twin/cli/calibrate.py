@@ -80,7 +80,7 @@ def run_calibrate_cli(argv: list[str]) -> int:
     except TelemetryError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    text = scenario_yaml(args.scenario, cal, args.out, [str(m) for m in args.measured])
+    text = scenario_yaml(args.scenario, cal, args.out, [str(m) for m in args.measured], list(args.set or []))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -364,7 +364,12 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
 
     # ---- cooling plant
     cool = _series(cmp, "cooling_power_w", ds)
-    if cool is not None:
+    if cool is not None and scenario.site.cooling_system.model == "physical":
+        # chiller_cop_at_25c and fan_pump_fraction are the legacy model's plant; the physical
+        # model derives its COP from set points and its fan power from the affinity laws
+        out.skipped.append("cooling: the plant fit (chiller COP at 25 C, fan + pump fraction) is the "
+                           "legacy cooling model's; calibrate with --set site.cooling_system.model=legacy")
+    elif cool is not None:
         it = it_meas if it_meas is not None else np.asarray(ds["facility_it_power_w"].values, float)
         heat = it + np.asarray(ds["ups_loss_w"].values, float) + np.asarray(ds["rpp_loss_w"].values, float)
         out_c = pick("outdoor_temp_c")
@@ -472,11 +477,17 @@ def is_event_log(path) -> bool:
     return "kind" in cols and "time" in cols
 
 
-def scenario_yaml(original_path, cal: Calibration, out_path, sources) -> str:
-    """The text of a scenario that ``extends`` the original with the fitted values, commented."""
+def scenario_yaml(original_path, cal: Calibration, out_path, sources, overrides=()) -> str:
+    """The text of a scenario that ``extends`` the original with the fitted values, commented.
+
+    ``overrides``: the ``--set dotted.path=value`` texts the calibration ran with (for example
+    the cooling model); they are written too, since the fit holds only for that scenario."""
     import datetime as dt
+    import json
     import os
     from pathlib import Path
+
+    from twin.scenario.loader import apply_override, parse_override
     rel = os.path.relpath(Path(original_path).resolve(), Path(out_path).resolve().parent)
     lines = [f"# Calibrated by `twin calibrate` on {dt.date.today().isoformat()} from:",
              *[f"#   {s}" for s in sources],
@@ -485,6 +496,14 @@ def scenario_yaml(original_path, cal: Calibration, out_path, sources) -> str:
              f"extends: {rel}"]
     tree: dict = {}
     comments: dict[str, str] = {}
+    unwritten = []
+    for text in overrides:
+        parts, value = parse_override(text)
+        if any(p.lstrip("-").isdigit() for p in parts):   # a list item: extends cannot merge it
+            unwritten.append(text)
+            continue
+        apply_override(tree, parts, value)
+        comments[".".join(parts)] = "set on the command line of the calibration"
     for f in cal.fits:
         if not (f.path and f.identified):
             continue
@@ -502,8 +521,10 @@ def scenario_yaml(original_path, cal: Calibration, out_path, sources) -> str:
             if isinstance(v, dict):
                 lines.append(f"{'  ' * indent}{k}:")
                 emit(v, indent + 1, path)
-            else:
+            elif isinstance(v, float):
                 lines.append(f"{'  ' * indent}{k}: {v:.6g}   # {comments[path]}")
+            else:
+                lines.append(f"{'  ' * indent}{k}: {json.dumps(v)}   # {comments[path]}")
     emit(tree, 0, "")
     rest = [f for f in cal.fits if not (f.path and f.identified)]
     if rest:
@@ -517,4 +538,6 @@ def scenario_yaml(original_path, cal: Calibration, out_path, sources) -> str:
                 lines.append(f"#   {f.name}: {f.note}")
     for s in cal.skipped:
         lines.append(f"# not fitted: {s}")
+    for text in unwritten:
+        lines.append(f"# calibrated with --set {text} (a list item: add it by hand)")
     return "\n".join(lines) + "\n"

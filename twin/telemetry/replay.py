@@ -82,8 +82,9 @@ def replay_dataset(engine, rack_power_w: np.ndarray, t_ns: np.ndarray, dt_s: flo
     from twin.outputs import OUTPUT_BY_NAME
     s, th = engine.s, engine.thermal
     if th.physical:
-        raise TelemetryError("", "", "replay supports the legacy cooling model only "
-                                     "(site.cooling_system.model: physical is not replayed yet)")
+        raise TelemetryError("", "", "replay supports the legacy cooling model only: "
+                                     "site.cooling_system.model: physical is not replayed yet; "
+                                     "replay with --set site.cooling_system.model=legacy")
     rack_w = np.asarray(rack_power_w, float)
     ok = np.isfinite(rack_w).all(axis=1)
     w = np.where(ok[:, None], rack_w, 0.0)
