@@ -198,7 +198,8 @@ class Failures(Component):
 
     def record(self, i: int, rec) -> None:
         st, p = self.state, self.plant
-        rec["nodes_failed"][i] = (~st.node_healthy & st.rack_delivered[p.node_rack]).sum()
+        # failed or in repair (a rail/NIC repair leaves its node healthy but under repair)
+        rec["nodes_failed"][i] = ((~st.node_healthy | st.node_repairing) & st.rack_delivered[p.node_rack]).sum()
         rec["nodes_in_repair"][i] = st.node_repairing.sum()
         rec["spares_in_stock"][i] = sum(pool.level for pool in self.spare_stock.values())
 
