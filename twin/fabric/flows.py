@@ -127,10 +127,10 @@ def fair_share_bandwidths_gbps(
     sw = []
     for j, ld in enumerate(per_job):
         on_nic = (ld.src < lay.n_nodes) | (ld.dst < lay.n_nodes)
-        used = on_nic & (ld.load_gbps > 1e-12)
-        if np.any(used):
+        loaded = on_nic & (ld.load_gbps > 1e-12)
+        if np.any(loaded):
             with np.errstate(divide="ignore"):
-                nic_cap[j] = min(1.0, float(np.min(ld.capacity_gbps[used] / ld.load_gbps[used])))
+                nic_cap[j] = min(1.0, float(np.min(ld.capacity_gbps[loaded] / ld.load_gbps[loaded])))
         sw.append(~on_nic)
     nic_loads = [(ld.load_gbps[~k], ld.capacity_gbps[~k]) for ld, k in zip(per_job, sw, strict=True)]
     per_job_sw = [LinkLoads(ld.src[k], ld.dst[k], ld.load_gbps[k], ld.capacity_gbps[k], ld.names,
@@ -161,8 +161,8 @@ def fair_share_bandwidths_gbps(
         on = vals > 1e-12
         np.minimum.at(worst, job_of[on], share[inv[on]])
         frac = np.minimum(nic_cap, worst)
-    part = np.array([ld.partitioned for ld in per_job])
-    frac = np.where(part, 0.0, np.minimum(frac, alone))
+    partitioned = np.array([ld.partitioned for ld in per_job], bool)
+    frac = np.where(partitioned, 0.0, np.minimum(frac, alone))
     used = np.bincount(inv, weights=vals * frac[job_of], minlength=caps.size)
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(caps > 0, used / caps, 0.0)

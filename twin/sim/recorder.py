@@ -234,8 +234,8 @@ class Recorder:
         from twin.power.tree import PowerFlow
 
         parts = {k: np.concatenate([f[k] for f in self._flows]) for k in self._flows[0]}
-        return PowerFlow(rack_w=None, rack_dropped=None, rpp_w=None, rpp_load_fraction=None,  # type: ignore[arg-type]
-                         rpp_rating_fraction=None, **parts)                                 # type: ignore[arg-type]
+        return PowerFlow(rack_w=None, rack_dropped=None, rpp_w=None, rpp_load_fraction=None,
+                         rpp_rating_fraction=None, **parts)
 
 
 _TIME_PARTS = ("rpp_loss_w", "ups_output_w", "ups_load_fraction", "ups_loss_w", "feed_w", "feed_load_fraction",

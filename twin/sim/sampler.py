@@ -103,6 +103,7 @@ class Sampler(Component):
             self._key = key
             self._physics = self.physics()
         ph = self._physics
+        assert ph is not None
         st.rack_inlet_c = ph.inlet_c.copy()
         up = st.node_up
         e.thermal.protect_racks(ph.inlet_c)     # servers shut themselves down on a hot inlet

@@ -112,9 +112,9 @@ def study_kpis(scenario, results) -> dict[str, float]:
                                                          pw.rpp.rated_100pct, pw.rpp.power_factor))
     if alike or not racks_delivered:
         rpp_racks = np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp) if racks_delivered else [0]
-        rpp_w = np.asarray(rpp_racks) * (float(worst[0]) if racks_delivered else 0.0)
+        rpp_w = np.asarray(rpp_racks, float) * (float(worst[0]) if racks_delivered else 0.0)
     else:
-        rpp_w = np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp, weights=worst)
+        rpp_w = np.asarray(np.bincount(np.arange(racks_delivered) // pw.rpp.racks_per_rpp, weights=worst), float)
     rpp_use = float(np.max(use_fraction(rpp_w, rpp_limit_w)))
     cooling_w = sum(u.capacity_kw for h in s.site.halls for u in h.cooling_units) * 1e3
     econ = s.site.economics

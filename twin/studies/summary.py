@@ -57,7 +57,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[::2], edges[1::2], strict=True))
 
 
-def power_wait(ds, rack_worst_w: float, gpus_per_rack: int) -> dict | None:
+def power_wait(ds, rack_worst_w: float, gpus_per_rack: float) -> dict | None:
     """The stretch with the most GPU-hours of delivered GPUs waiting unpowered, or None.
 
     Returns start/end times, the unpowered and installed GPUs (median over the stretch),
@@ -128,7 +128,7 @@ def run_answer(ds, kpis: dict, scenario=None) -> tuple[str, dict]:
              f"with {human(kpis.get('goodput_fraction'), '1', 'goodput_fraction')} goodput and "
              f"{int(kpis.get('interruptions') or 0):,} job interruptions.")
     pw = None
-    gpus_per_rack = 0
+    gpus_per_rack: float = 0
     if scenario is not None:
         from twin.plant import typical_rack
         rack_worst_w, rack_gpus = typical_rack(scenario)     # the mean rack when racks differ
