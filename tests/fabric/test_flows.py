@@ -193,6 +193,7 @@ def test_vectorised_ecmp_solve_equals_flow_by_flow_hashing(kind_i, n, knob, n_jo
     """The batched, search-based ECMP hashing takes the same draws in the same order as
     a flow-by-flow loop: the fair shares are the loop's (same seed), with and without
     failures, on two- and three-tier fabrics."""
+    import twin.fabric.ecmp as ecmp
     import twin.fabric.routing as routing
 
     g = _random_fabric(kind_i, n, knob, seed)
@@ -205,33 +206,34 @@ def test_vectorised_ecmp_solve_equals_flow_by_flow_hashing(kind_i, n, knob, n_jo
                                            replace=False)] if edges else []
     fast = fair_share_bandwidths_gbps(g, jobs, pattern=pattern, routing="ecmp", seed=seed,
                                       failed_links=failed)
-    saved = routing._hash_counts, routing._cable_excess, routing._batchable
+    saved = ecmp._hash_counts, ecmp._cable_excess, routing._batchable
     try:
-        routing._hash_counts = _flow_by_flow_hash_counts
-        routing._cable_excess = _flow_by_flow_cable_excess
+        ecmp._hash_counts = _flow_by_flow_hash_counts
+        ecmp._cable_excess = _flow_by_flow_cable_excess
         routing._batchable = lambda *a: False
         slow = fair_share_bandwidths_gbps(g, jobs, pattern=pattern, routing="ecmp", seed=seed,
                                           failed_links=failed)
     finally:
-        routing._hash_counts, routing._cable_excess, routing._batchable = saved
+        ecmp._hash_counts, ecmp._cable_excess, routing._batchable = saved
     for key in fast:
         assert np.allclose(fast[key], slow[key], rtol=1e-9, atol=1e-9), key
 
 
 def test_the_1024_node_bench_case_is_the_flow_by_flow_answer():
+    import twin.fabric.ecmp as ecmp
     import twin.fabric.routing as routing
 
     g = build_fabric("rail_optimized", 1024)
     jobs = np.array_split(np.random.default_rng(1).permutation(1024), 20)
     fast = fair_share_bandwidths_gbps(g, jobs, pattern="all_to_all", routing="ecmp")
-    saved = routing._hash_counts, routing._cable_excess, routing._batchable
+    saved = ecmp._hash_counts, ecmp._cable_excess, routing._batchable
     try:
-        routing._hash_counts = _flow_by_flow_hash_counts
-        routing._cable_excess = _flow_by_flow_cable_excess
+        ecmp._hash_counts = _flow_by_flow_hash_counts
+        ecmp._cable_excess = _flow_by_flow_cable_excess
         routing._batchable = lambda *a: False
         slow = fair_share_bandwidths_gbps(g, jobs, pattern="all_to_all", routing="ecmp")
     finally:
-        routing._hash_counts, routing._cable_excess, routing._batchable = saved
+        ecmp._hash_counts, ecmp._cable_excess, routing._batchable = saved
     assert fast["fraction"] == pytest.approx(slow["fraction"], rel=1e-12)
     # hashing costs these jobs a quarter or more of their all-to-all rate
     assert np.all(fast["fraction"] < 0.9) and np.all(fast["fraction"] > 0.3)
