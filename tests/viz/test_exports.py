@@ -136,3 +136,31 @@ def test_jupyter_default_is_the_offline_page(monkeypatch, small_scenario):
     frame = render.page_iframe(snap, 400, 300)
     assert frame.startswith('<iframe srcdoc="') and 'width="400"' in frame
     assert "<script" not in frame and "&lt;script" in frame      # the page is escaped into srcdoc
+
+
+def test_page_export_inside_an_event_loop_fetches_nothing(tmp_path, small_scenario, monkeypatch):
+    """Jupyter runs an event loop; writing the page there must not start trame-vtklocal's
+    download of VTK's WebAssembly (offline it printed a traceback into the notebook)."""
+    import asyncio
+
+    import trame_vtklocal.module.wasm as wasm
+
+    from twin.viz.snapshot import snapshot_from_scenario
+
+    attempts = []
+
+    async def spy(*args, **kwargs):
+        attempts.append(args)
+
+    monkeypatch.setattr(wasm, "setup_wasm_directory", spy)
+    snap = snapshot_from_scenario(small_scenario, "inlet_temp", field=False)
+
+    async def in_a_loop():
+        out = render.export_page(snap, tmp_path / "hall.html")
+        await asyncio.sleep(0.1)       # let a scheduled background task start
+        return out
+
+    out = asyncio.run(in_a_loop())
+    assert out.stat().st_size > 100_000 and "vtk" in out.read_text(encoding="utf-8").lower()
+    assert attempts == []
+    assert wasm.setup_wasm_directory is spy          # put back as it was

@@ -13,6 +13,7 @@ scenario YAML path; a scenario alone is drawn at its design point (see
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import cast
@@ -184,6 +185,31 @@ def _page_overlay(snap: Snapshot) -> str:
             "font-size:11px}</style>")
 
 
+@contextlib.contextmanager
+def _no_wasm_download():
+    """trame-pyvista's exporter enables trame-vtklocal, which schedules a download of VTK's
+    WebAssembly on a running event loop (Jupyter's): offline that prints a traceback into the
+    notebook. The page written here is vtk.js and needs no WebAssembly, so while it is
+    written the download is a no-op."""
+    try:
+        from trame_vtklocal.module import wasm
+    except ImportError:
+        yield
+        return
+    real = getattr(wasm, "setup_wasm_directory", None)
+
+    async def skip(*args, **kwargs):
+        return None
+
+    if real is not None:
+        wasm.setup_wasm_directory = skip
+    try:
+        yield
+    finally:
+        if real is not None:
+            wasm.setup_wasm_directory = real
+
+
 def export_page(snap: Snapshot, out: str | Path, streamlines: bool = True) -> Path:
     """Write an interactive page of the scene (vtk.js through pyvista's trame exporter): one
     self-contained HTML file that works offline (no server, nothing fetched), with the
@@ -205,7 +231,7 @@ def export_page(snap: Snapshot, out: str | Path, streamlines: bool = True) -> Pa
         sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, streamlines=streamlines,
                          bake_colors=True)
         sc.frame_camera(pl, snap.scenario)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _no_wasm_download():
             warnings.simplefilter("ignore")
             trame = getattr(pl, "trame", None)
             buf = trame.export_html(None) if trame is not None and hasattr(trame, "export_html") \
