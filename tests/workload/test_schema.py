@@ -78,12 +78,7 @@ def test_twin_run_reports_a_bad_trace_with_exit_2(tmp_path, capsys, scenarios_di
     """A trace with an unparseable date: `twin run` prints file, line and column and exits 2,
     writing nothing."""
     from twin.cli.main import main
-    path = write_acme(sample_jobs(0.2), tmp_path / "t.csv")
-    lines = path.read_text().splitlines()
-    cells = lines[3].split(",")
-    cells[7] = "yesterday"
-    lines[3] = ",".join(cells)
-    path.write_text("\n".join(lines) + "\n")
+    path = _bad_date_trace(tmp_path)
     out = tmp_path / "run"
     rc = main(["run", str(scenarios_dir / "blue_vela.yaml"), "--out", str(out),
                "--set", "workload.stream=null", "--set", f"workload.trace={{path: {path}, format: acme}}",
