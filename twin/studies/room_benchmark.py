@@ -1,13 +1,19 @@
-"""What a published room benchmark could tell the buoyant air model (issue 12).
+"""Room benchmarks of the buoyant air model (issue 12).
 
-No published table of measured rack-inlet temperatures with its room layout was reachable
-(``docs/validation.md``, cooling section), so the plume coefficient c_b of
-:mod:`twin.thermal.buoyancy` (0.3, from plume theory) is not fitted. This module answers the
-question that decides what such a benchmark must contain: how far do rack inlets move when
-c_b spans its plausible range, against how far they move with the things a benchmark
+**A measured room** (:func:`pod2_comparison`): RISE SICS ICE "POD 2", twelve racks and four
+wall coolers, measured in ten steady configurations of 27-104 kW (layout
+``scenarios/validation/rise_pod2.yaml``; window means ``assets/reference/room_benchmark_pod2_*.csv``,
+from the time series published with the Rafsine lattice-Boltzmann simulator). The twin runs
+on it with its shipped parameters (nothing fitted) and reports its inlet temperatures where
+the pod was measured: the front sensor strips (three heights at four racks) and the
+servers' own inlet sensors (every rack). docs/validation.md gives the errors.
+
+**What a benchmark can tell the plume coefficient** (:func:`plume_coefficient_sensitivity`):
+how far rack inlets move when c_b of :mod:`twin.thermal.buoyancy` (0.3, from plume theory)
+spans its plausible range, against how far they move with the things a benchmark
 reports (cooling air against rack air), in an open and a cold-aisle-contained hall.
 
-The hall is :func:`twin.thermal.row_hall` (rows face to face across cold aisles, perimeter
+The hall there is :func:`twin.thermal.row_hall` (rows face to face across cold aisles, perimeter
 CRAHs feeding a raised floor, layered room), each rack carrying ``rack_heat_w`` at a
 ``rack_delta_t_k`` air temperature rise, V = Q / (rho cp dT)
 (:func:`twin.thermal.rack_airflow_m3_s`). Inlets are the buoyant field's
@@ -18,13 +24,17 @@ temperature [K].
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from twin.thermal import rack_airflow_m3_s, row_hall
-from twin.thermal.buoyancy import buoyant_flow
+from twin.thermal.buoyancy import PLUME_COEFFICIENT, buoyant_flow
+from twin.thermal.geometry import HallGeometry
+from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
-__all__ = ["CoefficientSensitivity", "plume_coefficient_sensitivity"]
+__all__ = ["CoefficientSensitivity", "Pod2Case", "Pod2Comparison", "cooler_airflow_m3_s", "plume_coefficient_sensitivity",
+           "pod2_cases", "pod2_comparison", "pod2_geometry", "pod2_layout", "rack_heat_w"]
 
 LAYOUTS = ("open", "cold_aisle")
 
@@ -86,3 +96,198 @@ def plume_coefficient_sensitivity(airflow_ratios=(0.8, 0.9, 1.1, 1.3),
                 hot[i, j, k] = rise.max()
                 mean[i, j, k] = rise.mean()
     return CoefficientSensitivity(tuple(layouts), ratios, coefs, hot, mean)
+
+
+# --------------------------------------------------------------------------------------
+# The measured room: RISE SICS ICE POD 2 (scenarios/validation/rise_pod2.yaml)
+# --------------------------------------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[2]
+POD2_LAYOUT = _ROOT / "scenarios" / "validation" / "rise_pod2.yaml"
+POD2_DATA = _ROOT / "assets" / "reference"
+RACK_AIRFLOWS = ("fan_law", "strip_balance")
+
+
+def rack_heat_w(server_power_w, it_power_w):
+    """Heat of each rack [W]: its servers' measured power plus an even share of the rest of
+    the measured IT power (network, PSU losses: 6.5-7.5 kW in POD 2 whatever the load),
+    Q_r = P_servers,r + (P_IT - sum P_servers) / R, so that sum Q_r = P_IT (all IT power
+    ends as heat in the room)."""
+    p = np.asarray(server_power_w, float)
+    return p + (float(it_power_w) - p.sum()) / p.size
+
+
+def cooler_airflow_m3_s(cooler_heat_w, return_temp_c, discharge_temp_c, fan_signal_pct):
+    """Airflow of each cooling unit [m3/s] from the coolers' measured heat removal:
+    V_total = Q / (rho cp mean(T_return - T_discharge)) (sensible heat, ASHRAE Handbook -
+    Fundamentals), shared in proportion to each unit's fan signal (fan law, V ~ speed)."""
+    dt = np.asarray(return_temp_c, float) - np.asarray(discharge_temp_c, float)
+    total = float(cooler_heat_w) / (AIR_VOLUMETRIC_HEAT_J_M3_K * dt.mean())
+    sig = np.asarray(fan_signal_pct, float)
+    return total * sig / sig.sum()
+
+
+@dataclass(frozen=True)
+class Pod2Case:
+    """One measured steady configuration of POD 2 (window means; racks 1-12, units 1-4)."""
+
+    name: str
+    it_power_w: float
+    cooler_heat_w: float
+    rack_heat_w: np.ndarray  # (12,)
+    rack_airflow_m3_s: np.ndarray  # (12,)
+    fan_law_airflow_m3_s: np.ndarray  # (12,) server fans' speed law (whatever rack_airflow says)
+    server_inlet_c: np.ndarray  # (12,) mean of each rack's 30 server inlet sensors
+    unit_airflow_m3_s: np.ndarray  # (4,)
+    unit_signal_airflow_m3_s: np.ndarray  # (4,) 2.2 m3/s x fan signal (Rafsine's input), a check
+    unit_discharge_c: np.ndarray  # (4,)
+    strip_rack: np.ndarray  # (4,) rack number of each sensor strip
+    strip_front_c: np.ndarray  # (4, 3) bottom / middle / top at the rack front
+    strip_rear_c: np.ndarray  # (4, 3)
+
+
+def _read_csv(name: str) -> list[dict]:
+    import csv
+    with open(POD2_DATA / f"room_benchmark_pod2_{name}.csv") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def pod2_layout() -> dict:
+    """The pod's layout and grid encoding (scenarios/validation/rise_pod2.yaml)."""
+    import yaml
+    with open(POD2_LAYOUT) as f:
+        return yaml.safe_load(f)
+
+
+def pod2_cases(rack_airflow: str = "fan_law") -> list[Pod2Case]:
+    """The ten measured configurations of POD 2 (five of 2019-10-01: idle, then 6 of the
+    12 racks at ~9 kW in four arrangements; five load steps of 2019-10-02, 27-104 kW).
+
+    ``rack_airflow``: ``"fan_law"`` (default) gives each rack 30 servers x 7.78e-6 m3/s per
+    fan rpm (the fans' datasheet point, flow ~ speed; independent of every temperature);
+    ``"strip_balance"`` scales the fan law per configuration so that the four instrumented
+    racks carry their heat at the measured front-to-back air rise of their sensor strips
+    (bottom and middle sensors), V = Q / (rho cp (T_rear - T_front)).
+    """
+    if rack_airflow not in RACK_AIRFLOWS:
+        raise ValueError(f"rack_airflow must be one of {RACK_AIRFLOWS}, got {rack_airflow!r}")
+    lay = pod2_layout()
+    per_rpm = float(lay["server_fans"]["airflow_m3_s_per_rpm"]) * int(lay["server_fans"]["servers_per_rack"])
+    strips = np.asarray(lay["sensor_strips"]["racks"], int)
+    racks, units = _read_csv("racks"), _read_csv("units")
+    cases = []
+    for c in _read_csv("configs"):
+        name = c["config"]
+        rk = sorted((r for r in racks if r["config"] == name), key=lambda r: int(r["rack"]))
+        un = sorted((u for u in units if u["config"] == name), key=lambda u: int(u["unit"]))
+        col = lambda rows, k: np.array([float(r[k]) for r in rows])  # noqa: E731
+        heat = rack_heat_w(col(rk, "server_power_w"), float(c["it_power_w"]))
+        fan = col(rk, "fan_rpm") * per_rpm
+        by_rack = {int(r["rack"]): r for r in rk}
+        front = np.array([[float(by_rack[s][f"front_{h}_c"]) for h in ("bottom", "middle", "top")] for s in strips])
+        rear = np.array([[float(by_rack[s][f"rear_{h}_c"]) for h in ("bottom", "middle", "top")] for s in strips])
+        airflow = fan
+        if rack_airflow == "strip_balance":
+            i = strips - 1
+            v_meas = heat[i] / (AIR_VOLUMETRIC_HEAT_J_M3_K * (rear[:, :2].mean(1) - front[:, :2].mean(1)))
+            airflow = fan * float(np.mean(v_meas / fan[i]))
+        sig = col(un, "fan_signal_pct")
+        cases.append(Pod2Case(
+            name=name, it_power_w=float(c["it_power_w"]), cooler_heat_w=float(c["cooler_heat_w"]),
+            rack_heat_w=heat, rack_airflow_m3_s=airflow, fan_law_airflow_m3_s=fan,
+            server_inlet_c=col(rk, "server_inlet_c"),
+            unit_airflow_m3_s=cooler_airflow_m3_s(float(c["cooler_heat_w"]), col(un, "return_c"),
+                                                  col(un, "discharge_c"), sig),
+            unit_signal_airflow_m3_s=2.2 * sig / 100.0, unit_discharge_c=col(un, "discharge_c"),
+            strip_rack=strips, strip_front_c=front, strip_rear_c=rear))
+    return cases
+
+
+def pod2_geometry(case: Pod2Case, **overrides) -> HallGeometry:
+    """POD 2 on the twin's layered grid (the encoding of rise_pod2.yaml, ``twin_grid``).
+
+    Racks in rack-number order; each cooling unit draws its return at its footprint (top
+    layer) and blows its airflow at its discharge temperature into the bottom layer
+    through two 0.6 m outlets over its footprint. ``overrides`` replace HallGeometry fields
+    (for sensitivity studies); everything not named keeps its shipped default.
+    """
+    lay = pod2_layout()
+    rk, room, grid = lay["racks"], lay["room"], lay["twin_grid"]
+    centre, intake = {}, {}
+    for row in rk["rows"]:
+        x = 0.5 * (row["x_from_m"] + row["x_to_m"])
+        d = 1.0 if row["intake"] == "+x" else -1.0
+        for k, r in enumerate(row["racks"]):
+            centre[r], intake[r] = (x, (k + 0.5) * rk["width_m"]), (d, 0.0)
+    ids = sorted(centre)
+    units, outlets = [], []
+    for u in lay["coolers"]:
+        x, y = 0.5 * (u["x_from_m"] + u["x_to_m"]), 0.5 * (u["y_from_m"] + u["y_to_m"])
+        units.append((x, y))
+        outlets += [(x, y - 0.3), (x, y + 0.3)]
+    kw = dict(width_m=room["width_m"], depth_m=room["depth_m"], height_m=room["height_m"],
+              rack_center_xy_m=np.array([centre[r] for r in ids]), rack_intake_dir=np.array([intake[r] for r in ids]),
+              rack_width_m=rk["width_m"], rack_depth_m=rk["depth_m"], rack_height_m=rk["height_m"],
+              cooling_xy_m=np.array(units), cooling_airflow_m3_s=case.unit_airflow_m3_s,
+              cooling_supply_temp_c=case.unit_discharge_c, cooling_capacity_w=np.full(len(units), 1e9),
+              tile_xy_m=np.array(outlets), cell_m=grid["cell_m"], n_layers=grid["n_layers"],
+              plenum_spread_m=grid["plenum_spread_m"], floor_leakage_fraction=grid["floor_leakage_fraction"])
+    kw.update(overrides)
+    return HallGeometry(**kw)
+
+
+@dataclass(frozen=True)
+class Pod2Comparison:
+    """Twin against measurement for every configuration (c configurations, 12 racks,
+    4 strips x 3 heights); temperatures [C], errors twin - measured [K]."""
+
+    names: tuple[str, ...]
+    twin_inlet_c: np.ndarray  # (c, 12) rack inlet (mean over the rack's layers)
+    server_inlet_c: np.ndarray  # (c, 12) measured, servers' own sensors
+    twin_strip_c: np.ndarray  # (c, 4, 3) twin at the strip positions (rack front, strip height's layer)
+    strip_front_c: np.ndarray  # (c, 4, 3) measured
+    airflow_ratio: np.ndarray  # (c,) cooling air / rack air
+    cpu_s: float  # CPU time of all the twin's solves
+
+    @property
+    def strip_error_k(self) -> np.ndarray:
+        return self.twin_strip_c - self.strip_front_c
+
+    @property
+    def server_error_k(self) -> np.ndarray:
+        return self.twin_inlet_c - self.server_inlet_c
+
+    def strip_mae_k(self, height: int | None = None) -> float:
+        """Mean absolute error at the strips [K], all heights or one (0 bottom, 1 middle, 2 top)."""
+        e = self.strip_error_k if height is None else self.strip_error_k[..., height]
+        return float(np.abs(e).mean())
+
+    def server_mae_k(self) -> float:
+        """Mean absolute rack-inlet error against the servers' inlet sensors [K]."""
+        return float(np.abs(self.server_error_k).mean())
+
+
+def pod2_comparison(rack_airflow: str = "fan_law", *, coefficient: float = PLUME_COEFFICIENT,
+                    names=None, **overrides) -> Pod2Comparison:
+    """Run the twin's buoyant layered field on every POD 2 configuration (no parameter
+    fitted: the layout encoding of rise_pod2.yaml and the shipped model defaults) and
+    collect what it predicts where the pod was measured."""
+    import time
+    cases = [c for c in pod2_cases(rack_airflow) if names is None or c.name in names]
+    heights = np.asarray(pod2_layout()["sensor_strips"]["heights_m"], float)
+    tin, tstrip, ratio = [], [], []
+    t0 = time.process_time()
+    for case in cases:
+        g = pod2_geometry(case, **overrides)
+        bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s, coefficient=coefficient)
+        p = bf.problem
+        tin.append(p.inlet_temp_c(bf.temp_c, case.rack_heat_w))
+        n = p.grid.nx * p.grid.ny
+        z = (np.arange(g.n_layers) + 0.5) * g.height_m / g.n_layers
+        layers = [int(np.argmin(np.abs(z - h))) for h in heights]
+        tstrip.append([[bf.temp_c[p.room_id[k * n + p.grid.intake_cells[r - 1]]].mean() for k in layers]
+                       for r in case.strip_rack])
+        ratio.append(case.unit_airflow_m3_s.sum() / case.rack_airflow_m3_s.sum())
+    cpu = time.process_time() - t0
+    return Pod2Comparison(tuple(c.name for c in cases), np.array(tin), np.array([c.server_inlet_c for c in cases]),
+                          np.array(tstrip), np.array([c.strip_front_c for c in cases]), np.array(ratio), cpu)
