@@ -148,8 +148,11 @@ OUTPUTS: tuple[Output, ...] = (
     Output("cooling_power_w", _T, "float64", "W", "chiller, CRAH fan and pump power"),
     Output("cooling_unit_load_w", ("time", "cooling_unit"), "float64", "W",
            "heat removed by each cooling unit (halls in order)"),
-    Output("cooling_capacity_margin_w", _T, "float64", "W", "lowest spare capacity of a running cooling unit "
-           "or the chilled-water plant (negative: heat beyond capacity)"),
+    Output("cooling_capacity_margin_w", _T, "float64", "W", "lowest over the halls of what the hall's running "
+           "cooling units together (and its share of the chilled-water plant) can remove minus its rack heat "
+           "(negative: heat the hall cannot remove; the room heats up)"),
+    Output("cooling_unit_margin_w", _T, "float64", "W", "lowest spare capacity of a running cooling unit at its "
+           "set point (negative: that unit saturates and supplies warmer air; its neighbours take the rest)"),
     Output("cooling_fan_power_w", _T, "float64", "W", "CRAH fan power on the affinity laws (physical cooling "
            "model; 0 in the legacy model, whose fans are a share of the heat)"),
     Output("economizer_fraction", _T, "float64", "1", "share of the heat the water-side economizer removes"),
@@ -333,14 +336,17 @@ def _pue_peak(r: RunRecord) -> float:
     return float(np.max(tot[ok] / it[ok])) if ok.any() else math.nan
 
 
-def _cooling_margin_kw(r: RunRecord) -> float:
-    m = np.asarray(r.series["cooling_capacity_margin_w"], float)
-    return float(np.nanmin(m) / 1e3) if np.isfinite(m).any() else math.nan
+def _lowest_kw(name: str):
+    def reduce(r: RunRecord) -> float:
+        m = np.asarray(r.series[name], float)
+        return float(np.nanmin(m) / 1e3) if np.isfinite(m).any() else math.nan
+    return reduce
 
 
-def _hours_over_capacity(r: RunRecord) -> float:
-    m = np.asarray(r.series["cooling_capacity_margin_w"], float)
-    return float(np.sum(m < 0) * r.dt_s / H)
+def _hours_negative(name: str):
+    def reduce(r: RunRecord) -> float:
+        return float(np.sum(np.asarray(r.series[name], float) < 0) * r.dt_s / H)
+    return reduce
 
 
 def _max_inlet_peak(r: RunRecord) -> float:
@@ -386,10 +392,16 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("pue_peak", "1", "highest sampled PUE, facility / IT power (the design-day reading)", _pue_peak),
     Kpi("economizer_hours", "h", "hours of free cooling (a partial economizer counts by its share)",
         lambda r: float(np.sum(r.series["economizer_fraction"]) * r.dt_s / H)),
-    Kpi("cooling_capacity_margin_kw", "kW", "lowest spare capacity of a running cooling unit or the "
-        "chilled-water plant over the run (negative: short)", _cooling_margin_kw),
-    Kpi("hours_cooling_over_capacity", "h", "hours with heat beyond a running unit's or the plant's capacity",
-        _hours_over_capacity),
+    Kpi("cooling_capacity_margin_kw", "kW", "lowest hall margin over the run: what a hall's running cooling "
+        "units together (and the chilled-water plant) can remove minus its heat (negative: the hall cannot "
+        "remove its heat)", _lowest_kw("cooling_capacity_margin_w")),
+    Kpi("hours_cooling_over_capacity", "h", "hours with heat beyond what a hall's running units together or "
+        "the plant can remove (the room heats up)", _hours_negative("cooling_capacity_margin_w")),
+    Kpi("cooling_unit_margin_kw", "kW", "lowest spare capacity of a running cooling unit over the run "
+        "(negative: a unit saturated; information, its neighbours may take the rest)",
+        _lowest_kw("cooling_unit_margin_w")),
+    Kpi("hours_cooling_unit_saturated", "h", "hours with a running cooling unit beyond its capacity",
+        _hours_negative("cooling_unit_margin_w")),
     Kpi("max_rack_inlet_peak_c", "degC", "hottest inlet between samples (event-driven in the physical "
         "cooling model)", _max_inlet_peak),
     Kpi("peak_facility_power_kw", "kW", "highest sampled utility power",

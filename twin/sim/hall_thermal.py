@@ -37,7 +37,7 @@ from twin.sim.component import Component
 from twin.thermal import events as hall_events
 from twin.thermal import weather as thermal_weather
 from twin.thermal.airflow import RecirculationFamily, airflow_changed
-from twin.thermal.capacity import capped_steady_state
+from twin.thermal.capacity import capped_steady_state, hall_cooling_margin_w
 from twin.thermal.fans import crah_airflow_m3_s, crah_fan_power_w, rack_airflow_from_fans_m3_s
 
 H = 3600.0
@@ -87,8 +87,8 @@ class HallThermal(Component):
     writes = ("rack_thermal_off",)
     emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer",
              "rack_thermal_shutdown", "rack_thermal_restart")
-    outputs = ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_fan_power_w", "rack_inlet_peak_c",
-               "rack_gpu_temp_peak_c", "economizer_fraction")
+    outputs = ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_unit_margin_w", "cooling_fan_power_w",
+               "rack_inlet_peak_c", "rack_gpu_temp_peak_c", "economizer_fraction")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
@@ -578,10 +578,21 @@ class HallThermal(Component):
 
     # ------------------------------------------------------------------ outputs
     def record(self, i: int, rec) -> None:
-        """Unit loads, the capacity margin, CRAH fan power and the sub-sample extremes."""
-        margin = np.inf
+        """Unit loads, the capacity margins, CRAH fan power and the sub-sample extremes.
+
+        Two margins [W]. ``cooling_capacity_margin_w``, the hall's: per hall, what its running
+        units together (and its share of the chilled-water plant) can remove minus the rack heat,
+        min(sum P_cap,running, P_plant / n_halls) - sum Q, lowest over the halls; negative is
+        the deficit the hall heats up at (``capped_steady_state(...).deficit_w``, the
+        ``cooling_short`` event). ``cooling_unit_margin_w``, information: the lowest spare of a
+        running unit, P_cap - demand at its set point; negative means that unit saturates and
+        supplies warmer air while its neighbours take the rest (in the legacy model, whose coils
+        are unlimited, only a reading)."""
+        margin = np.inf                  # hall level
+        unit_margin = np.inf             # unit level
+        plant_w = (self.cs.plant.capacity_kw * 1e3 / len(self.halls)
+                   if self.physical and self.cs.plant.capacity_kw is not None else np.inf)
         fan_w = 0.0
-        total_load = 0.0
         heat = self.e.sampler.last_rack_power_w()
         fans = self.cs.crah_fans
         for hall in self.halls:
@@ -596,10 +607,10 @@ class HallThermal(Component):
                 load = hall.unit_load_w
                 demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
             rec["cooling_unit_load_w"][i, sl] = load
-            total_load += float(np.sum(load))
             cap = hall.geom.cooling_capacity_w
             if hall.active.any():
-                margin = min(margin, float(np.min((cap - demand)[hall.active])))
+                unit_margin = min(unit_margin, float(np.min((cap - demand)[hall.active])))
+            margin = min(margin, hall_cooling_margin_w(cap, hall.active, heat[hall.idx], plant_w))
             if self.physical:
                 assert hall.airflow is not None  # set when the hall is built
                 v_c = hall.geom.cooling_airflow_m3_s
@@ -615,13 +626,8 @@ class HallThermal(Component):
             rec["rack_gpu_temp_peak_c"][i, hall.idx] = np.fmax(gpu, rec["rack_gpu_temp_max_c"][i, hall.idx])
             hall.peak_inlet_c = None
             hall.peak_gpu_c = None
-        pl = self.cs.plant
-        if self.physical and pl.capacity_kw is not None:
-            margin = min(margin, pl.capacity_kw * 1e3 - total_load)
-        for hall in self.halls:
-            if self.physical and hall.short:
-                margin = min(margin, -hall.deficit_w)
         rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
+        rec["cooling_unit_margin_w"][i] = unit_margin if np.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
 
 

@@ -14,6 +14,9 @@ import pandas as pd
 
 from twin.studies.metrics import binding_constraint
 from twin.studies.stats import mean_interval
+from twin.thermal.properties import ASHRAE_ALLOWABLE_C, ASHRAE_RECOMMENDED_MAX_C
+
+A1_ALLOWABLE_MAX_C = ASHRAE_ALLOWABLE_C["A1"][1]
 
 HEADLINE_KPIS = ("tokens_total", "gpus_hosted", "goodput_fraction", "interruptions", "lost_gpu_hours",
                  "energy_facility_mwh", "pue_mean", "max_rack_inlet_c", "energy_cost_usd", "co2_t")
@@ -139,22 +142,59 @@ def criterion_score(values, low_is_good: bool) -> np.ndarray:
     return np.where(ok, s, 0.0)
 
 
+#: the inlet limit a siting study rejects a hall on [degC]: the top of ASHRAE TC 9.9's
+#: recommended envelope (27 C, the same for classes A1-A4), the range a hall is designed to
+#: hold in continuous operation; the A1 allowable range (to 32 C) is for excursions
+INLET_REJECT_C = ASHRAE_RECOMMENDED_MAX_C
+
+
 def cooling_rejection(cooling_use_fraction=math.nan, cooling_capacity_margin_kw=math.nan,
-                      hours_cooling_over_capacity=math.nan) -> str:
+                      hours_cooling_over_capacity=math.nan, max_rack_inlet_c=math.nan) -> str:
     """Why a candidate hall's cooling cannot host its racks ('' when it can).
 
-    Rejected when the racks' worst-case heat exceeds the installed cooling units
-    (``cooling_use_fraction`` > 1), or a run of the physical cooling model found a unit or
-    the chilled-water plant short (negative ``cooling_capacity_margin_kw``, or hours over
-    capacity). The text names the constraint and its numbers."""
+    Rejected when
+
+    - the racks' worst-case heat exceeds the installed cooling units (``cooling_use_fraction``
+      > 1, the design point);
+    - a run found heat the hall cannot remove: its running units together, or the
+      chilled-water plant, short (``cooling_capacity_margin_kw`` < 0, the hall-level margin
+      of :func:`twin.thermal.capacity.hall_cooling_margin_w`, or ``hours_cooling_over_capacity``
+      > 0): the room heats up;
+    - a sampled inlet of a powered rack is above the ASHRAE recommended limit
+      :data:`INLET_REJECT_C` (27 C): the units together may have capacity to spare, but the
+      hall does not deliver cool enough air to its racks (e.g. saturated units supplying
+      warmer air to the racks they serve).
+
+    A single unit beyond its own capacity whose neighbours take the rest is not a rejection
+    (:func:`cooling_note` mentions it). The text names the constraint and its numbers."""
     why = []
     if np.isfinite(cooling_use_fraction) and cooling_use_fraction > 1.0:
         why.append(f"worst-case rack heat is {cooling_use_fraction:.0%} of the cooling units' capacity")
-    if np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0:
-        why.append(f"a cooling unit or the plant is short by {-cooling_capacity_margin_kw:,.0f} kW")
-    if np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0:
-        why.append(f"{hours_cooling_over_capacity:,.0f} h over cooling capacity")
+    short_kw = np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0
+    short_h = np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0
+    if short_kw or short_h:
+        text = "the running cooling units (or the plant) cannot remove the hall's heat"
+        if short_kw:
+            text += f": short by {-cooling_capacity_margin_kw:,.0f} kW at worst"
+        if short_h:
+            text += f"{',' if short_kw else ':'} {hours_cooling_over_capacity:,.0f} h over cooling capacity"
+        why.append(text)
+    if np.isfinite(max_rack_inlet_c) and max_rack_inlet_c > INLET_REJECT_C:
+        why.append(f"hottest inlet {max_rack_inlet_c:.1f} C, above the ASHRAE recommended {INLET_REJECT_C:g} C"
+                   + (f" and the A1 allowable {A1_ALLOWABLE_MAX_C:g} C" if max_rack_inlet_c > A1_ALLOWABLE_MAX_C
+                      else ""))
     return ("cooling short: " + "; ".join(why)) if why else ""
+
+
+def cooling_note(cooling_unit_margin_kw=math.nan, hours_cooling_unit_saturated=math.nan) -> str:
+    """What a siting table notes about a hall's cooling without rejecting it ('' if nothing):
+    a unit beyond its own capacity (``cooling_unit_margin_kw`` < 0): it supplies warmer air
+    and its neighbours take the rest; the inlets say whether that costs the racks anything."""
+    if not (np.isfinite(cooling_unit_margin_kw) and cooling_unit_margin_kw < 0):
+        return ""
+    hours = (f" for {hours_cooling_unit_saturated:,.0f} h" if np.isfinite(hours_cooling_unit_saturated)
+             and hours_cooling_unit_saturated > 0 else "")
+    return f"a cooling unit saturates (by {-cooling_unit_margin_kw:,.1f} kW{hours}); its neighbours take the rest"
 
 
 def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None = None) -> pd.DataFrame:
@@ -172,7 +212,8 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
                                       "upgrade_cost_usd", "upgrade_lead_time_days", "energy_cost_usd",
                                       "co2_t", "pue_mean", "power_use_fraction", "cooling_use_fraction",
                                       "floor_use_fraction", "inlet_margin_c", "energy_facility_mwh",
-                                      "cooling_capacity_margin_kw", "hours_cooling_over_capacity")
+                                      "cooling_capacity_margin_kw", "hours_cooling_over_capacity",
+                                      "cooling_unit_margin_kw", "hours_cooling_unit_saturated")
              if k in r}
         g["binds"] = binding_constraint(g.get("power_use_fraction", math.nan),
                                         g.get("cooling_use_fraction", math.nan),
@@ -181,7 +222,10 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
             g["binds"] = "power (during the ramp)"
         g["rejected"] = cooling_rejection(g.get("cooling_use_fraction", math.nan),
                                           g.get("cooling_capacity_margin_kw", math.nan),
-                                          g.get("hours_cooling_over_capacity", math.nan))
+                                          g.get("hours_cooling_over_capacity", math.nan),
+                                          g.get("max_rack_inlet_c", math.nan))
+        g["cooling_note"] = cooling_note(g.get("cooling_unit_margin_kw", math.nan),
+                                         g.get("hours_cooling_unit_saturated", math.nan))
         if g["rejected"] and "cooling" not in g["binds"]:
             g["binds"] = "cooling" if g["binds"] == "none" else g["binds"] + " + cooling"
         rows.append({dim: str(lab), **g})
@@ -347,7 +391,9 @@ def siting_reading(table: pd.DataFrame, dim: str = "site") -> str:
             f"{_fmt(r.tokens_total, 'tokens')} in the year, worst inlet {r.max_rack_inlet_c:.1f} C, "
             f"upgrades {_fmt(r.upgrade_cost_usd, 'USD')}, energy {_fmt(r.energy_cost_usd, 'USD')} and "
             f"{r.co2_t:,.0f} t CO2; binding: {r.binds} (power {r.power_use_fraction:.0%}, cooling "
-            f"{r.cooling_use_fraction:.0%}, floor {r.floor_use_fraction:.0%} used).")
+            f"{r.cooling_use_fraction:.0%}, floor {r.floor_use_fraction:.0%} used)"
+            + (f"; rejected, {r.rejected}" if r.get("rejected") else "")
+            + (f"; note: {r.cooling_note}" if r.get("cooling_note") else "") + ".")
     return " ".join(parts)
 
 

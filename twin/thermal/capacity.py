@@ -39,6 +39,7 @@ __all__ = [
     "capped_steady_state",
     "coil_heat_removed_w",
     "coil_supply_temp_c",
+    "hall_cooling_margin_w",
 ]
 
 
@@ -60,6 +61,23 @@ def coil_heat_removed_w(return_temp_c, supply_temp_c, airflow_m3_s):
     """Sensible heat a coil removes [W]: rho cp V (T_ret - T_sup)."""
     return AIR_VOLUMETRIC_HEAT_J_M3_K * np.asarray(airflow_m3_s, float) * (
         np.asarray(return_temp_c, float) - np.asarray(supply_temp_c, float))
+
+
+def hall_cooling_margin_w(unit_capacity_w, unit_active, heat_w, plant_capacity_w=np.inf) -> float:
+    """Heat a hall's cooling can still take [W]: what its running units together, or the
+    chilled-water plant, can remove, minus the heat to remove.
+
+        margin = min(sum_c running P_cap,c, P_plant) - sum Q
+
+    Negative: no steady state exists (-margin is :attr:`CappedSteadyState.deficit_w`); the
+    room heats up at that rate. A single unit beyond its own capacity is not a shortage of
+    the hall: it supplies warmer air and its neighbours take the rest
+    (:attr:`CappedSteadyState.capacity_margin_w` is that unit-level reading).
+    unit_capacity_w (C,) [W], unit_active (C,) bool, heat_w: rack heat (plus unit fan heat
+    the coils remove) [W, any shape], plant_capacity_w [W].
+    """
+    cap = np.asarray(unit_capacity_w, float)[np.asarray(unit_active, bool)]
+    return float(min(float(cap.sum()), float(plant_capacity_w)) - float(np.sum(heat_w)))
 
 
 @dataclass(frozen=True)
@@ -131,12 +149,12 @@ def capped_steady_state(
     fan_rise = np.where(act, fan / np.where(act, g, 1.0), 0.0)  # K added after the coil
     r0, rk = model.return_mix, model.return_k_per_w
     rq = rk @ q
-    total_heat = float(q.sum() + fan.sum())
     run_cap = float(cap[act].sum())
     limiting, deficit = "", 0.0
-    if total_heat > min(run_cap, plant_capacity_w):
+    margin = hall_cooling_margin_w(cap, act, [q.sum(), fan.sum()], plant_capacity_w)
+    if margin < 0:
         limiting = "units" if run_cap <= plant_capacity_w else "plant"
-        deficit = total_heat - min(run_cap, plant_capacity_w)
+        deficit = -margin
     # coil outlet c_out; supply s = c_out + fan rise; returns T_ret = R0 s + R_k Q
     sat = np.zeros(n_c, bool)
     eye = np.eye(n_c)
