@@ -147,3 +147,18 @@ def test_pod2_top_of_the_rack_front_is_warmest_in_both(pod2):
     the servers) reads warmer than the 1.2 m one, in the pod and in the twin."""
     assert np.all(pod2.strip_front_c[..., 2] > pod2.strip_front_c[..., 1])
     assert np.all(pod2.twin_strip_c[..., 2] > pod2.twin_strip_c[..., 1])
+
+
+def test_pod2_rack_to_rack_pattern(pod2):
+    """With each configuration's mean error removed, the servers' inlets are off by 1.96 K
+    rack to rack (measured, +-0.1 K): the twin ranks the loaded racks the right way round
+    (positive rank correlation in every loaded configuration) but spreads them wider than
+    measured (standard deviation over the 12 racks larger in every configuration)."""
+    e = pod2.server_error_k
+    assert np.abs(e - e.mean(axis=1, keepdims=True)).mean() == pytest.approx(1.96, abs=0.1)
+    loaded = [i for i, n in enumerate(pod2.names) if n not in ("idle", "step_27kw")]
+    for i in loaded:
+        rank_t = np.argsort(np.argsort(pod2.twin_inlet_c[i]))
+        rank_m = np.argsort(np.argsort(pod2.server_inlet_c[i]))
+        assert np.corrcoef(rank_t, rank_m)[0, 1] > 0.1, pod2.names[i]
+    assert np.all(pod2.twin_inlet_c.std(axis=1) > pod2.server_inlet_c.std(axis=1))
