@@ -377,8 +377,10 @@ class Jobs(Component):
                            if spec.tokens_target and job.rate_tok_s > 0 else math.inf)
                     if job.stream is not None:      # a stream job ends after its training time
                         eta = now + max(job.stream.run_s - job.wall_s_useful - job.wall_s_pending, 0.0)
-                    nxt = e.sampler.next_sample_s
-                    wake = min(next_ckpt, eta, nxt if nxt > now else now + e.dt_s)
+                        wake = min(next_ckpt, eta)  # neither moves with the step rate
+                    else:                           # re-read the rate at every sample
+                        nxt = e.sampler.next_sample_s
+                        wake = min(next_ckpt, eta, nxt if nxt > now else now + e.dt_s)
                     yield self.env.timeout(max(wake - now, 0.0))
                     self.advance(job)
                     if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
