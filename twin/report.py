@@ -496,10 +496,15 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
     if slip is not None:
         t, base = slip
         shown = t.copy()
-        for c in ("tokens_mean", "tokens_lost_mean", "tokens_lost_p05", "tokens_lost_p95"):
+        for c in ("tokens_mean", "tokens_lost_mean", "tokens_lost_low", "tokens_lost_high", "tokens_lost_p05",
+                  "tokens_lost_p95"):
             shown[c] = shown[c].map(lambda v: human(v, "tokens"))
-        shown["tokens_lost_fraction"] = shown["tokens_lost_fraction"].map(lambda v: f"{100 * v:.2f} %")
-        shown["healthy_gpu_hours_lost"] = shown["healthy_gpu_hours_lost"].map(lambda v: human(v, "GPU-h"))
+        for c in ("tokens_lost_fraction", "tokens_lost_fraction_low", "tokens_lost_fraction_high"):
+            shown[c] = shown[c].map(lambda v: f"{100 * v:.2f} %")
+        for c in ("healthy_gpu_hours_lost", "busy_gpu_hours_lost", "busy_gpu_hours_lost_low",
+                  "busy_gpu_hours_lost_high"):
+            if c in shown:
+                shown[c] = shown[c].map(lambda v: human(v, "GPU-h"))
         sections.append("<h2>Ramp: cost of a one-month slip of each power stage</h2>"
                         f"<p class='reading'>{html.escape(tables.slip_reading(t, dims[0], base))}</p>"
                         + table_html(shown))

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from twin.studies.metrics import binding_constraint
-from twin.studies.stats import mean_interval
+from twin.studies.stats import LEVEL, mean_interval, paired_difference
 from twin.thermal.properties import ASHRAE_ALLOWABLE_C, ASHRAE_RECOMMENDED_MAX_C
 
 A1_ALLOWABLE_MAX_C = ASHRAE_ALLOWABLE_C["A1"][1]
@@ -63,34 +63,53 @@ def monthly_sweep_table(ds, dim: str, start: str, var: str = "tokens_cumulative"
     return pd.DataFrame(rows)
 
 
-def _paired_difference(ds, kpi: str, dim: str, base) -> dict:
-    """Per label of ``dim``: mean and 5-95 % band over seeds of (label - base), paired by seed."""
-    ref = ds[kpi].sel({dim: base})
+def _paired_difference(ds, kpi: str, dim: str, base, level: float = LEVEL) -> dict:
+    """Per label of ``dim``, the seed-paired differences (label - base) of ``kpi``: their mean,
+    5-95 % band over seeds (``p05``, ``p95``) and the Student-t interval of the mean at
+    ``level`` (``low``, ``high``, ``n``; :func:`twin.studies.stats.paired_difference`)."""
+    ref = ds[kpi].sel({dim: base}).values.ravel()
     out = {}
     for lab in ds[dim].values:
-        d = (ds[kpi].sel({dim: lab}) - ref).values.ravel()
-        d = d[np.isfinite(d)]
-        out[lab.item() if hasattr(lab, "item") else lab] = (
-            (float(d.mean()), float(np.quantile(d, 0.05)), float(np.quantile(d, 0.95)))
-            if len(d) else (math.nan,) * 3)
+        v = ds[kpi].sel({dim: lab}).values.ravel()
+        d = (v - ref)[np.isfinite(v - ref)]
+        iv = paired_difference(v, ref, level)
+        out[lab.item() if hasattr(lab, "item") else lab] = {
+            "mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n,
+            "p05": float(np.quantile(d, 0.05)) if len(d) else math.nan,
+            "p95": float(np.quantile(d, 0.95)) if len(d) else math.nan}
     return out
 
 
-def slip_table(ds, dim: str = "slip", base="none") -> pd.DataFrame:
-    """Ramp-slip study: tokens and healthy GPU-hours per slip case, and what the slip costs
-    against the on-time plan, paired by seed (mean and 5-95 % band)."""
-    tok = _paired_difference(ds, "tokens_total", dim, base)
-    gh = _paired_difference(ds, "gpu_hours_healthy", dim, base)
+def slip_table(ds, dim: str = "slip", base="none", level: float = LEVEL) -> pd.DataFrame:
+    """Ramp-slip study: tokens per slip case and what the slip costs against the on-time plan,
+    paired by seed index (common random numbers: seed k draws the same streams in every case).
+
+    Columns: ``tokens_lost_mean`` (mean over seeds of base - case), ``tokens_lost_low`` /
+    ``_high`` (its Student-t interval at ``level``, n = ``n_seeds`` pairs),
+    ``tokens_lost_p05`` / ``_p95`` (5-95 % band of the per-seed losses, the spread, not an
+    interval), ``tokens_lost_fraction`` (and ``_low`` / ``_high``, over the plan's mean
+    tokens), ``healthy_gpu_hours_lost`` and, when the sweep has ``gpu_hours_busy``,
+    ``busy_gpu_hours_lost`` with its interval. ``attrs["level"]`` is the interval's level."""
+    tok = _paired_difference(ds, "tokens_total", dim, base, level)
+    gh = _paired_difference(ds, "gpu_hours_healthy", dim, base, level)
+    busy = _paired_difference(ds, "gpu_hours_busy", dim, base, level) if "gpu_hours_busy" in ds else None
+    plan = float(np.nanmean(ds["tokens_total"].sel({dim: base})))
     rows = []
     for lab in ds[dim].values:
         lab = lab.item() if hasattr(lab, "item") else lab
-        v = ds["tokens_total"].sel({dim: lab}).values
-        rows.append({dim: lab, "tokens_mean": float(np.nanmean(v)),
-                     "tokens_lost_mean": -tok[lab][0], "tokens_lost_p05": -tok[lab][2],
-                     "tokens_lost_p95": -tok[lab][1],
-                     "tokens_lost_fraction": -tok[lab][0] / float(np.nanmean(ds["tokens_total"].sel({dim: base}))),
-                     "healthy_gpu_hours_lost": -gh[lab][0]})
-    return pd.DataFrame(rows)
+        t = tok[lab]
+        row = {dim: lab, "tokens_mean": float(np.nanmean(ds["tokens_total"].sel({dim: lab}).values)),
+               "tokens_lost_mean": -t["mean"], "tokens_lost_low": -t["high"], "tokens_lost_high": -t["low"],
+               "tokens_lost_p05": -t["p95"], "tokens_lost_p95": -t["p05"],
+               "tokens_lost_fraction": -t["mean"] / plan, "tokens_lost_fraction_low": -t["high"] / plan,
+               "tokens_lost_fraction_high": -t["low"] / plan, "healthy_gpu_hours_lost": -gh[lab]["mean"]}
+        if busy is not None:
+            row.update(busy_gpu_hours_lost=-busy[lab]["mean"], busy_gpu_hours_lost_low=-busy[lab]["high"],
+                       busy_gpu_hours_lost_high=-busy[lab]["low"])
+        rows.append({**row, "n_seeds": t["n"]})
+    out = pd.DataFrame(rows)
+    out.attrs["level"] = level
+    return out
 
 
 #: siting criteria: (lower is better, default weight). Hosting the cluster is what a site is
@@ -343,30 +362,43 @@ def axis_reading(ds, dim: str) -> str:
 
 
 def slip_reading(table: pd.DataFrame, dim: str = "slip", base="none", slip_days: float = 30) -> str:
+    """What the slips cost, from :func:`slip_table`: the costliest and cheapest slip, every
+    stage's seed-paired loss with its t-interval, and which losses the seeds do not separate
+    from zero (interval reaching zero, or a loss below 0.1 % of the plan)."""
     rows = table[table[dim] != base]
     if rows.empty:
         return "No slip case in this sweep."
+    level = table.attrs.get("level", LEVEL)
+    n = int(rows.n_seeds.min())
     worst = rows.loc[rows.tokens_lost_mean.idxmax()]
     least = rows.loc[rows.tokens_lost_mean.idxmin()]
     base_tok = float(table[table[dim] == base].tokens_mean.iloc[0])
-    # a slip whose seed-paired loss band reaches zero (or below) costs nothing measurable
-    idle_mask = (rows.tokens_lost_p05 <= 0) | (rows.tokens_lost_mean.abs() <= 1e-3 * abs(base_tok))
+    # a loss is measured when its seed-paired interval lies above zero and it is not negligible
+    measured = (rows.tokens_lost_low > 0) & (rows.tokens_lost_mean.abs() > 1e-3 * abs(base_tok))
     parts = [f"The costliest {slip_days:g}-day slip of a power stage is {worst[dim]}: "
              f"{_fmt(worst.tokens_lost_mean, 'tokens')} lost, {worst.tokens_lost_fraction:.1%} of the on-time "
              f"plan's {_fmt(base_tok, 'tokens')}."]
-    if not idle_mask[least.name] and least.name != worst.name:
+    if measured[least.name] and least.name != worst.name:
         parts.append(f"The cheapest is {least[dim]} ({_fmt(least.tokens_lost_mean, 'tokens')}).")
-    parts.append("Per stage (mean over seeds of the seed-paired loss, 5-95 % band): " + "; ".join(
-        f"{r[dim]} {_fmt(r.tokens_lost_mean, 'tokens')} [{_fmt(r.tokens_lost_p05)}, "
-        f"{_fmt(r.tokens_lost_p95)}], {_fmt(r.healthy_gpu_hours_lost, 'GPU-h')} of healthy GPU time"
-        for _, r in rows.iterrows()) + ".")
-    idle = rows[idle_mask]
-    if len(idle):
+    busy = "busy_gpu_hours_lost" in rows
+    parts.append(f"Per stage (mean over seeds of the seed-paired loss, {100 * level:.0f} % t-interval, n = {n}): "
+                 + "; ".join(
+                     f"{r[dim]} {_fmt(r.tokens_lost_mean, 'tokens')} [{_fmt(r.tokens_lost_low)}, "
+                     f"{_fmt(r.tokens_lost_high)}] ({100 * r.tokens_lost_fraction:.2f} % "
+                     f"[{100 * r.tokens_lost_fraction_low:.2f}, {100 * r.tokens_lost_fraction_high:.2f}])"
+                     + (f", {_fmt(r.busy_gpu_hours_lost, 'GPU-h')} busy" if busy else "")
+                     + f", {_fmt(r.healthy_gpu_hours_lost, 'GPU-h')} of healthy GPU time withheld"
+                     for _, r in rows.iterrows()) + ".")
+    if measured.all():
+        parts.append(f"Every slip costs tokens: each interval lies above zero with n = {n} seeds.")
+    else:
+        idle = rows[~measured]
         parts.append(
-            f"The slip of {' and '.join(map(str, idle[dim]))} costs no measurable tokens (the seed-paired loss "
-            f"is below 0.1 % of the plan or its band reaches zero), though it costs {_fmt(float(idle.healthy_gpu_hours_lost.sum()), 'GPU-h')} of healthy GPU time: "
-            f"the scenario's jobs were already placed, so that stage's capacity would have gone to spares "
-            f"and idle nodes, not to training.")
+            f"The token cost of the slip of {' and '.join(map(str, idle[dim]))} is not separated from zero "
+            f"with n = {n} seeds (its interval reaches zero or the loss is below 0.1 % of the plan), though "
+            f"it withholds {_fmt(float(idle.healthy_gpu_hours_lost.sum()), 'GPU-h')} of healthy GPU time: "
+            f"either that capacity would have idled (jobs already placed, no queue waiting for it) or the "
+            f"loss is below the run-to-run spread; more seeds narrow the interval.")
     return " ".join(parts)
 
 
