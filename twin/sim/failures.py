@@ -47,6 +47,8 @@ class Failures(Component):
         self.repair_times_s: list[float] = []          # failure -> back in service [s]
         self.open_repairs: dict[int, float] = {}       # repair id -> failure time [s], until done
         self._next_repair = 0
+        self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
+        self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
 
     def processes(self):
         yield self._failures()
@@ -55,9 +57,16 @@ class Failures(Component):
         """Per-node multiplier on the class rates: scenario scale x node up x burn-in."""
         p, f, st = self.plant, self.s.failures, self.state
         up = st.node_up
-        scale = f.rate_scale * up.astype(float)
         burn_s = self.s.ramp.burn_in_days * DAY
-        if burn_s > 0 and f.burn_in_expected_failures_per_node > 0:
+        burning = burn_s > 0 and f.burn_in_expected_failures_per_node > 0
+        if burning and not bool(np.any(self.env.now - st.rack_on_since[st.rack_on] < burn_s)):
+            burning = False                 # no powered rack is young: no node is (speed only)
+        if not burning and self._scale is not None and self._scale[0] is up:
+            return self._scale[1]           # the same up mask (the state caches it): the same scale
+        scale = f.rate_scale * up.astype(float)
+        if not burning:
+            self._scale = (up, scale)
+        if burning:
             age_s = self.env.now - st.rack_on_since[p.node_rack]
             young = up & (age_s < burn_s)
             if young.any():
@@ -76,13 +85,17 @@ class Failures(Component):
             return
         rng = self.e.rng["fail"]
         sampler = reliability.ClusterFailureSampler(self.classes, self.plant.n_nodes, rate_scale=0.0)
+        last = None
         while True:
             nxt = self.e.sampler.next_sample_s
             boundary = nxt if nxt > self.env.now else self.env.now + self.e.dt_s
-            accel = self.state.node_accel
-            sampler.update(rate_scale=self.rate_scale(), thermal_acceleration=accel if
-                           np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
-                           else accel * self.gpu_rate_factor)
+            accel, scale = self.state.node_accel, self.rate_scale()
+            # the update is a pure function of the two factors: the same arrays, the same rates
+            if last is None or last[0] is not scale or last[1] is not accel:
+                last = (scale, accel)
+                sampler.update(rate_scale=scale, thermal_acceleration=accel if
+                               np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
+                               else accel * self.gpu_rate_factor)
             left_s = boundary - self.env.now
             while (hit := sampler.next(rng, left_s)) is not None:
                 dt_s, n, k = hit
@@ -198,9 +211,13 @@ class Failures(Component):
 
     def record(self, i: int, rec) -> None:
         st, p = self.state, self.plant
-        # failed or in repair (a rail/NIC repair leaves its node healthy but under repair)
-        rec["nodes_failed"][i] = ((~st.node_healthy | st.node_repairing) & st.rack_delivered[p.node_rack]).sum()
-        rec["nodes_in_repair"][i] = st.node_repairing.sum()
+        ver = (st.version("node_healthy"), st.version("node_repairing"), st.version("rack_delivered"))
+        if self._failed is None or self._failed[0] != ver:      # recounted only after a write
+            # failed or in repair (a rail/NIC repair leaves its node healthy but under repair)
+            self._failed = (ver, ((~st.node_healthy | st.node_repairing) & st.rack_delivered[p.node_rack]).sum(),
+                            st.node_repairing.sum())
+        rec["nodes_failed"][i] = self._failed[1]
+        rec["nodes_in_repair"][i] = self._failed[2]
         rec["spares_in_stock"][i] = sum(pool.level for pool in self.spare_stock.values())
 
 

@@ -23,6 +23,7 @@ class PhysicsResult(NamedTuple):
     gpu_temp_c: np.ndarray         # (N,) GPU temperature [degC]
     accel: np.ndarray              # (N,) Arrhenius factor [-]
     rack_gpu_max_c: np.ndarray     # (R,) hottest GPU of each powered rack [degC], NaN off
+    any_shutdown: bool = True      # some node's clock is 0 (past its shutdown temperature)
 
 
 class Sampler(Component):
@@ -43,6 +44,7 @@ class Sampler(Component):
         self._key: tuple | None = None
         self._physics: PhysicsResult | None = None
         self._gpn: int | None = None        # GPUs per node when uniform (0: mixed)
+        self._thr: tuple | None = None      # (up mask, node_clock version, throttled nodes)
 
     def processes(self):
         yield self._samples()
@@ -63,12 +65,19 @@ class Sampler(Component):
             yield self.env.timeout(e.dt_s)
 
     def _gpus(self, nodes: np.ndarray) -> int:
-        """GPUs on the nodes of the (N,) mask (a count times the GPUs per node when every
-        node holds the same number)."""
+        """GPUs on the nodes of the (N,) mask, one of the state's cached masks (a count,
+        cached with the mask, times the GPUs per node when every node holds the same number)."""
         gpn = self.plant.node_gpus
         if self._gpn is None:
             self._gpn = int(gpn[0]) if len(gpn) and bool(np.all(gpn == gpn[0])) else 0
-        return int(np.count_nonzero(nodes)) * self._gpn if self._gpn else int(gpn[nodes].sum())
+        return self.state.count(nodes) * self._gpn if self._gpn else int(gpn[nodes].sum())
+
+    def _throttled(self, up: np.ndarray) -> int:
+        """Up nodes running below full clock [-], cached with the up mask and the clocks."""
+        key = (up, self.state.version("node_clock"))
+        if self._thr is None or self._thr[0] is not up or self._thr[1] != key[1]:
+            self._thr = (up, key[1], int((self.state.node_clock[up] < 1).sum()))
+        return self._thr[2]
 
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
@@ -91,12 +100,11 @@ class Sampler(Component):
         accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
                                                           s.failures.activation_energy_ev), float)
         rack_gpu_max_c = np.where(rack_on, np.maximum.reduceat(gpu_t, p.rack_first_node), np.nan)
-        return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c)
+        return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c, bool((clock <= 0.0).any()))
 
     def sample(self, i: int) -> None:
         e, p, st = self.e, self.plant, self.state
         e.jobs.advance_all()
-        rack_on = st.rack_on                  # before this sample's trips
         key = st.physics_inputs() + e.thermal.cache_key()
         fresh = key != self._key or self._physics is None
         if fresh:
@@ -104,12 +112,14 @@ class Sampler(Component):
             self._physics = self.physics()
         ph = self._physics
         assert ph is not None
-        st.rack_inlet_c = ph.inlet_c.copy()
-        up = st.node_up
+        if fresh:       # an unchanged key means the inlets hold this evaluation's already
+            st.rack_inlet_c = ph.inlet_c.copy()
+        up, powered, in_service = st.node_up, st.node_powered, st.node_in_service
         e.thermal.protect_racks(ph.inlet_c)     # servers shut themselves down on a hot inlet
-        shut = up & (ph.clock <= 0.0)
-        if shut.any():
-            e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
+        if ph.any_shutdown:
+            shut = up & (ph.clock <= 0.0)
+            if shut.any():
+                e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
         if fresh:       # an unchanged key means the clocks were set from this evaluation already
             changed = not np.array_equal(ph.clock, st.node_clock)
             st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0)
@@ -122,11 +132,12 @@ class Sampler(Component):
         rec["rack_inlet_c"][i] = st.rack_inlet_c
         rec["rack_gpu_temp_max_c"][i] = ph.rack_gpu_max_c
         rec["rack_state"][i] = st.rack_state
-        rec["gpus_powered"][i] = self._gpus(rack_on[p.node_rack] & ~st.node_grid_down)
-        rec["gpus_healthy"][i] = self._gpus(up & st.rack_ready[p.node_rack])
+        # the masks as they were before this sample's shutdowns (cached by the state)
+        rec["gpus_powered"][i] = self._gpus(powered)
+        rec["gpus_healthy"][i] = self._gpus(in_service)
         rec["gpus_busy"][i] = self._gpus(st.node_busy)
-        throttled = int((st.node_clock[up] < 1).sum())
-        rec["throttle_fraction"][i] = throttled / max(int(up.sum()), 1)
+        throttled = self._throttled(up)
+        rec["throttle_fraction"][i] = throttled / max(st.count(up), 1)
         self.throttled_node_s += throttled * e.dt_s
         for c in e.components:
             if c is not self:

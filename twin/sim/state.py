@@ -4,10 +4,22 @@ One :class:`ClusterState` holds every flag and per-node quantity the components 
 write, as named numpy arrays (index ``r`` for racks, ``n`` for nodes). What can be derived
 is a property, never a second copy kept in sync by hand: whether a rack has power, whether
 a node is up, free or schedulable, and the phase of a node without a job.
+
+The derived masks are maintained incrementally (issue 19): every state array is a
+:class:`TrackedArray`, a numpy array that logs each write (the field and the indices
+written) to its state. A derived mask is cached with the position in that log at which it
+was computed; on the next read, if only node-level inputs were written at a few indices
+since, only those nodes are re-evaluated (on a copy: an array handed out never changes
+under its holder); a write to a rack-level input, or to many nodes, re-evaluates it whole.
+Between events nothing is written, so a sample reads every mask from the cache. The
+result is element for element the one the formula gives on the whole array
+(``tests/sim/test_state_cache.py`` checks it against a fresh evaluation after random
+writes). Derived arrays are handed out read-only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -40,7 +52,86 @@ class RackState(IntEnum):
         return (codes == RackState.BURN_IN) | (codes == RackState.IN_SERVICE)
 
 
-@dataclass
+#: rack-level fields the derived masks read (a write to one re-evaluates a mask whole)
+_RACK_ON_DEPS = ("rack_powered", "rack_tripped", "rack_unfed", "rack_thermal_off")
+_RACK_STATE_DEPS = _RACK_ON_DEPS + ("rack_ready", "rack_delivered")
+#: every field a write to which is logged (whole assignments and in-place writes)
+TRACKED_FIELDS = ("rack_delivered", "rack_powered", "rack_tripped", "rack_unfed", "rack_thermal_off",
+                  "rack_ready", "rack_on_since", "rack_inlet_c", "node_healthy", "node_repairing",
+                  "node_grid_down", "node_job", "node_job_phase", "node_clock", "node_accel", "feed_up",
+                  "brake_clock", "psu_capacity_w", "su_degraded")
+_TRACKED = frozenset(TRACKED_FIELDS)
+#: log entries kept before the oldest half is dropped (a cache older than the log re-evaluates whole)
+_LOG_MAX = 8192
+#: above this fraction of the nodes written, a mask is re-evaluated whole
+_PARTIAL_MAX = 0.25
+
+
+class TrackedArray(np.ndarray):
+    """A state array that reports every write to its :class:`ClusterState`.
+
+    ``a[key] = v`` logs ``(field, indices)``; an in-place operator (``a |= m``), or a write
+    through a view of the array, logs ``(field, None)`` (everything may have changed).
+    Arrays computed from it (``~a``, ``a & b``) are plain numpy arrays; a copy or a fancy
+    index result is a TrackedArray that belongs to no state.
+    """
+
+    _owner: ClusterState | None = None
+    _field: str = ""
+    _view: bool = False
+
+    def __array_finalize__(self, obj) -> None:
+        owner = getattr(obj, "_owner", None)
+        if owner is not None and self.base is not None and (self.base is obj or self.base is obj.base):
+            self._owner, self._field, self._view = owner, obj._field, True
+        else:
+            self._owner = None
+
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        if arr is self:
+            return self
+        out = arr.view(np.ndarray)
+        return out[()] if return_scalar else out
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        if self._owner is not None:
+            self._owner._wrote(self._field, None if self._view else key)
+
+
+def _inplace(name: str):
+    op = getattr(np.ndarray, name)
+
+    def method(self, other):
+        out = op(self, other)
+        if self._owner is not None:
+            self._owner._wrote(self._field, None)
+        return out
+    method.__name__ = name
+    return method
+
+
+for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+              "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"):
+    setattr(TrackedArray, _name, _inplace(_name))
+
+
+def _node_indices(key) -> np.ndarray | None:
+    """The indices a 1-D write ``a[key] = v`` touched, or None when they are not known cheaply
+    (a slice, a tuple): the write then counts as a write of everything."""
+    if isinstance(key, (int, np.integer)):
+        return np.array([key], np.intp)
+    if isinstance(key, list):
+        key = np.asarray(key)
+    if isinstance(key, np.ndarray) and key.ndim == 1:
+        if key.dtype == bool:
+            return np.flatnonzero(key)
+        if np.issubdtype(key.dtype, np.integer):
+            return key.astype(np.intp)      # a copy: the caller may reuse its index array
+    return None
+
+
+@dataclass(eq=False)
 class ClusterState:
     """Racks, nodes, feeds and scalable units at the current simulation time.
 
@@ -74,6 +165,11 @@ class ClusterState:
     su_degraded: np.ndarray = field(init=False)      # failed rails per scalable unit
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_log", [])
+        object.__setattr__(self, "_log_base", 0)
+        object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_ver", dict.fromkeys(TRACKED_FIELDS, 0))
+        object.__setattr__(self, "_bytes", {})
         R = int(self.node_rack.max()) + 1 if len(self.node_rack) else 0
         N = len(self.node_rack)
         self.rack_delivered = np.zeros(R, bool)
@@ -93,56 +189,195 @@ class ClusterState:
         self.node_accel = np.ones(N)
         self.feed_up = np.ones(self.n_feeds, bool)
         self.su_degraded = np.zeros(self.n_sus, int)
+        self.psu_capacity_w = self.psu_capacity_w
+        self.brake_clock = self.brake_clock
+
+    # ---------------------------------------------------------------- write log
+    def __setattr__(self, name: str, value) -> None:
+        if name in _TRACKED and "_log" in self.__dict__:
+            if isinstance(value, np.ndarray):
+                value = np.array(value) if isinstance(value, TrackedArray) else value
+                value = value.view(TrackedArray)
+                value._owner, value._field, value._view = self, name, False
+            object.__setattr__(self, name, value)
+            self._wrote(name, None)
+        else:
+            object.__setattr__(self, name, value)
+
+    def _wrote(self, name: str, key) -> None:
+        """Log a write of ``key`` (None: the whole field) to the field ``name``."""
+        self._ver[name] += 1
+        log = self._log
+        log.append((name, None if key is None else _node_indices(key)))
+        if len(log) > _LOG_MAX:
+            half = _LOG_MAX // 2
+            del log[:half]
+            object.__setattr__(self, "_log_base", self._log_base + half)
+
+    def version(self, name: str) -> int:
+        """How many writes the field ``name`` has had (changes whenever it may have changed)."""
+        return self._ver[name]
+
+    def _derived(self, name: str, rack_deps: tuple[str, ...], node_deps: tuple[str, ...],
+                 compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
+        """The derived array ``name``: cached; re-evaluated at the written nodes only when the
+        writes since were to ``node_deps`` at known indices; whole otherwise.
+        ``compute(idx)`` evaluates it at the nodes ``idx`` (None: every node)."""
+        seq = self._log_base + len(self._log)
+        ent = self._cache.get(name)
+        if ent is not None and ent[1] == seq:
+            return ent[0]
+        idx = self._written(ent[1], rack_deps, node_deps) if ent is not None else None
+        if idx is None:
+            val = np.asarray(compute(None))
+        elif idx.size == 0:
+            val = ent[0]
+        else:
+            val = ent[0].copy()
+            val[idx] = compute(idx)
+        val.flags.writeable = False
+        self._cache[name] = (val, seq)
+        return val
+
+    def _written(self, since: int, rack_deps: tuple[str, ...], node_deps: tuple[str, ...]) -> np.ndarray | None:
+        """Nodes of ``node_deps`` written since log position ``since`` (empty: none), or
+        None when a mask must be re-evaluated whole."""
+        if since < self._log_base:
+            return None
+        parts = []
+        for name, key in self._log[since - self._log_base:]:
+            if name in node_deps:
+                if key is None:
+                    return None
+                parts.append(key)
+            elif name in rack_deps:
+                return None
+        if not parts:
+            return np.empty(0, np.intp)
+        idx = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return None if idx.size > _PARTIAL_MAX * len(self.node_rack) else idx
 
     # ---------------------------------------------------------------- derived
     @property
     def rack_on(self) -> np.ndarray:
         """Racks with power: admitted, breaker closed, fed, not shut down by their own
         inlet protection [bool (R,)]."""
-        return self.rack_powered & ~self.rack_tripped & ~self.rack_unfed & ~self.rack_thermal_off
+        return self._derived("rack_on", _RACK_ON_DEPS, (), lambda _: (
+            self.rack_powered & ~self.rack_tripped & ~self.rack_unfed & ~self.rack_thermal_off))
 
     @property
     def node_up(self) -> np.ndarray:
         """Nodes that are powered, not dropped by the grid and healthy [bool (N,)]."""
-        return self.rack_on[self.node_rack] & ~self.node_grid_down & self.node_healthy
+        def up(ix):
+            if ix is None:
+                return self.rack_on[self.node_rack] & ~self.node_grid_down & self.node_healthy
+            return self.rack_on[self.node_rack[ix]] & ~self.node_grid_down[ix] & self.node_healthy[ix]
+        return self._derived("node_up", _RACK_ON_DEPS, ("node_grid_down", "node_healthy"), up)
+
+    @property
+    def node_powered(self) -> np.ndarray:
+        """Nodes with power, healthy or not: their rack is on and the grid did not drop them
+        [bool (N,)]."""
+        def powered(ix):
+            if ix is None:
+                return self.rack_on[self.node_rack] & ~self.node_grid_down
+            return self.rack_on[self.node_rack[ix]] & ~self.node_grid_down[ix]
+        return self._derived("node_powered", _RACK_ON_DEPS, ("node_grid_down",), powered)
 
     @property
     def node_busy(self) -> np.ndarray:
         """Nodes held by a job (running it or as a hot spare) [bool (N,)]."""
-        return self.node_job >= 0
+        return self._derived("node_busy", (), ("node_job",),
+                             lambda ix: self.node_job >= 0 if ix is None else self.node_job[ix] >= 0)
+
+    @property
+    def node_in_service(self) -> np.ndarray:
+        """Up and burned in, free or not [bool (N,)]."""
+        def ready(ix):
+            up = self.node_up
+            if ix is None:
+                return up & self.rack_ready[self.node_rack]
+            return up[ix] & self.rack_ready[self.node_rack[ix]]
+        return self._derived("node_in_service", _RACK_ON_DEPS + ("rack_ready",),
+                             ("node_grid_down", "node_healthy"), ready)
 
     @property
     def node_schedulable(self) -> np.ndarray:
         """Up, burned in and free [bool (N,)]."""
-        return self.node_up & self.rack_ready[self.node_rack] & (self.node_job < 0)
+        def free(ix):
+            ready = self.node_in_service
+            if ix is None:
+                return ready & (self.node_job < 0)
+            return ready[ix] & (self.node_job[ix] < 0)
+        return self._derived("node_schedulable", _RACK_ON_DEPS + ("rack_ready",),
+                             ("node_grid_down", "node_healthy", "node_job"), free)
 
     @property
     def node_phase(self) -> np.ndarray:
         """Phase of every node [Phase codes, int8 (N,)]: a job's phase on its nodes that are
         up; IDLE or BURN_IN on free nodes that are up; OFF on nodes that are down."""
-        up = self.node_up
-        free_phase = np.where(self.rack_ready[self.node_rack], Phase.IDLE, Phase.BURN_IN)
-        phase = np.where(self.node_job >= 0, self.node_job_phase, free_phase)
-        return np.where(up, phase, Phase.OFF).astype(np.int8)
+        def phase(ix):
+            up = self.node_up
+            sel = slice(None) if ix is None else ix
+            free_phase = np.where(self.rack_ready[self.node_rack[sel]], Phase.IDLE, Phase.BURN_IN)
+            ph = np.where(self.node_job[sel] >= 0, self.node_job_phase[sel], free_phase)
+            return np.where(up[sel], ph, Phase.OFF).astype(np.int8)
+        return self._derived("node_phase", _RACK_ON_DEPS + ("rack_ready",),
+                             ("node_grid_down", "node_healthy", "node_job", "node_job_phase"), phase)
 
     @property
     def rack_state(self) -> np.ndarray:
         """Rack state codes [RackState, int8 (R,)]."""
-        faulted = (self.rack_tripped | self.rack_unfed | self.rack_thermal_off) & self.rack_powered
-        code = np.where(self.rack_powered, np.where(self.rack_ready, RackState.IN_SERVICE, RackState.BURN_IN),
-                        np.where(self.rack_delivered, RackState.OFF, RackState.ABSENT))
-        return np.where(faulted, RackState.FAULTED, code).astype(np.int8)
+        def state(_):
+            faulted = (self.rack_tripped | self.rack_unfed | self.rack_thermal_off) & self.rack_powered
+            code = np.where(self.rack_powered, np.where(self.rack_ready, RackState.IN_SERVICE, RackState.BURN_IN),
+                            np.where(self.rack_delivered, RackState.OFF, RackState.ABSENT))
+            return np.where(faulted, RackState.FAULTED, code).astype(np.int8)
+        return self._derived("rack_state", _RACK_STATE_DEPS, (), state)
+
+    def count(self, mask: np.ndarray) -> int:
+        """``count_nonzero`` of a derived mask, cached with the mask (masks are cached arrays)."""
+        hit = self._bytes.get(("count", id(mask)))
+        if hit is not None and hit[0] is mask:
+            return hit[1]
+        n = int(np.count_nonzero(mask))
+        self._bytes[("count", id(mask))] = (mask, n)
+        if len(self._bytes) > 64:
+            self._bytes.clear()
+        return n
+
+    def _key_of(self, name: str, value) -> bytes | float:
+        """``value`` (a field or derived array of this state) as bytes, cached with it."""
+        if np.ndim(value) == 0:
+            return value
+        hit = self._bytes.get(name)
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        b = np.asarray(value).tobytes()
+        self._bytes[name] = (value, b)
+        return b
 
     def physics_inputs(self) -> tuple:
         """Everything the sampler's physics reads from the state, as one hashable key.
 
         Between events the plant sits in a steady state: equal inputs give equal outputs,
-        so the sampler reuses its last evaluation when this key has not changed.
+        so the sampler reuses its last evaluation when this key has not changed. The bytes
+        of an array are cached with the array and its write count, so an unchanged input
+        costs no copy.
         """
-        return (self.node_phase.tobytes(), self.rack_on.tobytes(), self.rack_inlet_c.tobytes(),
-                self.node_clock.tobytes(), _hashable(self.brake_clock), _hashable(self.psu_capacity_w))
+        return (self._key_of("node_phase", self.node_phase), self._key_of("rack_on", self.rack_on),
+                self._field_key("rack_inlet_c"), self._field_key("node_clock"),
+                self._field_key("brake_clock"), self._field_key("psu_capacity_w"))
 
-
-def _hashable(value):
-    """A float as it is; a per-node array (racks of several node models) as its bytes."""
-    return value if np.ndim(value) == 0 else np.asarray(value).tobytes()
+    def _field_key(self, name: str):
+        """A field's value as a hashable key, cached with its write count."""
+        value = getattr(self, name)
+        if np.ndim(value) == 0:
+            return value
+        ver = self._ver[name]
+        hit = self._bytes.get(name)
+        if hit is not None and hit[0] == ver:
+            return hit[1]
+        b = np.asarray(value).tobytes()
+        self._bytes[name] = (ver, b)
+        return b
