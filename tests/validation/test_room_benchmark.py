@@ -162,3 +162,16 @@ def test_pod2_rack_to_rack_pattern(pod2):
         rank_m = np.argsort(np.argsort(pod2.server_inlet_c[i]))
         assert np.corrcoef(rank_t, rank_m)[0, 1] > 0.1, pod2.names[i]
     assert np.all(pod2.twin_inlet_c.std(axis=1) > pod2.server_inlet_c.std(axis=1))
+
+
+def test_pod2_hottest_inlet_and_rci(pod2):
+    """What a siting study would read: in the pod no rack's server inlets averaged above
+    23.9 C (RCI_HI 100 % in all ten configurations), while the twin puts up to five racks
+    above ASHRAE's recommended 27 C at load, its hottest inlet at 36.2 C and RCI_HI at 59 %
+    at 103.5 kW (measured, +-0.3 K / +-2 %): on this room the twin is conservative."""
+    from twin.thermal import rack_cooling_index_hi
+    assert pod2.server_inlet_c.max() < 24.0
+    assert all(rack_cooling_index_hi(t) == 100.0 for t in pod2.server_inlet_c)
+    i = pod2.names.index("step_104kw")
+    assert pod2.twin_inlet_c[i].max() == pytest.approx(36.2, abs=0.3)
+    assert rack_cooling_index_hi(pod2.twin_inlet_c[i]) == pytest.approx(59.0, abs=2.0)
