@@ -26,40 +26,31 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from halls import NODES_PER_RACK as NPR  # noqa: E402
+from halls import RACKS_PER_ROW as PER_ROW  # noqa: E402
+from halls import data_halls  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-PER_ROW, ROWS_PER_HALL, NPR = 32, 8, 4
+ROWS_PER_HALL = 8
 
 
 def scenario(gpus: int, days: float, mixed: bool) -> dict:
     s = yaml.safe_load((ROOT / "scenarios" / "sites" / "mixed_hall.yaml").read_text())
     s = copy.deepcopy(s)
     n_racks = gpus // (8 * NPR)
-    halls, left, r = [], n_racks, 0
+    rows_done = [0]
+
+    def node_model(_k: int) -> dict:        # every other row of the site holds SR675 V3 when mixed
+        model = "sr675v3_h100nvl" if mixed and rows_done[0] % 2 else "xe9680_h100"
+        rows_done[0] += 1
+        return {"node_model": model, "nodes_per_rack": NPR}
+
+    # cooling capacity 45 kW per rack
+    halls = data_halls(n_racks, ROWS_PER_HALL * PER_ROW, ROWS_PER_HALL, 45.0, row_extra=node_model)
     kinds = {"xe9680_h100": 0, "sr675v3_h100nvl": 0}
-    while left > 0:
-        rows, y = [], 3.0
-        for k in range(ROWS_PER_HALL):
-            n = min(PER_ROW, left)
-            if n <= 0:
-                break
-            model = "sr675v3_h100nvl" if mixed and r % 2 else "xe9680_h100"
-            kinds[model] += n * NPR
-            rows.append({"name": f"r{k}", "x_m": 3.3, "y_m": y, "racks": n, "node_model": model,
-                         "nodes_per_rack": NPR, "intake": "north" if k % 2 == 0 else "south",
-                         "enclosure": True})
-            left -= n
-            r += 1
-            y += 2.4 if k % 2 == 0 else 3.6
-        width, depth = 3.3 + PER_ROW * 0.6 + 3.0, y + 2.0
-        n_units = max(4, len(rows))
-        hall_racks = sum(x["racks"] for x in rows)
-        airflow = 1.3 * hall_racks * NPR * 0.6 / n_units
-        units = [{"name": f"c{i}", "x_m": 1.0 if i % 2 == 0 else width - 1.0,
-                  "y_m": 2.0 + (depth - 4.0) * (i // 2) / max(n_units // 2 - 1, 1),
-                  "airflow_m3_s": round(airflow, 1), "capacity_kw": round(hall_racks * 45.0 / n_units),
-                  "supply_temp_c": 18} for i in range(n_units)]
-        halls.append({"name": f"hall{len(halls)}", "width_m": round(width, 1), "depth_m": round(depth, 1),
-                      "height_m": 4.0, "cell_m": 0.6, "rows": rows, "cooling_units": units})
+    for row in (row for h in halls for row in h["rows"]):
+        kinds[row["node_model"]] += row["racks"] * NPR
     s["name"] = f"{'mixed' if mixed else 'alike'}_{gpus}_gpus"
     s["site"]["halls"] = halls
     it_kw = n_racks * 45.0

@@ -24,6 +24,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from halls import RACKS_PER_ROW, data_halls  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,31 +35,9 @@ def scaled_scenario(n_nodes: int, days: float, halls_of: int = 256) -> dict:
     s = copy.deepcopy(base)
     npr = 4
     n_racks = n_nodes // npr
-    per_row = 32
-    rows_per_hall = max(2, min(halls_of // per_row, math.ceil(n_racks / per_row)))
-    halls, left = [], n_racks
-    while left > 0:
-        rows, y = [], 3.0
-        for r in range(rows_per_hall):
-            k = min(per_row, left)
-            if k <= 0:
-                break
-            rows.append({"name": f"r{r}", "x_m": 3.3, "y_m": y, "racks": k,
-                         "intake": "north" if r % 2 == 0 else "south", "enclosure": True})
-            left -= k
-            y += 2.4 if r % 2 == 0 else 3.6
-        width, depth = 3.3 + per_row * 0.6 + 3.0, y + 2.0
-        n_units = max(4, len(rows))
-        hall_racks = sum(r["racks"] for r in rows)
-        # cooling sized at 1.3x the racks' airflow (0.6 m3/s per XE9680 at full load)
-        airflow = 1.3 * hall_racks * npr * 0.6 / n_units
-        units = [{"name": f"c{i}", "x_m": 1.0 if i % 2 == 0 else width - 1.0,
-                  "y_m": 2.0 + (depth - 4.0) * (i // 2) / max(n_units // 2 - 1, 1),
-                  "airflow_m3_s": round(airflow, 1), "capacity_kw": round(hall_racks * 40.0 / n_units),
-                  "supply_temp_c": 18}
-                 for i in range(n_units)]
-        halls.append({"name": f"hall{len(halls)}", "width_m": round(width, 1), "depth_m": round(depth, 1),
-                      "height_m": 4.0, "cell_m": 0.6, "rows": rows, "cooling_units": units})
+    rows_per_hall = max(2, min(halls_of // RACKS_PER_ROW, math.ceil(n_racks / RACKS_PER_ROW)))
+    # cooling capacity 40 kW per rack
+    halls = data_halls(n_racks, rows_per_hall * RACKS_PER_ROW, rows_per_hall, 40.0)
     s["name"] = f"scale_{n_nodes * 8}_gpus"
     s["site"]["halls"] = halls
     it_kw = n_racks * 45.0

@@ -15,41 +15,17 @@ so it does not move when they change.
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from halls import NODES_PER_RACK, RACKS_PER_ROW, data_halls  # noqa: E402
 
-NODES_PER_RACK = 4
-RACKS_PER_ROW = 32
+ROOT = Path(__file__).resolve().parents[1]
 RACK_KW_WORST = 45.0            # 4 XE9680 at full load and a warm inlet + network share [kW]
 #: Llama 3 405B shape (Dubey et al. 2024, arXiv 2407.21783, Table 3); 128 layers so pp 16 divides
 LLAMA3_405B = {"layers": 128, "hidden": 16384, "ffn_hidden": 53248, "heads": 128, "kv_heads": 8,
                "vocab": 128256}
-
-
-def _hall(name: str, n_racks: int, racks_per_hall: int) -> dict:
-    """One hall of ``n_racks`` racks in rows of 32, hot/cold aisles, cooling on the walls."""
-    rows_per_hall = max(2, math.ceil(racks_per_hall / RACKS_PER_ROW))
-    rows, y, left = [], 3.0, n_racks
-    for r in range(rows_per_hall):
-        k = min(RACKS_PER_ROW, left)
-        if k <= 0:
-            break
-        rows.append({"name": f"r{r}", "x_m": 3.3, "y_m": y, "racks": k,
-                     "intake": "north" if r % 2 == 0 else "south", "enclosure": True})
-        left -= k
-        y += 2.4 if r % 2 == 0 else 3.6
-    width, depth = 3.3 + RACKS_PER_ROW * 0.6 + 3.0, y + 2.0
-    n_units = max(4, len(rows))
-    # cooling air at 1.3x the racks' (0.6 m3/s per XE9680 at full load), capacity 40 kW per rack
-    airflow = 1.3 * n_racks * NODES_PER_RACK * 0.6 / n_units
-    units = [{"name": f"c{i}", "x_m": 1.0 if i % 2 == 0 else width - 1.0,
-              "y_m": round(2.0 + (depth - 4.0) * (i // 2) / max(n_units // 2 - 1, 1), 2),
-              "airflow_m3_s": round(airflow, 1), "capacity_kw": round(n_racks * 40.0 / n_units),
-              "supply_temp_c": 18}
-             for i in range(n_units)]
-    return {"name": name, "width_m": round(width, 1), "depth_m": round(depth, 1), "height_m": 4.0,
-            "cell_m": 0.6, "rows": rows, "cooling_units": units}
 
 
 def site_scenario(n_nodes: int, days: float, sample_interval_s: float = 3600.0, *, job_nodes: int = 2048,
@@ -61,12 +37,9 @@ def site_scenario(n_nodes: int, days: float, sample_interval_s: float = 3600.0, 
     ``fabric``: the fabric section (default: rail-optimised NDR, 64-port QM9700 switches).
     """
     n_racks = math.ceil(n_nodes / NODES_PER_RACK)
-    halls, left = [], n_racks
-    while left > 0:
-        k = min(racks_per_hall, left)
-        b, h = divmod(len(halls), halls_per_building)
-        halls.append(_hall(f"b{b}_h{h}", k, racks_per_hall))
-        left -= k
+    # cooling capacity 40 kW per rack; hall i is hall i % per_building of building i // per_building
+    halls = data_halls(n_racks, racks_per_hall, max(2, math.ceil(racks_per_hall / RACKS_PER_ROW)), 40.0,
+                       name=lambda i: "b{}_h{}".format(*divmod(i, halls_per_building)), round_unit_y=True)
     it_kw = n_racks * RACK_KW_WORST
     racks_per_rpp = 8
     job_nodes = min(job_nodes, 16 * max(1, int(n_nodes * 7 / 8 / 16)))
