@@ -6,7 +6,7 @@
 
 A PNG or JPEG is drawn by the render child (``twin/viz/vtkdraw.py``, VTK alone): this
 process writes the scene description and then hands itself over to the child (exec), so
-the command never holds the run and the OpenGL driver at once (270 MB instead of 570 MB
+the command never holds the run and the OpenGL driver at once (243 MB instead of 570 MB
 for Blue Vela, bench/RESULTS.md). An animation streams its frames to one child.
 
 Bad input (missing file, run folder without results.nc, unknown colour, unreadable time,

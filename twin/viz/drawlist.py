@@ -5,7 +5,8 @@ quads and lines with their colours baked in as RGB, streamline seeds, label anch
 colour-bar tables) and a JSON ``meta`` that names them, with the texts and the camera.
 :func:`render_image` writes that description to a temporary ``.npz`` and runs
 :mod:`twin.viz.vtkdraw` as a separate Python process, which imports VTK alone (no
-pyvista, matplotlib, xarray or the simulation) and writes the PNG. :class:`FrameStream`
+pyvista, matplotlib, xarray, the simulation, or for a picture numpy: it reads the ``.npz``
+with zipfile) and writes the PNG. :class:`FrameStream`
 feeds an animation's frames to one child over a pipe, one at a time.
 
 Nothing here imports pyvista or VTK: the parent keeps the run and the physics, the child
@@ -245,9 +246,19 @@ def _box_edges(bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return corners, segs
 
 
+def _plain(a: np.ndarray) -> np.ndarray:
+    """``a`` in one of the three types the render child reads (float64, int64, uint8), C order."""
+    a = np.asarray(a)
+    dtype = np.uint8 if a.dtype in (np.uint8, np.bool_) else np.int64 if a.dtype.kind in "iu" else np.float64
+    return np.ascontiguousarray(a, dtype=np.dtype(dtype).newbyteorder("<"))
+
+
 def pack(meta: dict, arrays: dict, target: str | Path | IO[bytes]) -> None:
-    """Write a description as one ``.npz`` (arrays plus the JSON ``meta``)."""
-    np.savez(cast(Any, target), meta=np.array(json.dumps(meta)), **arrays)
+    """Write a description as one ``.npz`` (arrays plus the JSON ``meta``). The render child
+    reads it without numpy (:func:`twin.viz.vtkdraw.load`): little-endian float64, int64 and
+    uint8 arrays in C order."""
+    plain: dict[str, Any] = {k: _plain(v) for k, v in arrays.items()}
+    np.savez(cast(Any, target), meta=np.array(json.dumps(meta)), **plain)
 
 
 def child_command(*args: str) -> list[str]:

@@ -1,8 +1,9 @@
 """The render child: draw a hall scene description with VTK alone and write the picture.
 
-Run as a script, never imported by twin (``python vtkdraw.py ...``): it imports numpy and
-the few VTK modules it draws with, not pyvista, matplotlib, xarray or the simulation, so
-that one picture costs what VTK and the OpenGL driver cost and no more (``twin render``
+Run as a script, never imported by twin (``python vtkdraw.py ...``): it imports the few VTK
+modules it draws with, not pyvista, matplotlib, xarray, the simulation, VTK's Python
+conveniences or (for a picture) numpy, so that one picture costs what VTK and the OpenGL
+driver cost and no more (``twin render``
 used 570 MB per PNG in one process; see bench/RESULTS.md). The description is made by
 :mod:`twin.viz.drawlist` in the parent: an ``.npz`` of arrays with a JSON ``meta`` entry
 (meshes with their colours baked, texts, point labels, colour bars, the camera).
@@ -22,20 +23,64 @@ grow with the number of frames. Progress is one line ``frame K`` per frame on st
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
 import struct
 import sys
+import zipfile
+from array import array
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import numpy as np
 
 if not os.environ.get("DISPLAY") and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ:
     os.environ["VTK_DEFAULT_OPENGL_WINDOW"] = "vtkEGLRenderWindow"
 
-import numpy as np  # noqa: E402
+
+def _give_back_freed_memory(threshold_b: int = 64 * 1024) -> None:
+    """glibc only: blocks over ``threshold_b`` get their own mapping, returned to the system
+    when freed, and the heap's free top is trimmed at once. By default glibc raises its
+    mapping threshold to the largest block freed so far (up to 32 MB), so the driver's and
+    the shader compiler's temporary buffers stay in the heap after they are freed (4-7 MB
+    of the peak for Blue Vela, bench/RESULTS.md "Memory per hall PNG")."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, threshold_b)   # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 0)             # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):   # not glibc: its own allocator's defaults
+        pass
+
+
+def _without_vtk_python_overrides() -> None:
+    """VTK's Python conveniences (numpy-backed array mixins, data-model overrides, pickling)
+    load with its core modules and import numpy and about 130 more modules; the child calls
+    the C++ classes only, so it skips them (22 MB of the peak, bench/RESULTS.md)."""
+    import vtkmodules
+
+    mapper = getattr(vtkmodules, "MODULE_MAPPER", None)
+    if isinstance(mapper, dict):
+        mapper.clear()
+
+
+if __name__ == "__main__":   # the child's own process only, never a process that imports this file
+    _give_back_freed_memory()
+    _without_vtk_python_overrides()
+
 import vtkmodules.vtkRenderingFreeType  # noqa: E402,F401  (text rendering)
 import vtkmodules.vtkRenderingOpenGL2  # noqa: E402,F401  (the OpenGL back end)
-from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray  # noqa: E402
-from vtkmodules.vtkCommonCore import vtkLookupTable, vtkPoints, vtkStringArray  # noqa: E402
+from vtkmodules.vtkCommonCore import (  # noqa: E402
+    vtkDoubleArray,
+    vtkIdTypeArray,
+    vtkLookupTable,
+    vtkPoints,
+    vtkStringArray,
+    vtkUnsignedCharArray,
+)
 from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkImageData, vtkPolyData  # noqa: E402
 from vtkmodules.vtkRenderingAnnotation import vtkCornerAnnotation, vtkScalarBarActor  # noqa: E402
 from vtkmodules.vtkRenderingCore import (  # noqa: E402
@@ -51,8 +96,53 @@ from vtkmodules.vtkRenderingCore import (  # noqa: E402
 
 #: corner of a vtkCornerAnnotation by name (pyvista's names)
 CORNERS = {"lower_left": 0, "lower_right": 1, "upper_left": 2, "upper_right": 3}
-#: the eight corners of a box and its six faces as corner indices (outward, counter-clockwise)
-_FACES = np.array([[0, 3, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]])
+#: the six faces of a box as indices of its eight corners (outward, counter-clockwise)
+_FACES = ((0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7))
+#: .npy type strings the description uses, as array typecodes (see drawlist.pack)
+_TYPECODES = {"<f8": "d", "<i8": "q", "|u1": "B"}
+
+
+class Arr:
+    """One array of the description as the ``.npy`` member of the ``.npz`` holds it: its
+    shape and its bytes in C order (no numpy in the child: VTK copies the bytes)."""
+
+    def __init__(self, shape: tuple[int, ...], typecode: str, data: bytes):
+        self.shape, self.typecode, self.data = shape, typecode, data
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def values(self) -> array:
+        out = array(self.typecode)
+        out.frombytes(self.data)
+        return out
+
+
+def read_npy(blob: bytes) -> Arr | str:
+    """An ``.npy`` (format 1-3) as :class:`Arr`, or as ``str`` for a unicode scalar."""
+    if blob[:6] != b"\x93NUMPY":
+        raise ValueError("not an .npy array")
+    if blob[6] == 1:
+        (n,), start = struct.unpack("<H", blob[8:10]), 10
+    else:
+        (n,), start = struct.unpack("<I", blob[8:12]), 12
+    head = ast.literal_eval(blob[start:start + n].decode("latin1"))
+    data = blob[start + n:]
+    descr, shape = head["descr"], tuple(head["shape"])
+    if descr.startswith("<U"):
+        return data.decode("utf-32-le").rstrip("\0")
+    if descr not in _TYPECODES or head["fortran_order"]:
+        raise ValueError(f"unexpected array type {descr} (fortran order {head['fortran_order']})")
+    return Arr(shape, _TYPECODES[descr], data)
+
+
+def _vtk_array(cls, data: bytes, n_components: int, n_tuples: int):
+    arr = cls()
+    arr.SetNumberOfComponents(n_components)
+    arr.SetNumberOfTuples(n_tuples)
+    if n_tuples * n_components:
+        memoryview(arr).cast("B")[:] = data
+    return arr
 
 
 def rgb01(colour: str) -> tuple[float, float, float]:
@@ -61,57 +151,60 @@ def rgb01(colour: str) -> tuple[float, float, float]:
     return (int(c[0:2], 16) / 255.0, int(c[2:4], 16) / 255.0, int(c[4:6], 16) / 255.0)
 
 
-def _cells(conn: np.ndarray, n: int, size: int) -> vtkCellArray:
+def _points(data: bytes, n: int) -> vtkPoints:
+    pts = vtkPoints()
+    pts.SetData(_vtk_array(vtkDoubleArray, data, 3, n))
+    return pts
+
+
+def _cells(conn: bytes, n: int, size: int) -> vtkCellArray:
     cells = vtkCellArray()
-    offsets = np.arange(0, n * size + 1, size, dtype=np.int64)
-    cells.SetData(numpy_to_vtkIdTypeArray(offsets, deep=True),
-                  numpy_to_vtkIdTypeArray(np.ascontiguousarray(conn, np.int64).ravel(), deep=True))
+    offsets = array("q", range(0, n * size + 1, size)).tobytes()
+    cells.SetData(_vtk_array(vtkIdTypeArray, offsets, 1, n + 1), _vtk_array(vtkIdTypeArray, conn, 1, n * size))
     return cells
 
 
-def box_polydata(bounds: np.ndarray, rgb: np.ndarray | None = None) -> vtkPolyData:
+def _cell_rgb(pd: vtkPolyData, data: bytes, n: int) -> None:
+    arr = _vtk_array(vtkUnsignedCharArray, data, 3, n)
+    arr.SetName("rgb")
+    pd.GetCellData().SetScalars(arr)
+
+
+def box_polydata(bounds: Arr, rgb: Arr | None = None) -> vtkPolyData:
     """Six quads per box of ``bounds`` (N, 6) [m]; ``rgb`` (N, 3) uint8 colours per box.
     The corners are in the order of ``twin.viz.geometry.box_corners`` (this script imports
     nothing of twin, so it repeats those eight lines)."""
-    b = np.asarray(bounds, float).reshape(-1, 6)
-    x0, x1, y0, y1, z0, z1 = b.T
-    corners = np.stack([np.column_stack(c) for c in (
-        (x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0),
-        (x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1))], axis=1).reshape(-1, 3)
-    n = len(b)
-    conn = (np.arange(n)[:, None, None] * 8 + _FACES[None]).reshape(-1, 4)
+    b = bounds.values()
+    n = len(b) // 6
+    corners = array("d")
+    conn = array("q")
+    for k in range(n):
+        x0, x1, y0, y1, z0, z1 = b[6 * k:6 * k + 6]
+        corners.extend((x0, y0, z0, x1, y0, z0, x1, y1, z0, x0, y1, z0,
+                        x0, y0, z1, x1, y0, z1, x1, y1, z1, x0, y1, z1))
+        conn.extend(8 * k + i for face in _FACES for i in face)
     pd = vtkPolyData()
-    pts = vtkPoints()
-    pts.SetData(numpy_to_vtk(np.ascontiguousarray(corners), deep=True))
-    pd.SetPoints(pts)
-    pd.SetPolys(_cells(conn, 6 * n, 4))
+    pd.SetPoints(_points(corners.tobytes(), 8 * n))
+    pd.SetPolys(_cells(conn.tobytes(), 6 * n, 4))
     if rgb is not None:
-        colours = np.repeat(np.asarray(rgb, np.uint8).reshape(-1, 3), 6, axis=0)
-        arr = numpy_to_vtk(np.ascontiguousarray(colours), deep=True)
-        arr.SetName("rgb")
-        pd.GetCellData().SetScalars(arr)
+        c = rgb.data
+        _cell_rgb(pd, b"".join(c[3 * k:3 * k + 3] * 6 for k in range(n)), 6 * n)
     return pd
 
 
-def quad_polydata(points: np.ndarray, quads: np.ndarray, rgb: np.ndarray | None = None) -> vtkPolyData:
+def quad_polydata(points: Arr, quads: Arr, rgb: Arr | None = None) -> vtkPolyData:
     pd = vtkPolyData()
-    pts = vtkPoints()
-    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, float), deep=True))
-    pd.SetPoints(pts)
-    pd.SetPolys(_cells(quads, len(quads), 4))
+    pd.SetPoints(_points(points.data, len(points)))
+    pd.SetPolys(_cells(quads.data, len(quads), 4))
     if rgb is not None:
-        arr = numpy_to_vtk(np.ascontiguousarray(rgb, np.uint8), deep=True)
-        arr.SetName("rgb")
-        pd.GetCellData().SetScalars(arr)
+        _cell_rgb(pd, rgb.data, len(rgb))
     return pd
 
 
-def line_polydata(points: np.ndarray, segments: np.ndarray) -> vtkPolyData:
+def line_polydata(points: Arr, segments: Arr) -> vtkPolyData:
     pd = vtkPolyData()
-    pts = vtkPoints()
-    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, float), deep=True))
-    pd.SetPoints(pts)
-    pd.SetLines(_cells(segments, len(segments), 2))
+    pd.SetPoints(_points(points.data, len(points)))
+    pd.SetLines(_cells(segments.data, len(segments), 2))
     return pd
 
 
@@ -125,13 +218,13 @@ def streamline_polydata(arrays, m: dict) -> vtkPolyData:
     img.SetDimensions(nx, ny, 1)
     img.SetSpacing(m["spacing"], m["spacing"], 1.0)
     img.SetOrigin(*m["origin"])
-    vel = numpy_to_vtk(np.ascontiguousarray(np.column_stack([u.ravel(), v.ravel(), np.zeros(u.size)])), deep=True)
+    xyz = array("d", bytes(24 * nx * ny))   # (u, v, 0) per grid point
+    xyz[0::3], xyz[1::3] = u.values(), v.values()
+    vel = _vtk_array(vtkDoubleArray, xyz.tobytes(), 3, nx * ny)
     vel.SetName("velocity")
     img.GetPointData().SetVectors(vel)
     seeds = vtkPolyData()
-    sp = vtkPoints()
-    sp.SetData(numpy_to_vtk(np.ascontiguousarray(arrays[m["seeds"]], float), deep=True))
-    seeds.SetPoints(sp)
+    seeds.SetPoints(_points(arrays[m["seeds"]].data, len(arrays[m["seeds"]])))
     st = vtkStreamTracer()
     st.SetInputData(img)
     st.SetSourceData(seeds)
@@ -153,13 +246,15 @@ def streamline_polydata(arrays, m: dict) -> vtkPolyData:
     return out
 
 
-def lookup_table(colours: np.ndarray, clim) -> vtkLookupTable:
+def lookup_table(colours: Arr, clim) -> vtkLookupTable:
+    """A lookup table of (n, 3) uint8 colours over ``clim``."""
     lut = vtkLookupTable()
     n = len(colours)
+    c = colours.data
     lut.SetNumberOfTableValues(n)
     lut.SetRange(float(clim[0]), float(clim[1]))
-    for i, c in enumerate(np.asarray(colours, float) / 255.0):
-        lut.SetTableValue(i, float(c[0]), float(c[1]), float(c[2]), 1.0)
+    for i in range(n):
+        lut.SetTableValue(i, c[3 * i] / 255.0, c[3 * i + 1] / 255.0, c[3 * i + 2] / 255.0, 1.0)
     lut.Build()
     return lut
 
@@ -196,15 +291,13 @@ def add_mesh(ren: vtkRenderer, pd: vtkPolyData, m: dict) -> None:
     ren.AddActor(actor)
 
 
-def add_labels(ren: vtkRenderer, points: np.ndarray, m: dict) -> None:
+def add_labels(ren: vtkRenderer, points: Arr, m: dict) -> None:
     """Names at 3-D points, always visible (vtkLabelPlacementMapper, as pyvista's
     ``add_point_labels``)."""
     from vtkmodules.vtkRenderingLabel import vtkLabelPlacementMapper, vtkPointSetToLabelHierarchy
 
     pd = vtkPolyData()
-    pts = vtkPoints()
-    pts.SetData(numpy_to_vtk(np.ascontiguousarray(points, float), deep=True))
-    pd.SetPoints(pts)
+    pd.SetPoints(_points(points.data, len(points)))
     names = vtkStringArray()
     names.SetName("labels")
     for n in m["names"]:
@@ -229,7 +322,7 @@ def add_labels(ren: vtkRenderer, points: np.ndarray, m: dict) -> None:
     ren.AddViewProp(actor)
 
 
-def add_scalar_bar(ren: vtkRenderer, colours: np.ndarray, m: dict) -> None:
+def add_scalar_bar(ren: vtkRenderer, colours: Arr, m: dict) -> None:
     bar = vtkScalarBarActor()
     bar.SetLookupTable(lookup_table(colours, m["clim"]))
     bar.SetMaximumNumberOfColors(len(colours))
@@ -318,39 +411,72 @@ def new_window(size, background: str) -> tuple[vtkRenderWindow, vtkRenderer]:
     return win, ren
 
 
-def grab(win: vtkRenderWindow) -> np.ndarray:
-    """(H, W, 3) uint8 picture of the window, top row first."""
-    from vtkmodules.vtkCommonCore import vtkUnsignedCharArray
-
+def pixels(win: vtkRenderWindow) -> vtkUnsignedCharArray:
+    """The window's RGB pixels as VTK holds an image: bottom row first (no copy made)."""
     w, h = win.GetSize()
     buf = vtkUnsignedCharArray()
     win.GetPixelData(0, 0, w - 1, h - 1, 0, buf, 0)
+    return buf
+
+
+def rgb_view(buf: vtkUnsignedCharArray, size) -> np.ndarray:
+    """(H, W, 3) uint8 view of :func:`pixels`, top row first (a view, not a copy; imports
+    numpy, which only an animation's frames need)."""
     from vtkmodules.util.numpy_support import vtk_to_numpy
-    return vtk_to_numpy(buf).reshape(h, w, 3)[::-1].copy()
+
+    w, h = int(size[0]), int(size[1])
+    return vtk_to_numpy(buf).reshape(h, w, 3)[::-1]
+
+
+def grab(win: vtkRenderWindow) -> np.ndarray:
+    """(H, W, 3) uint8 picture of the window, top row first (a copy: for a frame kept
+    while the window draws the next one)."""
+    import numpy as np
+
+    return np.ascontiguousarray(rgb_view(pixels(win), win.GetSize()))
+
+
+def save_npy(buf: vtkUnsignedCharArray, size, path: str) -> None:
+    """:func:`pixels` as an (H, W, 3) uint8 ``.npy`` (format 1.0), top row first, written
+    row by row without numpy."""
+    w, h = int(size[0]), int(size[1])
+    head = f"{{'descr': '|u1', 'fortran_order': False, 'shape': ({h}, {w}, 3), }}"
+    head += " " * (63 - (10 + len(head)) % 64) + "\n"      # magic + header a multiple of 64 bytes
+    rows = memoryview(cast(Any, buf)).cast("B")   # a VTK array is a buffer
+    with open(path, "wb") as fh:
+        fh.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode("latin1"))
+        for r in range(h - 1, -1, -1):
+            fh.write(rows[3 * w * r:3 * w * (r + 1)])
 
 
 def load(blob) -> tuple[dict, dict]:
-    z = np.load(blob, allow_pickle=False)
-    arrays = {k: z[k] for k in z.files if k != "meta"}
-    return json.loads(str(z["meta"])), arrays
+    """(meta, arrays) of a description (``.npz`` path or file object), read without numpy."""
+    with zipfile.ZipFile(blob) as z:
+        arrays = {name[:-4]: read_npy(z.read(name)) for name in z.namelist()}
+    meta = arrays.pop("meta")
+    assert isinstance(meta, str), "the description's meta is a JSON string"
+    return json.loads(meta), arrays
 
 
-def render_frame(win, ren, meta, arrays) -> np.ndarray:
+def render_frame(win, ren, meta, arrays) -> vtkUnsignedCharArray:
+    """Draw a description and return :func:`pixels`. ``arrays`` is emptied once VTK holds
+    its own copies of them (before the OpenGL driver allocates its buffers)."""
     ren.RemoveAllViewProps()
     draw(ren, arrays, meta)
+    arrays.clear()
     set_camera(ren, meta["camera"])
     win.Render()
-    return grab(win)
+    return pixels(win)
 
 
-def write_image(img: np.ndarray, out: str) -> None:
+def write_image(buf: vtkUnsignedCharArray, size, out: str) -> None:
+    """Write :func:`pixels` (bottom row first, as vtkImageData) as PNG or JPEG, from the
+    buffer itself: no flipped or contiguous copy of the picture."""
     from vtkmodules.vtkIOImage import vtkJPEGWriter, vtkPNGWriter
 
-    h, w, _ = img.shape
     data = vtkImageData()
-    data.SetDimensions(w, h, 1)
-    arr = numpy_to_vtk(np.ascontiguousarray(img[::-1].reshape(-1, 3)), deep=True)
-    data.GetPointData().SetScalars(arr)
+    data.SetDimensions(int(size[0]), int(size[1]), 1)
+    data.GetPointData().SetScalars(buf)
     writer = vtkJPEGWriter() if out.lower().endswith((".jpg", ".jpeg")) else vtkPNGWriter()
     writer.SetFileName(out)
     writer.SetInputData(data)
@@ -368,7 +494,10 @@ class GifStream:
         self.prev: np.ndarray | None = None
 
     def append(self, rgb: np.ndarray) -> None:
+        import numpy as np
         from PIL import GifImagePlugin, Image
+
+        rgb = np.ascontiguousarray(rgb)   # kept as the previous frame: a copy of a view
 
         x0, y0 = 0, 0
         crop = rgb
@@ -405,6 +534,8 @@ class Mp4Stream:
         self.gen.send(None)
 
     def append(self, rgb: np.ndarray) -> None:
+        import numpy as np
+
         self.gen.send(np.ascontiguousarray(rgb))
 
     def close(self) -> None:
@@ -448,10 +579,10 @@ def main(argv: list[str]) -> int:
                 shutil.rmtree(args.remove, ignore_errors=True)
         window, renderer = new_window(meta["size"], meta["background"])
         try:
-            img = render_frame(window, renderer, meta, arrays)
-            write_image(img, args.out)
+            buf = render_frame(window, renderer, meta, arrays)
+            write_image(buf, window.GetSize(), args.out)
             if args.raw:
-                np.save(args.raw, img)
+                save_npy(buf, window.GetSize(), args.raw)
         finally:
             window.Finalize()
         if args.say:
@@ -468,7 +599,7 @@ def main(argv: list[str]) -> int:
                 win, ren = new_window(meta["size"], meta["background"])
                 writer = (Mp4Stream(args.out, args.fps, meta["size"]) if args.out.lower().endswith(".mp4")
                           else GifStream(args.out, args.fps))
-            writer.append(render_frame(win, ren, meta, arrays))
+            writer.append(rgb_view(render_frame(win, ren, meta, arrays), win.GetSize()))
             print(f"frame {k + 1}", flush=True)
     finally:
         if writer is not None:
