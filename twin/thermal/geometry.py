@@ -83,6 +83,10 @@ class HallGeometry:
     rack_bypass_fraction: float = 0.0
     n_layers: int = 1
     rack_height_m: float = 2.0
+    # wall-jet supply (twin.thermal.jets); None = every unit supplies as ``supply`` says
+    cooling_outlet_z_m: np.ndarray | None = None  # (C, 2) outlet bottom / top [m]; a NaN row: that unit as ``supply``
+    cooling_outlet_width_m: np.ndarray | None = None  # (C,) outlet width [m]
+    cooling_throw_dir: np.ndarray | None = None  # (C, 2) direction the outlet blows (snapped to a grid axis)
 
     def __post_init__(self):
         for name in ("width_m", "depth_m", "height_m", "cell_m", "rack_width_m", "rack_depth_m"):
@@ -131,6 +135,12 @@ class HallGeometry:
             object.__setattr__(self, "tile_xy_m", np.asarray(self.tile_xy_m, float).reshape(-1, 2))
         for name, a in arr.items():
             object.__setattr__(self, name, a)
+        if self.cooling_outlet_z_m is not None:
+            jet = {"cooling_outlet_z_m": np.asarray(self.cooling_outlet_z_m, float).reshape(c, 2),
+                   "cooling_outlet_width_m": np.asarray(self.cooling_outlet_width_m, float).reshape(c),
+                   "cooling_throw_dir": np.asarray(self.cooling_throw_dir, float).reshape(c, 2)}
+            for name, a in jet.items():
+                object.__setattr__(self, name, a)
 
     @property
     def scheme(self) -> str:

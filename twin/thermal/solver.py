@@ -57,6 +57,7 @@ import xarray as xr
 from scipy.sparse.csgraph import connected_components
 
 from .geometry import HallGeometry, HallGrid, _intake_enclosed, rasterise
+from .jets import hall_wall_jets
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
 
@@ -305,10 +306,13 @@ def build_problem(
         h_frac *= v_c.sum() / ducted
         ducted = float((h_frac * v_r).sum())
     duct_c = v_c / v_c.sum() * ducted
+    jets = hall_wall_jets(g, nx, ny, fluid3, v_c)  # units blowing into the room at a height
 
     # ---- plenum: (k L + G) p = s ----------------------------------------------------
     s_p = np.zeros(n)
     for c in range(n_c):
+        if jets[c] is not None:
+            continue
         cells = grid.cooling_cells[c]
         np.add.at(s_p, cells, v_c[c] / len(cells))
     for r in range(n_r):
@@ -346,6 +350,9 @@ def build_problem(
     for c in range(n_c):
         cells = top + grid.cooling_cells[c]
         np.add.at(s_room_full, cells, -(v_c[c] - duct_c[c]) / len(cells))
+        if (jet := jets[c]) is not None:
+            np.add.at(s_room_full, jet.end_cells, (v_c[c] + jet.entrained_m3_s) * jet.end_weight)
+            np.add.at(s_room_full, jet.path_cells, -jet.entrained_m3_s * jet.path_weight)
     s_room = s_room_full[fluid3]
     fi, fj, fax = _grid_faces(nx, ny, fluid3, nz)
     ri, rj = room_id[fi], room_id[fj]
@@ -442,9 +449,18 @@ def build_problem(
         ret_c = room_id[top + cells_c]
         draw = (v_c[c] - duct_c[c]) / len(cells_c)
         t.add(ret_c, ret_c, np.full(len(cells_c), draw))
-        e_r.append(pl[cells_c])
-        e_c.append(np.full(len(cells_c), c))
-        e_v.append(np.full(len(cells_c), v_c[c] / len(cells_c)))
+        if (jet := jets[c]) is not None:  # supply where the jet ends, with the air it entrained
+            k_end, k_path = room_id[jet.end_cells], room_id[jet.path_cells]
+            t.add(k_path, k_path, jet.entrained_m3_s * jet.path_weight)
+            t.add(k_end[:, None], k_path[None, :],
+                  -jet.entrained_m3_s * jet.end_weight[:, None] * jet.path_weight[None, :])
+            e_r.append(k_end)
+            e_c.append(np.full(len(k_end), c))
+            e_v.append(v_c[c] * jet.end_weight)
+        else:
+            e_r.append(pl[cells_c])
+            e_c.append(np.full(len(cells_c), c))
+            e_v.append(np.full(len(cells_c), v_c[c] / len(cells_c)))
         m_r.append(np.full(len(cells_c), c))
         m_c.append(ret_c)
         m_v.append(np.full(len(cells_c), draw / v_c[c]))

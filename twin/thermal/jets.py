@@ -1,0 +1,200 @@
+"""Wall-jet supply of a cooling unit: air that enters the room at a height and carries its
+momentum along its throw direction (issue 12).
+
+The room model of :mod:`twin.thermal.solver` is a potential flow: it has no momentum, so
+air supplied at a point spreads from there by continuity alone. Wall coolers and in-row
+units blow horizontal jets across an aisle onto the rack faces. A jet keeps its identity
+over its throw: it advances along its axis, widens at a fixed angle and entrains room air
+in proportion to the distance travelled, until it meets a solid face (a rack front, an
+obstacle, a wall) or slows to the room's own air speed. This module carries that
+integral jet to where it ends and hands its air, supply plus entrained room air, to the
+room there; the potential flow takes over from that point.
+
+Laws (free turbulent jet from a wall outlet of core area A_0 [m2], outlet velocity
+v_0 = V_0 / A_0; ASHRAE Handbook - Fundamentals, ch. 20 "Space Air Diffusion",
+"Principles of jet behavior", after Koestel 1955 and Tuve 1953):
+
+- centre-line velocity, main region: v_x / v_0 = K sqrt(A_0) / x (no faster than v_0 in
+  the core, x < K sqrt(A_0));
+- volume flow with entrained air: Q_x / Q_0 = 2 x / (K sqrt(A_0)) (never below Q_0);
+- throw to the terminal velocity v_T: x_T = K sqrt(A_0) v_0 / v_T;
+- spread: an isothermal jet widens with an included angle of 20-24 deg (Jones, *Air
+  Conditioning Engineering*, 5th ed., 2001, ch. "Air distribution"; ASHRAE ch. 20).
+
+K, the throw (centre-line velocity) constant, is 5.0-6.2 for grilles and open outlets in
+ASHRAE's tables; 6.2 (the free-jet end) is used. None of these is fitted to a room.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["JET_SPREAD_HALF_ANGLE_DEG", "JET_THROW_CONSTANT", "JET_TERMINAL_VELOCITY_M_S", "WallJet",
+           "hall_wall_jets", "jet_centreline_velocity_m_s", "jet_throw_m", "jet_volume_flow_m3_s", "wall_jet_cells"]
+
+JET_THROW_CONSTANT = 6.2
+"""K of v_x / v_0 = K sqrt(A_0) / x [-] (ASHRAE Fundamentals ch. 20: 5.0-6.2)."""
+JET_SPREAD_HALF_ANGLE_DEG = 11.0
+"""Half of a free jet's 20-24 deg included angle [deg]."""
+JET_TERMINAL_VELOCITY_M_S = 0.25
+"""Terminal velocity that ends a jet's throw [m/s] (ASHRAE's 50 fpm throw, about the
+air speed of a room's own circulation)."""
+
+
+def jet_centreline_velocity_m_s(x_m, outlet_airflow_m3_s, outlet_area_m2, throw_constant=JET_THROW_CONSTANT):
+    """Centre-line velocity of a free jet [m/s] at distance ``x_m`` [m] from its outlet:
+    v_x = v_0 min(1, K sqrt(A_0) / x), v_0 = V_0 / A_0 (ASHRAE Fundamentals ch. 20)."""
+    x = np.asarray(x_m, float)
+    v0 = float(outlet_airflow_m3_s) / float(outlet_area_m2)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(x > 0, throw_constant * np.sqrt(outlet_area_m2) / np.maximum(x, 1e-12), 1.0)
+    return v0 * np.minimum(1.0, ratio)
+
+
+def jet_volume_flow_m3_s(x_m, outlet_airflow_m3_s, outlet_area_m2, throw_constant=JET_THROW_CONSTANT):
+    """Volume flow of a free jet with its entrained air [m3/s] at distance ``x_m`` [m]:
+    Q_x = Q_0 max(1, 2 x / (K sqrt(A_0))) (ASHRAE Fundamentals ch. 20)."""
+    x = np.asarray(x_m, float)
+    return float(outlet_airflow_m3_s) * np.maximum(1.0, 2.0 * x / (throw_constant * np.sqrt(outlet_area_m2)))
+
+
+def jet_throw_m(outlet_airflow_m3_s, outlet_area_m2, terminal_velocity_m_s=JET_TERMINAL_VELOCITY_M_S,
+                throw_constant=JET_THROW_CONSTANT):
+    """Throw [m]: distance at which the centre-line velocity falls to ``terminal_velocity_m_s``,
+    x_T = K sqrt(A_0) v_0 / v_T (never shorter than the core, K sqrt(A_0))."""
+    v0 = float(outlet_airflow_m3_s) / float(outlet_area_m2)
+    core = throw_constant * np.sqrt(outlet_area_m2)
+    return float(core * max(1.0, v0 / terminal_velocity_m_s))
+
+
+@dataclass(frozen=True)
+class WallJet:
+    """Where one unit's jet ends on the layered grid (flat cell indices iz * ny * nx + iy * nx + ix).
+
+    The supply V_0 and the entrained air enter the room at ``end_cells`` (weights sum to 1);
+    the entrained air is drawn from ``path_cells`` (weights sum to 1) along the way."""
+
+    end_cells: np.ndarray
+    end_weight: np.ndarray
+    path_cells: np.ndarray
+    path_weight: np.ndarray
+    entrained_m3_s: float
+    reach_m: float  # distance from the outlet to where the jet ends [m]
+    throw_m: float  # free throw to the terminal velocity [m]
+
+
+def _layer_weights(z_lo: float, z_hi: float, dz: float, nz: int) -> np.ndarray:
+    """Share of the height range [z_lo, z_hi] in each layer (sums to 1)."""
+    lo, hi = np.arange(nz) * dz, (np.arange(nz) + 1) * dz
+    w = np.clip(np.minimum(hi, z_hi) - np.maximum(lo, z_lo), 0.0, None)
+    return w / w.sum()
+
+
+def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fluid3: np.ndarray, *,
+                   outlet_xy_m, direction, outlet_z_m, outlet_width_m: float, airflow_m3_s: float,
+                   throw_constant: float = JET_THROW_CONSTANT,
+                   spread_half_angle_deg: float = JET_SPREAD_HALF_ANGLE_DEG,
+                   terminal_velocity_m_s: float = JET_TERMINAL_VELOCITY_M_S) -> WallJet:
+    """March a wall jet from its outlet along its (grid-snapped) direction.
+
+    Stations are the cells along the axis from the outlet's cell, x = k cell_m. At each
+    the jet covers the cells within its half-width b = w_0 / 2 + x tan(alpha) across the
+    axis and the layers overlapping [z_0 - x tan(alpha), z_1 + x tan(alpha)] (clipped to the
+    room). It ends at the last station before the axis meets a solid cell (rack, obstacle)
+    or a wall in any layer it covers, or at its throw x_T, whichever comes first; there its
+    volume flow Q_x (supply plus entrained air) enters the room over its cross-section,
+    weighted by each layer's share of the height range. The entrained air Q_x - Q_0 is
+    taken from the cells it passed, in proportion to dQ/dx.
+    """
+    d = np.asarray(direction, float)
+    step = (1 if d[0] > 0 else -1, 0) if abs(d[0]) >= abs(d[1]) else (0, 1 if d[1] > 0 else -1)
+    side = (-step[1], step[0])
+    n = nx * ny
+    dz = height_m / nz
+    z0, z1 = float(outlet_z_m[0]), float(outlet_z_m[1])
+    area = outlet_width_m * (z1 - z0)
+    if not (outlet_width_m > 0 and z1 > z0 >= 0 and z1 <= height_m):
+        raise ValueError(f"wall-jet outlet needs a width > 0 and 0 <= z_from < z_to <= room height, "
+                         f"got width {outlet_width_m}, z {z0}-{z1} m")
+    tan_a = np.tan(np.radians(spread_half_angle_deg))
+    throw = jet_throw_m(airflow_m3_s, area, terminal_velocity_m_s, throw_constant)
+    ix0 = min(max(int(outlet_xy_m[0] // cell_m), 0), nx - 1)
+    iy0 = min(max(int(outlet_xy_m[1] // cell_m), 0), ny - 1)
+    fluid = np.asarray(fluid3, bool).reshape(nz, ny, nx)
+
+    def station(k):
+        x = k * cell_m
+        b = 0.5 * outlet_width_m + x * tan_a
+        m = int(np.floor(b / cell_m + 0.5 - 1e-9))
+        offs = np.arange(-m, m + 1)
+        cx, cy = ix0 + k * step[0], iy0 + k * step[1]
+        px, py = cx + offs * side[0], cy + offs * side[1]
+        ok = (px >= 0) & (px < nx) & (py >= 0) & (py < ny)
+        lw = _layer_weights(max(0.0, z0 - x * tan_a), min(height_m, z1 + x * tan_a), dz, nz)
+        return x, cx, cy, px[ok], py[ok], lw
+
+    def blocked(cx, cy, lw):
+        if not (0 <= cx < nx and 0 <= cy < ny):
+            return True
+        return bool(np.any(~fluid[lw > 0, cy, cx]))
+
+    stations = []
+    k = 0
+    while True:
+        s = station(k)
+        if blocked(s[1], s[2], s[5]):
+            break
+        stations.append(s)
+        if s[0] >= throw:
+            break
+        k += 1
+    if not stations:
+        raise ValueError(f"wall-jet outlet at ({outlet_xy_m[0]:.2f}, {outlet_xy_m[1]:.2f}) m blows into a solid cell")
+
+    def cells_of(s):
+        _, _, _, px, py, lw = s
+        layers = np.flatnonzero(lw > 0)
+        flat = (layers[:, None] * n + (py * nx + px)[None, :]).ravel()
+        w = np.repeat(lw[layers], px.size) / px.size
+        keep = fluid.ravel()[flat]
+        return flat[keep], w[keep]
+
+    end, ew = cells_of(stations[-1])
+    reach = stations[-1][0]
+    q = jet_volume_flow_m3_s([s[0] for s in stations], airflow_m3_s, area, throw_constant)
+    entrained = float(q[-1] - airflow_m3_s)
+    pc, pw = [np.zeros(0, np.int64)], [np.zeros(0)]
+    for j in range(len(stations) - 1):
+        dq = float(q[j + 1] - q[j])
+        if dq > 0:
+            c, w = cells_of(stations[j])
+            pc.append(c)
+            pw.append(w / w.sum() * dq)
+    path, path_w = np.concatenate(pc), np.concatenate(pw)
+    if entrained > 0 and path_w.sum() > 0:
+        path_w = path_w / path_w.sum()
+    else:
+        entrained, path, path_w = 0.0, np.zeros(0, np.int64), np.zeros(0)
+    return WallJet(end, ew / ew.sum(), path, path_w, entrained, float(reach), throw)
+
+
+def hall_wall_jets(geometry, nx: int, ny: int, fluid3: np.ndarray, cooling_airflow_m3_s) -> list[WallJet | None]:
+    """The wall jet of every cooling unit of a :class:`twin.thermal.geometry.HallGeometry`
+    (None for a unit without an outlet height, or not running): each outlet at the unit's
+    position, blowing its airflow along ``cooling_throw_dir``."""
+    g = geometry
+    v = np.asarray(cooling_airflow_m3_s, float)
+    if g.cooling_outlet_z_m is None:
+        return [None] * g.n_cooling
+    out: list[WallJet | None] = []
+    for c in range(g.n_cooling):
+        z = g.cooling_outlet_z_m[c]
+        if np.isnan(z).any() or v[c] <= 0:
+            out.append(None)
+            continue
+        out.append(wall_jet_cells(nx, ny, int(g.n_layers), g.cell_m, g.height_m, fluid3,
+                                  outlet_xy_m=g.cooling_xy_m[c], direction=g.cooling_throw_dir[c], outlet_z_m=z,
+                                  outlet_width_m=float(g.cooling_outlet_width_m[c]), airflow_m3_s=float(v[c])))
+    return out
