@@ -138,6 +138,22 @@ def test_jupyter_default_is_the_offline_page(monkeypatch, small_scenario):
     assert "<script" not in frame and "&lt;script" in frame      # the page is escaped into srcdoc
 
 
+def test_jupyter_page_shows_without_a_warning(small_scenario):
+    # IPython.display.HTML of an <iframe> warned "Consider using IPython.display.IFrame
+    # instead" into every notebook that showed a hall; the page is shown as text/html
+    import warnings
+
+    snap = render.make_snapshot(small_scenario, "power", field=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shown = render.show(snap, window_size=(400, 300), jupyter_backend_name="html")
+    html = shown._repr_html_()
+    assert html.startswith('<iframe srcdoc="') and 'width="400"' in html and "twin-overlay" in html
+    from IPython.core.formatters import DisplayFormatter
+    data, _ = DisplayFormatter().format(shown)
+    assert data["text/html"] == html                  # what Jupyter stores in the notebook
+
+
 def test_page_export_inside_an_event_loop_fetches_nothing(tmp_path, small_scenario, monkeypatch):
     """Jupyter runs an event loop; writing the page there must not start trame-vtklocal's
     download of VTK's WebAssembly (offline it printed a traceback into the notebook)."""

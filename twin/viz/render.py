@@ -345,6 +345,22 @@ def page_iframe(snap: Snapshot, width: int = 960, height: int = 600) -> str:
             f'style="border:1px solid #ccc"></iframe>')
 
 
+class HallPage:
+    """The offline interactive page as Jupyter shows it (``_repr_html_``: one ``<iframe
+    srcdoc=...>``, see :func:`page_iframe`). Not ``IPython.display.HTML``, which warns for
+    iframe markup ("Consider using IPython.display.IFrame instead"); ``IFrame`` only points
+    at a URL, and the page must travel inside the notebook to work offline."""
+
+    def __init__(self, iframe: str):
+        self.iframe = iframe
+
+    def _repr_html_(self) -> str:
+        return self.iframe
+
+    def __repr__(self) -> str:
+        return "<twin hall page: interactive, offline (shown in Jupyter)>"
+
+
 def show(source, color: str = "inlet_temp", time: str | None = None, field: bool = True,
          window_size=(1024, 640), jupyter_backend_name: str | None = None):
     """Show the hall in Jupyter: an interactive page that works offline (``html``), a
@@ -360,8 +376,7 @@ def show(source, color: str = "inlet_temp", time: str | None = None, field: bool
         return pl.show(jupyter_backend=name)
 
     if backend == "html":
-        from IPython.display import HTML
-        return HTML(page_iframe(snap, *window_size))
+        return HallPage(page_iframe(snap, *window_size))
     if backend == "static":
         return shown("static")
     try:
