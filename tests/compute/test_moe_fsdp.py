@@ -30,11 +30,12 @@ def _estimate(r, **kw):
         extra = dict(moe_experts=shape.pop("experts"), moe_top_k=shape.pop("top_k"),
                      moe_ep=int(r["ep"]))
         rec = "none"
-    else:  # MaxText's GPU config for Llama 3 70B: remat_policy "full"
+    else:  # dgxc-benchmarking maxtext/configure.sh (8f5cbb3): POLICY="save_qkv_proj"
         shape = dict(MODEL_SHAPES["llama31_70b"])
         extra = dict(zero_stage=3, fsdp_shard=int(r["fsdp_shard"]))
-        rec = "full"
+        rec = "save_qkv_proj"
     shape.update(layers=int(r["layers"]), seq_len=int(r["seq_len"]))
+    rec = kw.pop("activation_recompute", rec)
     extra.update(kw)
     return step_estimate(**shape, gpus=int(r["gpus"]), global_batch=int(r["global_batch"]),
                          micro_batch=int(r["micro_batch"]), tp=int(r["tp"]), pp=int(r["pp"]),
@@ -49,7 +50,7 @@ def test_grok1_moe_step_times():
     rows = [r for r in _rows() if r["model"] == "grok1_314b"]
     err = np.array([_estimate(r).step_time_s / float(r["step_time_s"]) - 1 for r in rows])
     assert len(err) == 14
-    # issue 16 goals for step times: mean <= 3 % (held: 2.3 %), worst <= 8 % (5.0 %)
+    # issue 16 goals for step times: mean <= 3 % (held: 1.9 %), worst <= 8 % (4.2 %)
     assert np.abs(err).mean() <= 0.03 and np.abs(err).max() <= 0.08, err
     # the expert all-to-alls are a real share of the step (EP8 ranks on 8 nodes)
     e = _estimate(rows[4])
@@ -63,10 +64,11 @@ def test_grok1_moe_step_times():
 def test_fsdp_maxtext_scaling_and_absolute_error():
     # 10 MaxText Llama 3 70B FSDP step times on 128..2,048 H100: FSDP gathers hide behind
     # each layer's compute, so the step stays flat from 128 to 2,048 GPUs (measured +2.1 %
-    # BF16, +2.9 % FP8); the kernel table is NeMo's, MaxText's kernels are not fitted:
-    # the absolute step is 9-10 % high in BF16 and 28-33 % high in FP8 (documented)
+    # BF16, +2.9 % FP8); the kernel table is NeMo's (TP-split GEMMs), MaxText's kernels are
+    # not fitted: with the recipe's remat policy (save_qkv_proj) the absolute step is 8-10 %
+    # high in BF16 and 26-30 % high in FP8 (docs/validation.md)
     rows = [r for r in _rows() if r["model"] == "llama3_70b"]
-    for prec, lo, hi in (("bf16", 0.07, 0.12), ("fp8", 0.26, 0.35)):
+    for prec, lo, hi in (("bf16", 0.07, 0.11), ("fp8", 0.24, 0.32)):
         sel = [r for r in rows if r["precision"] == prec]
         t = np.array([_estimate(r).step_time_s for r in sel])
         ref = np.array([float(r["step_time_s"]) for r in sel])

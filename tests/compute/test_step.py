@@ -78,15 +78,25 @@ def _dgxc_rows():
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
-def _dgxc_error(r) -> float:
+def _dgxc_kwargs(r) -> dict:
+    """step_estimate keywords of one CSV row: shape, layout and the recipe's settings (the
+    CSV's columns after ``role``; assets/reference/fit_step_h100.py uses this too)."""
     shape = dict(MODEL_SHAPES[r["model"]], layers=int(r["layers"]))
+    for k in ("kv_heads", "vocab"):
+        if r[k]:
+            shape[k] = int(r[k])
     prec = r["precision"]
-    e = step_estimate(**shape, gpus=int(r["gpus"]), global_batch=int(r["global_batch"]),
-                      micro_batch=int(r["micro_batch"]), tp=int(r["tp"]), pp=int(r["pp"]),
-                      cp=int(r["cp"]), vpp=int(r["vpp"]), precision=prec,
-                      grad_bytes=float(r["grad_bytes"]),
-                      peak_tflops=989.0 if prec == "bf16" else 1979.0, **H100)
-    return e.step_time_s / float(r["step_time_s"]) - 1.0
+    return dict(**shape, gpus=int(r["gpus"]), global_batch=int(r["global_batch"]),
+                micro_batch=int(r["micro_batch"]), tp=int(r["tp"]), pp=int(r["pp"]),
+                cp=int(r["cp"]), vpp=int(r["vpp"]), precision=prec,
+                peak_tflops=989.0 if prec == "bf16" else 1979.0,
+                grad_bytes=float(r["grad_bytes"]), param_gather_bytes=float(r["param_bytes"]),
+                tp_fp8_reduce_scatter=r["tp_rs_fp8"] == "1",
+                activation_recompute=r["recompute"], **H100)
+
+
+def _dgxc_error(r) -> float:
+    return step_estimate(**_dgxc_kwargs(r)).step_time_s / float(r["step_time_s"]) - 1.0
 
 
 def test_public_dgx_h100_step_times():
@@ -97,17 +107,28 @@ def test_public_dgx_h100_step_times():
     err = {role: np.abs([_dgxc_error(r) for r in rows if r["role"] == role])
            for role in ("fit", "validate")}
     both = np.concatenate(list(err.values()))
-    # issue 16 goals: mean |error| <= 3 % (held: 2.3 % on the held-out rows, 2.4 % on all)
-    assert err["validate"].mean() <= 0.025 and both.mean() <= 0.025
-    # worst <= 8 % is NOT met: Llama 3.1 405B FP8 is 8-13 % slow on five of its six rows
-    # while 70B FP8 is 4-7 % fast; no physical term found separates them (the FP8 casts on
-    # sequence-parallel shards, bf16 gradient reduction of the FP8 runs, output layer and
-    # TP traffic in FP8, a size-dependent FP8 GEMM efficiency were tried: docs/validation.md);
-    # every other model and precision is within 5.5 %
-    assert both.max() <= 0.13
+    # issue 16 goals: mean |error| <= 3 % (held: 1.9 % on the held-out rows, 2.0 % on all)
+    assert err["validate"].mean() <= 0.022 and both.mean() <= 0.022
+    # worst <= 8 % is NOT met by one row: the Llama 3.1 405B FP8 proxy on 192 GPUs, +8.45 %;
+    # 405B FP8 stays 6-9 % slow on four rows while 70B FP8 is 1-4 % fast (docs/validation.md)
+    assert both.max() <= 0.086 and (both > 0.08).sum() <= 1
     others = [abs(_dgxc_error(r)) for r in rows
               if not (r["model"] == "llama31_405b" and r["precision"] == "fp8")]
-    assert max(others) <= 0.055
+    assert max(others) <= 0.045
+
+
+def test_405b_rows_run_the_recipes_shape():
+    # dgxc-benchmarking llama3.1/README_405b.md: "model flops ... = 2.17E16" per sequence
+    # with (number of query groups)/(attention heads) = 16/128: the recipe runs 16 KV groups
+    # (llama3.1_405b.yaml num_query_groups: 16), not Llama 3.1's 8
+    shape = dict(MODEL_SHAPES["llama31_405b"])
+    assert model_flops_per_sequence(**dict(shape, kv_heads=16)) == pytest.approx(2.17e16,
+                                                                                  rel=0.003)
+    assert model_flops_per_sequence(**shape) != pytest.approx(2.17e16, rel=0.003)
+    rows = [r for r in _dgxc_rows() if r["model"] == "llama31_405b"]
+    assert {(r["kv_heads"], r["vocab"]) for r in rows} == {("16", "51200")}
+    # GPT-2 BPE (50,257 tokens) padded to a multiple of 128 x TP 8
+    assert 51200 % (128 * 8) == 0 and 51200 - 1024 < 50257 <= 51200
 
 
 def test_llama3_405b_at_16k_gpus_in_the_reported_mfu_band():
@@ -295,7 +316,93 @@ def test_all_88_public_step_times_mean_error_within_3_percent():
     a100 = _a100_errors()
     e = np.abs(h100 + a100)
     assert len(e) == 88
-    assert e.mean() <= 0.030, e.mean()  # 2.8 %
-    # worst <= 8 % is not met on 6 of 88: five 405B FP8 rows (8-13 %) and Korthikanti's
-    # 22B with selective recompute on 8 A100 (10.3 %)
-    assert (e > 0.08).sum() <= 6 and e.max() <= 0.13
+    assert e.mean() <= 0.030, e.mean()  # 2.7 %
+    # worst <= 8 % is not met on 3 of 88: the 405B FP8 proxy on 192 GPUs (8.45 %), SC21's
+    # 76B (8.4 %) and Korthikanti's 22B with selective recompute on 8 A100 (9.8 %)
+    assert (e > 0.08).sum() <= 3 and e.max() <= 0.10
+
+
+def test_tp_collectives_hide_behind_their_gemm_as_far_as_it_lasts():
+    # userbuffers pair each TP collective with one GEMM: a collective shorter than its GEMM
+    # is hidden by the share tp_overlap, a longer one shows its excess in full
+    import dataclasses
+
+    from twin.compute.step import H100_SXM
+    full = dataclasses.replace(H100_SXM, tp_overlap=1.0)
+    fast = est(kernel_efficiency=full).breakdown["tp_comm_exposed"]
+    assert fast == pytest.approx(0.0, abs=1e-12)  # 70B TP4 on NVLink: every GEMM is longer
+    slow = est(kernel_efficiency=full, nvlink_gb_s=20.0).breakdown["tp_comm_exposed"]
+    none = est(kernel_efficiency=dataclasses.replace(H100_SXM, tp_overlap=0.0),
+               nvlink_gb_s=20.0).breakdown["tp_comm_exposed"]
+    assert 0.0 < slow < none  # the excess over each GEMM stays, the rest hides
+
+
+def test_fp8_runs_gather_fp8_and_reduce_scatter_fp8_only_when_asked():
+    # Transformer Engine initialize_ub: FP8 userbuffers for every all-gather overlap, for a
+    # pipelined reduce-scatter only with fp8_buf (dgxc llama3.1 configure.sh, 405b only)
+    import dataclasses
+
+    from twin.compute.step import H100_SXM
+    ke = dataclasses.replace(H100_SXM, tp_overlap=0.0)  # all TP time exposed: bytes show
+    kw = dict(model="405b", gpus=576, global_batch=252, kernel_efficiency=ke)
+    bf16 = est(**kw).breakdown["tp_comm_exposed"]
+    fp8 = est(precision="fp8", **kw).breakdown["tp_comm_exposed"]
+    fp8_rs = est(precision="fp8", tp_fp8_reduce_scatter=True, **kw).breakdown["tp_comm_exposed"]
+    # 10 collectives per layer and micro-batch of T x h activations over TP 8 (one node):
+    # 6 gathers in FP8, 2 forward reduce-scatters bf16 (FP8 with the flag), 2 backward bf16
+    from twin.compute.collectives import group_collective_time_s
+
+    def coll(op, el):
+        return group_collective_time_s(op, 4096 * 16384 * el, nodes=1, ranks_per_node=8)
+    n = 14 * 63  # layers on the last stage x micro-batches
+    ag, rs = coll("all_gather", 2.0), coll("reduce_scatter", 2.0)
+    assert bf16 == pytest.approx(n * (6 * ag + 4 * rs), rel=1e-9)
+    assert fp8 == pytest.approx(n * (6 * coll("all_gather", 1.0) + 4 * rs), rel=1e-9)
+    assert fp8_rs == pytest.approx(n * (6 * coll("all_gather", 1.0)
+                                        + 2 * coll("reduce_scatter", 1.0) + 2 * rs), rel=1e-9)
+    assert fp8_rs < fp8 < bf16
+    assert est(tp_fp8_reduce_scatter=True, **kw).step_time_s == est(**kw).step_time_s
+
+
+def test_fp8_weights_halve_the_parameter_gather_and_never_slow_the_step():
+    kw = dict(model="405b", gpus=2304, global_batch=1008, precision="fp8", inter_node_gbps=400.0)
+    b2, b1 = est(**kw), est(param_gather_bytes=1.0, **kw)
+    assert b1.breakdown["dp_comm_exposed"] < b2.breakdown["dp_comm_exposed"]
+    assert b1.step_time_s <= b2.step_time_s
+    with pytest.raises(ValueError, match="param_gather_bytes"):
+        est(param_gather_bytes=0.0)
+
+
+def test_output_layer_runs_bf16_in_fp8_runs():
+    # Megatron-core's output layer is a ColumnParallelLinear, outside Transformer Engine's
+    # FP8 autocast: its time does not change with the precision of the layers
+    b, f = est(), est(precision="fp8")
+    # (the FP8 datasheet peak, 1,979, is 2 x 989.5 against BF16's 989)
+    assert f.breakdown["output_layer"] == pytest.approx(b.breakdown["output_layer"], rel=1e-3)
+    assert f.breakdown["gemm"] < 0.7 * b.breakdown["gemm"]
+
+
+def test_stragglers_wait_on_compute_not_on_the_network():
+    # the rank jitter is clock and thermal noise of compute-bound kernels: a slower network
+    # lengthens the step but not the wait for the slowest rank
+    fast = est(gpus=2048, global_batch=4096)
+    slow = est(gpus=2048, global_batch=4096, inter_node_gbps=100.0)
+    assert slow.step_time_s > fast.step_time_s
+    assert slow.breakdown["stragglers"] == pytest.approx(fast.breakdown["stragglers"], rel=1e-12)
+    noisy = sum(fast.breakdown[k] for k in ("gemm", "attention", "recompute", "output_layer"))
+    from twin.compute.step import H100_SXM
+    assert fast.breakdown["stragglers"] == pytest.approx(
+        noisy * H100_SXM.rank_jitter_fraction * np.sqrt(2 * np.log(2048)))
+
+
+def test_maxtext_save_qkv_proj_recomputes_all_but_the_qkv_projection():
+    none, qkv, full = (est(activation_recompute=r) for r in ("none", "save_qkv_proj", "full"))
+    assert none.step_time_s < qkv.step_time_s < full.step_time_s
+    # what full recompute adds beyond save_qkv_proj is the QKV forward GEMM: per layer and
+    # micro-batch T x h @ h x (h + 2 h_kv)/tp at the fitted GEMM efficiency (waves aside)
+    from twin.compute.step import H100_SXM
+    h, hkv, T, tp = 8192, 1024, 4096, 4
+    qkv_s = 2 * T * h * (h + 2 * hkv) / tp / (989e12 * H100_SXM.gemm)
+    n = 20 * 64  # layers per stage x micro-batches
+    gap = full.breakdown["recompute"] - qkv.breakdown["recompute"]
+    assert gap == pytest.approx(n * qkv_s, rel=0.25)

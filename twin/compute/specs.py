@@ -54,7 +54,9 @@ class ParallelSpec:
     [tokens], global_batch and micro_batch [sequences].  precision "bf16" or "fp8";
     activation_recompute "none", "selective" or "full"; zero_stage 1 (Megatron's
     distributed optimizer) or 3 (FSDP / ZeRO-3, shard group ``fsdp_shard`` ranks, None =
-    all data x context ranks); grad_bytes [B] per gradient element (4: fp32 buffers).
+    all data x context ranks); grad_bytes [B] per gradient element (4: fp32 buffers);
+    param_gather_bytes [B] per gathered parameter (2: bf16, 1: FP8 weights);
+    tp_fp8_reduce_scatter: the forward tensor-parallel reduce-scatters carry FP8.
     """
 
     tp: int
@@ -70,6 +72,8 @@ class ParallelSpec:
     zero_stage: int = 1
     fsdp_shard: int | None = None
     grad_bytes: float = 4.0
+    param_gather_bytes: float = 2.0
+    tp_fp8_reduce_scatter: bool = False
 
     @property
     def model_parallel(self) -> int:
@@ -139,7 +143,8 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         activation_recompute=par.activation_recompute, clock_fraction=clock_fraction,
         deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
         moe_ep=par.ep, moe_capacity_factor=model.capacity_factor, zero_stage=par.zero_stage,
-        fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes)
+        fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
+        param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter)
 
 
 def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
