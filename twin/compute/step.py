@@ -125,7 +125,7 @@ class KernelEfficiency:
 #: calibration point of calibration.yaml (training.llama31_70b_bf16_64gpu): mean |error|
 #: 2.2 % on them, worst 7.5 %; on the 50 held-out rows (intermediate scales, Nemotron-4
 #: 15B, 405B reduced-depth proxies) 1.9 %, worst 8.5 % (405B FP8 on 192 GPUs: Llama 3.1
-#: 405B FP8 stays 6-9 % slow while 70B FP8 is 1-4 % fast, docs/validation.md).  The
+#: 405B FP8 stays 7-9 % slow while 70B FP8 is 2-3 % fast, docs/validation.md).  The
 #: rank jitter (4.1 % of the compute-bound time) also carries what else grows with the
 #: job's size.  The fitted
 #: values sit inside the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain
