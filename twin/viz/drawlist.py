@@ -207,20 +207,17 @@ def describe(snap: Snapshot, window_size=(1280, 800), title: str | None = None, 
             arrays[name] = np.asarray(xyz, float).reshape(-1, 3)
             point_labels.append({"points": name, "names": [str(n) for n in names], **style})
 
-    anchor("scale_label", pts[[1]] + np.array([0.3, -0.6, 0.0]), [f"{length:g} m"], font_size=12, color=c["text"])
+    anchor("scale_label", pts[[1]] + np.array([0.3, -0.6, 0.0]), [f"{length:g} m"], **g.LABELS["scale"])
     if labels:
-        anchor("row_label_xyz", parts.row_label_xyz, parts.row_names, font_size=10, bold=True, color=c["row_labels"],
-               shape="rounded_rect", shape_color="#ffffff", shape_opacity=0.7)
-        anchor("unit_label_xyz", parts.unit_label_xyz, parts.unit_names, font_size=9, color=c["unit_labels"])
-        anchor("model_label_xyz", parts.model_label_xyz, parts.model_labels, font_size=9, bold=False,
-               color=c["model_labels"], shape="rounded_rect", shape_color="#ffffff", shape_opacity=0.6)
+        anchor("row_label_xyz", parts.row_label_xyz, parts.row_names, **g.LABELS["row"])
+        anchor("unit_label_xyz", parts.unit_label_xyz, parts.unit_names, **g.LABELS["unit"])
+        anchor("model_label_xyz", parts.model_label_xyz, parts.model_labels, **g.LABELS["model"])
     if rack_labels and snap.rack_names and shown.any():
         b = parts.racks[shown]
         centres = np.column_stack([(b[:, 0] + b[:, 1]) / 2, (b[:, 2] + b[:, 3]) / 2,
                                    np.full(len(b), g.RACK_HEIGHT_M + 0.1)])
-        anchor("rack_label_xyz", centres, [snap.rack_names[i] for i in np.flatnonzero(shown)], font_size=7,
-               color=c["text"])
-    anchor("hall_label_xyz", parts.hall_label_xyz, parts.hall_names, font_size=12, color=c["text"])
+        anchor("rack_label_xyz", centres, [snap.rack_names[i] for i in np.flatnonzero(shown)], **g.LABELS["rack"])
+    anchor("hall_label_xyz", parts.hall_label_xyz, parts.hall_names, **g.LABELS["hall"])
 
     title, text = g.overlay_text(snap, title, caption)
     if title:

@@ -11,7 +11,7 @@ Halls of a multi-hall site stand side by side along x, ``HALL_GAP_M`` apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -46,6 +46,18 @@ COLOURS = {
 """Colours of the parts of the view (one table for the PNG child and the pyvista scene)."""
 OPACITY = {"enclosures": 0.25, "containment": 0.25, "slice": 0.8, "streamlines": 0.8}
 """Opacities of the see-through parts."""
+LABELS: Final[dict[str, dict[str, Any]]] = {
+    "scale": {"font_size": 12, "color": COLOURS["text"]},
+    "row": {"font_size": 10, "bold": True, "color": COLOURS["row_labels"], "shape": "rounded_rect",
+            "shape_color": "#ffffff", "shape_opacity": 0.7},
+    "unit": {"font_size": 9, "color": COLOURS["unit_labels"]},
+    "model": {"font_size": 9, "bold": False, "color": COLOURS["model_labels"], "shape": "rounded_rect",
+              "shape_color": "#ffffff", "shape_opacity": 0.6},
+    "rack": {"font_size": 7, "color": COLOURS["text"]},
+    "hall": {"font_size": 12, "color": COLOURS["text"]},
+}
+"""Styles of the names drawn at 3-D points, in drawing order (one table for the PNG child and
+the pyvista scene): bold unless ``bold`` says otherwise, no frame unless ``shape``."""
 
 
 def box_corners(bounds) -> np.ndarray:

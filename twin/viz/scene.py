@@ -31,6 +31,7 @@ from .geometry import (  # noqa: E402  (re-exported: the scene's constants and g
     COOLING_SIZE_M,
     ENCLOSURE_DEPTH_M,
     HALL_GAP_M,
+    LABELS,
     OBSTACLE_HEIGHT_M,
     OPACITY,
     RACK_HEIGHT_M,
@@ -288,40 +289,29 @@ def add_scene(plotter: pv.Plotter, blocks: pv.MultiBlock, scale: ColorScale,
         sb = _block(blocks, "scale_bar")
         plotter.add_mesh(sb, color="black", line_width=3, name="scale_bar", render=False)
         length = float(sb.field_data["length_m"][0])
-        plotter.add_point_labels(sb.points[[1]] + np.array([0.3, -0.6, 0.0]), [f"{length:g} m"], font_size=12,
-                                 shape=None, show_points=False, always_visible=True, text_color="black",
-                                 name="scale_bar_label", render=False)
-    if labels and "row_labels" in names:
-        rl = _block(blocks, "row_labels")
-        plotter.add_point_labels(rl.points, [str(n) for n in rl.point_data["name"]], font_size=10, bold=True,
-                                 shape="rounded_rect", shape_color="white", shape_opacity=0.7, show_points=False,
-                                 always_visible=True, text_color=COLOURS["row_labels"], name="row_labels", render=False)
-    if labels and "cooling_unit_labels" in names:
-        cl = _block(blocks, "cooling_unit_labels")
-        plotter.add_point_labels(cl.points, [str(n) for n in cl.point_data["name"]], font_size=9, shape=None,
-                                 show_points=False, always_visible=True, text_color=COLOURS["unit_labels"],
-                                 name="cooling_unit_labels", render=False)
-    if labels and "model_labels" in names:
-        ml = _block(blocks, "model_labels")
-        plotter.add_point_labels(ml.points, [str(n) for n in ml.point_data["name"]], font_size=9, bold=False,
-                                 shape="rounded_rect", shape_color="white", shape_opacity=0.6, show_points=False,
-                                 always_visible=True, text_color=COLOURS["model_labels"], name="model_labels",
-                                 render=False)
+        _add_names(plotter, sb.points[[1]] + np.array([0.3, -0.6, 0.0]), [f"{length:g} m"], "scale", "scale_bar_label")
+    for key, block in (("row", "row_labels"), ("unit", "cooling_unit_labels"), ("model", "model_labels")):
+        if labels and block in names:
+            lab = _block(blocks, block)
+            _add_names(plotter, lab.points, lab.point_data["name"], key, block)
     if rack_labels is not None and len(rack_labels) and racks.n_cells:
         centres = racks.cell_centers().points.copy()
         centres[:, 2] = RACK_HEIGHT_M + 0.1
-        names_r = [str(rack_labels[i]) for i in racks.cell_data["rack"]]
-        plotter.add_point_labels(centres, names_r, font_size=7, shape=None, show_points=False,
-                                 always_visible=True, text_color="black", name="rack_labels", render=False)
+        _add_names(plotter, centres, [rack_labels[i] for i in racks.cell_data["rack"]], "rack", "rack_labels")
     if "hall_labels" in names:
         lab = _block(blocks, "hall_labels")
-        plotter.add_point_labels(lab.points, [str(n) for n in lab.point_data["hall_name"]], font_size=12,
-                                 shape=None, show_points=False, always_visible=True, text_color="black",
-                                 name="hall_labels", render=False)
+        _add_names(plotter, lab.points, lab.point_data["hall_name"], "hall", "hall_labels")
     if title:
         plotter.add_text(title, position="upper_left", font_size=11, color="black", name="title", render=False)
     if caption:
         plotter.add_text(caption, position="lower_left", font_size=8, color="black", name="caption", render=False)
+
+
+def _add_names(plotter: pv.Plotter, points, names, style: str, name: str) -> None:
+    """Names at 3-D points, always visible, in the style ``LABELS[style]`` (geometry.py)."""
+    st: dict[str, Any] = dict(LABELS[style])
+    plotter.add_point_labels(points, [str(n) for n in names], text_color=st.pop("color"), shape=st.pop("shape", None),
+                             show_points=False, always_visible=True, name=name, render=False, **st)
 
 
 def remove_scene(plotter: pv.Plotter) -> None:
