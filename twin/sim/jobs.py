@@ -131,6 +131,7 @@ class Jobs(Component):
         self._fabric_cache: dict = {}
         self._share_cache: dict = {}
         self._step_cache: dict = {}
+        self._interval_cache: dict = {}
 
     def _add_stream_jobs(self) -> None:
         """The jobs of ``workload.stream`` or ``workload.trace`` (twin.workload), drawn from
@@ -300,8 +301,9 @@ class Jobs(Component):
         """Integrate the job's progress from its last update to now (closed form)."""
         dt = self.env.now - job.t_last
         if dt > 0:
-            gpus = len(job.nodes) * self.gpus_per_node_of(job)
-            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * self.gpus_per_node_of(job) * dt
+            per_node = self.gpus_per_node_of(job)
+            gpus = len(job.nodes) * per_node
+            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * per_node * dt
             if job.status == "running":
                 job.tokens += job.rate_tok_s * dt
                 job.gpu_s_pending += gpus * dt
@@ -330,10 +332,15 @@ class Jobs(Component):
         iv = job.spec.checkpoint_interval_s
         if iv != "auto":
             return float(iv)
-        mtbf_s = reliability.job_mtbf_s(self.e.failures.classes, max(len(job.nodes), 1),
-                                        self.s.failures.rate_scale)
-        ck = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s, 1))
-        return float(reliability.daly_interval_s(ck, mtbf_s))
+        # Daly's interval depends on the node count and the checkpoint size only (the
+        # failure classes, rate scale and storage bandwidth are fixed for the run)
+        key = (len(job.nodes), job.checkpoint_bytes)
+        if key not in self._interval_cache:
+            mtbf_s = reliability.job_mtbf_s(self.e.failures.classes, max(len(job.nodes), 1),
+                                            self.s.failures.rate_scale)
+            ck = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s, 1))
+            self._interval_cache[key] = float(reliability.daly_interval_s(ck, mtbf_s))
+        return self._interval_cache[key]
 
     # ------------------------------------------------------------------ life cycle
     def _set_phase(self, job: JobState, phase: Phase) -> None:
