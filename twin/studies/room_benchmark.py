@@ -34,7 +34,8 @@ from twin.thermal.geometry import HallGeometry
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
 __all__ = ["CoefficientSensitivity", "Pod2Case", "Pod2Comparison", "cooler_airflow_m3_s", "plume_coefficient_sensitivity",
-           "pod2_cases", "pod2_comparison", "pod2_geometry", "pod2_layout", "rack_heat_w"]
+           "pod2_2018_cases", "pod2_2018_comparison", "pod2_2018_layout", "pod2_cases", "pod2_comparison",
+           "pod2_geometry", "pod2_layout", "rack_heat_w", "strip_balance_airflow_m3_s"]
 
 LAYOUTS = ("open", "cold_aisle")
 
@@ -203,15 +204,21 @@ def pod2_cases(rack_airflow: str = "fan_law") -> list[Pod2Case]:
     return cases
 
 
-def pod2_geometry(case: Pod2Case, **overrides) -> HallGeometry:
+SUPPLIES = ("floor", "wall_jet")
+
+
+def pod2_geometry(case: Pod2Case, supply: str = "floor", *, layout: dict | None = None, **overrides) -> HallGeometry:
     """POD 2 on the twin's layered grid (the encoding of rise_pod2.yaml, ``twin_grid``).
 
     Racks in rack-number order; each cooling unit draws its return at its footprint (top
     layer) and blows its airflow at its discharge temperature into the bottom layer
-    through two 0.6 m outlets over its footprint. ``overrides`` replace HallGeometry fields
-    (for sensitivity studies); everything not named keeps its shipped default.
+    through two 0.6 m outlets over its footprint (``supply="floor"``), or blows a wall jet from
+    its measured outlet (``"wall_jet"``: 1.0 m wide, 0.10-1.875 m high, away from its wall;
+    :mod:`twin.thermal.jets`). ``overrides`` replace HallGeometry fields
+    (for sensitivity studies); everything not named keeps its shipped default. ``layout``:
+    the pod's layout dict (default rise_pod2.yaml; :func:`pod2_2018_layout` for January 2018).
     """
-    lay = pod2_layout()
+    lay = pod2_layout() if layout is None else layout
     rk, room, grid = lay["racks"], lay["room"], lay["twin_grid"]
     centre, intake = {}, {}
     for row in rk["rows"]:
@@ -232,6 +239,15 @@ def pod2_geometry(case: Pod2Case, **overrides) -> HallGeometry:
               cooling_supply_temp_c=case.unit_discharge_c, cooling_capacity_w=np.full(len(units), 1e9),
               tile_xy_m=np.array(outlets), cell_m=grid["cell_m"], n_layers=grid["n_layers"],
               plenum_spread_m=grid["plenum_spread_m"], floor_leakage_fraction=grid["floor_leakage_fraction"])
+    if lay.get("obstacles"):
+        kw["obstacles_xyxy_m"] = np.array(lay["obstacles"], float)
+    if supply not in SUPPLIES:
+        raise ValueError(f"supply must be one of {SUPPLIES}, got {supply!r}")
+    if supply == "wall_jet":
+        out = lay["cooler_outlet"]
+        kw.update(cooling_outlet_z_m=np.tile([out["z_from_m"], out["z_to_m"]], (len(units), 1)),
+                  cooling_outlet_width_m=np.full(len(units), float(out["width_m"])),
+                  cooling_throw_dir=np.array([[1.0 if x < 0.5 * room["width_m"] else -1.0, 0.0] for x, _ in units]))
     kw.update(overrides)
     return HallGeometry(**kw)
 
@@ -267,18 +283,22 @@ class Pod2Comparison:
         return float(np.abs(self.server_error_k).mean())
 
 
-def pod2_comparison(rack_airflow: str = "fan_law", *, coefficient: float = PLUME_COEFFICIENT,
+def pod2_comparison(rack_airflow: str = "fan_law", *, supply: str = "floor", coefficient: float = PLUME_COEFFICIENT,
                     names=None, **overrides) -> Pod2Comparison:
     """Run the twin's buoyant layered field on every POD 2 configuration (no parameter
     fitted: the layout encoding of rise_pod2.yaml and the shipped model defaults) and
     collect what it predicts where the pod was measured."""
-    import time
     cases = [c for c in pod2_cases(rack_airflow) if names is None or c.name in names]
-    heights = np.asarray(pod2_layout()["sensor_strips"]["heights_m"], float)
+    return _compare(cases, pod2_layout(), supply, coefficient, overrides)
+
+
+def _compare(cases, lay: dict, supply: str, coefficient: float, overrides: dict) -> Pod2Comparison:
+    import time
+    heights = np.asarray(lay["sensor_strips"]["heights_m"], float)
     tin, tstrip, ratio = [], [], []
     t0 = time.process_time()
     for case in cases:
-        g = pod2_geometry(case, **overrides)
+        g = pod2_geometry(case, supply, layout=lay, **overrides)
         bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s, coefficient=coefficient)
         p = bf.problem
         tin.append(p.inlet_temp_c(bf.temp_c, case.rack_heat_w))
@@ -291,3 +311,67 @@ def pod2_comparison(rack_airflow: str = "fan_law", *, coefficient: float = PLUME
     cpu = time.process_time() - t0
     return Pod2Comparison(tuple(c.name for c in cases), np.array(tin), np.array([c.server_inlet_c for c in cases]),
                           np.array(tstrip), np.array([c.strip_front_c for c in cases]), np.array(ratio), cpu)
+
+
+# --------------------------------------------------------------------------------------
+# Held out: the same pod in January 2018 (scenarios/validation/rise_pod2_2018.yaml)
+# --------------------------------------------------------------------------------------
+
+POD2_2018_LAYOUT = _ROOT / "scenarios" / "validation" / "rise_pod2_2018.yaml"
+
+
+def pod2_2018_layout() -> dict:
+    """The January 2018 layout of POD 2 (ten racks, closed hot-aisle end; rise_pod2_2018.yaml)."""
+    import yaml
+    with open(POD2_2018_LAYOUT) as f:
+        return yaml.safe_load(f)
+
+
+def strip_balance_airflow_m3_s(rack_heat_w, front_c, rear_c):
+    """Rack airflow from its sensor strips' energy balance [m3/s]: V = Q / (rho cp (T_rear -
+    T_front)), the rise taken over the bottom and middle sensors (the top ones sit above the
+    servers); ``front_c``, ``rear_c`` shape (R, 3)."""
+    rise = np.asarray(rear_c, float)[:, :2].mean(1) - np.asarray(front_c, float)[:, :2].mean(1)
+    return np.asarray(rack_heat_w, float) / (AIR_VOLUMETRIC_HEAT_J_M3_K * rise)
+
+
+def pod2_2018_cases() -> list[Pod2Case]:
+    """The six quasi-steady load steps of January 2018 (last hour of each, 56.6-33.9 kW).
+
+    Rack heat: each rack's measured three-phase power. Rack airflow: each rack's strip
+    balance (:func:`strip_balance_airflow_m3_s`; three racks have no fan data, so no fan law
+    for all). Cooler airflow: the coolers' measured air mass flow over rho = 1.2 kg/m3;
+    supply temperature: their measured discharge. Servers' inlet sensors were not published
+    (NaN)."""
+    from twin.thermal.properties import AIR_DENSITY_KG_M3
+
+    def read(name):
+        import csv
+        with open(POD2_DATA / f"room_benchmark_pod2_2018_{name}.csv") as f:
+            return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    racks, units = read("racks"), read("units")
+    strips = np.asarray(pod2_2018_layout()["sensor_strips"]["racks"], int)
+    cases = []
+    for c in read("configs"):
+        name = c["config"]
+        rk = sorted((r for r in racks if r["config"] == name), key=lambda r: int(r["rack"]))
+        un = sorted((u for u in units if u["config"] == name), key=lambda u: int(u["unit"]))
+        col = lambda rows, k: np.array([float(r[k]) for r in rows])  # noqa: E731
+        heat = col(rk, "power_w")
+        front = np.stack([col(rk, f"front_{h}_c") for h in ("bottom", "middle", "top")], axis=1)
+        rear = np.stack([col(rk, f"rear_{h}_c") for h in ("bottom", "middle", "top")], axis=1)
+        airflow = strip_balance_airflow_m3_s(heat, front, rear)
+        nan_r, nan_u = np.full(heat.size, np.nan), np.full(len(un), np.nan)
+        cases.append(Pod2Case(
+            name=name, it_power_w=float(c["it_power_w"]), cooler_heat_w=float(c["cooler_heat_w"]),
+            rack_heat_w=heat, rack_airflow_m3_s=airflow, fan_law_airflow_m3_s=nan_r, server_inlet_c=nan_r,
+            unit_airflow_m3_s=col(un, "mass_flow_kg_s") / AIR_DENSITY_KG_M3, unit_signal_airflow_m3_s=nan_u,
+            unit_discharge_c=col(un, "discharge_c"), strip_rack=strips,
+            strip_front_c=front[strips - 1], strip_rear_c=rear[strips - 1]))
+    return cases
+
+
+def pod2_2018_comparison(*, supply: str = "wall_jet", coefficient: float = PLUME_COEFFICIENT,
+                         **overrides) -> Pod2Comparison:
+    """The twin on the held-out January 2018 pod (every model setting as on October 2019)."""
+    return _compare(pod2_2018_cases(), pod2_2018_layout(), supply, coefficient, overrides)
