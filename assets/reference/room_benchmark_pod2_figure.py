@@ -17,7 +17,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from twin.studies.room_benchmark import pod2_cases, pod2_comparison, pod2_layout  # noqa: E402
+from twin.studies.room_benchmark import (  # noqa: E402
+    pod2_2018_comparison,
+    pod2_cases,
+    pod2_comparison,
+    pod2_layout,
+)
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "room_benchmark_pod2.png"
@@ -32,6 +37,8 @@ def two_zone_rise_k(case) -> float:
 
 def main() -> None:
     cmp = {a: pod2_comparison(a) for a in ("fan_law", "strip_balance")}
+    jet = {a: pod2_comparison(a, supply="wall_jet") for a in ("fan_law", "strip_balance")}
+    held = {s: pod2_2018_comparison(supply=s) for s in ("floor", "wall_jet")}
     cases = {a: pod2_cases(a) for a in cmp}
     lay = pod2_layout()
     print(f"{'config':11s} {'IT kW':>6s} {'r fan':>5s} {'r strip':>7s}  rise above supply [K]: servers / strips"
@@ -42,12 +49,15 @@ def main() -> None:
         print(f"{case.name:11s} {case.it_power_w / 1e3:6.1f} {c0.airflow_ratio[i]:5.2f} {c1.airflow_ratio[i]:7.2f}  "
               f"{case.server_inlet_c.mean() - ts:5.2f} / {case.strip_front_c.mean() - ts:5.2f} / "
               f"{two_zone_rise_k(case):5.2f} / {c0.twin_inlet_c[i].mean() - ts:5.2f} / {c1.twin_inlet_c[i].mean() - ts:5.2f}")
-    for a, c in cmp.items():
+    for a, c in [(f"floor, {k}", v) for k, v in cmp.items()] + [(f"wall jet, {k}", v) for k, v in jet.items()] + [
+            (f"held out 2018, {k}", v) for k, v in held.items()]:
+        print(f"per configuration ({a}): " + ", ".join(
+            f"{n} {e:.2f}" for n, e in zip(c.names, np.abs(c.strip_error_k).mean(axis=(1, 2)), strict=True)))
         print(f"{a}: strip MAE {c.strip_mae_k():.2f} K (bottom {c.strip_mae_k(0):.2f}, middle {c.strip_mae_k(1):.2f}, "
               f"top {c.strip_mae_k(2):.2f}), bias {c.strip_error_k.mean():+.2f} K; server-sensor MAE "
               f"{c.server_mae_k():.2f} K, bias {c.server_error_k.mean():+.2f} K; {len(c.names)} solves in {c.cpu_s:.1f} s CPU")
 
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.6))
+    fig, ax = plt.subplots(1, 4, figsize=(20, 4.6))
     # (a) plan of the pod
     a = ax[0]
     room = lay["room"]
@@ -89,11 +99,15 @@ def main() -> None:
            label="twin, rack airflow from fan law")
     b.plot(it[o], (cmp["strip_balance"].twin_inlet_c.mean(1) - ts)[o], "o--", color="tab:orange",
            label="twin, rack airflow from strip balance")
+    b.plot(it[o], (jet["fan_law"].twin_inlet_c.mean(1) - ts)[o], "^-", color="tab:purple",
+           label="twin, wall-jet supply, fan law")
+    b.plot(it[o], (jet["strip_balance"].twin_inlet_c.mean(1) - ts)[o], "^--", color="tab:green",
+           label="twin, wall-jet supply, strip balance")
     b.plot(it[o], np.array([two_zone_rise_k(c) for c in cases["fan_law"]])[o], ":", color="0.4",
            label="well-mixed two-zone (fan law)")
     b.set_xlabel("IT power [kW]")
     b.set_ylabel("mean rack inlet above supply [K]")
-    b.set_title("Inlet rise: flat in the pod, growing with load in the twin", fontsize=9)
+    b.set_title("Inlet rise: flat in the pod; floor supply grows with load,\nwall jets much less", fontsize=9)
     b.legend(fontsize=7)
     b.grid(alpha=0.3)
     # (c) vertical profile at the strips, loaded configurations
@@ -106,13 +120,29 @@ def main() -> None:
     c.plot(cmp["fan_law"].strip_front_c[loaded].mean(axis=(0, 1)) - ts[loaded].mean(), heights, "ks-", lw=2,
            label="measured (mean of 8 loaded cases x 4 strips)")
     c.plot(cmp["fan_law"].twin_strip_c[loaded].mean(axis=(0, 1)) - ts[loaded].mean(), heights, "o-",
-           color="tab:red", lw=2, label="twin (fan-law airflow)")
+           color="tab:red", lw=2, label="twin, floor supply (fan-law airflow)")
+    c.plot(jet["strip_balance"].twin_strip_c[loaded].mean(axis=(0, 1)) - ts[loaded].mean(), heights, "^-",
+           color="tab:green", lw=2, label="twin, wall jets (strip-balance airflow)")
     c.axhspan(0.3, 1.77, color="tab:green", alpha=0.08, label="servers (0.3-1.77 m)")
     c.set_xlabel("rack-front air above supply [K]")
     c.set_ylabel("height [m]")
     c.set_title("Rack-front profile: cold jets at mid-height in the pod", fontsize=9)
     c.legend(fontsize=7, loc="lower right")
     c.grid(alpha=0.3)
+    # (d) held out: January 2018, every strip of every rack
+    d = ax[3]
+    for (name, h), mk, col in zip(held.items(), ("o", "^"), ("tab:red", "tab:green"), strict=True):
+        d.plot(h.strip_front_c.ravel(), h.twin_strip_c.ravel(), mk, color=col, ms=3, alpha=0.6,
+               label=f"{name.replace('_', ' ')}: MAE {h.strip_mae_k():.2f} K, bias {h.strip_error_k.mean():+.2f} K")
+    lo = min(held["floor"].strip_front_c.min(), held["wall_jet"].twin_strip_c.min()) - 0.5
+    hi = max(held["floor"].strip_front_c.max(), held["wall_jet"].twin_strip_c.max()) + 0.5
+    d.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+    d.fill_between([lo, hi], [lo - 2, hi - 2], [lo + 2, hi + 2], color="0.85", label="+-2 K")
+    d.set_xlabel("measured rack-front air [C]")
+    d.set_ylabel("twin [C]")
+    d.set_title("Held out: POD 2 in January 2018 (10 racks x 3 heights x 6 steps)", fontsize=9)
+    d.legend(fontsize=7, loc="upper left")
+    d.grid(alpha=0.3)
     fig.tight_layout()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(OUT, dpi=110)
