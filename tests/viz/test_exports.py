@@ -91,6 +91,11 @@ def test_gltf_export_is_gltf2_with_inline_buffers(tmp_path, small_scenario):
     assert doc["asset"]["version"] == "2.0"
     assert len(doc["meshes"]) >= 4
     assert all(b["uri"].startswith("data:") for b in doc["buffers"])
+    # colours travel with the meshes (racks by health), and the scene is turned to glTF's y up:
+    # the hall's floor (z = 0 in twin) lies in y = 0
+    assert sum("COLOR_0" in m["primitives"][0]["attributes"] for m in doc["meshes"]) >= 2
+    floor = doc["nodes"][0]["matrix"]                          # column-major 4 x 4
+    assert abs(floor[9] - 1.0) < 1e-9 and abs(floor[2] - 1.0) < 1e-9   # y <- z and z <- x (RotateX, RotateZ -90)
 
 
 def _cli(*args):

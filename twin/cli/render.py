@@ -170,6 +170,12 @@ def run_render_cli(argv: list[str], hand_over: bool | None = None) -> int:
                 elif suffix in render.PAGE_SUFFIXES:
                     render.export_page(snap, out)
                 elif suffix in render.GLTF_SUFFIXES:
+                    if hand_over:   # as a PNG: this process becomes the render child
+                        from twin.viz.drawlist import hand_over as exec_child
+                        out.parent.mkdir(parents=True, exist_ok=True)
+                        bar.close()
+                        exec_child(snap, out, mode="gltf", say=f"wrote {out} ({args.color})",
+                                   since=_time.time() - (_time.perf_counter() - t0))
                     render.export_gltf(snap, out)
                 else:
                     out.parent.mkdir(parents=True, exist_ok=True)

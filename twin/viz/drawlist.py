@@ -280,17 +280,40 @@ def render_image(snap: Snapshot, out: str | Path | None = None, window_size=(128
         return np.load(raw)
 
 
+GLTF_VIEW: dict[str, Any] = {"window_size": (640, 400), "caption": False, "scalar_bars": False, "labels": False}
+"""What a glTF file holds of the view: the meshes (glTF has no text; the window size only
+sets the camera's aspect ratio)."""
+
+
+def export_gltf(snap: Snapshot, out: str | Path) -> Path:
+    """Write ``snap``'s meshes as glTF 2.0 (inline buffers) through the render child
+    (``vtkdraw.py gltf``: VTK's glTF exporter, no OpenGL context). Raises RuntimeError with
+    the child's message if it fails."""
+    meta, arrays = describe(snap, **GLTF_VIEW)
+    with tempfile.TemporaryDirectory(prefix="twin-gltf-") as tmp:
+        scene = Path(tmp) / "scene.npz"
+        pack(meta, arrays, scene)
+        proc = subprocess.run(child_command("gltf", str(scene), str(out)), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the render child failed: {proc.stderr.strip()[-2000:]}")
+    return Path(out)
+
+
 def hand_over(snap: Snapshot, out: str | Path, window_size=(1280, 800), say: str | None = None,
-              since: float | None = None, **kwargs) -> None:
+              since: float | None = None, mode: str = "image", **kwargs) -> None:
     """Replace this process by the render child (``os.execv``): write the description to a
     temporary folder, flush, and exec :mod:`twin.viz.vtkdraw`, which deletes the folder,
-    writes ``out`` and prints ``say``. Only for the ``twin render`` command's own process
-    (the run, xarray and scipy are gone while the OpenGL driver works); never returns."""
-    meta, arrays = describe(snap, window_size, **kwargs)
+    writes ``out`` (``mode``: ``image`` a PNG/JPEG, ``gltf`` the meshes as glTF) and prints
+    ``say``. Only for the ``twin render`` command's own process (the run, xarray and scipy
+    are gone while VTK works); never returns."""
+    if mode == "gltf":
+        meta, arrays = describe(snap, **GLTF_VIEW)
+    else:
+        meta, arrays = describe(snap, window_size, **kwargs)
     tmp = tempfile.mkdtemp(prefix="twin-render-")
     scene = Path(tmp) / "scene.npz"
     pack(meta, arrays, scene)
-    args = ["image", str(scene), str(out), "--remove", tmp]
+    args = [mode, str(scene), str(out), "--remove", tmp]
     if say:
         args += ["--say", say]
     if since is not None:

@@ -133,20 +133,14 @@ def export_scene(source_or_snapshot, out: str | Path, color: str = "inlet_temp",
 
 def export_gltf(snap: Snapshot, out: str | Path) -> Path:
     """Write the scene as glTF 2.0 (``.gltf`` with its buffers inlined) for Blender, three.js
-    or any glTF viewer: the meshes with their colours baked in (no text, no colour bars)."""
+    or any glTF viewer: the meshes with their colours baked in (no text, no colour bars),
+    written by the render child (VTK alone, no OpenGL context; bench/RESULTS.md)."""
     out = Path(out)
     if out.suffix.lower() not in GLTF_SUFFIXES:
         raise ValueError(f"{out}: glTF export needs .gltf")
     out.parent.mkdir(parents=True, exist_ok=True)
-    sc = _scene()
-    pl = _plotter((640, 400))
-    try:
-        sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, bake_colors=True)
-        sc.frame_camera(pl, snap.scenario)
-        pl.export_gltf(str(out), inline_data=True, rotate_scene=True)
-    finally:
-        pl.close()
-    return out
+    from .drawlist import export_gltf as child_gltf  # VTK alone, in the render child
+    return child_gltf(snap, out)
 
 
 def _page_overlay(snap: Snapshot) -> str:

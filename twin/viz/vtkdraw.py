@@ -9,6 +9,7 @@ used 570 MB per PNG in one process; see bench/RESULTS.md). The description is ma
 (meshes with their colours baked, texts, point labels, colour bars, the camera).
 
     python vtkdraw.py image SCENE.npz OUT.png|OUT.jpg [RAW.npy] [--remove DIR --say TEXT --since T]
+    python vtkdraw.py gltf SCENE.npz OUT.gltf [--remove DIR --say TEXT --since T]
     python vtkdraw.py stream OUT.gif|OUT.mp4 FPS      (frames on stdin, see read_frames)
 
 ``twin render ... --out hall.png`` hands its process over to this script once the
@@ -483,6 +484,31 @@ def write_image(buf: vtkUnsignedCharArray, size, out: str) -> None:
     writer.Write()
 
 
+def export_gltf(meta: dict, arrays: dict, out: str) -> None:
+    """Write the description's meshes as glTF 2.0 with inline buffers (vtkGLTFExporter, as
+    pyvista's ``export_gltf``: the scene turned to glTF's y-up, colours per cell as the
+    mapper gives them). No labels, texts or colour bars (glTF has no text), and no picture
+    is drawn: the exporter reads the actors, so no OpenGL context is made."""
+    from vtkmodules.vtkIOExport import vtkGLTFExporter
+
+    win, ren = new_window(meta["size"], meta["background"])
+    draw(ren, arrays, {**meta, "labels": [], "texts": [], "scalar_bars": []})
+    arrays.clear()
+    set_camera(ren, meta["camera"])
+    actors = ren.GetActors()
+    actors.InitTraversal()
+    for _ in range(actors.GetNumberOfItems()):
+        actor = actors.GetNextActor()
+        actor.RotateX(-90)
+        actor.RotateZ(-90)
+    exporter = vtkGLTFExporter()
+    exporter.SetRenderWindow(win)
+    exporter.SetFileName(out)
+    exporter.SetInlineData(True)
+    exporter.SetSaveNormal(True)
+    exporter.Update()
+
+
 class GifStream:
     """An animated GIF written frame by frame (Pillow's GIF header and frame encoders):
     each frame has its own 256-colour palette, only the part that changed from the frame
@@ -560,31 +586,37 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="vtkdraw.py", description="draw a twin hall scene description")
     sub = ap.add_subparsers(dest="mode", required=True)
     im = sub.add_parser("image", help="one picture")
-    im.add_argument("scene", help=".npz scene description")
-    im.add_argument("out", help=".png or .jpg")
-    im.add_argument("raw", nargs="?", help="also save the pixels as .npy")
-    im.add_argument("--remove", help="folder to delete once the description is read (a hand-over)")
-    im.add_argument("--say", help="line to print when the picture is written")
-    im.add_argument("--since", type=float, help="wall-clock start (s since the epoch) for --say's time")
+    gl = sub.add_parser("gltf", help="the meshes as glTF 2.0")
+    for p in (im, gl):
+        p.add_argument("scene", help=".npz scene description")
+        p.add_argument("out", help=".png or .jpg" if p is im else ".gltf")
+        if p is im:
+            p.add_argument("raw", nargs="?", help="also save the pixels as .npy")
+        p.add_argument("--remove", help="folder to delete once the description is read (a hand-over)")
+        p.add_argument("--say", help="line to print when the file is written")
+        p.add_argument("--since", type=float, help="wall-clock start (s since the epoch) for --say's time")
     st = sub.add_parser("stream", help="an animation, frames on stdin")
     st.add_argument("out", help=".gif or .mp4")
     st.add_argument("fps", type=float)
     args = ap.parse_args(argv)
-    if args.mode == "image":
+    if args.mode in ("image", "gltf"):
         try:
             meta, arrays = load(args.scene)
         finally:
             if args.remove:
                 import shutil
                 shutil.rmtree(args.remove, ignore_errors=True)
-        window, renderer = new_window(meta["size"], meta["background"])
-        try:
-            buf = render_frame(window, renderer, meta, arrays)
-            write_image(buf, window.GetSize(), args.out)
-            if args.raw:
-                save_npy(buf, window.GetSize(), args.raw)
-        finally:
-            window.Finalize()
+        if args.mode == "gltf":
+            export_gltf(meta, arrays, args.out)
+        else:
+            window, renderer = new_window(meta["size"], meta["background"])
+            try:
+                buf = render_frame(window, renderer, meta, arrays)
+                write_image(buf, window.GetSize(), args.out)
+                if args.raw:
+                    save_npy(buf, window.GetSize(), args.raw)
+            finally:
+                window.Finalize()
         if args.say:
             import time
             took = f" in {time.time() - args.since:.1f} s" if args.since else ""
