@@ -1,11 +1,15 @@
-"""Room benchmark of the buoyant air model (issue 12): what a published measurement could
-tell the plume coefficient c_b.
+"""Room benchmark of the buoyant air model (issue 12): the measured room, the wall-jet supply's
+speed, and what a benchmark can tell the plume coefficient c_b.
 
-No published table of measured rack-inlet temperatures with its room layout was reachable
-(what was searched and found: docs/validation.md, cooling section), so nothing is fitted
-here. This prints, for the 40-rack row hall of twin.studies.room_benchmark, the hottest and
-mean inlet rise above supply over cooling-air / rack-air ratio x c_b, open and with
-contained cold aisles: the resolution a benchmark needs to fit c_b, and what it must report.
+1. RISE SICS ICE POD 2 (measured; docs/validation.md, cooling): mean absolute error at the
+   rack-front sensor strips with the floor supply and with the wall-jet supply
+   (twin.thermal.jets), October 2019 (ten configurations) and the held-out January 2018 pod.
+2. Speed of the wall-jet option: the buoyant layered field of a 200-rack hall
+   (row_hall(10, 20), four layers) whose ten wall units blow jets from a 1.0 m x 0.1-1.9 m
+   outlet across the hall, against the same hall with floor supply (target <= 10 s CPU).
+3. c_b: for the 40-rack row hall of twin.studies.room_benchmark, the hottest and mean inlet
+   rise above supply over cooling-air / rack-air ratio x c_b, open and with contained cold
+   aisles.
 
 Run: .venv/bin/python bench/validate_room.py
 """
@@ -17,14 +21,51 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small factorisations: see bench_cooling
 
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 
+import numpy as np  # noqa: E402
 from machine import machine  # noqa: E402
 
-from twin.studies.room_benchmark import plume_coefficient_sensitivity  # noqa: E402
+from twin.studies.room_benchmark import (  # noqa: E402
+    plume_coefficient_sensitivity,
+    pod2_2018_comparison,
+    pod2_comparison,
+)
+from twin.thermal import rack_airflow_m3_s, row_hall  # noqa: E402
+from twin.thermal.buoyancy import buoyant_flow  # noqa: E402
 
 
-def main() -> None:
-    print(f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine {machine()}")
+def pod2() -> None:
+    print("POD 2, rack-front strips: MAE / bias [K]")
+    for supply in ("floor", "wall_jet"):
+        for ra in ("fan_law", "strip_balance"):
+            c = pod2_comparison(ra, supply=supply)
+            print(f"  Oct 2019, {supply:8s} {ra:13s} {c.strip_mae_k():5.2f} / {c.strip_error_k.mean():+5.2f}  "
+                  f"by height {' / '.join(f'{c.strip_mae_k(h):.2f}' for h in range(3))}  ({c.cpu_s:.1f} s CPU)")
+        h = pod2_2018_comparison(supply=supply)
+        print(f"  Jan 2018, {supply:8s} {'strip_balance':13s} {h.strip_mae_k():5.2f} / {h.strip_error_k.mean():+5.2f}  "
+              f"by height {' / '.join(f'{h.strip_mae_k(k):.2f}' for k in range(3))}  (held out)")
+
+
+def wall_jet_speed() -> None:
+    g = row_hall(10, 20, cooling_per_wall=5, cooling_capacity_w=250e3, n_layers=4)
+    heat = np.full(g.n_racks, 10e3)
+    v = rack_airflow_m3_s(heat, 15.0)
+    jets = replace(g, cooling_outlet_z_m=np.tile([0.1, 1.9], (g.n_cooling, 1)),
+                   cooling_outlet_width_m=np.ones(g.n_cooling),
+                   cooling_throw_dir=np.array([[1.0 if x < 0.5 * g.width_m else -1.0, 0.0] for x, _ in g.cooling_xy_m]))
+    for name, geom in (("floor supply", g), ("wall jets", jets)):
+        best = np.inf
+        for _ in range(2):
+            t0 = time.process_time()
+            bf = buoyant_flow(geom, heat, v)
+            best = min(best, time.process_time() - t0)
+        t_in = bf.problem.inlet_temp_c(bf.temp_c, heat)
+        print(f"buoyant layered field, 200 racks, {name}: {best:.2f} s CPU (best of 2), {bf.iterations} passes, "
+              f"inlets {t_in.min():.1f}-{t_in.max():.1f} C")
+
+
+def cb_sensitivity() -> None:
     t0 = time.process_time()
     s = plume_coefficient_sensitivity()
     cpu = time.process_time() - t0
@@ -40,6 +81,13 @@ def main() -> None:
                   f"{s.span_k('mean')[i, j]:4.2f}")
     n = len(s.layouts) * s.airflow_ratios.size * s.coefficients.size
     print(f"{n} buoyant solves in {cpu:.1f} s CPU")
+
+
+def main() -> None:
+    print(f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine {machine()}")
+    pod2()
+    wall_jet_speed()
+    cb_sensitivity()
 
 
 if __name__ == "__main__":

@@ -106,7 +106,9 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
     or a wall in any layer it covers, or at its throw x_T, whichever comes first; there its
     volume flow Q_x (supply plus entrained air) enters the room over its cross-section,
     weighted by each layer's share of the height range. The entrained air Q_x - Q_0 is
-    taken from the cells it passed, in proportion to dQ/dx.
+    taken from the cells it passed on its axis (each covered layer), in proportion to dQ/dx,
+    and carried at their temperature to the end (energy is conserved; the axis cells alone
+    keep the operator sparse: every entraining cell couples to every end cell).
     """
     d = np.asarray(direction, float)
     step = (1 if d[0] > 0 else -1, 0) if abs(d[0]) >= abs(d[1]) else (0, 1 if d[1] > 0 else -1)
@@ -153,8 +155,10 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
     if not stations:
         raise ValueError(f"wall-jet outlet at ({outlet_xy_m[0]:.2f}, {outlet_xy_m[1]:.2f}) m blows into a solid cell")
 
-    def cells_of(s):
-        _, _, _, px, py, lw = s
+    def cells_of(s, axis_only=False):
+        _, cx, cy, px, py, lw = s
+        if axis_only:
+            px, py = np.array([cx]), np.array([cy])
         layers = np.flatnonzero(lw > 0)
         flat = (layers[:, None] * n + (py * nx + px)[None, :]).ravel()
         w = np.repeat(lw[layers], px.size) / px.size
@@ -169,7 +173,7 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
     for j in range(len(stations) - 1):
         dq = float(q[j + 1] - q[j])
         if dq > 0:
-            c, w = cells_of(stations[j])
+            c, w = cells_of(stations[j], axis_only=True)
             pc.append(c)
             pw.append(w / w.sum() * dq)
     path, path_w = np.concatenate(pc), np.concatenate(pw)
