@@ -316,6 +316,9 @@ def available_it_w(plant: Plant, t_s: float) -> float:
     return float(plant.plan_it_w[k]) if k >= 0 else 0.0
 
 
+_THROW_DIR = {"+x": (1.0, 0.0), "-x": (-1.0, 0.0), "+y": (0.0, 1.0), "-y": (0.0, -1.0)}
+
+
 def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
     """One ``twin.thermal.HallGeometry`` per hall, with the global indices of its racks.
 
@@ -330,6 +333,11 @@ def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
         idx = np.flatnonzero(p.rack_hall == h)
         obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
                      if hall.obstacles else None)
+        outlets = [c.outlet for c in hall.cooling_units]
+        jet_kw = {} if all(o is None for o in outlets) else dict(  # wall-jet units (twin.thermal.jets)
+            cooling_outlet_z_m=np.array([[o.z_from_m, o.z_to_m] if o else [np.nan, np.nan] for o in outlets]),
+            cooling_outlet_width_m=np.array([o.width_m if o else 1.0 for o in outlets]),
+            cooling_throw_dir=np.array([_THROW_DIR[o.throw] if o else (1.0, 0.0) for o in outlets]))
         geom = thermal.HallGeometry(
             width_m=hall.width_m, depth_m=hall.depth_m, height_m=hall.height_m,
             rack_center_xy_m=p.rack_xy_m[idx], rack_intake_dir=p.rack_intake[idx],
@@ -345,7 +353,7 @@ def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
             floor_leakage_fraction=hall.floor_leakage_fraction,
             eddy_diffusivity_m2_s=hall.eddy_diffusivity_m2_s, n_layers=hall.layers,
             rack_height_m=hall.rack_height_m,
-            tile_xy_m=np.array([[t.x_m, t.y_m] for t in hall.tiles], float) if hall.tiles else None)
+            tile_xy_m=np.array([[t.x_m, t.y_m] for t in hall.tiles], float) if hall.tiles else None, **jet_kw)
         out.append((geom, idx))
     return out
 

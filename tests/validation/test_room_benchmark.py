@@ -277,3 +277,32 @@ def test_pod2_wall_jet_grid_convergence(pod2_jet):
     d = fine.twin_strip_c - pod2_jet["fan_law"].twin_strip_c
     assert np.abs(d).mean() < 1.0
     assert abs(fine.strip_mae_k() - pod2_jet["fan_law"].strip_mae_k()) < 0.5
+
+
+def test_scenario_outlet_field_reaches_the_geometry():
+    """`site.halls[].cooling_units[].outlet` (schema) becomes the hall geometry's wall-jet arrays
+    (NaN rows for units without one); absent everywhere, the geometry has none (the shipped
+    scenarios). An outlet above the hall's height or upside down is an exit-2 problem naming it."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from twin.errors import ScenarioError
+    from twin.plant import hall_geometries
+    from twin.scenario import validate_data
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "lenovo_small.yaml").read_text())
+    assert hall_geometries(validate_data(base, "x.yaml"))[0][0].cooling_outlet_z_m is None
+    data = copy.deepcopy(base)
+    data["site"]["halls"][0]["cooling_units"][0]["outlet"] = {"z_from_m": 0.1, "z_to_m": 1.9, "width_m": 1.0,
+                                                              "throw": "-y"}
+    g = hall_geometries(validate_data(data, "x.yaml"))[0][0]
+    np.testing.assert_array_equal(g.cooling_outlet_z_m[0], [0.1, 1.9])
+    assert np.isnan(g.cooling_outlet_z_m[1:]).all()
+    np.testing.assert_array_equal(g.cooling_throw_dir[0], [0.0, -1.0])
+    for bad, word in (({"z_to_m": 9.0}, "height_m"), ({"z_from_m": 2.0}, "z_from_m")):
+        d = copy.deepcopy(data)
+        d["site"]["halls"][0]["cooling_units"][0]["outlet"].update(bad)
+        with pytest.raises(ScenarioError) as exc:
+            validate_data(d, "x.yaml")
+        assert word in str(exc.value.problems)

@@ -68,6 +68,22 @@ class Simulation(Model):
 
 
 # --------------------------------------------------------------------------- site
+class CoolingOutlet(Model):
+    """A unit's front outlet blowing a horizontal jet into the room (wall or in-row coolers;
+    twin.thermal.jets), from the unit's datasheet or drawing."""
+
+    z_from_m: Annotated[float, Field(ge=0)] = Field(description="bottom of the outlet above the floor [m]")
+    z_to_m: PositiveFloat = Field(description="top of the outlet above the floor [m]")
+    width_m: PositiveFloat = Field(description="outlet width [m]")
+    throw: Literal["+x", "-x", "+y", "-y"] = Field(description="direction the outlet blows")
+
+    @model_validator(mode="after")
+    def _heights(self):
+        if self.z_to_m <= self.z_from_m:
+            raise ValueError(f"outlet z_to_m ({self.z_to_m}) must be above z_from_m ({self.z_from_m})")
+        return self
+
+
 class CoolingUnit(Model):
     name: SafeName
     x_m: float
@@ -75,6 +91,8 @@ class CoolingUnit(Model):
     airflow_m3_s: PositiveFloat = Field(description="design supply airflow [m3/s]")
     capacity_kw: PositiveFloat = Field(description="sensible cooling capacity [kW]")
     supply_temp_c: Annotated[float, Field(ge=5, le=35)] = Field(18.0, description="supply air [C]")
+    outlet: CoolingOutlet | None = Field(
+        None, description="wall-jet supply from this outlet (the jet starts at x_m, y_m); None = the hall's supply")
 
 
 class RackOverride(Model):
@@ -151,6 +169,14 @@ class Hall(Model):
     layers: Annotated[int, Field(ge=1, le=8)] = Field(
         1, description="air layers over the height: 1 = plan view, > 1 = 3-D (slower to derive D)")
     rack_height_m: PositiveFloat = Field(2.0, description="rack height for the 3-D model (42U ~ 2.0 m)")
+
+    @model_validator(mode="after")
+    def _outlets_fit(self):
+        for c in self.cooling_units:
+            if c.outlet is not None and c.outlet.z_to_m > self.height_m:
+                raise ValueError(f"cooling unit {c.name!r}: outlet z_to_m {c.outlet.z_to_m} is above the "
+                                 f"hall's height_m {self.height_m}")
+        return self
 
 
 class Feed(Model):
