@@ -61,7 +61,9 @@ TRACKED_FIELDS = ("rack_delivered", "rack_powered", "rack_tripped", "rack_unfed"
                   "node_grid_down", "node_job", "node_job_phase", "node_clock", "node_accel", "feed_up",
                   "brake_clock", "psu_capacity_w", "su_degraded")
 _TRACKED = frozenset(TRACKED_FIELDS)
-#: log entries kept before the oldest half is dropped (a cache older than the log re-evaluates whole)
+#: log entries kept before the oldest half is dropped (a cache older than the log re-evaluates
+#: whole); the indices the log holds are also bounded, to half the node count (a mask that many
+#: writes behind is re-evaluated whole anyway), so the log never holds more than ~N indices
 _LOG_MAX = 8192
 #: above this fraction of the nodes written, a mask is re-evaluated whole
 _PARTIAL_MAX = 0.25
@@ -167,6 +169,7 @@ class ClusterState:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_log", [])
         object.__setattr__(self, "_log_base", 0)
+        object.__setattr__(self, "_log_held", 0)         # indices the log holds
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_ver", dict.fromkeys(TRACKED_FIELDS, 0))
         object.__setattr__(self, "_bytes", {})
@@ -208,11 +211,15 @@ class ClusterState:
         """Log a write of ``key`` (None: the whole field) to the field ``name``."""
         self._ver[name] += 1
         log = self._log
-        log.append((name, None if key is None else _node_indices(key)))
-        if len(log) > _LOG_MAX:
-            half = _LOG_MAX // 2
-            del log[:half]
-            object.__setattr__(self, "_log_base", self._log_base + half)
+        idx = None if key is None else _node_indices(key)
+        log.append((name, idx))
+        held = self._log_held + (0 if idx is None else idx.size)
+        if len(log) > _LOG_MAX or held > _PARTIAL_MAX * 2 * len(self.node_rack) + 64:
+            drop = len(log) // 2
+            held -= sum(0 if k is None else k.size for _, k in log[:drop])
+            del log[:drop]
+            object.__setattr__(self, "_log_base", self._log_base + drop)
+        object.__setattr__(self, "_log_held", held)
 
     def version(self, name: str) -> int:
         """How many writes the field ``name`` has had (changes whenever it may have changed)."""
