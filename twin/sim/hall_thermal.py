@@ -57,6 +57,7 @@ class HallModel:
     model: Any                            # thermal inlet model, None with no unit running
     models: dict = field(default_factory=dict)   # by the tuple of active flags
     transient: tuple[float, Any] | None = None   # (start [s], fault transient) while one runs
+    transient_before: Any = None          # legacy: the steady model the running transient started from
     # --- physical model ---
     first_unit: int = 0                   # index of the hall's first unit among all units
     family: Any = None                    # RecirculationFamily (all units running)
@@ -215,11 +216,18 @@ class HallThermal(Component):
             self.e.log("cooling_restored", name, "")
             return
         before = hall.model
+        if hall.transient is not None and self.env.now - hall.transient[0] <= hall.transient[1].time_s[-1]:
+            # a trip while a transient runs starts from the steady state that transient left,
+            # never from the steady state of the units still running, which the hall never
+            # reached (twelve units tripping at one instant would compound to hundreds of C);
+            # the heat stored since the earlier trip is not carried (the physical model does)
+            before = hall.transient_before
         self.set_unit(h, u, False)
         tr = self._transient(h, before, dur) if before is not None else None
         if tr is not None:
             # the lumped-capacitance transient sets the inlets until the hall settles
             hall.transient = (self.env.now, tr)
+            hall.transient_before = before
         self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {self.fault_outlook(tr)}")
         yield self.env.timeout(dur)
         self.set_unit(h, u, True)
@@ -519,7 +527,8 @@ class HallThermal(Component):
     # ------------------------------------------------------------------ legacy transient
     def _transient(self, h: int, before, dur: float):
         """Lumped-capacitance transient of the hall after a cooling fault
-        (``thermal.fault_transient``) from the current rack heat and GPU power."""
+        (``thermal.fault_transient``) from the current rack heat and GPU power; a rack whose
+        inlet reaches ``server_inlet_shutdown_c`` stops producing heat within the transient."""
         hall, p, st = self.halls[h], self.plant, self.state
         heat = self.e.sampler.last_rack_power_w()[hall.idx]
         if heat.sum() <= 0:
@@ -533,7 +542,8 @@ class HallThermal(Component):
             duration_s=min(dur, 2 * H), gpu_power_w=rack_gpu_w,
             gpu_thermal_resistance_k_per_w=_of_racks(p, "gpu_thermal_resistance_k_per_w", hall.idx),
             gpu_slowdown_c=_of_racks(p, "gpu_slowdown_c", hall.idx),
-            gpu_shutdown_c=_of_racks(p, "gpu_shutdown_c", hall.idx), output_step_s=10.0)
+            gpu_shutdown_c=_of_racks(p, "gpu_shutdown_c", hall.idx), output_step_s=10.0,
+            rack_shutdown_inlet_c=self.cs.server_inlet_shutdown_c)
 
     @staticmethod
     def fault_outlook(tr) -> str:

@@ -26,6 +26,11 @@ of the heat shares are 1 and the supply air returns somewhere).
 If no unit is left running, the room air is one well-mixed node T_room and z* = T_room:
 C_air dT_room/dt = sum q. With small IT mass this gives the textbook estimate
 t = C_air (T_limit - T_0) / sum Q (plus tau, the lag of a first-order sensor on a ramp).
+
+Racks protect themselves: given ``rack_shutdown_inlet_c``, a rack whose inlet z_r reaches it
+shuts down (Q_r = 0 from then on; an event of the integration, which restarts from the state
+at that instant). Its IT mass still hands its stored heat to the air, so the room can never
+hold more than the heat produced before the shutdowns plus what the IT mass stored.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class FaultTransient:
     minutes_to_limit: np.ndarray  # (R,) inf when the inlet stays below limit_c
     minutes_to_gpu_slowdown: np.ndarray  # (R,) inf if no GPU data or never reached
     minutes_to_gpu_shutdown: np.ndarray  # (R,)
+    rack_shutdown_s: np.ndarray | None = None  # (R,) when the rack's inlet protection shut it, inf if never [s]
 
     def inlet_at(self, t_s: float) -> np.ndarray:
         """Rack inlet temperatures [C] at t_s seconds after the fault (linear
@@ -131,6 +137,7 @@ def fault_transient(
     gpu_shutdown_c: float = GPU_SHUTDOWN_C,
     output_step_s: float = 2.0,
     inlet_mixing_time_s: float | None = None,
+    rack_shutdown_inlet_c: float = np.inf,
 ) -> FaultTransient:
     """Integrate the hall after a cooling fault (see the module docstring for the model).
 
@@ -143,6 +150,8 @@ def fault_transient(
     temperature follows the water (approach = supply set point - chilled_water_supply_c).
     inlet_mixing_time_s: lag of the rack inlets behind the quasi-steady air pattern
     (default: the room's air turnover time, air volume / total rack airflow, ~15 s).
+    rack_shutdown_inlet_c [C]: a rack whose inlet reaches it stops producing heat (the
+    servers' inlet protection, :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C`; default never).
     Returns trajectories sampled every ``output_step_s`` and minutes to limit_c per rack,
     and, given GPU power and inlet-to-die resistance, minutes to GPU slowdown / shutdown.
     """
@@ -201,13 +210,15 @@ def fault_transient(
 
     tau = inlet_mixing_time_s if inlet_mixing_time_s is not None else air_volume_m3 / v_r.sum()
 
+    on = np.ones(n_r, bool)                   # racks still producing heat
+
     def rhs(_t, x):
         y = x[:n_r]
         ret = x[n_r : n_r + n_c]
         tw = x[n_r + n_c]
         z = x[n_r + n_c + 1 :]
         q = g_r * (y - z)
-        dy = (heat - q) / c_it
+        dy = (np.where(on, heat, 0.0) - q) / c_it
         if running:
             s = supply(ret, tw)
             dret = np.where(act, g_c * (r0 @ s + r_k @ q - ret) / c_ret, 0.0)
@@ -224,39 +235,64 @@ def fault_transient(
     x0 = np.concatenate([y0, ret0, [chilled_water_supply_c], z0])
     t_eval = np.arange(0.0, duration_s + 0.5 * output_step_s, output_step_s)
     t_eval[-1] = min(t_eval[-1], duration_s)
-    sol = solve_ivp(rhs, (0.0, duration_s), x0, method="LSODA", t_eval=t_eval, rtol=1e-6, atol=1e-6,
-                    max_step=60.0)
-    if not sol.success:
-        raise RuntimeError(f"fault transient integration failed: {sol.message}")
-    ys = sol.y[:n_r].T
-    rets = sol.y[n_r : n_r + n_c].T
-    tws = sol.y[n_r + n_c]
-    inl = sol.y[n_r + n_c + 1 :].T
+    shut_s = np.full(n_r, np.inf)
+    shut_c = float(rack_shutdown_inlet_c)
+    on &= z0 < shut_c                         # already at the limit: off from the start
+    shut_s[~on] = 0.0
+
+    def first_shutdown(_t, x):                # the hottest running rack's inlet reaches the limit
+        return float(np.max(x[n_r + n_c + 1 :][on])) - shut_c if on.any() else -1.0
+    first_shutdown.terminal = True            # type: ignore[attr-defined]
+    first_shutdown.direction = 1              # type: ignore[attr-defined]
+    t0, x, ts, xs = 0.0, x0, [], []
+    while True:                               # one integration per set of racks still running
+        te = t_eval[t_eval > t0] if t0 > 0 else t_eval
+        sol = solve_ivp(rhs, (t0, duration_s), x, method="LSODA", t_eval=te, rtol=1e-6, atol=1e-6,
+                        max_step=60.0, events=first_shutdown if np.isfinite(shut_c) else None)
+        if not sol.success:
+            raise RuntimeError(f"fault transient integration failed: {sol.message}")
+        if np.size(sol.t):                    # no output time inside a short last segment
+            ts.append(np.asarray(sol.t, float))
+            xs.append(np.asarray(sol.y, float).reshape(x0.size, -1))
+        if sol.status != 1:                   # reached duration_s
+            break
+        t0, x = float(sol.t_events[0][0]), sol.y_events[0][0]
+        hot = on & (x[n_r + n_c + 1 :] >= shut_c - 1e-6)
+        shut_s[hot] = t0
+        on &= ~hot
+        if t0 >= duration_s:
+            break
+    sol_t, sol_y = np.concatenate(ts), np.concatenate(xs, axis=1)
+    ys = sol_y[:n_r].T
+    rets = sol_y[n_r : n_r + n_c].T
+    tws = sol_y[n_r + n_c]
+    inl = sol_y[n_r + n_c + 1 :].T
     if running:
-        sup = np.array([supply(rets[k], tws[k]) for k in range(len(sol.t))])
+        sup = np.array([supply(rets[k], tws[k]) for k in range(len(sol_t))])
         removed = np.where(act, g_c * (rets - sup), 0.0)
         sup = np.where(act, sup, np.nan)
     else:
-        sup = np.full((len(sol.t), before.cooling_airflow_m3_s.size), np.nan)
+        sup = np.full((len(sol_t), before.cooling_airflow_m3_s.size), np.nan)
         removed = np.zeros_like(sup)
     slow = np.full(n_r, np.inf)
     shut = np.full(n_r, np.inf)
     if gpu_power_w is not None and gpu_thermal_resistance_k_per_w is not None:
         rise = np.broadcast_to(np.asarray(gpu_thermal_resistance_k_per_w, float) * np.asarray(gpu_power_w, float), (n_r,))
         gpu = inl + rise[None, :]
-        slow = _first_crossing_min(sol.t, gpu, gpu_slowdown_c)
-        shut = _first_crossing_min(sol.t, gpu, gpu_shutdown_c)
+        slow = _first_crossing_min(sol_t, gpu, gpu_slowdown_c)
+        shut = _first_crossing_min(sol_t, gpu, gpu_shutdown_c)
     return FaultTransient(
-        time_s=sol.t,
+        time_s=sol_t,
         inlet_temp_c=inl,
         exhaust_temp_c=ys,
         supply_temp_c=sup,
         heat_removed_w=removed,
         chilled_water_temp_c=tws,
         limit_c=limit_c,
-        minutes_to_limit=_first_crossing_min(sol.t, inl, limit_c),
+        minutes_to_limit=_first_crossing_min(sol_t, inl, limit_c),
         minutes_to_gpu_slowdown=slow,
         minutes_to_gpu_shutdown=shut,
+        rack_shutdown_s=shut_s,
     )
 
 
