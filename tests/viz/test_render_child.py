@@ -208,18 +208,24 @@ def test_twin_render_command_peak_memory_under_300_mb(tmp_path):
     assert iio.imread(png).shape[:2] == (800, 1280)
 
 
-def test_twin_render_gltf_peak_memory_under_300_mb(tmp_path):
-    # glTF is written by the render child too (VTK's exporter, no OpenGL context): before,
-    # pyvista drew it in the command's process (408 MB RSS, 468 MB from a fresh install)
-    out = tmp_path / "bv.gltf"
+@pytest.mark.parametrize("suffix", [".gltf", ".html"])
+def test_twin_render_export_peak_memory_under_300_mb(tmp_path, suffix):
+    # glTF and the interactive page are written by the render child too (VTK's glTF exporter,
+    # trame-vtk's serializers; no OpenGL context): before, pyvista drew them in the command's
+    # process (glTF 408 MB RSS, page 463 MB; 468 and 524 MB from a fresh install)
+    out = tmp_path / f"bv{suffix}"
     cmd = [sys.executable, "-m", "twin.cli", "render", "scenarios/blue_vela.yaml", "--out", str(out)]
     _, stdout, private_mb, rss_mb = _run_sampled(cmd, children_only=False)
     assert f"wrote {out} (inlet_temp) in " in stdout
     assert 20.0 < private_mb < PNG_LIMIT_MB and 100.0 < rss_mb < PNG_LIMIT_MB
-    import json
-    doc = json.loads(out.read_text())
-    racks = [m for m in doc["meshes"] if "COLOR_0" in m["primitives"][0]["attributes"]]
-    assert doc["asset"]["version"] == "2.0" and len(doc["meshes"]) >= 8 and racks
+    text = out.read_text(encoding="utf-8")
+    if suffix == ".gltf":
+        import json
+        doc = json.loads(text)
+        racks = [m for m in doc["meshes"] if "COLOR_0" in m["primitives"][0]["attributes"]]
+        assert doc["asset"]["version"] == "2.0" and len(doc["meshes"]) >= 8 and racks
+    else:   # the vtk.js scene and the overlay, nothing fetched
+        assert "OfflineLocalView.load" in text and "twin-overlay" in text and "vtk-js/icon/favicon" not in text
 
 
 def test_png_child_imports_neither_numpy_nor_vtk_python_overrides(tmp_path, fixed_scenario):

@@ -168,6 +168,13 @@ def run_render_cli(argv: list[str], hand_over: bool | None = None) -> int:
                 if suffix in render.EXPORT_SUFFIXES:
                     render.export_scene(snap, out)
                 elif suffix in render.PAGE_SUFFIXES:
+                    if hand_over:   # as a PNG: this process becomes the render child
+                        from twin.viz.drawlist import hand_over_description
+                        out.parent.mkdir(parents=True, exist_ok=True)
+                        bar.close()
+                        hand_over_description(*render.page_description(snap), out, mode="page",
+                                              say=f"wrote {out} ({args.color})",
+                                              since=_time.time() - (_time.perf_counter() - t0))
                     render.export_page(snap, out)
                 elif suffix in render.GLTF_SUFFIXES:
                     if hand_over:   # as a PNG: this process becomes the render child

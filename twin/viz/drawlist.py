@@ -285,34 +285,44 @@ GLTF_VIEW: dict[str, Any] = {"window_size": (640, 400), "caption": False, "scala
 sets the camera's aspect ratio)."""
 
 
-def export_gltf(snap: Snapshot, out: str | Path) -> Path:
-    """Write ``snap``'s meshes as glTF 2.0 (inline buffers) through the render child
-    (``vtkdraw.py gltf``: VTK's glTF exporter, no OpenGL context). Raises RuntimeError with
-    the child's message if it fails."""
-    meta, arrays = describe(snap, **GLTF_VIEW)
-    with tempfile.TemporaryDirectory(prefix="twin-gltf-") as tmp:
+def run_child(mode: str, meta: dict, arrays: dict, out: str | Path) -> Path:
+    """Write ``out`` from a description in a render child (``vtkdraw.py MODE``: ``gltf`` or
+    ``page``) beside this process. Raises RuntimeError with the child's message if it fails."""
+    with tempfile.TemporaryDirectory(prefix=f"twin-{mode}-") as tmp:
         scene = Path(tmp) / "scene.npz"
         pack(meta, arrays, scene)
-        proc = subprocess.run(child_command("gltf", str(scene), str(out)), capture_output=True, text=True)
+        proc = subprocess.run(child_command(mode, str(scene), str(out)), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"the render child failed: {proc.stderr.strip()[-2000:]}")
     return Path(out)
 
 
+def export_gltf(snap: Snapshot, out: str | Path) -> Path:
+    """Write ``snap``'s meshes as glTF 2.0 (inline buffers) through the render child
+    (``vtkdraw.py gltf``: VTK's glTF exporter, no OpenGL context)."""
+    return run_child("gltf", *describe(snap, **GLTF_VIEW), out)
+
+
 def hand_over(snap: Snapshot, out: str | Path, window_size=(1280, 800), say: str | None = None,
               since: float | None = None, mode: str = "image", **kwargs) -> None:
+    """Replace this process by the render child (``os.execv``) drawing ``snap``: ``mode``
+    ``image`` a PNG/JPEG (``kwargs`` as :func:`describe`), ``gltf`` the meshes as glTF. See
+    :func:`hand_over_description`; never returns."""
+    meta, arrays = describe(snap, **GLTF_VIEW) if mode == "gltf" else describe(snap, window_size, **kwargs)
+    hand_over_description(meta, arrays, out, mode, say, since)
+
+
+def hand_over_description(meta: dict, arrays: dict, out: str | Path, mode: str = "image",
+                          say: str | None = None, since: float | None = None) -> None:
     """Replace this process by the render child (``os.execv``): write the description to a
-    temporary folder, flush, and exec :mod:`twin.viz.vtkdraw`, which deletes the folder,
-    writes ``out`` (``mode``: ``image`` a PNG/JPEG, ``gltf`` the meshes as glTF) and prints
-    ``say``. Only for the ``twin render`` command's own process (the run, xarray and scipy
-    are gone while VTK works); never returns."""
-    if mode == "gltf":
-        meta, arrays = describe(snap, **GLTF_VIEW)
-    else:
-        meta, arrays = describe(snap, window_size, **kwargs)
+    temporary folder, flush, and exec :mod:`twin.viz.vtkdraw` ``mode`` (image, gltf, page),
+    which deletes the folder, writes ``out`` and prints ``say``. Only for the ``twin render``
+    command's own process (the run, xarray and scipy are gone while VTK works); never
+    returns."""
     tmp = tempfile.mkdtemp(prefix="twin-render-")
     scene = Path(tmp) / "scene.npz"
     pack(meta, arrays, scene)
+    del meta, arrays
     args = [mode, str(scene), str(out), "--remove", tmp]
     if say:
         args += ["--say", say]

@@ -13,10 +13,9 @@ scenario YAML path; a scenario alone is drawn at its design point (see
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -179,75 +178,43 @@ def _page_overlay(snap: Snapshot) -> str:
             "font-size:11px}</style>")
 
 
-@contextlib.contextmanager
-def _no_wasm_download():
-    """trame-pyvista's exporter enables trame-vtklocal, which schedules a download of VTK's
-    WebAssembly on a running event loop (Jupyter's): offline that prints a traceback into the
-    notebook. The page written here is vtk.js and needs no WebAssembly, so while it is
-    written the download is a no-op."""
-    try:
-        from trame_vtklocal.module import wasm
-    except ImportError:
-        yield
-        return
-    real = getattr(wasm, "setup_wasm_directory", None)
+PAGE_VIEW: dict[str, Any] = {"window_size": (1280, 800), "caption": False, "scalar_bars": False, "labels": False}
+"""What the interactive page draws in 3-D (vtk.js shows no 2-D text: the page's overlay
+carries the title, legend and caption)."""
 
-    async def skip(*args, **kwargs):
-        return None
 
-    if real is not None:
-        wasm.setup_wasm_directory = skip
-    try:
-        yield
-    finally:
-        if real is not None:
-            wasm.setup_wasm_directory = real
+def page_description(snap: Snapshot, streamlines: bool = True) -> tuple[dict, dict]:
+    """The render child's description of the interactive page: the meshes and, as
+    ``meta["page_overlay"]``, the script that lays the title, legend and caption over the view."""
+    import json as _json
+
+    from .drawlist import describe
+    meta, arrays = describe(snap, **PAGE_VIEW, streamlines=streamlines)
+    # the vtk.js app rebuilds the page body when it starts: add the overlay after it has
+    meta["page_overlay"] = (
+        "<script>(function(){const html=" + _json.dumps(_page_overlay(snap)).replace("</", "<\\/")
+        + ";function add(){if(!document.getElementById('twin-overlay')){const d=document.createElement"
+        "('div');d.innerHTML=html;while(d.firstChild){document.body.appendChild(d.firstChild)}}}"
+        "window.addEventListener('load',()=>{add();setTimeout(add,300);setTimeout(add,1500)});})();"
+        "</script>")
+    return meta, arrays
 
 
 def export_page(snap: Snapshot, out: str | Path, streamlines: bool = True) -> Path:
-    """Write an interactive page of the scene (vtk.js through pyvista's trame exporter): one
-    self-contained HTML file that works offline (no server, nothing fetched), with the
-    title, colour legend and caption laid over it."""
+    """Write an interactive page of the scene: one self-contained HTML file that works
+    offline (no server, nothing fetched), vtk.js with the title, colour legend and caption
+    laid over it. Written by the render child (VTK and trame-vtk's serializers, no pyvista
+    and no OpenGL context; bench/RESULTS.md)."""
     out = Path(out)
     if out.suffix.lower() not in PAGE_SUFFIXES:
         raise ValueError(f"{out}: an interactive page is written as .html")
     try:
         import trame_vtk  # noqa: F401
     except ImportError as exc:
-        raise RuntimeError("writing .html needs trame-vtk and trame-pyvista "
-                           "(pip install -e .[viz]); or write .png / .vtm") from exc
-    import warnings
-
+        raise RuntimeError("writing .html needs trame-vtk (pip install -e .[viz]); or write .png / .vtm") from exc
     out.parent.mkdir(parents=True, exist_ok=True)
-    sc = _scene()
-    pl = _plotter((1280, 800))
-    try:
-        sc.draw_snapshot(pl, snap, caption=False, scalar_bars=False, labels=False, streamlines=streamlines,
-                         bake_colors=True)
-        sc.frame_camera(pl, snap.scenario)
-        with warnings.catch_warnings(), _no_wasm_download():
-            warnings.simplefilter("ignore")
-            trame = getattr(pl, "trame", None)
-            buf = trame.export_html(None) if trame is not None and hasattr(trame, "export_html") \
-                else pl.export_html(None)
-    finally:
-        pl.close()
-    text = buf.getvalue() if hasattr(buf, "getvalue") else str(buf)
-    # no favicon fetched from the web: the page stays offline
-    text = text.replace("https://kitware.github.io/vtk-js/icon/favicon-", "data:,")
-    import json as _json
-    # the vtk.js app rebuilds the page body when it starts: add the overlay after it has
-    overlay = ("<script>(function(){const html=" + _json.dumps(_page_overlay(snap)).replace("</", "<\\/")
-               + ";function add(){if(!document.getElementById('twin-overlay')){const d=document.createElement"
-               "('div');d.innerHTML=html;while(d.firstChild){document.body.appendChild(d.firstChild)}}}"
-               "window.addEventListener('load',()=>{add();setTimeout(add,300);setTimeout(add,1500)});})();"
-               "</script>")
-    i = text.rfind("</body>")
-    text = (text[:i] + overlay + text[i:]) if i >= 0 else text + overlay
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
-    return out
+    from .drawlist import run_child
+    return run_child("page", *page_description(snap, streamlines), out)
 
 
 def frame_indices(n_samples: int, frames: int) -> np.ndarray:

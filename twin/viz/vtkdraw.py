@@ -10,6 +10,7 @@ used 570 MB per PNG in one process; see bench/RESULTS.md). The description is ma
 
     python vtkdraw.py image SCENE.npz OUT.png|OUT.jpg [RAW.npy] [--remove DIR --say TEXT --since T]
     python vtkdraw.py gltf SCENE.npz OUT.gltf [--remove DIR --say TEXT --since T]
+    python vtkdraw.py page SCENE.npz OUT.html [--remove DIR --say TEXT --since T]
     python vtkdraw.py stream OUT.gif|OUT.mp4 FPS      (frames on stdin, see read_frames)
 
 ``twin render ... --out hall.png`` hands its process over to this script once the
@@ -509,6 +510,56 @@ def export_gltf(meta: dict, arrays: dict, out: str) -> None:
     exporter.Update()
 
 
+def export_page(meta: dict, arrays: dict, out: str) -> None:
+    """Write the description's meshes as an interactive vtk.js page that works offline:
+    trame-vtk's serializers turn the render window into a vtk.js scene (as pyvista's trame
+    exporter does, without its server), and its viewer template carries it as one HTML
+    file. ``meta["page_overlay"]`` (title, legend, caption) goes in before ``</body>``. No
+    picture is drawn, so no OpenGL context is made; this mode imports numpy (the
+    serializers hash and encode the arrays with it)."""
+    import zipfile as _zip
+
+    from trame_vtk.modules.vtk.serializers import (
+        SynchronizationContext,
+        extract_array_hash,
+        initialize_serializers,
+        reference_id,
+        serialize,
+    )
+    from trame_vtk.tools.vtksz2html import write_html
+
+    win, ren = new_window(meta["size"], meta["background"])
+    draw(ren, arrays, {**meta, "labels": [], "texts": [], "scalar_bars": []})
+    arrays.clear()
+    set_camera(ren, meta["camera"])
+    initialize_serializers()
+    context = SynchronizationContext()
+    context.set_ignore_last_dependencies(True)
+    camera = ren.GetActiveCamera()
+    scene = serialize(None, win, "1", context, 1)
+    scene["extra"] = {"vtkRefId": reference_id(win), "centerOfRotation": camera.GetFocalPoint(),
+                      "camera": reference_id(camera)}
+    hashes = {e["hash"]: dict(**e, content=context.get_cached_data_array(e["hash"], False))
+              for e in extract_array_hash(scene)}
+    packed = io.BytesIO()
+    with _zip.ZipFile(packed, "a") as z:
+        z.writestr("index.json", json.dumps({"hashes": hashes, "scene": scene}), compress_type=_zip.ZIP_DEFLATED)
+    del hashes, scene
+    page = io.StringIO()
+    write_html(packed.getvalue(), page)
+    del packed
+    text = page.getvalue()
+    # no favicon fetched from the web: the page stays offline
+    text = text.replace("https://kitware.github.io/vtk-js/icon/favicon-", "data:,")
+    overlay = meta.get("page_overlay", "")
+    i = text.rfind("</body>")
+    text = (text[:i] + overlay + text[i:]) if i >= 0 else text + overlay
+    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, out)
+
+
 class GifStream:
     """An animated GIF written frame by frame (Pillow's GIF header and frame encoders):
     each frame has its own 256-colour palette, only the part that changed from the frame
@@ -587,9 +638,10 @@ def main(argv: list[str]) -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     im = sub.add_parser("image", help="one picture")
     gl = sub.add_parser("gltf", help="the meshes as glTF 2.0")
-    for p in (im, gl):
+    pg = sub.add_parser("page", help="the meshes as an interactive vtk.js page (offline HTML)")
+    for p in (im, gl, pg):
         p.add_argument("scene", help=".npz scene description")
-        p.add_argument("out", help=".png or .jpg" if p is im else ".gltf")
+        p.add_argument("out", help={"image": ".png or .jpg", "gltf": ".gltf", "page": ".html"}[p.prog.split()[-1]])
         if p is im:
             p.add_argument("raw", nargs="?", help="also save the pixels as .npy")
         p.add_argument("--remove", help="folder to delete once the description is read (a hand-over)")
@@ -599,7 +651,7 @@ def main(argv: list[str]) -> int:
     st.add_argument("out", help=".gif or .mp4")
     st.add_argument("fps", type=float)
     args = ap.parse_args(argv)
-    if args.mode in ("image", "gltf"):
+    if args.mode in ("image", "gltf", "page"):
         try:
             meta, arrays = load(args.scene)
         finally:
@@ -608,6 +660,8 @@ def main(argv: list[str]) -> int:
                 shutil.rmtree(args.remove, ignore_errors=True)
         if args.mode == "gltf":
             export_gltf(meta, arrays, args.out)
+        elif args.mode == "page":
+            export_page(meta, arrays, args.out)
         else:
             window, renderer = new_window(meta["size"], meta["background"])
             try:
