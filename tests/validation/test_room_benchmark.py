@@ -3,7 +3,8 @@
 1. A measured room: RISE SICS ICE POD 2 (12 racks, 4 wall coolers, 27-104 kW; layout
    scenarios/validation/rise_pod2.yaml, window means assets/reference/room_benchmark_pod2_*.csv
    from the time series published with the Rafsine simulator). Nothing is fitted: the twin
-   runs with its shipped parameters and the tests pin the measured errors.
+   runs with its shipped parameters and the tests pin the measured errors, with the floor
+   supply and with the wall-jet supply (section 3), and on the held-out January 2018 pod.
 2. What such a benchmark can tell the plume coefficient c_b = 0.3 (not fitted). These
    tests pin what decides the content of such a benchmark: a contained cold aisle follows a two-zone energy balance
 whatever c_b; in an open hall c_b over its plausible range 0-0.6 moves the mean inlet by

@@ -6,7 +6,11 @@ wall coolers, measured in ten steady configurations of 27-104 kW (layout
 from the time series published with the Rafsine lattice-Boltzmann simulator). The twin runs
 on it with its shipped parameters (nothing fitted) and reports its inlet temperatures where
 the pod was measured: the front sensor strips (three heights at four racks) and the
-servers' own inlet sensors (every rack). docs/validation.md gives the errors.
+servers' own inlet sensors (every rack), with the coolers' air entering at the floor
+(``supply="floor"``) or as wall jets from their measured outlets (``"wall_jet"``,
+:mod:`twin.thermal.jets`). **Held out** (:func:`pod2_2018_comparison`): the same pod in
+January 2018 (ten racks, strips on every rack; ``scenarios/validation/rise_pod2_2018.yaml``).
+docs/validation.md gives the errors.
 
 **What a benchmark can tell the plume coefficient** (:func:`plume_coefficient_sensitivity`):
 how far rack inlets move when c_b of :mod:`twin.thermal.buoyancy` (0.3, from plume theory)
@@ -147,10 +151,23 @@ class Pod2Case:
     strip_rear_c: np.ndarray  # (4, 3)
 
 
-def _read_csv(name: str) -> list[dict]:
+def _read_csv(name: str, data_set: str = "pod2") -> list[dict]:
     import csv
-    with open(POD2_DATA / f"room_benchmark_pod2_{name}.csv") as f:
+    with open(POD2_DATA / f"room_benchmark_{data_set}_{name}.csv") as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _by_config(data_set: str = "pod2"):
+    """Per configuration of ``room_benchmark_{data_set}_*.csv``: (its configs row, its rack rows
+    by rack number, its unit rows by unit number)."""
+    racks, units = _read_csv("racks", data_set), _read_csv("units", data_set)
+    for c in _read_csv("configs", data_set):
+        yield (c, sorted((r for r in racks if r["config"] == c["config"]), key=lambda r: int(r["rack"])),
+               sorted((u for u in units if u["config"] == c["config"]), key=lambda u: int(u["unit"])))
+
+
+def _col(rows: list[dict], key: str) -> np.ndarray:
+    return np.array([float(r[key]) for r in rows])
 
 
 def pod2_layout() -> dict:
@@ -175,13 +192,10 @@ def pod2_cases(rack_airflow: str = "fan_law") -> list[Pod2Case]:
     lay = pod2_layout()
     per_rpm = float(lay["server_fans"]["airflow_m3_s_per_rpm"]) * int(lay["server_fans"]["servers_per_rack"])
     strips = np.asarray(lay["sensor_strips"]["racks"], int)
-    racks, units = _read_csv("racks"), _read_csv("units")
     cases = []
-    for c in _read_csv("configs"):
+    col = _col
+    for c, rk, un in _by_config():
         name = c["config"]
-        rk = sorted((r for r in racks if r["config"] == name), key=lambda r: int(r["rack"]))
-        un = sorted((u for u in units if u["config"] == name), key=lambda u: int(u["unit"]))
-        col = lambda rows, k: np.array([float(r[k]) for r in rows])  # noqa: E731
         heat = rack_heat_w(col(rk, "server_power_w"), float(c["it_power_w"]))
         fan = col(rk, "fan_rpm") * per_rpm
         by_rack = {int(r["rack"]): r for r in rk}
@@ -344,19 +358,11 @@ def pod2_2018_cases() -> list[Pod2Case]:
     supply temperature: their measured discharge. Servers' inlet sensors were not published
     (NaN)."""
     from twin.thermal.properties import AIR_DENSITY_KG_M3
-
-    def read(name):
-        import csv
-        with open(POD2_DATA / f"room_benchmark_pod2_2018_{name}.csv") as f:
-            return list(csv.DictReader(line for line in f if not line.startswith("#")))
-    racks, units = read("racks"), read("units")
     strips = np.asarray(pod2_2018_layout()["sensor_strips"]["racks"], int)
     cases = []
-    for c in read("configs"):
+    col = _col
+    for c, rk, un in _by_config("pod2_2018"):
         name = c["config"]
-        rk = sorted((r for r in racks if r["config"] == name), key=lambda r: int(r["rack"]))
-        un = sorted((u for u in units if u["config"] == name), key=lambda u: int(u["unit"]))
-        col = lambda rows, k: np.array([float(r[k]) for r in rows])  # noqa: E731
         heat = col(rk, "power_w")
         front = np.stack([col(rk, f"front_{h}_c") for h in ("bottom", "middle", "top")], axis=1)
         rear = np.stack([col(rk, f"rear_{h}_c") for h in ("bottom", "middle", "top")], axis=1)
