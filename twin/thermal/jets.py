@@ -21,8 +21,10 @@ v_0 = V_0 / A_0; ASHRAE Handbook - Fundamentals, ch. 20 "Space Air Diffusion",
 - spread: an isothermal jet widens with an included angle of 20-24 deg (Jones, *Air
   Conditioning Engineering*, 5th ed., 2001, ch. "Air distribution"; ASHRAE ch. 20).
 
-K, the throw (centre-line velocity) constant, is 5.0-6.2 for grilles and open outlets in
-ASHRAE's tables; 6.2 (the free-jet end) is used. None of these is fitted to a room.
+K, the throw (centre-line velocity) constant, is about 5-6 for free openings and grilles in
+ASHRAE's table of centre-line velocity constants; 6.2 is used. None of these is fitted to a
+room. Where a jet meets a rack face inside its core, x < K sqrt(A_0) / 2 (POD 2: 1.2-1.6 m
+against 3.3-4.1 m for K = 5-6.2), it has entrained nothing and K does not enter at all.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ __all__ = ["JET_SPREAD_HALF_ANGLE_DEG", "JET_THROW_CONSTANT", "JET_TERMINAL_VELO
            "hall_wall_jets", "jet_centreline_velocity_m_s", "jet_throw_m", "jet_volume_flow_m3_s", "wall_jet_cells"]
 
 JET_THROW_CONSTANT = 6.2
-"""K of v_x / v_0 = K sqrt(A_0) / x [-] (ASHRAE Fundamentals ch. 20: 5.0-6.2)."""
+"""K of v_x / v_0 = K sqrt(A_0) / x [-] (ASHRAE Fundamentals ch. 20: about 5-6 for free
+openings and grilles)."""
 JET_SPREAD_HALF_ANGLE_DEG = 11.0
 """Half of a free jet's 20-24 deg included angle [deg]."""
 JET_TERMINAL_VELOCITY_M_S = 0.25
