@@ -128,3 +128,39 @@ def test_physics_key_follows_writes():
     assert st.physics_inputs() == k0
     st.brake_clock = 0.9
     assert st.physics_inputs() != k0
+
+
+def test_hall_record_reuse_equals_fresh_evaluation(monkeypatch):
+    """The legacy hall record reuses a hall's unit loads and margins while the same heat,
+    model and running units come back; with cooling-unit faults on and off during the run
+    the recorded series equal those evaluated afresh at every sample."""
+    from pathlib import Path
+
+    import twin
+    from twin.sim.engine import Engine
+    from twin.sim.hall_thermal import HallThermal
+
+    small = Path(__file__).resolve().parents[2] / "scenarios" / "lenovo_small.yaml"
+    s = twin.load_scenario(small, ["simulation.duration_days=3", "simulation.sample_interval_s=600",
+                                   "site.cooling_system.model=legacy",
+                                   "site.cooling_faults.unit_failure_rate_per_year=150"])
+    eng = Engine(s)
+    reused = eng.run()
+    assert eng.thermal._record_memo                         # the reuse path ran
+    assert (reused.events["kind"] == "cooling_fault").sum() >= 2     # units went down and came back
+
+    class NoMemo(dict):
+        def __setitem__(self, key, value) -> None:          # never stores: every sample afresh
+            pass
+
+    init = HallThermal.__init__
+
+    def fresh_init(self, engine):
+        init(self, engine)
+        self._record_memo = NoMemo()
+
+    monkeypatch.setattr(HallThermal, "__init__", fresh_init)
+    fresh = twin.simulate(s)
+    for name in ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_unit_margin_w",
+                 "rack_inlet_peak_c", "cooling_fan_power_w"):
+        np.testing.assert_array_equal(reused.dataset[name].values, fresh.dataset[name].values, err_msg=name)

@@ -96,6 +96,9 @@ class HallThermal(Component):
         s, p = self.s, self.plant
         self.cs = s.site.cooling_system
         self.physical = self.cs.model == "physical"
+        #: legacy model: per hall, (heat, model, active, load, unit margin, hall margin) of the last
+        #: record; reused while the same arrays come back (between events they do)
+        self._record_memo: dict[int, tuple] = {}
         # full-speed airflow of every rack: its nodes' catalog airflow x its node count
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
@@ -605,22 +608,29 @@ class HallThermal(Component):
         fan_w = 0.0
         heat = self.e.sampler.last_rack_power_w()
         fans = self.cs.crah_fans
-        for hall in self.halls:
+        for h, hall in enumerate(self.halls):
             sl = slice(hall.first_unit, hall.first_unit + len(hall.units))
-            if not self.physical:
-                load = (hall.model.cooling_load_w(heat[hall.idx]) if hall.model is not None
-                        else np.zeros(len(hall.units)))
-                load = np.where(hall.active, load, 0.0)
-                demand = load
-            else:
-                assert hall.unit_load_w is not None  # set when the hall is built, then by each update
-                load = hall.unit_load_w
-                demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
-            rec["cooling_unit_load_w"][i, sl] = load
             cap = hall.geom.cooling_capacity_w
-            if hall.active.any():
-                unit_margin = min(unit_margin, float(np.min((cap - demand)[hall.active])))
-            margin = min(margin, hall_cooling_margin_w(cap, hall.active, heat[hall.idx], plant_w))
+            memo = self._record_memo.get(h)
+            if memo is not None and memo[0] is heat and memo[1] is hall.model and memo[2] is hall.active:
+                load, unit_m, hall_m = memo[3:]      # legacy model, same heat, model and units: same figures
+            else:
+                if not self.physical:
+                    load = (hall.model.cooling_load_w(heat[hall.idx]) if hall.model is not None
+                            else np.zeros(len(hall.units)))
+                    load = np.where(hall.active, load, 0.0)
+                    demand = load
+                else:
+                    assert hall.unit_load_w is not None  # set when the hall is built, then by each update
+                    load = hall.unit_load_w
+                    demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
+                unit_m = float(np.min((cap - demand)[hall.active])) if hall.active.any() else np.inf
+                hall_m = hall_cooling_margin_w(cap, hall.active, heat[hall.idx], plant_w)
+                if not self.physical:
+                    self._record_memo[h] = (heat, hall.model, hall.active, load, unit_m, hall_m)
+            rec["cooling_unit_load_w"][i, sl] = load
+            unit_margin = min(unit_margin, unit_m)
+            margin = min(margin, hall_m)
             if self.physical:
                 assert hall.airflow is not None  # set when the hall is built
                 v_c = hall.geom.cooling_airflow_m3_s
