@@ -117,3 +117,31 @@ def test_the_engine_fabric_is_the_layout_and_a_run_equals_the_full_graphs(monkey
     full = twin.simulate(s)
     assert built[-1].number_of_nodes() > 0
     _same_results(agg, full)
+
+
+@pytest.mark.parametrize("capacity_w,saturates", [(400e3, False), (60e3, True)])
+def test_capped_steady_state_skips_the_identity_solve_exactly(capacity_w, saturates, monkeypatch):
+    """With no coil saturated the active-set system is I s = rhs: the fast path returns
+    rhs, which is what LAPACK's solve of the identity gives bit for bit; with saturated
+    coils the solve still runs."""
+    from twin.thermal import capacity, inlet_model
+
+    g = row_hall(2, 8, cooling_per_wall=2, cooling_airflow_m3_s=8.0, cooling_capacity_w=capacity_w)
+    model = inlet_model(g, np.full(g.n_racks, 0.9))
+    heat = np.linspace(5e3, 20e3, g.n_racks)
+    fan = np.full(g.n_cooling, 2e3)
+    solves = []
+    real = np.linalg.solve
+
+    def spy(a, b):
+        solves.append(np.array_equal(a, np.eye(len(b))))
+        return real(a, b)
+    monkeypatch.setattr(capacity.np.linalg, "solve", spy)
+    fast = capacity.capped_steady_state(model, heat, unit_fan_heat_w=fan)
+    assert fast.feasible and bool(fast.saturated.any()) == saturates
+    assert bool(solves) == saturates and not any(solves)   # solves only when needed, never the identity
+    # the identity solve itself returns its right-hand side bit for bit
+    rhs = model.cooling_supply_temp_c + fan / (capacity.AIR_VOLUMETRIC_HEAT_J_M3_K * model.cooling_airflow_m3_s)
+    assert np.array_equal(real(np.eye(len(rhs)), rhs), rhs)
+    if not saturates:
+        assert np.array_equal(fast.supply_temp_c, rhs)

@@ -164,15 +164,19 @@ def capped_steady_state(
         it += 1
         u = sat & act
         # coil outlet: T_set (unsaturated) or T_ret - cap / G (saturated); the fan adds its rise
-        a = eye - (u[:, None] * r0)
         rhs = np.where(u, rq - cap / np.where(act, g, 1.0) + fan_rise, t_set + fan_rise)
         if not act.all():
-            a[~act] = eye[~act]
             rhs[~act] = t_set[~act]
-        try:
-            s = np.linalg.solve(a, rhs)
-        except np.linalg.LinAlgError:
-            break
+        if not u.any():                 # no coil saturated: the system is I s = rhs (exactly)
+            s = rhs
+        else:
+            a = eye - (u[:, None] * r0)
+            if not act.all():
+                a[~act] = eye[~act]
+            try:
+                s = np.linalg.solve(a, rhs)
+            except np.linalg.LinAlgError:
+                break
         ret = r0 @ s + rq
         load = g * (ret - (s - fan_rise))
         add = act & ~sat & (load > cap * (1 + 1e-9) + 1e-6)
