@@ -164,3 +164,30 @@ def test_hall_record_reuse_equals_fresh_evaluation(monkeypatch):
     for name in ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_unit_margin_w",
                  "rack_inlet_peak_c", "cooling_fan_power_w"):
         np.testing.assert_array_equal(reused.dataset[name].values, fresh.dataset[name].values, err_msg=name)
+
+
+def test_hall_record_whole_rows_equal_per_hall_peaks(monkeypatch):
+    """Without sub-sample extremes the record writes the peak rows whole; forcing the
+    per-hall path (an all-NaN GPU extreme on every hall, what that path uses when there is
+    none) gives the same peak series, on the physical model whose halls carry state."""
+    from pathlib import Path
+
+    import twin
+    from twin.sim.hall_thermal import HallThermal
+
+    small = Path(__file__).resolve().parents[2] / "scenarios" / "lenovo_small.yaml"
+    s = twin.load_scenario(small, ["simulation.duration_days=2", "simulation.sample_interval_s=900"])
+    whole = twin.simulate(s)
+    record = HallThermal.record
+
+    def per_hall(self, i, rec):
+        for hall in self.halls:
+            if hall.peak_gpu_c is None:
+                hall.peak_gpu_c = np.full(len(hall.idx), np.nan)
+        record(self, i, rec)
+
+    monkeypatch.setattr(HallThermal, "record", per_hall)
+    halls = twin.simulate(s)
+    for name in ("rack_inlet_peak_c", "rack_gpu_temp_peak_c"):
+        assert np.isfinite(whole.dataset[name].values).any()
+        np.testing.assert_array_equal(whole.dataset[name].values, halls.dataset[name].values, err_msg=name)

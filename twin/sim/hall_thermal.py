@@ -608,6 +608,9 @@ class HallThermal(Component):
         fan_w = 0.0
         heat = self.e.sampler.last_rack_power_w()
         fans = self.cs.crah_fans
+        # no sub-sample extremes since the last sample (the common case): a rack's peak is its
+        # sampled value, fmax(x, x) = x and fmax(NaN, g) = g, so whole rows are written at once
+        no_peaks = all(hall.peak_inlet_c is None and hall.peak_gpu_c is None for hall in self.halls)
         for h, hall in enumerate(self.halls):
             sl = slice(hall.first_unit, hall.first_unit + len(hall.units))
             cap = hall.geom.cooling_capacity_w
@@ -640,12 +643,17 @@ class HallThermal(Component):
                 fan_w += float(np.sum(np.where(hall.active, crah_fan_power_w(
                     flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
                     static_pressure_fraction=fans.static_pressure_fraction), 0.0)))
+            if no_peaks:
+                continue
             peak = hall.peak_inlet_c if hall.peak_inlet_c is not None else self.state.rack_inlet_c[hall.idx]
             rec["rack_inlet_peak_c"][i, hall.idx] = np.fmax(peak, self.state.rack_inlet_c[hall.idx])
             gpu = hall.peak_gpu_c if hall.peak_gpu_c is not None else np.full(len(hall.idx), np.nan)
             rec["rack_gpu_temp_peak_c"][i, hall.idx] = np.fmax(gpu, rec["rack_gpu_temp_max_c"][i, hall.idx])
             hall.peak_inlet_c = None
             hall.peak_gpu_c = None
+        if no_peaks:
+            rec["rack_inlet_peak_c"][i] = self.state.rack_inlet_c
+            rec["rack_gpu_temp_peak_c"][i] = rec["rack_gpu_temp_max_c"][i]
         rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
         rec["cooling_unit_margin_w"][i] = unit_margin if np.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
