@@ -97,16 +97,17 @@ def slip_table(ds, dim: str = "slip", base="none", level: float = LEVEL) -> pd.D
     rows = []
     for lab in ds[dim].values:
         lab = lab.item() if hasattr(lab, "item") else lab
-        t = tok[lab]
+        t = {k: 0.0 - v for k, v in tok[lab].items()}      # lost = plan - case (0.0 - keeps zero unsigned)
         row = {dim: lab, "tokens_mean": float(np.nanmean(ds["tokens_total"].sel({dim: lab}).values)),
-               "tokens_lost_mean": -t["mean"], "tokens_lost_low": -t["high"], "tokens_lost_high": -t["low"],
-               "tokens_lost_p05": -t["p95"], "tokens_lost_p95": -t["p05"],
-               "tokens_lost_fraction": -t["mean"] / plan, "tokens_lost_fraction_low": -t["high"] / plan,
-               "tokens_lost_fraction_high": -t["low"] / plan, "healthy_gpu_hours_lost": -gh[lab]["mean"]}
+               "tokens_lost_mean": t["mean"], "tokens_lost_low": t["high"], "tokens_lost_high": t["low"],
+               "tokens_lost_p05": t["p95"], "tokens_lost_p95": t["p05"],
+               "tokens_lost_fraction": t["mean"] / plan, "tokens_lost_fraction_low": t["high"] / plan,
+               "tokens_lost_fraction_high": t["low"] / plan, "healthy_gpu_hours_lost": 0.0 - gh[lab]["mean"]}
         if busy is not None:
-            row.update(busy_gpu_hours_lost=-busy[lab]["mean"], busy_gpu_hours_lost_low=-busy[lab]["high"],
-                       busy_gpu_hours_lost_high=-busy[lab]["low"])
-        rows.append({**row, "n_seeds": t["n"]})
+            b = {k: 0.0 - v for k, v in busy[lab].items()}
+            row.update(busy_gpu_hours_lost=b["mean"], busy_gpu_hours_lost_low=b["high"],
+                       busy_gpu_hours_lost_high=b["low"])
+        rows.append({**row, "n_seeds": tok[lab]["n"]})
     out = pd.DataFrame(rows)
     out.attrs["level"] = level
     return out
@@ -393,12 +394,19 @@ def slip_reading(table: pd.DataFrame, dim: str = "slip", base="none", slip_days:
         parts.append(f"Every slip costs tokens: each interval lies above zero with n = {n} seeds.")
     else:
         idle = rows[~measured]
+        names = [str(v) for v in idle[dim]]
+        one = len(names) == 1
+        which = names[0] if one else ", ".join(names[:-1]) + " and " + names[-1]
+        withheld = _fmt(float(idle.healthy_gpu_hours_lost.sum()), "GPU-h")
         parts.append(
-            f"The token cost of the slip of {' and '.join(map(str, idle[dim]))} is not separated from zero "
-            f"with n = {n} seeds (its interval reaches zero or the loss is below 0.1 % of the plan), though "
-            f"it withholds {_fmt(float(idle.healthy_gpu_hours_lost.sum()), 'GPU-h')} of healthy GPU time: "
-            f"either that capacity would have idled (jobs already placed, no queue waiting for it) or the "
-            f"loss is below the run-to-run spread; more seeds narrow the interval.")
+            (f"The token cost of the slip of {which} is not separated from zero with n = {n} seeds (its "
+             f"interval reaches zero or the loss is below 0.1 % of the plan), though it withholds {withheld}"
+             if one else
+             f"The token costs of the slips of {which} are not separated from zero with n = {n} seeds (their "
+             f"intervals reach zero or the losses are below 0.1 % of the plan), though they withhold {withheld}")
+            + " of healthy GPU time: "
+            "either that capacity would have idled (jobs already placed, no queue waiting for it) or the "
+            "loss is below the run-to-run spread; more seeds narrow the interval.")
     return " ".join(parts)
 
 
