@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import ClassVar
 
 import numpy as np
 
@@ -165,6 +166,14 @@ class ClusterState:
     feed_up: np.ndarray = field(init=False)
     brake_clock: float | np.ndarray = 1.0            # PSU power brake clock fraction [-]; (N,) mixed models
     su_degraded: np.ndarray = field(init=False)      # failed rails per scalable unit
+    # the write log and caches, per instance (set in __post_init__ past the tracking; declared
+    # ClassVar so that they are no dataclass fields)
+    _log: ClassVar[list[tuple[str, np.ndarray | None]]]
+    _log_base: ClassVar[int]
+    _log_held: ClassVar[int]
+    _cache: ClassVar[dict[str, tuple[np.ndarray, int]]]
+    _ver: ClassVar[dict[str, int]]
+    _bytes: ClassVar[dict]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_log", [])
@@ -235,7 +244,7 @@ class ClusterState:
         if ent is not None and ent[1] == seq:
             return ent[0]
         idx = self._written(ent[1], rack_deps, node_deps) if ent is not None else None
-        if idx is None:
+        if ent is None or idx is None:
             val = np.asarray(compute(None))
         elif idx.size == 0:
             val = ent[0]
