@@ -63,6 +63,17 @@ def test_korthikanti_activation_formula_for_a_gpt_layer():
             pytest.approx(sel)
 
 
+def test_maxtext_save_qkv_proj_keeps_the_layer_input_and_the_qkv_projections():
+    # MaxText's remat policy save_qkv_proj: per token and layer the bf16 layer input
+    # (2 h / t with sequence parallel) and the Q, K, V outputs 2 (h + 2 h_kv) / t; Llama 3
+    # 70B (h 8192, 64 heads, 8 KV heads), t = 1 (FSDP): 16,384 + 2 x 10,240 = 36,864 B.
+    kw = dict(hidden=8192, ffn_hidden=28672, heads=64, kv_heads=8, seq_len=8192, tp=1)
+    assert activation_bytes_per_token_layer(recompute="save_qkv_proj", **kw) == 36864.0
+    full = activation_bytes_per_token_layer(recompute="full", **kw)
+    sel = activation_bytes_per_token_layer(recompute="selective", **kw)
+    assert full < 36864.0 < sel
+
+
 def _dgxc_memory(model, gpus, gbs, **kw):
     p = PAR[model]
     dp = gpus // (p["tp"] * p["pp"] * p["cp"])
@@ -101,8 +112,8 @@ def test_sharding_and_recompute_lower_memory():
     m = [memory_per_gpu_bytes(**base, dp=8, zero_stage=z).total for z in (0, 1, 2, 3)]
     assert m[0] > m[1] > m[2] > m[3]
     r = [memory_per_gpu_bytes(**base, dp=8, activation_recompute=x).activations
-         for x in ("none", "selective", "full")]
-    assert r[0] >= r[1] > r[2]
+         for x in ("none", "selective", "save_qkv_proj", "full")]
+    assert r[0] >= r[1] > r[2] > r[3]
     # more pipeline in flight: interleaving adds (pp-1)/vpp micro-batches on stage one
     a1 = memory_per_gpu_bytes(**base, dp=8).activations
     a2 = memory_per_gpu_bytes(**dict(base, vpp=5), dp=8).activations

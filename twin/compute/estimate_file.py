@@ -64,7 +64,7 @@ class Training(_Model):
     global_batch: PositiveInt = Field(description="sequences per optimizer step")
     micro_batch: PositiveInt = 1
     precision: Literal["bf16", "fp8"] = "bf16"
-    activation_recompute: Literal["none", "selective", "full"] = "none"
+    activation_recompute: Literal["none", "selective", "save_qkv_proj", "full"] = "none"
     zero_stage: Literal[0, 1, 2, 3] = Field(
         1, description="1 = Megatron distributed optimizer (ZeRO-1); 3 = FSDP / ZeRO-3")
     fsdp_shard: PositiveInt | None = Field(

@@ -137,14 +137,17 @@ def activation_bytes_per_token_layer(*, hidden: int, ffn_hidden: int, heads: int
                                      recompute: str = "none") -> float:
     """Activation bytes saved for backward per token and layer [B] (bf16; module doc).
 
-    recompute: "none", "selective" (attention scores recomputed) or "full" (only the
-    layer input kept).
+    recompute: "none", "selective" (attention scores recomputed), "save_qkv_proj"
+    (MaxText's remat policy: the layer input and the Q, K, V projections kept, the rest
+    recomputed) or "full" (only the layer input kept).
     """
     h, F = float(hidden), float(ffn_hidden)
     hkv = h * kv_heads / heads
     sp = tp if sequence_parallel else 1
     if recompute == "full":
         return 2.0 * h / sp
+    if recompute == "save_qkv_proj":
+        return 2.0 * h / sp + 2.0 * (h + 2.0 * hkv) / tp
     norms = 2.0 * 4.0 * h / sp
     body = 2.0 * ((h + 2.0 * hkv) + h + (3.0 if gated_mlp else 2.0) * F) / tp
     scores = 0.0
@@ -204,8 +207,8 @@ def memory_per_gpu_bytes(
                     ("cp", cp), ("vpp", vpp), ("dp", dp), ("moe_ep", moe_ep)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if activation_recompute not in ("none", "selective", "full"):
-        raise ValueError("activation_recompute must be none/selective/full, "
+    if activation_recompute not in ("none", "selective", "save_qkv_proj", "full"):
+        raise ValueError("activation_recompute must be none/selective/save_qkv_proj/full, "
                          f"got {activation_recompute!r}")
     h, F = float(hidden), float(ffn_hidden)
     hkv = h * kv_heads / heads
@@ -265,7 +268,7 @@ def memory_per_gpu_bytes(
         else:
             in_flight = 1.0
         acts = in_flight * lps * tokens * a_tok
-        if activation_recompute == "full":
+        if activation_recompute in ("full", "save_qkv_proj"):
             acts += tokens * a_full  # one layer rebuilt during its backward
         if first:
             acts += 2.0 * tokens * h * in_flight / (tp if sequence_parallel else 1)
