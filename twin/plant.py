@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -334,7 +335,7 @@ def hall_geometries(scenario: Scenario, plant: Plant | None = None) -> list:
         obstacles = (np.array([[o.x0_m, o.y0_m, o.x1_m, o.y1_m] for o in hall.obstacles], float)
                      if hall.obstacles else None)
         outlets = [c.outlet for c in hall.cooling_units]
-        jet_kw = {} if all(o is None for o in outlets) else dict(  # wall-jet units (twin.thermal.jets)
+        jet_kw: dict[str, Any] = {} if all(o is None for o in outlets) else dict(  # wall-jet units (twin.thermal.jets)
             cooling_outlet_z_m=np.array([[o.z_from_m, o.z_to_m] if o else [np.nan, np.nan] for o in outlets]),
             cooling_outlet_width_m=np.array([o.width_m if o else 1.0 for o in outlets]),
             cooling_throw_dir=np.array([_THROW_DIR[o.throw] if o else (1.0, 0.0) for o in outlets]))
