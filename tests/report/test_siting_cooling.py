@@ -6,10 +6,10 @@ noted."""
 import numpy as np
 import pytest
 import xarray as xr
+from thermal.test_capacity import _two_unit_model  # two racks, two 5 m3/s units (its docstring)
 
 from twin.studies.tables import INLET_REJECT_C, cooling_note, cooling_rejection, siting_table
 from twin.thermal.capacity import capped_steady_state, hall_cooling_margin_w
-from twin.thermal.inlet import InletModel
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
 NAMES = ["gpus_hosted", "gpus_delivered", "days_to_full_capacity", "tokens_total", "max_rack_inlet_c",
@@ -69,18 +69,6 @@ def test_rejection_text_is_empty_with_headroom():
     assert cooling_rejection() == "" and cooling_note() == ""
 
 
-def _two_unit_hall(cap_w):
-    """Two racks and two units of 5 m3/s. Both supplies mix in the cold aisle, so each inlet
-    is their mean; unit c takes rack c's exhaust back: T_ret,c = mean(T_sup) + Q_c / G."""
-    half = np.full((2, 2), 0.5)
-    return InletModel(
-        base_inlet_c=np.full(2, 18.0), recirculation_k_per_w=np.zeros((2, 2)), supply_mix=half,
-        cooling_supply_temp_c=np.full(2, 18.0), cooling_airflow_m3_s=np.full(2, 5.0),
-        cooling_capacity_w=np.asarray(cap_w, float), cooling_active=np.ones(2, bool), return_mix=half,
-        return_k_per_w=np.eye(2) / G5, cooling_base_w=np.zeros(2), cooling_heat_share=np.eye(2),
-        rack_airflow_m3_s=np.full(2, 5.0))
-
-
 def test_small_hall_one_unit_saturates_but_the_total_suffices_is_not_rejected():
     # units of 50 and 100 kW, racks of 80 and 40 kW. By hand:
     #   unit margin  = 50 - 80 = -30 kW (unit 0 would have to remove rack 0's 80 kW);
@@ -88,7 +76,7 @@ def test_small_hall_one_unit_saturates_but_the_total_suffices_is_not_rejected():
     #   unit 0 saturates: T_sup,0 = T_ret,0 - 50 kW / G with T_ret,0 = mean(T_sup) + 80 kW / G
     #   and T_sup,1 = 18 C, so T_sup,0 = 18 + 2 x 30 kW / G = 27.95 C and each inlet is
     #   the mean, 18 + 30 kW / G = 22.975 C (tolerance 1e-9 K, the solver is exact here)
-    model, heat = _two_unit_hall([50e3, 100e3]), np.array([80e3, 40e3])
+    model, heat = _two_unit_model([50e3, 100e3]), np.array([80e3, 40e3])
     st = capped_steady_state(model, heat)
     unit_margin_kw = st.capacity_margin_w / 1e3
     hall_margin_kw = hall_cooling_margin_w(model.cooling_capacity_w, model.cooling_active, heat) / 1e3
@@ -106,7 +94,7 @@ def test_small_hall_one_unit_saturates_but_the_total_suffices_is_not_rejected():
 def test_small_hall_whose_total_is_short_is_rejected_with_the_deficit():
     # racks of 80 and 80 kW on units of 50 and 100 kW: deficit = 160 - 150 = 10 kW by hand,
     # and with a 140 kW chilled-water plant the plant binds: 160 - 140 = 20 kW
-    model, heat = _two_unit_hall([50e3, 100e3]), np.array([80e3, 80e3])
+    model, heat = _two_unit_model([50e3, 100e3]), np.array([80e3, 80e3])
     st = capped_steady_state(model, heat)
     hall_margin_kw = hall_cooling_margin_w(model.cooling_capacity_w, model.cooling_active, heat) / 1e3
     assert not st.feasible and st.limiting == "units"
