@@ -1,0 +1,137 @@
+"""Containment against hand-computed limits, in place of a measured open-vs-contained room.
+
+No published open-against-contained room with numbers could be found with this project's
+tools (the search record is in docs/validation.md, "Containment: hand-computed limits"), so
+these tests check the twin's contained aisles against what energy conservation and the
+maximum principle fix by hand, on the 40-rack hall of tests/thermal (4 rows x 10 racks at
+10 kW, 15 K rise, two CRAHs per end wall, supply 18 C). r is cooling air over rack air.
+
+1. Sealed hot aisle, cooling air short (r < 1): the units take all of their air from the
+   return duct (the mixed exhaust, T_in + dT); the Vr - Vc they cannot take spills into the
+   room and feeds the intakes. The whole hall's balance Q = rho cp Vc (T_ret - T_s) then
+   fixes, exactly, the airflow-weighted mean inlet rise (1 / r - 1) dT and, for equal racks,
+   SHI = 1 - r; every unit returns at T_s + dT / r.
+2. Sealed containment with air to spare (r > 1): every intake at supply temperature, also
+   in the layered room with the buoyant exchange the engine runs.
+3. Leaky cold aisle with air to spare: a share l of each intake comes from the room, and no
+   room cell is hotter than the hottest exhaust (maximum principle, no heat source in the
+   room air), so 0 <= T_in - T_s <= l dT / (1 - l) for every rack, growing with l.
+4. Sealed cold aisle, air short: the deficit is room air drawn into the floor; the mean
+   inlet follows the two-zone balance (1 / r - 1) dT within 0.2 K (the air drawn is not
+   exactly at the return temperature).
+5. The physical direction: containment lowers the hottest inlet, the SHI and raises RCI_HI
+   at r = 0.9 and 1.1, in plan view and in the buoyant layered room.
+"""
+
+import numpy as np
+import pytest
+
+from twin.thermal import (
+    inlet_temp_c,
+    rack_airflow_m3_s,
+    rack_cooling_index_hi,
+    row_hall,
+    steady_field,
+    supply_heat_index,
+)
+from twin.thermal.buoyancy import buoyant_inlet_model
+
+SUPPLY_C = 18.0
+RISE_K = 15.0
+N_UNITS = 4  # two per end wall
+
+
+@pytest.fixture(scope="module")
+def racks():
+    heat = np.full(40, 10e3)
+    return heat, rack_airflow_m3_s(heat, RISE_K)
+
+
+def _hall(v, r, containment, **kw):
+    """The 40-rack hall with cooling air r times the rack air, shared by four units."""
+    return row_hall(4, 10, cooling_per_wall=2, cooling_airflow_m3_s=r * v.sum() / N_UNITS,
+                    containment=containment, **kw)
+
+
+def _mean_rise_k(t_in, v):
+    return float((v * (t_in - SUPPLY_C)).sum() / v.sum())
+
+
+@pytest.mark.parametrize("r", [0.7, 0.9])
+def test_sealed_hot_aisle_short_of_air_closes_the_balance_exactly(racks, r):
+    heat, v = racks
+    ds = steady_field(_hall(v, r, "hot_aisle"), heat, v)
+    t_in, t_out = ds.rack_inlet_temp.values, ds.rack_exhaust_temp.values
+    # hand: (1/0.7 - 1) 15 = 6.4286 K, (1/0.9 - 1) 15 = 1.6667 K; SHI 0.3, 0.1
+    assert _mean_rise_k(t_in, v) == pytest.approx((1 / r - 1) * RISE_K, abs=1e-9)
+    assert supply_heat_index(t_in, t_out, SUPPLY_C) == pytest.approx(1 - r, abs=1e-9)
+    np.testing.assert_allclose(ds.cooling_return_temp.values, SUPPLY_C + RISE_K / r, atol=1e-9)
+    assert ds.cooling_heat_removed.sum() == pytest.approx(heat.sum(), rel=1e-9)
+    # the spill is not uniform: racks near the units' returns see less of it
+    assert t_in.max() - t_in.min() > 1.0
+
+
+def test_sealed_hot_aisle_balance_holds_in_the_buoyant_layered_room(racks):
+    heat, v = racks
+    r = 0.8
+    model = buoyant_inlet_model(_hall(v, r, "hot_aisle", n_layers=3), heat, v, memo=False)
+    t_in = inlet_temp_c(model, heat)
+    assert _mean_rise_k(t_in, v) == pytest.approx((1 / r - 1) * RISE_K, abs=1e-6)  # 3.75 K
+    np.testing.assert_allclose(model.return_temp_c(heat), SUPPLY_C + RISE_K / r, atol=1e-6)
+
+
+@pytest.mark.parametrize("containment", ["cold_aisle", "hot_aisle"])
+def test_sealed_containment_with_air_to_spare_holds_supply_with_buoyancy(racks, containment):
+    heat, v = racks
+    model = buoyant_inlet_model(_hall(v, 1.1, containment, n_layers=3), heat, v, memo=False)
+    np.testing.assert_allclose(inlet_temp_c(model, heat), SUPPLY_C, atol=1e-9)
+    # the bypass air (10 %) returns unheated: every unit at T_s + dT / r
+    np.testing.assert_allclose(model.return_temp_c(heat), SUPPLY_C + RISE_K / 1.1, atol=1e-9)
+
+
+def test_leaky_cold_aisle_stays_under_the_maximum_principle_bound(racks):
+    heat, v = racks
+    worst = []
+    for leak in (0.02, 0.05, 0.1, 0.2):
+        g = _hall(v, 1.2, "cold_aisle", containment_leakage_fraction=leak)
+        rise = steady_field(g, heat, v).rack_inlet_temp.values - SUPPLY_C
+        bound = leak * RISE_K / (1 - leak)  # 0.31, 0.79, 1.67, 3.75 K
+        assert rise.min() > 0.0
+        assert rise.max() <= bound + 1e-9
+        worst.append(rise.max())
+    assert np.all(np.diff(worst) > 0)
+
+
+@pytest.mark.parametrize("r", [0.7, 0.9])
+def test_sealed_cold_aisle_short_of_air_follows_the_two_zone_balance(racks, r):
+    heat, v = racks
+    ds = steady_field(_hall(v, r, "cold_aisle"), heat, v)
+    assert _mean_rise_k(ds.rack_inlet_temp.values, v) == pytest.approx((1 / r - 1) * RISE_K, abs=0.2)
+    np.testing.assert_allclose(ds.cooling_return_temp.values, SUPPLY_C + RISE_K / r, atol=1e-9)
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+@pytest.mark.parametrize("r", [0.9, 1.1])
+def test_containment_lowers_the_hottest_inlet_and_raises_rci(racks, r, layers):
+    """5 % leak, open against contained, plan view and buoyant layered room. RCI_HI is read
+    with the supply raised to 26 C (inlets + 8 K), where the open hall crosses ASHRAE's
+    27 C. With air to spare the contained cold aisle's inlets stay under 26 + 0.05 x 15 /
+    0.95 = 26.79 C (the bound above), so its RCI_HI is 100 % by hand."""
+    heat, v = racks
+    stats = {}
+    for containment in ("none", "cold_aisle", "hot_aisle"):
+        g = _hall(v, r, containment, n_layers=layers, containment_leakage_fraction=0.05)
+        if layers > 1:
+            t_in = inlet_temp_c(buoyant_inlet_model(g, heat, v, memo=False), heat)
+        else:
+            t_in = steady_field(g, heat, v).rack_inlet_temp.values
+        stats[containment] = (t_in.max(), supply_heat_index(t_in, t_in + RISE_K, SUPPLY_C),
+                              rack_cooling_index_hi(t_in + 8.0))
+    assert stats["none"][2] < 100.0
+    for containment in ("cold_aisle", "hot_aisle"):
+        hot, shi, rci = stats[containment]
+        assert hot < stats["none"][0] - 0.5
+        assert shi < stats["none"][1]
+        assert rci > stats["none"][2]
+    if r > 1:
+        assert stats["cold_aisle"][2] == 100.0
