@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .geometry import HallGeometry
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
-from .solver import HallProblem, _ordering, build_problem
+from .solver import HallProblem, build_problem
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,8 +73,8 @@ def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = Tru
     if use_blocks and prob.plenum_upstream:
         a = prob.A.tocsr()
         rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, n_u)
-        lu_r = spla.splu(a[rr, rr].tocsc(), permc_spec=_ordering(prob.geometry))
-        lu_p = spla.splu(a[pp, pp].tocsc(), permc_spec=_ordering(prob.geometry))
+        lu_r = prob.block_lu("room")      # the factors the problem's own solve used
+        lu_p = prob.block_lu("plenum")
         has_n = n_u > nr + n_p
         a_nn = a[nn, nn].toarray().ravel() if has_n else np.zeros(0)
         a_nr = a[nn, rr] if has_n else None

@@ -48,6 +48,8 @@ sparse LU factorisation and R transposed solves (:func:`inlet_model`).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,6 +101,70 @@ def _laplacian(n: int, i: np.ndarray, j: np.ndarray, w: np.ndarray | float = 1.0
     cols = np.concatenate([i, j, j, i])
     vals = np.concatenate([w, w, -w, -w])
     return sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+
+
+#: LU factors of operators this process has factorised, by a digest of the matrix and its
+#: ordering (:func:`factorised`): the potential-flow Laplacian and the plenum operators of a
+#: hall are the same at every airflow knot and Picard pass, so each is factorised once per
+#: process. At most this many, and at most ``LU_MEMO_ENTRIES`` stored L + U entries.
+LU_MEMO_SIZE = 16
+LU_MEMO_ENTRIES = 8_000_000
+_LU_MEMO: OrderedDict[bytes, spla.SuperLU] = OrderedDict()
+
+
+def _canonical_csc(a) -> sp.csc_matrix:
+    """``a`` as a CSC matrix in canonical form (sorted indices, no duplicates), as SuperLU
+    receives it from ``spsolve`` and ``splu``."""
+    a = a.tocsc() if sp.issparse(a) else sp.csc_matrix(a)
+    a.sum_duplicates()
+    return a
+
+
+def factorised(a, permc_spec: str | None = None, *, memo: bool = True) -> spla.SuperLU:
+    """SuperLU factor of the sparse matrix ``a`` (``scipy.sparse.linalg.splu``), shared by
+    every identical matrix in the process.
+
+    ``factorised(a, spec).solve(b)`` is bit for bit ``spsolve(a, b, permc_spec=spec)``
+    (the same column ordering, factorisation and triangular solves; tested), but a matrix
+    met again (same shape, pattern, values and ordering: a digest of all of them) reuses
+    its factor: one factorisation and many cheap solves instead of one factorisation per
+    solve. ``memo=False``: factorise without keeping or looking up (matrices met once).
+    """
+    a = _canonical_csc(a)
+    if not memo:
+        return spla.splu(a, permc_spec=permc_spec)
+    h = hashlib.blake2b(digest_size=32)
+    for part in (repr((a.shape, a.dtype.str, permc_spec)).encode(), a.indptr, a.indices, a.data):
+        h.update(memoryview(np.ascontiguousarray(part)).cast("B"))
+    key = h.digest()
+    lu = _LU_MEMO.get(key)
+    if lu is not None:
+        _LU_MEMO.move_to_end(key)
+        return lu
+    lu = spla.splu(a, permc_spec=permc_spec)
+    _LU_MEMO[key] = lu
+    while len(_LU_MEMO) > LU_MEMO_SIZE or (
+            len(_LU_MEMO) > 1 and sum(f.L.nnz + f.U.nnz for f in _LU_MEMO.values()) > LU_MEMO_ENTRIES):
+        _LU_MEMO.popitem(last=False)
+    return lu
+
+
+def _with_unit_rows(a: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
+    """``a`` (square CSR) with each row in ``rows`` replaced by the unit row e_i (a_ii = 1,
+    the rest 0), in canonical CSC form. The other entries keep their values exactly (no
+    summation happens), as when the rows are overwritten in LIL format."""
+    a = a.tocsr()
+    a.sum_duplicates()
+    n = a.shape[0]
+    pins = np.unique(np.asarray(rows, np.int64))
+    row_of = np.repeat(np.arange(n), np.diff(a.indptr))
+    keep = ~np.isin(row_of, pins)
+    r = np.concatenate([row_of[keep], pins])
+    c = np.concatenate([a.indices[keep].astype(np.int64), pins])
+    v = np.concatenate([a.data[keep], np.ones(pins.size)])
+    order = np.lexsort((c, r))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n))])
+    return sp.csr_matrix((v[order], c[order], indptr), shape=a.shape).tocsc()
 
 
 class _Triplets:
@@ -218,6 +284,7 @@ class HallProblem:
     M: sp.csr_matrix  # (C, n_unknowns)
     duct_m3_s: np.ndarray  # (C,) flow each unit draws from the hot-aisle return plenum
     _lu: object = field(default=None, repr=False)
+    _block_lu: dict = field(default_factory=dict, repr=False)  # factors of the diagonal blocks
 
     @property
     def lu(self):
@@ -240,6 +307,18 @@ class HallProblem:
         """True when no room air enters the plenum (block-triangular operator)."""
         return bool(np.all(self.floor_flow_m3_s >= 0))
 
+    def block_lu(self, block: str):
+        """SuperLU factor of the room (``"room"``) or plenum (``"plenum"``) diagonal block of
+        A, in :func:`_ordering`; factorised once per problem and shared by :meth:`solve` and
+        :func:`twin.thermal.inlet.linear_maps`. The plenum block does not see the room's
+        flow, so the Picard passes of a buoyant flow share one factor (:func:`factorised`)."""
+        if block not in self._block_lu:
+            nr, n_p = self.n_room, self.plenum_pressure.size
+            sl = slice(0, nr) if block == "room" else slice(nr, nr + n_p)
+            a = self.A.tocsr()[sl, sl]
+            self._block_lu[block] = factorised(a, _ordering(self.geometry), memo=block == "plenum")
+        return self._block_lu[block]
+
     def solve(self, rack_heat_w: np.ndarray) -> np.ndarray:
         """All temperatures [C] for the rack heats [W] (block substitution if possible)."""
         rhs = self.E @ self.geometry.cooling_supply_temp_c + self.B @ np.asarray(rack_heat_w, float)
@@ -248,9 +327,8 @@ class HallProblem:
         nr, n_p = self.n_room, self.plenum_pressure.size
         a = self.A.tocsr()
         rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, self.n_unknowns)
-        spec = _ordering(self.geometry)
-        t_p = spla.spsolve(a[pp, pp].tocsc(), rhs[pp], permc_spec=spec)
-        t_r = spla.spsolve(a[rr, rr].tocsc(), rhs[rr] - a[rr, pp] @ t_p, permc_spec=spec)
+        t_p = self.block_lu("plenum").solve(rhs[pp])
+        t_r = self.block_lu("room").solve(rhs[rr] - a[rr, pp] @ t_p)
         t_n = (rhs[nn] - a[nn, pp] @ t_p - a[nn, rr] @ t_r) / a[nn, nn].diagonal()
         return np.concatenate([t_r, t_p, t_n])
 
@@ -336,7 +414,7 @@ def build_problem(
     k_lat = g_open.sum() / n * (spread / h) ** 2
     pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
     a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open)).tocsc()
-    p = spla.spsolve(a_p, s_p)
+    p = factorised(a_p).solve(s_p)  # the same operator at every airflow: factorised once
     q_floor = g_open * p
     f_plenum = k_lat * (p[pi] - p[pj])
 
@@ -358,7 +436,7 @@ def build_problem(
     ri, rj = room_id[fi], room_id[fj]
     # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
     w_face = np.where(fax == 2, h * h / dz, dz)
-    lap = _laplacian(n_room, ri, rj, w_face).tolil()
+    lap = _laplacian(n_room, ri, rj, w_face)
     n_comp, labels = connected_components(
         sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False
     )
@@ -372,19 +450,20 @@ def build_problem(
         np.add.at(div, ri, extra)
         np.add.at(div, rj, -extra)
         rhs -= div
+    pins = np.empty(n_comp, np.int64)  # one potential pinned to 0 per region
     for comp in range(n_comp):
         members = np.flatnonzero(labels == comp)
+        pins[comp] = members[0]
         imbalance = s_room[members].sum()
         if abs(imbalance) > 1e-9 * max(1.0, v_c.sum()):
             raise ValueError(
                 f"room region of {len(members)} cells around cell {members[0]} is sealed off "
                 f"with a net air source of {imbalance:.3g} m3/s (obstacles close it in)"
             )
-        pin = members[0]
-        lap.rows[pin] = [pin]
-        lap.data[pin] = [1.0]
-        rhs[pin] = 0.0
-    phi = spla.spsolve(lap.tocsc(), rhs)
+        rhs[members[0]] = 0.0
+    # the pinned operator depends on the layout alone: one factorisation serves every
+    # airflow and buoyant pass (bit for bit the direct solve)
+    phi = factorised(_with_unit_rows(lap, pins)).solve(rhs)
     f_room = w_face * (phi[ri] - phi[rj])  # outflow of a cell = sum of its face fluxes = source
     if extra is not None:
         f_room = f_room + extra

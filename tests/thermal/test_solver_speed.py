@@ -1,0 +1,146 @@
+"""The cooling model's fast paths give the reference results bit for bit (issue 19).
+
+Fast paths: one SuperLU factor per distinct operator, kept per process by a digest of the
+matrix (:func:`twin.thermal.solver.factorised`), the heat operator's block factors shared
+by the problem's solve and :func:`twin.thermal.inlet.linear_maps`, and the potential-flow
+pins written straight into CSR. The reference is what the code did before: ``spsolve`` for
+every solve, a fresh ``splu`` in ``linear_maps`` and the pins written in LIL format."""
+
+from dataclasses import fields
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+
+from twin.thermal import rack_airflow_m3_s, row_hall
+from twin.thermal import solver as solver_mod
+from twin.thermal.buoyancy import buoyant_inlet_model
+from twin.thermal.solver import _laplacian, _ordering, _with_unit_rows, build_problem, factorised
+
+
+@pytest.fixture(scope="module")
+def hall():
+    g = row_hall(4, 10, cooling_per_wall=2, cooling_airflow_m3_s=6.1, n_layers=3, containment_leakage_fraction=0.05)
+    heat = np.full(g.n_racks, 10e3)
+    return g, heat, rack_airflow_m3_s(heat, 15.0)
+
+
+class _Direct:
+    """The reference: ``spsolve`` for a solve, a fresh ``splu`` for a transposed one."""
+
+    def __init__(self, a, permc_spec=None):
+        self.a, self.spec = solver_mod._canonical_csc(a), permc_spec
+
+    def solve(self, b, trans="N"):
+        if trans == "N":
+            return spla.spsolve(self.a, b, permc_spec=self.spec)
+        return spla.splu(self.a, permc_spec=self.spec).solve(b, trans=trans)
+
+
+def _arrays(m):
+    return {f.name: getattr(m, f.name) for f in fields(m) if isinstance(getattr(m, f.name), np.ndarray)}
+
+
+def _reference_model(monkeypatch, g, heat, v):
+    with monkeypatch.context() as mp:
+        mp.setattr(solver_mod, "factorised", lambda a, permc_spec=None, memo=True: _Direct(a, permc_spec))
+        return buoyant_inlet_model(g, heat, v, memo=False)
+
+
+def test_buoyant_models_equal_the_direct_solves_bit_for_bit(hall, monkeypatch):
+    """Two airflow knots in a row (the second reuses the first's Laplacian and plenum factors
+    from the process memo), then the first again with a warm memo: every array of every
+    model equals the reference derivation exactly."""
+    g, heat, v = hall
+    solver_mod._LU_MEMO.clear()
+    cases = [(heat, v), (0.6 * heat, 0.6 * v), (heat, v)]
+    fast = [buoyant_inlet_model(g, q, x, memo=False) for q, x in cases]
+    assert len(solver_mod._LU_MEMO) >= 2          # Laplacian and plenum operators kept
+    for (q, x), m in zip(cases, fast, strict=True):
+        ref = _arrays(_reference_model(monkeypatch, g, q, x))
+        got = _arrays(m)
+        for name, r in ref.items():
+            assert np.array_equal(got[name], r), name
+
+
+def test_factor_memo_reuses_identical_matrices_only(hall):
+    g, heat, v = hall
+    a = build_problem(g, v).A.tocsc()
+    spec = _ordering(g)
+    solver_mod._LU_MEMO.clear()
+    lu = factorised(a, spec)
+    assert factorised(a.copy(), spec) is lu          # same matrix: the kept factor
+    assert factorised(a, "COLAMD" if spec != "COLAMD" else "MMD_AT_PLUS_A") is not lu
+    b = np.random.default_rng(3).normal(size=a.shape[0])
+    assert np.array_equal(lu.solve(b), spla.spsolve(a, b, permc_spec=spec))
+    changed = a.copy()
+    changed.data[7] *= 1.0 + 1e-12                    # one value moves in its last digits
+    lu2 = factorised(changed, spec)
+    assert lu2 is not lu
+    assert np.array_equal(lu2.solve(b), spla.spsolve(changed, b, permc_spec=spec))
+    assert not np.array_equal(lu2.solve(b), lu.solve(b))
+
+
+def test_factor_memo_is_bounded(hall, monkeypatch):
+    g, _, v = hall
+    a = build_problem(g, v).A.tocsc()
+    solver_mod._LU_MEMO.clear()
+    monkeypatch.setattr(solver_mod, "LU_MEMO_SIZE", 3)
+    for k in range(5):
+        factorised(a * (1.0 + k), _ordering(g))
+    assert len(solver_mod._LU_MEMO) == 3
+
+
+def test_unit_rows_equal_the_lil_overwrite(hall):
+    """The pinned potential-flow operator, written in CSR, equals the LIL overwrite the
+    solver used before: same pattern, same values, same order."""
+    g, _, v = hall
+    prob = build_problem(g, v)
+    ri, rj, fax, _ = prob.room_face
+    dz = g.height_m / g.n_layers
+    h = prob.grid.cell_m
+    lap = _laplacian(prob.n_room, ri, rj, np.where(fax == 2, h * h / dz, dz))
+    pins = np.array([0, 5, prob.n_room - 1])
+    ref = lap.tolil()
+    for p in pins:
+        ref.rows[p] = [p]
+        ref.data[p] = [1.0]
+    ref = ref.tocsc()
+    got = _with_unit_rows(lap, pins)
+    assert np.array_equal(got.indptr, ref.indptr)
+    assert np.array_equal(got.indices, ref.indices)
+    assert np.array_equal(got.data, ref.data)
+    assert not np.array_equal(_with_unit_rows(lap, pins[:2]).data, ref.data)
+
+
+def test_problem_solve_equals_the_direct_block_solves(hall):
+    """HallProblem.solve with its kept block factors equals spsolve block by block, and a
+    second problem at another airflow does not pick up the first one's room factor."""
+    g, heat, v = hall
+    for scale in (1.0, 0.5):
+        prob = build_problem(g, scale * v)
+        assert prob.plenum_upstream
+        rhs = prob.E @ g.cooling_supply_temp_c + prob.B @ heat
+        a = prob.A.tocsr()
+        nr, n_p = prob.n_room, prob.plenum_pressure.size
+        rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, prob.n_unknowns)
+        spec = _ordering(g)
+        t_p = spla.spsolve(a[pp, pp].tocsc(), rhs[pp], permc_spec=spec)
+        t_r = spla.spsolve(a[rr, rr].tocsc(), rhs[rr] - a[rr, pp] @ t_p, permc_spec=spec)
+        t_n = (rhs[nn] - a[nn, pp] @ t_p - a[nn, rr] @ t_r) / a[nn, nn].diagonal()
+        assert np.array_equal(prob.solve(heat), np.concatenate([t_r, t_p, t_n]))
+
+
+def test_plan_view_quick_model_equals_the_direct_solves(monkeypatch):
+    """The one-layer hall (QUICK scheme, COLAMD ordering) through the same paths."""
+    from twin.thermal.inlet import inlet_model
+
+    g = row_hall(2, 6, cooling_per_wall=1, cooling_airflow_m3_s=5.0)
+    assert g.scheme == "quick"
+    v = rack_airflow_m3_s(np.full(g.n_racks, 8e3), 15.0)
+    fast = _arrays(inlet_model(g, v))
+    with monkeypatch.context() as mp:
+        mp.setattr(solver_mod, "factorised", lambda a, permc_spec=None, memo=True: _Direct(a, permc_spec))
+        ref = _arrays(inlet_model(g, v))
+    for name, r in ref.items():
+        assert np.array_equal(fast[name], r), name
