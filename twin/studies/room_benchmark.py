@@ -39,7 +39,7 @@ from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
 __all__ = ["CoefficientSensitivity", "Pod2Case", "Pod2Comparison", "cooler_airflow_m3_s", "plume_coefficient_sensitivity",
            "pod2_2018_cases", "pod2_2018_comparison", "pod2_2018_layout", "pod2_cases", "pod2_comparison",
-           "pod2_geometry", "pod2_layout", "rack_heat_w", "strip_balance_airflow_m3_s"]
+           "pod2_geometry", "pod2_layout", "pod2_rack_airflow_check", "pod2_system_flow_fraction", "rack_heat_w", "strip_balance_airflow_m3_s"]
 
 LAYOUTS = ("open", "cold_aisle")
 
@@ -110,7 +110,8 @@ def plume_coefficient_sensitivity(airflow_ratios=(0.8, 0.9, 1.1, 1.3),
 _ROOT = Path(__file__).resolve().parents[2]
 POD2_LAYOUT = _ROOT / "scenarios" / "validation" / "rise_pod2.yaml"
 POD2_DATA = _ROOT / "assets" / "reference"
-RACK_AIRFLOWS = ("fan_law", "strip_balance")
+RACK_AIRFLOWS = ("fan_law", "strip_balance", "fan_curve")
+CFM_M3_S = 0.3048**3 / 60.0  # one cubic foot per minute [m3/s]
 
 
 def rack_heat_w(server_power_w, it_power_w):
@@ -185,13 +186,17 @@ def pod2_cases(rack_airflow: str = "fan_law") -> list[Pod2Case]:
     fan rpm (the fans' datasheet point, flow ~ speed; independent of every temperature);
     ``"strip_balance"`` scales the fan law per configuration so that the four instrumented
     racks carry their heat at the measured front-to-back air rise of their sensor strips
-    (bottom and middle sensors), V = Q / (rho cp (T_rear - T_front)).
+    (bottom and middle sensors), V = Q / (rho cp (T_rear - T_front));
+    ``"fan_curve"`` gives each rack phi x its fans' free delivery at the measured speed
+    (:func:`twin.thermal.fans.fan_system_airflow_m3_s`), with one phi for all
+    configurations fitted on the first day (:func:`pod2_system_flow_fraction`).
     """
     if rack_airflow not in RACK_AIRFLOWS:
         raise ValueError(f"rack_airflow must be one of {RACK_AIRFLOWS}, got {rack_airflow!r}")
     lay = pod2_layout()
     per_rpm = float(lay["server_fans"]["airflow_m3_s_per_rpm"]) * int(lay["server_fans"]["servers_per_rack"])
     strips = np.asarray(lay["sensor_strips"]["racks"], int)
+    phi = pod2_system_flow_fraction() if rack_airflow == "fan_curve" else None
     cases = []
     col = _col
     for c, rk, un in _by_config():
@@ -206,6 +211,8 @@ def pod2_cases(rack_airflow: str = "fan_law") -> list[Pod2Case]:
             i = strips - 1
             v_meas = heat[i] / (AIR_VOLUMETRIC_HEAT_J_M3_K * (rear[:, :2].mean(1) - front[:, :2].mean(1)))
             airflow = fan * float(np.mean(v_meas / fan[i]))
+        elif rack_airflow == "fan_curve":
+            airflow = _free_delivery_m3_s(col(rk, "fan_rpm"), lay) * phi
         sig = col(un, "fan_signal_pct")
         cases.append(Pod2Case(
             name=name, it_power_w=float(c["it_power_w"]), cooler_heat_w=float(c["cooler_heat_w"]),
@@ -216,6 +223,43 @@ def pod2_cases(rack_airflow: str = "fan_law") -> list[Pod2Case]:
             unit_signal_airflow_m3_s=2.2 * sig / 100.0, unit_discharge_c=col(un, "discharge_c"),
             strip_rack=strips, strip_front_c=front, strip_rear_c=rear))
     return cases
+
+
+def _free_delivery_m3_s(fan_rpm, lay: dict) -> np.ndarray:
+    """Each rack's server fans' free-delivery airflow at their measured speed [m3/s]."""
+    from twin.thermal.fans import fan_free_delivery_airflow_m3_s
+    f = lay["server_fans"]
+    return fan_free_delivery_airflow_m3_s(
+        fan_rpm, rated_airflow_m3_s=float(f["fan_rated_airflow_cfm"]) * CFM_M3_S, rated_rpm=float(f["fan_rated_rpm"]),
+        fans=int(f["fans_per_server"]) * int(f["servers_per_rack"]))
+
+
+def pod2_rack_airflow_check() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per configuration: (name, the instrumented racks' strip-balance airflow, their free
+    delivery) [m3/s], (4,) each: what :func:`pod2_system_flow_fraction` fits on and what
+    the second day validates."""
+    lay = pod2_layout()
+    strips = np.asarray(lay["sensor_strips"]["racks"], int)
+    out = []
+    for c, rk, _ in _by_config():
+        i = strips - 1
+        heat = rack_heat_w(_col(rk, "server_power_w"), float(c["it_power_w"]))[i]
+        front = np.array([[float(rk[s - 1][f"front_{h}_c"]) for h in ("bottom", "middle", "top")] for s in strips])
+        rear = np.array([[float(rk[s - 1][f"rear_{h}_c"]) for h in ("bottom", "middle", "top")] for s in strips])
+        out.append((c["config"], strip_balance_airflow_m3_s(heat, front, rear),
+                    _free_delivery_m3_s(_col(rk, "fan_rpm"), lay)[i]))
+    return out
+
+
+def pod2_system_flow_fraction(fit_on=None) -> float:
+    """phi, the share of free delivery POD 2's server fans move through their servers [-],
+    fitted once: sum of the strip-balance airflow of the instrumented racks over the sum of
+    their free delivery, over the configurations ``fit_on`` (default: rise_pod2.yaml's
+    ``system_flow_fraction_fit_on``, the first day's five)."""
+    from twin.thermal.fans import system_flow_fraction
+    names = pod2_layout()["server_fans"]["system_flow_fraction_fit_on"] if fit_on is None else fit_on
+    rows = [(v, f) for n, v, f in pod2_rack_airflow_check() if n in names]
+    return system_flow_fraction(np.concatenate([v for v, _ in rows]), np.concatenate([f for _, f in rows]))
 
 
 SUPPLIES = ("floor", "wall_jet")

@@ -15,6 +15,18 @@ References
 ----------
 ASHRAE Handbook - HVAC Systems and Equipment (2020), ch. 21 "Fans", fan laws (Table 2).
 ASHRAE Handbook - Fundamentals (2021), ch. 21 "Duct design": system curves dp ~ V^2.
+Rotron, "Understanding your system resistance" (technical note): the resistance of
+electronic equipment is dp = K V^n with n close to 2; a fan delivers the airflow where its
+curve meets that system curve.
+
+Server fans in an enclosure (:func:`fan_free_delivery_airflow_m3_s`,
+:func:`fan_system_airflow_m3_s`): a datasheet gives a fan's free-delivery airflow V_r at its
+rated speed N_r (zero static pressure). At speed N the fan curve is the rated one scaled by
+the affinity laws, dp_f(V; N) = (N / N_r)^2 F(V N_r / N); against a quadratic system curve
+dp = K V^2 the operating point solves F(u) = K u^2 with u = V N_r / N, whose root u* does
+not depend on N. So the airflow through a server is V = phi n V_r N / N_r at every speed,
+with phi = u* / V_r (0 < phi < 1) a property of fan and enclosure together: one number per
+server model.
 """
 
 from __future__ import annotations
@@ -25,7 +37,11 @@ __all__ = [
     "crah_airflow_m3_s",
     "crah_fan_power_w",
     "fan_design_power_w",
+    "fan_free_delivery_airflow_m3_s",
+    "fan_system_airflow_m3_s",
+    "linear_fan_curve_system_flow_fraction",
     "rack_airflow_from_fans_m3_s",
+    "system_flow_fraction",
 ]
 
 
@@ -98,3 +114,45 @@ def rack_airflow_from_fans_m3_s(node_heat_w, inlet_temp_c, *, nodes_per_rack, de
     }
     speed = node_fan_speed_fraction(node_heat_w, inlet_temp_c, design_heat_w=design_heat_w, **kw)
     return nodes_per_rack * node_airflow_m3_s(speed, airflow_max_m3_s=airflow_max_m3_s)
+
+
+def fan_free_delivery_airflow_m3_s(fan_rpm, *, rated_airflow_m3_s, rated_rpm, fans=1):
+    """Free-delivery airflow of ``fans`` identical fans at a speed [m3/s] (affinity law).
+
+    V_free = n V_r N / N_r, with V_r the datasheet's free-delivery (zero static pressure)
+    airflow at the rated speed N_r [rpm]. Example: two Delta PFR0812DHE (109.7 CFM =
+    0.05177 m3/s at 11,000 rpm) at 2,000 rpm move 0.01883 m3/s in free air.
+    """
+    return fans * float(rated_airflow_m3_s) * np.asarray(fan_rpm, float) / float(rated_rpm)
+
+
+def fan_system_airflow_m3_s(fan_rpm, *, rated_airflow_m3_s, rated_rpm, system_flow_fraction, fans=1):
+    """Airflow the fans move through their enclosure at a speed [m3/s]: V = phi V_free.
+
+    phi = V / V_free at the operating point, the same at every speed when the enclosure's
+    resistance is quadratic (module docstring); V_free from
+    :func:`fan_free_delivery_airflow_m3_s`.
+    """
+    free = fan_free_delivery_airflow_m3_s(fan_rpm, rated_airflow_m3_s=rated_airflow_m3_s,
+                                          rated_rpm=rated_rpm, fans=fans)
+    return float(system_flow_fraction) * free
+
+
+def linear_fan_curve_system_flow_fraction(shutoff_pressure_pa, free_airflow_m3_s, system_k_pa_s2_m6):
+    """phi = V / V_free of a fan with a straight curve dp = dp_0 (1 - V / V_0) against a
+    system dp = K V^2 [-]: the positive root of K V^2 + (dp_0 / V_0) V - dp_0 = 0 over V_0,
+
+        phi = (sqrt(a^2 + 4 K dp_0) - a) / (2 K V_0),  a = dp_0 / V_0.
+
+    A closed form to check the speed independence of phi (a real fan curve is not straight).
+    """
+    dp0, v0, k = float(shutoff_pressure_pa), float(free_airflow_m3_s), float(system_k_pa_s2_m6)
+    a = dp0 / v0
+    return (np.sqrt(a * a + 4.0 * k * dp0) - a) / (2.0 * k * v0)
+
+
+def system_flow_fraction(system_airflow_m3_s, free_airflow_m3_s):
+    """phi fitted to measured airflows [-]: the total measured airflow over the total
+    free-delivery airflow of the same fans, phi = sum V_meas / sum V_free (so that the
+    fitted racks carry their measured air in total)."""
+    return float(np.sum(system_airflow_m3_s) / np.sum(free_airflow_m3_s))
