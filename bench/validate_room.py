@@ -3,7 +3,10 @@ speed, and what a benchmark can tell the plume coefficient c_b.
 
 1. RISE SICS ICE POD 2 (measured; docs/validation.md, cooling): mean absolute error at the
    rack-front sensor strips with the floor supply and with the wall-jet supply
-   (twin.thermal.jets), October 2019 (ten configurations) and the held-out January 2018 pod.
+   (twin.thermal.jets), October 2019 (ten configurations; rack airflow from Rafsine's fan
+   law, from the strips' balance, or from the fans' free delivery x phi fitted on day 1) and
+   the held-out January 2018 pod; then why the twin's inlet rise grows with load (two-zone
+   balance against the mixing on top of it, twin and pod).
 2. Speed of the wall-jet option: the buoyant layered field of a 200-rack hall
    (row_hall(10, 20), four layers) whose ten wall units blow jets from a 1.0 m x 0.1-1.9 m
    outlet across the hall, against the same hall with floor supply (target <= 10 s CPU).
@@ -29,22 +32,42 @@ from machine import machine  # noqa: E402
 from twin.studies.room_benchmark import (  # noqa: E402
     plume_coefficient_sensitivity,
     pod2_2018_comparison,
+    pod2_cases,
     pod2_comparison,
+    pod2_system_flow_fraction,
 )
 from twin.thermal import rack_airflow_m3_s, row_hall  # noqa: E402
 from twin.thermal.buoyancy import buoyant_flow  # noqa: E402
+from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K  # noqa: E402
 
 
 def pod2() -> None:
     print("POD 2, rack-front strips: MAE / bias [K]")
+    print(f"  phi (fans' share of free delivery, fitted on day 1) = {pod2_system_flow_fraction():.4f}")
     for supply in ("floor", "wall_jet"):
-        for ra in ("fan_law", "strip_balance"):
+        for ra in ("fan_law", "strip_balance", "fan_curve"):
             c = pod2_comparison(ra, supply=supply)
-            print(f"  Oct 2019, {supply:8s} {ra:13s} {c.strip_mae_k():5.2f} / {c.strip_error_k.mean():+5.2f}  "
+            e = c.strip_error_k
+            print(f"  Oct 2019, {supply:8s} {ra:13s} {c.strip_mae_k():5.2f} / {e.mean():+5.2f}  max {np.abs(e).max():5.2f}  "
+                  f"day 1 / 2 {np.abs(e[:5]).mean():.2f} / {np.abs(e[5:]).mean():.2f}  "
                   f"by height {' / '.join(f'{c.strip_mae_k(h):.2f}' for h in range(3))}  ({c.cpu_s:.1f} s CPU)")
         h = pod2_2018_comparison(supply=supply)
         print(f"  Jan 2018, {supply:8s} {'strip_balance':13s} {h.strip_mae_k():5.2f} / {h.strip_error_k.mean():+5.2f}  "
               f"by height {' / '.join(f'{h.strip_mae_k(k):.2f}' for k in range(3))}  (held out)")
+
+
+def rise_with_load() -> None:
+    """Issue 12 (d): inlet rise above supply = two-zone balance + mixing on top of it."""
+    print("POD 2, wall jet: rise above supply at the strips [K] = two-zone balance + mixing excess")
+    for ra in ("fan_law", "fan_curve"):
+        c = pod2_comparison(ra, supply="wall_jet")
+        for i, case in enumerate(pod2_cases(ra)):
+            ts = np.average(case.unit_discharge_c, weights=case.unit_airflow_m3_s)
+            q, vc, vr = case.rack_heat_w.sum(), case.unit_airflow_m3_s.sum(), case.rack_airflow_m3_s.sum()
+            tz = q / AIR_VOLUMETRIC_HEAT_J_M3_K * (1 / vc - 1 / vr)
+            tw, me = c.twin_strip_c[i].mean() - ts, c.strip_front_c[i].mean() - ts
+            print(f"  {ra:9s} {case.name:10s} cooler/rack air {vc / vr:.2f}  rack rise {q / AIR_VOLUMETRIC_HEAT_J_M3_K / vr:5.2f}"
+                  f"  two-zone {tz:5.2f}  twin {tw:5.2f} ({tw - tz:+5.2f})  pod {me:5.2f} ({me - tz:+5.2f})")
 
 
 def wall_jet_speed() -> None:
@@ -86,6 +109,7 @@ def cb_sensitivity() -> None:
 def main() -> None:
     print(f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine {machine()}")
     pod2()
+    rise_with_load()
     wall_jet_speed()
     cb_sensitivity()
 

@@ -308,6 +308,21 @@ def test_pod2_why_the_twin_rise_grows_with_load(pod2_jet):
     assert got["step_104kw"][1] - got["step_27kw"][1] > 2 * (got["step_104kw"][2] - got["step_27kw"][2])
 
 
+def test_pod2_fan_law_air_breaks_the_pods_own_energy_balance():
+    """All the coolers' air enters racks at best, so the racks' mean inlet cannot lie below
+    supply + Q / (rho cp) (1 / V_cool - 1 / V_rack) (two-zone balance: the rest of the rack
+    air is exhaust). With the fan law's rack air the servers' measured mean inlet lies below
+    that bound in all ten configurations (by 0.25-2.41 K, measured): that much rack air is
+    impossible. With fan_curve air (phi fitted on day 1) the bound holds in all ten."""
+    from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K as rho_cp
+    for ra, holds in (("fan_law", False), ("fan_curve", True)):
+        for c in pod2_cases(ra):
+            ts = np.average(c.unit_discharge_c, weights=c.unit_airflow_m3_s)
+            bound = c.rack_heat_w.sum() / rho_cp * (1 / c.unit_airflow_m3_s.sum() - 1 / c.rack_airflow_m3_s.sum())
+            measured = c.server_inlet_c.mean() - ts
+            assert (measured > bound) == holds, (ra, c.name, measured, bound)
+
+
 def test_pod2_2018_held_out():
     """Held out, January 2018 (ten racks, 34-57 kW, every rack's strips, measured cooler mass
     flow; cooler / rack air 1.0-1.6): wall jet MAE 1.46 K (0.4 / 1.1 / 2.1 m: 0.79 / 0.65 /
