@@ -144,3 +144,46 @@ def test_plan_view_quick_model_equals_the_direct_solves(monkeypatch):
         ref = _arrays(inlet_model(g, v))
     for name, r in ref.items():
         assert np.array_equal(fast[name], r), name
+
+
+def test_capped_steady_state_with_kept_constants_equals_the_direct_maps(hall):
+    """Coils at their set points (the common case, served from constants kept per model):
+    supplies, returns, loads and inlets equal the model's linear maps evaluated directly, bit
+    for bit, for two models used in turn; a caller changing a result's arrays changes
+    nothing kept."""
+    from dataclasses import replace
+
+    from twin.thermal import inlet_model
+    from twin.thermal.capacity import capped_steady_state
+    from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+
+    g, heat, v = hall
+    m1 = inlet_model(g, v)
+    off = np.ones(g.n_cooling, bool)
+    off[1] = False
+    m2 = inlet_model(g, 0.7 * v, off)
+    for _ in range(2):
+        for m, q in ((m1, heat), (m2, 0.7 * heat), (m1, 0.5 * heat)):
+            st = capped_steady_state(m, q)
+            act = m.cooling_active
+            t = m.cooling_supply_temp_c
+            ret = m.return_mix @ t + m.return_k_per_w @ q
+            assert st.feasible and not st.saturated.any() and st.iterations == 1
+            assert np.array_equal(st.inlet_temp_c, m.supply_mix @ t + m.recirculation_k_per_w @ q)
+            assert np.array_equal(st.return_temp_c, np.where(act, ret, np.nan), equal_nan=True)
+            assert np.array_equal(st.supply_temp_c, np.where(act, t, np.nan), equal_nan=True)
+            g_c = AIR_VOLUMETRIC_HEAT_J_M3_K * m.cooling_airflow_m3_s
+            assert np.array_equal(st.unit_load_w, np.where(act, g_c * (ret - t), 0.0))
+            st.supply_temp_c[:] = 99.0
+            st.unit_capacity_w[:] = 0.0
+    # saturated coils (capacity cut below the load): the kept constants serve the
+    # active-set iteration too, and give what a fresh evaluation with the same settings does
+    factor = np.full(g.n_cooling, 1.5)
+    factor[0] = 0.8                                  # unit 0 short by 20 %, the others to spare
+    low = replace(m1, cooling_capacity_w=factor * m1.cooling_load_w(heat))
+    a = capped_steady_state(low, heat)
+    b = capped_steady_state(low, heat, setpoint_c=low.cooling_supply_temp_c.copy())
+    assert a.saturated.any() and a.iterations > 1
+    for f in ("supply_temp_c", "return_temp_c", "inlet_temp_c", "unit_load_w", "unit_demand_w"):
+        assert np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True), f
+    assert a.unit_load_w[a.saturated] == pytest.approx(low.cooling_capacity_w[a.saturated], rel=1e-9)

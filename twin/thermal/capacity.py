@@ -27,6 +27,7 @@ dehumidifying coils": sensible coil capacity Q = m cp (T_in - T_out).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,6 +114,60 @@ class CappedSteadyState:
         return float(np.min(self.unit_capacity_w[run] - self.unit_demand_w[run]))
 
 
+@dataclass(frozen=True, eq=False)
+class _CoilConstants:
+    """What :func:`capped_steady_state` reads of a model and its settings besides the heat:
+    kept per model (while it lives) for the default settings, so a run that evaluates the
+    same recirculation model at many heats computes them once. ``*_free``: with every coil
+    at its set point (no coil saturated), the common case."""
+
+    act: np.ndarray
+    g: np.ndarray            # rho cp V of each unit [W/K]
+    t_set: np.ndarray
+    cap: np.ndarray
+    fan: np.ndarray
+    fan_rise: np.ndarray     # [K] added after the coil
+    cap_rise: np.ndarray     # cap / G [K] (G = 1 for stopped units)
+    cap_limit: np.ndarray    # load above which a coil saturates [W]
+    run_cap: float
+    s_free: np.ndarray       # supplies with no coil saturated [C]
+    r0_s_free: np.ndarray    # R0 @ s_free
+    c_out_free: np.ndarray   # s_free - fan_rise
+    supply_s_free: np.ndarray  # S @ s_free
+    supply_free: np.ndarray  # where(act, s_free, NaN)
+
+
+_COIL_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _CoilConstants:
+    """The :class:`_CoilConstants` of ``model`` (kept per model for the default settings;
+    a model's arrays are not changed once built)."""
+    default = setpoint_c is None and capacity_w is None and np.ndim(unit_fan_heat_w) == 0 and unit_fan_heat_w == 0
+    if default and (k := _COIL_CONSTANTS.get(model)) is not None:
+        return k
+    act = np.asarray(model.cooling_active, bool)
+    n_c = act.size
+    g = AIR_VOLUMETRIC_HEAT_J_M3_K * model.cooling_airflow_m3_s
+    t_set = np.broadcast_to(np.asarray(model.cooling_supply_temp_c if setpoint_c is None else setpoint_c,
+                                       float), (n_c,)).copy()
+    cap = np.broadcast_to(np.asarray(model.cooling_capacity_w if capacity_w is None else capacity_w,
+                                     float), (n_c,)).copy()
+    fan = np.broadcast_to(np.asarray(unit_fan_heat_w, float), (n_c,)) * act
+    fan_rise = np.where(act, fan / np.where(act, g, 1.0), 0.0)
+    s_free = t_set + fan_rise
+    if not act.all():
+        s_free[~act] = t_set[~act]
+    k = _CoilConstants(
+        act=act, g=g, t_set=t_set, cap=cap, fan=fan, fan_rise=fan_rise, cap_rise=cap / np.where(act, g, 1.0),
+        cap_limit=cap * (1 + 1e-9) + 1e-6, run_cap=float(cap[act].sum()), s_free=s_free,
+        r0_s_free=model.return_mix @ s_free, c_out_free=s_free - fan_rise,
+        supply_s_free=model.supply_mix @ s_free, supply_free=np.where(act, s_free, np.nan))
+    if default:
+        _COIL_CONSTANTS[model] = k
+    return k
+
+
 def capped_steady_state(
     model: InletModel,
     rack_heat_w,
@@ -138,38 +193,32 @@ def capped_steady_state(
     sum of unit loads = sum Q + sum fan heat, to solver precision.
     """
     q = np.asarray(rack_heat_w, float)
-    act = np.asarray(model.cooling_active, bool)
+    k = _constants(model, setpoint_c, capacity_w, unit_fan_heat_w)
+    act, g, t_set, cap, fan, fan_rise = k.act, k.g, k.t_set, k.cap, k.fan, k.fan_rise
     n_c = act.size
-    g = AIR_VOLUMETRIC_HEAT_J_M3_K * model.cooling_airflow_m3_s
-    t_set = np.broadcast_to(np.asarray(model.cooling_supply_temp_c if setpoint_c is None else setpoint_c,
-                                       float), (n_c,)).copy()
-    cap = np.broadcast_to(np.asarray(model.cooling_capacity_w if capacity_w is None else capacity_w,
-                                     float), (n_c,)).copy()
-    fan = np.broadcast_to(np.asarray(unit_fan_heat_w, float), (n_c,)) * act
-    fan_rise = np.where(act, fan / np.where(act, g, 1.0), 0.0)  # K added after the coil
     r0, rk = model.return_mix, model.return_k_per_w
     rq = rk @ q
-    run_cap = float(cap[act].sum())
     limiting, deficit = "", 0.0
     margin = hall_cooling_margin_w(cap, act, [q.sum(), fan.sum()], plant_capacity_w)
     if margin < 0:
-        limiting = "units" if run_cap <= plant_capacity_w else "plant"
+        limiting = "units" if k.run_cap <= plant_capacity_w else "plant"
         deficit = -margin
     # coil outlet c_out; supply s = c_out + fan rise; returns T_ret = R0 s + R_k Q
     sat = np.zeros(n_c, bool)
-    eye = np.eye(n_c)
     it = 0
-    s = t_set + fan_rise
+    s = k.s_free
     while not limiting and it < max_iter:
         it += 1
         u = sat & act
-        # coil outlet: T_set (unsaturated) or T_ret - cap / G (saturated); the fan adds its rise
-        rhs = np.where(u, rq - cap / np.where(act, g, 1.0) + fan_rise, t_set + fan_rise)
-        if not act.all():
-            rhs[~act] = t_set[~act]
         if not u.any():                 # no coil saturated: the system is I s = rhs (exactly)
-            s = rhs
+            s = k.s_free
+            ret = k.r0_s_free + rq
         else:
+            # coil outlet: T_set (unsaturated) or T_ret - cap / G (saturated); the fan adds its rise
+            rhs = np.where(u, rq - k.cap_rise + fan_rise, t_set + fan_rise)
+            if not act.all():
+                rhs[~act] = t_set[~act]
+            eye = np.eye(n_c)
             a = eye - (u[:, None] * r0)
             if not act.all():
                 a[~act] = eye[~act]
@@ -177,25 +226,26 @@ def capped_steady_state(
                 s = np.linalg.solve(a, rhs)
             except np.linalg.LinAlgError:
                 break
-        ret = r0 @ s + rq
+            ret = r0 @ s + rq
         load = g * (ret - (s - fan_rise))
-        add = act & ~sat & (load > cap * (1 + 1e-9) + 1e-6)
+        add = act & ~sat & (load > k.cap_limit)
         drop = act & sat & (s - fan_rise < t_set - 1e-9)
         if not add.any() and not drop.any():
             break
         sat = (sat | add) & ~drop
-    ret = r0 @ s + rq
-    load = np.where(act, g * (ret - (s - fan_rise)), 0.0)
-    inlet = model.supply_mix @ s + model.recirculation_k_per_w @ q
+    free = s is k.s_free                # the supplies of the unsaturated coils: kept products
+    ret = k.r0_s_free + rq if free else r0 @ s + rq
+    load = np.where(act, g * (ret - (k.c_out_free if free else s - fan_rise)), 0.0)
+    inlet = (k.supply_s_free if free else model.supply_mix @ s) + model.recirculation_k_per_w @ q
     return CappedSteadyState(
         feasible=not limiting,
         limiting=limiting,
         deficit_w=deficit,
-        supply_temp_c=np.where(act, s, np.nan),
+        supply_temp_c=k.supply_free.copy() if free else np.where(act, s, np.nan),
         return_temp_c=np.where(act, ret, np.nan),
         inlet_temp_c=inlet,
         unit_load_w=load,
-        unit_capacity_w=cap,
+        unit_capacity_w=cap.copy(),
         unit_demand_w=np.where(act, model.cooling_load_w(q) + fan, 0.0),
         saturated=sat & act,
         iterations=it,
