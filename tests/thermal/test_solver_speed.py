@@ -187,3 +187,38 @@ def test_capped_steady_state_with_kept_constants_equals_the_direct_maps(hall):
     for f in ("supply_temp_c", "return_temp_c", "inlet_temp_c", "unit_load_w", "unit_demand_w"):
         assert np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True), f
     assert a.unit_load_w[a.saturated] == pytest.approx(low.cooling_capacity_w[a.saturated], rel=1e-9)
+
+
+def test_kept_fan_power_and_margins_equal_a_fresh_evaluation_every_sample(monkeypatch):
+    """Blue Vela (physical model, fan-law airflow) for 30 days: the CRAH fan power and the
+    margins HallThermal.record keeps between changes of airflow, running units and loads
+    equal those evaluated afresh at every sample, bit for bit."""
+    from pathlib import Path
+
+    import twin
+    from twin.sim import hall_thermal as ht
+
+    s = twin.load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "blue_vela.yaml",
+                           ["simulation.duration_days=30", "site.cooling_system.crah_fans.control=vfd",
+                            "site.cooling_system.crah_fans.min_speed_fraction=0.05"])
+    kept = twin.simulate(s).dataset
+
+    class _Forget(dict):
+        def __setitem__(self, key, value):
+            pass
+
+    init = ht.HallThermal.__init__
+
+    def fresh_init(self, engine):
+        init(self, engine)
+        self._record_memo = _Forget()
+
+    monkeypatch.setattr(ht.HallThermal, "__init__", fresh_init)
+    monkeypatch.setattr(ht.HallThermal, "_hall_fan_power_w", lambda self, h, hall: ht._crah_fans_w(
+        self.cs.crah_fans, hall.airflow, hall.active, hall.geom.cooling_airflow_m3_s))
+    fresh = twin.simulate(s).dataset
+    fan = fresh["cooling_fan_power_w"].values
+    assert np.unique(fan).size > 3                    # the airflow moves within the month
+    for name in ("cooling_fan_power_w", "cooling_unit_margin_w", "cooling_capacity_margin_w",
+                 "cooling_unit_load_w"):
+        assert np.array_equal(kept[name].values, fresh[name].values, equal_nan=True), name

@@ -99,6 +99,8 @@ class HallThermal(Component):
         #: legacy model: per hall, (heat, model, active, load, unit margin, hall margin) of the last
         #: record; reused while the same arrays come back (between events they do)
         self._record_memo: dict[int, tuple] = {}
+        #: physical model: per hall, (rack airflow, running units, CRAH fan power [W]) of the last record
+        self._fan_memo: dict[int, tuple] = {}
         # full-speed airflow of every rack: its nodes' catalog airflow x its node count
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
@@ -590,6 +592,17 @@ class HallThermal(Component):
                 tuple(self.env.now if (h.transient or h.hstate is not None) else None for h in self.halls))
 
     # ------------------------------------------------------------------ outputs
+    def _hall_fan_power_w(self, h: int, hall: HallModel) -> float:
+        """CRAH fan power of hall ``h`` [W] (:func:`_crah_fans_w`), kept while the hall's
+        rack airflow and running units are the same arrays (they are replaced on a change)."""
+        assert hall.airflow is not None  # set when the hall is built
+        memo = self._fan_memo.get(h)
+        if memo is None or memo[0] is not hall.airflow or memo[1] is not hall.active:
+            memo = (hall.airflow, hall.active,
+                    _crah_fans_w(self.cs.crah_fans, hall.airflow, hall.active, hall.geom.cooling_airflow_m3_s))
+            self._fan_memo[h] = memo
+        return memo[2]
+
     def record(self, i: int, rec) -> None:
         """Unit loads, the capacity margins, CRAH fan power and the sub-sample extremes.
 
@@ -607,7 +620,6 @@ class HallThermal(Component):
                    if self.physical and self.cs.plant.capacity_kw is not None else np.inf)
         fan_w = 0.0
         heat = self.e.sampler.last_rack_power_w()
-        fans = self.cs.crah_fans
         # no sub-sample extremes since the last sample (the common case): a rack's peak is its
         # sampled value, fmax(x, x) = x and fmax(NaN, g) = g, so whole rows are written at once
         no_peaks = all(hall.peak_inlet_c is None and hall.peak_gpu_c is None for hall in self.halls)
@@ -615,8 +627,9 @@ class HallThermal(Component):
             sl = slice(hall.first_unit, hall.first_unit + len(hall.units))
             cap = hall.geom.cooling_capacity_w
             memo = self._record_memo.get(h)
-            if memo is not None and memo[0] is heat and memo[1] is hall.model and memo[2] is hall.active:
-                load, unit_m, hall_m = memo[3:]      # legacy model, same heat, model and units: same figures
+            if (memo is not None and memo[0] is heat and memo[1] is hall.model and memo[2] is hall.active
+                    and memo[3] is hall.unit_load_w and memo[4] is hall.unit_demand_w):
+                load, unit_m, hall_m = memo[5:]      # same heat, model, units and loads: same figures
             else:
                 if not self.physical:
                     load = (hall.model.cooling_load_w(heat[hall.idx]) if hall.model is not None
@@ -629,20 +642,13 @@ class HallThermal(Component):
                     demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
                 unit_m = float(np.min((cap - demand)[hall.active])) if hall.active.any() else np.inf
                 hall_m = hall_cooling_margin_w(cap, hall.active, heat[hall.idx], plant_w)
-                if not self.physical:
-                    self._record_memo[h] = (heat, hall.model, hall.active, load, unit_m, hall_m)
+                self._record_memo[h] = (heat, hall.model, hall.active, hall.unit_load_w, hall.unit_demand_w,
+                                        load, unit_m, hall_m)
             rec["cooling_unit_load_w"][i, sl] = load
             unit_margin = min(unit_margin, unit_m)
             margin = min(margin, hall_m)
             if self.physical:
-                assert hall.airflow is not None  # set when the hall is built
-                v_c = hall.geom.cooling_airflow_m3_s
-                need = fans.airflow_per_rack_airflow * hall.airflow.sum() * v_c / v_c.sum()
-                flow = crah_airflow_m3_s(need, v_c, control=fans.control,
-                                                        min_speed_fraction=fans.min_speed_fraction)
-                fan_w += float(np.sum(np.where(hall.active, crah_fan_power_w(
-                    flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
-                    static_pressure_fraction=fans.static_pressure_fraction), 0.0)))
+                fan_w += self._hall_fan_power_w(h, hall)
             if no_peaks:
                 continue
             peak = hall.peak_inlet_c if hall.peak_inlet_c is not None else self.state.rack_inlet_c[hall.idx]
@@ -657,6 +663,16 @@ class HallThermal(Component):
         rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
         rec["cooling_unit_margin_w"][i] = unit_margin if np.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
+
+
+def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.ndarray) -> float:
+    """CRAH fan power of a hall [W]: the running units' fans at the airflow the racks need
+    (``airflow_per_rack_airflow`` x the racks' airflow, shared by design airflow)."""
+    need = fans.airflow_per_rack_airflow * airflow_m3_s.sum() * v_c / v_c.sum()
+    flow = crah_airflow_m3_s(need, v_c, control=fans.control, min_speed_fraction=fans.min_speed_fraction)
+    return float(np.sum(np.where(active, crah_fan_power_w(
+        flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
+        static_pressure_fraction=fans.static_pressure_fraction), 0.0)))
 
 
 def _of_racks(plant, what, idx: np.ndarray):
