@@ -15,6 +15,76 @@ from twin.workload.scheduler import Preempt as LsfPreempt
 from twin.workload.scheduler import Scheduler as LsfScheduler
 
 
+def place_nodes_reference(free: np.ndarray, node_su: np.ndarray, su_degraded: np.ndarray,
+                          want: int) -> np.ndarray | None:
+    """The placement rule, node by node: ``want`` free nodes packed into as few scalable
+    units as possible, fullest healthy units first, units with a failed rail last, ties by
+    unit index, nodes in index order within a unit; None if the units before the first
+    one without a free node do not hold ``want``.
+
+    ``free`` [bool (N,)], ``node_su`` [int (N,)] the unit of each node, ``su_degraded``
+    [int (U,)] failed rails per unit. The specification :func:`place_nodes_grouped` must
+    match (``tests/sim/test_speed_paths.py``)."""
+    free_idx = np.flatnonzero(free)
+    by_su = free_idx[np.argsort(node_su[free_idx], kind="stable")]
+    counts = np.bincount(node_su[free_idx], minlength=len(su_degraded))
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    order = np.lexsort((np.arange(len(counts)), -counts, su_degraded > 0))
+    chosen = []
+    need = want
+    for u in order:
+        if need == 0 or counts[u] == 0:
+            break
+        cand = by_su[first[u]:first[u] + min(need, counts[u])]
+        chosen.append(cand)
+        need -= len(cand)
+    return np.concatenate(chosen) if need == 0 else None
+
+
+def free_nodes_per_su(free: np.ndarray, su_nodes: int, n_sus: int) -> np.ndarray:
+    """Free nodes of each scalable unit when unit ``u`` holds nodes ``u*su_nodes`` up to
+    ``(u+1)*su_nodes`` [int (n_sus,)]: one segmented sum, no index arrays."""
+    out = np.zeros(n_sus, np.intp)
+    if len(free):
+        c = np.add.reduceat(free, np.arange(0, len(free), su_nodes), dtype=np.intp)
+        out[:len(c)] = c
+    return out
+
+
+def place_nodes_grouped(free: np.ndarray, su_nodes: int, su_degraded: np.ndarray, want: int,
+                        counts: np.ndarray | None = None) -> np.ndarray | None:
+    """:func:`place_nodes_reference` for contiguous units of ``su_nodes`` nodes, by whole
+    units: the free count per unit (:func:`free_nodes_per_su`, or ``counts`` given), one
+    radix sort of the units by (failed rail, fewest free, index), the prefix of units that
+    holds ``want`` from a cumulative sum, and their free nodes read as rows of the
+    (units x su_nodes) mask. No per-node sort, no loop over units."""
+    n_sus = len(su_degraded)
+    if counts is None:
+        counts = free_nodes_per_su(free, su_nodes, n_sus)
+    # sort key: healthy units first, then most free nodes, ties by index (stable sort);
+    # small non-negative integers, so numpy's stable sort is a radix sort
+    key = (su_nodes - counts) + (su_degraded > 0) * (su_nodes + 1)
+    order = np.argsort(key.astype(np.int16 if 2 * su_nodes + 2 < 2 ** 15 else np.int64), kind="stable")
+    c = counts[order]
+    zero = np.flatnonzero(c == 0)
+    usable = int(zero[0]) if zero.size else n_sus      # the rule stops at the first empty unit
+    if usable == 0:
+        return None
+    cum = np.cumsum(c[:usable])
+    if cum[-1] < want:
+        return None
+    sel = order[:int(np.searchsorted(cum, want)) + 1]
+    n = len(free)
+    if n == n_sus * su_nodes:
+        grid = free.reshape(n_sus, su_nodes)
+    else:
+        grid = np.zeros(n_sus * su_nodes, bool)
+        grid[:n] = free
+        grid = grid.reshape(n_sus, su_nodes)
+    row, col = np.nonzero(grid[sel])
+    return (sel[row] * su_nodes + col)[:want]
+
+
 class Scheduler(Component):
     """Highest priority first; each job packed into as few scalable units as possible,
     fullest healthy units first, units with a failed rail last. Elastic jobs shrink to the
@@ -31,6 +101,13 @@ class Scheduler(Component):
         self.lsf: LsfScheduler | None = None
         #: node model (index into plant.models) each fixed job was first placed on; it stays there
         self.job_model: dict[int, int] = {}
+        # units are contiguous blocks of su_nodes nodes (the plant numbers them so): placement
+        # then works on free counts per unit (place_nodes_grouped); else node by node
+        p, su_nodes = self.plant, self.s.fabric.su_nodes
+        self._su_nodes = su_nodes if np.array_equal(p.node_su, np.arange(p.n_nodes) // su_nodes) \
+            and len(self.state.su_degraded) == -(-p.n_nodes // su_nodes) else None
+        #: (free mask, its free nodes per unit): a read-only cached mask is counted once
+        self._counted: tuple[np.ndarray, np.ndarray] | None = None
         w = self.s.workload
         if w.stream is not None or w.trace is not None:
             # streams and traces: the LSF-like policy of twin.workload (queues, FIFO or fair
@@ -158,33 +235,38 @@ class Scheduler(Component):
         return None
 
     def place(self, job: JobState, free: np.ndarray, gpus_per_node: int | None = None) -> np.ndarray | None:
-        """Nodes for the job (its size plus hot spares), or None if it does not fit."""
+        """Nodes for the job (its size plus hot spares), or None if it does not fit
+        (:func:`place_nodes_reference`'s rule; :func:`place_nodes_grouped` computes it
+        when the units are contiguous blocks)."""
         spec = job.spec
         want = spec.nodes + spec.hot_spares
-        if free.sum() < want:
+        counts = None
+        if self._su_nodes is not None:
+            counts = self._free_counts(free)
+            n_free = int(counts.sum())
+        else:
+            n_free = int(np.count_nonzero(free))
+        if n_free < want:
             if not spec.elastic:
                 return None
-            want = self.elastic_size(spec, int(free.sum()), gpus_per_node)
+            want = self.elastic_size(spec, n_free, gpus_per_node)
             if want == 0:
                 return None
-        su = self.plant.node_su
-        degraded = self.state.su_degraded
-        # the free nodes grouped by SU, in node order within each SU (one pass, not one per SU)
-        free_idx = np.flatnonzero(free)
-        by_su = free_idx[np.argsort(su[free_idx], kind="stable")]
-        counts = np.bincount(su[free_idx], minlength=len(degraded))
-        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        # fullest healthy SUs first; degraded SUs last; ties by SU index (deterministic)
-        order = np.lexsort((np.arange(len(counts)), -counts, degraded > 0))
-        chosen = []
-        need = want
-        for u in order:
-            if need == 0 or counts[u] == 0:
-                break
-            cand = by_su[first[u]:first[u] + min(need, counts[u])]
-            chosen.append(cand)
-            need -= len(cand)
-        return np.concatenate(chosen) if need == 0 else None
+        if self._su_nodes is None:
+            return place_nodes_reference(free, self.plant.node_su, self.state.su_degraded, want)
+        return place_nodes_grouped(free, self._su_nodes, self.state.su_degraded, want, counts)
+
+    def _free_counts(self, free: np.ndarray) -> np.ndarray:
+        """Free nodes per unit of ``free``; a read-only mask (the state's cached
+        ``node_schedulable``, which is replaced, never written, when a node changes) is
+        counted once however many queued jobs try it."""
+        assert self._su_nodes is not None
+        if self._counted is not None and self._counted[0] is free:
+            return self._counted[1]
+        counts = free_nodes_per_su(free, self._su_nodes, len(self.state.su_degraded))
+        if not free.flags.writeable:
+            self._counted = (free, counts)
+        return counts
 
     def record(self, i: int, rec) -> None:
         rec["jobs_queued"][i] = self.lsf.pending if self.lsf is not None else len(self.queue)
