@@ -23,7 +23,14 @@ v_0 = V_0 / A_0; ASHRAE Handbook - Fundamentals, ch. 20 "Space Air Diffusion",
 
 K, the throw (centre-line velocity) constant, is about 5-6 for free openings and grilles in
 ASHRAE's table of centre-line velocity constants; 6.2 is used. None of these is fitted to a
-room. Where a jet meets a rack face inside its core, x < K sqrt(A_0) / 2 (POD 2: 1.2-1.6 m
+room.
+
+Racks along a jet's flanks (a unit blowing along an aisle): where the jet's cross-section
+covers rack intake cells before it ends, those intakes take their air from the jet, up to
+what the jet carries there, with the jet's mixture at that point (its supply and the room
+air it has entrained so far); the jet carries on with the rest, and the rest entrains in
+proportion (Q_x = f Q_free(x), f the share not yet given away). Volume and heat are
+conserved delivery by delivery; with no intake under the jet before its end nothing changes. Where a jet meets a rack face inside its core, x < K sqrt(A_0) / 2 (POD 2: 1.2-1.6 m
 against 3.3-4.1 m for K = 5-6.2), it has entrained nothing and K does not enter at all.
 """
 
@@ -77,7 +84,11 @@ class WallJet:
     """Where one unit's jet ends on the layered grid (flat cell indices iz * ny * nx + iy * nx + ix).
 
     The supply V_0 and the entrained air enter the room at ``end_cells`` (weights sum to 1);
-    the entrained air is drawn from ``path_cells`` (weights sum to 1) along the way."""
+    the entrained air is drawn from ``path_cells`` (weights sum to 1) along the way. With
+    racks fed along the flanks, ``end_cells`` also holds their intake cells, ``end_weight``
+    is each cell's share of the supply and ``mix[e, p]`` the share of the entrained air
+    drawn at path cell p that enters at end cell e (sums to 1); ``mix`` None: the
+    entrained air enters like the supply (end_weight x path_weight)."""
 
     end_cells: np.ndarray
     end_weight: np.ndarray
@@ -86,6 +97,21 @@ class WallJet:
     entrained_m3_s: float
     reach_m: float  # distance from the outlet to where the jet ends [m]
     throw_m: float  # free throw to the terminal velocity [m]
+    mix: np.ndarray | None = None  # (end, path) entrained air from path cell p entering at end cell e [-]
+    side_cells: np.ndarray | None = None  # intake cells fed along the flanks (a subset of end_cells)
+    side_m3_s: np.ndarray | None = None  # air each of them took from the jet [m3/s]
+
+    def end_source_m3_s(self, airflow_m3_s: float) -> np.ndarray:
+        """Air entering the room at each end cell [m3/s] (supply + entrained)."""
+        if self.mix is None:
+            return (airflow_m3_s + self.entrained_m3_s) * self.end_weight
+        return airflow_m3_s * self.end_weight + self.entrained_m3_s * self.mix.sum(axis=1)
+
+    def end_path_m3_s(self) -> np.ndarray:
+        """(end, path) entrained air drawn at each path cell that enters at each end cell [m3/s]."""
+        if self.mix is None:
+            return -(-self.entrained_m3_s * self.end_weight[:, None] * self.path_weight[None, :])
+        return self.entrained_m3_s * self.mix
 
 
 def _layer_weights(z_lo: float, z_hi: float, dz: float, nz: int) -> np.ndarray:
@@ -99,7 +125,8 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
                    outlet_xy_m, direction, outlet_z_m, outlet_width_m: float, airflow_m3_s: float,
                    throw_constant: float = JET_THROW_CONSTANT,
                    spread_half_angle_deg: float = JET_SPREAD_HALF_ANGLE_DEG,
-                   terminal_velocity_m_s: float = JET_TERMINAL_VELOCITY_M_S) -> WallJet:
+                   terminal_velocity_m_s: float = JET_TERMINAL_VELOCITY_M_S,
+                   intake_demand_m3_s: np.ndarray | None = None) -> WallJet:
     """March a wall jet from its outlet along its (grid-snapped) direction.
 
     Stations are the cells along the axis from the outlet's cell, x = k cell_m. At each
@@ -112,6 +139,8 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
     taken from the cells it passed on its axis (each covered layer), in proportion to dQ/dx,
     and carried at their temperature to the end (energy is conserved; the axis cells alone
     keep the operator sparse: every entraining cell couples to every end cell).
+    ``intake_demand_m3_s`` (nz * ny * nx, optional): air each rack intake cell draws; where
+    a station before the end covers such cells, they take it from the jet (module docstring).
     """
     d = np.asarray(direction, float)
     step = (1 if d[0] > 0 else -1, 0) if abs(d[0]) >= abs(d[1]) else (0, 1 if d[1] > 0 else -1)
@@ -179,6 +208,10 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
             c, w = cells_of(stations[j], axis_only=True)
             pc.append(c)
             pw.append(w / w.sum() * dq)
+    if intake_demand_m3_s is not None:
+        side = _fed_along_flanks(stations, cells_of, q, airflow_m3_s, np.asarray(intake_demand_m3_s, float))
+        if side is not None:
+            return WallJet(*side[:5], reach, throw, *side[5:])
     path, path_w = np.concatenate(pc), np.concatenate(pw)
     if entrained > 0 and path_w.sum() > 0:
         path_w = path_w / path_w.sum()
@@ -187,14 +220,69 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
     return WallJet(end, ew / ew.sum(), path, path_w, entrained, float(reach), throw)
 
 
-def hall_wall_jets(geometry, nx: int, ny: int, fluid3: np.ndarray, cooling_airflow_m3_s) -> list[WallJet | None]:
+def _fed_along_flanks(stations, cells_of, q_free, airflow_m3_s, demand):
+    """March the jet again, giving air to the intake cells its cross-section covers before
+    the end (each takes its demand, at most what the jet carries, with the jet's mixture);
+    None if no station before the end covers a demanding cell. Returns (end_cells,
+    end_weight, path_cells, path_weight, entrained_m3_s, mix, side_cells, side_m3_s)."""
+    crossings = [cells_of(s)[0] for s in stations[:-1]]
+    if not any(demand[c].sum() > 0 for c in crossings):
+        return None
+    axis = [cells_of(s, axis_only=True) for s in stations[:-1]]
+    path = np.concatenate([c for c, _ in axis]) if axis else np.zeros(0, np.int64)
+    ent = np.zeros(path.size)  # entrained air the jet carries, by the path cell it came from [m3/s]
+    off = np.cumsum([0] + [c.size for c, _ in axis])
+    sup, f = float(airflow_m3_s), 1.0
+    cells, s_sup, s_ent = [], [], []
+    for j, cross in enumerate(crossings):
+        if j > 0:  # entrainment between stations j-1 and j, from station j-1's axis cells
+            dq = f * float(q_free[j] - q_free[j - 1])
+            if dq > 0:
+                w = axis[j - 1][1]
+                ent[off[j - 1]:off[j]] += dq * w / w.sum()
+        d = demand[cross]
+        want, carried = float(d.sum()), sup + float(ent.sum())
+        if want <= 0 or carried <= 0:
+            continue
+        give = min(want, carried)
+        share = give / carried
+        take = d[d > 0] / want * give  # per fed cell [m3/s]
+        cells.append(cross[d > 0])
+        s_sup.append(take * sup / carried)
+        s_ent.append(take[:, None] * ent[None, :] / carried)
+        sup, ent, f = sup * (1 - share), ent * (1 - share), f * (1 - share)
+    if len(stations) > 1:  # last stretch before the end
+        dq = f * float(q_free[-1] - q_free[-2])
+        if dq > 0:
+            w = axis[-1][1]
+            ent[off[-2]:off[-1]] += dq * w / w.sum()
+    side_cells, side_m3 = np.concatenate(cells), np.concatenate([a + b.sum(1) for a, b in zip(s_sup, s_ent, strict=True)])
+    end, ew = cells_of(stations[-1])
+    ew = ew / ew.sum()
+    all_cells = np.concatenate([side_cells, end])
+    supply = np.concatenate(s_sup + [sup * ew])
+    ent_in = np.vstack(s_ent + [ew[:, None] * ent[None, :]])
+    total = float(ent_in.sum())
+    keep = ent_in.sum(axis=0) > 0
+    if total > 0:
+        path_w, mix = ent_in[:, keep].sum(axis=0) / total, ent_in[:, keep] / total
+    else:
+        path_w, mix = np.zeros(0), np.zeros((all_cells.size, 0))
+    return (all_cells, supply / float(airflow_m3_s), path[keep], path_w, total, mix, side_cells, side_m3)
+
+
+def hall_wall_jets(geometry, nx: int, ny: int, fluid3: np.ndarray, cooling_airflow_m3_s,
+                   intake_demand_m3_s: np.ndarray | None = None) -> list[WallJet | None]:
     """The wall jet of every cooling unit of a :class:`twin.thermal.geometry.HallGeometry`
     (None for a unit without an outlet height, or not running): each outlet at the unit's
-    position, blowing its airflow along ``cooling_throw_dir``."""
+    position, blowing its airflow along ``cooling_throw_dir``. ``intake_demand_m3_s``
+    (nz * ny * nx): air each rack intake cell draws; racks along a jet's flanks take it
+    from the jet (units in order; an intake fed by one jet is not fed again)."""
     g = geometry
     v = np.asarray(cooling_airflow_m3_s, float)
     if g.cooling_outlet_z_m is None:
         return [None] * g.n_cooling
+    demand = None if intake_demand_m3_s is None else np.array(intake_demand_m3_s, float)
     out: list[WallJet | None] = []
     for c in range(g.n_cooling):
         z = g.cooling_outlet_z_m[c]
@@ -203,5 +291,10 @@ def hall_wall_jets(geometry, nx: int, ny: int, fluid3: np.ndarray, cooling_airfl
             continue
         out.append(wall_jet_cells(nx, ny, int(g.n_layers), g.cell_m, g.height_m, fluid3,
                                   outlet_xy_m=g.cooling_xy_m[c], direction=g.cooling_throw_dir[c], outlet_z_m=z,
-                                  outlet_width_m=float(g.cooling_outlet_width_m[c]), airflow_m3_s=float(v[c])))
+                                  outlet_width_m=float(g.cooling_outlet_width_m[c]), airflow_m3_s=float(v[c]),
+                                  intake_demand_m3_s=demand))
+        jet = out[-1]
+        if demand is not None and jet is not None and jet.side_cells is not None:
+            np.subtract.at(demand, jet.side_cells, jet.side_m3_s)
+            np.clip(demand, 0.0, None, out=demand)
     return out

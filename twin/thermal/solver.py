@@ -384,7 +384,13 @@ def build_problem(
         h_frac *= v_c.sum() / ducted
         ducted = float((h_frac * v_r).sum())
     duct_c = v_c / v_c.sum() * ducted
-    jets = hall_wall_jets(g, nx, ny, fluid3, v_c)  # units blowing into the room at a height
+    demand = None  # air each rack intake cell draws from the room: racks along a jet's flanks take it from the jet
+    if g.cooling_outlet_z_m is not None:
+        demand = np.zeros(nz * n)
+        for r in range(n_r):
+            cin = racked(grid.intake_cells[r])
+            np.add.at(demand, cin, (1 - e_frac[r]) * v_r[r] / len(cin))
+    jets = hall_wall_jets(g, nx, ny, fluid3, v_c, demand)  # units blowing into the room at a height
 
     # ---- plenum: (k L + G) p = s ----------------------------------------------------
     s_p = np.zeros(n)
@@ -429,7 +435,7 @@ def build_problem(
         cells = top + grid.cooling_cells[c]
         np.add.at(s_room_full, cells, -(v_c[c] - duct_c[c]) / len(cells))
         if (jet := jets[c]) is not None:
-            np.add.at(s_room_full, jet.end_cells, (v_c[c] + jet.entrained_m3_s) * jet.end_weight)
+            np.add.at(s_room_full, jet.end_cells, jet.end_source_m3_s(v_c[c]))
             np.add.at(s_room_full, jet.path_cells, -jet.entrained_m3_s * jet.path_weight)
     s_room = s_room_full[fluid3]
     fi, fj, fax = _grid_faces(nx, ny, fluid3, nz)
@@ -531,8 +537,7 @@ def build_problem(
         if (jet := jets[c]) is not None:  # supply where the jet ends, with the air it entrained
             k_end, k_path = room_id[jet.end_cells], room_id[jet.path_cells]
             t.add(k_path, k_path, jet.entrained_m3_s * jet.path_weight)
-            t.add(k_end[:, None], k_path[None, :],
-                  -jet.entrained_m3_s * jet.end_weight[:, None] * jet.path_weight[None, :])
+            t.add(k_end[:, None], k_path[None, :], -jet.end_path_m3_s())
             e_r.append(k_end)
             e_c.append(np.full(len(k_end), c))
             e_v.append(v_c[c] * jet.end_weight)
