@@ -222,3 +222,27 @@ def test_kept_fan_power_and_margins_equal_a_fresh_evaluation_every_sample(monkey
     for name in ("cooling_fan_power_w", "cooling_unit_margin_w", "cooling_capacity_margin_w",
                  "cooling_unit_load_w"):
         assert np.array_equal(kept[name].values, fresh[name].values, equal_nan=True), name
+
+
+def test_kept_layout_is_the_fresh_rasterisation_of_that_geometry(hall):
+    """The grid build_problem reuses is rasterise() of the very geometry asked for: an equal
+    geometry built anew hits it, a geometry with one rack moved gets its own."""
+    from dataclasses import replace
+
+    from twin.thermal.geometry import rasterise
+
+    g, _, _ = hall
+    solver_mod._GRID_MEMO.clear()
+    first = solver_mod._rasterised(g)
+    assert solver_mod._rasterised(replace(g)) is first
+    moved_xy = g.rack_center_xy_m.copy()
+    moved_xy[0] += [-1.2, 0.0]                      # rack 0 two cells towards the wall
+    moved = replace(g, rack_center_xy_m=moved_xy)
+    for geom in (g, moved):
+        kept, fresh = solver_mod._rasterised(geom), rasterise(geom)
+        for name in ("solid", "rack_mask", "obstacle_mask"):
+            assert np.array_equal(getattr(kept, name), getattr(fresh, name)), name
+        for name in ("rack_cells", "intake_cells", "exhaust_cells", "cooling_cells", "tile_cells"):
+            assert all(np.array_equal(a, b) for a, b in zip(getattr(kept, name), getattr(fresh, name),
+                                                            strict=True)), name
+    assert not np.array_equal(solver_mod._rasterised(moved).solid, first.solid)

@@ -101,6 +101,8 @@ class HallThermal(Component):
         self._record_memo: dict[int, tuple] = {}
         #: physical model: per hall, (rack airflow, running units, CRAH fan power [W]) of the last record
         self._fan_memo: dict[int, tuple] = {}
+        self._fan_law: dict[int, tuple] = {}     # per hall: the fan law's plant inputs
+        self._plant_kw: dict[int, dict] = {}     # per hall: the plant's fixed settings
         # full-speed airflow of every rack: its nodes' catalog airflow x its node count
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
@@ -323,11 +325,15 @@ class HallThermal(Component):
                 "inlet_shutdown_c": self.cs.server_inlet_shutdown_c}
 
     def _plant_kwargs(self, hall: HallModel) -> dict:
-        pl = self.cs.plant
-        chw = float(cooling_plant.chilled_water_supply_c(np.min(hall.geom.cooling_supply_temp_c), pl.coil_approach_k))
-        cap = np.inf if pl.capacity_kw is None else pl.capacity_kw * 1e3 / len(self.halls)
-        return {"coil_approach_k": pl.coil_approach_k, "chilled_water_setpoint_c": chw,
-                "chiller_capacity_w": cap, "chiller_available_s": self.chiller_available_s}
+        fixed = self._plant_kw.get(id(hall))
+        if fixed is None:                # the plant's settings and the hall's set points do not change
+            pl = self.cs.plant
+            chw = float(cooling_plant.chilled_water_supply_c(np.min(hall.geom.cooling_supply_temp_c),
+                                                             pl.coil_approach_k))
+            cap = np.inf if pl.capacity_kw is None else pl.capacity_kw * 1e3 / len(self.halls)
+            fixed = self._plant_kw[id(hall)] = {"coil_approach_k": pl.coil_approach_k,
+                                                "chilled_water_setpoint_c": chw, "chiller_capacity_w": cap}
+        return {**fixed, "chiller_available_s": self.chiller_available_s}
 
     def _heat(self, hall: HallModel) -> np.ndarray:
         return self.e.sampler.last_rack_power_w()[hall.idx] * ~self.state.rack_thermal_off[hall.idx]
@@ -440,16 +446,24 @@ class HallThermal(Component):
                 f"{first(seg.time_to_gpu_slowdown_s)}; GPU shutdown: {first(seg.time_to_gpu_shutdown_s)}; hottest "
                 f"inlet {seg.max_inlet_temp_c.max():.1f} C")
 
+    def _fan_law_inputs(self, hall: HallModel) -> tuple:
+        """(nodes per rack, design heat [W], full-speed airflow [m3/s]) of the hall's racks:
+        fixed by the plant, so worked out once per hall."""
+        key = id(hall)
+        if key not in self._fan_law:
+            p = self.plant
+            n = p.rack_nodes[hall.idx] if not p.homogeneous else int(p.rack_nodes[0])
+            design = p.model_param("gpu_count") * p.model_param("gpu_tdp_w") + p.model_param("host_active_w")
+            self._fan_law[key] = (n, _of_racks(p, design, hall.idx), _of_racks(p, "airflow_m3_s_at_max", hall.idx))
+        return self._fan_law[key]
+
     def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
         if self.cs.rack_airflow != "fan_model":
             return
-        p = self.plant
-        n = p.rack_nodes[hall.idx] if not p.homogeneous else int(p.rack_nodes[0])
-        design = p.model_param("gpu_count") * p.model_param("gpu_tdp_w") + p.model_param("host_active_w")
+        n, design_w, v_max = self._fan_law_inputs(hall)
         v = rack_airflow_from_fans_m3_s(
             np.maximum(rack_w[hall.idx] / n, 0.0), self.state.rack_inlet_c[hall.idx], nodes_per_rack=n,
-            design_heat_w=_of_racks(p, design, hall.idx),
-            airflow_max_m3_s=_of_racks(p, "airflow_m3_s_at_max", hall.idx))
+            design_heat_w=design_w, airflow_max_m3_s=v_max)
         if airflow_changed(hall.airflow, v, 0.05):
             if hall.hstate is not None:
                 self._advance(hall)

@@ -49,6 +49,7 @@ sparse LU factorisation and R transposed solves (:func:`inlet_model`).
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -147,6 +148,24 @@ def factorised(a, permc_spec: str | None = None, *, memo: bool = True) -> spla.S
             len(_LU_MEMO) > 1 and sum(f.L.nnz + f.U.nnz for f in _LU_MEMO.values()) > LU_MEMO_ENTRIES):
         _LU_MEMO.popitem(last=False)
     return lu
+
+
+_GRID_MEMO: OrderedDict[bytes, HallGrid] = OrderedDict()
+
+
+def _rasterised(g: HallGeometry) -> HallGrid:
+    """:func:`rasterise` of ``g``, kept per process by a digest of the pickled geometry
+    (every field and array): the airflow knots and Picard passes of a hall share one
+    layout (the last 16 geometries are kept)."""
+    key = hashlib.blake2b(pickle.dumps(g, protocol=5), digest_size=32).digest()
+    grid = _GRID_MEMO.get(key)
+    if grid is None:
+        grid = _GRID_MEMO[key] = rasterise(g)
+        while len(_GRID_MEMO) > 16:
+            _GRID_MEMO.popitem(last=False)
+    else:
+        _GRID_MEMO.move_to_end(key)
+    return grid
 
 
 def _with_unit_rows(a: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
@@ -344,7 +363,7 @@ def build_problem(
     total flow still conserves mass in every cell.
     """
     g = geometry
-    grid = rasterise(g)
+    grid = _rasterised(g)
     nx, ny, h = grid.nx, grid.ny, grid.cell_m
     n = nx * ny
     n_r, n_c = g.n_racks, g.n_cooling
