@@ -246,3 +246,29 @@ def test_kept_layout_is_the_fresh_rasterisation_of_that_geometry(hall):
             assert all(np.array_equal(a, b) for a, b in zip(getattr(kept, name), getattr(fresh, name),
                                                             strict=True)), name
     assert not np.array_equal(solver_mod._rasterised(moved).solid, first.solid)
+
+
+def test_interpolated_model_equals_the_interpolation_formula_bit_for_bit():
+    """RecirculationFamily.model (clip and search on the sorted scales, in-place mixing)
+    gives X(s) = ((1 - w) s_a X_a + w s_b X_b) / s and (1 - w) X_a + w X_b exactly, at
+    scales between knots, on knots and beyond both ends."""
+    from twin.thermal.airflow import RecirculationFamily
+
+    g = row_hall(2, 6, cooling_per_wall=1, cooling_airflow_m3_s=5.0)
+    v0 = rack_airflow_m3_s(np.full(g.n_racks, 10e3), 12.0)
+    fam = RecirculationFamily(g, v0, scales=(0.3, 0.5, 0.75, 1.0))
+    sc = np.asarray(fam.scales)
+    for s_req in (0.2, 0.3, 0.41, 0.5, 0.6180339887, 0.75, 0.9, 1.0, 1.3):
+        m = fam.model(s_req * v0)
+        s = float((s_req * v0).sum() / v0.sum())
+        s_c = float(np.clip(s, sc[0], sc[-1]))
+        k = int(np.clip(np.searchsorted(sc, s_c) - 1, 0, len(sc) - 2))
+        sa, sb = sc[k], sc[k + 1]
+        w = (s_c - sa) / (sb - sa)
+        a, b = fam.exact(k), fam.exact(k + 1)
+        d = ((1 - w) * sa * a.recirculation_k_per_w + w * sb * b.recirculation_k_per_w) / s
+        rk = ((1 - w) * sa * a.return_k_per_w + w * sb * b.return_k_per_w) / s
+        assert np.array_equal(m.recirculation_k_per_w, d), s_req
+        assert np.array_equal(m.return_k_per_w, rk), s_req
+        assert np.array_equal(m.supply_mix, (1 - w) * a.supply_mix + w * b.supply_mix), s_req
+        assert np.array_equal(m.rack_airflow_m3_s, s_req * v0)

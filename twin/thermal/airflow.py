@@ -20,6 +20,7 @@ rack (exhaust = inlet + Q / (rho cp V)) and the recirculation use the same airfl
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -95,9 +96,9 @@ class RecirculationFamily:
         """
         v = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), self.nominal_rack_airflow_m3_s.shape).copy()
         s = self.scale_of(v)
-        sc = np.asarray(self.scales)
-        s_c = float(np.clip(s, sc[0], sc[-1]))
-        k = int(np.clip(np.searchsorted(sc, s_c) - 1, 0, max(len(sc) - 2, 0)))
+        sc = self.scales                 # sorted floats: clip and search without array round trips
+        s_c = min(max(s, sc[0]), sc[-1])
+        k = min(max(bisect.bisect_left(sc, s_c) - 1, 0), max(len(sc) - 2, 0))
         if len(sc) == 1:
             a = b = self.exact(0)
             w, sa, sb = 0.0, sc[0], sc[0]
@@ -116,7 +117,11 @@ class RecirculationFamily:
             return (1 - w) * xa + w * xb
 
         def mix_scaled(xa, xb):  # interpolate s X, return X at the actual scale s
-            return ((1 - w) * sa * xa + w * sb * xb) / s
+            # ((1 - w) sa xa + w sb xb) / s, in place (the same operations, no temporaries)
+            out = np.multiply(xa, (1 - w) * sa)
+            out += np.multiply(xb, w * sb)
+            out /= s
+            return out
 
         d = mix_scaled(a.recirculation_k_per_w, b.recirculation_k_per_w)
         s_mix = mix(a.supply_mix, b.supply_mix)
