@@ -49,6 +49,9 @@ class PowerChain(Component):
             ups_curve=pw.chain.ups.curve if pw.chain is not None and pw.chain.ups is not None else None)
         self.chain_capacity_w = float(power.facility_it_capacity_w(self.tree, pw.redundancy))
         self.breaker_theta = np.zeros(len(p.rpp_limit_w))   # thermal state [pu^2]
+        #: the last check found every breaker at or below rating (its thermal state then is
+        #: the square of its load, the same at the same load: a quiet sample repeats it)
+        self.breakers_steady = True
 
     def node_kwargs(self) -> dict:
         """Keyword arguments of ``power.node_power_w`` for this node model, with the PSU
@@ -74,7 +77,9 @@ class PowerChain(Component):
         frac = rpp_w / p.rpp_rating_w
         if frac.max() <= 1.0 and self.breaker_theta.max() <= 1.0:
             self.breaker_theta = frac ** 2          # at or below rating: steady, never trips
+            self.breakers_steady = True
             return
+        self.breakers_steady = False
         self.breaker_theta = np.asarray(power.breaker_thermal_state_step(self.breaker_theta, frac, e.dt_s))
         magnetic = np.asarray(power.breaker_trip_time_s(frac)) <= BREAKER_MAGNETIC_TRIP_S
         for q in np.flatnonzero((self.breaker_theta >= power.breaker_thermal_trip_state()) | magnetic):

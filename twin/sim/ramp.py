@@ -7,7 +7,7 @@ import numpy as np
 
 from twin import power
 from twin.plant import available_it_w
-from twin.sim.component import Component
+from twin.sim.component import Component, repeat_record
 
 DAY = 86400.0
 
@@ -26,6 +26,7 @@ class Ramp(Component):
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self.power_available_w = 0.0
+        self._installed: tuple[int, int] | None = None      # (rack_delivered version, GPUs)
 
     def processes(self):
         yield self._plan()
@@ -96,4 +97,10 @@ class Ramp(Component):
 
     def record(self, i: int, rec) -> None:
         rec["power_available_w"][i] = self.power_available_w
-        rec["gpus_installed"][i] = int(self.plant.rack_gpus[self.state.rack_delivered].sum())
+        ver = self.state.version("rack_delivered")
+        if self._installed is None or self._installed[0] != ver:     # recounted after a delivery
+            self._installed = (ver, int(self.plant.rack_gpus[self.state.rack_delivered].sum()))
+        rec["gpus_installed"][i] = self._installed[1]
+
+    def record_range(self, i0: int, i1: int, rec) -> None:
+        repeat_record(self, i0, i1, rec)        # the plan level and the deliveries only

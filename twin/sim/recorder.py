@@ -207,6 +207,25 @@ class Recorder:
         """True when sample ``i`` is the last of the window (or of the run): time to flush."""
         return bool(self.windowed) and (i + 1 - self.base >= self.window or i + 1 >= self.n_samples)
 
+    def window_end(self) -> int:
+        """One past the last sample the current window holds (``n_samples`` when unwindowed):
+        a stretch recorded at once (:meth:`repeat`) never crosses a flush."""
+        return min(self.base + self.window, self.n_samples) if self.windowed else self.n_samples
+
+    def repeat(self, names, i0: int, i1: int) -> None:
+        """Copy sample ``i0`` of each time series in ``names`` to samples ``i0 + 1 .. i1 - 1``
+        (in one window). Names not recorded per sample here (no time axis, or not kept at
+        this ``rack_series`` level) are skipped."""
+        for name in names:
+            o = self.declared.get(name)
+            if o is None or o.dims[:1] != ("time",) or name not in self.series:
+                continue
+            w = self._windows.get(name)
+            data, base = (w.data, self.base) if w is not None else (self.series[name], 0)
+            if not (base <= i0 and i1 - base <= len(data)):
+                raise IndexError(f"samples {i0}..{i1} of {name} are outside the recorder's window")
+            data[i0 + 1 - base:i1 - base] = data[i0 - base]
+
     def window_rack_power_w(self, i_end: int) -> np.ndarray:
         """Rack power of the window's samples up to ``i_end`` (exclusive) [W (t, R)]."""
         return self._windows["rack_power_w"].data[:i_end - self.base]

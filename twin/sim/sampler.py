@@ -45,6 +45,12 @@ class Sampler(Component):
         self._physics: PhysicsResult | None = None
         self._gpn: int | None = None        # GPUs per node when uniform (0: mixed)
         self._thr: tuple | None = None      # (up mask, node_clock version, throttled nodes)
+        #: fill quiet stretches of samples without a simpy wake-up each (issue 19; False
+        #: samples one by one, the reference the bulk path is tested against)
+        self.bulk = True
+        self._quiet = False                 # the last sample changed nothing: the next repeats it
+        self._throttled_last = 0            # throttled nodes of the last sample
+        self._protect_clear = False         # the inlet protection found nothing under this key
 
     def processes(self):
         yield self._samples()
@@ -57,12 +63,51 @@ class Sampler(Component):
         e = self.e
         n = e.n_samples
         step = max(n // 100, 1)
-        for i in range(n):
+        i = 0
+        while i < n:
             self.next_sample_s = (i + 1) * e.dt_s
             self.sample(i)
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
+            i += 1
+            if self._quiet and self.bulk and i < n:
+                i = self._fill(i, n, step)
             yield self.env.timeout(e.dt_s)
+
+    def _fill(self, i0: int, n: int, step: int) -> int:
+        """Samples ``i0, i0 + 1, ...`` of a quiet stretch, without a simpy wake-up each;
+        returns the first sample not filled.
+
+        Sample ``i0 - 1`` changed nothing (its physics were reused, it wrote nothing to the
+        state, no GPU shut down, every breaker is at or below rating), so while no event is
+        queued up to the next sample's time, that sample would see the same state, reuse the
+        same physics and repeat the same checks. Only the clock moves: the jobs advance to
+        each sample's time (their tokens accrue sample by sample, the same sums in the same
+        order) and record; the throttled node-seconds add up sample by sample; every other
+        component records the stretch at once (:meth:`Component.record_range`). The clock
+        steps by ``dt`` as the simpy timeouts would (``t + dt``, not ``i dt``), and a stretch
+        ends at the recorder's window, which is then flushed as :meth:`sample` would."""
+        e, env, rec = self.e, self.env, self.e.recorder
+        dt, end, due = e.dt_s, min(n, rec.window_end()), env.peek()
+        jobs, thr = e.jobs, self._throttled_last
+        t, i = env.now, i0
+        while i < end and t + dt < due:
+            t = t + dt
+            env.skip_to(t)
+            self.next_sample_s = (i + 1) * dt
+            jobs.advance_all()
+            jobs.record(i, rec)
+            self.throttled_node_s += thr * dt
+            if e.progress is not None and i % step == 0:
+                e.progress(i / n)
+            i += 1
+        if i > i0:
+            self.record_range(i0, i, rec)
+            for c in e.components:
+                if c is not self and c is not jobs:
+                    c.record_range(i0, i, rec)
+            self._flush(i - 1)
+        return i
 
     def _gpus(self, nodes: np.ndarray) -> int:
         """GPUs on the nodes of the (N,) mask, one of the state's cached masks (a count,
@@ -104,6 +149,7 @@ class Sampler(Component):
 
     def sample(self, i: int) -> None:
         e, p, st = self.e, self.plant, self.state
+        writes = st.write_count()
         e.jobs.advance_all()
         key = st.physics_inputs() + e.thermal.cache_key()
         fresh = key != self._key or self._physics is None
@@ -115,7 +161,12 @@ class Sampler(Component):
         if fresh:       # an unchanged key means the inlets hold this evaluation's already
             st.rack_inlet_c = ph.inlet_c.copy()
         up, powered, in_service = st.node_up, st.node_powered, st.node_in_service
-        e.thermal.protect_racks(ph.inlet_c)     # servers shut themselves down on a hot inlet
+        # servers shut themselves down on a hot inlet: a function of the racks on and their
+        # inlets (both in the key), so once clear under this key it stays clear
+        if fresh or not self._protect_clear:
+            before = st.write_count()
+            e.thermal.protect_racks(ph.inlet_c)
+            self._protect_clear = st.write_count() == before
         if ph.any_shutdown:
             shut = up & (ph.clock <= 0.0)
             if shut.any():
@@ -126,21 +177,46 @@ class Sampler(Component):
             st.node_accel = ph.accel
             if changed:
                 e.jobs.rates_changed()
-        e.power.check_breakers(np.bincount(p.rack_rpp, weights=ph.rack_power_w, minlength=len(p.rpp_limit_w)))
+        if fresh or not e.power.breakers_steady:     # at or below rating the same load repeats the same check
+            e.power.check_breakers(np.bincount(p.rack_rpp, weights=ph.rack_power_w, minlength=len(p.rpp_limit_w)))
         rec = e.recorder
-        rec["rack_power_w"][i] = ph.rack_power_w
-        rec["rack_inlet_c"][i] = st.rack_inlet_c
-        rec["rack_gpu_temp_max_c"][i] = ph.rack_gpu_max_c
-        rec["rack_state"][i] = st.rack_state
         # the masks as they were before this sample's shutdowns (cached by the state)
-        rec["gpus_powered"][i] = self._gpus(powered)
-        rec["gpus_healthy"][i] = self._gpus(in_service)
-        rec["gpus_busy"][i] = self._gpus(st.node_busy)
-        throttled = self._throttled(up)
-        rec["throttle_fraction"][i] = throttled / max(st.count(up), 1)
+        throttled = self._write(i, i + 1, rec, ph, powered, in_service, up)
         self.throttled_node_s += throttled * e.dt_s
         for c in e.components:
             if c is not self:
                 c.record(i, rec)
-        if rec.window_full(i):             # outputs.rack_series below full: fold the window
-            rec.flush(i + 1, power.evaluate_power_tree(e.power.tree, rec.window_rack_power_w(i + 1).astype(float)))
+        self._flush(i)
+        self._throttled_last = throttled
+        self._quiet = (not fresh and not ph.any_shutdown and e.power.breakers_steady
+                       and st.write_count() == writes)
+
+    def _write(self, i0: int, i1: int, rec, ph: PhysicsResult, powered, in_service, up) -> int:
+        """Write the sampler's outputs of samples ``i0 .. i1 - 1`` (one state); returns the
+        throttled node count."""
+        st = self.state
+        rec["rack_power_w"][i0] = ph.rack_power_w
+        rec["rack_inlet_c"][i0] = st.rack_inlet_c
+        rec["rack_gpu_temp_max_c"][i0] = ph.rack_gpu_max_c
+        rec["rack_state"][i0] = st.rack_state
+        rec["gpus_powered"][i0] = self._gpus(powered)
+        rec["gpus_healthy"][i0] = self._gpus(in_service)
+        rec["gpus_busy"][i0] = self._gpus(st.node_busy)
+        throttled = self._throttled(up)
+        rec["throttle_fraction"][i0] = throttled / max(st.count(up), 1)
+        if i1 - i0 > 1:
+            rec.repeat(self.outputs, i0, i1)
+        return throttled
+
+    def record_range(self, i0: int, i1: int, rec) -> None:
+        """The sampler's outputs over a quiet stretch: those of the state and physics in force."""
+        assert self._physics is not None
+        st = self.state
+        self._write(i0, i1, rec, self._physics, st.node_powered, st.node_in_service, st.node_up)
+
+    def _flush(self, i: int) -> None:
+        """Fold the recorder's window when sample ``i`` is its last (``outputs.rack_series``
+        below full)."""
+        rec = self.e.recorder
+        if rec.window_full(i):
+            rec.flush(i + 1, power.evaluate_power_tree(self.e.power.tree, rec.window_rack_power_w(i + 1).astype(float)))
