@@ -147,7 +147,8 @@ def test_plan_view_quick_model_equals_the_direct_solves(monkeypatch):
 
 
 def test_capped_steady_state_with_kept_constants_equals_the_direct_maps(hall):
-    """Coils at their set points (the common case, served from constants kept per model):
+    """Coils at their set points (the common case, served from unit constants kept by the
+    identity of the model's unit arrays):
     supplies, returns, loads and inlets equal the model's linear maps evaluated directly, bit
     for bit, for two models used in turn; a caller changing a result's arrays changes
     nothing kept."""

@@ -27,7 +27,6 @@ dehumidifying coils": sensible coil capacity Q = m cp (T_in - T_out).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,10 +115,11 @@ class CappedSteadyState:
 
 @dataclass(frozen=True, eq=False)
 class _CoilConstants:
-    """What :func:`capped_steady_state` reads of a model and its settings besides the heat:
-    kept per model (while it lives) for the default settings, so a run that evaluates the
-    same recirculation model at many heats computes them once. ``*_free``: with every coil
-    at its set point (no coil saturated), the common case."""
+    """What :func:`capped_steady_state` reads of a model's units and its settings besides
+    the heat: kept for the default settings while the model's unit arrays are the same
+    objects (the interpolated models of one airflow family share them), so a run that
+    evaluates many models of a hall computes them once. ``*_free``: with every coil at its
+    set point (no coil saturated), the common case."""
 
     act: np.ndarray
     g: np.ndarray            # rho cp V of each unit [W/K]
@@ -131,21 +131,25 @@ class _CoilConstants:
     cap_limit: np.ndarray    # load above which a coil saturates [W]
     run_cap: float
     s_free: np.ndarray       # supplies with no coil saturated [C]
-    r0_s_free: np.ndarray    # R0 @ s_free
     c_out_free: np.ndarray   # s_free - fan_rise
-    supply_s_free: np.ndarray  # S @ s_free
     supply_free: np.ndarray  # where(act, s_free, NaN)
 
 
-_COIL_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: unit constants of the default settings, by the identities of the model arrays they come
+#: from (the arrays are held, so an identity is not reused while its entry lives)
+_COIL_CONSTANTS: dict[tuple, tuple] = {}
+_COIL_CONSTANTS_SIZE = 32
 
 
 def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _CoilConstants:
-    """The :class:`_CoilConstants` of ``model`` (kept per model for the default settings;
-    a model's arrays are not changed once built)."""
+    """The :class:`_CoilConstants` of ``model``'s units (kept for the default settings; a
+    model's arrays are not changed once built)."""
     default = setpoint_c is None and capacity_w is None and np.ndim(unit_fan_heat_w) == 0 and unit_fan_heat_w == 0
-    if default and (k := _COIL_CONSTANTS.get(model)) is not None:
-        return k
+    src = (model.cooling_active, model.cooling_airflow_m3_s, model.cooling_supply_temp_c, model.cooling_capacity_w)
+    key = tuple(map(id, src))
+    if default and (hit := _COIL_CONSTANTS.get(key)) is not None and all(
+            a is b for a, b in zip(hit[0], src, strict=True)):
+        return hit[1]
     act = np.asarray(model.cooling_active, bool)
     n_c = act.size
     g = AIR_VOLUMETRIC_HEAT_J_M3_K * model.cooling_airflow_m3_s
@@ -161,10 +165,11 @@ def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _C
     k = _CoilConstants(
         act=act, g=g, t_set=t_set, cap=cap, fan=fan, fan_rise=fan_rise, cap_rise=cap / np.where(act, g, 1.0),
         cap_limit=cap * (1 + 1e-9) + 1e-6, run_cap=float(cap[act].sum()), s_free=s_free,
-        r0_s_free=model.return_mix @ s_free, c_out_free=s_free - fan_rise,
-        supply_s_free=model.supply_mix @ s_free, supply_free=np.where(act, s_free, np.nan))
+        c_out_free=s_free - fan_rise, supply_free=np.where(act, s_free, np.nan))
     if default:
-        _COIL_CONSTANTS[model] = k
+        if len(_COIL_CONSTANTS) >= _COIL_CONSTANTS_SIZE:
+            _COIL_CONSTANTS.pop(next(iter(_COIL_CONSTANTS)))
+        _COIL_CONSTANTS[key] = (src, k)
     return k
 
 
@@ -212,7 +217,7 @@ def capped_steady_state(
         u = sat & act
         if not u.any():                 # no coil saturated: the system is I s = rhs (exactly)
             s = k.s_free
-            ret = k.r0_s_free + rq
+            ret = r0 @ s + rq
         else:
             # coil outlet: T_set (unsaturated) or T_ret - cap / G (saturated); the fan adds its rise
             rhs = np.where(u, rq - k.cap_rise + fan_rise, t_set + fan_rise)
@@ -233,10 +238,11 @@ def capped_steady_state(
         if not add.any() and not drop.any():
             break
         sat = (sat | add) & ~drop
-    free = s is k.s_free                # the supplies of the unsaturated coils: kept products
-    ret = k.r0_s_free + rq if free else r0 @ s + rq
+    free = s is k.s_free                # the supplies of the unsaturated coils: kept arrays
+    if not (free and it):               # (the loop's last returns are the final ones)
+        ret = r0 @ s + rq
     load = np.where(act, g * (ret - (k.c_out_free if free else s - fan_rise)), 0.0)
-    inlet = (k.supply_s_free if free else model.supply_mix @ s) + model.recirculation_k_per_w @ q
+    inlet = model.supply_mix @ s + model.recirculation_k_per_w @ q
     return CappedSteadyState(
         feasible=not limiting,
         limiting=limiting,
