@@ -37,7 +37,8 @@ def two_zone_rise_k(case) -> float:
 
 def main() -> None:
     cmp = {a: pod2_comparison(a) for a in ("fan_law", "strip_balance")}
-    jet = {a: pod2_comparison(a, supply="wall_jet") for a in ("fan_law", "strip_balance")}
+    jet = {a: pod2_comparison(a, supply="wall_jet") for a in ("fan_law", "strip_balance", "fan_curve")}
+    fan_curve_cases = pod2_cases("fan_curve")
     held = {s: pod2_2018_comparison(supply=s) for s in ("floor", "wall_jet")}
     cases = {a: pod2_cases(a) for a in cmp}
     lay = pod2_layout()
@@ -103,11 +104,15 @@ def main() -> None:
            label="twin, wall-jet supply, fan law")
     b.plot(it[o], (jet["strip_balance"].twin_inlet_c.mean(1) - ts)[o], "^--", color="tab:green",
            label="twin, wall-jet supply, strip balance")
+    b.plot(it[o], (jet["fan_curve"].twin_inlet_c.mean(1) - ts)[o], "^-", color="tab:blue",
+           label="twin, wall-jet supply, fan curve (phi fitted on day 1)")
     b.plot(it[o], np.array([two_zone_rise_k(c) for c in cases["fan_law"]])[o], ":", color="0.4",
            label="well-mixed two-zone (fan law)")
+    b.plot(it[o], np.array([two_zone_rise_k(c) for c in fan_curve_cases])[o], "-.", color="0.4",
+           label="well-mixed two-zone (fan curve)")
     b.set_xlabel("IT power [kW]")
     b.set_ylabel("mean rack inlet above supply [K]")
-    b.set_title("Inlet rise: flat in the pod; floor supply grows with load,\nwall jets much less", fontsize=9)
+    b.set_title("Inlet rise: flat in the pod; the twin's grows with load, its mixing\nabove the two-zone bound growing with the rack rise", fontsize=9)
     b.legend(fontsize=7)
     b.grid(alpha=0.3)
     # (c) vertical profile at the strips, loaded configurations
