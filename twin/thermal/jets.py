@@ -211,7 +211,8 @@ def wall_jet_cells(nx: int, ny: int, nz: int, cell_m: float, height_m: float, fl
     if intake_demand_m3_s is not None:
         side = _fed_along_flanks(stations, cells_of, q, airflow_m3_s, np.asarray(intake_demand_m3_s, float))
         if side is not None:
-            return WallJet(*side[:5], reach, throw, *side[5:])
+            cells, weight, path, path_weight, ent, mix, side_cells, side_m3 = side
+            return WallJet(cells, weight, path, path_weight, ent, reach, throw, mix, side_cells, side_m3)
     path, path_w = np.concatenate(pc), np.concatenate(pw)
     if entrained > 0 and path_w.sum() > 0:
         path_w = path_w / path_w.sum()
@@ -294,7 +295,7 @@ def hall_wall_jets(geometry, nx: int, ny: int, fluid3: np.ndarray, cooling_airfl
                                   outlet_width_m=float(g.cooling_outlet_width_m[c]), airflow_m3_s=float(v[c]),
                                   intake_demand_m3_s=demand))
         jet = out[-1]
-        if demand is not None and jet is not None and jet.side_cells is not None:
+        if demand is not None and jet is not None and jet.side_cells is not None and jet.side_m3_s is not None:
             np.subtract.at(demand, jet.side_cells, jet.side_m3_s)
             np.clip(demand, 0.0, None, out=demand)
     return out
