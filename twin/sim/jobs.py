@@ -56,6 +56,7 @@ class JobState:
     stream: EngineJob | None = None
     submit_s: float = math.nan
     end_sample: int = -1               # first sample after the job ended (stream jobs)
+    training_ver: int = -1             # write count of node_job_phase when its nodes were last seen TRAINING
 
     @property
     def gpu_s_useful_total(self) -> float:
@@ -132,6 +133,15 @@ class Jobs(Component):
         self._share_cache: dict = {}
         self._step_cache: dict = {}
         self._interval_cache: dict = {}
+        self._write_s_memo: dict[tuple[float, int], float] = {}    # (bytes, writers) -> write time [s]
+        self._read_s_memo: dict[float, float] = {}                 # bytes -> reload time [s]
+        # GPUs per node when every node model has the same count (None: look it up per job)
+        self._gpn: int | None = self.plant.gpus_per_node if len(self.plant.models) <= 1 else None
+        #: a checkpoint that ends before the next queued event is written in closed form (no
+        #: simpy wake-up at its end, no phase writes nobody can see); False runs every one as
+        #: an event, the reference the fast path is tested against (tests/sim/test_speed_paths.py)
+        self.closed_form_checkpoints = True
+        self.checkpoints_closed_form = 0    # how many took the fast path (a counter for tests/bench)
 
     def _add_stream_jobs(self) -> None:
         """The jobs of ``workload.stream`` or ``workload.trace`` (twin.workload), drawn from
@@ -279,8 +289,28 @@ class Jobs(Component):
 
     def gpus_per_node_of(self, job: JobState) -> int:
         """GPUs per node of the job's node model."""
-        return self.plant.models[self.model_of(job)].gpu_count if len(self.plant.models) > 1 \
-            else self.plant.gpus_per_node
+        if self._gpn is not None:
+            return self._gpn
+        return self.plant.models[self.model_of(job)].gpu_count
+
+    def checkpoint_write_s(self, job: JobState, writers: int) -> float:
+        """Write time [s] of the job's checkpoint with ``writers`` jobs writing at once
+        (:func:`twin.storage.checkpoint_write_s`, memoised per size and writer count: the
+        bandwidth is fixed for the run)."""
+        key = (job.checkpoint_bytes, writers)
+        dur = self._write_s_memo.get(key)
+        if dur is None:
+            dur = self._write_s_memo[key] = float(storage.checkpoint_write_s(
+                job.checkpoint_bytes, self.storage_write_gb_s, writers))
+        return dur
+
+    def checkpoint_read_s(self, job: JobState) -> float:
+        """Reload time [s] of the job's checkpoint (:func:`twin.storage.checkpoint_read_s`, memoised)."""
+        dur = self._read_s_memo.get(job.checkpoint_bytes)
+        if dur is None:
+            dur = self._read_s_memo[job.checkpoint_bytes] = float(storage.checkpoint_read_s(
+                job.checkpoint_bytes, self.storage_read_gb_s))
+        return dur
 
     def update_rate(self, job: JobState) -> None:
         job.step = self.step(job)
@@ -338,7 +368,7 @@ class Jobs(Component):
         if key not in self._interval_cache:
             mtbf_s = reliability.job_mtbf_s(self.e.failures.classes, max(len(job.nodes), 1),
                                             self.s.failures.rate_scale)
-            ck = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s, 1))
+            ck = self.checkpoint_write_s(job, 1)
             self._interval_cache[key] = float(reliability.daly_interval_s(ck, mtbf_s))
         return self._interval_cache[key]
 
@@ -367,8 +397,7 @@ class Jobs(Component):
                 self._set_phase(job, Phase.RESTART)
                 if math.isnan(job.first_start_s):
                     job.first_start_s = self.env.now
-                reload = (float(storage.checkpoint_read_s(job.checkpoint_bytes, self.storage_read_gb_s))
-                          if job.tokens_committed > 0 else 0.0)
+                reload = self.checkpoint_read_s(job) if job.tokens_committed > 0 else 0.0
                 e.log("job_start", spec.name, f"{len(job.nodes)} nodes, reload {reload:.0f} s")
                 yield self.env.timeout(spec.restart_s + reload)
                 self.advance(job)
@@ -424,21 +453,52 @@ class Jobs(Component):
         sw["checkpoint"] = max(sw["checkpoint"], p[Phase.TRAINING] - p[Phase.CHECKPOINT])
 
     def _checkpoint(self, job: JobState):
+        """Write a checkpoint: the job's nodes in the CHECKPOINT phase for the write time
+        (storage bandwidth shared by the jobs writing at its start), then commit.
+
+        Closed form when nothing else happens before the write ends: if the end time is
+        before the next event in simpy's queue, no process, sampler or failure can see the
+        job between the start and the end, so the clock moves to the end at once
+        (:func:`_skip_to`; the same instant simpy would resume at, ``now + dur``) instead of
+        a timeout and a wake-up, and the CHECKPOINT phase, which nobody could read, is never
+        written (the nodes' phase is TRAINING before and after). Every other number, the
+        event table and the order of events are what the event-driven write gives: the
+        progress is advanced at the same instants, so the same sums in the same order."""
+        env = self.env
         job.status = "checkpointing"
-        self._set_phase(job, Phase.CHECKPOINT)
         self.writers += 1
+        closed = False
         try:
-            dur = float(storage.checkpoint_write_s(job.checkpoint_bytes, self.storage_write_gb_s,
-                                                   self.writers))
-            yield self.env.timeout(dur)
+            dur = self.checkpoint_write_s(job, self.writers)
+            end = env.now + dur
+            if self.closed_form_checkpoints and end < env.peek() and self._all_training(job):
+                _skip_to(env, end)
+                closed = True
+                self.checkpoints_closed_form += 1
+            else:
+                self._set_phase(job, Phase.CHECKPOINT)
+                yield env.timeout(dur)
         finally:
             self.writers -= 1
         self.advance(job)
-        job.commit(self.env.now)
+        job.commit(env.now)
         job.status = "running"
         self._fabric_changed()
-        self._set_phase(job, Phase.TRAINING)
+        if not closed:
+            self._set_phase(job, Phase.TRAINING)
         self.e.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
+
+    def _all_training(self, job: JobState) -> bool:
+        """Every node of the job is in the TRAINING phase (what a checkpoint returns it to).
+        Read from the array itself when the phases were written since the job last found
+        them so (the field's write count moved); otherwise that answer still holds."""
+        st = self.state
+        ver = st.version("node_job_phase")
+        if job.training_ver == ver:
+            return True
+        ok = bool((st.node_job_phase.view(np.ndarray)[job.nodes] == Phase.TRAINING).all())
+        job.training_ver = ver if ok else -1
+        return ok
 
     def _finish(self, job: JobState) -> None:
         job.commit()
@@ -527,20 +587,15 @@ class Jobs(Component):
 
     # ------------------------------------------------------------------ outputs
     def record(self, i: int, rec) -> None:
-        gpn, homogeneous = self.plant.gpus_per_node, len(self.plant.models) <= 1
+        """Tokens, token rate and GPUs of every fixed job and every stream job started and
+        not done (a finished stream job's tokens are filled forward in :meth:`finish`)."""
         tokens, rate, gpus = rec["job_tokens"], rec["job_tokens_per_s"], rec["job_gpus"]
-        for j in range(self.n_fixed):
-            job = self.all[j]
+        gpn, every = self._gpn, self.all
+        for j in (*range(self.n_fixed), *self.active):
+            job = every[j]
             tokens[i, j] = job.tokens
             rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
-            gpus[i, j] = len(job.nodes) * (gpn if homogeneous else self.gpus_per_node_of(job))
-        # stream jobs: only those started and not done; a finished job's tokens are filled
-        # forward in finish()
-        for j in self.active:
-            job = self.all[j]
-            tokens[i, j] = job.tokens
-            rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
-            gpus[i, j] = len(job.nodes) * (gpn if homogeneous else self.gpus_per_node_of(job))
+            gpus[i, j] = len(job.nodes) * (gpn if gpn is not None else self.gpus_per_node_of(job))
 
     def job_records(self) -> list:
         """Per-job totals for :class:`twin.outputs.RunRecord` (one per job, in job order)."""
@@ -583,3 +638,9 @@ class Jobs(Component):
         rec.set("job_start_s", [r.first_start_s for r in recs])
         rec.set("job_end_s", [r.end_s for r in recs])
         rec.set("job_gpus_requested", [r.gpus for r in recs])
+
+
+def _skip_to(env: simpy.Environment, t: float) -> None:
+    """Move the clock to ``t`` [s] with no event in between (the next queued event lies
+    after ``t``, checked by the caller), as simpy would on a timeout that ends at ``t``."""
+    env._now = t        # simpy keeps the clock in Environment._now (simpy 4)
