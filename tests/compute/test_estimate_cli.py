@@ -150,3 +150,28 @@ def test_step_reports_memory_and_refuses_a_job_that_does_not_fit(capsys):
     err = capsys.readouterr().err
     assert "80 GiB" in err and "weights 131" in err and "cluster.gpu.memory_gb" in err
     assert "Traceback" not in err
+
+
+def test_recompute_choices_are_one_list():
+    # the estimate file's schema, the step model and the memory model accept the same
+    # recompute choices: twin.compute.specs.RECOMPUTE_CHOICES
+    from typing import get_args
+
+    from twin.compute import step_estimate
+    from twin.compute.estimate_file import Training
+    from twin.compute.memory import memory_per_gpu_bytes
+    from twin.compute.specs import RECOMPUTE_CHOICES
+
+    assert get_args(Training.model_fields["activation_recompute"].annotation) == RECOMPUTE_CHOICES
+    shape = dict(layers=32, hidden=4096, ffn_hidden=14336, heads=32, kv_heads=8, vocab=128256,
+                 seq_len=8192, micro_batch=1)
+    step = dict(shape, global_batch=8, tp=1, pp=1, cp=1, vpp=1, gpus=8, gpus_per_node=8,
+                peak_tflops=989.0, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
+                inter_node_gbps=3200.0)
+    for choice in RECOMPUTE_CHOICES:  # every choice runs in both models
+        assert step_estimate(**step, activation_recompute=choice).step_time_s > 0
+        assert memory_per_gpu_bytes(**shape, activation_recompute=choice).total > 0
+    with pytest.raises(ValueError, match="save_qkv_proj"):
+        step_estimate(**step, activation_recompute="attention_only")
+    with pytest.raises(ValueError, match="save_qkv_proj"):
+        memory_per_gpu_bytes(**shape, activation_recompute="attention_only")

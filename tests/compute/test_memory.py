@@ -156,18 +156,22 @@ def test_published_a100_megatron_configurations_fit_in_80_gb():
                                  kv_heads=heads, tp=tp, pp=pp, dp=dp, microbatches=batch // dp,
                                  activation_recompute="full", sequence_parallel=False, **kw)
         assert memory_fit_problem(m, 80) is None
-    for _, heads, h, layers, pp, gpus, batch, _, _ in K22:
+    for _, heads, h, layers, pp, gpus, batch, mb, _, _ in K22:
         for rec in ("full", "selective"):
+            # full recompute without sequence parallelism (the paper's baseline), selective
+            # with it; the 22B's micro-batch of 4 (their Table 3)
             dp = gpus // (8 * pp)
             m = memory_per_gpu_bytes(layers=layers, hidden=h, ffn_hidden=4 * h, heads=heads,
                                      kv_heads=heads, tp=8, pp=pp, dp=dp,
-                                     microbatches=batch // dp, activation_recompute=rec, **kw)
+                                     microbatches=batch // dp // mb, activation_recompute=rec,
+                                     sequence_parallel=rec == "selective",
+                                     **dict(kw, micro_batch=mb))
             assert memory_fit_problem(m, 80) is None
             # without recompute of any kind the 175B..1T rows would not fit (the paper's point)
             if h >= 12288:
                 none = memory_per_gpu_bytes(layers=layers, hidden=h, ffn_hidden=4 * h,
                                             heads=heads, kv_heads=heads, tp=8, pp=pp, dp=dp,
-                                            microbatches=batch // dp,
+                                            microbatches=batch // dp // mb,
                                             activation_recompute="none",
                                             sequence_parallel=False, **kw)
                 assert none.activations > m.activations

@@ -1,6 +1,7 @@
 """Training step model: calibration point, public step times, scaling laws, stragglers."""
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import twin.compute.step as step_module
 from twin.compute import (
     DEPLOYMENT_STEP_FACTOR,
     gpu_clock_fraction_at_power_cap,
@@ -107,14 +109,15 @@ def test_public_dgx_h100_step_times():
     err = {role: np.abs([_dgxc_error(r) for r in rows if r["role"] == role])
            for role in ("fit", "validate")}
     both = np.concatenate(list(err.values()))
-    # issue 16 goals: mean |error| <= 3 % (held: 1.9 % on the held-out rows, 2.0 % on all)
-    assert err["validate"].mean() <= 0.022 and both.mean() <= 0.022
-    # worst <= 8 % is NOT met by one row: the Llama 3.1 405B FP8 proxy on 192 GPUs, +8.45 %;
-    # 405B FP8 stays 7-9 % slow on four rows while 70B FP8 is 2-3 % fast (docs/validation.md)
-    assert both.max() <= 0.086 and (both > 0.08).sum() <= 1
+    # issue 16 goals: mean |error| <= 3 %, worst <= 8 %, on the held-out rows and on all
+    # (measured: held-out 2.1 %, worst 7.4 %, the Llama 3.1 405B FP8 proxy on 192 GPUs)
+    assert err["validate"].mean() <= 0.03 and both.mean() <= 0.03
+    assert err["validate"].max() <= 0.08 and both.max() <= 0.08
+    # 405B FP8 stays 6-7 % slow on four rows while 70B FP8 is 2-4 % fast (docs/validation.md);
+    # every other row within 5 % (measured 4.5 %, 70B FP8 on 64 GPUs)
     others = [abs(_dgxc_error(r)) for r in rows
               if not (r["model"] == "llama31_405b" and r["precision"] == "fp8")]
-    assert max(others) <= 0.045
+    assert max(others) <= 0.05
 
 
 def test_405b_rows_run_the_recipes_shape():
@@ -239,31 +242,45 @@ A100_80 = dict(gpus_per_node=8, hbm_bw_tb_s=2.039, nvlink_gb_s=300.0, nvls=False
 
 
 #: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
-#: (2022), A100 80 GB, seq 2048, micro-batch 1, TP 8: (name, heads, hidden, layers, PP,
-#: GPUs, batch, step [s] with full recompute, with selective recompute)
-K22 = [("22B", 64, 6144, 48, 1, 8, 4, 1.42, 1.10), ("175B", 96, 12288, 96, 8, 64, 64, 18.13, 13.75),
-       ("530B", 128, 20480, 105, 35, 280, 280, 49.05, 37.83),
-       ("1T", 160, 25600, 128, 64, 512, 512, 94.42, 71.49)]
+#: (2022, arXiv 2205.05198), A100 80 GB, seq 2048, TP 8, Table 3 (configurations) and
+#: Table 5 (time per iteration): (name, heads, hidden, layers, PP, GPUs, batch, micro-batch,
+#: step [s] with full recompute, with selective recompute).  The 22B runs its whole batch
+#: of 4 as one micro-batch (Table 3; its per-layer times, Table 4, times 48 layers give
+#: the step time only so), the others micro-batch 1.
+K22 = [("22B", 64, 6144, 48, 1, 8, 4, 4, 1.42, 1.10),
+       ("175B", 96, 12288, 96, 8, 64, 64, 1, 18.13, 13.75),
+       ("530B", 128, 20480, 105, 35, 280, 280, 1, 49.05, 37.83),
+       ("1T", 160, 25600, 128, 64, 512, 512, 1, 94.42, 71.49)]
 
 
-def _gpt(heads, h, layers, tp, pp, gpus, batch, mb, vpp, rec):
+def _gpt(heads, h, layers, tp, pp, gpus, batch, mb, vpp, rec, sequence_parallel=False):
+    # the module's A100 table looked up at call time (the fit script swaps it), with the
+    # row's own tensor-parallel scheme
+    ke = dataclasses.replace(step_module.A100_SXM, sequence_parallel=sequence_parallel)
     return step_estimate(layers=layers, hidden=h, ffn_hidden=4 * h, heads=heads, kv_heads=heads,
                          vocab=51200, seq_len=2048, global_batch=batch, micro_batch=mb, tp=tp,
                          pp=pp, cp=1, vpp=vpp, gpus=gpus, gated_mlp=False,
-                         activation_recompute=rec, **A100_80)
+                         activation_recompute=rec, kernel_efficiency=ke, **A100_80)
 
 
 def _a100_errors() -> list[float]:
-    """Relative errors of the 18 A100 rows (SC21 Table 1 and Korthikanti et al. 2022)."""
+    """Relative errors of the 18 A100 rows (SC21 Table 1 and Korthikanti et al. 2022).
+
+    Sequence parallelism as each run had it: SC21 (2021) predates it (tensor-parallel
+    all-reduces, norms and dropout on every token); Korthikanti et al. compare full
+    recompute without it (their baseline) against "present work", selective recompute
+    with sequence parallelism (Table 5).
+    """
     errs = []
     for _, heads, h, layers, tp, pp, gpus, batch, ref in PTDP:
         best = max(_gpt(heads, h, layers, tp, pp, gpus, batch, mb, vpp, "full").mfu * 4 / 3
                    for mb in (1, 2) for vpp in (1, 2)
                    if batch % (gpus // (tp * pp) * mb) == 0 and layers % (pp * vpp) == 0)
         errs.append(best / ref - 1)
-    for _, heads, h, layers, pp, gpus, batch, full, sel in K22:
+    for _, heads, h, layers, pp, gpus, batch, mb, full, sel in K22:
         for rec, ref in (("full", full), ("selective", sel)):
-            t = min(_gpt(heads, h, layers, 8, pp, gpus, batch, 1, vpp, rec).step_time_s
+            t = min(_gpt(heads, h, layers, 8, pp, gpus, batch, mb, vpp, rec,
+                         sequence_parallel=rec == "selective").step_time_s
                     for vpp in (1, 2, 3) if layers % (pp * vpp) == 0)
             errs.append(ref / t - 1)
     return errs
@@ -273,7 +290,7 @@ def test_a100_megatron_scaling_tables():
     # SC21: the paper's FLOP count includes the recompute forward (share = MFU * 4/3);
     # each row at the best micro-batch (1, 2) and virtual stages (1, 2, 3), as tuned
     errs = np.abs(_a100_errors())
-    assert errs.mean() < 0.05 and errs.max() < 0.12, errs
+    assert errs.mean() <= 0.03 * 4 / 3 and errs.max() <= 0.08, errs
     # selective recompute saves most of the full recompute's cost
     full = _gpt(96, 12288, 96, 8, 8, 64, 64, 1, 2, "full").step_time_s
     sel = _gpt(96, 12288, 96, 8, 8, 64, 64, 1, 2, "selective").step_time_s
@@ -316,34 +333,39 @@ def test_all_88_public_step_times_mean_error_within_3_percent():
     a100 = _a100_errors()
     e = np.abs(h100 + a100)
     assert len(e) == 88
-    assert e.mean() <= 0.030, e.mean()  # 2.7 %
-    # worst <= 8 % is not met on 3 of 88: the 405B FP8 proxy on 192 GPUs (8.45 %), SC21's
-    # 76B (8.4 %) and Korthikanti's 22B with selective recompute on 8 A100 (9.8 %)
-    assert (e > 0.08).sum() <= 3 and e.max() <= 0.10
+    # issue 16 goals, both met: mean 2.5 %, worst 7.4 % (A100 alone: 3.7 %, 6.4 %)
+    assert e.mean() <= 0.030, e.mean()
+    assert e.max() <= 0.080, e.max()
 
 
 def test_tp_collectives_hide_behind_their_gemm_as_far_as_it_lasts():
-    # userbuffers pair each TP collective with one GEMM: a collective shorter than its GEMM
-    # is hidden by the share tp_overlap, a longer one shows its excess in full
-    import dataclasses
-
+    # userbuffers pair each TP collective with one GEMM: ring-exchange and bulk overlaps
+    # hide it as far as the GEMM lasts; the pipelined forward reduce-scatters (num_splits 4
+    # in the NeMo recipes) leave their last chunk exposed
+    from twin.compute.collectives import group_collective_time_s
     from twin.compute.step import H100_SXM
-    full = dataclasses.replace(H100_SXM, tp_overlap=1.0)
-    fast = est(kernel_efficiency=full).breakdown["tp_comm_exposed"]
-    assert fast == pytest.approx(0.0, abs=1e-12)  # 70B TP4 on NVLink: every GEMM is longer
-    slow = est(kernel_efficiency=full, nvlink_gb_s=20.0).breakdown["tp_comm_exposed"]
-    none = est(kernel_efficiency=dataclasses.replace(H100_SXM, tp_overlap=0.0),
+
+    # 70B TP4 on NVLink: every GEMM outlasts its collective, so what shows is the last
+    # quarter of the two forward reduce-scatters per layer and micro-batch (bf16 T x h)
+    rs = group_collective_time_s("reduce_scatter", 4096 * 8192 * 2.0, nodes=1, ranks_per_node=4)
+    n = 20 * 64  # layers on the last stage x micro-batches
+    assert H100_SXM.tp_comm_overlap and H100_SXM.tp_rs_splits == 4
+    assert est().breakdown["tp_comm_exposed"] == pytest.approx(n * 2 * rs / 4, rel=1e-9)
+    eight = dataclasses.replace(H100_SXM, tp_rs_splits=8)
+    assert est(kernel_efficiency=eight).breakdown["tp_comm_exposed"] == pytest.approx(
+        n * 2 * rs / 8, rel=1e-9)
+    # a slow link: collectives outlast their GEMMs and show the excess, less than no overlap
+    slow = est(nvlink_gb_s=20.0).breakdown["tp_comm_exposed"]
+    none = est(kernel_efficiency=dataclasses.replace(H100_SXM, tp_comm_overlap=False),
                nvlink_gb_s=20.0).breakdown["tp_comm_exposed"]
-    assert 0.0 < slow < none  # the excess over each GEMM stays, the rest hides
+    assert n * 2 * rs / 4 < slow < none
 
 
 def test_fp8_runs_gather_fp8_and_reduce_scatter_fp8_only_when_asked():
     # Transformer Engine initialize_ub: FP8 userbuffers for every all-gather overlap, for a
     # pipelined reduce-scatter only with fp8_buf (dgxc llama3.1 configure.sh, 405b only)
-    import dataclasses
-
     from twin.compute.step import H100_SXM
-    ke = dataclasses.replace(H100_SXM, tp_overlap=0.0)  # all TP time exposed: bytes show
+    ke = dataclasses.replace(H100_SXM, tp_comm_overlap=False)  # all TP time exposed
     kw = dict(model="405b", gpus=576, global_batch=252, kernel_efficiency=ke)
     bf16 = est(**kw).breakdown["tp_comm_exposed"]
     fp8 = est(precision="fp8", **kw).breakdown["tp_comm_exposed"]

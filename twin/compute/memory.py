@@ -207,8 +207,9 @@ def memory_per_gpu_bytes(
                     ("cp", cp), ("vpp", vpp), ("dp", dp), ("moe_ep", moe_ep)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if activation_recompute not in ("none", "selective", "save_qkv_proj", "full"):
-        raise ValueError("activation_recompute must be none/selective/save_qkv_proj/full, "
+    from twin.compute.specs import RECOMPUTE_CHOICES  # specs imports this module
+    if activation_recompute not in RECOMPUTE_CHOICES:
+        raise ValueError(f"activation_recompute must be one of {RECOMPUTE_CHOICES}, "
                          f"got {activation_recompute!r}")
     h, F = float(hidden), float(ffn_hidden)
     hkv = h * kv_heads / heads

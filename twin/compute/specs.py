@@ -22,6 +22,13 @@ from dataclasses import dataclass
 from twin.compute.memory import MemoryBreakdown, memory_per_gpu_bytes
 from twin.compute.step import KernelEfficiency, StepEstimate, step_estimate
 
+#: Activation recompute choices, the one list the step model, the memory model and the
+#: estimate file's schema accept: nothing, the attention core ("selective", Korthikanti
+#: et al. 2022), all but the QKV projection (MaxText's ``save_qkv_proj`` remat policy),
+#: the whole layer ("full").  (step.py and memory.py import it where they check, since
+#: this module imports them.)
+RECOMPUTE_CHOICES = ("none", "selective", "save_qkv_proj", "full")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -52,7 +59,7 @@ class ParallelSpec:
     tp, pp, cp: tensor, pipeline, context parallel sizes; vpp: virtual stages per pipeline
     rank; ep: expert-parallel ranks (taken from the data x context group).  seq_len
     [tokens], global_batch and micro_batch [sequences].  precision "bf16" or "fp8";
-    activation_recompute "none", "selective" or "full"; zero_stage 1 (Megatron's
+    activation_recompute one of :data:`RECOMPUTE_CHOICES`; zero_stage 1 (Megatron's
     distributed optimizer) or 3 (FSDP / ZeRO-3, shard group ``fsdp_shard`` ranks, None =
     all data x context ranks); grad_bytes [B] per gradient element (4: fp32 buffers);
     param_gather_bytes [B] per gathered parameter (2: bf16, 1: FP8 weights);

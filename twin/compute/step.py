@@ -13,9 +13,12 @@ own efficiency (no blanket MFU factor):
   cross-entropy) at ``hbm`` of the HBM bandwidth, plus a launch gap per kernel;
 * tensor-parallel all-gather / reduce-scatter (sequence parallel: 4 collectives forward,
   6 backward per layer), each overlapped with the GEMM Transformer Engine's userbuffers
-  pair it with: the share ``tp_overlap`` of it hides as far as that GEMM lasts, so a
-  collective longer than its GEMM (FP8 GEMMs are short) shows its excess; FP8 runs gather
-  FP8 and reduce-scatter bf16 (FP8 in the forward with ``tp_fp8_reduce_scatter``);
+  pair it with, by the overlap method the recipes set: ring-exchange and bulk overlaps
+  hide a collective as far as its GEMM lasts; the pipelined forward reduce-scatters
+  (``num_splits`` chunks) expose their last chunk and whatever of the rest outlasts the
+  GEMM, so a collective longer than its GEMM (FP8 GEMMs are short) shows its excess; FP8
+  runs gather FP8 and reduce-scatter bf16 (FP8 in the forward with
+  ``tp_fp8_reduce_scatter``);
 * context-parallel ring attention (KV blocks passed around the CP ring) hidden behind
   the attention kernels as far as they last;
 * pipeline-parallel point-to-point sends (2 x vpp per micro-batch and stage), each
@@ -49,10 +52,10 @@ MFU uses the model-FLOPs formula of calibration.yaml (training.flops_per_sequenc
 
 Calibration (see the efficiency tables below, tests/compute/test_step.py and
 docs/validation.md): the 20 fitted DGX H100 step times of dgxc-benchmarking (8B..405B,
-BF16 and FP8, 8..2,304 GPUs, each with its recipe's settings): mean |error| 2.2 %, worst
-7.5 %; the 50 held out: 1.9 %, worst +8.5 % (Llama 3.1 405B FP8 proxy on 192 GPUs);
+BF16 and FP8, 8..2,304 GPUs, each with its recipe's settings): mean |error| 2.4 %, worst
+6.7 %; the 50 held out: 2.1 %, worst +7.4 % (Llama 3.1 405B FP8 proxy on 192 GPUs);
 18 Megatron-LM A100 step times (SC21 and 2022 papers, 8..3,072 GPUs): mean |error|
-4.5 %, worst 9.8 %; all 88: 2.7 %.
+3.7 %, worst 6.4 %; all 88: 2.4 %, worst 7.4 %.
 """
 
 from __future__ import annotations
@@ -81,9 +84,12 @@ class KernelEfficiency:
     reaches half of that (short sequences leave the tensor cores idle between tiles).
     hbm: achieved over datasheet HBM bandwidth in streaming kernels.
     kernel_gap_s: launch gap per kernel [s].  sms / tile_m / tile_n: wave quantisation.
-    tp_overlap: share of a tensor-parallel collective hidden behind the GEMM it is
-    paired with, as far as that GEMM lasts (NeMo userbuffer overlap), net of the SMs it
-    takes.  pp_overlap: the same for a pipeline send and the next chunk's forward.
+    tp_comm_overlap: tensor-parallel collectives overlapped with the GEMM Transformer
+    Engine's userbuffers pair them with (NeMo ``ub_tp_comm_overlap``; else not at all).
+    tp_rs_splits: chunks of the pipelined forward reduce-scatter overlap (the recipes'
+    ``num_splits: 4`` for ``proj_fprop`` and ``fc2_fprop``): the last chunk's
+    reduce-scatter has no GEMM left to hide behind.  pp_overlap: share of a pipeline send
+    hidden behind the next chunk's forward, as far as that lasts.
     rank_jitter_fraction: standard deviation of one rank's compute-bound time (GEMMs,
     attention) over its mean [-] (clock, thermal and OS noise); a synchronous step
     waits for the slowest of ``n`` ranks, ``E[max] ~ mean (1 + sigma sqrt(2 ln n))``
@@ -105,7 +111,8 @@ class KernelEfficiency:
     sms: int
     tile_m: int = 128
     tile_n: int = 256
-    tp_overlap: float = 0.7
+    tp_comm_overlap: bool = True
+    tp_rs_splits: int = 4
     pp_overlap: float = 0.7
     rank_jitter_fraction: float = 0.015
     flash_attention: bool = True
@@ -114,8 +121,8 @@ class KernelEfficiency:
     source: str = field(default="", compare=False)
 
 
-#: H100 SXM.  Fitted once (log least squares, 5 parameters: gemm, gemm_fp8,
-#: attention_fwd with attention_bwd tied at 0.82 of it, tp_overlap, rank_jitter_fraction)
+#: H100 SXM.  Fitted once (log least squares, 4 parameters: gemm, gemm_fp8,
+#: attention_fwd with attention_bwd tied at 0.82 of it, rank_jitter_fraction)
 #: on the 20 "fit" rows of assets/reference/step_times_h100_dgxc.csv (NVIDIA
 #: dgxc-benchmarking DGX H100 NeMo step times, BF16 and FP8, the smallest and largest
 #: scale of each table, each run with its recipe's settings: bf16 gradient reduction,
@@ -123,39 +130,43 @@ class KernelEfficiency:
 #: forward reduce-scatters, selective recompute for Nemotron-4 340B;
 #: assets/reference/fit_step_h100.py reproduces these values), which include the
 #: calibration point of calibration.yaml (training.llama31_70b_bf16_64gpu): mean |error|
-#: 2.2 % on them, worst 7.5 %; on the 50 held-out rows (intermediate scales, Nemotron-4
-#: 15B, 405B reduced-depth proxies) 1.9 %, worst 8.5 % (405B FP8 on 192 GPUs: Llama 3.1
-#: 405B FP8 stays 7-9 % slow while 70B FP8 is 2-3 % fast, docs/validation.md).  The
-#: rank jitter (4.1 % of the compute-bound time) also carries what else grows with the
-#: job's size.  The fitted
-#: values sit inside the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain
-#: ~650-800 TFLOP/s on H100 SXM at 700 W (0.66-0.81 of 989), FP8 GEMMs ~1,100-1,300 of
-#: 1,979; cuDNN/FlashAttention BF16 causal attention (head dim 128) ~500 TFLOP/s forward,
-#: less backward (Shah et al., FlashAttention-3, 2024); NeMo hides most tensor-parallel
-#: traffic behind GEMMs with userbuffers.  HBM3 streaming ~2.7 of 3.35 TB/s.
+#: 2.4 % on them, worst 6.7 %; on the 50 held-out rows (intermediate scales, Nemotron-4
+#: 15B, 405B reduced-depth proxies) 2.1 %, worst 7.4 % (405B FP8 on 192 GPUs: Llama 3.1
+#: 405B FP8 stays 6-7 % slow while 70B FP8 is 2-4 % fast, docs/validation.md).  The
+#: tensor-parallel overlap is not fitted (until 2026-11-30 a hidden share, 0.678): each
+#: collective hides behind its paired GEMM by the recipe's overlap method
+#: (``tp_comm_overlap``, ``tp_rs_splits``).  The rank jitter (5.2 % of the compute-bound
+#: time) also carries what else grows with the job's size.  The fitted values sit inside
+#: the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain ~650-800 TFLOP/s on H100
+#: SXM at 700 W (0.66-0.81 of 989), FP8 GEMMs ~1,100-1,300 of 1,979; fused BF16
+#: attention forward up to 740 TFLOP/s (0.75 of 989, FlashAttention-3, Shah et al.
+#: 2024; the fit: 694), less backward.  HBM3 streaming ~2.7 of 3.35 TB/s.
 H100_SXM = KernelEfficiency(
-    gemm=0.7198, gemm_fp8=0.5747, attention_fwd=0.5963, attention_bwd=0.4890,
+    gemm=0.7050, gemm_fp8=0.5587, attention_fwd=0.7020, attention_bwd=0.5756,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
-    tp_overlap=0.6782, pp_overlap=0.7, rank_jitter_fraction=0.0407,
+    pp_overlap=0.7, rank_jitter_fraction=0.0517,
     source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
 #: A100 SXM with the Megatron-LM software of the public A100 measurements: unfused
 #: attention, tensor-parallel all-reduce (or sequence-parallel rings) without overlap,
-#: data-parallel all-reduce.  ``gemm`` = 0.7549 fitted (1 parameter, log least squares;
-#: refitted on 2026-11-30 when the rank jitter came to act on compute-bound kernels only,
-#: it was 0.764; assets/reference/fit_step_h100.py reproduces it) on
+#: data-parallel all-reduce.  ``gemm`` = 0.7503 fitted (1 parameter, log least squares;
+#: refitted on 2026-11-30: 0.764 -> 0.7549 when the rank jitter came to act on
+#: compute-bound kernels only, -> 0.7503 when the unfused attention stopped counting a
+#: micro-batch's sequences twice and each row got its own tensor-parallel scheme;
+#: assets/reference/fit_step_h100.py reproduces it) on
 #: 18 A100 step times: Narayanan et al., "Efficient Large-Scale Language Model Training
 #: on GPU Clusters Using Megatron-LM", SC21, Table 1 (GPT 1.7B..1T on 32..3,072 A100,
-#: full recompute; mean |error| 5.1 %) and Korthikanti et al., "Reducing Activation
-#: Recomputation in Large Transformer Models", 2022 (22B..1T on 8..512 A100, full and
-#: selective recompute; mean |error| 3.7 %, worst 9.8 %: 22B selective); each row at the best micro-batch / virtual
-#: stages, as the papers tuned them.  Attention and HBM efficiencies as measured for
+#: full recompute, no sequence parallelism (2021); mean |error| 3.8 %, worst 6.4 %) and
+#: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
+#: 2022 (22B..1T on 8..512 A100, full recompute without and selective recompute with
+#: sequence parallelism, micro-batches as their Table 3; mean |error| 3.7 %, worst
+#: 5.7 %); SC21 rows at the best micro-batch / virtual stages, as the paper tuned them.  Attention and HBM efficiencies as measured for
 #: A100 kernels (FlashAttention-2, Dao 2023; HBM2e ~1.6 of 2.0 TB/s).  The default for
 #: GPUs below 600 dense BF16 TFLOP/s.
 A100_SXM = KernelEfficiency(
-    gemm=0.7549, gemm_fp8=0.7549, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7503, gemm_fp8=0.7503, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
-    tp_overlap=0.0, pp_overlap=0.0, rank_jitter_fraction=0.020, flash_attention=False,
+    tp_comm_overlap=False, pp_overlap=0.0, rank_jitter_fraction=0.020, flash_attention=False,
     sequence_parallel=True, distributed_optimizer=False,
     source="fit to Megatron-LM A100 step times (SC21, 2022), see comment")
 
@@ -163,9 +174,9 @@ A100_SXM = KernelEfficiency(
 #: optimizer, TP overlap as fitted on H100): the same kernels, not validated against a
 #: public A100 step time.
 A100_SXM_MODERN = KernelEfficiency(
-    gemm=0.7549, gemm_fp8=0.7549, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7503, gemm_fp8=0.7503, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
-    tp_overlap=0.6782, pp_overlap=0.7, rank_jitter_fraction=0.020,
+    pp_overlap=0.7, rank_jitter_fraction=0.020,
     source="A100 kernels with the H100 software stack, see comment")
 
 KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "a100_sxm": A100_SXM,
@@ -377,9 +388,10 @@ def step_estimate(
     elif activation_recompute in (False, None, "none"):
         recompute = "none"
     else:
+        from twin.compute.specs import RECOMPUTE_CHOICES  # specs imports this module
         recompute = str(activation_recompute)
-        _check(recompute in ("full", "selective", "save_qkv_proj"),
-               "activation_recompute must be none/selective/save_qkv_proj/full, got "
+        _check(recompute in RECOMPUTE_CHOICES,
+               f"activation_recompute must be one of {RECOMPUTE_CHOICES}, got "
                f"{activation_recompute!r}")
     transport_efficiency(transport)  # validates
     clock = float(np.min(np.asarray(clock_fraction, dtype=float)))
@@ -441,7 +453,7 @@ def step_estimate(
         hl = heads / tp
         d = h / heads
         kvl = s / cp
-        bat = b * hl
+        bat = hl  # T already counts the micro-batch's b sequences
         t_qk = float(_gemm_time_s(T * bat, kvl, d, **bkw))
         t_av = float(_gemm_time_s(T * bat, d, kvl, **bkw))
         scores = bat * T * kvl
@@ -493,8 +505,23 @@ def step_estimate(
                                                  ranks_per_node=tp_rpn, **coll))
             comm = np.full(4, t_ar)
             gemm = np.array([g_fwd[1], g_fwd[3], g_wgrad[0], g_wgrad[2]])
-        # a collective hides behind its GEMM as far as that lasts, by the share tp_overlap
-        t_tp_exposed = float((comm - ke.tp_overlap * np.minimum(comm, gemm)).sum())
+        if not ke.tp_comm_overlap:
+            t_tp_exposed = float(comm.sum())
+        else:
+            # ring-exchange (forward gathers, data-grad gathers) and bulk (backward gathers
+            # and reduce-scatters beside the other GEMM) overlaps hide a collective as far as
+            # its GEMM lasts; the pipelined forward reduce-scatters (``pipe``) run chunk i's
+            # reduce-scatter under chunk i+1's GEMM, so the last of n chunks is exposed
+            # (Transformer Engine userbuffers; NeMo recipes: ring_exchange for qkv/fc1
+            # fprop and proj/fc2 dgrad, pipeline with num_splits 4 for proj/fc2 fprop, bulk
+            # for qkv/fc1 dgrad and wgrad)
+            excess = np.maximum(0.0, comm - gemm)
+            if ke.sequence_parallel:
+                n = float(ke.tp_rs_splits)
+                pipe = np.zeros(comm.size, dtype=bool)
+                pipe[[1, 3]] = True
+                excess = np.where(pipe, comm / n + (1.0 - 1.0 / n) * excess, excess)
+            t_tp_exposed = float(excess.sum())
     else:
         t_tp_exposed = 0.0
 
