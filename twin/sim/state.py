@@ -53,6 +53,9 @@ class RackState(IntEnum):
         return (codes == RackState.BURN_IN) | (codes == RackState.IN_SERVICE)
 
 
+#: phase and rack-state codes as plain ints for the derived arrays (an enum member costs
+#: an attribute lookup and a conversion in every np.where; the values are the same)
+_IDLE, _BURN_IN, _OFF = int(Phase.IDLE), int(Phase.BURN_IN), int(Phase.OFF)
 #: rack-level fields the derived masks read (a write to one re-evaluates a mask whole)
 _RACK_ON_DEPS = ("rack_powered", "rack_tripped", "rack_unfed", "rack_thermal_off")
 _RACK_STATE_DEPS = _RACK_ON_DEPS + ("rack_ready", "rack_delivered")
@@ -127,9 +130,10 @@ def _node_indices(key) -> np.ndarray | None:
     if isinstance(key, list):
         key = np.asarray(key)
     if isinstance(key, np.ndarray) and key.ndim == 1:
-        if key.dtype == bool:
+        kind = key.dtype.kind               # (np.issubdtype costs more than the write)
+        if kind == "b":
             return np.flatnonzero(key)
-        if np.issubdtype(key.dtype, np.integer):
+        if kind in "iu":
             return key.astype(np.intp)      # a copy: the caller may reuse its index array
     return None
 
@@ -174,8 +178,13 @@ class ClusterState:
     _cache: ClassVar[dict[str, tuple[np.ndarray, int]]]
     _ver: ClassVar[dict[str, int]]
     _bytes: ClassVar[dict]
+    _plain: ClassVar[dict[str, np.ndarray]]
 
     def __post_init__(self) -> None:
+        # plain ndarray views of the tracked fields, for the derived masks only (numpy ops on
+        # a TrackedArray pay its subclass hooks; a view shares the memory, so every write is
+        # seen, and it is never handed out)
+        object.__setattr__(self, "_plain", {})
         object.__setattr__(self, "_log", [])
         object.__setattr__(self, "_log_base", 0)
         object.__setattr__(self, "_log_held", 0)         # indices the log holds
@@ -211,6 +220,9 @@ class ClusterState:
                 value = np.array(value) if isinstance(value, TrackedArray) else value
                 value = value.view(TrackedArray)
                 value._owner, value._field, value._view = self, name, False
+                self._plain[name] = value.view(np.ndarray)
+            else:
+                self._plain.pop(name, None)
             object.__setattr__(self, name, value)
             self._wrote(name, None)
         else:
@@ -282,53 +294,62 @@ class ClusterState:
     def rack_on(self) -> np.ndarray:
         """Racks with power: admitted, breaker closed, fed, not shut down by their own
         inlet protection [bool (R,)]."""
+        f = self._plain
         return self._derived("rack_on", _RACK_ON_DEPS, (), lambda _: (
-            self.rack_powered & ~self.rack_tripped & ~self.rack_unfed & ~self.rack_thermal_off))
+            f["rack_powered"] & ~f["rack_tripped"] & ~f["rack_unfed"] & ~f["rack_thermal_off"]))
 
     @property
     def node_up(self) -> np.ndarray:
         """Nodes that are powered, not dropped by the grid and healthy [bool (N,)]."""
+        f = self._plain
+
         def up(ix):
             if ix is None:
-                return self.rack_on[self.node_rack] & ~self.node_grid_down & self.node_healthy
-            return self.rack_on[self.node_rack[ix]] & ~self.node_grid_down[ix] & self.node_healthy[ix]
+                return self.rack_on[self.node_rack] & ~f["node_grid_down"] & f["node_healthy"]
+            return self.rack_on[self.node_rack[ix]] & ~f["node_grid_down"][ix] & f["node_healthy"][ix]
         return self._derived("node_up", _RACK_ON_DEPS, ("node_grid_down", "node_healthy"), up)
 
     @property
     def node_powered(self) -> np.ndarray:
         """Nodes with power, healthy or not: their rack is on and the grid did not drop them
         [bool (N,)]."""
+        f = self._plain
+
         def powered(ix):
             if ix is None:
-                return self.rack_on[self.node_rack] & ~self.node_grid_down
-            return self.rack_on[self.node_rack[ix]] & ~self.node_grid_down[ix]
+                return self.rack_on[self.node_rack] & ~f["node_grid_down"]
+            return self.rack_on[self.node_rack[ix]] & ~f["node_grid_down"][ix]
         return self._derived("node_powered", _RACK_ON_DEPS, ("node_grid_down",), powered)
 
     @property
     def node_busy(self) -> np.ndarray:
         """Nodes held by a job (running it or as a hot spare) [bool (N,)]."""
         return self._derived("node_busy", (), ("node_job",),
-                             lambda ix: self.node_job >= 0 if ix is None else self.node_job[ix] >= 0)
+                             lambda ix: self._plain["node_job"] >= 0 if ix is None else self._plain["node_job"][ix] >= 0)
 
     @property
     def node_in_service(self) -> np.ndarray:
         """Up and burned in, free or not [bool (N,)]."""
+        f = self._plain
+
         def ready(ix):
             up = self.node_up
             if ix is None:
-                return up & self.rack_ready[self.node_rack]
-            return up[ix] & self.rack_ready[self.node_rack[ix]]
+                return up & f["rack_ready"][self.node_rack]
+            return up[ix] & f["rack_ready"][self.node_rack[ix]]
         return self._derived("node_in_service", _RACK_ON_DEPS + ("rack_ready",),
                              ("node_grid_down", "node_healthy"), ready)
 
     @property
     def node_schedulable(self) -> np.ndarray:
         """Up, burned in and free [bool (N,)]."""
+        f = self._plain
+
         def free(ix):
             ready = self.node_in_service
             if ix is None:
-                return ready & (self.node_job < 0)
-            return ready[ix] & (self.node_job[ix] < 0)
+                return ready & (f["node_job"] < 0)
+            return ready[ix] & (f["node_job"][ix] < 0)
         return self._derived("node_schedulable", _RACK_ON_DEPS + ("rack_ready",),
                              ("node_grid_down", "node_healthy", "node_job"), free)
 
@@ -336,22 +357,26 @@ class ClusterState:
     def node_phase(self) -> np.ndarray:
         """Phase of every node [Phase codes, int8 (N,)]: a job's phase on its nodes that are
         up; IDLE or BURN_IN on free nodes that are up; OFF on nodes that are down."""
+        f = self._plain
+
         def phase(ix):
             up = self.node_up
             sel = slice(None) if ix is None else ix
-            free_phase = np.where(self.rack_ready[self.node_rack[sel]], Phase.IDLE, Phase.BURN_IN)
-            ph = np.where(self.node_job[sel] >= 0, self.node_job_phase[sel], free_phase)
-            return np.where(up[sel], ph, Phase.OFF).astype(np.int8)
+            free_phase = np.where(f["rack_ready"][self.node_rack[sel]], _IDLE, _BURN_IN)
+            ph = np.where(f["node_job"][sel] >= 0, f["node_job_phase"][sel], free_phase)
+            return np.where(up[sel], ph, _OFF).astype(np.int8)
         return self._derived("node_phase", _RACK_ON_DEPS + ("rack_ready",),
                              ("node_grid_down", "node_healthy", "node_job", "node_job_phase"), phase)
 
     @property
     def rack_state(self) -> np.ndarray:
         """Rack state codes [RackState, int8 (R,)]."""
+        f = self._plain
+
         def state(_):
-            faulted = (self.rack_tripped | self.rack_unfed | self.rack_thermal_off) & self.rack_powered
-            code = np.where(self.rack_powered, np.where(self.rack_ready, RackState.IN_SERVICE, RackState.BURN_IN),
-                            np.where(self.rack_delivered, RackState.OFF, RackState.ABSENT))
+            faulted = (f["rack_tripped"] | f["rack_unfed"] | f["rack_thermal_off"]) & f["rack_powered"]
+            code = np.where(f["rack_powered"], np.where(f["rack_ready"], RackState.IN_SERVICE, RackState.BURN_IN),
+                            np.where(f["rack_delivered"], RackState.OFF, RackState.ABSENT))
             return np.where(faulted, RackState.FAULTED, code).astype(np.int8)
         return self._derived("rack_state", _RACK_STATE_DEPS, (), state)
 
