@@ -7,7 +7,10 @@ end walls, supply 18 C), open, sealed cold aisle, sealed hot aisle, for cooling 
 the rack air, in plan view (potential flow) and in the buoyant 3-layer room the engine runs.
 Each row prints the airflow-weighted mean and the hottest inlet rise above supply [K], the
 SHI, and the two-zone energy balance max(0, 1 / r - 1) dT (exact for the sealed hot aisle).
-Then the leaky cold aisle with air to spare against the maximum-principle bound l dT / (1 - l).
+Then the leaky cold aisle with air to spare against the maximum-principle bound l dT / (1 - l),
+and the sealed cold aisle's own air balance (twin.thermal.containment): the supply its tiles
+deliver S, the share of every intake drawn from the room f = max(0, 1 - S / Vr), the even
+spread at the mixed return f dT / r and the maximum-principle bound f dT / (1 - f).
 Checked by tests/thermal/test_containment_benchmark.py.
 
 Run: .venv/bin/python bench/validate_containment.py
@@ -31,7 +34,9 @@ from twin.thermal import (  # noqa: E402
     steady_field,
     supply_heat_index,
 )
-from twin.thermal.buoyancy import buoyant_inlet_model  # noqa: E402
+from twin.thermal.buoyancy import buoyant_flow, buoyant_inlet_model  # noqa: E402
+from twin.thermal.inlet import inlet_model_of_problem  # noqa: E402
+from twin.thermal.solver import build_problem  # noqa: E402
 
 SUPPLY_C = 18.0
 RISE_K = 15.0
@@ -69,9 +74,27 @@ def leak_table() -> None:
         print(f"  l = {leak:4.2f}: hottest {t.max():5.2f}, mean {t.mean():5.2f}, bound {leak * RISE_K / (1 - leak):5.2f}")
 
 
+def zone_table() -> None:
+    print("\nsealed cold aisle, its air balance: tile supply S / Vr, room share f, inlet rise [K]:")
+    print(f"{'model':>8} {'r':>5} {'S/Vr':>6} {'f':>6} {'f dT/r':>7} {'bound':>6} {'mean':>6} {'hottest':>7}")
+    heat = np.full(40, 10e3)
+    v = rack_airflow_m3_s(heat, RISE_K)
+    for layers, name in ((1, "plan"), (3, "buoyant")):
+        for r in (0.7, 0.8, 0.9, 1.1):
+            g = row_hall(4, 10, cooling_per_wall=2, cooling_airflow_m3_s=r * v.sum() / 4,
+                         containment="cold_aisle", n_layers=layers)
+            prob = buoyant_flow(g, heat, v).problem if layers > 1 else build_problem(g, v)
+            t = inlet_temp_c(inlet_model_of_problem(prob), heat) - SUPPLY_C
+            s = prob.enclosure_supply_m3_s.sum() / v.sum()
+            f = max(0.0, 1 - s)
+            print(f"{name:>8} {r:5.2f} {s:6.3f} {f:6.3f} {f * RISE_K / r:7.2f} {f * RISE_K / (1 - f):6.2f} "
+                  f"{t.mean():6.2f} {t.max():7.2f}")
+
+
 if __name__ == "__main__":
     print(machine())
     t0 = time.process_time()
     balance_table()
     leak_table()
+    zone_table()
     print(f"\nCPU time {time.process_time() - t0:.1f} s")

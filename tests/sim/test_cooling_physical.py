@@ -101,8 +101,11 @@ def test_blue_vela_runs_hotter_without_its_enclosures():
     contained = run(*LATE, *SHORT_AIR, *OPEN_ROWS, "site.halls.0.containment=cold_aisle")
     assert _hottest_rack_mean_c(open_hall) > _hottest_rack_mean_c(enclosed) + 1.5
     assert open_hall.kpis["max_rack_inlet_c"] > enclosed.kpis["max_rack_inlet_c"]
-    # containing the cold aisles does what the enclosures do (both seal the intakes)
-    assert _hottest_rack_mean_c(contained) == pytest.approx(_hottest_rack_mean_c(enclosed), abs=0.5)
+    # containing the cold aisles seals the intakes as the enclosures do, and an aisle pools its
+    # tiles' air over its 32 racks (one pressure zone, twin.thermal.containment) where a rack's
+    # own enclosure has only its own tile: no hotter, within 1 K (22.05 against 22.59 C)
+    assert _hottest_rack_mean_c(contained) <= _hottest_rack_mean_c(enclosed)
+    assert _hottest_rack_mean_c(contained) == pytest.approx(_hottest_rack_mean_c(enclosed), abs=1.0)
 
 
 def test_power_transfer_waits_for_the_chiller_on_stored_chilled_water():

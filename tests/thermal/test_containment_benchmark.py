@@ -11,14 +11,18 @@ maximum principle fix by hand, on the 40-rack hall of tests/thermal (4 rows x 10
    room and feeds the intakes. The whole hall's balance Q = rho cp Vc (T_ret - T_s) then
    fixes, exactly, the airflow-weighted mean inlet rise (1 / r - 1) dT and, for equal racks,
    SHI = 1 - r; every unit returns at T_s + dT / r.
-2. Sealed containment with air to spare (r > 1): every intake at supply temperature, also
-   in the layered room with the buoyant exchange the engine runs.
+2. Sealed containment with air to spare (the aisle's tiles deliver more than the racks
+   draw): every intake at supply temperature, also in the layered room with the buoyant
+   exchange the engine runs.
 3. Leaky cold aisle with air to spare: a share l of each intake comes from the room, and no
    room cell is hotter than the hottest exhaust (maximum principle, no heat source in the
    room air), so 0 <= T_in - T_s <= l dT / (1 - l) for every rack, growing with l.
-4. Sealed cold aisle, air short: the deficit is room air drawn into the floor; the mean
-   inlet follows the two-zone balance (1 / r - 1) dT within 0.2 K (the air drawn is not
-   exactly at the return temperature).
+4. Sealed cold aisle, air short: the aisle's tiles deliver S = (1 - lf) Vc (the floor's
+   leakage share lf bypasses into the room, the plenum stays above the room's pressure), the
+   deficit Vr - S is room air drawn in through the enclosure's gaps (twin.thermal.containment),
+   and the mean inlet follows the two-zone balance (1 - S / Vr) dT / r within 0.2 K (the air
+   drawn is not exactly at the return temperature). Until the pressure-driven zone balance
+   the floor leakage reversed and fed the aisle, and the expectation was (1 / r - 1) dT.
 5. The physical direction: containment lowers the hottest inlet, the SHI and raises RCI_HI
    at r = 0.9 and 1.1, in plan view and in the buoyant layered room.
 6. Properties over random halls (hypothesis): the sealed hot aisle's balance with unequal
@@ -115,8 +119,14 @@ def test_leaky_cold_aisle_stays_under_the_maximum_principle_bound(racks):
 @pytest.mark.parametrize("r", [0.7, 0.9])
 def test_sealed_cold_aisle_short_of_air_follows_the_two_zone_balance(racks, r):
     heat, v = racks
-    ds = steady_field(_hall(v, r, "cold_aisle"), heat, v)
-    assert _mean_rise_k(ds.rack_inlet_temp.values, v) == pytest.approx((1 / r - 1) * RISE_K, abs=0.2)
+    g = _hall(v, r, "cold_aisle")
+    ds = steady_field(g, heat, v)
+    # hand: the tiles deliver S = (1 - lf) r Vr at uniform plenum pressure (plan view: the
+    # leak conductance is lf / (1 - lf) of the tiles' over the floor); the rest of the
+    # intake air comes from the room at the return temperature T_s + dT / r:
+    # (1 - 0.9 x 0.7) 15 / 0.7 = 7.93 K, (1 - 0.9 x 0.9) 15 / 0.9 = 3.17 K
+    hand = (1 - (1 - g.floor_leakage_fraction) * r) * RISE_K / r
+    assert _mean_rise_k(ds.rack_inlet_temp.values, v) == pytest.approx(hand, abs=0.2)
     np.testing.assert_allclose(ds.cooling_return_temp.values, SUPPLY_C + RISE_K / r, atol=1e-9)
 
 
@@ -186,8 +196,12 @@ def test_sealed_hot_aisle_balance_with_unequal_racks_and_units(hall, r):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_halls(), st.floats(1.05, 2.0))
+@given(small_halls(), st.floats(1.2, 2.0))
 def test_sealed_cold_aisle_with_air_to_spare_shields_every_intake(hall, r):
+    """Air to spare: the aisle's tiles deliver more than the racks draw, (1 - lf) r > 1 at
+    uniform plenum pressure (lf = 0.1: r > 1.11; 1.2 leaves room for the plenum's pressure
+    drop, tested in test_containment_zone.py). The range began at 1.05 before the aisle
+    had its own air balance, when the floor leakage reversed to feed it."""
     heat, v, split, supply, layers = hall
     g = _small_hall(v, r, split, supply, layers, "cold_aisle")
     model = inlet_model(g, v)

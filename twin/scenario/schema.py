@@ -155,7 +155,9 @@ class Hall(Model):
         0.3, description="thermal grid resolution [m]; 0.3 m is within 1 K of a grid twice as fine")
     containment_leakage_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
         0.05, description="share of a contained or enclosed rack's intake air drawn from the room "
-                          "instead of the supply (assumption: well-sealed containment leaks a few percent)")
+                          "instead of the supply when the aisle's tiles match the racks' draw; an aisle short "
+                          "of air draws its whole deficit from the room (assumption: well-sealed containment "
+                          "leaks a few percent)")
     rack_bypass_fraction: Annotated[float, Field(ge=0, lt=1)] = Field(
         0.0, description="share of a rack's airflow that is its own exhaust (missing blanking panels)")
     supply: Literal["raised_floor", "overhead"] = Field(

@@ -29,7 +29,9 @@ class HallGeometry:
     containment:
       - ``"none"``: racks draw room air at their intake face;
       - ``"cold_aisle"``: rack intakes draw from the plenum through the contained aisle,
-        except ``containment_leakage_fraction`` of their airflow, drawn from the room;
+        except max(``containment_leakage_fraction``, the aisle's deficit) of their
+        airflow, drawn from the room (:mod:`twin.thermal.containment`: the aisle's tiles
+        deliver what the plenum gives them; a surplus spills into the room);
       - ``"hot_aisle"``: rack exhausts are ducted to a common return plenum feeding the
         cooling units, except the leakage fraction, which escapes into the room.
     ``rack_enclosed[r]`` gives one rack the cold-side enclosure on its own (IBM Blue

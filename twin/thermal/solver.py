@@ -59,6 +59,7 @@ import scipy.sparse.linalg as spla
 import xarray as xr
 from scipy.sparse.csgraph import connected_components
 
+from .containment import enclosure_balance_m3_s, enclosure_zone_index, zone_room_share_fraction
 from .geometry import HallGeometry, HallGrid, _intake_enclosed, rasterise
 from .jets import hall_wall_jets
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
@@ -293,6 +294,8 @@ class HallProblem:
     plenum_pressure: np.ndarray  # (ny*nx,) [arbitrary units]
     floor_flow_m3_s: np.ndarray  # (ny*nx,) plenum -> room flow per cell [m3/s]
     plenum_source_m3_s: np.ndarray  # (ny*nx,) unit supply minus enclosed-rack draw [m3/s]
+    enclosure_supply_m3_s: np.ndarray  # (R,) supply air the tiles of each rack's enclosure deliver [m3/s]
+    room_share: np.ndarray  # (R,) share of each rack's intake drawn from the room [-]
     room_source_m3_s: np.ndarray  # (n_room,) net volume source per room cell [m3/s]
     room_face: tuple  # (i, j, axis, flux) in room-unknown indices, flux i -> j [m3/s]
     plenum_face: tuple  # (i, j, axis, flux) in flat cell indices [m3/s]
@@ -396,37 +399,26 @@ def build_problem(
     v_r = (1.0 - bypass) * v_server  # air the racks exchange with the hall
     leak = g.containment_leakage_fraction
     enclosed = _intake_enclosed(g)
-    e_frac = np.where(enclosed, 1.0 - leak, 0.0)  # share of rack airflow drawn from the plenum
-    h_frac = np.full(n_r, 1.0 - leak if g.containment == "hot_aisle" else 0.0)  # ducted share
+    h_frac = np.zeros(n_r)  # ducted share: the units take what they can, the rest spills (containment.py)
+    if g.containment == "hot_aisle":
+        h_frac[:] = 1.0 - zone_room_share_fraction(v_c.sum(), v_r.sum(), leak)
     ducted = float((h_frac * v_r).sum())
-    if ducted > v_c.sum():  # units cannot take it all: the excess spills into the room
-        h_frac *= v_c.sum() / ducted
-        ducted = float((h_frac * v_r).sum())
     duct_c = v_c / v_c.sum() * ducted
-    demand = None  # air each rack intake cell draws from the room: racks along a jet's flanks take it from the jet
-    if g.cooling_outlet_z_m is not None:
-        demand = np.zeros(nz * n)
-        for r in range(n_r):
-            cin = racked(grid.intake_cells[r])
-            np.add.at(demand, cin, (1 - e_frac[r]) * v_r[r] / len(cin))
-    jets = hall_wall_jets(g, nx, ny, fluid3, v_c, demand)  # units blowing into the room at a height
 
     # ---- plenum: (k L + G) p = s ----------------------------------------------------
     s_p = np.zeros(n)
-    for c in range(n_c):
-        if jets[c] is not None:
-            continue
+    wall_jet = np.zeros(n_c, bool) if g.cooling_outlet_z_m is None else ~np.isnan(g.cooling_outlet_z_m).any(axis=1)
+    for c in np.flatnonzero(~wall_jet):
         cells = grid.cooling_cells[c]
         np.add.at(s_p, cells, v_c[c] / len(cells))
-    for r in range(n_r):
-        if e_frac[r] > 0:
-            cells = grid.intake_cells[r]
-            np.add.at(s_p, cells, -e_frac[r] * v_r[r] / len(cells))
     g_open = np.zeros(n)
     for cells in grid.tile_cells:
         if len(cells):
             np.add.at(g_open, cells, 1.0 / len(cells))
-    n_tiles = g_open.sum()
+    g_enc = np.zeros(n)  # an enclosure opens one tile onto the plenum per rack (its intake cells)
+    for r in np.flatnonzero(enclosed):
+        np.add.at(g_enc, grid.intake_cells[r], 1.0 / len(grid.intake_cells[r]))
+    n_tiles = g_open.sum() + g_enc.sum()
     overhead = g.supply == "overhead"
     if overhead and n_tiles == 0:
         raise ValueError("overhead supply needs diffuser positions (tile_xy_m) or racks with open intakes")
@@ -436,19 +428,38 @@ def build_problem(
         g_open = g_open + np.where(fluid, g_leak, 0.0)
     # overhead ducts: a stiff supply network, every diffuser at the same pressure
     spread = g.plenum_spread_m if not overhead else 20.0 * max(g.width_m, g.depth_m)
-    k_lat = g_open.sum() / n * (spread / h) ** 2
+    k_lat = (g_open.sum() + g_enc.sum()) / n * (spread / h) ** 2
     pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
-    a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open)).tocsc()
+    a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open + g_enc)).tocsc()
     p = factorised(a_p).solve(s_p)  # the same operator at every airflow: factorised once
     q_floor = g_open * p
+    q_enc = g_enc * p  # supply each enclosure's tiles deliver (into its zone, at room pressure)
     f_plenum = k_lat * (p[pi] - p[pj])
+    # ---- enclosed zones' air balance (twin.thermal.containment) ----------------------
+    s_enc = np.array([q_enc[grid.intake_cells[r]].sum() if enclosed[r] else 0.0 for r in range(n_r)])
+    zone = enclosure_zone_index(enclosed, g.containment, g.rack_center_xy_m, g.rack_intake_dir,
+                                g.rack_width_m, g.rack_depth_m)
+    room_share, spill = enclosure_balance_m3_s(s_enc, v_r, zone, leak)
+    e_frac = 1.0 - room_share  # share of rack airflow drawn from its zone's supply
+    zone_cells = {}  # zone -> (plenum cells feeding it, their share of its supply): the zone mixes
+    for z in np.unique(zone[zone >= 0]):
+        cz = np.unique(np.concatenate([grid.intake_cells[r] for r in np.flatnonzero(zone == z)]))
+        wz = q_enc[cz] / q_enc[cz].sum() if q_enc[cz].sum() > 0 else np.full(len(cz), 1.0 / len(cz))
+        zone_cells[int(z)] = (cz, wz)
+    demand = None  # air each rack intake cell draws from the room: racks along a jet's flanks take it from the jet
+    if g.cooling_outlet_z_m is not None:
+        demand = np.zeros(nz * n)
+        for r in range(n_r):
+            cin = racked(grid.intake_cells[r])
+            np.add.at(demand, cin, (1 - e_frac[r]) * v_r[r] / len(cin))
+    jets = hall_wall_jets(g, nx, ny, fluid3, v_c, demand)  # units blowing into the room at a height
 
     # ---- room: potential flow L phi = s ---------------------------------------------
     s_room_full = np.zeros(nz * n)
     s_room_full[supply_layer : supply_layer + n] = np.where(fluid, q_floor, 0.0)
     for r in range(n_r):
         cin, cout = racked(grid.intake_cells[r]), racked(grid.exhaust_cells[r])
-        np.add.at(s_room_full, cin, -(1 - e_frac[r]) * v_r[r] / len(cin))
+        np.add.at(s_room_full, cin, (spill[r] - (1 - e_frac[r]) * v_r[r]) / len(cin))
         np.add.at(s_room_full, cout, (1 - h_frac[r]) * v_r[r] / len(cout))
     for c in range(n_c):
         cells = top + grid.cooling_cells[c]
@@ -512,20 +523,23 @@ def build_problem(
     t.add(above[up], pl[cells[up]], -q[up])
     t.add(above[down], above[down], -q[down])
     t.add(pl[cells[down]], above[down], q[down])
+    ce = np.flatnonzero(q_enc)
+    t.add(pl[ce], pl[ce], q_enc[ce])  # plenum air leaving into the enclosures
     # racks
     w_r, w_c, w_v = [], [], []
     b_r, b_c, b_v = [], [], []
     for r in range(n_r):
-        cin = grid.intake_cells[r]  # plan cells; the enclosure draws from the plenum there
+        cin = grid.intake_cells[r]  # plan cells in front of the intake
         k_room = room_id[racked(cin)]
         a_room = np.full(len(k_room), (1 - e_frac[r]) * v_r[r] / len(k_room))
-        a_plen = np.full(len(cin), e_frac[r] * v_r[r] / len(cin))
-        src_idx = np.concatenate([k_room, pl[cin]])
-        src_w = np.concatenate([a_room, a_plen]) / v_r[r]
+        cz, wz = zone_cells.get(int(zone[r]), (cin[:0], np.zeros(0)))  # the zone's supply, mixed
+        src_idx = np.concatenate([k_room, pl[cz]])
+        src_w = np.concatenate([a_room / v_r[r], e_frac[r] * wz])
         keep = src_w > 0
         src_idx, src_w = src_idx[keep], src_w[keep]
         t.add(k_room, k_room, a_room)  # intake sinks
-        t.add(pl[cin], pl[cin], a_plen)
+        if spill[r] > 0:  # zone supply spilling out through the gaps in front of this rack
+            t.add(k_room[:, None], pl[cz][None, :], -spill[r] / len(k_room) * wz[None, :])
         w_r.append(np.full(len(src_idx), r))
         w_c.append(src_idx)
         w_v.append(src_w)
@@ -592,7 +606,9 @@ def build_problem(
         n_unknowns=n_u,
         plenum_pressure=p,
         floor_flow_m3_s=q_floor,
-        plenum_source_m3_s=s_p,
+        plenum_source_m3_s=s_p - q_enc,
+        enclosure_supply_m3_s=s_enc,
+        room_share=room_share,
         room_source_m3_s=s_room,
         room_face=(ri, rj, fax, f_room),
         plenum_face=(pi, pj, pax, f_plenum),

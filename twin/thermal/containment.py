@@ -1,0 +1,146 @@
+"""Air balance of contained aisles and rack enclosures (pressure-driven containment leak).
+
+A contained cold aisle (or a rack's own intake enclosure, IBM Blue Vela's airflow-control
+enclosures) is one pressure zone. The perforated tiles that open into it deliver what the
+raised-floor plenum gives them; the racks in it draw their fans' airflow. The zone's
+pressure settles where the two balance through the enclosure's gaps (doors, roof panels,
+rack-to-rack and under-rack gaps), whose flow follows the orifice law
+
+    Q_gap = C_d A_gap sqrt(2 |dp| / rho)    (ASHRAE Handbook - Fundamentals, ch. 21)
+
+so the gaps carry the *difference*:
+
+- **zone short of air** (tile supply S below the racks' draw D): the aisle runs below the
+  room's pressure and the deficit D - S is drawn in through the gaps, spread over the leak
+  area, from the room air next to the enclosure (hot air at the top and ends of the rows);
+  every rack of the zone takes the same share (D - S) / D of its intake from the room;
+- **zone with air to spare** (S > D): the aisle runs above the room and the surplus spills
+  out through the gaps into the room; the racks draw supply air only;
+- **at balance** a small share ``leak_fraction`` still reaches the intakes from the room
+  (recirculation through rack gaps and cable openings that pressure does not close); it
+  is the existing ``containment_leakage_fraction`` and keeps its meaning.
+
+Hence the share of each rack's intake drawn from the room is
+``max(leak_fraction, 1 - S / D)`` (:func:`zone_room_share_fraction`). The tiles are taken
+to deliver at the room's pressure: a well-sealed aisle held a few pascals below the room
+would pull slightly more through its tiles, which this model neglects (it overstates the
+deficit by at most the tiles' flow gain, sqrt(1 + dp_aisle / dp_tile) - 1). The same law
+sets a hot-aisle enclosure's ducted share: the units take what they can of the racks'
+exhaust and the rest spills into the room (units as the "supply", rack exhaust as the
+"draw").
+
+References
+----------
+ASHRAE, *Handbook - Fundamentals* (2021), ch. 21 (duct design): orifice and crack flow,
+Q = C_d A sqrt(2 dp / rho).
+Radmehr, A., Schmidt, R. R., Karki, K. C., Patankar, S. V., "Distributed leakage flow in
+raised-floor data centers", ASME InterPACK 2005, IPACK2005-73273: the floor's seam
+leakage grows with plenum pressure and open area and reduces the cooling air reaching the
+equipment (here ``floor_leakage_fraction``, bypass that containment does not recover).
+DatacenterDynamics, "Containment systems: a disappointing outcome" (opinion; the
+"availability of flow", cooling air over IT air): with too little air supplied hot air
+enters a contained cold aisle through its doors, with a slight oversupply air comes out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+AISLE_WIDTH_MAX_M = 3.0
+"""Widest cold aisle [m] whose two facing rows are taken as one contained zone (aisles are
+two to four 0.6 m tiles wide, 1.2-2.4 m)."""
+
+
+def zone_room_share_fraction(zone_supply_m3_s, zone_draw_m3_s, leak_fraction):
+    """Share of an enclosed zone's intake air that comes from the room [-].
+
+    f = clip(max(l, 1 - S / D), 0, 1), with S [m3/s] the supply air the zone's tiles
+    deliver, D [m3/s] the racks' draw (D > 0) and l [-] the leak at balance. Vectorised
+    over zones. See the module docstring for the pressure balance behind it.
+    """
+    s = np.asarray(zone_supply_m3_s, float)
+    d = np.asarray(zone_draw_m3_s, float)
+    if np.any(d <= 0):
+        raise ValueError("an enclosed zone needs a positive rack draw")
+    return np.clip(np.maximum(leak_fraction, 1.0 - s / d), 0.0, 1.0)
+
+
+def enclosure_balance_m3_s(rack_supply_m3_s, rack_draw_m3_s, zone, leak_fraction):
+    """Air balance of every enclosed zone, per rack.
+
+    Parameters
+    ----------
+    rack_supply_m3_s : (R,) supply air the tiles of each rack's enclosure deliver [m3/s]
+    rack_draw_m3_s : (R,) air each rack draws [m3/s], > 0
+    zone : (R,) int, zone of each rack (0..Z-1), -1 for a rack that is not enclosed
+    leak_fraction : share of an intake drawn from the room at balance [-]
+
+    Returns
+    -------
+    room_share : (R,) share of each rack's intake drawn from the room [-] (1 for racks
+        not enclosed): the zone's :func:`zone_room_share_fraction`
+    spill_m3_s : (R,) supply air spilling out of the zone through its gaps, attributed to
+        the racks in proportion to their draw [m3/s]; in each zone
+        S_z = sum (1 - f) D_r + sum spill_r (mass conservation)
+    """
+    s = np.asarray(rack_supply_m3_s, float)
+    d = np.asarray(rack_draw_m3_s, float)
+    z = np.asarray(zone, np.int64)
+    room_share = np.ones(d.size)
+    spill = np.zeros(d.size)
+    inside = z >= 0
+    if not inside.any():
+        return room_share, spill
+    n_z = int(z.max()) + 1
+    s_z = np.bincount(z[inside], s[inside], n_z)
+    d_z = np.bincount(z[inside], d[inside], n_z)
+    f_z = zone_room_share_fraction(s_z, d_z, leak_fraction)
+    spill_z = np.maximum(s_z - (1.0 - f_z) * d_z, 0.0)
+    room_share[inside] = f_z[z[inside]]
+    spill[inside] = spill_z[z[inside]] * d[inside] / d_z[z[inside]]
+    return room_share, spill
+
+
+def cold_aisle_zone_index(rack_center_xy_m, rack_intake_dir, rack_width_m, rack_depth_m,
+                          aisle_width_max_m=AISLE_WIDTH_MAX_M):
+    """Contained cold aisle of every rack (0..Z-1): racks whose intake faces stand side by
+    side in one row line, or face each other across an aisle no wider than
+    ``aisle_width_max_m`` [m] with overlapping extents, share a zone (connected components).
+    Intake directions are snapped to the nearest grid axis, as when rasterised."""
+    xy = np.asarray(rack_center_xy_m, float).reshape(-1, 2)
+    d = np.asarray(rack_intake_dir, float).reshape(-1, 2)
+    n = len(xy)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    ax = np.where(np.abs(d[:, 0]) >= np.abs(d[:, 1]), 0, 1)  # axis the intake faces along
+    sign = np.sign(d[np.arange(n), ax])
+    face = xy[np.arange(n), ax] + sign * rack_depth_m / 2  # intake face coordinate
+    lat = xy[np.arange(n), 1 - ax]  # position along the row
+    i, j = np.triu_indices(n, 1)
+    same_axis = ax[i] == ax[j]
+    gap = np.abs(lat[i] - lat[j])
+    tol = 1e-6 + 0.01 * rack_width_m
+    row = same_axis & (sign[i] == sign[j]) & (np.abs(face[i] - face[j]) < rack_depth_m / 4) \
+        & (gap <= rack_width_m + tol)
+    across = (face[j] - face[i]) * sign[i]
+    facing = same_axis & (sign[i] == -sign[j]) & (across > 0) & (across <= aisle_width_max_m + tol) \
+        & (gap < rack_width_m - tol)
+    link = row | facing
+    adj = sp.csr_matrix((np.ones(int(link.sum())), (i[link], j[link])), shape=(n, n))
+    _, labels = connected_components(adj, directed=False)
+    return labels.astype(np.int64)
+
+
+def enclosure_zone_index(enclosed, containment, rack_center_xy_m, rack_intake_dir, rack_width_m,
+                         rack_depth_m):
+    """Zone of every rack (0..Z-1, -1 if its intake is open): with ``containment ==
+    "cold_aisle"`` the contained aisles (:func:`cold_aisle_zone_index`); otherwise each
+    enclosed rack is its own zone (a rack's own intake enclosure, ``rack_enclosed``)."""
+    enc = np.asarray(enclosed, bool)
+    if containment == "cold_aisle":
+        return cold_aisle_zone_index(rack_center_xy_m, rack_intake_dir, rack_width_m, rack_depth_m)
+    zone = -np.ones(enc.size, np.int64)
+    zone[enc] = np.arange(int(enc.sum()))
+    return zone
