@@ -233,6 +233,11 @@ def capped_steady_state(
                 break
             ret = r0 @ s + rq
         load = g * (ret - (s - fan_rise))
+        if not sat.any():               # none saturated yet: none to drop
+            sat = act & (load > k.cap_limit)
+            if not sat.any():
+                break
+            continue
         add = act & ~sat & (load > k.cap_limit)
         drop = act & sat & (s - fan_rise < t_set - 1e-9)
         if not add.any() and not drop.any():
