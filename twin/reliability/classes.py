@@ -81,7 +81,7 @@ def _catalog_path() -> Path:
 @lru_cache(maxsize=8)
 def _load_yaml(path: str) -> dict[str, Any]:
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))   # C parser, same data
 
 
 def _catalog(path: str | Path | None = None) -> dict[str, Any]:
