@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 import twin
 from twin.sim import scheduler as sched
-from twin.sim.scheduler import free_nodes_per_su, place_nodes_grouped, place_nodes_reference
+from twin.sim.scheduler import (
+    FreeCounter,
+    free_nodes_per_su,
+    place_nodes_grouped,
+    place_nodes_reference,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -52,6 +57,29 @@ def test_free_count_per_unit_is_the_bincount(case):
     counts = free_nodes_per_su(free, su_nodes, len(degraded))
     node_su = np.arange(len(free)) // su_nodes
     np.testing.assert_array_equal(counts, np.bincount(node_su[free], minlength=len(degraded)))
+
+
+@given(st.integers(1, 9), st.integers(1, 8), st.integers(0, 2 ** 32 - 1))
+def test_free_counter_follows_a_sequence_of_masks(su_nodes, n_sus, seed):
+    """Read-only masks that change at a few nodes, at many, not at all (the same object
+    again), and writeable per-model masks in between: every count is the bincount."""
+    rng = np.random.default_rng(seed)
+    n = n_sus * su_nodes - int(rng.integers(0, su_nodes))
+    node_su = np.arange(n) // su_nodes
+    count = FreeCounter(su_nodes, n_sus)
+    free = rng.random(n) < 0.5
+    for _ in range(12):
+        kind = rng.integers(0, 4)
+        if kind == 0:                                   # a few nodes change
+            free = free.copy()
+            free[rng.integers(0, n, 2)] ^= True
+        elif kind == 1:                                 # a new mask altogether
+            free = rng.random(n) < rng.random()
+        elif kind == 2:                                 # a writeable mask (not remembered)
+            w = rng.random(n) < 0.5
+            np.testing.assert_array_equal(count(w), np.bincount(node_su[w], minlength=n_sus))
+        free.flags.writeable = False
+        np.testing.assert_array_equal(count(free), np.bincount(node_su[free], minlength=n_sus))
 
 
 def test_the_rule_stops_at_the_first_unit_without_a_free_node():

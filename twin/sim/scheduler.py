@@ -51,6 +51,39 @@ def free_nodes_per_su(free: np.ndarray, su_nodes: int, n_sus: int) -> np.ndarray
     return out
 
 
+class FreeCounter:
+    """Free nodes per contiguous unit of ``su_nodes`` nodes, kept up to date across calls:
+    the count of a new read-only mask (the state's cached ``node_schedulable``, replaced
+    whenever a node changes) is the last count corrected at the nodes that differ from the
+    last mask (one comparison, no per-unit sum); a writeable mask (a per-model mask built
+    for one placement) is counted afresh with :func:`free_nodes_per_su`."""
+
+    def __init__(self, su_nodes: int, n_sus: int) -> None:
+        self.su_nodes, self.n_sus = su_nodes, n_sus
+        self._mask: np.ndarray | None = None       # the last read-only mask counted (a copy)
+        self._last: np.ndarray | None = None       # ... that mask itself (identity check)
+        self._counts = np.zeros(n_sus, np.intp)
+
+    def __call__(self, free: np.ndarray) -> np.ndarray:
+        """Free nodes per unit of ``free`` [int (n_sus,)]; do not modify the result."""
+        if free.flags.writeable:
+            return free_nodes_per_su(free, self.su_nodes, self.n_sus)
+        if free is self._last:
+            return self._counts
+        if self._mask is None or len(self._mask) != len(free):
+            self._mask = np.array(free)
+            self._counts = free_nodes_per_su(free, self.su_nodes, self.n_sus)
+        else:
+            d = np.flatnonzero(free != self._mask)
+            if d.size:
+                counts = self._counts.copy()
+                np.add.at(counts, d // self.su_nodes, np.where(free[d], 1, -1))
+                self._counts = counts
+                self._mask[d] = free[d]
+        self._last = free
+        return self._counts
+
+
 def place_nodes_grouped(free: np.ndarray, su_nodes: int, su_degraded: np.ndarray, want: int,
                         counts: np.ndarray | None = None) -> np.ndarray | None:
     """:func:`place_nodes_reference` for contiguous units of ``su_nodes`` nodes, by whole
@@ -106,8 +139,7 @@ class Scheduler(Component):
         p, su_nodes = self.plant, self.s.fabric.su_nodes
         self._su_nodes = su_nodes if np.array_equal(p.node_su, np.arange(p.n_nodes) // su_nodes) \
             and len(self.state.su_degraded) == -(-p.n_nodes // su_nodes) else None
-        #: (free mask, its free nodes per unit): a read-only cached mask is counted once
-        self._counted: tuple[np.ndarray, np.ndarray] | None = None
+        self._free_counts = FreeCounter(su_nodes, len(self.state.su_degraded)) if self._su_nodes else None
         w = self.s.workload
         if w.stream is not None or w.trace is not None:
             # streams and traces: the LSF-like policy of twin.workload (queues, FIFO or fair
@@ -241,7 +273,7 @@ class Scheduler(Component):
         spec = job.spec
         want = spec.nodes + spec.hot_spares
         counts = None
-        if self._su_nodes is not None:
+        if self._free_counts is not None:
             counts = self._free_counts(free)
             n_free = int(counts.sum())
         else:
@@ -255,18 +287,6 @@ class Scheduler(Component):
         if self._su_nodes is None:
             return place_nodes_reference(free, self.plant.node_su, self.state.su_degraded, want)
         return place_nodes_grouped(free, self._su_nodes, self.state.su_degraded, want, counts)
-
-    def _free_counts(self, free: np.ndarray) -> np.ndarray:
-        """Free nodes per unit of ``free``; a read-only mask (the state's cached
-        ``node_schedulable``, which is replaced, never written, when a node changes) is
-        counted once however many queued jobs try it."""
-        assert self._su_nodes is not None
-        if self._counted is not None and self._counted[0] is free:
-            return self._counted[1]
-        counts = free_nodes_per_su(free, self._su_nodes, len(self.state.su_degraded))
-        if not free.flags.writeable:
-            self._counted = (free, counts)
-        return counts
 
     def record(self, i: int, rec) -> None:
         rec["jobs_queued"][i] = self.lsf.pending if self.lsf is not None else len(self.queue)
