@@ -41,9 +41,15 @@ def _arrays(m):
     return {f.name: getattr(m, f.name) for f in fields(m) if isinstance(getattr(m, f.name), np.ndarray)}
 
 
+def _direct_solves(mp):
+    """Within ``mp``: every solve direct, and no layout operator kept from earlier calls."""
+    mp.setattr(solver_mod, "factorised", lambda a, permc_spec=None, memo=True: _Direct(a, permc_spec))
+    mp.setattr(solver_mod, "_ROOM_MEMO", type(solver_mod._ROOM_MEMO)())
+
+
 def _reference_model(monkeypatch, g, heat, v):
     with monkeypatch.context() as mp:
-        mp.setattr(solver_mod, "factorised", lambda a, permc_spec=None, memo=True: _Direct(a, permc_spec))
+        _direct_solves(mp)
         return buoyant_inlet_model(g, heat, v, memo=False)
 
 
@@ -140,7 +146,7 @@ def test_plan_view_quick_model_equals_the_direct_solves(monkeypatch):
     v = rack_airflow_m3_s(np.full(g.n_racks, 8e3), 15.0)
     fast = _arrays(inlet_model(g, v))
     with monkeypatch.context() as mp:
-        mp.setattr(solver_mod, "factorised", lambda a, permc_spec=None, memo=True: _Direct(a, permc_spec))
+        _direct_solves(mp)
         ref = _arrays(inlet_model(g, v))
     for name, r in ref.items():
         assert np.array_equal(fast[name], r), name
@@ -273,3 +279,22 @@ def test_interpolated_model_equals_the_interpolation_formula_bit_for_bit():
         assert np.array_equal(m.return_k_per_w, rk), s_req
         assert np.array_equal(m.supply_mix, (1 - w) * a.supply_mix + w * b.supply_mix), s_req
         assert np.array_equal(m.rack_airflow_m3_s, s_req * v0)
+
+
+def test_kept_potential_operator_belongs_to_its_layout(hall, monkeypatch):
+    """The room's pinned potential-flow factor is kept per layout: a hall with one rack moved,
+    built after the first, gets the flow of its own direct solve, bit for bit."""
+    from dataclasses import replace
+
+    g, _, v = hall
+    moved_xy = g.rack_center_xy_m.copy()
+    moved_xy[0] += [-1.2, 0.0]
+    moved = replace(g, rack_center_xy_m=moved_xy)
+    solver_mod._ROOM_MEMO.clear()
+    fast = [build_problem(geom, v).room_face[3] for geom in (g, moved, g)]
+    assert len(solver_mod._ROOM_MEMO) == 2
+    with monkeypatch.context() as mp:
+        _direct_solves(mp)
+        ref = [build_problem(geom, v).room_face[3] for geom in (g, moved)]
+    for got, want in zip(fast, ref + ref[:1], strict=True):
+        assert np.array_equal(got, want)

@@ -169,6 +169,33 @@ def _rasterised(g: HallGeometry) -> HallGrid:
     return grid
 
 
+_ROOM_MEMO: OrderedDict[bytes, tuple] = OrderedDict()
+
+
+def _room_potential_operator(g: HallGeometry, n_room: int, ri: np.ndarray, rj: np.ndarray, w_face: np.ndarray):
+    """(regions, region of each room cell, LU factor of the room's potential-flow operator)
+    for the room faces (ri, rj) of weights ``w_face`` [m]: the Laplacian with one cell per
+    connected region (its first) pinned to potential 0. It depends on the layout alone, so
+    it is kept per process by a digest of the geometry and the faces (the last 16): every
+    airflow knot and buoyant pass of a hall reuses it (bit for bit the direct solve)."""
+    h = hashlib.blake2b(pickle.dumps(g, protocol=5), digest_size=32)
+    for part in (ri, rj, w_face):
+        h.update(memoryview(np.ascontiguousarray(part)).cast("B"))
+    key = h.digest()
+    hit = _ROOM_MEMO.get(key)
+    if hit is not None:
+        _ROOM_MEMO.move_to_end(key)
+        return hit
+    n_comp, labels = connected_components(
+        sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False)
+    pins = np.array([np.flatnonzero(labels == comp)[0] for comp in range(n_comp)], np.int64)
+    hit = _ROOM_MEMO[key] = (n_comp, labels, factorised(_with_unit_rows(_laplacian(n_room, ri, rj, w_face), pins),
+                                                        memo=False))
+    while len(_ROOM_MEMO) > 16:
+        _ROOM_MEMO.popitem(last=False)
+    return hit
+
+
 def _with_unit_rows(a: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
     """``a`` (square CSR) with each row in ``rows`` replaced by the unit row e_i (a_ii = 1,
     the rest 0), in canonical CSC form. The other entries keep their values exactly (no
@@ -472,10 +499,7 @@ def build_problem(
     ri, rj = room_id[fi], room_id[fj]
     # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
     w_face = np.where(fax == 2, h * h / dz, dz)
-    lap = _laplacian(n_room, ri, rj, w_face)
-    n_comp, labels = connected_components(
-        sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False
-    )
+    n_comp, labels, potential_lu = _room_potential_operator(g, n_room, ri, rj, w_face)
     rhs = s_room.copy()
     extra = None
     if room_extra_flux_m3_s is not None:
@@ -486,20 +510,16 @@ def build_problem(
         np.add.at(div, ri, extra)
         np.add.at(div, rj, -extra)
         rhs -= div
-    pins = np.empty(n_comp, np.int64)  # one potential pinned to 0 per region
     for comp in range(n_comp):
         members = np.flatnonzero(labels == comp)
-        pins[comp] = members[0]
         imbalance = s_room[members].sum()
         if abs(imbalance) > 1e-9 * max(1.0, v_c.sum()):
             raise ValueError(
                 f"room region of {len(members)} cells around cell {members[0]} is sealed off "
                 f"with a net air source of {imbalance:.3g} m3/s (obstacles close it in)"
             )
-        rhs[members[0]] = 0.0
-    # the pinned operator depends on the layout alone: one factorisation serves every
-    # airflow and buoyant pass (bit for bit the direct solve)
-    phi = factorised(_with_unit_rows(lap, pins)).solve(rhs)
+        rhs[members[0]] = 0.0          # the region's potential is pinned to 0 there
+    phi = potential_lu.solve(rhs)
     f_room = w_face * (phi[ri] - phi[rj])  # outflow of a cell = sum of its face fluxes = source
     if extra is not None:
         f_room = f_room + extra
