@@ -183,13 +183,15 @@ class Recorder:
                 self.series[o.name] = w.data
             else:
                 self.series[o.name] = np.zeros(self.shape(o), o.dtype)
+        #: what ``rec[name]`` returns (a window, else the series): one lookup per access, the
+        #: components read and write through it dozens of times per sample
+        self._items: dict[str, _Window | np.ndarray] = {**self.series, **self._windows}
 
     def shape(self, o: Output) -> tuple[int, ...]:
         return tuple(self.sizes[d] for d in o.dims)
 
     def __getitem__(self, name: str):
-        w = self._windows.get(name)
-        return w if w is not None else self.series[name]
+        return self._items[name]
 
     def set(self, name: str, values) -> None:
         """Store a whole series (evaluated after the run) with its declared dtype; a series
@@ -201,6 +203,7 @@ class Recorder:
         if arr.shape != self.shape(o):
             raise ValueError(f"output {name}: shape {arr.shape}, declared {o.dims} = {self.shape(o)}")
         self.series[name] = arr
+        self._items[name] = self._windows.get(name, arr)
 
     # ------------------------------------------------------------------ windows
     def window_full(self, i: int) -> bool:
