@@ -1,5 +1,5 @@
 """The sweep's fast serial parts (issue 19) give the same numbers as the plain ones: one and
-two workers assemble the same sweep; the classic-netCDF sweep.nc reads back as the Dataset
+two workers assemble the same sweep, from memory as from the store; the classic-netCDF sweep.nc reads back as the Dataset
 written (netCDF-4 when a value does not fit the classic format); the one-array summary
 table equals the per-KPI xarray reductions of :func:`summarize`."""
 
@@ -43,6 +43,10 @@ def test_one_and_two_workers_assemble_the_same_sweep(small_spec, tmp_path):
         xr.testing.assert_identical(disk.drop_vars("wall_s"), a.drop_vars("wall_s"))
         assert disk.seed.dtype == np.int64
         pd.testing.assert_frame_equal(pd.read_csv(d / "summary.csv"), pd.read_csv(tmp_path / "w1" / "summary.csv"))
+    # the runs of a call are assembled from memory; a re-run reads them all back from the store
+    again = run_sweep(small_spec, tmp_path / "w2", workers=2)
+    assert not again.ran and len(again.reused) == 4
+    xr.testing.assert_identical(again.dataset, two.dataset)
 
 
 @st.composite

@@ -28,9 +28,13 @@ def _coord(labels: tuple) -> np.ndarray:
     return np.array([v if isinstance(v, str) else _yaml_scalar(v) for v in labels], dtype=str)
 
 
-def assemble(spec: SweepSpec, tasks: list, store: RunStore):
+def assemble(spec: SweepSpec, tasks: list, store: RunStore, records: dict | None = None):
     """Build the sweep Dataset from the stored runs: KPIs (axis..., seed), series
-    (axis..., seed, day), and status/error/key per run. Runs not on disk are 'missing'."""
+    (axis..., seed, day), and status/error/key per run. Runs not on disk are 'missing'.
+
+    ``records``: run key -> the record this process just stored (what
+    :meth:`RunStore.load` would read back: floats through JSON and arrays through NPZ are
+    exact), so the runs of this call are not read back from disk."""
     import xarray as xr
 
     from twin.results import KPI_UNITS
@@ -39,13 +43,14 @@ def assemble(spec: SweepSpec, tasks: list, store: RunStore):
     shape = spec.shape
     dims = tuple(a.name for a in spec.axes) + ("seed",)
     recs = {}
+    records = records or {}
     for t in tasks:
         if t.key not in recs:
-            recs[t.key] = store.load(t.key)
+            recs[t.key] = records[t.key] if t.key in records else store.load(t.key)
     units = {**KPI_UNITS, **STUDY_KPI_UNITS}
     kpi_names = list(units)
     for r in recs.values():
-        for k in (r or {}).get("kpis", {}):
+        for k in sorted((r or {}).get("kpis", {})):       # (the stored JSON's key order)
             if k not in units:
                 kpi_names.append(k)
                 units[k] = ("", k)

@@ -305,21 +305,25 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
         slot.conn.close()
         slots.remove(slot)
 
+    def dispatch() -> None:
+        while len(slots) < min(workers, len(queue) + sum(sl.task is not None for sl in slots)):
+            slots.append(start())
+        for sl in slots:
+            if sl.task is None and queue:
+                sl.task, sl.attempt = queue.pop()
+                sl.started = time.monotonic()
+                sl.conn.send(sl.task.scenario)
+
     try:
         while queue or any(sl.task is not None for sl in slots):
-            while len(slots) < min(workers, len(queue) + sum(sl.task is not None for sl in slots)):
-                slots.append(start())
-            for sl in slots:
-                if sl.task is None and queue:
-                    sl.task, sl.attempt = queue.pop()
-                    sl.started = time.monotonic()
-                    sl.conn.send(sl.task.scenario)
+            dispatch()
             busy = [sl for sl in slots if sl.task is not None]
             wait_s = None
             if timeout_s is not None:
                 wait_s = max(0.0, min(sl.started + timeout_s for sl in busy) - time.monotonic())
             ready = set(wait([sl.conn for sl in busy] + [sl.proc.sentinel for sl in busy], timeout=wait_s))
             now = time.monotonic()
+            finished: list[tuple[Any, dict]] = []      # stored after the next runs are sent
             for sl in busy:
                 rec = None
                 if sl.conn in ready:
@@ -334,7 +338,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
                                         now - sl.started, timeout_s=timeout_s)
                     task = sl.task
                     retire(sl)                   # the worker is still busy with it: replace it
-                    store_result(task, rec)
+                    finished.append((task, rec))
                     continue
                 else:
                     continue
@@ -354,7 +358,13 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
                                         f"memory than a worker has", "worker_lost", now - sl.started)
                 else:
                     sl.task = None
-                store_result(task, rec)
+                finished.append((task, rec))
+            if finished:
+                # the freed workers get their next run before this process writes the results
+                # (a worker would otherwise idle for the store's file writes after every run)
+                dispatch()
+                for task, rec in finished:
+                    store_result(task, rec)
         for sl in slots:                    # idle workers: ask them to stop
             with contextlib.suppress(OSError, ValueError):
                 sl.conn.send(None)

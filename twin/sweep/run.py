@@ -106,6 +106,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     total = len(tasks)
     done_n = sum(copies[k] for k in reused)
     ran: list[str] = []
+    fresh: dict[str, dict] = {}         # the records stored by this call, for the assembly
     retried: list[tuple[str, str]] = []
     t0 = time.monotonic()
     if progress:
@@ -117,6 +118,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
                                    "labels": {a.name: _jsonable(a.labels[i])
                                               for a, i in zip(spec.axes, task.index, strict=False)}})
         ran.append(task.key)
+        fresh[task.key] = {**rec, "series": rec.get("series") or {}, "day": rec.get("day")}
         done_n += copies[task.key]
         failed_n += rec["status"] == "failed"
         if progress:
@@ -133,7 +135,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
         else:
             executors.run_local(todo, spec.series, store_result, max(1, min(n_workers, len(todo))),
                                 timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)))
-    ds = assemble(spec, tasks, store)
+    ds = assemble(spec, tasks, store, fresh)
     write_dataset(ds, out)
     status = ds["status"].values
     failed = sorted({t.key for t in tasks if str(status[t.index]) == "failed"})
