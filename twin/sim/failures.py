@@ -49,6 +49,7 @@ class Failures(Component):
         self._next_repair = 0
         self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
+        self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
 
     def processes(self):
         yield self._failures()
@@ -105,6 +106,16 @@ class Failures(Component):
                     self.fail(int(n), int(k))
             yield self.env.timeout(max(boundary - self.env.now, 0.0))
 
+    def su_nodes(self, u: int) -> np.ndarray:
+        """The nodes of scalable unit ``u``, ascending (``np.flatnonzero(node_su == u)``
+        without a pass over every node: the units' nodes are indexed once)."""
+        if self._su_order is None:
+            su = self.plant.node_su
+            order = np.argsort(su, kind="stable")
+            self._su_order = (order, np.searchsorted(su[order], np.arange(int(su.max()) + 2)))
+        order, bounds = self._su_order
+        return order[bounds[u]:bounds[u + 1]]
+
     def detection_delay_s(self, c) -> float:
         f = self.s.failures
         return float(reliability.sample_detection_delay_s(
@@ -129,7 +140,7 @@ class Failures(Component):
         elif c.scope == "rail_su":
             u = p.node_su[n]
             st.su_degraded[u] += 1
-            e.jobs.interrupt_nodes(np.flatnonzero(p.node_su == u), f"{c.name} in SU {u}", detect_s)
+            e.jobs.interrupt_nodes(self.su_nodes(int(u)), f"{c.name} in SU {u}", detect_s)
         if c.repair != "none":
             self.env.process(self._repair(n, c, detect_s))
 

@@ -133,6 +133,7 @@ class Jobs(Component):
         self._share_cache: dict = {}
         self._step_cache: dict = {}
         self._interval_cache: dict = {}
+        self._spread: dict[int, tuple] = {}   # id(node array) -> (its nodes, fabric cache key, units spanned)
         self._write_s_memo: dict[tuple[float, int], float] = {}    # (bytes, writers) -> write time [s]
         self._read_s_memo: dict[float, float] = {}                 # bytes -> reload time [s]
         # GPUs per node when every node model has the same count (None: look it up per job)
@@ -207,10 +208,18 @@ class Jobs(Component):
         a spare keeps its figures instead of re-routing thousands of flows. A failed
         leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
         """
-        sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
-        key: tuple[int, ...] = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
-        if self.s.fabric.site_tier is not None:     # crossing halls climbs the site tier
-            key += (len(np.unique(self.plant.rack_hall[self.plant.node_rack[nodes]])),)
+        spread = self._spread.get(id(nodes))
+        if spread is not None and np.array_equal(spread[0], nodes):
+            key, sus = spread[1], spread[2]
+        else:
+            sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
+            key = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
+            if self.s.fabric.site_tier is not None:     # crossing halls climbs the site tier
+                key += (len(np.unique(self.plant.rack_hall[self.plant.node_rack[nodes]])),)
+            # kept per node array (a job's placement), checked against a copy of its nodes
+            if len(self._spread) > 4096:
+                self._spread.clear()
+            self._spread[id(nodes)] = (nodes.copy(), key, sus)
         if key not in self._fabric_cache:
             hops = fabric.placement_hops(self.e.graph, nodes)
             bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes)
@@ -445,12 +454,12 @@ class Jobs(Component):
         one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
         kw = {k: (v if np.ndim(v) == 0 else np.asarray(v)[one]) for k, v in pc.node_kwargs().items()}
         cap = pc.gpu_cap_w if np.ndim(pc.gpu_cap_w) == 0 else np.asarray(pc.gpu_cap_w)[one]
-        p = {ph: len(nodes) * float(power.node_power_w(np.array([int(ph)]), cap, inlet,
-                                                       clock_fraction=clock, **kw)[0])
-             for ph in (Phase.TRAINING, Phase.COMMUNICATION, Phase.CHECKPOINT)}
+        # the three phases in one call (element-wise: each the same number as a call of its own)
+        train_w, comm_w, ckpt_w = (len(nodes) * float(w) for w in power.node_power_w(
+            _SWING_PHASES, cap, inlet, clock_fraction=clock, **kw))
         sw = self.peak_swing_w
-        sw["communication"] = max(sw["communication"], p[Phase.TRAINING] - p[Phase.COMMUNICATION])
-        sw["checkpoint"] = max(sw["checkpoint"], p[Phase.TRAINING] - p[Phase.CHECKPOINT])
+        sw["communication"] = max(sw["communication"], train_w - comm_w)
+        sw["checkpoint"] = max(sw["checkpoint"], train_w - ckpt_w)
 
     def _checkpoint(self, job: JobState):
         """Write a checkpoint: the job's nodes in the CHECKPOINT phase for the write time
@@ -570,15 +579,19 @@ class Jobs(Component):
     def interrupt_nodes(self, nodes: np.ndarray, cause: str, detect_s: float = 0.0) -> None:
         """Interrupt every job running on any of ``nodes``; a job whose hot spare is hit
         just loses that spare. The job relaunches after ``detect_s`` [s]."""
-        for j in np.unique(self.state.node_job[nodes]):
+        owner = self.state.node_job[nodes]
+        for j in (owner if len(owner) == 1 else np.unique(owner)):
             if j < 0:
                 continue
             job = self.all[j]
             if job.status == "waiting" or job.process is None or not job.process.is_alive:
                 continue
-            if not np.isin(nodes, job.nodes).any():
-                hit = job.spares[np.isin(job.spares, nodes)]
-                job.spares = job.spares[~np.isin(job.spares, nodes)]
+            # the nodes a job holds are its active nodes and its hot spares (node_job = j on
+            # both): the job is hit unless every node of it among ``nodes`` is a spare
+            if len(job.spares) and np.isin(nodes[owner == j], job.spares).all():
+                spare_hit = np.isin(job.spares, nodes)
+                hit = job.spares[spare_hit]
+                job.spares = job.spares[~spare_hit]
                 self.release_nodes(hit)
                 continue
             self.advance(job)
@@ -638,6 +651,10 @@ class Jobs(Component):
         rec.set("job_start_s", [r.first_start_s for r in recs])
         rec.set("job_end_s", [r.end_s for r in recs])
         rec.set("job_gpus_requested", [r.gpus for r in recs])
+
+
+#: the phases of a synchronous job's swing (:meth:`Jobs._record_swing`)
+_SWING_PHASES = np.array([int(Phase.TRAINING), int(Phase.COMMUNICATION), int(Phase.CHECKPOINT)])
 
 
 def _skip_to(env: simpy.Environment, t: float) -> None:
