@@ -33,7 +33,7 @@ import numpy as np
 from twin import power, reliability, thermal
 from twin.plant import hall_geometries, seconds_since
 from twin.power import cooling_plant
-from twin.sim.component import Component
+from twin.sim.component import Component, repeat_record
 from twin.thermal import events as hall_events
 from twin.thermal import weather as thermal_weather
 from twin.thermal.airflow import RecirculationFamily, airflow_changed
@@ -677,6 +677,12 @@ class HallThermal(Component):
         rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
         rec["cooling_unit_margin_w"][i] = unit_margin if np.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
+
+    def record_range(self, i0: int, i1: int, rec) -> None:
+        """A quiet stretch (no event, no physics call since the last sample, so no sub-sample
+        extreme): the loads, margins, fan power and peak rows of sample ``i0`` hold for
+        every sample of it (written by H3 for the sampler's fill, issue 19)."""
+        repeat_record(self, i0, i1, rec)
 
 
 def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.ndarray) -> float:
