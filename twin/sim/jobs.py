@@ -212,10 +212,12 @@ class Jobs(Component):
         if spread is not None and np.array_equal(spread[0], nodes):
             key, sus = spread[1], spread[2]
         else:
-            sus, counts = np.unique(self.plant.node_su[nodes], return_counts=True)
+            # nodes per unit by counting, not sorting (what np.unique(..., return_counts) gives)
+            counts = np.bincount(self.plant.node_su[nodes])
+            sus = np.flatnonzero(counts)
             key = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
             if self.s.fabric.site_tier is not None:     # crossing halls climbs the site tier
-                key += (len(np.unique(self.plant.rack_hall[self.plant.node_rack[nodes]])),)
+                key += (int(np.count_nonzero(np.bincount(self.plant.rack_hall[self.plant.node_rack[nodes]]))),)
             # kept per node array (a job's placement), checked against a copy of its nodes
             if len(self._spread) > 4096:
                 self._spread.clear()
