@@ -135,20 +135,33 @@ def factorised(a, permc_spec: str | None = None, *, memo: bool = True) -> spla.S
     a = _canonical_csc(a)
     if not memo:
         return spla.splu(a, permc_spec=permc_spec)
-    h = hashlib.blake2b(digest_size=32)
-    for part in (repr((a.shape, a.dtype.str, permc_spec)).encode(), a.indptr, a.indices, a.data):
-        h.update(memoryview(np.ascontiguousarray(part)).cast("B"))
-    key = h.digest()
-    lu = _LU_MEMO.get(key)
-    if lu is not None:
-        _LU_MEMO.move_to_end(key)
-        return lu
-    lu = spla.splu(a, permc_spec=permc_spec)
-    _LU_MEMO[key] = lu
-    while len(_LU_MEMO) > LU_MEMO_SIZE or (
-            len(_LU_MEMO) > 1 and sum(f.L.nnz + f.U.nnz for f in _LU_MEMO.values()) > LU_MEMO_ENTRIES):
+    key = _digest(repr((a.shape, a.dtype.str, permc_spec)).encode(), a.indptr, a.indices, a.data)
+    lu = _kept(_LU_MEMO, key, lambda: spla.splu(a, permc_spec=permc_spec), LU_MEMO_SIZE)
+    while len(_LU_MEMO) > 1 and sum(f.L.nnz + f.U.nnz for f in _LU_MEMO.values()) > LU_MEMO_ENTRIES:
         _LU_MEMO.popitem(last=False)
     return lu
+
+
+def _digest(*parts) -> bytes:
+    """blake2b digest of byte strings and arrays (their raw bytes), each with its length."""
+    h = hashlib.blake2b(digest_size=32)
+    for part in parts:
+        raw = part if isinstance(part, bytes) else memoryview(np.ascontiguousarray(part)).cast("B")
+        h.update(len(raw).to_bytes(8, "little"))
+        h.update(raw)
+    return h.digest()
+
+
+def _kept(memo: OrderedDict, key: bytes, make, size: int):
+    """``memo[key]``, made by ``make()`` on a miss; beyond ``size`` entries the oldest go."""
+    hit = memo.get(key)
+    if hit is not None:
+        memo.move_to_end(key)
+        return hit
+    hit = memo[key] = make()
+    while len(memo) > size:
+        memo.popitem(last=False)
+    return hit
 
 
 _GRID_MEMO: OrderedDict[bytes, HallGrid] = OrderedDict()
@@ -158,15 +171,7 @@ def _rasterised(g: HallGeometry) -> HallGrid:
     """:func:`rasterise` of ``g``, kept per process by a digest of the pickled geometry
     (every field and array): the airflow knots and Picard passes of a hall share one
     layout (the last 16 geometries are kept)."""
-    key = hashlib.blake2b(pickle.dumps(g, protocol=5), digest_size=32).digest()
-    grid = _GRID_MEMO.get(key)
-    if grid is None:
-        grid = _GRID_MEMO[key] = rasterise(g)
-        while len(_GRID_MEMO) > 16:
-            _GRID_MEMO.popitem(last=False)
-    else:
-        _GRID_MEMO.move_to_end(key)
-    return grid
+    return _kept(_GRID_MEMO, _digest(pickle.dumps(g, protocol=5)), lambda: rasterise(g), 16)
 
 
 _ROOM_MEMO: OrderedDict[bytes, tuple] = OrderedDict()
@@ -178,22 +183,13 @@ def _room_potential_operator(g: HallGeometry, n_room: int, ri: np.ndarray, rj: n
     connected region (its first) pinned to potential 0. It depends on the layout alone, so
     it is kept per process by a digest of the geometry and the faces (the last 16): every
     airflow knot and buoyant pass of a hall reuses it (bit for bit the direct solve)."""
-    h = hashlib.blake2b(pickle.dumps(g, protocol=5), digest_size=32)
-    for part in (ri, rj, w_face):
-        h.update(memoryview(np.ascontiguousarray(part)).cast("B"))
-    key = h.digest()
-    hit = _ROOM_MEMO.get(key)
-    if hit is not None:
-        _ROOM_MEMO.move_to_end(key)
-        return hit
-    n_comp, labels = connected_components(
-        sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False)
-    pins = np.array([np.flatnonzero(labels == comp)[0] for comp in range(n_comp)], np.int64)
-    hit = _ROOM_MEMO[key] = (n_comp, labels, factorised(_with_unit_rows(_laplacian(n_room, ri, rj, w_face), pins),
-                                                        memo=False))
-    while len(_ROOM_MEMO) > 16:
-        _ROOM_MEMO.popitem(last=False)
-    return hit
+    def make():
+        n_comp, labels = connected_components(
+            sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False)
+        pins = np.array([np.flatnonzero(labels == comp)[0] for comp in range(n_comp)], np.int64)
+        lap = _with_unit_rows(_laplacian(n_room, ri, rj, w_face), pins)
+        return n_comp, labels, factorised(lap, memo=False)
+    return _kept(_ROOM_MEMO, _digest(pickle.dumps(g, protocol=5), ri, rj, w_face), make, 16)
 
 
 def _with_unit_rows(a: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
