@@ -146,7 +146,7 @@ def _digest(*parts) -> bytes:
     """blake2b digest of byte strings and arrays (their raw bytes), each with its length."""
     h = hashlib.blake2b(digest_size=32)
     for part in parts:
-        raw = part if isinstance(part, bytes) else memoryview(np.ascontiguousarray(part)).cast("B")
+        raw = part if isinstance(part, bytes) else np.ascontiguousarray(part).data.cast("B")
         h.update(len(raw).to_bytes(8, "little"))
         h.update(raw)
     return h.digest()
