@@ -450,9 +450,11 @@ class Jobs(Component):
         load steps by nodes x (P_train - P_phase) at every exposed all-reduce
         (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the largest step [W]."""
         nodes, st, pc = job.nodes, self.state, self.e.power
-        inlet = np.array([st.rack_inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
-        clock = np.array([st.node_clock[nodes].mean() * st.brake_clock]) if np.ndim(st.brake_clock) == 0 \
-            else np.array([(st.node_clock[nodes] * np.asarray(st.brake_clock)[nodes]).mean()])   # (N,): mixed models
+        # plain views of the tracked arrays (reads only: the same values, no tracking cost)
+        inlet_c, node_clock = st.rack_inlet_c.view(np.ndarray), st.node_clock.view(np.ndarray)
+        inlet = np.array([inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
+        clock = np.array([node_clock[nodes].mean() * st.brake_clock]) if np.ndim(st.brake_clock) == 0 \
+            else np.array([(node_clock[nodes] * np.asarray(st.brake_clock)[nodes]).mean()])   # (N,): mixed models
         one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
         kw = {k: (v if np.ndim(v) == 0 else np.asarray(v)[one]) for k, v in pc.node_kwargs().items()}
         cap = pc.gpu_cap_w if np.ndim(pc.gpu_cap_w) == 0 else np.asarray(pc.gpu_cap_w)[one]
