@@ -96,11 +96,16 @@ def test_sealed_hot_aisle_balance_holds_in_the_buoyant_layered_room(racks):
 
 @pytest.mark.parametrize("containment", ["cold_aisle", "hot_aisle"])
 def test_sealed_containment_with_air_to_spare_holds_supply_with_buoyancy(racks, containment):
+    """r = 1.2: the cold aisle's tiles deliver (1 - lf) r = 1.08 x the racks' air. This ran
+    at r = 1.1 while the layered floor leaked lf / 3 (the leak spread over the room cells of
+    all three layers, test_floor_leakage.py): with the floor's full 10 % the tiles deliver
+    0.99 x, the aisle is 1 % short and every inlet 0.14 K above supply."""
     heat, v = racks
-    model = buoyant_inlet_model(_hall(v, 1.1, containment, n_layers=3), heat, v, memo=False)
+    r = 1.2
+    model = buoyant_inlet_model(_hall(v, r, containment, n_layers=3), heat, v, memo=False)
     np.testing.assert_allclose(inlet_temp_c(model, heat), SUPPLY_C, atol=1e-9)
-    # the bypass air (10 %) returns unheated: every unit at T_s + dT / r
-    np.testing.assert_allclose(model.return_temp_c(heat), SUPPLY_C + RISE_K / 1.1, atol=1e-9)
+    # the surplus air returns unheated: every unit at T_s + dT / r
+    np.testing.assert_allclose(model.return_temp_c(heat), SUPPLY_C + RISE_K / r, atol=1e-9)
 
 
 def test_leaky_cold_aisle_stays_under_the_maximum_principle_bound(racks):

@@ -145,9 +145,12 @@ def test_starved_contained_aisle_is_even_and_below_the_open_hall(racks, r):
     gives the hand figure f dT / r; the maximum principle (room air no hotter than the
     hottest exhaust, T_in,max + dT) bounds the hottest rack by f dT / (1 - f). The hottest
     rack must lie within the width of that band, f dT (1 / (1 - f) - 1 / r), of the hand
-    figure (r = 0.8: 4.25 K +- 0.15 K; r = 0.7: 6.93 K +- 0.24 K), and below the open hall's
-    hottest (7.12 K, 9.76 K). Before the zone balance it was 7.52 / 12.11 K, above the open
-    hall, with the deficit carried mid-row by the plenum."""
+    figure (r = 0.8: 5.27 K +- 0.59 K, measured 5.39 K; r = 0.7: 7.94 K +- 0.89 K, measured
+    8.19 K), and below the open hall's hottest (7.91 K, 10.71 K). Before the zone balance it
+    was 7.52 / 12.11 K, above the open hall, with the deficit carried mid-row by the plenum.
+    Until the floor leaked its full lf in layered halls (test_floor_leakage.py; it leaked
+    lf / 3 here) the aisles got more air, f was 0.23 / 0.32 instead of 0.28 / 0.37, and the
+    band was asserted under 0.3 K (4.25 +- 0.15 K, 6.93 +- 0.24 K); it is under 1 K now."""
     heat, v = racks
     hot = {}
     for containment in ("none", "cold_aisle"):
@@ -157,7 +160,7 @@ def test_starved_contained_aisle_is_even_and_below_the_open_hall(racks, r):
             f = 1 - bf.problem.enclosure_supply_m3_s.sum() / v.sum()
     hand = f * RISE_K / r
     tol = f * RISE_K * (1 / (1 - f) - 1 / r)
-    assert 0 < tol < 0.3
+    assert 0 < tol < 1.0
     assert hot["cold_aisle"] == pytest.approx(hand, abs=tol)
     assert hot["cold_aisle"] <= f * RISE_K / (1 - f) + 1e-9
     assert hot["cold_aisle"] < hot["none"] - 2.0

@@ -446,7 +446,8 @@ def build_problem(
     if overhead and n_tiles == 0:
         raise ValueError("overhead supply needs diffuser positions (tile_xy_m) or racks with open intakes")
     lf = g.floor_leakage_fraction
-    g_leak = lf / (1 - lf) * n_tiles / n_room if n_tiles > 0 else 1.0
+    # per floor cell: the plenum is the plan, whatever the room's layers (not n_room)
+    g_leak = lf / (1 - lf) * n_tiles / fluid.sum() if n_tiles > 0 else 1.0
     if not overhead:
         g_open = g_open + np.where(fluid, g_leak, 0.0)
     # overhead ducts: a stiff supply network, every diffuser at the same pressure
