@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sim.test_speed_paths import _same_results  # KPIs, every results.nc variable, the event table
 
 import twin
 from twin.phases import Phase
@@ -35,17 +36,6 @@ def _run(scenario, closed_form: bool):
     return e, e.run()
 
 
-def _assert_same(a, b) -> None:
-    assert a.kpis.keys() == b.kpis.keys()
-    for k, x in a.kpis.items():
-        y = b.kpis[k]
-        assert x == y or (x != x and y != y), k
-    for v in a.dataset.data_vars:
-        x, y = a.dataset[v].values, b.dataset[v].values
-        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), v
-    assert a.events.equals(b.events)
-
-
 @pytest.fixture(scope="module", params=[0, 1], ids=["fast_storage", "slow_storage"])
 def stream_runs(request):
     s = twin.load_scenario(SCENARIOS / "blue_vela.yaml", STREAM[request.param])
@@ -65,7 +55,7 @@ def test_closed_form_checkpoints_equal_the_event_driven_ones_on_a_job_stream(str
         assert fast_engine.jobs.checkpoints_closed_form > 0.9 * len(ck)
     # concurrent writers share the storage: some writes took longer than a lone one
     assert len(set(ck.detail.str.split(", ").str[1])) > 1
-    _assert_same(fast, slow)
+    _same_results(fast, slow)
     if slow_storage:
         # writes of minutes: some hourly samples fall inside one (the sampler sees those
         # nodes in the CHECKPOINT phase), so the equality above covers them
@@ -82,7 +72,7 @@ def test_closed_form_checkpoints_equal_on_fixed_jobs_with_hot_spares():
     _, slow = _run(s, False)
     assert fast_engine.jobs.checkpoints_closed_form > 0
     assert (fast.events.kind == "job_interrupted").sum() > 0 and (fast.events.kind == "checkpoint").sum() > 100
-    _assert_same(fast, slow)
+    _same_results(fast, slow)
 
 
 def test_a_broken_fast_path_is_caught(monkeypatch):
