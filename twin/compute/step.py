@@ -61,7 +61,7 @@ BF16 and FP8, 8..2,304 GPUs, each with its recipe's settings): mean |error| 2.4 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -179,7 +179,18 @@ A100_SXM_MODERN = KernelEfficiency(
     pp_overlap=0.7, rank_jitter_fraction=0.020,
     source="A100 kernels with the H100 software stack, see comment")
 
-KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "a100_sxm": A100_SXM,
+#: H100 SXM running FlashAttention-2 (PyTorch stacks of 2023-24: MosaicML llm-foundry's
+#: ``attn_impl: flash``) instead of the cuDNN / Transformer Engine attention the H100 table
+#: is fitted on.  Only the attention changes: forward and backward at FlashAttention-2's
+#: published H100 throughput, 335 TFLOP/s forward + backward (causal and not, head dim
+#: 128, long sequences) over the 989 TFLOP/s BF16 peak = 0.339 (Dao 2023,
+#: arXiv:2307.08691, Fig. 7 and abstract).  Not fitted; validated on MPT FSDP step times
+#: (assets/reference/fsdp_step_times_llm_foundry.csv, docs/validation.md).
+H100_SXM_FA2 = replace(
+    H100_SXM, attention_fwd=335.0 / 989.0, attention_bwd=335.0 / 989.0,
+    source="H100 table with FlashAttention-2's published throughput (Dao 2023)")
+
+KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100_sxm_fa2": H100_SXM_FA2, "a100_sxm": A100_SXM,
                      "a100_sxm_modern": A100_SXM_MODERN}
 
 #: Step-time factor of the deployment mode [-].  Vela (IBM Research, 2023): the
