@@ -171,8 +171,9 @@ A100_SXM = KernelEfficiency(
     source="fit to Megatron-LM A100 step times (SC21, 2022), see comment")
 
 #: A100 SXM with today's software (flash attention, sequence parallel, distributed
-#: optimizer, TP overlap as fitted on H100): the same kernels, not validated against a
-#: public A100 step time.
+#: optimizer, TP overlap as fitted on H100): the same kernels, nothing fitted.  Checked on
+#: 11 PyTorch FSDP step times of MPT 7b / 13b on 8..128 A100 40 GB (llm-foundry's table,
+#: micro-batches >= 16,384 tokens): mean 2.6 %, worst 4.2 % (docs/validation.md).
 A100_SXM_MODERN = KernelEfficiency(
     gemm=0.7503, gemm_fp8=0.7503, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
