@@ -108,6 +108,7 @@ def place_nodes_grouped(free: np.ndarray, su_nodes: int, su_degraded: np.ndarray
         return None
     sel = order[:int(np.searchsorted(cum, want)) + 1]
     n = len(free)
+    grid: np.ndarray
     if n == n_sus * su_nodes:
         grid = free.reshape(n_sus, su_nodes)
     else:

@@ -439,7 +439,7 @@ def build_problem(
         if len(cells):
             np.add.at(g_open, cells, 1.0 / len(cells))
     g_enc = np.zeros(n)  # an enclosure opens one tile onto the plenum per rack (its intake cells)
-    for r in np.flatnonzero(enclosed):
+    for r in np.flatnonzero(enclosed).tolist():
         np.add.at(g_enc, grid.intake_cells[r], 1.0 / len(grid.intake_cells[r]))
     n_tiles = g_open.sum() + g_enc.sum()
     overhead = g.supply == "overhead"
