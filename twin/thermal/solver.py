@@ -431,7 +431,7 @@ def build_problem(
     # ---- plenum: (k L + G) p = s ----------------------------------------------------
     s_p = np.zeros(n)
     wall_jet = np.zeros(n_c, bool) if g.cooling_outlet_z_m is None else ~np.isnan(g.cooling_outlet_z_m).any(axis=1)
-    for c in np.flatnonzero(~wall_jet):
+    for c in np.flatnonzero(~wall_jet).tolist():
         cells = grid.cooling_cells[c]
         np.add.at(s_p, cells, v_c[c] / len(cells))
     g_open = np.zeros(n)
