@@ -50,6 +50,13 @@ class Failures(Component):
         self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
         self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
+        #: the per-interval draws (:meth:`draw`): the sampler, the rates last set, the
+        #: event the failure process waits on, and whether the draw follows the sample
+        self.enabled = bool(self.s.failures.enabled)
+        self._draws: reliability.ClusterFailureSampler | None = None
+        self._last: tuple | None = None
+        self._wake: simpy.Event | None = None
+        self.after_sample = False
 
     def processes(self):
         yield self._failures()
@@ -79,32 +86,52 @@ class Failures(Component):
         return scale
 
     def _failures(self):
-        """Failures redrawn each sampling interval with that interval's rates (memoryless,
-        so exact for piecewise-constant rates); a node that went down within the interval
-        is thinned out."""
+        """The failures of each sampling interval, drawn by :meth:`draw` (which the sampler
+        calls once per sample, see there) and acted on here: the process sleeps until a
+        draw finds a failure within its interval, so it wakes at no sample."""
         if not self.s.failures.enabled:
             return
         rng = self.e.rng["fail"]
-        sampler = reliability.ClusterFailureSampler(self.classes, self.plant.n_nodes, rate_scale=0.0)
-        last = None
         while True:
-            nxt = self.e.sampler.next_sample_s
-            boundary = nxt if nxt > self.env.now else self.env.now + self.e.dt_s
-            accel, scale = self.state.node_accel, self.rate_scale()
-            # the update is a pure function of the two factors: the same arrays, the same rates
-            if last is None or last[0] is not scale or last[1] is not accel:
-                last = (scale, accel)
-                sampler.update(rate_scale=scale, thermal_acceleration=accel if
-                               np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
-                               else accel * self.gpu_rate_factor)
-            left_s = boundary - self.env.now
-            while (hit := sampler.next(rng, left_s)) is not None:
+            self._wake = self.env.event()
+            hit, left_s = yield self._wake
+            while hit is not None:
                 dt_s, n, k = hit
                 yield self.env.timeout(dt_s)
                 left_s -= dt_s
                 if self.state.node_up[n]:
                     self.fail(int(n), int(k))
-            yield self.env.timeout(max(boundary - self.env.now, 0.0))
+                hit = self._draws.next(rng, left_s)
+
+    def draw(self) -> None:
+        """Draw the failures of the interval from now to the next sample with that
+        interval's rates (memoryless, so exact for piecewise-constant rates); a node that
+        went down within the interval is thinned out (:meth:`_failures`).
+
+        The sampler calls this at every sample instant, where the failure process used to
+        wake (issue 19: a wake-up per sample kept the sampler's quiet stretches from being
+        filled): before the sample until the first interval with a failure, after it from
+        then on (:attr:`after_sample`), the order the process's timeouts had, with the same
+        rates and the same draws from the ``fail`` stream."""
+        if self._draws is None:
+            self._draws = reliability.ClusterFailureSampler(self.classes, self.plant.n_nodes, rate_scale=0.0)
+        nxt = self.e.sampler.next_sample_s
+        boundary = nxt if nxt > self.env.now else self.env.now + self.e.dt_s
+        accel, scale = self.state.node_accel, self.rate_scale()
+        # the update is a pure function of the two factors: the same arrays, the same rates
+        last = self._last
+        if last is None or last[0] is not scale or last[1] is not accel:
+            self._last = (scale, accel)
+            self._draws.update(rate_scale=scale, thermal_acceleration=accel if
+                               np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
+                               else accel * self.gpu_rate_factor)
+        left_s = boundary - self.env.now
+        hit = self._draws.next(self.e.rng["fail"], left_s)
+        if hit is not None:
+            # the process used to end such an interval with a timeout scheduled after the
+            # sampler's, so from the next sample on it drew after the sample
+            self.after_sample = True
+            self._wake.succeed((hit, left_s))
 
     def su_nodes(self, u: int) -> np.ndarray:
         """The nodes of scalable unit ``u``, ascending (``np.flatnonzero(node_su == u)``

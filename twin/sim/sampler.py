@@ -63,10 +63,18 @@ class Sampler(Component):
         e = self.e
         n = e.n_samples
         step = max(n // 100, 1)
+        fail = e.failures if e.failures.enabled else None
         i = 0
         while i < n:
+            # the failures of the coming interval, drawn where the failure process used to
+            # wake: before the sample until the first interval with a failure, then after
+            after = fail is not None and fail.after_sample
+            if fail is not None and not after:
+                fail.draw()
             self.next_sample_s = (i + 1) * e.dt_s
             self.sample(i)
+            if after:
+                fail.draw()
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
             i += 1
@@ -91,16 +99,26 @@ class Sampler(Component):
         dt, end, due = e.dt_s, min(n, rec.window_end()), env.peek()
         jobs, thr = e.jobs, self._throttled_last
         t, i = env.now, i0
+        fail = e.failures if e.failures.enabled else None
         while i < end and t + dt < due:
             t = t + dt
             env.skip_to(t)
+            # a quiet sample changes no rate: the draw sees the same state before or after
+            # it; a failure within the interval queues an event now, which ends the stretch
+            after = fail is not None and fail.after_sample
+            if fail is not None and not after:
+                fail.draw()
             self.next_sample_s = (i + 1) * dt
             jobs.advance_all()
             jobs.record(i, rec)
             self.throttled_node_s += thr * dt
+            if after:
+                fail.draw()
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
             i += 1
+            if env.peek() <= t:         # the draw found a failure in this interval
+                break
         if i > i0:
             self.record_range(i0, i, rec)
             for c in e.components:
