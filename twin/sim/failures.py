@@ -131,6 +131,7 @@ class Failures(Component):
             # the process used to end such an interval with a timeout scheduled after the
             # sampler's, so from the next sample on it drew after the sample
             self.after_sample = True
+            assert self._wake is not None  # the process sleeps on it from its start
             self._wake.succeed((hit, left_s))
 
     def su_nodes(self, u: int) -> np.ndarray:

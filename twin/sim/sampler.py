@@ -73,7 +73,7 @@ class Sampler(Component):
                 fail.draw()
             self.next_sample_s = (i + 1) * e.dt_s
             self.sample(i)
-            if after:
+            if fail is not None and after:
                 fail.draw()
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
@@ -112,7 +112,7 @@ class Sampler(Component):
             jobs.advance_all()
             jobs.record(i, rec)
             self.throttled_node_s += thr * dt
-            if after:
+            if fail is not None and after:
                 fail.draw()
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
