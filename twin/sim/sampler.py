@@ -66,11 +66,7 @@ class Sampler(Component):
         fail = e.failures if e.failures.enabled else None
         i = 0
         while i < n:
-            # the failures of the coming interval, drawn where the failure process used to
-            # wake: before the sample until the first interval with a failure, then after
-            after = fail is not None and fail.after_sample
-            if fail is not None and not after:
-                fail.draw()
+            after = self._draw_before(fail)
             self.next_sample_s = (i + 1) * e.dt_s
             self.sample(i)
             if fail is not None and after:
@@ -81,6 +77,20 @@ class Sampler(Component):
             if self._quiet and self.bulk and i < n:
                 i = self._fill(i, n, step)
             yield self.env.timeout(e.dt_s)
+
+    @staticmethod
+    def _draw_before(fail) -> bool:
+        """Draw the failures of the coming interval now if they come before the sample;
+        returns True when they come after it (the caller then draws after the sample).
+
+        Where the failure process used to wake: before the sample until the first interval
+        with a failure, after it from then on (``Failures.after_sample``)."""
+        if fail is None:
+            return False
+        if fail.after_sample:
+            return True
+        fail.draw()
+        return False
 
     def _fill(self, i0: int, n: int, step: int) -> int:
         """Samples ``i0, i0 + 1, ...`` of a quiet stretch, without a simpy wake-up each;
@@ -105,9 +115,7 @@ class Sampler(Component):
             env.skip_to(t)
             # a quiet sample changes no rate: the draw sees the same state before or after
             # it; a failure within the interval queues an event now, which ends the stretch
-            after = fail is not None and fail.after_sample
-            if fail is not None and not after:
-                fail.draw()
+            after = self._draw_before(fail)
             self.next_sample_s = (i + 1) * dt
             jobs.advance_all()
             jobs.record(i, rec)
