@@ -125,7 +125,7 @@ def test_problem_solve_equals_the_direct_block_solves(hall):
     g, heat, v = hall
     for scale in (1.0, 0.5):
         prob = build_problem(g, scale * v)
-        assert prob.plenum_upstream
+        assert np.all(prob.floor_flow_m3_s >= 0)
         rhs = prob.E @ g.cooling_supply_temp_c + prob.B @ heat
         a = prob.A.tocsr()
         nr, n_p = prob.n_room, prob.plenum_pressure.size

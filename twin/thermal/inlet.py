@@ -53,15 +53,15 @@ class InletModel:
         return np.where(self.cooling_active, t, np.nan)
 
 
-def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = True):
+def linear_maps(prob: HallProblem, block_size: int = 512):
     """Sensitivities of rack inlets and unit returns: rows [W; M] of A^-1 B and A^-1 E.
 
-    Returns (d_all (R+C, R) [K/W], s_all (R+C, C) [-]). When no room air flows down into
-    the plenum (every floor flow >= 0) the operator is block lower-triangular in the
-    order (plenum, room, return node): the plenum does not see the room. Then D comes
-    from transposed solves with the room block alone (a few times cheaper: a smaller,
-    two-dimensional factor) and S from C forward block substitutions. Otherwise the whole
-    operator is factorised. Both paths are exact.
+    Returns (d_all (R+C, R) [K/W], s_all (R+C, C) [-]). No room air flows down into the
+    plenum (every floor flow >= 0, asserted by :func:`build_problem`), so the operator is
+    block lower-triangular in the order (plenum, room, return node): the plenum does not
+    see the room. D comes from transposed solves with the room block alone (a smaller
+    factor than the whole operator's, the one the problem's own solve used) and S from C
+    forward block substitutions. Exact.
     """
     n_r, n_c = prob.geometry.n_racks, prob.geometry.n_cooling
     rows = sp.vstack([prob.W, prob.M]).tocsr()
@@ -70,44 +70,34 @@ def linear_maps(prob: HallProblem, block_size: int = 512, use_blocks: bool = Tru
     s_all = np.empty((n_out, n_c))
     nr, n_u = prob.n_room, prob.n_unknowns
     n_p = prob.plenum_pressure.size
-    if use_blocks and prob.plenum_upstream:
-        a = prob.A.tocsr()
-        rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, n_u)
-        lu_r = prob.block_lu("room")      # the factors the problem's own solve used
-        lu_p = prob.block_lu("plenum")
-        has_n = n_u > nr + n_p
-        a_nn = a[nn, nn].toarray().ravel() if has_n else np.zeros(0)
-        a_nr = a[nn, rr] if has_n else None
-        b = prob.B.tocsr()
-        b_r, b_n = b[rr], b[nn]
-        for start in range(0, n_out, block_size):
-            stop = min(start + block_size, n_out)
-            w = rows[start:stop]
-            w_r = w[:, rr].T.toarray()
-            if has_n:
-                assert a_nr is not None  # set whenever has_n
-                y_n = w[:, nn].T.toarray() / a_nn[:, None]
-                y_r = lu_r.solve(w_r - (a_nr.T @ y_n), trans="T")
-                d_all[start:stop] = (b_r.T @ y_r + b_n.T @ y_n).T
-            else:
-                y_r = lu_r.solve(w_r, trans="T")
-                d_all[start:stop] = (b_r.T @ y_r).T
-        e = prob.E.tocsr()
-        t_p = lu_p.solve(e[pp].toarray())
-        t_r = lu_r.solve(e[rr].toarray() - a[rr, pp] @ t_p)
-        t_all = [t_r, t_p]
-        if has_n:
-            t_all.append((e[nn].toarray() - a[nn, pp] @ t_p - a_nr @ t_r) / a_nn[:, None])
-        s_all[:] = rows @ np.vstack(t_all)
-        return d_all, s_all
-    lu = prob.lu
-    bt = prob.B.T.tocsr()
-    et = prob.E.T.tocsr()
+    a = prob.a_csr
+    rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, n_u)
+    lu_r = prob.block_lu("room")      # the factors the problem's own solve used
+    lu_p = prob.block_lu("plenum")
+    has_n = n_u > nr + n_p
+    a_nn = a[nn, nn].toarray().ravel() if has_n else np.zeros(0)
+    a_nr = a[nn, rr] if has_n else None
+    b = prob.B.tocsr()
+    b_r, b_n = b[rr], b[nn]
     for start in range(0, n_out, block_size):
         stop = min(start + block_size, n_out)
-        y = lu.solve(rows[start:stop].T.toarray(), trans="T")
-        d_all[start:stop] = (bt @ y).T
-        s_all[start:stop] = (et @ y).T
+        w = rows[start:stop]
+        w_r = w[:, rr].T.toarray()
+        if has_n:
+            assert a_nr is not None  # set whenever has_n
+            y_n = w[:, nn].T.toarray() / a_nn[:, None]
+            y_r = lu_r.solve(w_r - (a_nr.T @ y_n), trans="T")
+            d_all[start:stop] = (b_r.T @ y_r + b_n.T @ y_n).T
+        else:
+            y_r = lu_r.solve(w_r, trans="T")
+            d_all[start:stop] = (b_r.T @ y_r).T
+    e = prob.E.tocsr()
+    t_p = lu_p.solve(e[pp].toarray())
+    t_r = lu_r.solve(e[rr].toarray() - a[rr, pp] @ t_p)
+    t_all = [t_r, t_p]
+    if has_n:
+        t_all.append((e[nn].toarray() - a[nn, pp] @ t_p - a_nr @ t_r) / a_nn[:, None])
+    s_all[:] = rows @ np.vstack(t_all)
     return d_all, s_all
 
 
@@ -139,8 +129,8 @@ def inlet_model(
 ) -> InletModel:
     """Derive the recirculation matrix D (and supply mixing) of a layout.
 
-    One sparse LU factorisation (of the room block alone when the plenum is upstream of
-    the room, see :func:`linear_maps`), then transposed solves A^T Y = [W; M]^T, one per
+    One sparse LU factorisation (of the room block alone: the plenum is upstream of the
+    room, see :func:`linear_maps`), then transposed solves A^T Y = [W; M]^T, one per
     rack and per cooling unit in blocks of ``block_size``; D = (B^T Y_W)^T, S = (E^T Y_W)^T.
     Re-derive when the layout, rack airflow or the set of running cooling units
     (``cooling_active``, (C,) bool; False = fans stopped) changes. Unit capacity does not
