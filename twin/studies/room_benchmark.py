@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from twin.thermal import rack_airflow_m3_s, row_hall
-from twin.thermal.buoyancy import PLUME_COEFFICIENT, buoyant_flow
+from twin.thermal.buoyancy import MIXING_LAW, PLUME_COEFFICIENT, buoyant_flow
 from twin.thermal.geometry import HallGeometry
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
@@ -342,22 +342,24 @@ class Pod2Comparison:
 
 
 def pod2_comparison(rack_airflow: str = "fan_law", *, supply: str = "floor", coefficient: float = PLUME_COEFFICIENT,
-                    names=None, **overrides) -> Pod2Comparison:
+                    names=None, mixing: str = MIXING_LAW, **overrides) -> Pod2Comparison:
     """Run the twin's buoyant layered field on every POD 2 configuration (no parameter
     fitted: the layout encoding of rise_pod2.yaml and the shipped model defaults) and
-    collect what it predicts where the pod was measured."""
+    collect what it predicts where the pod was measured. ``mixing``: the vertical mixing
+    law of the buoyant passes (:func:`twin.thermal.buoyancy.buoyant_flow`)."""
     cases = [c for c in pod2_cases(rack_airflow) if names is None or c.name in names]
-    return _compare(cases, pod2_layout(), supply, coefficient, overrides)
+    return _compare(cases, pod2_layout(), supply, coefficient, overrides, mixing)
 
 
-def _compare(cases, lay: dict, supply: str, coefficient: float, overrides: dict) -> Pod2Comparison:
+def _compare(cases, lay: dict, supply: str, coefficient: float, overrides: dict,
+             mixing: str = MIXING_LAW) -> Pod2Comparison:
     import time
     heights = np.asarray(lay["sensor_strips"]["heights_m"], float)
     tin, tstrip, ratio = [], [], []
     t0 = time.process_time()
     for case in cases:
         g = pod2_geometry(case, supply, layout=lay, **overrides)
-        bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s, coefficient=coefficient)
+        bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s, coefficient=coefficient, mixing=mixing)
         p = bf.problem
         tin.append(p.inlet_temp_c(bf.temp_c, case.rack_heat_w))
         n = p.grid.nx * p.grid.ny
@@ -422,6 +424,6 @@ def pod2_2018_cases() -> list[Pod2Case]:
 
 
 def pod2_2018_comparison(*, supply: str = "wall_jet", coefficient: float = PLUME_COEFFICIENT,
-                         **overrides) -> Pod2Comparison:
+                         mixing: str = MIXING_LAW, **overrides) -> Pod2Comparison:
     """The twin on the held-out January 2018 pod (every model setting as on October 2019)."""
-    return _compare(pod2_2018_cases(), pod2_2018_layout(), supply, coefficient, overrides)
+    return _compare(pod2_2018_cases(), pod2_2018_layout(), supply, coefficient, overrides, mixing)

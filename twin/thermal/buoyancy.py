@@ -44,12 +44,15 @@ import scipy.sparse as sp
 
 from .geometry import HallGeometry
 from .inlet import InletModel, inlet_model_of_problem
+from .mixing import MIXING_LAWS, room_face_diffusivity_m2_s
 from .solver import HallProblem, build_problem
 
 __all__ = ["BuoyantFlow", "buoyant_face_flux_m3_s", "buoyant_flow", "buoyant_inlet_model"]
 
 GRAVITY_M_S2 = 9.80665
 PLUME_COEFFICIENT = 0.3
+#: vertical mixing in the buoyant passes (twin.thermal.mixing)
+MIXING_LAW = "constant"
 
 
 def buoyant_face_flux_m3_s(prob: HallProblem, temp_c: np.ndarray, *, coefficient: float = PLUME_COEFFICIENT,
@@ -94,13 +97,19 @@ class BuoyantFlow:
 
 def buoyant_flow(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling_active=None, *,
                  coefficient: float = PLUME_COEFFICIENT, iterations: int = 12, relaxation: float = 0.5,
-                 tol_k: float = 0.05) -> BuoyantFlow:
+                 tol_k: float = 0.05, mixing: str = MIXING_LAW) -> BuoyantFlow:
     """Picard iteration: potential flow -> temperatures -> buoyant fluxes -> flow ...
 
     Each pass adds ``relaxation`` of the new buoyant fluxes to the old ones and stops when
     no rack inlet moves by more than ``tol_k`` [K] or after ``iterations`` passes. Needs
     ``geometry.n_layers`` >= 2 (one layer has no vertical faces: the potential flow).
+    ``mixing``: the vertical eddy diffusivity, ``"constant"`` (the hall's
+    ``eddy_diffusivity_m2_s`` on every face) or a Richardson-damped law of
+    :mod:`twin.thermal.mixing` (``"munk_anderson"``, ``"pacanowski_philander"``), evaluated
+    in each pass from the last pass's temperatures and flow and relaxed like the fluxes.
     """
+    if mixing not in MIXING_LAWS:
+        raise ValueError(f"mixing must be one of {MIXING_LAWS}, got {mixing!r}")
     heat = np.broadcast_to(np.asarray(rack_heat_w, float), (geometry.n_racks,))
     prob = build_problem(geometry, rack_airflow_m3_s, cooling_active)
     temp = prob.solve(heat)
@@ -110,10 +119,15 @@ def buoyant_flow(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling
     k = 0
     if geometry.n_layers < 2 or coefficient == 0:
         return BuoyantFlow(prob, temp, flux, 0, 0.0)
+    diff = None
     while k < iterations:
         k += 1
         flux = (1 - relaxation) * flux + relaxation * buoyant_face_flux_m3_s(prob, temp, coefficient=coefficient)
-        prob = build_problem(geometry, rack_airflow_m3_s, cooling_active, room_extra_flux_m3_s=flux)
+        if mixing != "constant":
+            new_diff = room_face_diffusivity_m2_s(prob, temp, mixing)
+            diff = new_diff if diff is None else (1 - relaxation) * diff + relaxation * new_diff
+        prob = build_problem(geometry, rack_airflow_m3_s, cooling_active, room_extra_flux_m3_s=flux,
+                             room_face_diffusivity_m2_s=diff)
         temp = prob.solve(heat)
         new = prob.inlet_temp_c(temp, heat)
         change = float(np.abs(new - inlet).max())

@@ -1,0 +1,54 @@
+"""Richardson-damped vertical mixing on the measured room, RISE POD 2 (issue 12, point d):
+what it does to the rack-front error and to the growth of the mixing excess with load,
+asserted as measured (docs/validation.md, cooling; assets/reference/room_benchmark_pod2_mixing.py).
+Wall-jet supply; October 2019 with fan-curve rack air (phi fitted on day 1 before this
+study, not refitted), January 2018 held out with strip-balance air; the laws' constants
+are their sources'."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from twin.studies.room_benchmark import pod2_2018_comparison, pod2_cases, pod2_comparison
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "assets" / "reference"))
+from room_benchmark_pod2_mixing import mixing_excess_k  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {m: (pod2_comparison("fan_curve", supply="wall_jet", mixing=m), pod2_2018_comparison(supply="wall_jet", mixing=m))
+            for m in ("constant", "munk_anderson")}
+
+
+def test_damped_mixing_lowers_the_october_error_and_its_bias(runs):
+    const, damped = runs["constant"][0], runs["munk_anderson"][0]
+    assert const.strip_mae_k() == pytest.approx(1.83, abs=0.02)  # the shipped figure
+    assert damped.strip_mae_k() == pytest.approx(1.24, abs=0.03)  # measured, 30 Nov 2026
+    assert damped.strip_mae_k() <= 2.0
+    assert abs(damped.strip_error_k.mean()) < 0.3 < const.strip_error_k.mean()  # +1.33 -> +0.10 K
+    # day 2, not used to fit phi: 1.94 -> 1.20 K
+    assert np.abs(damped.strip_error_k[5:]).mean() < np.abs(const.strip_error_k[5:]).mean() - 0.5
+
+
+def test_damped_mixing_moves_the_excess_growth_toward_the_pod(runs):
+    cases = pod2_cases("fan_curve")
+    kw = np.array([c.rack_heat_w.sum() for c in cases])
+    lo, hi = int(np.argmin(kw)), int(np.argmax(kw))
+    _, t_const, pod = mixing_excess_k(runs["constant"][0], cases)
+    _, t_damp, _ = mixing_excess_k(runs["munk_anderson"][0], cases)
+    g_pod, g_const, g_damp = (x[hi] - x[lo] for x in (pod, t_const, t_damp))
+    assert g_pod == pytest.approx(1.72, abs=0.05) and g_const == pytest.approx(4.70, abs=0.1)
+    assert g_pod < g_damp < g_const  # 4.70 -> 3.58 K against the pod's 1.72 K: toward it, not there
+    assert g_damp == pytest.approx(3.58, abs=0.1)
+
+
+def test_damped_mixing_loses_the_held_out_pod(runs):
+    # January 2018 (over-supplied, the twin already reads cold): less mixing reads colder still,
+    # 1.46 -> 2.58 K, above the 2 K goal. Why the damping is not the shipped default.
+    const, damped = runs["constant"][1], runs["munk_anderson"][1]
+    assert const.strip_mae_k() == pytest.approx(1.46, abs=0.02)
+    assert damped.strip_mae_k() == pytest.approx(2.58, abs=0.05)
+    assert damped.strip_error_k.mean() < const.strip_error_k.mean() < 0
