@@ -167,29 +167,37 @@ def _kept(memo: OrderedDict, key: bytes, make, size: int):
 _GRID_MEMO: OrderedDict[bytes, HallGrid] = OrderedDict()
 
 
-def _rasterised(g: HallGeometry) -> HallGrid:
-    """:func:`rasterise` of ``g``, kept per process by a digest of the pickled geometry
-    (every field and array): the airflow knots and Picard passes of a hall share one
-    layout (the last 16 geometries are kept)."""
-    return _kept(_GRID_MEMO, _digest(pickle.dumps(g, protocol=5)), lambda: rasterise(g), 16)
+def _geometry_digest(g: HallGeometry) -> bytes:
+    """Digest of the pickled geometry (every field and array): the key of the per-process
+    layout memos, computed once per :func:`build_problem`."""
+    return _digest(pickle.dumps(g, protocol=5))
+
+
+def _rasterised(g: HallGeometry, key: bytes | None = None) -> HallGrid:
+    """:func:`rasterise` of ``g``, kept per process by ``key``, the geometry's digest
+    (:func:`_geometry_digest`, computed here when not given): the airflow knots and Picard
+    passes of a hall share one layout (the last 16 geometries are kept)."""
+    key = _geometry_digest(g) if key is None else key
+    return _kept(_GRID_MEMO, key, lambda: rasterise(g), 16)
 
 
 _ROOM_MEMO: OrderedDict[bytes, tuple] = OrderedDict()
 
 
-def _room_potential_operator(g: HallGeometry, n_room: int, ri: np.ndarray, rj: np.ndarray, w_face: np.ndarray):
+def _room_potential_operator(geometry_key: bytes, n_room: int, ri: np.ndarray, rj: np.ndarray, w_face: np.ndarray):
     """(regions, region of each room cell, LU factor of the room's potential-flow operator)
     for the room faces (ri, rj) of weights ``w_face`` [m]: the Laplacian with one cell per
     connected region (its first) pinned to potential 0. It depends on the layout alone, so
-    it is kept per process by a digest of the geometry and the faces (the last 16): every
-    airflow knot and buoyant pass of a hall reuses it (bit for bit the direct solve)."""
+    it is kept per process by a digest of the geometry (``geometry_key``, from
+    :func:`_geometry_digest`) and the faces (the last 16): every airflow knot and buoyant
+    pass of a hall reuses it (bit for bit the direct solve)."""
     def make():
         n_comp, labels = connected_components(
             sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n_room, n_room)), directed=False)
         pins = np.array([np.flatnonzero(labels == comp)[0] for comp in range(n_comp)], np.int64)
         lap = _with_unit_rows(_laplacian(n_room, ri, rj, w_face), pins)
         return n_comp, labels, factorised(lap, memo=False)
-    return _kept(_ROOM_MEMO, _digest(pickle.dumps(g, protocol=5), ri, rj, w_face), make, 16)
+    return _kept(_ROOM_MEMO, _digest(geometry_key, ri, rj, w_face), make, 16)
 
 
 def _with_unit_rows(a: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
@@ -328,14 +336,15 @@ class HallProblem:
     W: sp.csr_matrix  # (R, n_unknowns)
     M: sp.csr_matrix  # (C, n_unknowns)
     duct_m3_s: np.ndarray  # (C,) flow each unit draws from the hot-aisle return plenum
-    _lu: object = field(default=None, repr=False)
+    _csr: sp.csr_matrix | None = field(default=None, repr=False)
     _block_lu: dict = field(default_factory=dict, repr=False)  # factors of the diagonal blocks
 
     @property
-    def lu(self):
-        if self._lu is None:
-            self._lu = spla.splu(self.A)
-        return self._lu
+    def a_csr(self) -> sp.csr_matrix:
+        """``A`` in CSR form (its blocks are sliced by rows), converted once per problem."""
+        if self._csr is None:
+            self._csr = self.A.tocsr()
+        return self._csr
 
     def self_heating_k_per_w(self) -> np.ndarray:
         """(R,) server-inlet rise per watt of the rack's own heat from its internal
@@ -347,11 +356,6 @@ class HallProblem:
         """Server inlet temperature of each rack [C] from the solved field."""
         return self.W @ temp + self.self_heating_k_per_w() * np.asarray(rack_heat_w, float)
 
-    @property
-    def plenum_upstream(self) -> bool:
-        """True when no room air enters the plenum (block-triangular operator)."""
-        return bool(np.all(self.floor_flow_m3_s >= 0))
-
     def block_lu(self, block: str):
         """SuperLU factor of the room (``"room"``) or plenum (``"plenum"``) diagonal block of
         A, in :func:`_ordering`; factorised once per problem and shared by :meth:`solve` and
@@ -360,17 +364,17 @@ class HallProblem:
         if block not in self._block_lu:
             nr, n_p = self.n_room, self.plenum_pressure.size
             sl = slice(0, nr) if block == "room" else slice(nr, nr + n_p)
-            a = self.A.tocsr()[sl, sl]
+            a = self.a_csr[sl, sl]
             self._block_lu[block] = factorised(a, _ordering(self.geometry), memo=block == "plenum")
         return self._block_lu[block]
 
     def solve(self, rack_heat_w: np.ndarray) -> np.ndarray:
-        """All temperatures [C] for the rack heats [W] (block substitution if possible)."""
+        """All temperatures [C] for the rack heats [W], by block substitution: no room air
+        enters the plenum (asserted in :func:`build_problem`), so in the order (plenum, room,
+        return node) the operator is block lower-triangular."""
         rhs = self.E @ self.geometry.cooling_supply_temp_c + self.B @ np.asarray(rack_heat_w, float)
-        if not self.plenum_upstream:
-            return self.lu.solve(rhs)
         nr, n_p = self.n_room, self.plenum_pressure.size
-        a = self.A.tocsr()
+        a = self.a_csr
         rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, self.n_unknowns)
         t_p = self.block_lu("plenum").solve(rhs[pp])
         t_r = self.block_lu("room").solve(rhs[rr] - a[rr, pp] @ t_p)
@@ -393,7 +397,8 @@ def build_problem(
     of :mod:`twin.thermal.mixing`; the plenum keeps the scalar.
     """
     g = geometry
-    grid = _rasterised(g)
+    geometry_key = _geometry_digest(g)  # one digest per call, for both layout memos
+    grid = _rasterised(g, geometry_key)
     nx, ny, h = grid.nx, grid.ny, grid.cell_m
     n = nx * ny
     n_r, n_c = g.n_racks, g.n_cooling
@@ -461,6 +466,10 @@ def build_problem(
     a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open + g_enc)).tocsc()
     p = factorised(a_p).solve(s_p)  # the same operator at every airflow: factorised once
     q_floor = g_open * p
+    # every source of the plenum is a unit's supply (s_p >= 0) and every outlet a conductance
+    # to the room (tiles, leaks, enclosures), so p >= 0 (an M-matrix), no room air enters the
+    # floor and the heat operator is block lower-triangular: HallProblem.solve relies on it
+    assert np.all(q_floor >= 0), "room air flows down into the plenum"
     q_enc = g_enc * p  # supply each enclosure's tiles deliver (into its zone, at room pressure)
     f_plenum = k_lat * (p[pi] - p[pj])
     # ---- enclosed zones' air balance (twin.thermal.containment) ----------------------
@@ -500,7 +509,7 @@ def build_problem(
     ri, rj = room_id[fi], room_id[fj]
     # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
     w_face = np.where(fax == 2, h * h / dz, dz)
-    n_comp, labels, potential_lu = _room_potential_operator(g, n_room, ri, rj, w_face)
+    n_comp, labels, potential_lu = _room_potential_operator(geometry_key, n_room, ri, rj, w_face)
     rhs = s_room.copy()
     extra = None
     if room_extra_flux_m3_s is not None:
