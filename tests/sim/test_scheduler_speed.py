@@ -3,6 +3,7 @@ random free masks, unit sizes and failed rails, and whole runs with failures, gi
 nodes in the same order whichever path computes them."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -120,3 +121,44 @@ def test_a_run_with_grouped_placement_equals_the_node_by_node_run(scenario, min_
     assert str(ka) == str(kb)
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+@given(st.sampled_from([8, 16, 24, 32, 64, 128, 248]), st.integers(1, 40), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from([0.0, 0.1, 0.5, 0.97, 1.0]), st.booleans())
+def test_word_wise_free_count_is_the_bincount(su_nodes, n_sus, seed, p_free, strided):
+    """The fast count (the mask's bytes summed as 64-bit words, units of a multiple of 8
+    nodes) equals the bincount, with units entirely free (the largest sum a byte holds), empty
+    or in between, on a contiguous mask, a strided view and an unaligned slice."""
+    rng = np.random.default_rng(seed)
+    n = n_sus * su_nodes
+    p_unit = np.where(rng.random(n_sus) < 0.3, 1.0, p_free)
+    free = rng.random(n) < np.repeat(p_unit, su_nodes)
+    if strided:                                             # a view that is not contiguous
+        free = np.repeat(free, 2)[::2]
+    else:                                                   # a slice one byte in: unaligned words
+        free = np.concatenate(([False], free))[1:]
+    node_su = np.arange(n) // su_nodes
+    counts = free_nodes_per_su(free, su_nodes, n_sus)
+    np.testing.assert_array_equal(counts, np.bincount(node_su[free], minlength=n_sus))
+    assert counts.dtype == np.intp
+    free.flags.writeable = False
+    np.testing.assert_array_equal(FreeCounter(su_nodes, n_sus)(free), counts)
+
+
+def test_word_wise_count_is_the_path_taken(monkeypatch):
+    """Units of 32 nodes (the million-GPU site's) are counted word-wise: the segmented sum
+    is not called."""
+    def no_reduceat(*a, **k):
+        raise AssertionError("segmented sum called")
+    free = np.random.default_rng(0).random(32 * 50) < 0.5
+    expected = np.bincount(np.arange(len(free))[free] // 32, minlength=50)
+
+    class NumpyWithoutReduceat:
+        add = SimpleNamespace(reduceat=no_reduceat)
+
+        def __getattr__(self, name):
+            return getattr(np, name)
+    monkeypatch.setattr(sched, "np", NumpyWithoutReduceat())
+    np.testing.assert_array_equal(free_nodes_per_su(free, 32, 50), expected)
+    with pytest.raises(AssertionError, match="segmented"):
+        free_nodes_per_su(free[:-1], 32, 50)                # a partial last unit: the sum

@@ -41,28 +41,51 @@ def place_nodes_reference(free: np.ndarray, node_su: np.ndarray, su_degraded: np
     return np.concatenate(chosen) if need == 0 else None
 
 
+#: 0x0101010101010101: multiplying a 64-bit word by it sums its eight bytes into the top byte
+_BYTE_SUM = np.uint64(0x0101010101010101)
+
+
 def free_nodes_per_su(free: np.ndarray, su_nodes: int, n_sus: int) -> np.ndarray:
     """Free nodes of each scalable unit when unit ``u`` holds nodes ``u*su_nodes`` up to
-    ``(u+1)*su_nodes`` [int (n_sus,)]: one segmented sum, no index arrays."""
+    ``(u+1)*su_nodes`` [int (n_sus,)]: one segmented sum, no index arrays.
+
+    When the units are whole and ``su_nodes`` is a multiple of 8 below 256, the mask's bytes
+    (each 0 or 1) are read as 64-bit words: the words of a unit are added (each byte lane
+    then holds at most ``su_nodes / 8``, no carry), and the product with
+    ``0x0101010101010101`` carries the sum of the eight lanes into the top byte (the count,
+    at most ``su_nodes`` < 256). Equal to the segmented sum, about ten times faster."""
     out = np.zeros(n_sus, np.intp)
-    if len(free):
-        c = np.add.reduceat(free, np.arange(0, len(free), su_nodes), dtype=np.intp)
+    n = len(free)
+    if n and su_nodes % 8 == 0 and su_nodes < 256 and n == n_sus * su_nodes and free.dtype == np.bool_:
+        words = np.ascontiguousarray(free).view(np.uint64)
+        per = su_nodes // 8
+        lanes = words[0::per].copy()
+        for k in range(1, per):
+            lanes += words[k::per]
+        lanes *= _BYTE_SUM
+        lanes >>= np.uint64(56)
+        out[:] = lanes
+    elif n:
+        c = np.add.reduceat(free, np.arange(0, n, su_nodes), dtype=np.intp)
         out[:len(c)] = c
     return out
 
 
 class FreeCounter:
-    """Free nodes per contiguous unit of ``su_nodes`` nodes, kept up to date across calls:
-    the count of a new read-only mask (the state's cached ``node_schedulable``, replaced
-    whenever a node changes) is the last count corrected at the nodes that differ from the
-    last mask (one comparison, no per-unit sum); a writeable mask (a per-model mask built
-    for one placement) is counted afresh with :func:`free_nodes_per_su`."""
+    """Free nodes per contiguous unit of ``su_nodes`` nodes, kept across calls: the count of
+    a read-only mask (the state's cached ``node_schedulable``, replaced whenever a node
+    changes) is remembered with the mask, so the same mask is counted once. A new mask is
+    counted afresh (:func:`free_nodes_per_su`) when the word-wise count applies; otherwise as
+    the last count corrected at the nodes that differ from the last mask (one comparison, no
+    per-unit sum). A writeable mask (a per-model mask built for one placement) is counted
+    afresh and not remembered."""
 
     def __init__(self, su_nodes: int, n_sus: int) -> None:
         self.su_nodes, self.n_sus = su_nodes, n_sus
         self._mask: np.ndarray | None = None       # the last read-only mask counted (a copy)
         self._last: np.ndarray | None = None       # ... that mask itself (identity check)
         self._counts = np.zeros(n_sus, np.intp)
+        self._words = su_nodes % 8 == 0 and su_nodes < 256     # free_nodes_per_su's fast path
 
     def __call__(self, free: np.ndarray) -> np.ndarray:
         """Free nodes per unit of ``free`` [int (n_sus,)]; do not modify the result."""
@@ -70,7 +93,9 @@ class FreeCounter:
             return free_nodes_per_su(free, self.su_nodes, self.n_sus)
         if free is self._last:
             return self._counts
-        if self._mask is None or len(self._mask) != len(free):
+        if self._words and len(free) == self.n_sus * self.su_nodes:
+            self._counts = free_nodes_per_su(free, self.su_nodes, self.n_sus)
+        elif self._mask is None or len(self._mask) != len(free):
             self._mask = np.array(free)
             self._counts = free_nodes_per_su(free, self.su_nodes, self.n_sus)
         else:

@@ -56,6 +56,9 @@ class RackState(IntEnum):
 #: phase and rack-state codes as plain ints for the derived arrays (an enum member costs
 #: an attribute lookup and a conversion in every np.where; the values are the same)
 _IDLE, _BURN_IN, _OFF = int(Phase.IDLE), int(Phase.BURN_IN), int(Phase.OFF)
+#: ... and as int8 scalars, so that np.where builds the int8 result directly (no int64 pass)
+_IDLE8, _BURN_IN8, _OFF8 = np.int8(_IDLE), np.int8(_BURN_IN), np.int8(_OFF)
+_RS = {k: np.int8(int(v)) for k, v in RackState.__members__.items()}
 #: rack-level fields the derived masks read (a write to one re-evaluates a mask whole)
 _RACK_ON_DEPS = ("rack_powered", "rack_tripped", "rack_unfed", "rack_thermal_off")
 _RACK_STATE_DEPS = _RACK_ON_DEPS + ("rack_ready", "rack_delivered")
@@ -65,12 +68,21 @@ TRACKED_FIELDS = ("rack_delivered", "rack_powered", "rack_tripped", "rack_unfed"
                   "node_grid_down", "node_job", "node_job_phase", "node_clock", "node_accel", "feed_up",
                   "brake_clock", "psu_capacity_w", "su_degraded")
 _TRACKED = frozenset(TRACKED_FIELDS)
+#: the rack-level fields a derived array reads (their writes move ``_rack_ver``)
+_RACK_DEP_SET = frozenset(_RACK_STATE_DEPS)
 #: log entries kept before the oldest half is dropped (a cache older than the log re-evaluates
 #: whole); the indices the log holds are also bounded, to half the node count (a mask that many
 #: writes behind is re-evaluated whole anyway), so the log never holds more than ~N indices
 _LOG_MAX = 8192
 #: above this fraction of the nodes written, a mask is re-evaluated whole
 _PARTIAL_MAX = 0.25
+
+
+def _pick_int8(cond: np.ndarray, a, b) -> np.ndarray:
+    """``np.where(cond, a, b)`` for int8 codes (arrays or ``np.int8`` scalars) as
+    ``b + (a - b) * cond`` [int8]: exact (an intermediate may wrap modulo 256, the result is
+    ``a`` or ``b``) and several times faster than ``np.where`` on a mixed condition."""
+    return b + (a - b) * cond
 
 
 class TrackedArray(np.ndarray):
@@ -100,9 +112,10 @@ class TrackedArray(np.ndarray):
         return out[()] if return_scalar else out
 
     def __setitem__(self, key, value) -> None:
-        super().__setitem__(key, value)
-        if self._owner is not None:
-            self._owner._wrote(self._field, None if self._view else key)
+        np.ndarray.__setitem__(self, key, value)
+        owner = self._owner
+        if owner is not None:
+            owner._wrote(self._field, None if self._view else key)
 
 
 def _inplace(name: str):
@@ -125,11 +138,13 @@ for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__
 def _node_indices(key) -> np.ndarray | None:
     """The indices a 1-D write ``a[key] = v`` touched, or None when they are not known cheaply
     (a slice, a tuple): the write then counts as a write of everything."""
-    if isinstance(key, (int, np.integer)):
-        return np.array([key], np.intp)
-    if isinstance(key, list):
+    if type(key) is not np.ndarray:
+        if isinstance(key, (int, np.integer)):
+            return np.array([key], np.intp)
+        if not isinstance(key, (list, np.ndarray)):
+            return None
         key = np.asarray(key)
-    if isinstance(key, np.ndarray) and key.ndim == 1:
+    if key.ndim == 1:
         kind = key.dtype.kind               # (np.issubdtype costs more than the write)
         if kind == "b":
             return np.flatnonzero(key)
@@ -175,6 +190,8 @@ class ClusterState:
     _log: ClassVar[list[tuple[str, np.ndarray | None]]]
     _log_base: ClassVar[int]
     _log_held: ClassVar[int]
+    _held_max: ClassVar[float]
+    _rack_ver: ClassVar[list[int]]
     _cache: ClassVar[dict[str, tuple[np.ndarray, int]]]
     _ver: ClassVar[dict[str, int]]
     _bytes: ClassVar[dict]
@@ -188,6 +205,8 @@ class ClusterState:
         object.__setattr__(self, "_log", [])
         object.__setattr__(self, "_log_base", 0)
         object.__setattr__(self, "_log_held", 0)         # indices the log holds
+        object.__setattr__(self, "_held_max", _PARTIAL_MAX * 2 * len(self.node_rack) + 64)
+        object.__setattr__(self, "_rack_ver", [0])        # writes to the fields of _RACK_DEP_SET
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_ver", dict.fromkeys(TRACKED_FIELDS, 0))
         object.__setattr__(self, "_bytes", {})
@@ -231,11 +250,13 @@ class ClusterState:
     def _wrote(self, name: str, key) -> None:
         """Log a write of ``key`` (None: the whole field) to the field ``name``."""
         self._ver[name] += 1
+        if name in _RACK_DEP_SET:
+            self._rack_ver[0] += 1
         log = self._log
         idx = None if key is None else _node_indices(key)
         log.append((name, idx))
-        held = self._log_held + (0 if idx is None else idx.size)
-        if len(log) > _LOG_MAX or held > _PARTIAL_MAX * 2 * len(self.node_rack) + 64:
+        held = self._log_held if idx is None else self._log_held + idx.size
+        if len(log) > _LOG_MAX or held > self._held_max:
             drop = len(log) // 2
             held -= sum(0 if k is None else k.size for _, k in log[:drop])
             del log[:drop]
@@ -290,13 +311,38 @@ class ClusterState:
         return None if idx.size > _PARTIAL_MAX * len(self.node_rack) else idx
 
     # ---------------------------------------------------------------- derived
+    def _rack_derived(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """A derived array that reads rack-level fields only (of ``_RACK_STATE_DEPS``):
+        cached with the count of writes to those fields, re-evaluated whole when one of them
+        was written (racks change rarely: the ramp, breakers, feeds). Unlike the log, the
+        count never ages out, so a cold cache is not re-evaluated for nothing."""
+        key = self._rack_ver[0]
+        ent = self._cache.get(name)
+        if ent is not None and ent[1] == key:
+            return ent[0]
+        val = np.asarray(compute())
+        val.flags.writeable = False
+        self._cache[name] = (val, key)
+        return val
+
     @property
     def rack_on(self) -> np.ndarray:
         """Racks with power: admitted, breaker closed, fed, not shut down by their own
         inlet protection [bool (R,)]."""
         f = self._plain
-        return self._derived("rack_on", _RACK_ON_DEPS, (), lambda _: (
+        return self._rack_derived("rack_on", lambda: (
             f["rack_powered"] & ~f["rack_tripped"] & ~f["rack_unfed"] & ~f["rack_thermal_off"]))
+
+    @property
+    def _node_rack_on(self) -> np.ndarray:
+        """``rack_on`` of each node's rack [bool (N,)]: one gather per change of a rack,
+        shared by the node masks (which are then elementwise)."""
+        return self._rack_derived("_node_rack_on", lambda: self.rack_on[self.node_rack])
+
+    @property
+    def _node_rack_ok(self) -> np.ndarray:
+        """Each node's rack is on and burned in [bool (N,)]."""
+        return self._rack_derived("_node_rack_ok", lambda: (self.rack_on & self._plain["rack_ready"])[self.node_rack])
 
     @property
     def node_up(self) -> np.ndarray:
@@ -304,9 +350,10 @@ class ClusterState:
         f = self._plain
 
         def up(ix):
+            on = self._node_rack_on
             if ix is None:
-                return self.rack_on[self.node_rack] & ~f["node_grid_down"] & f["node_healthy"]
-            return self.rack_on[self.node_rack[ix]] & ~f["node_grid_down"][ix] & f["node_healthy"][ix]
+                return on & ~f["node_grid_down"] & f["node_healthy"]
+            return on[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix]
         return self._derived("node_up", _RACK_ON_DEPS, ("node_grid_down", "node_healthy"), up)
 
     @property
@@ -316,9 +363,10 @@ class ClusterState:
         f = self._plain
 
         def powered(ix):
+            on = self._node_rack_on
             if ix is None:
-                return self.rack_on[self.node_rack] & ~f["node_grid_down"]
-            return self.rack_on[self.node_rack[ix]] & ~f["node_grid_down"][ix]
+                return on & ~f["node_grid_down"]
+            return on[ix] & ~f["node_grid_down"][ix]
         return self._derived("node_powered", _RACK_ON_DEPS, ("node_grid_down",), powered)
 
     @property
@@ -333,10 +381,10 @@ class ClusterState:
         f = self._plain
 
         def ready(ix):
-            up = self.node_up
+            ok = self._node_rack_ok
             if ix is None:
-                return up & f["rack_ready"][self.node_rack]
-            return up[ix] & f["rack_ready"][self.node_rack[ix]]
+                return ok & ~f["node_grid_down"] & f["node_healthy"]
+            return ok[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix]
         return self._derived("node_in_service", _RACK_ON_DEPS + ("rack_ready",),
                              ("node_grid_down", "node_healthy"), ready)
 
@@ -345,11 +393,14 @@ class ClusterState:
         """Up, burned in and free [bool (N,)]."""
         f = self._plain
 
+        # from the fields themselves, not through node_in_service and node_up: the scheduler
+        # reads this mask after every release, and each derived layer between would copy and
+        # patch its own array (those are brought up to date when they are read)
         def free(ix):
-            ready = self.node_in_service
+            ok = self._node_rack_ok
             if ix is None:
-                return ready & (f["node_job"] < 0)
-            return ready[ix] & (f["node_job"][ix] < 0)
+                return ok & ~f["node_grid_down"] & f["node_healthy"] & (f["node_job"] < 0)
+            return ok[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix] & (f["node_job"][ix] < 0)
         return self._derived("node_schedulable", _RACK_ON_DEPS + ("rack_ready",),
                              ("node_grid_down", "node_healthy", "node_job"), free)
 
@@ -360,11 +411,12 @@ class ClusterState:
         f = self._plain
 
         def phase(ix):
-            up = self.node_up
+            # a node that is up has its rack on, so there "rack on and burned in" is "burned in"
             sel = slice(None) if ix is None else ix
-            free_phase = np.where(f["rack_ready"][self.node_rack[sel]], _IDLE, _BURN_IN)
-            ph = np.where(f["node_job"][sel] >= 0, f["node_job_phase"][sel], free_phase)
-            return np.where(up[sel], ph, _OFF).astype(np.int8)
+            busy = self.node_busy[sel]
+            free_phase = _pick_int8(self._node_rack_ok[sel], _IDLE8, _BURN_IN8)
+            ph = _pick_int8(busy, f["node_job_phase"][sel].astype(np.int8, copy=False), free_phase)
+            return _pick_int8(self.node_up[sel], ph, _OFF8)
         return self._derived("node_phase", _RACK_ON_DEPS + ("rack_ready",),
                              ("node_grid_down", "node_healthy", "node_job", "node_job_phase"), phase)
 
@@ -373,12 +425,13 @@ class ClusterState:
         """Rack state codes [RackState, int8 (R,)]."""
         f = self._plain
 
-        def state(_):
-            faulted = (f["rack_tripped"] | f["rack_unfed"] | f["rack_thermal_off"]) & f["rack_powered"]
-            code = np.where(f["rack_powered"], np.where(f["rack_ready"], RackState.IN_SERVICE, RackState.BURN_IN),
-                            np.where(f["rack_delivered"], RackState.OFF, RackState.ABSENT))
-            return np.where(faulted, RackState.FAULTED, code).astype(np.int8)
-        return self._derived("rack_state", _RACK_STATE_DEPS, (), state)
+        def state():
+            powered = f["rack_powered"]
+            faulted = (f["rack_tripped"] | f["rack_unfed"] | f["rack_thermal_off"]) & powered
+            code = _pick_int8(powered, _pick_int8(f["rack_ready"], _RS["IN_SERVICE"], _RS["BURN_IN"]),
+                              _pick_int8(f["rack_delivered"], _RS["OFF"], _RS["ABSENT"]))
+            return _pick_int8(faulted, _RS["FAULTED"], code)
+        return self._rack_derived("rack_state", state)
 
     def count(self, mask: np.ndarray) -> int:
         """``count_nonzero`` of a derived mask, cached with the mask (masks are cached arrays)."""
