@@ -30,6 +30,7 @@ compute-intensive training on the same Brookhaven nodes; the worst case (full lo
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -138,11 +139,14 @@ def psu_efficiency(
     xs = np.asarray(curve_load_fraction, dtype=float)
     es = np.asarray(curve_efficiency, dtype=float)
     eta = np.interp(x, xs, es)
+    below = x < xs[0]
+    if x.ndim and not below.any():
+        return eta                  # no load below the first point (speed only: the same values)
     loss0 = xs[0] * (1.0 / es[0] - 1.0)
     xc = np.maximum(x, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         low = np.where(xc > 0.0, xc / (xc + loss0), 0.0)
-    return np.where(x < xs[0], low, eta)
+    return np.where(below, low, eta)
 
 
 def psu_capacity_w(psu_count, psu_rating_w, psus_failed=0) -> np.ndarray:
@@ -190,7 +194,7 @@ def node_fan_speed_fraction(
     t_in = np.asarray(inlet_temp_c, dtype=float)
     margin = np.maximum(fan_control_temp_c - t_in, 1e-6)
     speed = (q / design_heat_w) * (fan_control_temp_c - fan_design_inlet_c) / margin
-    return np.clip(speed, fan_min_speed_fraction, 1.0)
+    return np.minimum(np.maximum(speed, fan_min_speed_fraction), 1.0)    # np.clip's values
 
 
 def node_fan_power_w(fan_speed_fraction, *, fan_max_w) -> np.ndarray:
@@ -222,12 +226,58 @@ def gpu_power_w(
     ``P = min(P_idle + u(phase) (P_tdp - P_idle) f**ALPHA, cap)`` with the cap clipped to
     [P_idle, P_tdp] and ALPHA = GPU_DVFS_POWER_EXPONENT; 0 when OFF.
     """
-    ph = np.asarray(phase, dtype=np.intp)
+    ph = _phase_codes(phase)
+    f = np.asarray(clock_fraction, dtype=float)
+    if (_scalar(gpu_power_cap_w) and _scalar(gpu_tdp_w) and _scalar(gpu_idle_w)
+            and (f.ndim == 0 or f.shape == ph.shape) and (f.size == 0 or f.min() >= 1.0)):
+        # every clock at or above full (clipped to 1): the phase's value at full clock, from
+        # a table of this law per phase code (issue 19, speed only: the same values)
+        return _gpu_phase_table_w(float(gpu_power_cap_w), float(gpu_tdp_w), float(gpu_idle_w))[ph]
+    return _gpu_power_w(ph, gpu_power_cap_w, gpu_tdp_w, gpu_idle_w, f)
+
+
+def _scalar(x) -> bool:
+    """True for one number (a Python or numpy scalar, or a 0-d array); ``np.ndim`` costs more."""
+    return isinstance(x, (float, int, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def _phase_codes(phase) -> np.ndarray:
+    """Phase codes as an integer array fit to index the phase tables (int8 kept as it is)."""
+    ph = np.asarray(phase)
+    return ph if ph.dtype.kind in "iu" else ph.astype(np.intp)
+
+
+def _gpu_power_w(ph, gpu_power_cap_w, gpu_tdp_w, gpu_idle_w, f) -> np.ndarray:
+    """:func:`gpu_power_w` evaluated element by element (the law itself)."""
     u = PHASE_GPU_LOAD_FRACTION[ph]
-    f = np.clip(np.asarray(clock_fraction, dtype=float), 0.0, 1.0)
+    f = np.minimum(np.maximum(f, 0.0), 1.0)         # np.clip(f, 0, 1)'s values
     cap = np.clip(np.asarray(gpu_power_cap_w, dtype=float), gpu_idle_w, gpu_tdp_w)
     demand = gpu_idle_w + u * (gpu_tdp_w - gpu_idle_w) * f**GPU_DVFS_POWER_EXPONENT
     return np.minimum(demand, cap) * _PHASE_POWERED[ph]
+
+
+@lru_cache(maxsize=256)
+def _gpu_phase_table_w(gpu_power_cap_w: float, gpu_tdp_w: float, gpu_idle_w: float) -> np.ndarray:
+    """:func:`gpu_power_w` of every phase code at full clock [W (phases,)], read-only: the
+    law evaluated once per phase, so indexing it by phase gives each node's value bit for
+    bit (the same operations on the same numbers)."""
+    table = _gpu_power_w(np.arange(_N_PHASES), gpu_power_cap_w, gpu_tdp_w, gpu_idle_w, np.float64(1.0))
+    table.flags.writeable = False
+    return table
+
+
+@lru_cache(maxsize=256)
+def _host_phase_table_w(host_idle_w: float, host_active_w: float) -> np.ndarray:
+    """Host power of every phase code [W (phases,)], read-only (:func:`node_dc_power_w`'s
+    host law, evaluated once per phase)."""
+    table = _host_power_w(np.arange(_N_PHASES), host_idle_w, host_active_w)
+    table.flags.writeable = False
+    return table
+
+
+def _host_power_w(ph, host_idle_w, host_active_w) -> np.ndarray:
+    """``P_host = (P_host_idle + h(phase) (P_host_active - P_host_idle))``, 0 when OFF [W]."""
+    return (host_idle_w + PHASE_HOST_LOAD_FRACTION[ph] * (host_active_w - host_idle_w)) * _PHASE_POWERED[ph]
 
 
 def gpu_clock_fraction_at_power(
@@ -271,13 +321,16 @@ def node_dc_power_w(
 
     See the module docstring for the equations. OFF nodes draw nothing.
     """
-    ph = np.asarray(phase, dtype=np.intp)
+    ph = _phase_codes(phase)
     on = _PHASE_POWERED[ph]
     gpu = gpu_count * gpu_power_w(
         ph, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
         clock_fraction=clock_fraction,
     )
-    host = (host_idle_w + PHASE_HOST_LOAD_FRACTION[ph] * (host_active_w - host_idle_w)) * on
+    if _scalar(host_idle_w) and _scalar(host_active_w):
+        host = _host_phase_table_w(float(host_idle_w), float(host_active_w))[ph]
+    else:
+        host = _host_power_w(ph, host_idle_w, host_active_w)
     speed = node_fan_speed_fraction(
         gpu + host, inlet_temp_c, design_heat_w=gpu_count * gpu_tdp_w + host_active_w,
         fan_min_speed_fraction=fan_min_speed_fraction,
@@ -341,9 +394,14 @@ def node_power_w(
     )
     dc = gpu + host + fan
     cap_psu = node_max_w if psu_capacity_w is None else np.asarray(psu_capacity_w, float)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    if _scalar(cap_psu) and cap_psu > 0.0:
+        # no division below can warn (speed only: np.errstate costs more than the arithmetic)
         eta = psu_efficiency(dc / cap_psu)
         ac = np.where(dc > 0.0, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            eta = psu_efficiency(dc / cap_psu)
+            ac = np.where(dc > 0.0, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
     return np.minimum(ac, node_max_w)
 
 

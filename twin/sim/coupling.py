@@ -32,6 +32,15 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
         return p, t, g
 
     ones = np.ones(inlet.shape)
+    if inlet.size and all(np.ndim(x) == 0 for x in (slowdown_c, hw_slowdown_c, shutdown_c)):
+        # the clock law is non-increasing in T: when the hottest GPU keeps its full clock at
+        # full power, so does every GPU, and the bisection is not needed (speed only, issue
+        # 19: the law is evaluated on one number instead of every node)
+        p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
+                              clock_fraction=ones)
+        t = thermal.gpu_temp_c(inlet, p, thermal_resistance_k_per_w)
+        if thermal.gpu_clock_fraction(t.max(), slowdown_c, hw_slowdown_c, shutdown_c) >= 1.0:
+            return ones, p, t
     p, t, g = state(ones)
     hot = g < 1.0
     if not hot.any():

@@ -40,6 +40,7 @@ class Failures(Component):
         from twin.plant import uniform
         b = reliability.load_failure_catalog()["basis"]
         self.gpu_rate_factor = uniform(self.plant.node_gpus / (b["gpus"] / b["nodes"]))
+        self._unit_gpu_factor = np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
         self.crew = simpy.Resource(self.env, capacity=f.technicians)
         # spare stock: one shared pool, or one per part (parts not listed come without a wait)
         stock = f.spares if isinstance(f.spares, dict) else {"*": f.spares}
@@ -48,6 +49,7 @@ class Failures(Component):
         self.open_repairs: dict[int, float] = {}       # repair id -> failure time [s], until done
         self._next_repair = 0
         self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
+        self._newest: tuple | None = None              # (racks on, on-time version, newest on-time)
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
         self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
         #: the per-interval draws (:meth:`draw`): the sampler, the rates last set, the
@@ -67,7 +69,7 @@ class Failures(Component):
         up = st.node_up
         burn_s = self.s.ramp.burn_in_days * DAY
         burning = burn_s > 0 and f.burn_in_expected_failures_per_node > 0
-        if burning and not bool(np.any(self.env.now - st.rack_on_since[st.rack_on] < burn_s)):
+        if burning and not self.env.now - self._newest_on_since_s() < burn_s:
             burning = False                 # no powered rack is young: no node is (speed only)
         if not burning and self._scale is not None and self._scale[0] is up:
             return self._scale[1]           # the same up mask (the state caches it): the same scale
@@ -84,6 +86,18 @@ class Failures(Component):
                     np.where(young, age_s, burn_s), self.e.dt_s, f.burn_in_weibull_shape, eta_s,
                     self.base_rate_per_node_s, burn_s)
         return scale
+
+    def _newest_on_since_s(self) -> float:
+        """When the last of the powered racks was powered on [s] (-inf: none is): kept until
+        the racks on or their on-times are written. Some powered rack is younger than ``a``
+        exactly when ``now - newest < a`` (``now - t`` does not increase with ``t``, rounding
+        included), so this one number answers what ``any(now - on_since[rack_on] < a)`` did."""
+        st = self.state
+        on, ver = st.rack_on, st.version("rack_on_since")
+        if self._newest is None or self._newest[0] is not on or self._newest[1] != ver:
+            since = st.rack_on_since.view(np.ndarray)[on]
+            self._newest = (on, ver, float(since.max()) if since.size else -np.inf)
+        return self._newest[2]
 
     def _failures(self):
         """The failures of each sampling interval, drawn by :meth:`draw` (which the sampler
@@ -122,8 +136,9 @@ class Failures(Component):
         last = self._last
         if last is None or last[0] is not scale or last[1] is not accel:
             self._last = (scale, accel)
-            self._draws.update(rate_scale=scale, thermal_acceleration=accel if
-                               np.ndim(self.gpu_rate_factor) == 0 and self.gpu_rate_factor == 1.0
+            # an unchanged scale (the same array) is not passed again: its sums are kept
+            self._draws.update(rate_scale=None if last is not None and last[0] is scale else scale,
+                               thermal_acceleration=accel if self._unit_gpu_factor
                                else accel * self.gpu_rate_factor)
         left_s = boundary - self.env.now
         hit = self._draws.next(self.e.rng["fail"], left_s)

@@ -51,6 +51,11 @@ class Sampler(Component):
         self._quiet = False                 # the last sample changed nothing: the next repeats it
         self._throttled_last = 0            # throttled nodes of the last sample
         self._protect_clear = False         # the inlet protection found nothing under this key
+        self._gpu_kw: dict | None = None    # the coupling's GPU figures of every node (static)
+        self._clk: tuple | None = None      # (clock and brake versions, their product)
+        self._nkw: tuple | None = None      # (PSU capacity version, node power keywords)
+        self._cnt: tuple | None = None      # (masks, clock version, the counts _write records)
+        self._mask: tuple | None = None     # (write count, up, powered, in-service masks)
 
     def processes(self):
         yield self._samples()
@@ -150,24 +155,42 @@ class Sampler(Component):
             self._thr = (up, key[1], int((self.state.node_clock[up] < 1).sum()))
         return self._thr[2]
 
+    def _clock_fraction(self):
+        """GPU clock fraction of every node, thermal clock times the power brake [-]: the
+        product kept until either is written."""
+        st = self.state
+        ver = (st.version("node_clock"), st.version("brake_clock"))
+        if self._clk is None or self._clk[0] != ver:
+            self._clk = (ver, st.node_clock.view(np.ndarray) * st.brake_clock)
+        return self._clk[1]
+
+    def _node_kwargs(self) -> dict:
+        """``PowerChain.node_kwargs()``, kept until the PSU capacity is written."""
+        ver = self.state.version("psu_capacity_w")
+        if self._nkw is None or self._nkw[0] != ver:
+            self._nkw = (ver, self.e.power.node_kwargs())
+        return self._nkw[1]
+
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
         failure acceleration, vectorised over every node and rack."""
         e, p, s, st = self.e, self.plant, self.s, self.state
         phase = st.node_phase
-        inlet_node = st.rack_inlet_c[p.node_rack]
+        inlet_node = st.rack_inlet_c.view(np.ndarray)[p.node_rack]
         node_w = power.node_power_w(phase, e.power.gpu_cap_w, inlet_node,
-                                    clock_fraction=st.node_clock * st.brake_clock, **e.power.node_kwargs())
+                                    clock_fraction=self._clock_fraction(), **self._node_kwargs())
         rack_on = st.rack_on
         rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
                   + rack_on * s.hardware.network_power_per_rack_w)
         inlet_c = e.thermal.inlets_c(rack_w)
-        clock, _, gpu_t = coupling.equilibrium_gpu_state(
-            inlet_c[p.node_rack], phase, e.power.gpu_cap_w, gpu_tdp_w=p.node_param("gpu_tdp_w"),
-            gpu_idle_w=p.node_param("gpu_idle_w"),
-            thermal_resistance_k_per_w=p.node_param("gpu_thermal_resistance_k_per_w"),
-            slowdown_c=p.node_param("gpu_slowdown_c"), hw_slowdown_c=p.node_param("gpu_hw_slowdown_c"),
-            shutdown_c=p.node_param("gpu_shutdown_c"))
+        if self._gpu_kw is None:        # the node models' GPU figures (static)
+            self._gpu_kw = {"gpu_tdp_w": p.node_param("gpu_tdp_w"), "gpu_idle_w": p.node_param("gpu_idle_w"),
+                            "thermal_resistance_k_per_w": p.node_param("gpu_thermal_resistance_k_per_w"),
+                            "slowdown_c": p.node_param("gpu_slowdown_c"),
+                            "hw_slowdown_c": p.node_param("gpu_hw_slowdown_c"),
+                            "shutdown_c": p.node_param("gpu_shutdown_c")}
+        clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[p.node_rack], phase, e.power.gpu_cap_w,
+                                                         **self._gpu_kw)
         accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
                                                           s.failures.activation_energy_ev), float)
         rack_gpu_max_c = np.where(rack_on, np.maximum.reduceat(gpu_t, p.rack_first_node), np.nan)
@@ -186,7 +209,7 @@ class Sampler(Component):
         assert ph is not None
         if fresh:       # an unchanged key means the inlets hold this evaluation's already
             st.rack_inlet_c = ph.inlet_c.copy()
-        up, powered, in_service = st.node_up, st.node_powered, st.node_in_service
+        up, powered, in_service = self._masks()
         # servers shut themselves down on a hot inlet: a function of the racks on and their
         # inlets (both in the key), so once clear under this key it stays clear
         if fresh or not self._protect_clear:
@@ -198,8 +221,8 @@ class Sampler(Component):
             if shut.any():
                 e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
         if fresh:       # an unchanged key means the clocks were set from this evaluation already
-            changed = not np.array_equal(ph.clock, st.node_clock)
-            st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0)
+            changed = not np.array_equal(ph.clock, st.node_clock.view(np.ndarray))
+            st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0) if ph.any_shutdown else ph.clock.copy()
             st.node_accel = ph.accel
             if changed:
                 e.jobs.rates_changed()
@@ -221,18 +244,34 @@ class Sampler(Component):
         """Write the sampler's outputs of samples ``i0 .. i1 - 1`` (one state); returns the
         throttled node count."""
         st = self.state
+        busy, c = st.node_busy, self._cnt
+        clk = st.version("node_clock")
+        if (c is None or c[0] is not powered or c[1] is not in_service or c[2] is not busy or c[3] is not up
+                or c[4] != clk):
+            # the counts are functions of these (cached, read-only) masks and the clocks alone
+            thr = self._throttled(up)
+            c = self._cnt = (powered, in_service, busy, up, clk, self._gpus(powered), self._gpus(in_service),
+                             self._gpus(busy), thr, thr / max(st.count(up), 1))
         rec["rack_power_w"][i0] = ph.rack_power_w
         rec["rack_inlet_c"][i0] = st.rack_inlet_c
         rec["rack_gpu_temp_max_c"][i0] = ph.rack_gpu_max_c
         rec["rack_state"][i0] = st.rack_state
-        rec["gpus_powered"][i0] = self._gpus(powered)
-        rec["gpus_healthy"][i0] = self._gpus(in_service)
-        rec["gpus_busy"][i0] = self._gpus(st.node_busy)
-        throttled = self._throttled(up)
-        rec["throttle_fraction"][i0] = throttled / max(st.count(up), 1)
+        rec["gpus_powered"][i0] = c[5]
+        rec["gpus_healthy"][i0] = c[6]
+        rec["gpus_busy"][i0] = c[7]
+        rec["throttle_fraction"][i0] = c[9]
         if i1 - i0 > 1:
             rec.repeat(self.outputs, i0, i1)
-        return throttled
+        return c[8]
+
+    def _masks(self) -> tuple:
+        """The state's up, powered and in-service masks, kept while nothing is written."""
+        seq = self.state.write_count()
+        m = self._mask
+        if m is None or m[0] != seq:
+            st = self.state
+            m = self._mask = (seq, st.node_up, st.node_powered, st.node_in_service)
+        return m[1:]
 
     def record_range(self, i0: int, i1: int, rec) -> None:
         """The sampler's outputs over a quiet stretch: those of the state and physics in force."""
