@@ -27,28 +27,50 @@ from twin.compute.collectives import collective_bandwidths_gb_s  # noqa: E402
 
 
 def nccl_plot(path: Path) -> None:
-    with open(HERE / "nccl_allreduce_multinode_h100.csv") as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))
-                if r["role"] != "tuned"]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    colors = {2: "tab:blue", 4: "tab:orange", 8: "tab:green"}
-    for (cl, n), mk in ((("A", 2), "o"), (("A", 4), "s"), (("B", 2), "^"), (("B", 4), "v"),
-                        (("B", 8), "D")):
-        sel = [r for r in rows if r["cluster"] == cl and int(r["nodes"]) == n]
-        s = np.array([float(r["bytes"]) for r in sel])
-        ax.scatter(s, [float(r["busbw_gb_s"]) for r in sel], marker=mk, s=22,
-                   color=colors[n], label=f"cluster {cl}, {n} nodes (measured)")
-    s = np.logspace(20, 34, 60, base=2)
-    for n in (1, 2, 4, 8):
-        bw = collective_bandwidths_gb_s("allreduce", s, n, 8)["busbw_gb_s"]
-        ax.plot(s, bw, color=colors.get(n, "black"), lw=1.4,
-                ls="-" if n > 1 else "--", label=f"twin, {n} node{'s' if n > 1 else ''}")
-    ax.axvline(64 * 2**20, color="grey", lw=0.8, ls=":")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("all-reduce buffer [B]")
-    ax.set_ylabel("bus bandwidth [GB/s]")
-    ax.set_title("NCCL all-reduce, DGX/HGX H100, 8x NDR 400 Gb/s (nccl-tests issue 309)")
-    ax.legend(fontsize=7, ncol=2)
+    def table(name):
+        with open(HERE / name) as f:
+            return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))
+                    if r["role"] != "tuned"]
+
+    ab, c = table("nccl_allreduce_multinode_h100.csv"), table("nccl_multinode_h100_10node.csv")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.8))
+    colors = {2: "tab:blue", 4: "tab:orange", 8: "tab:green", 10: "tab:red"}
+    s = np.logspace(24, 34, 81, base=2)
+    # all-reduce: clusters A (tuner keeps NVLSTree) and B (switches to Ring), C on 10 nodes
+    for cl, n, mk, frac in (("A", 2, "o", 1.0), ("A", 4, "s", 1.0), ("B", 2, "^", 0.8),
+                            ("B", 4, "v", 0.8), ("B", 8, "D", 0.8), ("C", 10, "P", 0.96)):
+        sel = [r for r in ab + c if r["cluster"] == cl and int(r["nodes"]) == n
+               and r.get("op", "allreduce") == "allreduce" and r.get("run", "1") == "1"]
+        ax.scatter([float(r["bytes"]) for r in sel], [float(r["busbw_gb_s"]) for r in sel],
+                   marker=mk, s=22, color=colors[n], label=f"{cl}, {n} nodes (measured)")
+        if (cl, n) in (("B", 2),):
+            continue  # same twin curve as A on 2 nodes
+        bw = collective_bandwidths_gb_s("allreduce", s, n, 8,
+                                        nvls_tree_tuner_fraction=frac)["busbw_gb_s"]
+        ax.plot(s, bw, color=colors[n], lw=1.3, ls="-" if cl != "B" else "--",
+                label=f"twin, {n} nodes, tuner as {cl}" if n != 2 else "twin, 2 nodes")
+    ax.plot(s, collective_bandwidths_gb_s("allreduce", s, 1, 8)["busbw_gb_s"], color="black",
+            lw=1.0, ls=":", label="twin, 1 node (NVLS)")
+    ax.set_title("All-reduce, DGX/HGX H100, 8x 400 Gb/s (A, B: nccl-tests #309; C: 10 nodes)",
+                 fontsize=9)
+    # 10 nodes: all-gather, reduce-scatter, all-to-all (cluster C, both runs)
+    for op, mk, col in (("all_gather", "o", "tab:purple"), ("reduce_scatter", "s", "tab:brown"),
+                        ("all_to_all", "^", "tab:gray")):
+        for run, fill in (("1", col), ("2", "none")):
+            sel = [r for r in c if r["op"] == op and r["run"] == run]
+            if sel:
+                bx.scatter([float(r["bytes"]) for r in sel], [float(r["busbw_gb_s"]) for r in sel],
+                           marker=mk, s=22, facecolors=fill, edgecolors=col,
+                           label=f"{op}, run {run} (measured)")
+        bx.plot(s, collective_bandwidths_gb_s(op, s, 10, 8)["busbw_gb_s"], color=col, lw=1.3,
+                label=f"twin, {op}")
+    bx.set_title("10 nodes x 8 H100 (cluster C, NCCL 2.29.2, defaults)", fontsize=9)
+    for a in (ax, bx):
+        a.axvline(64 * 2**20, color="grey", lw=0.8, ls=":")
+        a.set_xscale("log", base=2)
+        a.set_xlabel("buffer [B] (nccl-tests size)")
+        a.set_ylabel("bus bandwidth [GB/s]")
+        a.legend(fontsize=6.5, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

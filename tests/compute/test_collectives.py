@@ -147,22 +147,32 @@ def _multinode_rows():
 
 def test_published_multi_node_allreduce_curves():
     # DGX/HGX H100, 8x NDR: 2, 4 and 8 nodes of two clusters (nccl-tests issue 309); the
-    # two network parameters were fitted on the "fit" rows only
+    # three network parameters were fitted on the "fit" rows only (A at 4 nodes, B at 8);
+    # each cluster runs the algorithm its NCCL tuner picks (nvls_tree_tuner_fraction)
     rows = [r for r in _multinode_rows() if r["role"] != "tuned"
             and int(r["bytes"]) >= 64 * 2**20]
     err = {}
     for r in rows:
-        bw = collective_bandwidths_gb_s("allreduce", float(r["bytes"]), int(r["nodes"]), 8)
+        bw = collective_bandwidths_gb_s("allreduce", float(r["bytes"]), int(r["nodes"]), 8,
+                                        nvls_tree_tuner_fraction=float(
+                                            r["nvls_tree_tuner_fraction"]))
         err[(r["cluster"], int(r["nodes"]), int(r["bytes"]))] = \
             float(bw["busbw_gb_s"]) / float(r["busbw_gb_s"]) - 1
     e = np.abs(list(err.values()))
-    assert len(e) >= 40
-    # issue 16 goal: within 10 % from 64 MB up; held for 39 of 42 rows, the exceptions are
-    # two dips in cluster B's curves (measured bandwidth falls from one size to the next)
-    # and B's 2-node 64 MB point (+12 %)
+    assert len(e) == 42
+    # issue 16 goal: within 10 % from 64 MB up.  The two dips of B's curves (4 nodes at
+    # 256 MiB, 8 nodes at 1 GiB: where B's tuner switches to Ring) and B's 2-node 64 MiB
+    # point are now within 6 % (+24 %, +14 % and +12 % before the Ring/NVLSTree split).
+    # Three fit rows of the NVLSTree ramp miss by up to 11.7 %: A on 4 nodes at 64 MiB
+    # (-11.7 %) and B on 8 nodes at 128 and 256 MiB (+10.1 %, +10.0 %): at 64 MiB the two
+    # clusters' 4-node curves differ by 8 % (A 224, B 208 GB/s), and one fill cannot
+    # serve A's faster and B's slower ramp
     over = {k for k, v in err.items() if abs(v) > 0.10}
-    assert over <= {("B", 4, 268435456), ("B", 8, 1073741824), ("B", 2, 67108864)}, over
-    assert np.mean(e) < 0.07
+    assert over <= {("A", 4, 2**26), ("B", 8, 2**27), ("B", 8, 2**28)}, over
+    assert max(e) < 0.12
+    held = np.array([abs(v) for k, v in err.items()
+                     if (k[0], k[1]) in {("A", 2), ("B", 2), ("B", 4)}])
+    assert held.mean() < 0.035 and held.max() < 0.06  # the held-out curves: 2.9 %, 5.3 %
     # the multi-node curve is far below NVLS inside one node from 4 nodes up, as measured
     one = collective_bandwidths_gb_s("allreduce", 2**30, 1, 8)["busbw_gb_s"]
     four = collective_bandwidths_gb_s("allreduce", 2**30, 4, 8)["busbw_gb_s"]
@@ -172,9 +182,11 @@ def test_published_multi_node_allreduce_curves():
     a100 = collective_bandwidths_gb_s("allreduce", 4 * 2**30, 2, 8, nvlink_gb_s=300.0,
                                       nvls=False, inter_node_gbps=800.0)
     assert float(a100["busbw_gb_s"]) == pytest.approx(86.0, rel=0.05)
-    # forced ring on 2 nodes: the NICs' limit (392 GB/s measured with tuned settings)
+    # forced ring on 2 nodes: 392.7 GB/s measured with tuned settings (NCCL_MIN_CTAS=24,
+    # 2 QPs per connection), which lift B's 8-node 8 GiB curve from 320.7 (defaults) to
+    # 391.4; the twin's ring has default settings
     ring2 = collective_bandwidths_gb_s("allreduce", 8 * 2**30, 2, 8, algorithm="ring")
-    assert float(ring2["busbw_gb_s"]) == pytest.approx(392.7, rel=0.12)
+    assert float(ring2["busbw_gb_s"]) == pytest.approx(392.7 * 320.70 / 391.37, rel=0.05)
 
 
 def test_transports_rank_as_measured():

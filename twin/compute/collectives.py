@@ -39,13 +39,19 @@ without): the tree's NICs carry each GPU's shard once each way on 2 nodes and tw
 (interior node of one tree) on more, so its bus bandwidth is
 ``min(intra, busbw_net * F / p)``, ``p = 1`` for NVLSTree on 2 nodes (above the NICs,
 up to the NVSwitch's ~480 GB/s, as measured) and 2 otherwise (the NICs' limit, as measured:
-366 GB/s on 4 nodes, 321 on 8, against 480 inside one node).  Latency: the ring pays
+366 GB/s on 4 nodes, 321 on 8, against 480 inside one node).  NVLSTree reaches a larger
+share of the NICs than a ring (``NVLS_TREE_NET_GAIN``: rings plateau at 314-325 GB/s,
+NVLSTree at 345-366), and NCCL's tuner chooses between them by its own cost model, not by
+what they achieve (:func:`nccl_tuner_prefers_ring`): where it leaves NVLSTree for Ring the
+measured curve dips.  Latency: the ring pays
 ``2(n-1)`` steps (``n-1`` for reduce-scatter/all-gather), ``2(N-1)`` of them network
 steps; the tree ``2 ceil(log2 N)`` network steps.  The Simple protocol fills its
 pipeline across nodes in a fixed time: ``t = lat + F S / B (1 + S_0 / S)``.  ``eta``
-and ``S_0`` are fitted on published multi-node DGX/HGX H100 curves
-(assets/reference/nccl_allreduce_multinode_h100.csv, docs/validation.md): 0.873 and
-30 MB; 39 of the 42 held-out and fit points from 64 MB up are within 10 %.
+(the ring's), the NVLSTree gain and ``S_0`` are fitted once on published multi-node
+DGX/HGX H100 curves (assets/reference/nccl_allreduce_multinode_h100.csv, fit rows: cluster
+A at 4 nodes, B at 8): 0.827, 1.121 and 39.1 MB; the held-out 2- and 4-node curves are
+within 5.3 % (mean 2.9 %), a 10-node cluster's all-reduce, all-gather, reduce-scatter and
+all-to-all (nccl_multinode_h100_10node.csv) within 8 % from 1 GiB (docs/validation.md).
 """
 
 from __future__ import annotations
@@ -81,10 +87,12 @@ RING_BUSBW_OVER_NVLINK = 0.80
 
 #: Transports across nodes: fraction of NIC line rate a large collective reaches, per-hop
 #: software/NIC latency [s] and per-switch latency [s].
-#: ib_rdma: GPUDirect RDMA over InfiniBand NDR.  0.873 fitted once, together with
+#: ib_rdma: GPUDirect RDMA over InfiniBand NDR.  0.827 (a ring's share; NVLSTree gets
+#:   NVLS_TREE_NET_GAIN more) fitted once, together with NVLS_TREE_NET_GAIN and
 #:   NET_FILL_S0_BYTES, on the fit curves of assets/reference/nccl_allreduce_multinode_h100.csv
-#:   (cluster A at 4 nodes, asymptote 366 GB/s; cluster B at 8 nodes, 321 GB/s; script
-#:   assets/reference/fit_nccl_multinode.py); perftest alone reaches ~97 % of 400 Gb/s, NCCL with default
+#:   (cluster A at 4 nodes, NVLSTree, asymptote 366 GB/s; cluster B at 8 nodes, Ring from
+#:   1 GiB, 321 GB/s; script assets/reference/fit_nccl_multinode.py); perftest alone
+#:   reaches ~97 % of 400 Gb/s, NCCL with default
 #:   settings less (fewer CTAs, one QP per connection: NVIDIA's reply in nccl-tests
 #:   issue 309).  NDR switch port-to-port latency ~130 ns (QM9700 datasheet).
 #: roce: RoCEv2 with GPUDirect RDMA (Vela after its 2023 upgrade; Llama 3's RoCE
@@ -96,10 +104,10 @@ RING_BUSBW_OVER_NVLINK = 0.80
 #:   estimate 0.27 of IB and ~25 us per hop (Vela ran TCP before its RoCE/GDR upgrade and
 #:   reported a large gain from the upgrade, IBM Research blog 2023-12).
 TRANSPORTS: dict[str, tuple[float, float, float]] = {
-    "ib_rdma": (0.873, 3.0e-6, 0.13e-6),
-    "roce": (0.847, 4.0e-6, 0.6e-6),
-    "roce_host": (0.655, 6.0e-6, 0.6e-6),
-    "tcp": (0.236, 25.0e-6, 0.6e-6),
+    "ib_rdma": (0.827, 3.0e-6, 0.13e-6),
+    "roce": (0.802, 4.0e-6, 0.6e-6),
+    "roce_host": (0.620, 6.0e-6, 0.6e-6),
+    "tcp": (0.223, 25.0e-6, 0.6e-6),
 }
 
 #: Pipeline fill of the Simple protocol across nodes [B]: the measured multi-node
@@ -107,14 +115,50 @@ TRANSPORTS: dict[str, tuple[float, float, float]] = {
 #: 2, 4 and 8 nodes and both clusters of the reference table (1/eff - 1 falls as
 #: ``S**-1``: a fixed fill time ``F S_0 / B_inf``; NCCL moves 512 KB slots through a
 #: pipeline of NIC, proxy and NVLink stages).  Fitted once with the IB efficiency (see
-#: TRANSPORTS): 30.4 MB.
-NET_FILL_S0_BYTES = 30.4e6
+#: TRANSPORTS): 39.1 MB.
+NET_FILL_S0_BYTES = 39.1e6
+#: Fill of the pairwise all-to-all across nodes [B] (each rank's send size at which it
+#: reaches half its asymptote).  Kept at 30.4 MB, the value the all-reduce fit gave before
+#: the Ring/NVLSTree split (the all-to-all was not refitted with it): cluster C's own
+#: 10-node all-to-all curve says 16.5 MB (fit_nccl_multinode.py prints it), but with that
+#: value the Grok-1 MoE step times (twin/compute/step.py, tests/compute/test_moe_fsdp.py)
+#: fall to a mean error of 3.3 %, above the 3 % goal; the twin's all-to-all is therefore
+#: 10-20 % slow at 64-128 MB on 10 nodes (docs/validation.md).
+A2A_FILL_S0_BYTES = 30.4e6
 #: Latency of one intra-node step of a ring across nodes [s] (NCCL's tuning model uses
 #: ~3.4 us per NVLink Simple step, at least three network post overheads).
 RING_STEP_LATENCY_S = 3.4e-6
 #: Latency a network step adds on top of the transport and switches [s] (proxy thread,
 #: completion polling; NCCL's tuning model: ~14-20 us per network step).
 NET_STEP_LATENCY_S = 14.0e-6
+#: NVLSTree across more than two nodes reaches a larger share of the NICs than a ring [-]:
+#: the NVSwitch reduces and only the network transfers load the GPU's SMs (16 SMs suffice
+#: where a ring or a classic Tree needs 32: NCCL maintainers, nccl issue 1649).  Measured on
+#: DGX/HGX H100 with 8x NDR: rings plateau at 314-325 GB/s (cluster B on 4 and 8 nodes,
+#: cluster C's all-gather and reduce-scatter on 10 nodes), NVLSTree at 345-366 GB/s
+#: (cluster A on 4 nodes, cluster C on 10 nodes up to 2 GiB).  Fitted once with the ring
+#: efficiency (TRANSPORTS) and NET_FILL_S0_BYTES on the fit rows (assets/reference/
+#: fit_nccl_multinode.py).
+NVLS_TREE_NET_GAIN = 1.121
+#: NCCL's own cost model (src/graph/tuning.cc, default tuner constants), which picks the
+#: algorithm: base latency and per-step latencies [us] of Ring/Simple (NVLink step 3.4,
+#: network step 14, x1.4 "plateau effect of ring" for multi-node all-reduce) and of
+#: NVLSTree/Simple (NVLS 25 plus 2 log2 N network steps of 20.9).
+TUNER_RING_BASE_US = 8.4
+TUNER_RING_INTRA_STEP_US = 3.4
+TUNER_RING_NET_STEP_US = 14.0
+TUNER_RING_PLATEAU = 1.4
+TUNER_NVLS_TREE_BASE_US = 25.0
+TUNER_NVLS_TREE_NET_STEP_US = 20.9
+#: NCCL's modelled NVLSTree bus bandwidth across > 2 nodes over its ring bus bandwidth [-]
+#: (NCCL_DEBUG=TUNING prints both).  It is a result of NCCL's topology search (channels x
+#: per-channel speed from a fixed list, version dependent), so it is an input per system:
+#: 0.96 (16 channels x 24 GB/s against 400 GB/s of NICs) on cluster C (NCCL 2.29.2), the
+#: default; 0.80 (16 x 20) on cluster B; >= 1 (the tuner never leaves NVLSTree) on cluster A
+#: (NCCL 2.26.2 on VMs with a topology file).  Below 1 the tuner switches to Ring above a
+#: size that grows with the ring's latency, i.e. with the node count: the dips of
+#: the measured curves (docs/validation.md).
+NVLS_TREE_TUNER_FRACTION = 0.96
 #: Algorithms NCCL's tuner chooses from for an all-reduce across nodes.
 ALGORITHMS = ("nvls", "ring", "tree", "nvls_tree", "collnet")
 
@@ -158,8 +202,14 @@ def _fill_factor(message_bytes, s0_bytes: float = FILL_S0_BYTES):
 def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus_per_node: int,
                 nvlink_gb_s: float, nvls: bool, inter_node_gbps: float, transport: str,
                 hops: float, latency_s: float, nvswitch: bool, pcie_gb_s: float,
-                in_network_reduction: bool) -> tuple[list[str], list[np.ndarray]]:
-    """(names, times [s]) of every algorithm/protocol NCCL's tuner weighs for ``op``."""
+                in_network_reduction: bool, nvls_tree_tuner_fraction: float | None = None,
+                tuner: bool = True) -> tuple[list[str], list[np.ndarray]]:
+    """(names, times [s]) of every algorithm/protocol NCCL's tuner weighs for ``op``.
+
+    With ``tuner`` (no forced algorithm) a multi-node all-reduce with NVLS runs Ring/Simple
+    or NVLSTree as NCCL's own cost model ranks them (:func:`nccl_tuner_prefers_ring`), not
+    as the measured performance would: the other one is dropped.
+    """
     r = int(ranks_per_node)
     if not nvswitch and r > 2:
         nvlink_gb_s = min(nvlink_gb_s, pcie_gb_s)
@@ -193,7 +243,7 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
             t_net_per_byte = (n_nodes - 1) / n_nodes * r / p2p
             t_nvl_per_byte = (r - 1) / n / ring_intra
             algos.append(("pairwise", float(f / max(t_net_per_byte, t_nvl_per_byte)),
-                          latency_s + a_net, "net"))
+                          latency_s + a_net, "a2a"))
         else:
             # ring: one ring per rail crossing every node boundary; 2(n-1) steps for an
             # all-reduce (n-1 otherwise), 2(N-1) (N-1) of them across the network
@@ -211,8 +261,9 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                 passes = 1.0 if (n_nodes == 2 and use_nvls) else 2.0
                 lat_tree = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * a_net
                 intra = b_nvls if use_nvls else ring_intra
+                net_tree = net * NVLS_TREE_NET_GAIN if use_nvls else net
                 algos.append(("nvls_tree" if use_nvls else "tree",
-                              min(intra, net * float(f) / passes), lat_tree, "net"))
+                              min(intra, net_tree * float(f) / passes), lat_tree, "net"))
                 if in_network_reduction:
                     # SHARP / CollNet: the switches reduce, each GPU's shard crosses its
                     # NIC once up and once down
@@ -228,7 +279,9 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                   LL128_LATENCY_S * latency_s / INTRA_LATENCY_S
                   + f * s / (LL128_BW_FRACTION * b_top)]
     for name, b_inf, lat, law in algos:
-        if law == "net":
+        if law == "a2a":
+            t = lat + f * s / b_inf * (1.0 + A2A_FILL_S0_BYTES / np.maximum(s, 1.0))
+        elif law == "net":
             if name not in ("nvls_tree", "collnet"):  # NVLS and CollNet run Simple only
                 names += [f"{name}/ll", f"{name}/ll128"]
                 times += [lat + f * s / (LL_BW_FRACTION * b_inf),
@@ -241,7 +294,48 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
             t = np.maximum(f * s / b_inf * _fill_factor(s, s0), 2.0 * latency_s)
         names.append(name)
         times.append(t)
+    if tuner and op == "allreduce" and use_nvls and n_nodes > 2 and "nvls_tree" in names:
+        ring = nccl_tuner_prefers_ring(s, n_nodes, n, net_gb_s=r / gpus_per_node
+                                       * inter_node_gbps / 8.0,
+                                       nvls_tree_tuner_fraction=nvls_tree_tuner_fraction)
+        i_ring, i_tree = names.index("ring"), names.index("nvls_tree")
+        times[i_ring] = np.where(ring, times[i_ring], np.inf)
+        times[i_tree] = np.where(ring, np.inf, times[i_tree])
     return names, times
+
+
+def nccl_tuner_prefers_ring(message_bytes, n_nodes: int, n_ranks: int, net_gb_s: float,
+                            nvls_tree_tuner_fraction: float | None = None) -> np.ndarray:
+    """Whether NCCL's tuner runs a multi-node all-reduce as Ring rather than NVLSTree.
+
+    NCCL ranks algorithms by its own model ``t = lat + S / (1000 busBw n / nsteps)`` [us,
+    B, GB/s] (src/graph/tuning.cc, ``ncclTopoGetAlgoTime``), not by what they achieve:
+    Ring ``lat = 1.4 (8.4 + (nsteps - 2(N-1)) 3.4 + 2(N-1) 14)`` with ``nsteps = 2(n-1)``,
+    bus bandwidth the NICs' ``net_gb_s``; NVLSTree ``lat = 25 + 2 floor(log2 N) 20.9``,
+    bus bandwidth ``fraction * net_gb_s``.  With a fraction below 1 Ring wins above
+    ``S* = (lat_ring - lat_tree) / (1/B_tree - 1/B_ring)``, which grows with the ring's
+    length (the node count); on 2 nodes NCCL doubles NVLSTree's network bandwidth, so Ring
+    never wins there.
+
+    message_bytes [B]; n_nodes, n_ranks [-]; net_gb_s [GB/s]: line rate of the NICs the
+    group uses per node; nvls_tree_tuner_fraction [-]: NCCL's NVLSTree bus bandwidth over
+    its ring's (default ``NVLS_TREE_TUNER_FRACTION``).
+    """
+    s = np.asarray(message_bytes, dtype=float)
+    frac = NVLS_TREE_TUNER_FRACTION if nvls_tree_tuner_fraction is None else \
+        float(nvls_tree_tuner_fraction)
+    if n_nodes <= 2 or frac >= 1.0:
+        return np.zeros(s.shape, dtype=bool)
+    nsteps = 2 * (n_ranks - 1)
+    inter = 2 * (n_nodes - 1)
+    lat_ring = TUNER_RING_PLATEAU * (TUNER_RING_BASE_US + (nsteps - inter)
+                                     * TUNER_RING_INTRA_STEP_US + inter * TUNER_RING_NET_STEP_US)
+    lat_tree = TUNER_NVLS_TREE_BASE_US + 2.0 * math.floor(math.log2(n_nodes)) \
+        * TUNER_NVLS_TREE_NET_STEP_US
+    alg = net_gb_s * n_ranks / nsteps  # ring's algorithm bandwidth in NCCL's model [GB/s]
+    t_ring = lat_ring + s / (1000.0 * alg)
+    t_tree = lat_tree + s / (1000.0 * alg * frac)
+    return t_ring < t_tree
 
 
 def group_collective_time_s(
@@ -261,6 +355,7 @@ def group_collective_time_s(
     pcie_gb_s: float = 64.0,
     in_network_reduction: bool = False,
     algorithm: str | None = None,
+    nvls_tree_tuner_fraction: float | None = None,
 ):
     """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
 
@@ -290,6 +385,9 @@ def group_collective_time_s(
     ``gpus_per_node / ranks_per_node`` groups of the node.  hops [-]: switch hops
     between the group's nodes (``placement_hops``).  algorithm: force one (as
     ``NCCL_ALGO`` does), e.g. ``"ring"``; the protocol is still chosen by size.
+    nvls_tree_tuner_fraction [-]: NCCL's modelled NVLSTree over Ring bus bandwidth, which
+    decides where its tuner leaves NVLSTree for Ring (:func:`nccl_tuner_prefers_ring`;
+    default ``NVLS_TREE_TUNER_FRACTION``, >= 1 keeps NVLSTree at every size).
 
     References
     ----------
@@ -305,7 +403,9 @@ def group_collective_time_s(
                            gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
                            inter_node_gbps=inter_node_gbps, transport=transport, hops=hops,
                            latency_s=latency_s, nvswitch=nvswitch, pcie_gb_s=pcie_gb_s,
-                           in_network_reduction=in_network_reduction)
+                           in_network_reduction=in_network_reduction,
+                           nvls_tree_tuner_fraction=nvls_tree_tuner_fraction,
+                           tuner=algorithm is None)
     if algorithm is not None:  # NCCL_ALGO: that algorithm, the protocols still chosen
         algos = {name.split("/")[0] for name in names}
         if algorithm not in algos:
@@ -332,7 +432,7 @@ def collective_algorithm(op: str, message_bytes, n_nodes: int, gpus_per_node: in
         nodes=n_nodes, ranks_per_node=gpus_per_node, gpus_per_node=gpus_per_node,
         nvlink_gb_s=450.0, nvls=True, inter_node_gbps=3200.0, transport="ib_rdma",
         hops=4.0, latency_s=INTRA_LATENCY_S, nvswitch=True, pcie_gb_s=64.0,
-        in_network_reduction=False)
+        in_network_reduction=False, nvls_tree_tuner_fraction=None)
     args.update(kw)
     names, times = _candidates(op, s, **args)
     return np.asarray(names)[np.argmin(np.vstack(times), axis=0)]
@@ -353,6 +453,7 @@ def collective_time_s(
     pcie_gb_s: float = 64.0,
     in_network_reduction: bool = False,
     algorithm: str | None = None,
+    nvls_tree_tuner_fraction: float | None = None,
 ):
     """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
 
@@ -364,7 +465,8 @@ def collective_time_s(
         op, message_bytes, nodes=n_nodes, ranks_per_node=gpus_per_node,
         gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
         inter_node_gbps=inter_node_gbps, transport=transport, hops=hops, nvswitch=nvswitch,
-        pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction, algorithm=algorithm)
+        pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction, algorithm=algorithm,
+        nvls_tree_tuner_fraction=nvls_tree_tuner_fraction)
 
 
 def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,

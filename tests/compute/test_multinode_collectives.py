@@ -1,0 +1,137 @@
+"""Multi-node collectives against published nccl-tests tables (issue 16).
+
+Tables in assets/reference/ (sources in their headers): two DGX/HGX H100 clusters A and B on
+2-8 nodes (all-reduce, nccl-tests issue 309), a 10-node H100 cluster C with all-reduce,
+all-gather, reduce-scatter and all-to-all (github.com/xxrjun/nccl-tests-cluster, two runs),
+and an H100 RoCE cluster (nccl issue 1221).  Goal: within 10 % from 64 MB up.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from twin.compute.collectives import (
+    NVLS_TREE_TUNER_FRACTION,
+    collective_algorithm,
+    collective_bandwidths_gb_s,
+    nccl_tuner_prefers_ring,
+)
+
+REF = Path(__file__).resolve().parents[2] / "assets/reference"
+MIN_BYTES = 64e6  # the 64 MiB rows (all-gather etc. round the size down to a multiple of 80 ranks)
+
+
+def _table(name: str) -> list[dict]:
+    with open(REF / name) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _twin_gb_s(r: dict, **kw) -> float:
+    return float(collective_bandwidths_gb_s(
+        r.get("op", "allreduce"), float(r["bytes"]), int(r["nodes"]), 8,
+        nvls_tree_tuner_fraction=float(r["nvls_tree_tuner_fraction"]), **kw)["busbw_gb_s"])
+
+
+def _errors(rows: list[dict]) -> dict[tuple, float]:
+    return {(r["op"], int(r["bytes"])): _twin_gb_s(r) / float(r["busbw_gb_s"]) - 1 for r in rows}
+
+
+def test_ten_node_cluster_all_four_collectives():
+    # cluster C: 10 nodes x 8 H100, NCCL 2.29.2 defaults; nothing fitted on these rows except
+    # the cluster's tuner fraction (read off its own all-reduce switch)
+    rows = [r for r in _table("nccl_multinode_h100_10node.csv")
+            if r["run"] == "1" and int(r["bytes"]) >= MIN_BYTES]
+    err = _errors(rows)
+    assert {op for op, _ in err} == {"allreduce", "all_gather", "reduce_scatter", "all_to_all"}
+    assert len(err) == 36
+    over = {k for k, v in err.items() if abs(v) > 0.10}
+    # Named misses (docs/validation.md):
+    # - all-reduce 64 and 128 MiB: the NVLSTree ramp of this run; the repeat run measures
+    #   176 and 203 GB/s where run 1 has 141 and 212 (25 % apart at 64 MiB), and the twin's
+    #   183 / 244 sits between and above;
+    # - all-gather / reduce-scatter 64-512 MiB: an 80-rank ring carries 0.6-0.9 ms of
+    #   fixed cost where the twin has ~0.5 ms, and at 256 MiB both runs measure less than
+    #   at 128 MiB (NCCL's channel/chunk choice at that size, not modelled);
+    # - all-to-all 64 MiB (-12 %): this curve's own fill is 16.5 MB, the twin keeps 30.4 MB
+    #   (A2A_FILL_S0_BYTES: the measured value would put the Grok-1 MoE step times above
+    #   the 3 % goal).
+    known = {("allreduce", 2**26), ("allreduce", 2**27),
+             ("all_gather", 268435200), ("all_gather", 536870400),
+             ("reduce_scatter", 67107840), ("reduce_scatter", 134216960),
+             ("reduce_scatter", 268435200), ("reduce_scatter", 536870400),
+             ("all_to_all", 67107840)}
+    assert over <= known, over - known
+    assert len(over) == 9  # 27 of 36 rows within 10 %
+    # from 1 GiB every collective is within 8 %, the all-to-all within 10 % from 128 MiB
+    assert all(abs(v) < 0.08 for (op, s), v in err.items() if s >= 1e9), err
+    assert all(abs(v) < 0.10 for (op, s), v in err.items() if op == "all_to_all" and s > 1e8)
+    # the asymptotes: rings at the fitted ring efficiency (8 x 400 Gb/s x 0.827 = 331 GB/s
+    # of which (n-1)/n), all-to-all at one NIC's point-to-point rate
+    for op in ("all_gather", "reduce_scatter", "allreduce"):
+        assert err[(op, max(s for o, s in err if o == op))] == pytest.approx(0.0, abs=0.04)
+
+
+def test_tuner_switch_from_nvls_tree_to_ring_explains_the_dips():
+    # NCCL's tuner leaves NVLSTree for Ring above a size that grows with the ring's latency
+    # (its own cost model, src/graph/tuning.cc); Ring then runs at the ring's lower
+    # efficiency, so the measured curve drops once: B on 4 nodes at 256 MiB, B on 8 nodes
+    # at 1 GiB, C on 10 nodes at 4 GiB (both runs), A never (its tuner keeps NVLSTree)
+    ab = _table("nccl_allreduce_multinode_h100.csv")
+    c = _table("nccl_multinode_h100_10node.csv")
+    cases = [("B", 4, 2**27, 2**28, ab), ("B", 8, 2**29, 2**30, ab),
+             ("C", 10, 2**31, 2**32, c)]
+    for cluster, nodes, before, after, table in cases:
+        sel = [r for r in table if r["cluster"] == cluster and int(r["nodes"]) == nodes
+               and r.get("op", "allreduce") == "allreduce" and r["role"] != "tuned"]
+        frac = float(sel[0]["nvls_tree_tuner_fraction"])
+        algo = collective_algorithm("allreduce", [before, after], nodes,
+                                    nvls_tree_tuner_fraction=frac)
+        assert list(algo) == ["nvls_tree", "ring"], (cluster, nodes, algo)
+        for run in {r.get("run", "1") for r in sel}:
+            meas = {int(r["bytes"]): float(r["busbw_gb_s"]) for r in sel
+                    if r.get("run", "1") == run}
+            assert meas[after] < meas[before]  # the measured dip (C: in both runs)
+        twin = collective_bandwidths_gb_s("allreduce", np.array([before, after], float), nodes,
+                                          8, nvls_tree_tuner_fraction=frac)["busbw_gb_s"]
+        assert twin[1] < twin[0]  # the twin has it too, with no per-point factor
+    # cluster A's tuner keeps NVLSTree at every size: no switch, no dip
+    s = np.logspace(20, 34, 15, base=2)
+    assert set(collective_algorithm("allreduce", s[s >= 2**24], 4,
+                                    nvls_tree_tuner_fraction=1.0)) == {"nvls_tree"}
+    # on 2 nodes NCCL doubles NVLSTree's network bandwidth: Ring never wins
+    assert not nccl_tuner_prefers_ring(s, 2, 16, 400.0, 0.5).any()
+    # the switch size grows with the node count (the ring's latency grows with it)
+    first = [s[nccl_tuner_prefers_ring(s, n, 8 * n, 400.0, 0.8)][0] for n in (4, 8, 32)]
+    assert first[0] < first[1] < first[2]
+    assert NVLS_TREE_TUNER_FRACTION == pytest.approx(0.96)
+
+
+def test_forcing_an_algorithm_skips_the_tuner():
+    # NCCL_ALGO=NVLSTree on B's 8 nodes at 1 GiB: the twin's NVLSTree, above the measured
+    # default (which ran Ring); NCCL_ALGO=Ring gives the measured default
+    kw = dict(nvls_tree_tuner_fraction=0.8)
+    tree = collective_bandwidths_gb_s("allreduce", 2**30, 8, 8, algorithm="nvls_tree", **kw)
+    ring = collective_bandwidths_gb_s("allreduce", 2**30, 8, 8, algorithm="ring", **kw)
+    default = collective_bandwidths_gb_s("allreduce", 2**30, 8, 8, **kw)
+    assert float(tree["busbw_gb_s"]) > float(default["busbw_gb_s"]) == \
+        pytest.approx(float(ring["busbw_gb_s"]))
+    assert float(default["busbw_gb_s"]) == pytest.approx(286.81, rel=0.03)  # B, 8 nodes
+
+
+def test_roce_cluster_allreduce():
+    # H100 with 8x 400 Gb/s RoCE, NCCL 2.19.3 (nccl issue 1221), rounded figures at 4-8 GiB
+    err = {}
+    for r in _table("nccl_allreduce_multinode_roce_h100.csv"):
+        bw = collective_bandwidths_gb_s("allreduce", float(r["bytes"]), int(r["nodes"]), 8,
+                                        transport="roce", nvls=r["nvls"] == "1")["busbw_gb_s"]
+        err[(int(r["nodes"]), r["nvls"])] = float(bw) / float(r["busbw_gb_s"]) - 1
+    # named miss: 2 nodes with NVLS, 430 GB/s measured where the twin keeps the NVSwitch
+    # limit (479); the NDR clusters A and B (NCCL 2.26) reach 466-469 on 2 nodes
+    assert {k for k, v in err.items() if abs(v) > 0.10} <= {(2, "1")}
+    assert err[(2, "1")] == pytest.approx(0.115, abs=0.02)
+    # 4 nodes: NVLS on or off, the same 320 GB/s (the tuner runs Ring at these sizes)
+    assert abs(err[(4, "1")]) < 0.03 and err[(4, "1")] == pytest.approx(err[(4, "0")])
