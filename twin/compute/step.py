@@ -98,7 +98,11 @@ class KernelEfficiency:
     the full ``s x s`` scores plus memory-bound softmax and dropout, Megatron 2021),
     sequence_parallel (TP all-gather/reduce-scatter and norms on ``1/tp`` of the tokens;
     else all-reduce and norms on all tokens), distributed_optimizer (DP reduce-scatter /
-    all-gather and a sharded Adam; else a DP all-reduce and a full Adam per rank).
+    all-gather and a sharded Adam; else a DP all-reduce and a full Adam per rank),
+    fsdp_backward_overlap (ZeRO-3 / FSDP: each layer's backward all-gather and gradient
+    reduce-scatter hide behind the layer's backward compute as far as it lasts, as XLA's
+    scheduler does for MaxText; False for PyTorch FSDP, where they add to it: see
+    ``H100_SXM_FSDP_FA2``).
     """
 
     gemm: float
@@ -118,6 +122,7 @@ class KernelEfficiency:
     flash_attention: bool = True
     sequence_parallel: bool = True
     distributed_optimizer: bool = True
+    fsdp_backward_overlap: bool = True
     source: str = field(default="", compare=False)
 
 
@@ -171,9 +176,8 @@ A100_SXM = KernelEfficiency(
     source="fit to Megatron-LM A100 step times (SC21, 2022), see comment")
 
 #: A100 SXM with today's software (flash attention, sequence parallel, distributed
-#: optimizer, TP overlap as fitted on H100): the same kernels, nothing fitted.  Checked on
-#: 11 PyTorch FSDP step times of MPT 7b / 13b on 8..128 A100 40 GB (llm-foundry's table,
-#: micro-batches >= 16,384 tokens): mean 2.6 %, worst 4.2 % (docs/validation.md).
+#: optimizer, TP overlap as fitted on H100): the same kernels, nothing fitted.  PyTorch FSDP
+#: runs take A100_SXM_FSDP / A100_SXM_FSDP_TRITON below (docs/validation.md).
 A100_SXM_MODERN = KernelEfficiency(
     gemm=0.7503, gemm_fp8=0.7503, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
@@ -185,14 +189,75 @@ A100_SXM_MODERN = KernelEfficiency(
 #: is fitted on.  Only the attention changes: forward and backward at FlashAttention-2's
 #: published H100 throughput, 335 TFLOP/s forward + backward (causal and not, head dim
 #: 128, long sequences) over the 989 TFLOP/s BF16 peak = 0.339 (Dao 2023,
-#: arXiv:2307.08691, Fig. 7 and abstract).  Not fitted; validated on MPT FSDP step times
-#: (assets/reference/fsdp_step_times_llm_foundry.csv, docs/validation.md).
+#: arXiv:2307.08691, Fig. 7 and abstract).  Not fitted.  PyTorch FSDP runs take
+#: H100_SXM_FSDP_FA2 / H100_SXM_FSDP_TRITON below (whole GEMMs, serial backward collectives,
+#: the attention kernel each run used; docs/validation.md).
 H100_SXM_FA2 = replace(
     H100_SXM, attention_fwd=335.0 / 989.0, attention_bwd=335.0 / 989.0,
     source="H100 table with FlashAttention-2's published throughput (Dao 2023)")
 
+#: FlashAttention-2's speed over the Triton FlashAttention kernel [-] (the FlashAttention
+#: algorithm of 2022 written in Triton, ``flash_attn_triton``; MosaicML's ``attn_impl:
+#: triton``, which most of llm-foundry's MPT benchmark runs used: its sweep scripts,
+#: assets/reference/fsdp_step_times_llm_foundry.csv).  Dao 2023 (arXiv:2307.08691, §4.1)
+#: measures FlashAttention-2 1.3-2.5x faster than the Triton kernel on A100; no H100 figure
+#: is published.  Fitted once (log least squares, jointly with FSDP_WHOLE_GEMM_EFFICIENCY) on
+#: the 19 H100 MPT runs with micro-batches of >= 16,384 tokens and activation
+#: checkpointing whose sequences are <= 2,048 (14) or >= 8,192 tokens (5), with the
+#: backward collectives serialised (``fsdp_backward_overlap=False``): 1.68, inside the
+#: published range.  assets/reference/fit_fsdp_llm_foundry.py reproduces it.
+TRITON_FLASH_ATTENTION_SLOWDOWN = 1.68
+
+#: BF16 GEMM efficiency on H100 SXM of whole GEMMs (tp = 1: FSDP / ZeRO-3 runs each layer's
+#: GEMM on one GPU, M = micro-batch tokens up to 65 k, N x K = h x 3h .. 4h x h) [-], where
+#: the H100 table's 0.705 is fitted on NeMo's tensor-parallel GEMMs (N or K split 4-8 ways,
+#: userbuffer chunks).  Fitted once with TRITON_FLASH_ATTENTION_SLOWDOWN on the same 19 runs:
+#: 0.797 (788 TFLOP/s), inside the 650-800 TFLOP/s cuBLAS range quoted for H100 SXM at 700 W
+#: (the top of it: one GEMM per layer and micro-batch, M up to 65 k tokens).  Without the
+#: serial backward collectives the fit gives 0.734 and leaves the runs without activation
+#: checkpointing 13-26 % fast (docs/validation.md).
+FSDP_WHOLE_GEMM_EFFICIENCY = 0.797
+
+#: PyTorch FSDP stacks (whole GEMMs, no tensor parallelism) on H100 SXM: with
+#: FlashAttention-2 (llm-foundry's large-scale 7b / 70b runs, ``attn_impl: flash``,
+#: flash-attn 2.4.2) and with the Triton FlashAttention kernel (``attn_impl: triton``).
+#: Their backward pays each layer's all-gather and reduce-scatter on top of its compute
+#: (``fsdp_backward_overlap=False``, not fitted): PyTorch FSDP runs both collectives on one
+#: process group, i.e. one NCCL stream where they execute one after the other, so a
+#: reduce-scatter issued before the next layer's all-gather holds that all-gather and with it
+#: the next layer's backward ("the current reduce-scatter would block the next all-gather
+#: and hence the next backward computation", PyTorch docs/source/notes/fsdp.rst; traces
+#: with no backward overlap in pytorch/pytorch PRs 69282 and 70235, where the post-backward
+#: hooks fire out of the reverse forward order); and what does overlap competes for the SMs:
+#: NCCL's all-gather holds 24 of the H100's 132 SMs and pushes a one-wave GEMM into a second
+#: wave, nearly doubling it (NVIDIA developer forum, "Compute-Communication Overlap Causes
+#: Severe GEMM Performance Degradation because of Tail Effect").  Checked on held-out
+#: runs: without activation checkpointing (8 H100 runs) -9.6 .. +1.2 % against -13 .. -26 %
+#: with the collectives hidden; torchtitan's FSDP2 on A100 alike (docs/validation.md).
+H100_SXM_FSDP_FA2 = replace(
+    H100_SXM_FA2, gemm=FSDP_WHOLE_GEMM_EFFICIENCY, fsdp_backward_overlap=False,
+    source="H100, whole GEMMs and FlashAttention-2, fitted on MPT FSDP runs, see comment")
+H100_SXM_FSDP_TRITON = replace(
+    H100_SXM_FSDP_FA2,
+    attention_fwd=H100_SXM_FA2.attention_fwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
+    attention_bwd=H100_SXM_FA2.attention_bwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
+    source="H100, whole GEMMs and Triton FlashAttention, fitted on MPT FSDP runs")
+#: The same two changes carried to A100 (nothing fitted on A100): whole GEMMs at the H100
+#: ratio 0.734 / 0.705 over the A100 table's GEMM efficiency, attention as a100_sxm_modern
+#: (FlashAttention-2 class; PyTorch SDPA in torchtitan) or slower by the Triton factor.
+A100_SXM_FSDP = replace(
+    A100_SXM_MODERN, gemm=A100_SXM_MODERN.gemm * FSDP_WHOLE_GEMM_EFFICIENCY / H100_SXM.gemm,
+    fsdp_backward_overlap=False, source="A100 modern with the H100 whole-GEMM ratio, see comment")
+A100_SXM_FSDP_TRITON = replace(
+    A100_SXM_FSDP,
+    attention_fwd=A100_SXM_MODERN.attention_fwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
+    attention_bwd=A100_SXM_MODERN.attention_bwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
+    source="A100 FSDP with Triton FlashAttention, see comment")
+
 KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100_sxm_fa2": H100_SXM_FA2, "a100_sxm": A100_SXM,
-                     "a100_sxm_modern": A100_SXM_MODERN}
+                     "a100_sxm_modern": A100_SXM_MODERN, "h100_sxm_fsdp_fa2": H100_SXM_FSDP_FA2,
+                     "h100_sxm_fsdp_triton": H100_SXM_FSDP_TRITON, "a100_sxm_fsdp": A100_SXM_FSDP,
+                     "a100_sxm_fsdp_triton": A100_SXM_FSDP_TRITON}
 
 #: Step-time factor of the deployment mode [-].  Vela (IBM Research, 2023): the
 #: OpenShift container platform stays within 5 % of bare-metal performance and its
@@ -348,7 +413,8 @@ def step_estimate(
     its forward and again for its backward, its gradients reduce-scattered, over a shard
     group of ``fsdp_shard`` ranks (default all ``dp cp``; the rest replicate the shards
     and all-reduce them once per step, as MaxText's FSDP x DP), each overlapped with the
-    layer's own compute.  grad_bytes [B]: size of a gradient element in the data-parallel
+    layer's own compute (the backward pair added to it instead when the kernel entry has
+    ``fsdp_backward_overlap=False``: PyTorch FSDP).  grad_bytes [B]: size of a gradient element in the data-parallel
     reduce-scatter / all-reduce (4: fp32, Megatron's ``grad_reduce_in_fp32``; 2: bf16,
     NeMo's ``grad_sync_dtype: bf16``).  param_gather_bytes [B]: element of the parameter
     all-gather (2: bf16; 1: FP8 weights, NeMo's ``fp8_params``).  tp_fp8_reduce_scatter:
@@ -639,7 +705,8 @@ def step_estimate(
     if zero_stage == 3:
         # FSDP: per layer and micro-batch, gather the layer's weights before its forward
         # and again before its backward, reduce-scatter its gradients after; each hidden
-        # behind that layer's own compute (prefetch of the next layer)
+        # behind that layer's own compute (prefetch of the next layer); PyTorch FSDP's
+        # backward pair runs serially with it (one NCCL stream, SM contention)
         p_layer = (p_local - vocab * h / tp) / layers_per_stage
         grp = _dp_group(shard)
         t_ag_l = float(group_collective_time_s("all_gather", p_layer * param_gather_bytes,
@@ -649,7 +716,10 @@ def step_estimate(
             if shard > 1 else 0.0
         t_fwd_l = t_gemm_f + t_attn_f + t_mem_f
         t_bwd_l = t_gemm_b + t_attn_b + t_mem_b + t_rec
-        per_layer = max(0.0, t_ag_l - t_fwd_l) + max(0.0, t_ag_l + t_rs_l - t_bwd_l)
+        if ke.fsdp_backward_overlap:
+            per_layer = max(0.0, t_ag_l - t_fwd_l) + max(0.0, t_ag_l + t_rs_l - t_bwd_l)
+        else:  # PyTorch FSDP: the backward gather and reduce-scatter add to the layer
+            per_layer = max(0.0, t_ag_l - t_fwd_l) + t_ag_l + t_rs_l
         t_dp_exposed = per_layer * layers_per_stage * m_micro
         if n_dp > shard:  # replicas of each shard: one gradient all-reduce per step
             t_rep = float(group_collective_time_s(
