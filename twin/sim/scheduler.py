@@ -175,6 +175,7 @@ class Scheduler(Component):
                                     scheduler_config_for(w.scheduler))
             self._lsf_ok = np.ones(p.n_nodes, bool)
             self._lsf_deg = np.zeros(len(self.state.su_degraded), bool)
+            self._lsf_deg_ver = -1
 
     def enqueue(self, job: JobState) -> None:
         job.status = "queued"
@@ -207,14 +208,19 @@ class Scheduler(Component):
     def _lsf_schedule(self) -> None:
         st, lsf = self.state, self.lsf
         assert lsf is not None, "_lsf_schedule runs only with a stream or trace"
-        ok = st.node_up & st.rack_ready[self.plant.node_rack]
-        for n in np.flatnonzero(ok != self._lsf_ok):
-            lsf.set_node_health(int(n), bool(ok[n]), self.env.now)
-        self._lsf_ok = ok
-        deg = st.su_degraded > 0
-        for u in np.flatnonzero(deg != self._lsf_deg):
-            lsf.set_unit_degraded(int(u), bool(deg[u]))
-        self._lsf_deg = deg
+        # mirror node health (up and burned in) and failed rails into the LSF view; the state
+        # hands out the same cached mask while no node changed, and su_degraded has a version
+        ok = st.node_in_service
+        if ok is not self._lsf_ok:
+            for n in np.flatnonzero(ok != self._lsf_ok):
+                lsf.set_node_health(int(n), bool(ok[n]), self.env.now)
+            self._lsf_ok = ok
+        ver = st.version("su_degraded")
+        if ver != self._lsf_deg_ver:
+            deg = st.su_degraded > 0
+            for u in np.flatnonzero(deg != self._lsf_deg):
+                lsf.set_unit_degraded(int(u), bool(deg[u]))
+            self._lsf_deg, self._lsf_deg_ver = deg, ver
         jobs = self.e.jobs
         for d in lsf.decide(self.env.now):
             job = jobs[d.job]
