@@ -91,3 +91,32 @@ def test_geometry_digested_once_and_operator_converted_once(monkeypatch):
     assert np.array_equal(prob.solve(heat), first)
     linear_maps(prob)
     assert len(conversions) == 1
+
+
+def _model_arrays(g, heat, v):
+    from twin.thermal.buoyancy import buoyant_inlet_model
+    m = buoyant_inlet_model(g, heat, v, memo=False)
+    return {k: getattr(m, k) for k in ("recirculation_k_per_w", "supply_mix", "return_mix", "return_k_per_w",
+                                       "base_inlet_c")}
+
+
+def test_little_supernode_relaxation_moves_the_model_by_round_off_only(monkeypatch):
+    """The factors with SUPERNODE_RELAX and with SuperLU's default relaxation (two summation
+    orders of the same LU, same ordering and pivots) give the same buoyant inlet model (D, S,
+    the return maps) to 1e-9 of each map's largest entry (``cooling_base_w``, the heat removed
+    at zero rack heat, is round-off about 0 and follows from the return mix); the Picard flow passes through
+    both, so a real difference (a wrong factor) would show orders of magnitude above it."""
+    g, v = next(_halls())[1:]
+    heat = np.linspace(6e3, 14e3, g.n_racks)
+    for memo in (solver_mod._LU_MEMO, solver_mod._ROOM_MEMO):
+        memo.clear()
+    fast = _model_arrays(g, heat, v)
+    with monkeypatch.context() as mp:
+        mp.setattr(solver_mod, "SUPERNODE_RELAX", None)          # SuperLU's default
+        mp.setattr(solver_mod, "_LU_MEMO", type(solver_mod._LU_MEMO)())
+        mp.setattr(solver_mod, "_ROOM_MEMO", type(solver_mod._ROOM_MEMO)())
+        ref = _model_arrays(g, heat, v)
+    for name, r in ref.items():
+        scale = max(float(np.abs(r).max()), 1e-300)
+        assert np.abs(fast[name] - r).max() <= 1e-9 * scale, name
+    assert any(not np.array_equal(fast[k], ref[k]) for k in ref)  # the relaxation is in force

@@ -3,8 +3,10 @@
 Fast paths: one SuperLU factor per distinct operator, kept per process by a digest of the
 matrix (:func:`twin.thermal.solver.factorised`), the heat operator's block factors shared
 by the problem's solve and :func:`twin.thermal.inlet.linear_maps`, and the potential-flow
-pins written straight into CSR. The reference is what the code did before: ``spsolve`` for
-every solve, a fresh ``splu`` in ``linear_maps`` and the pins written in LIL format."""
+pins written straight into CSR. The reference is what the code did before: a fresh
+factorisation for every solve (``spsolve`` until the factors took
+:data:`~twin.thermal.solver.SUPERNODE_RELAX`; now ``splu`` with the same options), a fresh
+``splu`` in ``linear_maps`` and the pins written in LIL format."""
 
 from dataclasses import fields
 
@@ -26,15 +28,19 @@ def hall():
 
 
 class _Direct:
-    """The reference: ``spsolve`` for a solve, a fresh ``splu`` for a transposed one."""
+    """The reference: a fresh ``splu`` (the options the solver uses) for every solve."""
 
     def __init__(self, a, permc_spec=None):
         self.a, self.spec = solver_mod._canonical_csc(a), permc_spec
 
     def solve(self, b, trans="N"):
-        if trans == "N":
-            return spla.spsolve(self.a, b, permc_spec=self.spec)
-        return spla.splu(self.a, permc_spec=self.spec).solve(b, trans=trans)
+        return _fresh(self.a, b, self.spec, trans)
+
+
+def _fresh(a, b, spec, trans="N"):
+    """``a`` x = b by a fresh SuperLU factor with the solver's options."""
+    return spla.splu(solver_mod._canonical_csc(a), permc_spec=spec,
+                     relax=solver_mod.SUPERNODE_RELAX).solve(b, trans=trans)
 
 
 def _arrays(m):
@@ -78,12 +84,12 @@ def test_factor_memo_reuses_identical_matrices_only(hall):
     assert factorised(a.copy(), spec) is lu          # same matrix: the kept factor
     assert factorised(a, "COLAMD" if spec != "COLAMD" else "MMD_AT_PLUS_A") is not lu
     b = np.random.default_rng(3).normal(size=a.shape[0])
-    assert np.array_equal(lu.solve(b), spla.spsolve(a, b, permc_spec=spec))
+    assert np.array_equal(lu.solve(b), _fresh(a, b, spec))
     changed = a.copy()
     changed.data[7] *= 1.0 + 1e-12                    # one value moves in its last digits
     lu2 = factorised(changed, spec)
     assert lu2 is not lu
-    assert np.array_equal(lu2.solve(b), spla.spsolve(changed, b, permc_spec=spec))
+    assert np.array_equal(lu2.solve(b), _fresh(changed, b, spec))
     assert not np.array_equal(lu2.solve(b), lu.solve(b))
 
 
@@ -120,7 +126,7 @@ def test_unit_rows_equal_the_lil_overwrite(hall):
 
 
 def test_problem_solve_equals_the_direct_block_solves(hall):
-    """HallProblem.solve with its kept block factors equals spsolve block by block, and a
+    """HallProblem.solve with its kept block factors equals fresh factors block by block, and a
     second problem at another airflow does not pick up the first one's room factor."""
     g, heat, v = hall
     for scale in (1.0, 0.5):
@@ -131,8 +137,8 @@ def test_problem_solve_equals_the_direct_block_solves(hall):
         nr, n_p = prob.n_room, prob.plenum_pressure.size
         rr, pp, nn = slice(0, nr), slice(nr, nr + n_p), slice(nr + n_p, prob.n_unknowns)
         spec = _ordering(g)
-        t_p = spla.spsolve(a[pp, pp].tocsc(), rhs[pp], permc_spec=spec)
-        t_r = spla.spsolve(a[rr, rr].tocsc(), rhs[rr] - a[rr, pp] @ t_p, permc_spec=spec)
+        t_p = _fresh(a[pp, pp], rhs[pp], spec)
+        t_r = _fresh(a[rr, rr], rhs[rr] - a[rr, pp] @ t_p, spec)
         t_n = (rhs[nn] - a[nn, pp] @ t_p - a[nn, rr] @ t_r) / a[nn, nn].diagonal()
         assert np.array_equal(prob.solve(heat), np.concatenate([t_r, t_p, t_n]))
 

@@ -43,7 +43,8 @@ Mixing there is partly resolved, so the same diffusivity is on the generous side
 
 Because the heat problem is linear in the rack heat loads, the rack inlet temperatures
 are exactly T_in = S @ T_supply + D @ Q_rack, and D is derived once per layout from one
-sparse LU factorisation and R transposed solves (:func:`inlet_model`).
+sparse LU factorisation and R transposed solves (:func:`inlet_model`; SuperLU with little
+supernode relaxation, :data:`SUPERNODE_RELAX`).
 """
 
 from __future__ import annotations
@@ -116,27 +117,39 @@ _LU_MEMO: OrderedDict[bytes, spla.SuperLU] = OrderedDict()
 
 def _canonical_csc(a) -> sp.csc_matrix:
     """``a`` as a CSC matrix in canonical form (sorted indices, no duplicates), as SuperLU
-    receives it from ``spsolve`` and ``splu``."""
+    receives it from ``splu``."""
     a = a.tocsc() if sp.issparse(a) else sp.csc_matrix(a)
     a.sum_duplicates()
     return a
 
 
-def factorised(a, permc_spec: str | None = None, *, memo: bool = True) -> spla.SuperLU:
-    """SuperLU factor of the sparse matrix ``a`` (``scipy.sparse.linalg.splu``), shared by
-    every identical matrix in the process.
+#: SuperLU's supernode relaxation (``splu(relax=...)``): the largest subtree of the
+#: elimination tree merged into one supernode with explicit zeros. SuperLU's default (about
+#: 10) suits large 3-D problems with many dense blocks; the hall's operators are layered
+#: grids of a few thousand cells whose supernodes are small, and with little relaxation the
+#: same fill (the ordering is unchanged) factorises about 3x and solves 140 transposed
+#: right-hand sides about 2x faster (Blue Vela's 5,488-cell room block: 0.041 -> 0.015 s and
+#: 0.10 -> 0.044 s; the seven buoyant knot derivations of a nine-month run 1.71 -> 0.84 s
+#: CPU; bench/RESULTS.md, issue 19). The solutions differ from the default's by round-off
+#: only (another summation order in the dense kernels; D within 2e-12 of its largest entry).
+SUPERNODE_RELAX = 2
 
-    ``factorised(a, spec).solve(b)`` is bit for bit ``spsolve(a, b, permc_spec=spec)``
-    (the same column ordering, factorisation and triangular solves; tested), but a matrix
-    met again (same shape, pattern, values and ordering: a digest of all of them) reuses
-    its factor: one factorisation and many cheap solves instead of one factorisation per
-    solve. ``memo=False``: factorise without keeping or looking up (matrices met once).
+
+def factorised(a, permc_spec: str | None = None, *, memo: bool = True) -> spla.SuperLU:
+    """SuperLU factor of the sparse matrix ``a`` (``scipy.sparse.linalg.splu`` with
+    :data:`SUPERNODE_RELAX`), shared by every identical matrix in the process.
+
+    ``factorised(a, spec).solve(b)`` is bit for bit a fresh ``splu(a, permc_spec=spec,
+    relax=SUPERNODE_RELAX).solve(b)`` (tested), but a matrix met again (same shape, pattern,
+    values and ordering: a digest of all of them) reuses its factor: one factorisation and
+    many cheap solves instead of one factorisation per solve. ``memo=False``: factorise
+    without keeping or looking up (matrices met once).
     """
     a = _canonical_csc(a)
     if not memo:
-        return spla.splu(a, permc_spec=permc_spec)
-    key = _digest(repr((a.shape, a.dtype.str, permc_spec)).encode(), a.indptr, a.indices, a.data)
-    lu = _kept(_LU_MEMO, key, lambda: spla.splu(a, permc_spec=permc_spec), LU_MEMO_SIZE)
+        return spla.splu(a, permc_spec=permc_spec, relax=SUPERNODE_RELAX)
+    key = _digest(repr((a.shape, a.dtype.str, permc_spec, SUPERNODE_RELAX)).encode(), a.indptr, a.indices, a.data)
+    lu = _kept(_LU_MEMO, key, lambda: spla.splu(a, permc_spec=permc_spec, relax=SUPERNODE_RELAX), LU_MEMO_SIZE)
     while len(_LU_MEMO) > 1 and sum(f.L.nnz + f.U.nnz for f in _LU_MEMO.values()) > LU_MEMO_ENTRIES:
         _LU_MEMO.popitem(last=False)
     return lu
