@@ -75,13 +75,38 @@ def nccl_plot(path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _fsdp_points():
+    """PyTorch FSDP rows: (measured step [s], error now, error before, group)."""
+    from tests.compute.test_fsdp_validation import _err, _fit_rows, _mb_tokens
+    from tests.compute.test_fsdp_validation import _rows as _mpt_rows
+    from twin.compute.step import A100_SXM_MODERN, H100_SXM_FA2
+
+    out = []
+    fit = {(r["gpu"], r["model"], r["gpus"], r["micro_batch"], r["seq_len"]) for r in _fit_rows()}
+    for r in _mpt_rows():
+        old = H100_SXM_FA2 if r["gpu"] == "h100_80gb" else A100_SXM_MODERN
+        if r["gpu"] == "a100_40gb":
+            group = "A100 40 GB (held out)"
+        elif (r["gpu"], r["model"], r["gpus"], r["micro_batch"], r["seq_len"]) in fit:
+            group = "H100 (fit)"
+        elif r["recompute"] == "none":
+            group = "H100 no checkpointing (held out)"
+        elif _mb_tokens(r) < 16384:
+            group = "H100 small micro-batch (held out)"
+        else:
+            group = "H100 4k tokens (held out)"
+        out.append((float(r["step_time_s"]), float(_err([r])[0]),
+                    float(_err([r], kernels=old)[0]), group))
+    return out
+
+
 def step_plot(path: Path) -> None:
     h = [(float(r["step_time_s"]), _dgxc_error(r), r["precision"], r["role"])
          for r in _dgxc_rows()]
     moe = [(float(r["step_time_s"]), _estimate(r).step_time_s / float(r["step_time_s"]) - 1,
             r["model"]) for r in _rows()]
     a100 = _a100_errors()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13.0, 4.8))
     for prec, col in (("bf16", "tab:blue"), ("fp8", "tab:red")):
         for role, mk in (("fit", "o"), ("validate", "x")):
             sel = [x for x in h if x[2] == prec and x[3] == role]
@@ -95,13 +120,29 @@ def step_plot(path: Path) -> None:
                color="tab:purple", s=22, label="MaxText FSDP (other framework)")
     ax.scatter(np.full(len(a100), 1.0), [100 * e for e in a100], marker="^", color="grey",
                s=18, label="A100 Megatron (plotted at 1 s)")
-    ax.axhspan(-8, 8, color="green", alpha=0.06)
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("measured step time [s]")
-    ax.set_ylabel("twin error [%]")
-    ax.set_title("Step time: twin against public measurements")
-    ax.legend(fontsize=7, ncol=2)
+    ax.set_title("NeMo / Megatron step times (the 88-point table), MoE, MaxText")
+    # right: PyTorch FSDP (llm-foundry MPT), now and before the FSDP entries
+    pts = _fsdp_points()
+    style = {"H100 (fit)": ("o", "tab:blue"),
+             "H100 4k tokens (held out)": ("x", "tab:blue"),
+             "H100 no checkpointing (held out)": ("v", "tab:orange"),
+             "H100 small micro-batch (held out)": ("s", "tab:red"),
+             "A100 40 GB (held out)": ("^", "tab:green")}
+    bx.scatter([p[0] for p in pts], [100 * p[2] for p in pts], marker=".", color="lightgrey",
+               s=30, label="before (FlashAttention-2 assumed, collectives hidden)")
+    for g, (mk, col) in style.items():
+        sel = [p for p in pts if p[3] == g]
+        bx.scatter([p[0] for p in sel], [100 * p[1] for p in sel], marker=mk, color=col, s=26,
+                   label=f"{g}, n={len(sel)}")
+    bx.set_title("PyTorch FSDP: llm-foundry MPT 7b-70b (h100/a100_sxm_fsdp entries)")
+    bx.set_ylim(-35.0, 30.0)  # room for the legend above the points
+    for a in (ax, bx):
+        a.axhspan(-8, 8, color="green", alpha=0.06)
+        a.axhline(0, color="black", lw=0.8)
+        a.set_xscale("log")
+        a.set_xlabel("measured step time [s]")
+        a.set_ylabel("twin error [%]")
+        a.legend(fontsize=7, ncol=1 if a is bx else 2, loc="upper right" if a is bx else "best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
