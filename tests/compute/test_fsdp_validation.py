@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "assets/reference/fsdp_step_times_llm_foundry.csv"
 #: mpt-*.yaml (llm-foundry): d_model, n_heads, n_layers; expansion 4, vocab 50,368
 MPT = {"mpt_7b": (4096, 32, 32), "mpt_13b": (5120, 40, 40), "mpt_30b": (7168, 56, 48),
-       "mpt_70b": (8192, 64, 80)}
+       "mpt_70b": (8192, 64, 80), "mpt_760m": (1536, 12, 24), "mpt_1b": (2048, 16, 24),
+       "mpt_3b": (2560, 20, 32)}
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
             inter_node_gbps=3200.0, peak_tflops=989.0)
 #: the table's heading: A100 40 GB, 1600 Gb/s node-node RoCE
@@ -37,8 +38,8 @@ A100_40 = dict(gpus_per_node=8, hbm_bw_tb_s=1.555, nvlink_gb_s=300.0, nvls=False
                inter_node_gbps=1600.0, transport="roce", peak_tflops=312.0)
 
 
-def _rows():
-    with open(CSV) as f:
+def _rows(path=CSV):
+    with open(path) as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
@@ -277,3 +278,24 @@ def test_torchtitan_fsdp2_a100_step_times():
     assert err[new, "llama2_13b", "none"] == pytest.approx(-0.066, abs=0.005)
     assert err[old, "llama3_70b", "full"] == pytest.approx(-0.029, abs=0.002)
     assert err[old, "llama2_13b", "none"] == pytest.approx(-0.106, abs=0.002)
+
+
+def test_small_mpt_models_held_out():
+    # the same H100 table's 760m, 1b and 3b FULL_SHARD rows (30, nothing fitted on them;
+    # assets/reference/fsdp_step_times_llm_foundry_small.csv): the three with activation
+    # checkpointing (65,536 / 32,768 tokens) -0.8 .. +1.0 % (were -29 .. -36 % with
+    # FlashAttention-2 assumed and the collectives hidden); the 27 without it -18.0 .. -1.9 %,
+    # mean 8.7 % (were -37 .. -7 %, mean 19 %): still fast without checkpointing, as the
+    # 7b / 13b rows, more so at hidden sizes of 1,536-2,048 than at 2,560
+    rows = _rows(ROOT / "assets/reference/fsdp_step_times_llm_foundry_small.csv")
+    assert len(rows) == 30 and {r["model"] for r in rows} == {"mpt_760m", "mpt_1b", "mpt_3b"}
+    for r in rows:
+        assert float(r["step_time_s"]) == pytest.approx(
+            int(r["global_batch"]) * int(r["seq_len"]) / int(r["tokens_per_s"]), abs=1e-4)
+    ac = [r for r in rows if r["recompute"] == "full"]
+    e = _err(ac)
+    assert len(e) == 3 and np.all(np.abs(e) < 0.012), e
+    assert np.all(_err(ac, kernels=H100_SXM_FA2) < -0.28)
+    e = _err([r for r in rows if r["recompute"] == "none"])
+    assert len(e) == 27 and np.abs(e).mean() == pytest.approx(0.087, abs=0.004)
+    assert -0.185 < e.min() and e.max() < -0.015
