@@ -135,3 +135,33 @@ def test_roce_cluster_allreduce():
     assert err[(2, "1")] == pytest.approx(0.115, abs=0.02)
     # 4 nodes: NVLS on or off, the same 320 GB/s (the tuner runs Ring at these sizes)
     assert abs(err[(4, "1")]) < 0.03 and err[(4, "1")] == pytest.approx(err[(4, "0")])
+
+
+def test_b200_cluster_to_46_nodes_with_sharp():
+    # DGX B200, 8x NDR, NCCL 2.29.7, forced algorithms at 16 GiB on 2-46 nodes (together-nccl-tests,
+    # use3a-ss); not in the H100/A100 goal set, nothing fitted on it
+    err = {}
+    for r in _table("nccl_multinode_b200.csv"):
+        kw = dict(nvlink_gb_s=900.0, algorithm=r["algo"], nvls=r["algo"] != "tree",
+                  in_network_reduction=r["algo"] == "collnet")
+        bw = collective_bandwidths_gb_s(r["op"], float(r["bytes"]), int(r["nodes"]), 8, **kw)
+        err[(r["op"], r["algo"], int(r["nodes"]))] = \
+            float(bw["busbw_gb_s"]) / float(r["busbw_gb_s"]) - 1
+    # rings (all-reduce and all-gather) within 10 % from 2 to 46 nodes; the measured ring
+    # loses 15 % from 2 to 46 nodes, the twin 3 % (fabric effects, docs/validation.md)
+    rings = [v for (op, a, n), v in err.items() if a == "ring"]
+    assert len(rings) == 12 and max(abs(v) for v in rings) < 0.10
+    assert err[("allreduce", "ring", 46)] > err[("allreduce", "ring", 2)] + 0.10
+    # NVLSTree on 2 nodes (in the NVSwitch) within 5 %
+    assert abs(err[("allreduce", "nvls_tree", 2)]) < 0.05
+    # named misses, the twin high: NVLSTree beyond 2 nodes (+24..34 %: the NVLSTree gain is
+    # fitted on H100; on B200 NVLSTree runs below the ring, NCCL's NVLS efficiency 0.74
+    # against Hopper's 0.85), the classic Tree (+68..70 %: SM-bound, NCCL issue 1649) and
+    # CollNet with SHARP (+16..21 %: SHARP's share of the NICs, 544 GB/s flat from 4 to 46
+    # nodes, is not modelled; on H100 the twin's CollNet is capped by the NVSwitch at 482)
+    for algo, lo, hi in (("nvls_tree", 0.20, 0.38), ("tree", 0.60, 0.75), ("collnet", 0.12, 0.25)):
+        vals = [v for (op, a, n), v in err.items() if a == algo and not (a == "nvls_tree" and n == 2)]
+        assert all(lo < v < hi for v in vals), (algo, vals)
+    sharp_h100 = collective_bandwidths_gb_s("allreduce", 16 * 2**30, 46, 8, algorithm="collnet",
+                                            in_network_reduction=True)["busbw_gb_s"]
+    assert float(sharp_h100) < 544.0
