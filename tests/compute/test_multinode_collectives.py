@@ -18,6 +18,7 @@ from twin.compute.collectives import (
     NVLS_TREE_TUNER_FRACTION,
     collective_algorithm,
     collective_bandwidths_gb_s,
+    collective_time_s,
     nccl_tuner_prefers_ring,
 )
 
@@ -108,6 +109,9 @@ def test_tuner_switch_from_nvls_tree_to_ring_explains_the_dips():
     first = [s[nccl_tuner_prefers_ring(s, n, 8 * n, 400.0, 0.8)][0] for n in (4, 8, 32)]
     assert first[0] < first[1] < first[2]
     assert NVLS_TREE_TUNER_FRACTION == pytest.approx(0.96)
+    for bad in (0.0, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="nvls_tree_tuner_fraction"):
+            collective_time_s("allreduce", 2**30, 8, 8, nvls_tree_tuner_fraction=bad)
 
 
 def test_forcing_an_algorithm_skips_the_tuner():

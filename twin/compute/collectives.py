@@ -123,7 +123,7 @@ NET_FILL_S0_BYTES = 39.1e6
 #: 10-node all-to-all curve says 16.5 MB (fit_nccl_multinode.py prints it), but with that
 #: value the Grok-1 MoE step times (twin/compute/step.py, tests/compute/test_moe_fsdp.py)
 #: fall to a mean error of 3.3 %, above the 3 % goal; the twin's all-to-all is therefore
-#: 10-20 % slow at 64-128 MB on 10 nodes (docs/validation.md).
+#: 12 % slow at 64 MiB on 10 nodes, within 8 % from 128 MiB (docs/validation.md).
 A2A_FILL_S0_BYTES = 30.4e6
 #: Latency of one intra-node step of a ring across nodes [s] (NCCL's tuning model uses
 #: ~3.4 us per NVLink Simple step, at least three network post overheads).
@@ -132,9 +132,9 @@ RING_STEP_LATENCY_S = 3.4e-6
 #: completion polling; NCCL's tuning model: ~14-20 us per network step).
 NET_STEP_LATENCY_S = 14.0e-6
 #: NVLSTree across more than two nodes reaches a larger share of the NICs than a ring [-]:
-#: the NVSwitch reduces and only the network transfers load the GPU's SMs (16 SMs suffice
-#: where a ring or a classic Tree needs 32: NCCL maintainers, nccl issue 1649).  Measured on
-#: DGX/HGX H100 with 8x NDR: rings plateau at 314-325 GB/s (cluster B on 4 and 8 nodes,
+#: the NVSwitch reduces and only the network transfers load the GPU's SMs (NVLSTree reaches
+#: its peak with 16 SMs where a classic Tree needs 32: NCCL maintainers, nccl issue 1649).
+#: Measured on DGX/HGX H100 with 8x NDR: rings plateau at 314-325 GB/s (cluster B on 4 and 8 nodes,
 #: cluster C's all-gather and reduce-scatter on 10 nodes), NVLSTree at 345-366 GB/s
 #: (cluster A on 4 nodes, cluster C on 10 nodes up to 2 GiB).  Fitted once with the ring
 #: efficiency (TRANSPORTS) and NET_FILL_S0_BYTES on the fit rows (assets/reference/
@@ -324,6 +324,8 @@ def nccl_tuner_prefers_ring(message_bytes, n_nodes: int, n_ranks: int, net_gb_s:
     s = np.asarray(message_bytes, dtype=float)
     frac = NVLS_TREE_TUNER_FRACTION if nvls_tree_tuner_fraction is None else \
         float(nvls_tree_tuner_fraction)
+    if not frac > 0.0:
+        raise ValueError(f"nvls_tree_tuner_fraction must be > 0, got {frac!r}")
     if n_nodes <= 2 or frac >= 1.0:
         return np.zeros(s.shape, dtype=bool)
     nsteps = 2 * (n_ranks - 1)
