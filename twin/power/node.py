@@ -191,10 +191,21 @@ def node_fan_speed_fraction(
     Above ``fan_control_temp_c`` the fans are at full speed (the node is over-temperature).
     """
     q = np.asarray(heat_w, dtype=float)
+    return _fan_speed(_fan_heat_term(q, design_heat_w, fan_control_temp_c, fan_design_inlet_c),
+                      inlet_temp_c, fan_min_speed_fraction, fan_control_temp_c)
+
+
+def _fan_heat_term(heat_w, design_heat_w, fan_control_temp_c, fan_design_inlet_c):
+    """The heat part of :func:`node_fan_speed_fraction`: ``(Q / Q_max) (T_ctl - T_design)``."""
+    return (heat_w / design_heat_w) * (fan_control_temp_c - fan_design_inlet_c)
+
+
+def _fan_speed(heat_term, inlet_temp_c, fan_min_speed_fraction, fan_control_temp_c) -> np.ndarray:
+    """The rest of :func:`node_fan_speed_fraction`: the heat term over the inlet's margin
+    ``T_ctl - T_in`` (at least 1e-6 K), clipped to [s_min, 1]."""
     t_in = np.asarray(inlet_temp_c, dtype=float)
     margin = np.maximum(fan_control_temp_c - t_in, 1e-6)
-    speed = (q / design_heat_w) * (fan_control_temp_c - fan_design_inlet_c) / margin
-    return np.minimum(np.maximum(speed, fan_min_speed_fraction), 1.0)    # np.clip's values
+    return np.minimum(np.maximum(heat_term / margin, fan_min_speed_fraction), 1.0)    # np.clip's values
 
 
 def node_fan_power_w(fan_speed_fraction, *, fan_max_w) -> np.ndarray:
@@ -239,6 +250,41 @@ def gpu_power_w(
 def _scalar(x) -> bool:
     """True for one number (a Python or numpy scalar, or a 0-d array); ``np.ndim`` costs more."""
     return isinstance(x, (float, int, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w, gpu_idle_w,
+                       host_idle_w, host_active_w, fan_control_temp_c, fan_design_inlet_c):
+    """``(gpu + host heat [W], fan heat term)`` per phase code when every clock is full (at
+    or above 1, clipped to 1) and every hardware figure is one number, else None."""
+    if not (_scalar(gpu_power_cap_w) and _scalar(gpu_count) and _scalar(gpu_tdp_w) and _scalar(gpu_idle_w)
+            and _scalar(host_idle_w) and _scalar(host_active_w) and _scalar(fan_control_temp_c)
+            and _scalar(fan_design_inlet_c)):
+        return None
+    f = clock_fraction
+    if _scalar(f):
+        if not f >= 1.0:
+            return None
+    else:
+        f = np.asarray(f, dtype=float)
+        if f.shape != ph.shape or (f.size and not f.min() >= 1.0):
+            return None
+    return _node_phase_tables(float(gpu_power_cap_w), gpu_count, float(gpu_tdp_w), float(gpu_idle_w),
+                              float(host_idle_w), float(host_active_w), float(fan_control_temp_c),
+                              float(fan_design_inlet_c))
+
+
+@lru_cache(maxsize=256)
+def _node_phase_tables(gpu_power_cap_w, gpu_count, gpu_tdp_w, gpu_idle_w, host_idle_w, host_active_w,
+                       fan_control_temp_c, fan_design_inlet_c) -> tuple[np.ndarray, np.ndarray]:
+    """Per phase code at full clock: ``gpu_count * gpu_power_w + P_host`` [W] and the fan
+    law's heat term (:func:`_fan_heat_term`) of that heat, read-only."""
+    codes = np.arange(_N_PHASES)
+    heat = gpu_count * _gpu_phase_table_w(gpu_power_cap_w, gpu_tdp_w, gpu_idle_w) + _host_power_w(
+        codes, host_idle_w, host_active_w)
+    term = _fan_heat_term(heat, gpu_count * gpu_tdp_w + host_active_w, fan_control_temp_c, fan_design_inlet_c)
+    heat.flags.writeable = False
+    term.flags.writeable = False
+    return heat, term
 
 
 def _phase_codes(phase) -> np.ndarray:
@@ -385,19 +431,34 @@ def node_power_w(
     (N,) float: ``min(P_dc / eta_psu(P_dc / C_psu), node_max_w)`` [W]; 0 for OFF nodes.
     Heat released into the hall equals this power.
     """
-    gpu, host, fan = node_dc_power_w(
-        phase, gpu_power_cap_w, inlet_temp_c, gpu_count=gpu_count, gpu_tdp_w=gpu_tdp_w,
-        gpu_idle_w=gpu_idle_w, host_idle_w=host_idle_w, host_active_w=host_active_w,
-        fan_max_w=fan_max_w, node_max_w=node_max_w, clock_fraction=clock_fraction,
-        fan_min_speed_fraction=fan_min_speed_fraction,
-        fan_control_temp_c=fan_control_temp_c, fan_design_inlet_c=fan_design_inlet_c,
-    )
-    dc = gpu + host + fan
+    ph = _phase_codes(phase)
+    tables = _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w, gpu_idle_w,
+                                host_idle_w, host_active_w, fan_control_temp_c, fan_design_inlet_c)
+    if tables is not None:
+        # every clock full and the hardware figures scalars: the heat of GPUs and host and
+        # the fan law's heat term per phase code from tables (the same laws evaluated once
+        # per phase, so the same numbers; issue 19, speed only)
+        heat_t, term_t = tables
+        fan = node_fan_power_w(_fan_speed(term_t[ph], inlet_temp_c, fan_min_speed_fraction, fan_control_temp_c),
+                               fan_max_w=fan_max_w) * _PHASE_POWERED[ph]
+        dc = heat_t[ph] + fan
+    else:
+        gpu, host, fan = node_dc_power_w(
+            ph, gpu_power_cap_w, inlet_temp_c, gpu_count=gpu_count, gpu_tdp_w=gpu_tdp_w,
+            gpu_idle_w=gpu_idle_w, host_idle_w=host_idle_w, host_active_w=host_active_w,
+            fan_max_w=fan_max_w, node_max_w=node_max_w, clock_fraction=clock_fraction,
+            fan_min_speed_fraction=fan_min_speed_fraction,
+            fan_control_temp_c=fan_control_temp_c, fan_design_inlet_c=fan_design_inlet_c,
+        )
+        dc = gpu + host + fan
     cap_psu = node_max_w if psu_capacity_w is None else np.asarray(psu_capacity_w, float)
     if _scalar(cap_psu) and cap_psu > 0.0:
-        # no division below can warn (speed only: np.errstate costs more than the arithmetic)
-        eta = psu_efficiency(dc / cap_psu)
-        ac = np.where(dc > 0.0, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
+        # no division below can warn (speed only: np.errstate costs more than the arithmetic);
+        # a node without load draws nothing whatever the efficiency, so its load is read as
+        # full load (no pass through the no-load branch for the nodes that are off)
+        on = dc > 0.0
+        eta = psu_efficiency(np.where(on, dc / cap_psu, 1.0))
+        ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             eta = psu_efficiency(dc / cap_psu)

@@ -7,6 +7,11 @@ import numpy as np
 from twin import power, thermal
 
 
+def _number(x) -> bool:
+    """One number (not a per-node array)."""
+    return isinstance(x, (int, float, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+
+
 def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
                           thermal_resistance_k_per_w, slowdown_c, hw_slowdown_c, shutdown_c,
                           iterations: int = 20):
@@ -32,14 +37,16 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
         return p, t, g
 
     ones = np.ones(inlet.shape)
-    if inlet.size and all(np.ndim(x) == 0 for x in (slowdown_c, hw_slowdown_c, shutdown_c)):
-        # the clock law is non-increasing in T: when the hottest GPU keeps its full clock at
-        # full power, so does every GPU, and the bisection is not needed (speed only, issue
-        # 19: the law is evaluated on one number instead of every node)
+    if inlet.size and _number(slowdown_c) and _number(shutdown_c):
+        # below its slowdown (and shutdown) threshold the clock law gives the full clock, so
+        # when the hottest GPU at full clock is below both, every GPU keeps its full clock
+        # and neither the law per node nor the bisection is needed (speed only, issue 19;
+        # tests/sim/test_sampler_speed.py checks this against the law)
         p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
-                              clock_fraction=ones)
+                              clock_fraction=1.0)
         t = thermal.gpu_temp_c(inlet, p, thermal_resistance_k_per_w)
-        if thermal.gpu_clock_fraction(t.max(), slowdown_c, hw_slowdown_c, shutdown_c) >= 1.0:
+        t_max = t.max()
+        if t_max < slowdown_c and t_max < shutdown_c:
             return ones, p, t
     p, t, g = state(ones)
     hot = g < 1.0
