@@ -187,6 +187,7 @@ def test_capped_steady_state_with_kept_constants_equals_the_direct_maps(hall):
             assert np.array_equal(st.supply_temp_c, np.where(act, t, np.nan), equal_nan=True)
             g_c = AIR_VOLUMETRIC_HEAT_J_M3_K * m.cooling_airflow_m3_s
             assert np.array_equal(st.unit_load_w, np.where(act, g_c * (ret - t), 0.0))
+            assert np.array_equal(st.unit_demand_w, np.where(act, m.cooling_load_w(q), 0.0))
             st.supply_temp_c[:] = 99.0
             st.unit_capacity_w[:] = 0.0
     # saturated coils (capacity cut below the load): the kept constants serve the

@@ -77,7 +77,13 @@ def hall_cooling_margin_w(unit_capacity_w, unit_active, heat_w, plant_capacity_w
     the coils remove) [W, any shape], plant_capacity_w [W].
     """
     cap = np.asarray(unit_capacity_w, float)[np.asarray(unit_active, bool)]
-    return float(min(float(cap.sum()), float(plant_capacity_w)) - float(np.sum(heat_w)))
+    return _margin_w(float(cap.sum()), float(np.sum(heat_w)), plant_capacity_w)
+
+
+def _margin_w(running_capacity_w: float, heat_w: float, plant_capacity_w) -> float:
+    """:func:`hall_cooling_margin_w` from the running units' summed capacity and the summed
+    heat [W]: min(sum P_cap, P_plant) - sum Q."""
+    return float(min(running_capacity_w, float(plant_capacity_w)) - heat_w)
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,8 @@ class _CoilConstants:
     cap_rise: np.ndarray     # cap / G [K] (G = 1 for stopped units)
     cap_limit: np.ndarray    # load above which a coil saturates [W]
     run_cap: float
+    fan_sum: float           # sum of the fans' heat [W]
+    all_act: bool            # every unit runs (then where(act, x, y) is x)
     s_free: np.ndarray       # supplies with no coil saturated [C]
     c_out_free: np.ndarray   # s_free - fan_rise
     supply_free: np.ndarray  # where(act, s_free, NaN)
@@ -164,7 +172,8 @@ def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _C
         s_free[~act] = t_set[~act]
     k = _CoilConstants(
         act=act, g=g, t_set=t_set, cap=cap, fan=fan, fan_rise=fan_rise, cap_rise=cap / np.where(act, g, 1.0),
-        cap_limit=cap * (1 + 1e-9) + 1e-6, run_cap=float(cap[act].sum()), s_free=s_free,
+        cap_limit=cap * (1 + 1e-9) + 1e-6, run_cap=float(cap[act].sum()), fan_sum=float(fan.sum()),
+        all_act=bool(act.all()), s_free=s_free,
         c_out_free=s_free - fan_rise, supply_free=np.where(act, s_free, np.nan))
     if default:
         if len(_COIL_CONSTANTS) >= _COIL_CONSTANTS_SIZE:
@@ -204,7 +213,7 @@ def capped_steady_state(
     r0, rk = model.return_mix, model.return_k_per_w
     rq = rk @ q
     limiting, deficit = "", 0.0
-    margin = hall_cooling_margin_w(cap, act, [q.sum(), fan.sum()], plant_capacity_w)
+    margin = _margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w)  # hall_cooling_margin_w
     if margin < 0:
         limiting = "units" if k.run_cap <= plant_capacity_w else "plant"
         deficit = -margin
@@ -246,18 +255,21 @@ def capped_steady_state(
     free = s is k.s_free                # the supplies of the unsaturated coils: kept arrays
     if not (free and it):               # (the loop's last returns are the final ones)
         ret = r0 @ s + rq
-    load = np.where(act, g * (ret - (k.c_out_free if free else s - fan_rise)), 0.0)
+    load = g * (ret - (k.c_out_free if free else s - fan_rise))
+    demand = model.cooling_load_w(q) + fan
+    if not k.all_act:
+        load, demand = np.where(act, load, 0.0), np.where(act, demand, 0.0)
     inlet = model.supply_mix @ s + model.recirculation_k_per_w @ q
     return CappedSteadyState(
         feasible=not limiting,
         limiting=limiting,
         deficit_w=deficit,
         supply_temp_c=k.supply_free.copy() if free else np.where(act, s, np.nan),
-        return_temp_c=np.where(act, ret, np.nan),
+        return_temp_c=ret if k.all_act else np.where(act, ret, np.nan),
         inlet_temp_c=inlet,
         unit_load_w=load,
         unit_capacity_w=cap.copy(),
-        unit_demand_w=np.where(act, model.cooling_load_w(q) + fan, 0.0),
+        unit_demand_w=demand,
         saturated=sat & act,
         iterations=it,
     )

@@ -238,7 +238,9 @@ class _Triplets:
         self.r, self.c, self.v = [], [], []
 
     def add(self, rows, cols, vals):
-        rows, cols, vals = np.broadcast_arrays(np.asarray(rows), np.asarray(cols), np.asarray(vals, float))
+        rows, cols, vals = np.asarray(rows), np.asarray(cols), np.asarray(vals, float)
+        if not rows.shape == cols.shape == vals.shape:  # broadcast only when the shapes differ
+            rows, cols, vals = np.broadcast_arrays(rows, cols, vals)
         self.r.append(rows.ravel())
         self.c.append(cols.ravel())
         self.v.append(vals.ravel())
