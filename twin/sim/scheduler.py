@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from twin.phases import Phase
@@ -109,29 +111,52 @@ class FreeCounter:
         return self._counts
 
 
+@functools.cache
+def _free_per_level(su_nodes: int) -> np.ndarray:
+    """Free nodes of a unit at each rank key of :func:`place_nodes_grouped` [int (2 su_nodes + 2,)]."""
+    levels = np.arange(2 * su_nodes + 2)
+    out = np.where(levels <= su_nodes, su_nodes - levels, 2 * su_nodes + 1 - levels)
+    out.flags.writeable = False
+    return out
+
+
 def place_nodes_grouped(free: np.ndarray, su_nodes: int, su_degraded: np.ndarray, want: int,
                         counts: np.ndarray | None = None) -> np.ndarray | None:
     """:func:`place_nodes_reference` for contiguous units of ``su_nodes`` nodes, by whole
-    units: the free count per unit (:func:`free_nodes_per_su`, or ``counts`` given), one
-    radix sort of the units by (failed rail, fewest free, index), the prefix of units that
-    holds ``want`` from a cumulative sum, and their free nodes read as rows of the
-    (units x su_nodes) mask. No per-node sort, no loop over units."""
+    units, without sorting the units: the free count per unit (:func:`free_nodes_per_su`, or
+    ``counts`` given) gives each unit its rank ``key`` (healthy units first, then most free
+    nodes; ties by index). Every unit of one key holds the same number of free nodes, so a
+    histogram of the keys says how many whole levels of keys the job takes and how many units
+    of the next; only those units are picked (in the rule's order) and their free nodes read
+    as rows of the (units x su_nodes) mask. The rule's stop at the first unit without a free
+    node is the first non-empty level whose units hold none."""
     n_sus = len(su_degraded)
     if counts is None:
         counts = free_nodes_per_su(free, su_nodes, n_sus)
-    # sort key: healthy units first, then most free nodes, ties by index (stable sort);
-    # small non-negative integers, so numpy's stable sort is a radix sort
-    key = (su_nodes - counts) + (su_degraded > 0) * (su_nodes + 1)
-    order = np.argsort(key.astype(np.int16 if 2 * su_nodes + 2 < 2 ** 15 else np.int64), kind="stable")
-    c = counts[order]
-    zero = np.flatnonzero(c == 0)
-    usable = int(zero[0]) if zero.size else n_sus      # the rule stops at the first empty unit
-    if usable == 0:
+    # key 0..su_nodes: a healthy unit with su_nodes - key free nodes; su_nodes + 1 ..
+    # 2 su_nodes + 1: a unit with a failed rail and 2 su_nodes + 1 - key free nodes
+    key = su_nodes - counts
+    degraded = su_degraded > 0
+    if degraded.any():
+        key[degraded] += su_nodes + 1
+    per_unit = _free_per_level(su_nodes)
+    hist = np.bincount(key, minlength=len(per_unit))
+    stop = np.flatnonzero((hist > 0) & (per_unit == 0))
+    usable = int(stop[0]) if stop.size else len(per_unit)   # levels before the first empty unit
+    cum = np.cumsum(hist[:usable] * per_unit[:usable])
+    if not usable or cum[-1] < want:
         return None
-    cum = np.cumsum(c[:usable])
-    if cum[-1] < want:
-        return None
-    sel = order[:int(np.searchsorted(cum, want)) + 1]
+    last = int(np.searchsorted(cum, want))                   # the level the job ends in
+    before = int(cum[last - 1]) if last else 0
+    take = -(-(want - before) // int(per_unit[last]))       # units of that level it needs
+    n_whole = int(hist[:last].sum())                         # units of the levels before
+    if n_whole == 0:
+        sel = np.flatnonzero(key == last)[:take]
+        if last == 0:                                        # whole free units: no mask to read
+            return (sel[:, None] * su_nodes + np.arange(su_nodes)).ravel()[:want]
+    else:
+        sub = np.flatnonzero(key <= last)
+        sel = sub[np.argsort(key[sub], kind="stable")][:n_whole + take]
     n = len(free)
     grid: np.ndarray
     if n == n_sus * su_nodes:
