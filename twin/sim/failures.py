@@ -50,6 +50,8 @@ class Failures(Component):
         self._next_repair = 0
         self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
         self._newest: tuple | None = None              # (racks on, on-time version, newest on-time)
+        self._still: tuple | None = None               # (write count, rate scale) with no young rack
+        self._pools = tuple(self.spare_stock.values())
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
         self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
         #: the per-interval draws (:meth:`draw`): the sampler, the rates last set, the
@@ -66,16 +68,23 @@ class Failures(Component):
     def rate_scale(self) -> np.ndarray:
         """Per-node multiplier on the class rates: scenario scale x node up x burn-in."""
         p, f, st = self.plant, self.s.failures, self.state
+        seq = st.write_count()
+        if self._still is not None and self._still[0] == seq:
+            # nothing written since a call that found no young rack: the clock only moved on,
+            # and a rack that was not young does not become so (speed only)
+            return self._still[1]
         up = st.node_up
         burn_s = self.s.ramp.burn_in_days * DAY
         burning = burn_s > 0 and f.burn_in_expected_failures_per_node > 0
         if burning and not self.env.now - self._newest_on_since_s() < burn_s:
             burning = False                 # no powered rack is young: no node is (speed only)
         if not burning and self._scale is not None and self._scale[0] is up:
+            self._still = (seq, self._scale[1])
             return self._scale[1]           # the same up mask (the state caches it): the same scale
         scale = f.rate_scale * up.astype(float)
         if not burning:
             self._scale = (up, scale)
+            self._still = (seq, scale)
         if burning:
             age_s = self.env.now - st.rack_on_since[p.node_rack]
             young = up & (age_s < burn_s)
@@ -272,7 +281,8 @@ class Failures(Component):
                             st.node_repairing.sum())
         rec["nodes_failed"][i] = self._failed[1]
         rec["nodes_in_repair"][i] = self._failed[2]
-        rec["spares_in_stock"][i] = sum(pool.level for pool in self.spare_stock.values())
+        pools = self._pools
+        rec["spares_in_stock"][i] = pools[0].level if len(pools) == 1 else sum(pool.level for pool in pools)
 
 
 class Maintenance(Component):
