@@ -128,6 +128,14 @@ class CountingEnvironment(simpy.Environment):
             raise ValueError(f"skip_to({t!r}): the clock is at {self.now!r} and the next event at {self.peek()!r}")
         self._now = t
 
+    def queued_after(self, event: simpy.Event, t: float) -> bool:
+        """Whether an event is queued for time ``t`` that will be processed after ``event``
+        (scheduled after it at the same priority, or at a later one); True when ``event``
+        is not queued. A scan of the queue: for the rare moment a job parks (issue 19)."""
+        q = self._queue
+        key = next((entry[1:3] for entry in q if entry[3] is event), None)
+        return key is None or any(entry[0] == t and entry[1:3] > key for entry in q)
+
     def _counted(self, gen: Generator[Any, Any, Any], kind: str, cell: list[int]):
         ceiling, send, throw = self.ceiling, gen.send, gen.throw
         n = 0

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL
 
 from twin import compute, fabric, power, reliability, storage
 from twin.phases import Phase
@@ -57,6 +58,8 @@ class JobState:
     submit_s: float = math.nan
     end_sample: int = -1               # first sample after the job ended (stream jobs)
     training_ver: int = -1             # write count of node_job_phase when its nodes were last seen TRAINING
+    next_ckpt_s: float = math.inf      # time of the next checkpoint [s] (a training fixed job)
+    park_event: _Parked | None = None  # what the job waits on while parked (Jobs.wake_parked)
 
     @property
     def gpu_s_useful_total(self) -> float:
@@ -143,6 +146,15 @@ class Jobs(Component):
         #: an event, the reference the fast path is tested against (tests/sim/test_speed_paths.py)
         self.closed_form_checkpoints = True
         self.checkpoints_closed_form = 0    # how many took the fast path (a counter for tests/bench)
+        #: a training fixed job whose next checkpoint and end lie several samples ahead is
+        #: parked instead of waking at every sample to re-read its step rate: the sampler does
+        #: that wake-up's arithmetic after each sample (:meth:`wake_parked`), so quiet stretches
+        #: fill in bulk. False wakes it at every sample, the reference the parked path is tested
+        #: against (tests/sim/test_job_parking.py). Off with links shared between jobs (a
+        #: rate may then jump at any start or end).
+        self.park = self.s.fabric.sharing == "none"
+        self._parked: list[tuple[JobState, _Parked]] = []   # in the order of their wake-ups
+        self.park_misses = 0                # parked jobs found due at a sample (0: bit for bit)
 
     def _add_stream_jobs(self) -> None:
         """The jobs of ``workload.stream`` or ``workload.trace`` (twin.workload), drawn from
@@ -420,15 +432,17 @@ class Jobs(Component):
                 next_ckpt = self.env.now + self.checkpoint_interval_s(job)
                 while True:
                     now = self.env.now
-                    eta = (now + (spec.tokens_target - job.tokens) / job.rate_tok_s
-                           if spec.tokens_target and job.rate_tok_s > 0 else math.inf)
                     if job.stream is not None:      # a stream job ends after its training time
                         eta = now + max(job.stream.run_s - job.wall_s_useful - job.wall_s_pending, 0.0)
                         wake = min(next_ckpt, eta)  # neither moves with the step rate
+                        yield self.env.timeout(max(wake - now, 0.0))
                     else:                           # re-read the rate at every sample
-                        nxt = e.sampler.next_sample_s
-                        wake = min(next_ckpt, eta, nxt if nxt > now else now + e.dt_s)
-                    yield self.env.timeout(max(wake - now, 0.0))
+                        job.next_ckpt_s = next_ckpt
+                        wake, eta = self._wake_s(job, now)
+                        if self.park and self._may_park(job, now, wake, eta, queued=True):
+                            yield self._park(job)   # the sampler re-reads the rate (wake_parked)
+                        else:
+                            yield self.env.timeout(max(wake - now, 0.0))
                     self.advance(job)
                     if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
                         self._finish(job)
@@ -443,7 +457,103 @@ class Jobs(Component):
                         yield from self._checkpoint(job)
                         next_ckpt = self.env.now + self.checkpoint_interval_s(job)
             except simpy.Interrupt as intr:
+                job.park_event = None
                 yield from self._interrupted(job, intr.cause)
+
+    # ------------------------------------------------------------------ parked jobs
+    def _wake_s(self, job: JobState, now: float) -> tuple[float, float]:
+        """(next wake-up, end) [s] of a training fixed job woken at ``now``: its next
+        checkpoint, its end at the current rate, or the next sample, whichever comes first
+        (the sample after ``now`` when the sampler has not yet sampled ``now``)."""
+        spec = job.spec
+        eta = (now + (spec.tokens_target - job.tokens) / job.rate_tok_s
+               if spec.tokens_target and job.rate_tok_s > 0 else math.inf)
+        nxt = self.e.sampler.next_sample_s
+        return min(job.next_ckpt_s, eta, nxt if nxt > now else now + self.e.dt_s), eta
+
+    def _may_park(self, job: JobState, now: float, wake: float, eta: float, step_s: float | None = None,
+                  queued: bool = False) -> bool:
+        """Whether a job woken at ``now`` that would wait until ``wake`` may be parked
+        instead, so that the sampler's next step (at ``step_s``, by default the time of its
+        pending timeout) does the wake-up and nothing else can tell the difference:
+
+        - the job is behind the sampler (the sampler sampled ``now`` or ``now`` lies between
+          samples): its wake-up at the next sample comes right after the sample, where the
+          sampler does it;
+        - it would wake exactly at the sampler's next step;
+        - its next checkpoint and its end lie more than ``PARK_SAMPLES`` samples ahead (so a
+          parked wake-up never has to checkpoint or finish, even if a grid event multiplies
+          the rate in between);
+        - ``queued``: no event is queued for that instant behind the sampler's (another
+          job's wake-up): the parked jobs wake first after the sample, in the order they
+          parked, so the order of every wake-up at one instant is the per-sample one."""
+        sampler = self.e.sampler
+        if step_s is None:
+            step_s = sampler.next_step_s
+        if not sampler.next_sample_s > now or wake != step_s:
+            return False
+        dt = self.e.dt_s
+        h = now + PARK_SAMPLES * dt
+        if not (job.next_ckpt_s > h and eta > h):
+            return False
+        tgt = job.spec.tokens_target
+        if tgt and not tgt * (1 - 1e-12) - job.tokens > PARK_SAMPLES * job.rate_tok_s * dt:
+            return False
+        return not (queued and self.env.queued_after(sampler.next_step, wake))
+
+    def _park(self, job: JobState) -> _Parked:
+        ev = job.park_event = _Parked(self.env)
+        self._parked.append((job, ev))
+        return ev
+
+    def _still_parked(self, job: JobState, ev: _Parked) -> bool:
+        """The job still waits on ``ev`` (not interrupted since it parked)."""
+        return (job.park_event is ev and job.status == "running" and job.process is not None
+                and job.process.target is ev)
+
+    def wake_parked(self, step_s: float, dry: bool = False) -> bool:
+        """The wake-up of every parked job at this sample instant, after the sample, in the
+        order they parked (each one's per-sample timeout came right after the sampler's):
+        the same advance, checks and arithmetic as :meth:`_lifecycle`'s. A job whose
+        wake-up would not end in another plain wait until the sampler's next step (at
+        ``step_s``) is unparked: its event is scheduled for its wake time now, as its
+        timeout would have been, and so is every job parked after it (their timeouts came
+        after its). The sampler calls this after creating its own next timeout.
+
+        ``dry``: change nothing; return whether every parked job would stay parked."""
+        if not self._parked:
+            return True
+        now = self.env.now
+        if dry:
+            for job, ev in self._parked:
+                if self._still_parked(job, ev):
+                    wake, eta = self._wake_s(job, now)
+                    if not self._may_park(job, now, wake, eta, step_s):
+                        return False
+            return True
+        keep, woke = [], False
+        for job, ev in self._parked:
+            if not self._still_parked(job, ev):
+                continue
+            self.advance(job)       # what the wake-up does first (the sample did it already)
+            tgt = job.spec.tokens_target
+            if (tgt and job.tokens >= tgt * (1 - 1e-12)) or now >= job.next_ckpt_s:
+                # due now (a rate jump past the margin): wake it at once, later in this
+                # instant than its timeout would have (counted; never seen in the tests)
+                self.park_misses += 1
+                woke = True
+                job.park_event = None
+                ev.wake_in(0.0)
+                continue
+            wake, eta = self._wake_s(job, now)
+            if not woke and self._may_park(job, now, wake, eta, step_s):
+                keep.append((job, ev))
+                continue
+            woke = True
+            job.park_event = None
+            ev.wake_in(max(wake - now, 0.0))
+        self._parked = keep
+        return not woke
 
     def _record_swing(self, job: JobState) -> None:
         """Synchronous swing of a job: all its nodes change phase together, so the facility
@@ -655,6 +765,22 @@ class Jobs(Component):
         rec.set("job_start_s", [r.first_start_s for r in recs])
         rec.set("job_end_s", [r.end_s for r in recs])
         rec.set("job_gpus_requested", [r.gpus for r in recs])
+
+
+#: a training fixed job is parked while its next checkpoint and end lie more than this many
+#: samples ahead (:meth:`Jobs._may_park`)
+PARK_SAMPLES = 4
+
+
+class _Parked(simpy.Event):
+    """What a parked job waits on. :meth:`wake_in` schedules it as a ``Timeout`` created at
+    that moment would be (``now + delay``, normal priority, the next event id), so the job
+    resumes exactly where its own timeout would have resumed it."""
+
+    def wake_in(self, delay: float) -> None:
+        self._ok = True
+        self._value = None
+        self.env.schedule(self, NORMAL, delay)
 
 
 #: the phases of a synchronous job's swing (:meth:`Jobs._record_swing`)

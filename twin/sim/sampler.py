@@ -51,6 +51,8 @@ class Sampler(Component):
         self._quiet = False                 # the last sample changed nothing: the next repeats it
         self._throttled_last = 0            # throttled nodes of the last sample
         self._protect_clear = False         # the inlet protection found nothing under this key
+        self.next_step = None               # the sampler's pending timeout (the parked jobs wake after it)
+        self.next_step_s: float | None = None   # ... and its time [s]
         self._gpu_kw: dict | None = None    # the coupling's GPU figures of every node (static)
         self._clk: tuple | None = None      # (clock and brake versions, their product)
         self._nkw: tuple | None = None      # (PSU capacity version, node power keywords)
@@ -79,9 +81,14 @@ class Sampler(Component):
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
             i += 1
-            if self._quiet and self.bulk and i < n:
-                i = self._fill(i, n, step)
-            yield self.env.timeout(e.dt_s)
+            pending = True                  # the parked jobs' wake-ups at this instant (Jobs.wake_parked)
+            if self._quiet and self.bulk and i < n and e.jobs.wake_parked(self.env.now + e.dt_s, dry=True):
+                e.jobs.wake_parked(self.env.now + e.dt_s)
+                i, pending = self._fill(i, n, step)
+            self.next_step, self.next_step_s = self.env.timeout(e.dt_s), self.env.now + e.dt_s
+            if pending:                     # after this timeout, as their own timeouts came
+                e.jobs.wake_parked(self.next_step_s)
+            yield self.next_step
 
     @staticmethod
     def _draw_before(fail) -> bool:
@@ -97,9 +104,11 @@ class Sampler(Component):
         fail.draw()
         return False
 
-    def _fill(self, i0: int, n: int, step: int) -> int:
+    def _fill(self, i0: int, n: int, step: int) -> tuple[int, bool]:
         """Samples ``i0, i0 + 1, ...`` of a quiet stretch, without a simpy wake-up each;
-        returns the first sample not filled.
+        returns the first sample not filled, and True when the parked jobs' wake-ups of the
+        last filled one are left to the caller (one of them unparks, or a draw queued a
+        failure: both come after the sampler's next timeout).
 
         Sample ``i0 - 1`` changed nothing (its physics were reused, it wrote nothing to the
         state, no GPU shut down, every breaker is at or below rating), so while no event is
@@ -113,7 +122,7 @@ class Sampler(Component):
         e, env, rec = self.e, self.env, self.e.recorder
         dt, end, due = e.dt_s, min(n, rec.window_end()), env.peek()
         jobs, thr = e.jobs, self._throttled_last
-        t, i = env.now, i0
+        t, i, pending = env.now, i0, False
         fail = e.failures if e.failures.enabled else None
         while i < end and t + dt < due:
             t = t + dt
@@ -130,15 +139,18 @@ class Sampler(Component):
             if e.progress is not None and i % step == 0:
                 e.progress(i / n)
             i += 1
-            if env.peek() <= t:         # the draw found a failure in this interval
+            # the draw found a failure in this interval, or a parked job wakes after this sample
+            if env.peek() <= t or not jobs.wake_parked(t + dt, dry=True):
+                pending = True
                 break
+            jobs.wake_parked(t + dt)
         if i > i0:
             self.record_range(i0, i, rec)
             for c in e.components:
                 if c is not self and c is not jobs:
                     c.record_range(i0, i, rec)
             self._flush(i - 1)
-        return i
+        return i, pending
 
     def _gpus(self, nodes: np.ndarray) -> int:
         """GPUs on the nodes of the (N,) mask, one of the state's cached masks (a count,
