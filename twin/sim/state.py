@@ -15,6 +15,14 @@ Between events nothing is written, so a sample reads every mask from the cache. 
 result is element for element the one the formula gives on the whole array
 (``tests/sim/test_state_cache.py`` checks it against a fresh evaluation after random
 writes). Derived arrays are handed out read-only.
+
+Arrays that read rack-level fields only (``rack_on``, ``rack_state``, and each node's copy of
+its rack's state, which the node masks read elementwise instead of gathering it again) are
+cached by the count of writes to those fields, which never ages out of a log: at a million
+GPUs the racks change a few times a run while the nodes are written ~5,000 times a day.
+``node_schedulable`` is evaluated from the fields, not through ``node_in_service``, so the
+scheduler's read after every release patches one array, not three (issue 19;
+``tests/sim/test_state_speed.py``).
 """
 
 from __future__ import annotations
