@@ -8,9 +8,11 @@ reference), and each comparison fails when the parked path is broken on purpose.
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from twin.scenario import validate_data
+from twin.sim import jobs as jobs_mod
 from twin.sim.engine import Engine
 from twin.sim.jobs import Jobs
 
@@ -105,3 +107,14 @@ def test_a_wakeup_before_the_sample_is_caught(runs, monkeypatch):
     monkeypatch.setattr(Jobs, "_may_park", ahead_too)
     broken, _ = _run(sc)
     assert _differences(ref, broken) != []
+
+
+def test_a_stretch_summed_another_way_is_caught(runs, monkeypatch):
+    """The fill advances the jobs over a quiet stretch at once (``Jobs.fill_flush``) with the
+    additions of sample by sample; the increments summed first and then added (x0 +
+    cumsum(increments), equal in exact arithmetic) round differently: caught."""
+    sc, _, (ref, _), _ = runs
+    monkeypatch.setattr(jobs_mod, "_added", lambda x0, inc: x0 + np.cumsum(inc))
+    broken, e = _run(sc)
+    assert e.env.event_counts["Sampler._samples"][0] < e.n_samples / 4
+    assert "job_tokens" in _differences(ref, broken)

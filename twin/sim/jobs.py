@@ -155,6 +155,15 @@ class Jobs(Component):
         self.park = self.s.fabric.sharing == "none"
         self._parked: list[tuple[JobState, _Parked]] = []   # in the order of their wake-ups
         self.park_misses = 0                # parked jobs found due at a sample (0: bit for bit)
+        self._rates_ver = 0                 # counts update_rate calls (a parked job's rate may move)
+        #: every parked job stays parked at a sample before this time [s] while no rate moved
+        #: since (``_parked_ver``): on a whole-second sample grid the sample instants are exact
+        #: floats, so the wake-up's comparisons need not be redone far from a checkpoint or end
+        self._parked_until = -math.inf
+        self._parked_ver = -1
+        self._grid_exact = float(self.e.dt_s).is_integer() and self.e.horizon_s < 2.0 ** 52
+        self._fill_i0 = 0                   # samples of a quiet stretch not yet advanced (fill_sample)
+        self._fill_ts: list[float] = []
 
     def _add_stream_jobs(self) -> None:
         """The jobs of ``workload.stream`` or ``workload.trace`` (twin.workload), drawn from
@@ -336,6 +345,7 @@ class Jobs(Component):
         return dur
 
     def update_rate(self, job: JobState) -> None:
+        self._rates_ver += 1
         job.step = self.step(job)
         gpus = len(job.nodes) * self.gpus_per_node_of(job)
         factor = storage.step_time_factor(self.s.workload.storage.kind)
@@ -504,7 +514,23 @@ class Jobs(Component):
     def _park(self, job: JobState) -> _Parked:
         ev = job.park_event = _Parked(self.env)
         self._parked.append((job, ev))
+        self._parked_until = min(self._parked_until, self._stays_until(job, self.env.now))
         return ev
+
+    def _stays_until(self, job: JobState, now: float) -> float:
+        """A time [s] before which the parked job's wake-up at a sample certainly ends in
+        another plain wait, while its rate holds (-inf off a whole-second grid): two samples
+        short of where :meth:`_may_park`'s margins end, the checkpoint's exactly, the end's
+        at the current rate (its tokens add up as rate x time, to within float rounding far
+        below two samples' worth)."""
+        if not self._grid_exact:
+            return -math.inf
+        dt = self.e.dt_s
+        until = job.next_ckpt_s - (PARK_SAMPLES + 2) * dt
+        tgt = job.spec.tokens_target
+        if tgt and job.rate_tok_s > 0:
+            until = min(until, now + (tgt * (1 - 1e-12) - job.tokens) / job.rate_tok_s - (PARK_SAMPLES + 2) * dt)
+        return until
 
     def _still_parked(self, job: JobState, ev: _Parked) -> bool:
         """The job still waits on ``ev`` (not interrupted since it parked)."""
@@ -524,6 +550,9 @@ class Jobs(Component):
         if not self._parked:
             return True
         now = self.env.now
+        if now < self._parked_until and self._parked_ver == self._rates_ver:
+            return True         # every one stays parked (the checks below hold far from their ends)
+        self.fill_flush()
         if dry:
             for job, ev in self._parked:
                 if self._still_parked(job, ev):
@@ -553,7 +582,57 @@ class Jobs(Component):
             job.park_event = None
             ev.wake_in(max(wake - now, 0.0))
         self._parked = keep
+        self._parked_until = min((self._stays_until(job, now) for job, _ in keep), default=math.inf)
+        self._parked_ver = self._rates_ver
         return not woke
+
+    # ------------------------------------------------------------------ quiet stretches
+    def fill_sample(self, i: int, t: float) -> None:
+        """Sample ``i`` at time ``t`` [s] of a quiet stretch (the sampler's fill): what
+        :meth:`advance_all` and :meth:`record` would do there, kept until :meth:`fill_flush`
+        does it for the stretch at once (nothing reads the jobs in between: the fill's
+        failure draws read the cluster state only, and :meth:`wake_parked` flushes first)."""
+        if not self._fill_ts:
+            self._fill_i0 = i
+        self._fill_ts.append(t)
+
+    def fill_flush(self) -> None:
+        """``advance_all()`` then ``record(i)`` at each sample kept by :meth:`fill_sample`:
+        each job's sums over the stretch with ``np.cumsum``, which adds left to right, so
+        the same float additions in the same order as sample by sample."""
+        ts = self._fill_ts
+        if not ts:
+            return
+        self._fill_ts = []
+        rec, i0, m = self.e.recorder, self._fill_i0, len(ts)
+        tokens, rate, gpus = rec["job_tokens"], rec["job_tokens_per_s"], rec["job_gpus"]
+        t = np.array(ts)
+        for job in self._live():
+            j = job.index
+            if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
+                # the samples' times are increasing and after the job's last update (advance()
+                # adds nothing at dt <= 0; adding 0.0 to these non-negative sums changes none)
+                dts = np.diff(t, prepend=job.t_last)
+                dts[0] = max(dts[0], 0.0)
+                per_node = self.gpus_per_node_of(job)
+                job.gpu_s_allocated = float(_added(job.gpu_s_allocated,
+                                                   (len(job.nodes) + len(job.spares)) * per_node * dts)[-1])
+                tok = None
+                if job.status == "running":
+                    tok = _added(job.tokens, job.rate_tok_s * dts)
+                    job.tokens = float(tok[-1])
+                    job.gpu_s_pending = float(_added(job.gpu_s_pending, len(job.nodes) * per_node * dts)[-1])
+                    job.wall_s_pending = float(_added(job.wall_s_pending, dts)[-1])
+                elif job.status == "checkpointing":
+                    job.checkpoint_s = float(_added(job.checkpoint_s, dts)[-1])
+                elif job.status == "starting":
+                    job.restart_s = float(_added(job.restart_s, dts)[-1])
+                job.t_last = ts[-1]
+                tokens[i0:i0 + m, j] = job.tokens if tok is None else tok
+            else:
+                tokens[i0:i0 + m, j] = job.tokens
+            rate[i0:i0 + m, j] = job.rate_tok_s if job.status == "running" else 0.0
+            gpus[i0:i0 + m, j] = len(job.nodes) * (self._gpn if self._gpn is not None else self.gpus_per_node_of(job))
 
     def _record_swing(self, job: JobState) -> None:
         """Synchronous swing of a job: all its nodes change phase together, so the facility
@@ -765,6 +844,12 @@ class Jobs(Component):
         rec.set("job_start_s", [r.first_start_s for r in recs])
         rec.set("job_end_s", [r.end_s for r in recs])
         rec.set("job_gpus_requested", [r.gpus for r in recs])
+
+
+def _added(x0: float, increments: np.ndarray) -> np.ndarray:
+    """``x0`` plus each increment in turn, every partial sum [same units]: ``x += inc`` in a
+    loop, the same float additions in the same order (``np.cumsum`` adds left to right)."""
+    return np.cumsum(np.concatenate(([x0], increments)))[1:]
 
 
 #: a training fixed job is parked while its next checkpoint and end lie more than this many

@@ -131,8 +131,7 @@ class Sampler(Component):
             # it; a failure within the interval queues an event now, which ends the stretch
             after = self._draw_before(fail)
             self.next_sample_s = (i + 1) * dt
-            jobs.advance_all()
-            jobs.record(i, rec)
+            jobs.fill_sample(i, t)      # advance_all() and record(i), done for the stretch at once
             self.throttled_node_s += thr * dt
             if fail is not None and after:
                 fail.draw()
@@ -144,6 +143,7 @@ class Sampler(Component):
                 pending = True
                 break
             jobs.wake_parked(t + dt)
+        jobs.fill_flush()
         if i > i0:
             self.record_range(i0, i, rec)
             for c in e.components:
@@ -234,8 +234,7 @@ class Sampler(Component):
                 e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
         if fresh:       # an unchanged key means the clocks were set from this evaluation already
             changed = not np.array_equal(ph.clock, st.node_clock.view(np.ndarray))
-            if changed:     # (equal: the clocks hold these values, none 0, already)
-                st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0) if ph.any_shutdown else ph.clock.copy()
+            st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0) if ph.any_shutdown else ph.clock.copy()
             st.node_accel = ph.accel
             if changed:
                 e.jobs.rates_changed()
