@@ -230,3 +230,54 @@ def test_a_stale_newest_on_time_is_caught(ramp_run):
     f._newest = (st.rack_on, st.version("rack_on_since"), -np.inf)  # stale: 'none is young'
     f._scale = None
     assert not _same(f.rate_scale(), fresh)
+
+
+#: failures often enough that many draws hit (and the failure process draws between samples)
+FAILING = ["simulation.duration_days=15", "failures.rate_scale=30"]
+
+
+def _failing_run():
+    res = twin.simulate(twin.load_scenario(BV, FAILING))
+    return res, None
+
+
+def _differ(a, b) -> list[str]:
+    out = [v for v in a.dataset.data_vars if not np.array_equal(
+        a.dataset[v].values, b.dataset[v].values, equal_nan=a.dataset[v].dtype.kind == "f")]
+    return out + ([] if a.events.equals(b.events) else ["events"])
+
+
+@pytest.fixture(scope="module")
+def one_at_a_time():
+    """The per-sample waiting times drawn one call at a time, as before the blocks."""
+    mp = pytest.MonkeyPatch()
+    mp.setattr(Failures, "_waiting_s", lambda self, rng, scale_s: float(rng.exponential(scale_s)))
+    mp.setattr(Failures, "_rewind", lambda self, rng: None)
+    try:
+        return _failing_run()[0]
+    finally:
+        mp.undo()
+
+
+def test_block_draws_equal_one_at_a_time(one_at_a_time):
+    res, _ = _failing_run()
+    assert (res.events.kind == "failure").sum() > 20
+    assert _differ(res, one_at_a_time) == []
+
+
+def test_a_block_not_put_back_is_caught(one_at_a_time, monkeypatch):
+    def drop(self, rng):        # forgets to put the stream back: later draws move
+        self._exp_block, self._exp_next, self._exp_state = np.empty(0), 0, None
+    monkeypatch.setattr(Failures, "_rewind", drop)
+    assert "events" in _differ(_failing_run()[0], one_at_a_time)
+
+
+def test_standard_exponential_blocks_are_the_single_draws():
+    """What the blocks rely on: numpy's block of standard exponentials times s gives the
+    numbers of one ``exponential(s)`` call each, and leaves the stream where they would."""
+    a, b = np.random.default_rng(11), np.random.default_rng(11)
+    scales = np.random.default_rng(1).uniform(1e-3, 1e6, 5000)
+    single = [float(a.exponential(s)) for s in scales]
+    block = b.standard_exponential(5000)
+    assert single == [float(s * x) for s, x in zip(scales, block, strict=True)]
+    assert np.array_equal(a.random(3), b.random(3))

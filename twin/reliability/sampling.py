@@ -184,12 +184,18 @@ class ClusterFailureSampler:
         """(dt_s, node_index, class_index) of the next failure, or None if dt_s > horizon_s."""
         if self.total_rate_per_s <= 0.0:
             return None
-        dt = float(rng.exponential(1.0 / self.total_rate_per_s))
-        if dt > horizon_s:
+        return self.place(rng, float(rng.exponential(1.0 / self.total_rate_per_s)), horizon_s)
+
+    def place(self, rng: np.random.Generator, dt_s: float,
+              horizon_s: float = np.inf) -> tuple[float, int, int] | None:
+        """What :meth:`next` returns once its waiting time ``dt_s`` [s] is drawn (as
+        ``rng.exponential(1 / total_rate_per_s)``): None if ``dt_s > horizon_s``, else
+        ``(dt_s, node_index, class_index)`` with the class and node drawn from ``rng``."""
+        if dt_s > horizon_s:
             return None
         u = rng.random(2)
         k = _pick(self._cum_class, float(u[0]))
-        return dt, self._node_for(k, float(u[1])), k
+        return dt_s, self._node_for(k, float(u[1])), k
 
     def sample_until(
         self, rng: np.random.Generator, horizon_s: float

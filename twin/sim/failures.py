@@ -8,10 +8,13 @@ import numpy as np
 import simpy
 
 from twin import reliability
-from twin.sim.component import Component
+from twin.sim.component import Component, repeat_record
 
 H = 3600.0
 DAY = 86400.0
+#: standard exponentials drawn at once for the per-sample failure draws (issue 19)
+_EXP_BLOCK = 256
+_NO_BLOCK = np.empty(0)
 
 
 class Failures(Component):
@@ -51,6 +54,9 @@ class Failures(Component):
         self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
         self._newest: tuple | None = None              # (racks on, on-time version, newest on-time)
         self._still: tuple | None = None               # (write count, rate scale) with no young rack
+        #: the block of standard exponentials :meth:`draw` takes its waiting times from, the
+        #: next one to use and the stream's state before the block was drawn
+        self._exp_block, self._exp_next, self._exp_state = _NO_BLOCK, 0, None
         self._pools = tuple(self.spare_stock.values())
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
         self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
@@ -124,6 +130,7 @@ class Failures(Component):
                 left_s -= dt_s
                 if self.state.node_up[n]:
                     self.fail(int(n), int(k))
+                self._rewind(rng)       # a draw may have started a block meanwhile
                 hit = self._draws.next(rng, left_s)
 
     def draw(self) -> None:
@@ -150,13 +157,41 @@ class Failures(Component):
                                thermal_acceleration=accel if self._unit_gpu_factor
                                else accel * self.gpu_rate_factor)
         left_s = boundary - self.env.now
-        hit = self._draws.next(self.e.rng["fail"], left_s)
+        draws, rng = self._draws, self.e.rng["fail"]
+        hit = None
+        if draws.total_rate_per_s > 0.0:
+            dt_s = self._waiting_s(rng, 1.0 / draws.total_rate_per_s)
+            if dt_s <= left_s:
+                self._rewind(rng)       # the stream as one draw at a time would have left it
+                hit = draws.place(rng, dt_s, left_s)
         if hit is not None:
             # the process used to end such an interval with a timeout scheduled after the
             # sampler's, so from the next sample on it drew after the sample
             self.after_sample = True
             assert self._wake is not None  # the process sleeps on it from its start
             self._wake.succeed((hit, left_s))
+
+    def _waiting_s(self, rng: np.random.Generator, scale_s: float) -> float:
+        """``rng.exponential(scale_s)`` [s], the waiting time :meth:`draw` draws at every
+        sample, taken from a block of standard exponentials drawn at once: numpy fills a block
+        one number at a time with the same algorithm and ``exponential(s)`` is ``s`` times a
+        standard one, so these are the same numbers (tests/sim/test_sampler_speed.py); the
+        stream is put back where single draws would have left it before anything else draws
+        from it (:meth:`_rewind`)."""
+        i = self._exp_next
+        if i >= len(self._exp_block):
+            self._exp_state = rng.bit_generator.state
+            self._exp_block, i = rng.standard_exponential(_EXP_BLOCK), 0
+        self._exp_next = i + 1
+        return float(scale_s * self._exp_block[i])
+
+    def _rewind(self, rng: np.random.Generator) -> None:
+        """Put the stream where drawing the block's used numbers one by one would have left
+        it, and drop the rest of the block."""
+        if self._exp_state is not None:
+            rng.bit_generator.state = self._exp_state
+            rng.standard_exponential(self._exp_next)
+        self._exp_block, self._exp_next, self._exp_state = _NO_BLOCK, 0, None
 
     def su_nodes(self, u: int) -> np.ndarray:
         """The nodes of scalable unit ``u``, ascending (``np.flatnonzero(node_su == u)``
@@ -283,6 +318,11 @@ class Failures(Component):
         rec["nodes_in_repair"][i] = self._failed[2]
         pools = self._pools
         rec["spares_in_stock"][i] = pools[0].level if len(pools) == 1 else sum(pool.level for pool in pools)
+
+    def record_range(self, i0: int, i1: int, rec) -> None:
+        """A quiet stretch: no event runs in it, so no repair, restock or failure changes the
+        counts; sample ``i0``'s row repeats."""
+        repeat_record(self, i0, i1, rec)
 
 
 class Maintenance(Component):
