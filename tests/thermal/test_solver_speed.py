@@ -206,7 +206,8 @@ def test_capped_steady_state_with_kept_constants_equals_the_direct_maps(hall):
 def test_kept_fan_power_and_margins_equal_a_fresh_evaluation_every_sample(monkeypatch):
     """Blue Vela (physical model, fan-law airflow) for 30 days: the CRAH fan power and the
     margins HallThermal.record keeps between changes of airflow, running units and loads
-    equal those evaluated afresh at every sample, bit for bit."""
+    (and the units' design fan power and running capacity, kept per hall) equal those
+    evaluated afresh at every sample, bit for bit."""
     from pathlib import Path
 
     import twin
@@ -226,6 +227,7 @@ def test_kept_fan_power_and_margins_equal_a_fresh_evaluation_every_sample(monkey
     def fresh_init(self, engine):
         init(self, engine)
         self._record_memo = _Forget()
+        self._run_cap = _Forget()                   # the running units' capacity summed afresh too
 
     monkeypatch.setattr(ht.HallThermal, "__init__", fresh_init)
     monkeypatch.setattr(ht.HallThermal, "_hall_fan_power_w", lambda self, h, hall: ht._crah_fans_w(

@@ -37,8 +37,13 @@ from twin.sim.component import Component, repeat_record
 from twin.thermal import events as hall_events
 from twin.thermal import weather as thermal_weather
 from twin.thermal.airflow import RecirculationFamily, airflow_changed
-from twin.thermal.capacity import capped_steady_state, hall_cooling_margin_w
-from twin.thermal.fans import crah_airflow_m3_s, crah_fan_power_w, rack_airflow_from_fans_m3_s
+from twin.thermal.capacity import capped_steady_state, cooling_margin_w
+from twin.thermal.fans import (
+    crah_airflow_m3_s,
+    crah_fan_power_w,
+    fan_design_power_w,
+    rack_airflow_from_fans_m3_s,
+)
 
 H = 3600.0
 #: recirculation models and event operators kept per hall (physical model: each airflow
@@ -102,6 +107,10 @@ class HallThermal(Component):
         #: physical model: per hall, (rack airflow, running units, CRAH fan power [W]) of the last record
         self._fan_memo: dict[int, tuple] = {}
         self._fan_law: dict[int, tuple] = {}     # per hall: the fan law's plant inputs
+        #: per hall: its racks as a slice when they are a contiguous run (views, not copies)
+        self._rack_sel: dict[int, Any] = {}
+        #: per hall: (running units, their summed capacity [W]) of the last record
+        self._run_cap: dict[int, tuple] = {}
         self._plant_kw: dict[int, dict] = {}     # per hall: the plant's fixed settings
         # full-speed airflow of every rack: its nodes' catalog airflow x its node count
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
@@ -612,8 +621,11 @@ class HallThermal(Component):
         assert hall.airflow is not None  # set when the hall is built
         memo = self._fan_memo.get(h)
         if memo is None or memo[0] is not hall.airflow or memo[1] is not hall.active:
-            memo = (hall.airflow, hall.active,
-                    _crah_fans_w(self.cs.crah_fans, hall.airflow, hall.active, hall.geom.cooling_airflow_m3_s))
+            fans, v_c = self.cs.crah_fans, hall.geom.cooling_airflow_m3_s
+            design_w = memo[3] if memo is not None else fan_design_power_w(
+                v_c, fans.design_pressure_pa, fans.fan_efficiency)      # fixed per hall
+            memo = (hall.airflow, hall.active, _crah_fans_w(fans, hall.airflow, hall.active, v_c, design_w),
+                    design_w)
             self._fan_memo[h] = memo
         return memo[2]
 
@@ -640,6 +652,7 @@ class HallThermal(Component):
         for h, hall in enumerate(self.halls):
             sl = slice(hall.first_unit, hall.first_unit + len(hall.units))
             cap = hall.geom.cooling_capacity_w
+            racks = self._racks_of(h, hall)
             memo = self._record_memo.get(h)
             if (memo is not None and memo[0] is heat and memo[1] is hall.model and memo[2] is hall.active
                     and memo[3] is hall.unit_load_w and memo[4] is hall.unit_demand_w):
@@ -654,8 +667,14 @@ class HallThermal(Component):
                     assert hall.unit_load_w is not None  # set when the hall is built, then by each update
                     load = hall.unit_load_w
                     demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
-                unit_m = float(np.min((cap - demand)[hall.active])) if hall.active.any() else np.inf
-                hall_m = hall_cooling_margin_w(cap, hall.active, heat[hall.idx], plant_w)
+                spare = cap - demand
+                if not hall.active.all():
+                    spare = spare[hall.active]
+                unit_m = float(spare.min()) if spare.size else np.inf
+                run = self._run_cap.get(h)
+                if run is None or run[0] is not hall.active:   # hall_cooling_margin_w, its sum kept
+                    run = self._run_cap[h] = (hall.active, float(cap[hall.active].sum()))
+                hall_m = cooling_margin_w(run[1], float(np.sum(heat[racks])), plant_w)
                 self._record_memo[h] = (heat, hall.model, hall.active, hall.unit_load_w, hall.unit_demand_w,
                                         load, unit_m, hall_m)
             rec["cooling_unit_load_w"][i, sl] = load
@@ -665,10 +684,12 @@ class HallThermal(Component):
                 fan_w += self._hall_fan_power_w(h, hall)
             if no_peaks:
                 continue
-            peak = hall.peak_inlet_c if hall.peak_inlet_c is not None else self.state.rack_inlet_c[hall.idx]
-            rec["rack_inlet_peak_c"][i, hall.idx] = np.fmax(peak, self.state.rack_inlet_c[hall.idx])
-            gpu = hall.peak_gpu_c if hall.peak_gpu_c is not None else np.full(len(hall.idx), np.nan)
-            rec["rack_gpu_temp_peak_c"][i, hall.idx] = np.fmax(gpu, rec["rack_gpu_temp_max_c"][i, hall.idx])
+            # fmax(x, x) = x and fmax(NaN, g) = g: without a peak the sampled row is the peak
+            inlet = self.state.rack_inlet_c[racks]
+            rec["rack_inlet_peak_c"][i, racks] = (np.fmax(hall.peak_inlet_c, inlet) if hall.peak_inlet_c is not None
+                                                  else inlet)
+            gpu = rec["rack_gpu_temp_max_c"][i, racks]
+            rec["rack_gpu_temp_peak_c"][i, racks] = np.fmax(hall.peak_gpu_c, gpu) if hall.peak_gpu_c is not None else gpu
             hall.peak_inlet_c = None
             hall.peak_gpu_c = None
         if no_peaks:
@@ -678,6 +699,16 @@ class HallThermal(Component):
         rec["cooling_unit_margin_w"][i] = unit_margin if np.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
 
+    def _racks_of(self, h: int, hall: HallModel):
+        """Hall ``h``'s racks as an index: a slice when they are a contiguous ascending run
+        (one hall, or halls in plant order), else its index array; the same elements."""
+        sel = self._rack_sel.get(h)
+        if sel is None:
+            idx = hall.idx
+            run = idx.size > 0 and bool(np.all(np.diff(idx) == 1))
+            sel = self._rack_sel[h] = slice(int(idx[0]), int(idx[-1]) + 1) if run else idx
+        return sel
+
     def record_range(self, i0: int, i1: int, rec) -> None:
         """A quiet stretch (no event, no physics call since the last sample, so no sub-sample
         extreme): the loads, margins, fan power and peak rows of sample ``i0`` hold for
@@ -685,14 +716,16 @@ class HallThermal(Component):
         repeat_record(self, i0, i1, rec)
 
 
-def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.ndarray) -> float:
+def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.ndarray, design_power_w=None) -> float:
     """CRAH fan power of a hall [W]: the running units' fans at the airflow the racks need
-    (``airflow_per_rack_airflow`` x the racks' airflow, shared by design airflow)."""
+    (``airflow_per_rack_airflow`` x the racks' airflow, shared by design airflow).
+    ``design_power_w``: the units' design-point power if already known (see
+    :func:`twin.thermal.fans.crah_fan_power_w`)."""
     need = fans.airflow_per_rack_airflow * airflow_m3_s.sum() * v_c / v_c.sum()
     flow = crah_airflow_m3_s(need, v_c, control=fans.control, min_speed_fraction=fans.min_speed_fraction)
     return float(np.sum(np.where(active, crah_fan_power_w(
         flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
-        static_pressure_fraction=fans.static_pressure_fraction), 0.0)))
+        static_pressure_fraction=fans.static_pressure_fraction, design_power_w=design_power_w), 0.0)))
 
 
 def _of_racks(plant, what, idx: np.ndarray):

@@ -39,6 +39,7 @@ __all__ = [
     "capped_steady_state",
     "coil_heat_removed_w",
     "coil_supply_temp_c",
+    "cooling_margin_w",
     "hall_cooling_margin_w",
 ]
 
@@ -77,12 +78,12 @@ def hall_cooling_margin_w(unit_capacity_w, unit_active, heat_w, plant_capacity_w
     the coils remove) [W, any shape], plant_capacity_w [W].
     """
     cap = np.asarray(unit_capacity_w, float)[np.asarray(unit_active, bool)]
-    return _margin_w(float(cap.sum()), float(np.sum(heat_w)), plant_capacity_w)
+    return cooling_margin_w(float(cap.sum()), float(np.sum(heat_w)), plant_capacity_w)
 
 
-def _margin_w(running_capacity_w: float, heat_w: float, plant_capacity_w) -> float:
-    """:func:`hall_cooling_margin_w` from the running units' summed capacity and the summed
-    heat [W]: min(sum P_cap, P_plant) - sum Q."""
+def cooling_margin_w(running_capacity_w: float, heat_w: float, plant_capacity_w) -> float:
+    """:func:`hall_cooling_margin_w` from sums a caller keeps: the running units' summed
+    capacity [W] and the summed heat [W]: min(sum P_cap, P_plant) - sum Q [W]."""
     return float(min(running_capacity_w, float(plant_capacity_w)) - heat_w)
 
 
@@ -213,7 +214,7 @@ def capped_steady_state(
     r0, rk = model.return_mix, model.return_k_per_w
     rq = rk @ q
     limiting, deficit = "", 0.0
-    margin = _margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w)  # hall_cooling_margin_w
+    margin = cooling_margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w)  # hall_cooling_margin_w
     if margin < 0:
         limiting = "units" if k.run_cap <= plant_capacity_w else "plant"
         deficit = -margin

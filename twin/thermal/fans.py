@@ -66,20 +66,23 @@ def crah_airflow_m3_s(required_m3_s, design_airflow_m3_s, *, control="vfd", min_
         return np.broadcast_to(v_d, np.broadcast_shapes(v_d.shape, np.shape(required_m3_s))).copy()
     if control != "vfd":
         raise ValueError(f"fan control must be 'constant' or 'vfd', got {control!r}")
-    return np.clip(np.asarray(required_m3_s, float), min_speed_fraction * v_d, v_d)
+    # np.clip's definition, min(max(x, lo), hi), without its dispatch (a per-sample call)
+    return np.minimum(np.maximum(np.asarray(required_m3_s, float), min_speed_fraction * v_d), v_d)
 
 
 def crah_fan_power_w(airflow_m3_s, design_airflow_m3_s, design_pressure_pa, fan_efficiency, *,
-                     control="vfd", static_pressure_fraction=0.0):
+                     control="vfd", static_pressure_fraction=0.0, design_power_w=None):
     """Electric fan power of a cooling unit at an airflow [W] (affinity laws).
 
     constant speed: P = P_d (the unit always runs at its design point);
     VFD: P = P_d s (f_s + (1 - f_s) s^2) with s = V / V_d and f_s the share of the design
     pressure the controller holds at any flow (0: cube law P = P_d s^3). A stopped unit
-    (V = 0) draws nothing.
+    (V = 0) draws nothing. ``design_power_w``: P_d when the caller keeps it (it must be
+    :func:`fan_design_power_w` of the same design airflow, pressure and efficiency).
     """
     v = np.asarray(airflow_m3_s, float)
-    p_d = fan_design_power_w(design_airflow_m3_s, design_pressure_pa, fan_efficiency)
+    p_d = (fan_design_power_w(design_airflow_m3_s, design_pressure_pa, fan_efficiency)
+           if design_power_w is None else design_power_w)
     if control == "constant":
         return np.where(v > 0, p_d, 0.0)
     if control != "vfd":
