@@ -126,12 +126,14 @@ class Jobs(Component):
         self.n_fixed = len(self.all)
         self.stream_stats: dict[str, float] = {}
         self.active: set[int] = set()       # stream jobs placed at least once and not done
+        self._live_jobs: list[JobState] | None = None   # fixed then active jobs (_live)
         self._add_stream_jobs()
         st = self.s.workload.storage
         self.storage_write_gb_s, self.storage_read_gb_s = storage.storage_bandwidth_gb_s(
             st.kind, st.units, st.write_gb_s_per_unit, st.read_gb_s_per_unit)
         self.writers = 0
-        self.peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
+        self._peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
+        self._swings: list[tuple] = []      # job starts whose swing is not yet evaluated
         self._fabric_cache: dict = {}
         self._share_cache: dict = {}
         self._step_cache: dict = {}
@@ -362,34 +364,48 @@ class Jobs(Component):
 
     def advance(self, job: JobState) -> None:
         """Integrate the job's progress from its last update to now (closed form)."""
-        dt = self.env.now - job.t_last
+        now = self.env._now         # Environment.now without the property call (hot path)
+        dt = now - job.t_last
         if dt > 0:
-            per_node = self.gpus_per_node_of(job)
-            gpus = len(job.nodes) * per_node
-            job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * per_node * dt
-            if job.status == "running":
+            per_node = self._gpn if self._gpn is not None else self.gpus_per_node_of(job)
+            n = len(job.nodes)
+            job.gpu_s_allocated += (n + len(job.spares)) * per_node * dt
+            status = job.status
+            if status == "running":
                 job.tokens += job.rate_tok_s * dt
-                job.gpu_s_pending += gpus * dt
+                job.gpu_s_pending += n * per_node * dt
                 job.wall_s_pending += dt
-            elif job.status == "checkpointing":
+            elif status == "checkpointing":
                 job.checkpoint_s += dt
-            elif job.status == "starting":
+            elif status == "starting":
                 job.restart_s += dt
-        job.t_last = self.env.now
+        job.t_last = now
 
     def advance_all(self) -> None:
         """Bring every job that holds nodes (or is between phases) up to now."""
+        advance = self.advance
         for job in self._live():
             if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
-                self.advance(job)
+                advance(job)
 
-    def _live(self):
+    def _live(self) -> list[JobState]:
         """The fixed jobs, then the stream jobs that have started and are not done (the
-        others hold no nodes and accrue nothing)."""
-        yield from self.all[:self.n_fixed]
-        if self.active:
-            for j in sorted(self.active):
-                yield self.all[j]
+        others hold no nodes and accrue nothing), in index order; the list is kept until a
+        stream job ends (:meth:`_set_active`) or one is added to :attr:`active` (the
+        scheduler adds the jobs it places)."""
+        live = self._live_jobs
+        if live is None or len(live) != self.n_fixed + len(self.active):
+            live = self._live_jobs = self.all[:self.n_fixed] + [self.all[j] for j in sorted(self.active)]
+        return live
+
+    def _set_active(self, job: JobState, active: bool) -> None:
+        """A stream job starts (again) or ends."""
+        if active and job.index not in self.active:
+            self.active.add(job.index)
+            self._live_jobs = None
+        elif not active and job.index in self.active:
+            self.active.discard(job.index)
+            self._live_jobs = None
 
     def checkpoint_interval_s(self, job: JobState) -> float:
         iv = job.spec.checkpoint_interval_s
@@ -425,7 +441,7 @@ class Jobs(Component):
                     yield job.placed
                     job.t_last = self.env.now
                 if job.stream is not None:
-                    self.active.add(job.index)
+                    self._set_active(job, True)
                 # (re)start: relaunch, then reload the last checkpoint if there is one
                 self._set_phase(job, Phase.RESTART)
                 if math.isnan(job.first_start_s):
@@ -637,22 +653,36 @@ class Jobs(Component):
     def _record_swing(self, job: JobState) -> None:
         """Synchronous swing of a job: all its nodes change phase together, so the facility
         load steps by nodes x (P_train - P_phase) at every exposed all-reduce
-        (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the largest step [W]."""
+        (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the inputs of one typical
+        node (its inlet and clock, the node model's figures, the PSU capacity) as they are
+        now; :attr:`peak_swing_w` evaluates them, all at once."""
         nodes, st, pc = job.nodes, self.state, self.e.power
         # plain views of the tracked arrays (reads only: the same values, no tracking cost)
         inlet_c, node_clock = st.rack_inlet_c.view(np.ndarray), st.node_clock.view(np.ndarray)
-        inlet = np.array([inlet_c[self.plant.node_rack[nodes]].mean()])   # one typical node
-        clock = np.array([node_clock[nodes].mean() * st.brake_clock]) if np.ndim(st.brake_clock) == 0 \
-            else np.array([(node_clock[nodes] * np.asarray(st.brake_clock)[nodes]).mean()])   # (N,): mixed models
+        inlet = inlet_c[self.plant.node_rack[nodes]].mean()     # one typical node
+        clock = node_clock[nodes].mean() * st.brake_clock if np.ndim(st.brake_clock) == 0 \
+            else (node_clock[nodes] * np.asarray(st.brake_clock)[nodes]).mean()   # (N,): mixed models
         one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
         kw = {k: (v if np.ndim(v) == 0 else np.asarray(v)[one]) for k, v in pc.node_kwargs().items()}
         cap = pc.gpu_cap_w if np.ndim(pc.gpu_cap_w) == 0 else np.asarray(pc.gpu_cap_w)[one]
-        # the three phases in one call (element-wise: each the same number as a call of its own)
-        train_w, comm_w, ckpt_w = (len(nodes) * float(w) for w in power.node_power_w(
-            _SWING_PHASES, cap, inlet, clock_fraction=clock, **kw))
-        sw = self.peak_swing_w
-        sw["communication"] = max(sw["communication"], train_w - comm_w)
-        sw["checkpoint"] = max(sw["checkpoint"], train_w - ckpt_w)
+        self._swings.append((len(nodes), inlet, clock, cap, kw))
+
+    @property
+    def peak_swing_w(self) -> dict[str, float]:
+        """Largest swing of any job start [W] by kind (communication, checkpoint): nodes x
+        (P_train - P_phase) of one typical node, the three phases' power from
+        :func:`twin.power.node_power_w`. The starts that share the node figures are evaluated
+        in one call, shaped (starts, 3 phases) against (starts, 1) inlets and clocks: element
+        by element what one call per start, (3,) phases against a (1,) inlet and clock,
+        gives (the same broadcast, the same branch of the law), folded in start order."""
+        todo, self._swings = self._swings, []
+        if todo:
+            sw = self._peak_swing_w
+            for (n, *_), (tw, cw, kw_w) in zip(todo, _swing_phase_w(todo).tolist(), strict=True):
+                train_w, comm_w, ckpt_w = n * tw, n * cw, n * kw_w
+                sw["communication"] = max(sw["communication"], train_w - comm_w)
+                sw["checkpoint"] = max(sw["checkpoint"], train_w - ckpt_w)
+        return self._peak_swing_w
 
     def _checkpoint(self, job: JobState):
         """Write a checkpoint: the job's nodes in the CHECKPOINT phase for the write time
@@ -707,7 +737,7 @@ class Jobs(Component):
         job.status = "done"
         job.end_s = self.env.now
         if job.stream is not None:
-            self.active.discard(job.index)
+            self._set_active(job, False)
             job.end_sample = int(math.ceil(self.env.now / self.e.dt_s - 1e-9))
             self.e.log("job_done", job.spec.name, f"{job.stream.final_state}, {job.tokens:.4g} tokens")
         else:
@@ -844,6 +874,32 @@ class Jobs(Component):
         rec.set("job_start_s", [r.first_start_s for r in recs])
         rec.set("job_end_s", [r.end_s for r in recs])
         rec.set("job_gpus_requested", [r.gpus for r in recs])
+
+
+def _swing_phase_w(todo: list[tuple]) -> np.ndarray:
+    """AC power [W (starts, 3)] of one typical node of each job start in TRAINING,
+    COMMUNICATION and CHECKPOINT, from the starts' ``(nodes, inlet [C], clock [-], GPU cap
+    [W], node_power_w keywords)``: one :func:`twin.power.node_power_w` call per group of
+    starts with the same cap and keywords, phases (k, 3) against inlets and clocks (k, 1)."""
+    groups: dict[tuple, list[int]] = {}
+    for k, (_, _, _, cap, kw) in enumerate(todo):
+        groups.setdefault(tuple(_same_value_key(v) for v in (cap, *kw.items())), []).append(k)
+    w = np.empty((len(todo), 3))
+    for ks in groups.values():
+        _, _, _, cap, kw = todo[ks[0]]
+        col = np.array([[todo[k][1], todo[k][2]] for k in ks])
+        w[ks] = power.node_power_w(np.tile(_SWING_PHASES, (len(ks), 1)), cap, col[:, :1],
+                                   clock_fraction=col[:, 1:], **kw)
+    return w
+
+
+def _same_value_key(v) -> tuple:
+    """A hashable key equal for two scalars (or ``(name, scalar)`` pairs) only when they are
+    the same value of the same type and dtype (0-d arrays included)."""
+    if isinstance(v, tuple):
+        return (v[0], *_same_value_key(v[1]))
+    a = np.asarray(v)
+    return type(v).__name__, a.dtype.str, a.item()
 
 
 def _added(x0: float, increments: np.ndarray) -> np.ndarray:
