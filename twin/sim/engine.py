@@ -137,6 +137,14 @@ class CountingEnvironment(simpy.Environment):
         key = next((entry[1:3] for entry in q if entry[3] is event), None)
         return key is None or any(entry[0] == t and entry[1:3] > key for entry in q)
 
+    def queued_before(self, event: simpy.Event, t: float) -> bool:
+        """Whether an event is queued for time ``t`` that will be processed before ``event``
+        (scheduled before it at the same priority, or at an earlier one); True when
+        ``event`` is not queued."""
+        q = self._queue
+        key = next((entry[1:3] for entry in q if entry[3] is event), None)
+        return key is None or any(entry[0] == t and entry[1:3] < key for entry in q)
+
     def _counted(self, gen: Generator[Any, Any, Any], kind: str, cell: list[int]):
         ceiling, send, throw = self.ceiling, gen.send, gen.throw
         n = 0

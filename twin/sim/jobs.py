@@ -156,6 +156,9 @@ class Jobs(Component):
         #: rate may then jump at any start or end).
         self.park = self.s.fabric.sharing == "none"
         self._parked: list[tuple[JobState, _Parked]] = []   # in the order of their wake-ups
+        self._parked_ahead: list[tuple[JobState, _Parked]] = []     # ... ahead of the sampler
+        self._ahead_until = -math.inf       # as _parked_until, for the jobs parked ahead
+        self._ahead_ver = -1
         self.park_misses = 0                # parked jobs found due at a sample (0: bit for bit)
         self._rates_ver = 0                 # counts update_rate calls (a parked job's rate may move)
         #: every parked job stays parked at a sample before this time [s] while no rate moved
@@ -466,7 +469,8 @@ class Jobs(Component):
                         job.next_ckpt_s = next_ckpt
                         wake, eta = self._wake_s(job, now)
                         if self.park and self._may_park(job, now, wake, eta, queued=True):
-                            yield self._park(job)   # the sampler re-reads the rate (wake_parked)
+                            # the sampler re-reads the rate (wake_parked, wake_parked_ahead)
+                            yield self._park(job, not e.sampler.next_sample_s > now)
                         else:
                             yield self.env.timeout(max(wake - now, 0.0))
                     self.advance(job)
@@ -500,23 +504,26 @@ class Jobs(Component):
     def _may_park(self, job: JobState, now: float, wake: float, eta: float, step_s: float | None = None,
                   queued: bool = False) -> bool:
         """Whether a job woken at ``now`` that would wait until ``wake`` may be parked
-        instead, so that the sampler's next step (at ``step_s``, by default the time of its
-        pending timeout) does the wake-up and nothing else can tell the difference:
+        instead, so that the sampler does its next wake-up (at ``step_s``, by default the
+        sampler's next step after the one at or after ``now``) and nothing else can tell the
+        difference:
 
-        - the job is behind the sampler (the sampler sampled ``now`` or ``now`` lies between
-          samples): its wake-up at the next sample comes right after the sample, where the
-          sampler does it;
-        - it would wake exactly at the sampler's next step;
+        - it would wake exactly at that step of the sampler;
         - its next checkpoint and its end lie more than ``PARK_SAMPLES`` samples ahead (so a
           parked wake-up never has to checkpoint or finish, even if a grid event multiplies
           the rate in between);
-        - ``queued``: no event is queued for that instant behind the sampler's (another
-          job's wake-up): the parked jobs wake first after the sample, in the order they
-          parked, so the order of every wake-up at one instant is the per-sample one."""
+        - ``queued`` (a job parking at its own wake-up): its wake-ups keep their place among
+          the others at one instant. A job behind the sampler (it sampled ``now``, or
+          ``now`` lies between samples) wakes right after the sample, so no other wake-up
+          may be queued for that instant behind the sampler's; a job ahead of it (its
+          wake-up at this sample instant came before the sample) wakes right before the
+          sample, so no other wake-up may still be queued before the sampler's now. The
+          sampler then does the parked wake-ups there, in the order the jobs parked."""
         sampler = self.e.sampler
+        ahead = not sampler.next_sample_s > now
         if step_s is None:
-            step_s = sampler.next_step_s
-        if not sampler.next_sample_s > now or wake != step_s:
+            step_s = now + self.e.dt_s if ahead else sampler.next_step_s
+        if wake != step_s:
             return False
         dt = self.e.dt_s
         h = now + PARK_SAMPLES * dt
@@ -525,12 +532,24 @@ class Jobs(Component):
         tgt = job.spec.tokens_target
         if tgt and not tgt * (1 - 1e-12) - job.tokens > PARK_SAMPLES * job.rate_tok_s * dt:
             return False
-        return not (queued and self.env.queued_after(sampler.next_step, wake))
+        if not queued:
+            return True
+        if ahead:
+            return not self.env.queued_before(sampler.next_step, now)
+        return not self.env.queued_after(sampler.next_step, wake)
 
-    def _park(self, job: JobState) -> _Parked:
+    def _park(self, job: JobState, ahead: bool = False) -> _Parked:
+        """Park the job behind the sampler, or ``ahead`` of it."""
         ev = job.park_event = _Parked(self.env)
-        self._parked.append((job, ev))
-        self._parked_until = min(self._parked_until, self._stays_until(job, self.env.now))
+        until = self._stays_until(job, self.env.now)
+        if ahead:
+            # the last wake-up before the sample that is not parked: it comes right before
+            # the jobs parked ahead already
+            self._parked_ahead.insert(0, (job, ev))
+            self._ahead_until = min(self._ahead_until, until)
+        else:
+            self._parked.append((job, ev))
+            self._parked_until = min(self._parked_until, until)
         return ev
 
     def _stays_until(self, job: JobState, now: float) -> float:
@@ -601,6 +620,47 @@ class Jobs(Component):
         self._parked_until = min((self._stays_until(job, now) for job, _ in keep), default=math.inf)
         self._parked_ver = self._rates_ver
         return not woke
+
+    def wake_parked_ahead(self) -> None:
+        """The wake-up of every job parked ahead of the sampler, at this sample instant
+        before the sample (where each one's timeout came, before the sampler's), in the
+        order they parked: the same advance (to now, at the rate before the sample), checks
+        and arithmetic as :meth:`_lifecycle`'s. When one of them would not end in another
+        plain wait until the next sample, it and every job parked before it are unparked
+        (their timeouts were created before its), each event scheduled for its wake time.
+        The sampler calls this first thing at every sample instant, filled ones included."""
+        if not self._parked_ahead:
+            return
+        now = self.env._now
+        if now < self._ahead_until and self._ahead_ver == self._rates_ver:
+            return              # every one stays parked (the checks hold far from their ends)
+        self.fill_flush()
+        step_s = now + self.e.dt_s
+        alive = [(job, ev) for job, ev in self._parked_ahead if self._still_parked(job, ev)]
+        wakes: list[float] = []
+        last = -1
+        for k, (job, _) in enumerate(alive):
+            self.advance(job)
+            tgt = job.spec.tokens_target
+            if (tgt and job.tokens >= tgt * (1 - 1e-12)) or now >= job.next_ckpt_s:
+                self.park_misses += 1       # due now (see wake_parked)
+                wakes.append(now)
+                last = k
+                continue
+            wake, eta = self._wake_s(job, now)
+            wakes.append(wake)
+            if not self._may_park(job, now, wake, eta, step_s):
+                last = k
+        keep = []
+        for k, (job, ev) in enumerate(alive):
+            if k <= last:
+                job.park_event = None
+                ev.wake_in(max(wakes[k] - now, 0.0))
+            else:
+                keep.append((job, ev))
+        self._parked_ahead = keep
+        self._ahead_until = min((self._stays_until(job, now) for job, _ in keep), default=math.inf)
+        self._ahead_ver = self._rates_ver
 
     # ------------------------------------------------------------------ quiet stretches
     def fill_sample(self, i: int, t: float) -> None:

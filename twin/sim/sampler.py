@@ -73,6 +73,7 @@ class Sampler(Component):
         fail = e.failures if e.failures.enabled else None
         i = 0
         while i < n:
+            e.jobs.wake_parked_ahead()      # jobs parked ahead of the sample wake before it
             after = self._draw_before(fail)
             self.next_sample_s = (i + 1) * e.dt_s
             self.sample(i)
@@ -120,13 +121,14 @@ class Sampler(Component):
         steps by ``dt`` as the simpy timeouts would (``t + dt``, not ``i dt``), and a stretch
         ends at the recorder's window, which is then flushed as :meth:`sample` would."""
         e, env, rec = self.e, self.env, self.e.recorder
-        dt, end, due = e.dt_s, min(n, rec.window_end()), env.peek()
+        dt, end = e.dt_s, min(n, rec.window_end())
         jobs, thr = e.jobs, self._throttled_last
         t, i, pending = env.now, i0, False
         fail = e.failures if e.failures.enabled else None
-        while i < end and t + dt < due:
+        while i < end and t + dt < env.peek():
             t = t + dt
             env.skip_to(t)
+            jobs.wake_parked_ahead()    # (an unparked job's wake-up ends the stretch after this sample)
             # a quiet sample changes no rate: the draw sees the same state before or after
             # it; a failure within the interval queues an event now, which ends the stretch
             after = self._draw_before(fail)
