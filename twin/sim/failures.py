@@ -56,7 +56,8 @@ class Failures(Component):
         self._still: tuple | None = None               # (write count, rate scale) with no young rack
         #: the block of standard exponentials :meth:`draw` takes its waiting times from, the
         #: next one to use and the stream's state before the block was drawn
-        self._exp_block, self._exp_next, self._exp_state = _NO_BLOCK, 0, None
+        self._exp_block, self._exp_next = _NO_BLOCK, 0
+        self._exp_state: dict | None = None
         self._pools = tuple(self.spare_stock.values())
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
         self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
@@ -180,7 +181,7 @@ class Failures(Component):
         from it (:meth:`_rewind`)."""
         i = self._exp_next
         if i >= len(self._exp_block):
-            self._exp_state = rng.bit_generator.state
+            self._exp_state = dict(rng.bit_generator.state)
             self._exp_block, i = rng.standard_exponential(_EXP_BLOCK), 0
         self._exp_next = i + 1
         return float(scale_s * self._exp_block[i])
