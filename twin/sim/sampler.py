@@ -236,7 +236,8 @@ class Sampler(Component):
                 e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
         if fresh:       # an unchanged key means the clocks were set from this evaluation already
             changed = not np.array_equal(ph.clock, st.node_clock.view(np.ndarray))
-            st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0) if ph.any_shutdown else ph.clock.copy()
+            if changed:     # (equal: the clocks hold these values, none 0, already)
+                st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0) if ph.any_shutdown else ph.clock.copy()
             st.node_accel = ph.accel
             if changed:
                 e.jobs.rates_changed()
