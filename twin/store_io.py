@@ -233,6 +233,29 @@ def check_free_space(folder: Path, need_bytes: int) -> None:
                                     f"{need_bytes / 1e6:.1f} MB, {free / 1e6:.1f} MB free", str(folder))
 
 
+def write_netcdf(ds, path: str | Path) -> None:
+    """Write ``ds`` to ``path`` with the h5netcdf engine, the same file as
+    ``ds.to_netcdf(path, engine="h5netcdf")``.
+
+    For a Dataset of in-memory (numpy) variables this goes to xarray's store directly:
+    ``to_netcdf`` first asks dask which scheduler is active (to decide whether to
+    close the file after each chunk), and with dask installed that question imports
+    ``distributed``, about 0.3 s of CPU per process that a run of numpy arrays never
+    uses (issue 19). A Dataset holding chunked (dask) variables, or declaring unlimited
+    dimensions, takes ``to_netcdf`` itself.
+    """
+    if ds.encoding.get("unlimited_dims") or any(v.chunks is not None for v in ds.variables.values()):
+        ds.to_netcdf(path, engine="h5netcdf")
+        return
+    from xarray.backends import H5NetCDFStore
+
+    store = H5NetCDFStore.open(os.fspath(path), mode="w")
+    try:
+        ds.dump_to_store(store)
+    finally:
+        store.close()
+
+
 def save_results(results, out_dir: str | Path, force: bool = False) -> Path:
     """Write ``results`` into ``out_dir`` (results.nc, events.csv, kpis.json, field_<hall>.nc
     and the marker) crash-safely; see the module docstring for the rules."""
@@ -253,10 +276,10 @@ def save_results(results, out_dir: str | Path, force: bool = False) -> Path:
         ds = results.dataset.copy()
         ds.attrs = {k: (json.dumps(v) if isinstance(v, (dict, list, bool)) else v) for k, v in ds.attrs.items()}
         ds.attrs["invariant_warnings"] = json.dumps(warnings)
-        ds.to_netcdf(paths["results.nc"], engine="h5netcdf")
+        write_netcdf(ds, paths["results.nc"])
         results.events.to_csv(paths["events.csv"], index=False)
         for hall, fds in results.fields.items():
-            fds.to_netcdf(paths[f"field_{hall}.nc"], engine="h5netcdf")
+            write_netcdf(fds, paths[f"field_{hall}.nc"])
         finite: dict = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
                         for k, v in results.kpis.items()}    # strict JSON has no NaN/Infinity
         finite["warnings"] = warnings                  # run-time invariants (twin.invariants)

@@ -190,6 +190,7 @@ def test_write_error_mid_save_gives_one_line(tmp_path, monkeypatch, capsys, code
     def full(*a, **k):
         raise OSError(code, os.strerror(code))
     monkeypatch.setattr(xr.Dataset, "to_netcdf", full)
+    monkeypatch.setattr(xr.Dataset, "dump_to_store", full)    # twin.store_io.write_netcdf's path
     rc = main(["run", str(SMALL), "--out", str(out), "--no-field", *_set(*ONE_DAY, "simulation.seed=3")])
     err = capsys.readouterr().err
     assert rc == 1 and words in err and "Traceback" not in err
