@@ -238,9 +238,9 @@ def write_netcdf(ds, path: str | Path) -> None:
     ``ds.to_netcdf(path, engine="h5netcdf")``.
 
     For a Dataset of in-memory (numpy) variables this goes to xarray's store directly:
-    ``to_netcdf`` first asks dask which scheduler is active (to decide whether to
-    close the file after each chunk), and with dask installed that question imports
-    ``distributed``, about 0.3 s of CPU per process that a run of numpy arrays never
+    ``to_netcdf`` asks dask which scheduler is active (to decide whether to close the
+    file after each chunk, and which write lock to take), and with dask installed that
+    question imports ``distributed``, about 0.3 s of CPU per process that a run of numpy arrays never
     uses (issue 19). A Dataset holding chunked (dask) variables, or declaring unlimited
     dimensions, takes ``to_netcdf`` itself.
     """
@@ -248,8 +248,11 @@ def write_netcdf(ds, path: str | Path) -> None:
         ds.to_netcdf(path, engine="h5netcdf")
         return
     from xarray.backends import H5NetCDFStore
+    from xarray.backends.locks import HDF5_LOCK
 
-    store = H5NetCDFStore.open(os.fspath(path), mode="w")
+    # lock given: left to itself the store asks dask for a per-file write lock (the same
+    # scheduler query); one thread writes here, so the library-wide HDF5 lock suffices
+    store = H5NetCDFStore.open(os.fspath(path), mode="w", lock=HDF5_LOCK)
     try:
         ds.dump_to_store(store)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+import xarray.backends.locks as locks
 import xarray.backends.writers as writers
 
 from twin.store_io import write_netcdf
@@ -56,9 +57,10 @@ def test_fast_path_writes_the_file_to_netcdf_writes(tmp_path, monkeypatch):
     ds.to_netcdf(tmp_path / "slow.nc", engine="h5netcdf")
 
     def asked(*_a, **_k):                 # the fast path must not ask for the dask scheduler
-        raise AssertionError("write_netcdf went through to_netcdf's scheduler check")
+        raise AssertionError("write_netcdf asked dask for its scheduler")
 
     monkeypatch.setattr(writers, "_get_netcdf_autoclose", asked)
+    monkeypatch.setattr(locks, "get_dask_scheduler", asked)      # the store's write lock
     write_netcdf(ds, tmp_path / "fast.nc")
     _assert_same_file(tmp_path / "slow.nc", tmp_path / "fast.nc")
     with xr.open_dataset(tmp_path / "fast.nc", engine="h5netcdf") as back:
