@@ -238,18 +238,26 @@ def gpu_power_w(
     [P_idle, P_tdp] and ALPHA = GPU_DVFS_POWER_EXPONENT; 0 when OFF.
     """
     ph = _phase_codes(phase)
-    f = np.asarray(clock_fraction, dtype=float)
     if (_scalar(gpu_power_cap_w) and _scalar(gpu_tdp_w) and _scalar(gpu_idle_w)
-            and (f.ndim == 0 or f.shape == ph.shape) and (f.size == 0 or f.min() >= 1.0)):
+            and _at_full_clock(clock_fraction, ph)):
         # every clock at or above full (clipped to 1): the phase's value at full clock, from
         # a table of this law per phase code (issue 19, speed only: the same values)
         return _gpu_phase_table_w(float(gpu_power_cap_w), float(gpu_tdp_w), float(gpu_idle_w))[ph]
-    return _gpu_power_w(ph, gpu_power_cap_w, gpu_tdp_w, gpu_idle_w, f)
+    return _gpu_power_w(ph, gpu_power_cap_w, gpu_tdp_w, gpu_idle_w, np.asarray(clock_fraction, dtype=float))
 
 
 def _scalar(x) -> bool:
     """True for one number (a Python or numpy scalar, or a 0-d array); ``np.ndim`` costs more."""
     return isinstance(x, (float, int, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def _at_full_clock(clock_fraction, ph: np.ndarray) -> bool:
+    """Every clock fraction is at or above 1 (full clock after the clip), and it is one
+    number or one per phase entry: where the per-phase tables hold (NaN is not full)."""
+    if _scalar(clock_fraction):
+        return bool(clock_fraction >= 1.0)
+    f = np.asarray(clock_fraction, dtype=float)
+    return f.shape == ph.shape and (f.size == 0 or bool(f.min() >= 1.0))
 
 
 def _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w, gpu_idle_w,
@@ -260,14 +268,8 @@ def _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w
             and _scalar(host_idle_w) and _scalar(host_active_w) and _scalar(fan_control_temp_c)
             and _scalar(fan_design_inlet_c)):
         return None
-    f = clock_fraction
-    if _scalar(f):
-        if not f >= 1.0:
-            return None
-    else:
-        f = np.asarray(f, dtype=float)
-        if f.shape != ph.shape or (f.size and not f.min() >= 1.0):
-            return None
+    if not _at_full_clock(clock_fraction, ph):
+        return None
     return _node_phase_tables(float(gpu_power_cap_w), gpu_count, float(gpu_tdp_w), float(gpu_idle_w),
                               float(host_idle_w), float(host_active_w), float(fan_control_temp_c),
                               float(fan_design_inlet_c))

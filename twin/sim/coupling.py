@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin import power, thermal
-
-
-def _number(x) -> bool:
-    """One number (not a per-node array)."""
-    return isinstance(x, (int, float, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+from twin.power.node import _scalar
 
 
 def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
@@ -37,7 +33,7 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
         return p, t, g
 
     ones = np.ones(inlet.shape)
-    if inlet.size and _number(slowdown_c) and _number(shutdown_c):
+    if inlet.size and _scalar(slowdown_c) and _scalar(shutdown_c):
         # below its slowdown (and shutdown) threshold the clock law gives the full clock, so
         # when the hottest GPU at full clock is below both, every GPU keeps its full clock
         # and neither the law per node nor the bisection is needed (speed only, issue 19;

@@ -129,25 +129,27 @@ class CountingEnvironment(simpy.Environment):
             raise ValueError(f"skip_to({t!r}): the clock is at {self.now!r} and the next event at {self.peek()!r}")
         self._now = t
 
+    def _queue_key(self, event: simpy.Event | None) -> tuple | None:
+        """``(priority, event id)`` of ``event`` in the queue, the order simpy processes
+        events of one instant by; None when it is not queued (or None). A scan of the
+        queue: for the rare moment a job parks (issue 19)."""
+        if event is None:
+            return None
+        return next((entry[1:3] for entry in self._queue if entry[3] is event), None)
+
     def queued_after(self, event: simpy.Event | None, t: float) -> bool:
         """Whether an event is queued for time ``t`` that will be processed after ``event``
         (scheduled after it at the same priority, or at a later one); True when ``event``
-        is not queued (or None). A scan of the queue: for the rare moment a job parks (issue 19)."""
-        if event is None:
-            return True
-        q = self._queue
-        key = next((entry[1:3] for entry in q if entry[3] is event), None)
-        return key is None or any(entry[0] == t and entry[1:3] > key for entry in q)
+        is not queued (or None)."""
+        key = self._queue_key(event)
+        return key is None or any(entry[0] == t and entry[1:3] > key for entry in self._queue)
 
     def queued_before(self, event: simpy.Event | None, t: float) -> bool:
         """Whether an event is queued for time ``t`` that will be processed before ``event``
         (scheduled before it at the same priority, or at an earlier one); True when
         ``event`` is not queued (or None)."""
-        if event is None:
-            return True
-        q = self._queue
-        key = next((entry[1:3] for entry in q if entry[3] is event), None)
-        return key is None or any(entry[0] == t and entry[1:3] < key for entry in q)
+        key = self._queue_key(event)
+        return key is None or any(entry[0] == t and entry[1:3] < key for entry in self._queue)
 
     def _counted(self, gen: Generator[Any, Any, Any], kind: str, cell: list[int]):
         ceiling, send, throw = self.ceiling, gen.send, gen.throw

@@ -474,7 +474,7 @@ class Jobs(Component):
                         else:
                             yield self.env.timeout(max(wake - now, 0.0))
                     self.advance(job)
-                    if spec.tokens_target and job.tokens >= spec.tokens_target * (1 - 1e-12):
+                    if _target_reached(job):
                         self._finish(job)
                         break
                     # absolute tolerance: at t ~ 1e7 s a float step is ~2e-9 s, so a relative
@@ -530,7 +530,7 @@ class Jobs(Component):
         if not (job.next_ckpt_s > h and eta > h):
             return False
         tgt = job.spec.tokens_target
-        if tgt and not tgt * (1 - 1e-12) - job.tokens > PARK_SAMPLES * job.rate_tok_s * dt:
+        if tgt and not tgt * _DONE_SHARE - job.tokens > PARK_SAMPLES * job.rate_tok_s * dt:
             return False
         if not queued:
             return True
@@ -564,7 +564,7 @@ class Jobs(Component):
         until = job.next_ckpt_s - (PARK_SAMPLES + 2) * dt
         tgt = job.spec.tokens_target
         if tgt and job.rate_tok_s > 0:
-            until = min(until, now + (tgt * (1 - 1e-12) - job.tokens) / job.rate_tok_s - (PARK_SAMPLES + 2) * dt)
+            until = min(until, now + (tgt * _DONE_SHARE - job.tokens) / job.rate_tok_s - (PARK_SAMPLES + 2) * dt)
         return until
 
     def _still_parked(self, job: JobState, ev: _Parked) -> bool:
@@ -600,8 +600,7 @@ class Jobs(Component):
             if not self._still_parked(job, ev):
                 continue
             self.advance(job)       # what the wake-up does first (the sample did it already)
-            tgt = job.spec.tokens_target
-            if (tgt and job.tokens >= tgt * (1 - 1e-12)) or now >= job.next_ckpt_s:
+            if _target_reached(job) or now >= job.next_ckpt_s:
                 # due now (a rate jump past the margin): wake it at once, later in this
                 # instant than its timeout would have (counted; never seen in the tests)
                 self.park_misses += 1
@@ -641,8 +640,7 @@ class Jobs(Component):
         last = -1
         for k, (job, _) in enumerate(alive):
             self.advance(job)
-            tgt = job.spec.tokens_target
-            if (tgt and job.tokens >= tgt * (1 - 1e-12)) or now >= job.next_ckpt_s:
+            if _target_reached(job) or now >= job.next_ckpt_s:
                 self.park_misses += 1       # due now (see wake_parked)
                 wakes.append(now)
                 last = k
@@ -685,12 +683,12 @@ class Jobs(Component):
         t = np.array(ts)
         for job in self._live():
             j = job.index
+            per_node = self.gpus_per_node_of(job)
             if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
                 # the samples' times are increasing and after the job's last update (advance()
                 # adds nothing at dt <= 0; adding 0.0 to these non-negative sums changes none)
                 dts = np.diff(t, prepend=job.t_last)
                 dts[0] = max(dts[0], 0.0)
-                per_node = self.gpus_per_node_of(job)
                 job.gpu_s_allocated = float(_added(job.gpu_s_allocated,
                                                    (len(job.nodes) + len(job.spares)) * per_node * dts)[-1])
                 tok = None
@@ -708,7 +706,7 @@ class Jobs(Component):
             else:
                 tokens[i0:i0 + m, j] = job.tokens
             rate[i0:i0 + m, j] = job.rate_tok_s if job.status == "running" else 0.0
-            gpus[i0:i0 + m, j] = len(job.nodes) * (self._gpn if self._gpn is not None else self.gpus_per_node_of(job))
+            gpus[i0:i0 + m, j] = len(job.nodes) * per_node
 
     def _record_swing(self, job: JobState) -> None:
         """Synchronous swing of a job: all its nodes change phase together, so the facility
@@ -960,6 +958,16 @@ def _same_value_key(v) -> tuple:
         return (v[0], *_same_value_key(v[1]))
     a = np.asarray(v)
     return type(v).__name__, a.dtype.str, a.item()
+
+
+#: a job has reached its token target at this share of it (float rounding of the sums)
+_DONE_SHARE = 1 - 1e-12
+
+
+def _target_reached(job: JobState) -> bool:
+    """The job has a token target and its tokens reached it (to within :data:`_DONE_SHARE`)."""
+    tgt = job.spec.tokens_target
+    return tgt is not None and tgt != 0 and job.tokens >= tgt * _DONE_SHARE
 
 
 def _added(x0: float, increments: np.ndarray) -> np.ndarray:
