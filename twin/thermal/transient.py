@@ -40,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from scipy.integrate import solve_ivp
 from scipy.linalg import lu_factor, lu_solve
 
 from .geometry import HallGeometry
@@ -244,6 +243,9 @@ def fault_transient(
         return float(np.max(x[n_r + n_c + 1 :][on])) - shut_c if on.any() else -1.0
     first_shutdown.terminal = True            # type: ignore[attr-defined]
     first_shutdown.direction = 1              # type: ignore[attr-defined]
+    # imported here, not at module level: a run without a cooling fault never needs it
+    from scipy.integrate import solve_ivp
+
     t0, x, ts, xs = 0.0, x0, [], []
     while True:                               # one integration per set of racks still running
         te = t_eval[t_eval > t0] if t0 > 0 else t_eval
