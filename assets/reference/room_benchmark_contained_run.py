@@ -23,9 +23,10 @@ CI = 1 - F.sum(1) = (I + M)^-1 . 1 (a rack's intake air comes either from a unit
 from some rack's exhaust: the field with supply 1 and every exhaust 1 is 1 everywhere).
 D is taken column by column from the converged buoyant problem (one solve per rack).
 
-Run (prints the tables of docs/validation.md, "A contained room: SICS ICE Module 2"):
+Run (prints the tables of docs/validation.md, "A contained room: SICS ICE Module 2"; with
+``--figure`` also writes ``room_benchmark_contained_ci.png`` beside this file):
 
-    .venv/bin/python assets/reference/room_benchmark_contained_run.py
+    .venv/bin/python assets/reference/room_benchmark_contained_run.py [--figure]
 """
 
 from __future__ import annotations
@@ -109,13 +110,14 @@ def cases(face_m2: float | None = None) -> list[Case]:
     return out
 
 
-def geometry(case: Case, cell_m: float | None = None) -> HallGeometry:
+def geometry(case: Case, cell_m: float | None = None, **overrides) -> HallGeometry:
     """Module 2 on the twin's layered grid (room_benchmark_contained_layout.yaml). Hard floor:
     the coolers blow wall jets from their outlets (twin.thermal.jets, as on POD 2); raised
     floor: the coolers feed the plenum, which feeds the 14 tiles (1 % floor leakage, the least the twin
     takes; the paper gives all the air to the tiles). Cover "side": an obstacle across the central aisle's open
     end; "full": the twin's sealed containment of that aisle (hot aisle on the hard floor,
-    cold aisle on the raised floor), no leakage."""
+    cold aisle on the raised floor), no leakage. ``overrides`` replace HallGeometry fields (for
+    sensitivity studies only)."""
     lay = layout()
     rk, room, grid = lay["racks"], lay["room"], lay["twin_grid"]
     centre, intake = {}, {}
@@ -147,6 +149,7 @@ def geometry(case: Case, cell_m: float | None = None) -> HallGeometry:
         kw["obstacles_xyxy_m"] = np.array([lay["side_cover"][f"{case.floor}_floor"]], float)
     elif case.cover == "full":
         kw.update(containment="hot_aisle" if case.floor == "hard" else "cold_aisle", containment_leakage_fraction=0.0)
+    kw.update(overrides)
     return HallGeometry(**kw)
 
 
@@ -189,8 +192,8 @@ class Result:
         return theta - (1.0 - self.case.ci_paper_pct / 100.0) * hot
 
 
-def run(case: Case, cell_m: float | None = None) -> Result:
-    g = geometry(case, cell_m)
+def run(case: Case, cell_m: float | None = None, **overrides) -> Result:
+    g = geometry(case, cell_m, **overrides)
     bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s)
     p = bf.problem
     inlet = p.inlet_temp_c(bf.temp_c, case.rack_heat_w)
@@ -208,14 +211,50 @@ def run(case: Case, cell_m: float | None = None) -> Result:
     return Result(case, inlet, ci, float(rti), rci_hi_pct(inlet), tiles)
 
 
-def run_all(face_m2: float | None = None, cell_m: float | None = None) -> tuple[list[Result], float]:
+def run_all(face_m2: float | None = None, cell_m: float | None = None, **overrides) -> tuple[list[Result], float]:
+    """Every case of :func:`cases`; returns the results and the CPU time [s] they took."""
     t0 = time.process_time()
-    res = [run(c, cell_m) for c in cases(face_m2)]
+    res = [run(c, cell_m, **overrides) for c in cases(face_m2)]
     return res, time.process_time() - t0
 
 
+def figure(res: list[Result], out: Path = HERE / "room_benchmark_contained_ci.png") -> Path:
+    """Per-rack capture index, paper (CFD) against twin, open aisle and side cover: one panel
+    per floor and supply."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by = {(r.case.floor, r.case.cover, r.case.supply_share): r for r in res}
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4), sharex=True, sharey=True)
+    racks = np.arange(1, N_RACKS + 1)
+    for ax, (floor, share) in zip(axes.ravel(), [(f, s) for f in FLOORS for s in (1.0, 0.5)], strict=True):
+        for cover, colour in (("open", "tab:red"), ("side", "tab:blue")):
+            r = by[(floor, cover, share)]
+            ax.plot(racks, r.case.ci_paper_pct, "o", color=colour, mfc="none", label=f"paper (CFD), {cover}")
+            ax.plot(racks, 100 * r.ci, "s-", color=colour, ms=4, lw=1, label=f"twin, {cover}")
+        ax.set_title(f"{floor} floor, {100 * share:.0f} % of the measured supply", fontsize=10)
+        ax.set_ylim(35, 101)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("rack")
+        ax.set_xticks(racks)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("capture index [%]")
+    axes[0, 0].legend(fontsize=8, loc="lower right")
+    fig.suptitle("SICS ICE Module 2 (Wibron et al., Energies 12 (2019) 1473, tables 5-6): "
+                 "share of each rack's intake air from the cooling units", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def _main() -> None:
+    import sys
     res, cpu = run_all()
+    if "--figure" in sys.argv:
+        print("wrote", figure(res))
     print(f"{len(res)} solves (buoyant field + 10 unit-heat solves each): {cpu:.1f} s CPU")
     print("| floor | cover | supply | CI paper, mean / min [%] | CI twin, mean / min [%] | CI error, MAE / bias [points] | "
           "implied inlet error, MAE / max [K] | rack inlet twin, mean / max [C] | RTI twin [%] | RCI_HI twin [%] |")
