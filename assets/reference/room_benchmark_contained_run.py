@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from twin.studies.room_benchmark import pod2_geometry
 from twin.thermal.buoyancy import buoyant_flow
 from twin.thermal.geometry import HallGeometry
 from twin.thermal.properties import AIR_DENSITY_KG_M3, AIR_VOLUMETRIC_HEAT_J_M3_K
@@ -83,6 +84,11 @@ class Case:
     supply_c: float
     ci_paper_pct: np.ndarray | None  # (10,) or None (cover "full": not in the paper)
 
+    @property
+    def unit_discharge_c(self) -> np.ndarray:
+        """(4,) every unit supplies at the measured 18.3 C (the POD 2 encoding's input)."""
+        return np.full(self.unit_airflow_m3_s.size, self.supply_c)
+
 
 def cases(face_m2: float | None = None) -> list[Case]:
     """Every floor x cover x supply (1.0, 0.5). Rack air: the paper's mass flow over the twin's
@@ -111,46 +117,28 @@ def cases(face_m2: float | None = None) -> list[Case]:
 
 
 def geometry(case: Case, cell_m: float | None = None, **overrides) -> HallGeometry:
-    """Module 2 on the twin's layered grid (room_benchmark_contained_layout.yaml). Hard floor:
-    the coolers blow wall jets from their outlets (twin.thermal.jets, as on POD 2); raised
-    floor: the coolers feed the plenum, which feeds the 14 tiles (1 % floor leakage, the least the twin
-    takes; the paper gives all the air to the tiles). Cover "side": an obstacle across the central aisle's open
-    end; "full": the twin's sealed containment of that aisle (hot aisle on the hard floor,
-    cold aisle on the raised floor), no leakage. ``overrides`` replace HallGeometry fields (for
-    sensitivity studies only)."""
+    """Module 2 on the twin's layered grid (room_benchmark_contained_layout.yaml), built by the
+    POD 2 encoding (:func:`twin.studies.room_benchmark.pod2_geometry`). Hard floor: the coolers
+    blow wall jets from their outlets (twin.thermal.jets, as on POD 2); raised floor: the
+    coolers feed the plenum, which feeds the 14 tiles (1 % floor leakage, the least the twin
+    takes; the paper gives all the air to the tiles). Cover "side": an obstacle across the
+    central aisle's open end; "full": the twin's sealed containment of that aisle (hot aisle on
+    the hard floor, cold aisle on the raised floor), no leakage. ``overrides`` replace
+    HallGeometry fields (for sensitivity studies only)."""
     lay = layout()
-    rk, room, grid = lay["racks"], lay["room"], lay["twin_grid"]
-    centre, intake = {}, {}
-    for row in rk[f"{case.floor}_floor_rows"]:
-        x = 0.5 * (row["x_from_m"] + row["x_to_m"])
-        d = 1.0 if row["intake"] == "+x" else -1.0
-        for k, r in enumerate(row["racks"]):
-            centre[r], intake[r] = (x, (k + 0.5) * rk["width_m"]), (d, 0.0)
-    ids = sorted(centre)
-    units = np.array([(0.5 * (u["x_from_m"] + u["x_to_m"]), 0.5 * (u["y_from_m"] + u["y_to_m"]))
-                      for u in lay["coolers"]])
-    kw = dict(width_m=room["width_m"], depth_m=room["depth_m"], height_m=room["height_m"],
-              rack_center_xy_m=np.array([centre[r] for r in ids]), rack_intake_dir=np.array([intake[r] for r in ids]),
-              rack_width_m=rk["width_m"], rack_depth_m=rk["depth_m"], rack_height_m=rk["height_m"],
-              cooling_xy_m=units, cooling_airflow_m3_s=case.unit_airflow_m3_s,
-              cooling_supply_temp_c=np.full(len(units), case.supply_c), cooling_capacity_w=np.full(len(units), 1e9),
-              cell_m=grid["cell_m"] if cell_m is None else cell_m, n_layers=grid["n_layers"],
-              plenum_spread_m=grid["plenum_spread_m"], floor_leakage_fraction=grid["floor_leakage_fraction"])
+    rk = lay["racks"]
+    pod = dict(room=lay["room"], coolers=lay["coolers"], cooler_outlet=lay["cooler_outlet"],
+               twin_grid=lay["twin_grid"], racks=dict(rk, rows=rk[f"{case.floor}_floor_rows"]))
+    if case.cover == "side":
+        pod["obstacles"] = [lay["side_cover"][f"{case.floor}_floor"]]
+    kw = {} if cell_m is None else {"cell_m": cell_m}
     if case.floor == "raised":
         t = lay["tiles"]
         kw["tile_xy_m"] = np.array([(x, y) for y in t["y_centres_m"] for x in t["x_centres_m"]])
-    else:
-        out = lay["cooler_outlet"]
-        kw.update(tile_xy_m=np.array([(x, y + s) for x, y in units for s in (-0.3, 0.3)]),
-                  cooling_outlet_z_m=np.tile([out["z_from_m"], out["z_to_m"]], (len(units), 1)),
-                  cooling_outlet_width_m=np.full(len(units), float(out["width_m"])),
-                  cooling_throw_dir=np.array([[1.0 if x < 0.5 * room["width_m"] else -1.0, 0.0] for x, _ in units]))
-    if case.cover == "side":
-        kw["obstacles_xyxy_m"] = np.array([lay["side_cover"][f"{case.floor}_floor"]], float)
-    elif case.cover == "full":
+    if case.cover == "full":
         kw.update(containment="hot_aisle" if case.floor == "hard" else "cold_aisle", containment_leakage_fraction=0.0)
     kw.update(overrides)
-    return HallGeometry(**kw)
+    return pod2_geometry(case, "wall_jet" if case.floor == "hard" else "floor", layout=pod, **kw)
 
 
 def capture_index(recirculation_k_per_w: np.ndarray, rack_airflow_m3_s: np.ndarray) -> np.ndarray:
