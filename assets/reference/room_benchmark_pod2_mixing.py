@@ -4,7 +4,8 @@ Prints, for the floor and wall-jet supplies and every rack-airflow option, the r
 strip error (mean absolute / bias, K) on October 2019 (ten configurations) and the held-out
 January 2018 pod with the constant eddy diffusivity (shipped) and with the vertical one
 damped by the gradient Richardson number (Munk & Anderson 1948; Pacanowski & Philander
-1981); then the inlet rise above supply split into the two-zone energy-balance bound and
+1981; Munk & Anderson with the shear at the top edge of the coolers' jets and the rack
+exhausts added, ``munk_anderson_jets``: Brown & Roshko 1974's mixing-layer growth); then the inlet rise above supply split into the two-zone energy-balance bound and
 the mixing excess over it, twin against pod, from light to heavy load.
 
 Nothing is fitted: the laws' constants are the sources', phi (fan curve) stays the value
@@ -31,7 +32,7 @@ from twin.studies.room_benchmark import (  # noqa: E402
 )
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K  # noqa: E402
 
-LAWS = ("constant", "munk_anderson", "pacanowski_philander")
+LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets")
 
 
 def mixing_excess_k(comparison, cases) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,6 +12,7 @@ from twin.thermal import rack_airflow_m3_s, row_hall
 from twin.thermal.buoyancy import buoyant_flow, buoyant_inlet_model
 from twin.thermal.mixing import (
     AIR_THERMAL_DIFFUSIVITY_M2_S,
+    jet_edge_shear_1_s,
     layered_face_richardson_number,
     munk_anderson_heat_fraction,
     pacanowski_philander_heat_fraction,
@@ -88,6 +89,91 @@ def test_two_layer_column_by_hand():
     assert room_face_diffusivity_m2_s(prob, np.full(4, 21.0))[2:].tolist() == [0.1, 0.1]
 
 
+def test_two_layer_column_with_jet_shear_by_hand():
+    # the column above with 0.6 1/s of sub-grid shear on its vertical faces: S^2 = 0.2^2 + 0.6^2
+    # = 0.4, Ri = 0.066452 / 0.4 = 0.16613, Gamma_z = 0.1 (1 + 3.33 x 0.16613)^-1.5 = 0.1 / 1.9357
+    # = 0.051660 m2/s (against 0.0059898 from the layer-mean shear alone)
+    prob, t = _column([20.5, 20.5, 23.5, 23.5], 0.15, 0.6)
+    extra = np.array([0.0, 0.0, 0.6, 0.6])
+    ri = layered_face_richardson_number(prob, t, extra)
+    assert ri[2:] == pytest.approx([0.16613, 0.16613], rel=1e-4)
+    assert vertical_eddy_diffusivity_m2_s(0.1, ri[2:]) == pytest.approx([0.051660, 0.051660], rel=1e-4)
+    # no sub-grid shear: the layer-mean law, bit for bit
+    assert np.array_equal(layered_face_richardson_number(prob, t, np.zeros(4)), layered_face_richardson_number(prob, t),
+                          equal_nan=True)
+
+
+def _jet_hall():
+    """row_hall(2, 6) (0.3 m cells, 3 m high, three 1 m layers; racks 0.6 m wide, 2 m high, so
+    they fill layers 0-1) whose two units blow 3 m3/s each from a 1 m x 1.7 m outlet (0.1-1.8 m)
+    across the room toward each other."""
+    from dataclasses import replace
+    g = row_hall(2, 6, cooling_per_wall=1, cooling_airflow_m3_s=3.0, cooling_supply_temp_c=18.0, n_layers=3)
+    direc = np.array([[1.0 if x < 0.5 * g.width_m else -1.0, 0.0] for x, _ in g.cooling_xy_m])
+    return replace(g, cooling_outlet_z_m=np.tile([0.1, 1.8], (g.n_cooling, 1)), cooling_outlet_width_m=np.ones(g.n_cooling),
+                   cooling_throw_dir=direc)
+
+
+def test_jet_edge_shear_by_hand():
+    # unit 0 at (1.0, 3.0) m, cell (3, 10), blowing +x along the middle aisle. Outlet velocity
+    # v_0 = 3 / 1.7 = 1.7647 m/s; the core reaches K sqrt(A_0) = 6.2 x 1.3038 = 8.08 m, so v = v_0
+    # wherever the jet runs. Two cells on (k = 2, x = 2.5 x 0.3 = 0.75 m) its top edge is at
+    # 1.8 + 0.75 tan 11 deg = 1.946 m, in layer 1, and its half-width 0.5 + 0.6 tan 11 deg = 0.617 m
+    # rounds to 2 cells: S = 1.7647 / (0.18 x 0.75) = 13.072 1/s on the faces above layer 1 at
+    # y cells 8-12. From k = 3 (x = 1.05 m) the edge is above 2 m, in the top layer: no face above.
+    # Rack exhaust at 0.5 m3/s through 0.6 m x 2 m: 0.41667 m/s, x = 0.15 m (half a cell):
+    # S = 0.41667 / (0.18 x 0.15) = 15.432 1/s, on the faces above layer 1 behind each rack.
+    g = _jet_hall()
+    prob = build_problem(g, 0.5)
+    s = jet_edge_shear_1_s(prob)
+    n, nx = prob.grid.nx * prob.grid.ny, prob.grid.nx
+    face_above = {int(i): f for f, (i, ax) in enumerate(zip(prob.room_face[0], prob.room_face[2], strict=True))
+                  if ax == 2}
+
+    def at(layer, ix, iy):
+        return s[face_above[int(prob.room_id[layer * n + iy * nx + ix])]]
+
+    assert at(1, 5, 10) == pytest.approx(1.7647 / (0.18 * 0.75), rel=1e-4)
+    assert [at(1, 5, iy) for iy in range(7, 14)] == pytest.approx([0, *[13.072] * 5, 0], rel=1e-4)
+    assert at(1, 3, 10) == pytest.approx(1.7647 / (0.18 * 0.15), rel=1e-4)  # at the outlet, k = 0
+    assert at(1, 6, 10) == 0.0 and at(0, 5, 10) == 0.0
+    for r in range(g.n_racks):
+        for c in prob.grid.exhaust_cells[r]:
+            k = int(prob.room_id[1 * n + c])
+            if k >= 0:
+                assert s[face_above[k]] >= 15.432 * (1 - 1e-4)  # the exhaust's, or a jet's if larger
+    assert np.all(s[prob.room_face[2] != 2] == 0)  # nothing on horizontal faces
+    lower = np.array([face_above[int(k)] for k in prob.room_id[:n] if k >= 0])
+    assert np.all(s[lower] == 0)  # nor above layer 0, below every edge
+    # half again the outlet flow, a jet half again as fast: half again the shear (all in the core)
+    s2 = jet_edge_shear_1_s(build_problem(replace_airflow(g, 4.5), 0.5))
+    assert s2[face_above[int(prob.room_id[n + 10 * nx + 5])]] == pytest.approx(1.5 * 13.072, rel=1e-4)
+
+
+def replace_airflow(g, airflow_m3_s):
+    from dataclasses import replace
+    return replace(g, cooling_airflow_m3_s=np.full(g.n_cooling, airflow_m3_s))
+
+
+def test_jet_shear_limits():
+    g = _jet_hall()
+    heat = np.full(g.n_racks, 5e3)
+    # no stratification (no heat: the room is at supply within 1e-11 K): Gamma_0 on every face
+    a = buoyant_flow(g, np.zeros_like(heat), 0.5, mixing="munk_anderson_jets")
+    d = room_face_diffusivity_m2_s(a.problem, a.temp_c, "munk_anderson_jets")
+    assert d == pytest.approx(np.full(d.size, g.eddy_diffusivity_m2_s), rel=1e-8)
+    # faces without a jet or exhaust edge keep the layer-mean law bit for bit; the jets' faces
+    # mix more (never less), up to Gamma_0
+    bf = buoyant_flow(g, heat, 0.5, mixing="munk_anderson")
+    prob, t = bf.problem, bf.temp_c
+    s = jet_edge_shear_1_s(prob)
+    d0 = room_face_diffusivity_m2_s(prob, t, "munk_anderson")
+    dj = room_face_diffusivity_m2_s(prob, t, "munk_anderson_jets")
+    assert np.array_equal(dj[s == 0], d0[s == 0])
+    assert np.all(dj >= d0) and np.all(dj <= g.eddy_diffusivity_m2_s)
+    assert np.any(dj[s > 0] > 2 * d0[s > 0])
+
+
 @pytest.fixture(scope="module")
 def hall():
     # 2 rows of 6 racks at 10 kW, 3 layers, QUICK (its diffusive part is linear in Gamma)
@@ -130,7 +216,7 @@ def test_no_stratification_changes_nothing(hall):
     assert b.problem.inlet_temp_c(b.temp_c, zero) == pytest.approx(g.cooling_supply_temp_c[0], abs=1e-9)
 
 
-@pytest.mark.parametrize("law", ["munk_anderson", "pacanowski_philander"])
+@pytest.mark.parametrize("law", ["munk_anderson", "pacanowski_philander", "munk_anderson_jets"])
 def test_damped_mixing_conserves_energy_and_converges(hall, law):
     g, heat, v = hall
     bf = buoyant_flow(g, heat, v, mixing=law)

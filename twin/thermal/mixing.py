@@ -26,6 +26,26 @@ On the layered grid (:func:`layered_face_richardson_number`):
   (the jets' momentum enters only where their air is delivered), so it is a lower bound on
   the true shear and Ri is an upper bound: the damping is, if anything, too strong.
 
+Shear the layer-mean flow does not carry (``law="munk_anderson_jets"``): a cooling unit's
+wall jet runs across its aisle at up to its outlet velocity V_0 / A_0 (m/s) under air that
+moves at a few cm/s, and its velocity falls to the room's across the thin mixing layer at its
+edge, not over a layer's depth dz. That layer's vorticity thickness grows as 0.18 x with
+the distance x from the outlet (Brown & Roshko 1974), so the shear at the jet's top edge is
+
+    S_jet = v(x) / (0.18 x),   v(x) the jet's centre-line velocity (ASHRAE laws, twin.thermal.jets),
+
+put on the vertical faces above the highest layer the jet fills, over the plan cells
+between its outlet and where it ends (:func:`jet_edge_shear_1_s`); likewise a rack's
+exhaust, v = V_r / (rack width x rack height), on the face above the rack's top layer
+behind its exhaust face. The two shears feed turbulence side by side, and shear
+production is Gamma S^2, so their squares add:
+
+    S^2 = S_mean^2 + S_jet^2
+
+(the same sum of squares as the two horizontal components in S). No jets: S = S_mean, the
+law above; no stratification: Ri = 0, Gamma_0. Floor tiles blow upward: their shear is
+horizontal (dw/dx), not in Ri, and is left out.
+
 References
 ----------
 Munk, W. H. & Anderson, E. R. (1948). Notes on a theory of the thermocline. Journal of
@@ -35,6 +55,9 @@ Pacanowski, R. C. & Philander, S. G. H. (1981). Parameterization of vertical mix
 numerical models of tropical oceans. J. Phys. Oceanogr. 11, 1443-1451.
 doi:10.1175/1520-0485(1981)011<1443:POVMIN>2.0.CO;2 (the same form, alpha = 5, n = 2;
 offered as ``law="pacanowski_philander"``).
+Brown, G. L. & Roshko, A. (1974). On density effects and large structure in turbulent
+mixing layers. J. Fluid Mech. 64, 775-816. doi:10.1017/S002211207400190X
+ASHRAE Handbook - Fundamentals, ch. 20 "Space Air Diffusion" (the jet laws).
 """
 
 from __future__ import annotations
@@ -49,6 +72,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AIR_THERMAL_DIFFUSIVITY_M2_S",
     "MIXING_LAWS",
+    "SHEAR_LAYER_GROWTH",
+    "jet_edge_shear_1_s",
     "layered_face_richardson_number",
     "munk_anderson_heat_fraction",
     "pacanowski_philander_heat_fraction",
@@ -69,7 +94,14 @@ MUNK_ANDERSON_HEAT_EXPONENT = 1.5
 PACANOWSKI_PHILANDER_ALPHA = 5.0
 PACANOWSKI_PHILANDER_N = 2.0
 
-MIXING_LAWS = ("constant", "munk_anderson", "pacanowski_philander")
+MIXING_LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets")
+_JETS = "_jets"  # a law's suffix: the jets' edge shear added to S
+
+SHEAR_LAYER_GROWTH = 0.18
+"""Growth of a single-stream plane mixing layer's vorticity thickness, d(delta_w)/dx [-]
+(Brown & Roshko 1974, J. Fluid Mech. 64, 775, doi:10.1017/S002211207400190X: 0.181 for
+one stream into still fluid); the largest shear across it is dU / delta_w."""
+_JETS = "_jets"
 
 
 def richardson_number(temp_gradient_k_m, shear_1_s, temp_mean_c):
@@ -136,6 +168,71 @@ _FRACTION = {"munk_anderson": munk_anderson_heat_fraction,
              "pacanowski_philander": pacanowski_philander_heat_fraction}
 
 
+def jet_edge_shear_1_s(prob: HallProblem) -> np.ndarray:
+    """Shear at the top edge of the hall's jets on every room face [1/s] (0 elsewhere):
+    S_jet = v(x) / (0.18 x) on the vertical face above a jet's top layer, v the jet's
+    velocity at distance x from its source and 0.18 x the vorticity thickness of the
+    mixing layer at its edge (:data:`SHEAR_LAYER_GROWTH`), x = (k + 1/2) h for the k-th
+    cell from the source; where two edges meet on a face, the larger shear.
+
+    - a unit's wall jet: v = :func:`twin.thermal.jets.jet_centreline_velocity_m_s`, over
+      the plan cells it covers from its outlet to where it ends (half-width w_0 / 2 + x tan
+      11 deg across its axis, as :func:`twin.thermal.jets.wall_jet_cells` marches it), on
+      the face above the layer that holds its top edge z_1 + x tan 11 deg (none once the
+      edge reaches the ceiling);
+    - a rack's exhaust: v = V_r / (rack width x rack height), over the cells behind its
+      exhaust face (k = 0), on the face above the highest layer the rack fills.
+    """
+    from .jets import JET_SPREAD_HALF_ANGLE_DEG, hall_wall_jets, jet_centreline_velocity_m_s
+
+    g, grid = prob.geometry, prob.grid
+    n, h = grid.nx * grid.ny, grid.cell_m
+    nz = int(g.n_layers)
+    dz = g.height_m / nz
+    ri, rj, fax, _ = prob.room_face
+    face_above = np.full(prob.n_room, -1)  # vertical face above each room cell
+    vert = np.flatnonzero(fax == 2)
+    face_above[ri[vert]] = vert
+    s2 = np.zeros(ri.size)
+
+    def add(layer, plan, shear):  # shear on the face above (layer, plan cell); the larger where two meet
+        layer = np.broadcast_to(layer, np.shape(plan))
+        k = np.where(layer + 1 < nz, prob.room_id[np.minimum(layer, nz - 2) * n + plan], -1)
+        ok = k >= 0
+        f = face_above[k[ok]]
+        np.maximum.at(s2, f[f >= 0], (np.asarray(shear, float)[ok][f >= 0]) ** 2)
+
+    v_c = np.asarray(prob.cooling_airflow_m3_s, float)
+    if g.cooling_outlet_z_m is not None:
+        z = np.asarray(g.cooling_outlet_z_m, float).reshape(-1, 2)
+        yy, xx = np.divmod(np.arange(n), grid.nx)
+        tan_a = np.tan(np.radians(JET_SPREAD_HALF_ANGLE_DEG))
+        throw = np.asarray(g.cooling_throw_dir, dtype=np.float64).reshape(-1, 2)
+        widths = np.asarray(g.cooling_outlet_width_m, dtype=np.float64).reshape(-1)
+        for c, jet in enumerate(hall_wall_jets(g, grid.nx, grid.ny, prob.room_id >= 0, v_c)):
+            if jet is None:
+                continue
+            d = throw[c]
+            axis = (np.sign(d[0]), 0.0) if abs(d[0]) >= abs(d[1]) else (0.0, np.sign(d[1]))
+            o = np.minimum(np.maximum(np.asarray(g.cooling_xy_m[c], float) // h, 0), [grid.nx - 1, grid.ny - 1])
+            along = (xx - o[0]) * axis[0] + (yy - o[1]) * axis[1]  # stations from the outlet's cell
+            across = (xx - o[0]) * axis[1] + (yy - o[1]) * axis[0]
+            x = (along + 0.5) * h
+            width = float(widths[c])
+            z_top = z[c, 1] + x * tan_a  # the jet's top edge [m]
+            half = np.floor((0.5 * width + along * h * tan_a) / h + 0.5 - 1e-9)  # cells across, as the march
+            on = (along >= 0) & (along * h <= jet.reach_m + 1e-9) & (np.abs(across) <= half) & (z_top < g.height_m)
+            v = jet_centreline_velocity_m_s(x[on], v_c[c], width * (z[c, 1] - z[c, 0]))
+            layer = np.floor(z_top[on] / dz).astype(int)  # the layer holding the top edge
+            add(layer, np.flatnonzero(on), v / (SHEAR_LAYER_GROWTH * x[on]))
+    top_rack = int(np.flatnonzero((np.arange(nz) == 0) | ((np.arange(nz) + 0.5) * dz < g.rack_height_m)).max())
+    v_r = np.asarray(prob.rack_airflow_m3_s, float) / (g.rack_width_m * g.rack_height_m)
+    for r, cells in enumerate(grid.exhaust_cells):
+        cells = np.asarray(cells)
+        add(top_rack, cells, np.full(cells.size, v_r[r] / (SHEAR_LAYER_GROWTH * 0.5 * h)))
+    return np.sqrt(s2)
+
+
 def vertical_eddy_diffusivity_m2_s(neutral_diffusivity_m2_s, richardson, law: str = "munk_anderson"):
     """Vertical eddy diffusivity of heat under stratification [m2/s].
 
@@ -148,16 +245,19 @@ def vertical_eddy_diffusivity_m2_s(neutral_diffusivity_m2_s, richardson, law: st
     ri = np.asarray(richardson, float)
     if law == "constant":
         return np.broadcast_to(g0, np.broadcast_shapes(g0.shape, ri.shape)).astype(float)
+    law = law.removesuffix(_JETS)
     if law not in _FRACTION:
         raise ValueError(f"mixing law must be one of {MIXING_LAWS}, got {law!r}")
     return np.maximum(g0 * _FRACTION[law](ri), AIR_THERMAL_DIFFUSIVITY_M2_S)
 
 
-def layered_face_richardson_number(prob: HallProblem, temp_c) -> np.ndarray:
+def layered_face_richardson_number(prob: HallProblem, temp_c, extra_shear_1_s=None) -> np.ndarray:
     """Gradient Richardson number on every room face of a layered hall [-] (NaN on the
     horizontal faces), from the solved temperatures ``temp_c`` and the problem's face
     fluxes (module docstring: dT/dz and the shear of the layer-mean flow; beta from the
-    mean room temperature)."""
+    mean room temperature). ``extra_shear_1_s`` (one per room face, optional): shear the
+    layer-mean flow does not carry, e.g. :func:`jet_edge_shear_1_s`, added as
+    S^2 = S_mean^2 + S_extra^2."""
     g = prob.geometry
     h = prob.grid.cell_m
     dz = g.height_m / int(g.n_layers)
@@ -173,6 +273,8 @@ def layered_face_richardson_number(prob: HallProblem, temp_c) -> np.ndarray:
     vert = fax == 2
     i, j = ri[vert], rj[vert]  # j is the cell above i
     shear = np.hypot(u[0, j] - u[0, i], u[1, j] - u[1, i]) / dz
+    if extra_shear_1_s is not None:  # sub-grid shear: the productions add, S^2 = S_mean^2 + S_jet^2
+        shear = np.hypot(shear, np.asarray(extra_shear_1_s, float)[vert])
     out[vert] = richardson_number((t[j] - t[i]) / dz, shear, float(t.mean()))
     return out
 
@@ -180,9 +282,12 @@ def layered_face_richardson_number(prob: HallProblem, temp_c) -> np.ndarray:
 def room_face_diffusivity_m2_s(prob: HallProblem, temp_c, law: str = "munk_anderson") -> np.ndarray:
     """Eddy diffusivity on every room face [m2/s]: the hall's Gamma_0 on horizontal faces,
     :func:`vertical_eddy_diffusivity_m2_s` of :func:`layered_face_richardson_number` on
-    vertical ones (for ``build_problem(room_face_diffusivity_m2_s=...)``)."""
+    vertical ones (for ``build_problem(room_face_diffusivity_m2_s=...)``). A law ending in
+    ``"_jets"`` takes Ri with the jets' edge shear added (:func:`jet_edge_shear_1_s`,
+    S^2 = S_mean^2 + S_jet^2)."""
     g0 = float(prob.geometry.eddy_diffusivity_m2_s)
-    ri = layered_face_richardson_number(prob, temp_c)
+    shear = jet_edge_shear_1_s(prob) if law.endswith(_JETS) else None
+    ri = layered_face_richardson_number(prob, temp_c, shear)
     out = np.full(ri.size, g0)
     vert = prob.room_face[2] == 2
     out[vert] = vertical_eddy_diffusivity_m2_s(g0, ri[vert], law)
