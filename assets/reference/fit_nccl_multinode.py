@@ -9,7 +9,9 @@ NVLSTree gain over it ``NVLS_TREE_NET_GAIN`` and the pipeline fill ``NET_FILL_S0
 Each row is computed with its cluster's ``nvls_tree_tuner_fraction`` (which algorithm NCCL's
 tuner runs; an input per system, see the CSV header).  The printed values are what the
 module holds; the held-out rows of both tables (nccl_multinode_h100_10node.csv too) are
-reported with them.
+reported with them.  Last, every ring curve is written as ``t = a + F S / B`` (a straight
+line through the measured times): the fixed cost ``a`` measured, the twin's and NCCL's
+own model latency side by side (docs/validation.md, "where the misses come from").
 """
 
 from __future__ import annotations
@@ -37,6 +39,56 @@ def predict_gb_s(r: dict) -> float:
     return float(coll.collective_bandwidths_gb_s(
         r.get("op", "allreduce"), float(r["bytes"]), int(r["nodes"]), 8,
         nvls_tree_tuner_fraction=float(r["nvls_tree_tuner_fraction"]))["busbw_gb_s"])
+
+
+#: Ring curves of the reference tables, over the sizes where the tuner runs Ring/Simple:
+#: (cluster, nodes, collective, run, smallest size [B]).  B's all-reduce switches to Ring at
+#: 256 MiB on 4 nodes and at 1 GiB on 8; C's at 4 GiB; C's all-gather and reduce-scatter are
+#: rings at every size (from 256 MiB: below it the measured curve is flat, another regime).
+RING_CURVES = (("B", 4, "allreduce", "1", 2**28), ("B", 8, "allreduce", "1", 2**30),
+               ("C", 10, "all_gather", "1", 2.5e8), ("C", 10, "all_gather", "2", 2.5e8),
+               ("C", 10, "reduce_scatter", "1", 2.5e8), ("C", 10, "allreduce", "1", 2**32),
+               ("C", 10, "allreduce", "2", 2**32))
+
+
+def ring_fixed_costs() -> list[dict]:
+    """Each ring curve as ``t = a + F S / B``: the fixed cost ``a`` [s] and asymptote ``B``
+    [GB/s] of a straight-line fit of the measured times, of the twin's times at the same
+    sizes, and NCCL's own model latency (``coll.nccl_ring_latency_us``)."""
+    out = []
+    for cl, nodes, op, run, lo in RING_CURVES:
+        sel = [r for name in TABLES for r in rows(name)
+               if r["cluster"] == cl and int(r["nodes"]) == nodes and r.get("op", "allreduce") == op
+               and r.get("run", "1") == run and r["role"] != "tuned" and int(r["bytes"]) >= lo]
+        s = np.array([float(r["bytes"]) for r in sel])
+        n = 8 * nodes
+        f = float(coll.bus_factor(op, n))
+        twin = np.array([predict_gb_s(r) for r in sel])
+        row = dict(cluster=cl, nodes=nodes, op=op, run=run, n=len(sel), ranks=n,
+                   steps=2 * (n - 1) if op == "allreduce" else n - 1,
+                   nccl_model_s=coll.nccl_ring_latency_us(op, n, nodes) * 1e-6)
+        for key, bw in (("meas", np.array([float(r["busbw_gb_s"]) for r in sel])), ("twin", twin)):
+            inv_b, a = np.polyfit(f * s, f * s / (bw * 1e9), 1)
+            row[f"{key}_a_s"], row[f"{key}_b_gb_s"] = float(a), float(1.0 / inv_b / 1e9)
+        out.append(row)
+    return out
+
+
+def print_ring_fixed_costs() -> None:
+    """The table of docs/validation.md, and a per-step cost shared by the two clusters with
+    a constant per collective for each (least squares on the measured fixed costs)."""
+    rc = ring_fixed_costs()
+    print("ring curve                     steps  measured a [ms] / B [GB/s]   twin a / B"
+          "          NCCL model [ms]")
+    for r in rc:
+        print(f"{r['cluster']}{r['nodes']:<3d}{r['op']:15s} run {r['run']}  {r['steps']:5d}"
+              f"  {1e3 * r['meas_a_s']:6.3f} / {r['meas_b_gb_s']:5.1f}"
+              f"             {1e3 * r['twin_a_s']:6.3f} / {r['twin_b_gb_s']:5.1f}"
+              f"     {1e3 * r['nccl_model_s']:6.3f}")
+    m = np.array([[r["cluster"] == "B", r["cluster"] == "C", r["steps"]] for r in rc], float)
+    (c_b, c_c, per_step), *_ = np.linalg.lstsq(m, [r["meas_a_s"] for r in rc], rcond=None)
+    print(f"a = c_cluster + steps x {1e6 * per_step:.2f} us: c_B {1e3 * c_b:.3f} ms, "
+          f"c_C {1e3 * c_c:.3f} ms")
 
 
 def _set(x) -> None:
@@ -83,6 +135,7 @@ def main() -> None:
               f"worst {100 * np.abs(e).max():.1f} %")
     coll.TRANSPORTS["ib_rdma"], coll.NVLS_TREE_NET_GAIN, coll.NET_FILL_S0_BYTES = keep
     coll.A2A_FILL_S0_BYTES = keep_a2a
+    print_ring_fixed_costs()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ from tests.compute.test_moe_fsdp import _estimate, _rows  # noqa: E402
 from tests.compute.test_step import _a100_errors, _dgxc_error, _dgxc_rows  # noqa: E402
 from twin.compute.collectives import collective_bandwidths_gb_s  # noqa: E402
 
+sys.path.insert(0, str(HERE))
+from fit_nccl_multinode import ring_fixed_costs  # noqa: E402
+
 
 def nccl_plot(path: Path) -> None:
     def table(name):
@@ -33,7 +36,8 @@ def nccl_plot(path: Path) -> None:
                     if r["role"] != "tuned"]
 
     ab, c = table("nccl_allreduce_multinode_h100.csv"), table("nccl_multinode_h100_10node.csv")
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.8))
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(17.5, 4.8),
+                                     gridspec_kw={"width_ratios": [1, 1, 0.75]})
     colors = {2: "tab:blue", 4: "tab:orange", 8: "tab:green", 10: "tab:red"}
     s = np.logspace(24, 34, 81, base=2)
     # all-reduce: clusters A (tuner keeps NVLSTree) and B (switches to Ring), C on 10 nodes
@@ -65,6 +69,27 @@ def nccl_plot(path: Path) -> None:
         bx.plot(s, collective_bandwidths_gb_s(op, s, 10, 8)["busbw_gb_s"], color=col, lw=1.3,
                 label=f"twin, {op}")
     bx.set_title("10 nodes x 8 H100 (cluster C, NCCL 2.29.2, defaults)", fontsize=9)
+    # where the misses come from: each ring curve as t = a + F S / B, its fixed cost a
+    rc = ring_fixed_costs()
+    steps = np.array([r["steps"] for r in rc], float)
+    for key, mk, col, lab in (("meas_a_s", "o", None, "measured"), ("twin_a_s", "x", "black",
+                                                                    "twin"),
+                              ("nccl_model_s", "+", "tab:gray", "NCCL's model (tuning.cc)")):
+        for cl, ccol in (("B", "tab:green"), ("C", "tab:red")):
+            sel = [i for i, r in enumerate(rc) if r["cluster"] == cl]
+            cx.scatter(steps[sel], [1e3 * rc[i][key] for i in sel], marker=mk, s=30,
+                       color=col or ccol, label=f"{lab}, cluster {cl}" if col is None
+                       else (lab if cl == "B" else None))
+    m = np.array([[r["cluster"] == "B", r["cluster"] == "C", r["steps"]] for r in rc], float)
+    (c_b, c_c, dt), *_ = np.linalg.lstsq(m, [r["meas_a_s"] for r in rc], rcond=None)
+    xs = np.array([50.0, 170.0])
+    for c0, col, cl in ((c_b, "tab:green", "B"), (c_c, "tab:red", "C")):
+        cx.plot(xs, 1e3 * (c0 + dt * xs), color=col, lw=0.9, ls="--",
+                label=f"{1e3 * c0:.2f} ms + {1e6 * dt:.1f} us/step ({cl})")
+    cx.set_xlabel("ring steps (2(n-1) all-reduce, n-1 all-gather / reduce-scatter)")
+    cx.set_ylabel("fixed cost a [ms] of t = a + F S / B")
+    cx.set_title("Rings: fixed cost per collective (B 4, 8 nodes; C 10 nodes)", fontsize=9)
+    cx.legend(fontsize=6.5)
     for a in (ax, bx):
         a.axvline(64 * 2**20, color="grey", lw=0.8, ls=":")
         a.set_xscale("log", base=2)

@@ -16,9 +16,11 @@ import pytest
 
 from twin.compute.collectives import (
     NVLS_TREE_TUNER_FRACTION,
+    bus_factor,
     collective_algorithm,
     collective_bandwidths_gb_s,
     collective_time_s,
+    nccl_ring_latency_us,
     nccl_tuner_prefers_ring,
 )
 
@@ -50,23 +52,24 @@ def test_ten_node_cluster_all_four_collectives():
     assert {op for op, _ in err} == {"allreduce", "all_gather", "reduce_scatter", "all_to_all"}
     assert len(err) == 36
     over = {k for k, v in err.items() if abs(v) > 0.10}
-    # Named misses (docs/validation.md):
-    # - all-reduce 64 and 128 MiB: the NVLSTree ramp of this run; the repeat run measures
-    #   176 and 203 GB/s where run 1 has 141 and 212 (25 % apart at 64 MiB), and the twin's
-    #   183 / 244 sits between and above;
-    # - all-gather / reduce-scatter 64-512 MiB: an 80-rank ring carries 0.6-0.9 ms of
-    #   fixed cost where the twin has ~0.5 ms, and at 256 MiB both runs measure less than
-    #   at 128 MiB (NCCL's channel/chunk choice at that size, not modelled);
-    # - all-to-all 64 MiB (-12 %): this curve's own fill is 16.5 MB, the twin keeps 30.4 MB
+    # Named misses, each at its measured error (docs/validation.md, "where the misses come
+    # from"; test_ring_fixed_cost_is_a_constant_per_cluster):
+    # - all-gather / reduce-scatter 256-512 MiB, reduce-scatter 64-128 MiB: C's rings carry
+    #   0.70-0.78 ms of fixed cost (both runs), about 0.37 ms more per collective than
+    #   cluster B's rings at the same per-step cost; the twin has 0.53 ms, fitted on B;
+    # - all-reduce 64 and 128 MiB (NVLSTree): the same cluster is slower at mid sizes; its
+    #   two runs differ by 25 % at 64 MiB (141 and 176 GB/s, the twin 183);
+    # - all-to-all 64 MiB: this curve's own fill is 16.5 MB, the twin keeps 30.4 MB
     #   (A2A_FILL_S0_BYTES: the measured value would put the Grok-1 MoE step times above
     #   the 3 % goal).
-    known = {("allreduce", 2**26), ("allreduce", 2**27),
-             ("all_gather", 268435200), ("all_gather", 536870400),
-             ("reduce_scatter", 67107840), ("reduce_scatter", 134216960),
-             ("reduce_scatter", 268435200), ("reduce_scatter", 536870400),
-             ("all_to_all", 67107840)}
-    assert over <= known, over - known
-    assert len(over) == 9  # 27 of 36 rows within 10 %
+    known = {("allreduce", 2**26): 0.295, ("allreduce", 2**27): 0.150,
+             ("all_gather", 268435200): 0.331, ("all_gather", 536870400): 0.140,
+             ("reduce_scatter", 67107840): 0.221, ("reduce_scatter", 134216960): 0.143,
+             ("reduce_scatter", 268435200): 0.372, ("reduce_scatter", 536870400): 0.162,
+             ("all_to_all", 67107840): -0.124}
+    assert over == set(known), over ^ set(known)  # 27 of 36 rows within 10 %
+    for k, v in known.items():
+        assert err[k] == pytest.approx(v, abs=0.01), k
     # from 1 GiB every collective is within 8 %, the all-to-all within 10 % from 128 MiB
     assert all(abs(v) < 0.08 for (op, s), v in err.items() if s >= 1e9), err
     assert all(abs(v) < 0.10 for (op, s), v in err.items() if op == "all_to_all" and s > 1e8)
@@ -74,6 +77,55 @@ def test_ten_node_cluster_all_four_collectives():
     # of which (n-1)/n), all-to-all at one NIC's point-to-point rate
     for op in ("all_gather", "reduce_scatter", "allreduce"):
         assert err[(op, max(s for o, s in err if o == op))] == pytest.approx(0.0, abs=0.04)
+
+
+def test_ring_fixed_cost_is_a_constant_per_cluster():
+    # Every measured ring curve, over the sizes where it runs Ring/Simple, is a straight line
+    # t = a + F S / B.  The asymptotes agree across clusters (the twin's ring: 8 x 400 Gb/s x
+    # 0.827 = 331 GB/s); the fixed costs do not follow the ring's length: C's all-gather (79
+    # steps: 70 NVLink, 9 network) lies between B's 4-node (62 steps: 56, 6) and 8-node
+    # (126: 112, 14) all-reduce rings in both counts, yet costs more than either.  No law in
+    # steps or ranks fitted on B predicts C: the difference is a constant per collective.
+    ab = _table("nccl_allreduce_multinode_h100.csv")
+    c = _table("nccl_multinode_h100_10node.csv")
+    curves = {("B", 4, "allreduce", "1"): 2**28, ("B", 8, "allreduce", "1"): 2**30,
+              ("C", 10, "all_gather", "1"): 2.5e8, ("C", 10, "all_gather", "2"): 2.5e8,
+              ("C", 10, "reduce_scatter", "1"): 2.5e8, ("C", 10, "allreduce", "1"): 2**32,
+              ("C", 10, "allreduce", "2"): 2**32}
+    fit = {}
+    for (cl, nodes, op, run), lo in curves.items():
+        sel = [r for r in ab + c if r["cluster"] == cl and int(r["nodes"]) == nodes
+               and r.get("op", "allreduce") == op and r.get("run", "1") == run
+               and r["role"] != "tuned" and int(r["bytes"]) >= lo]
+        s = np.array([float(r["bytes"]) for r in sel])
+        f = float(bus_factor(op, 8 * nodes))
+        t = f * s / (np.array([float(r["busbw_gb_s"]) for r in sel]) * 1e9)
+        inv_b, a = np.polyfit(f * s, t, 1)
+        # a line: within 0.4 ms or 1 % of the time
+        assert (np.abs(t - (a + inv_b * f * s)) < np.maximum(0.4e-3, 0.01 * t)).all()
+        steps = 2 * (8 * nodes - 1) if op == "allreduce" else 8 * nodes - 1
+        fit[(cl, nodes, op, run)] = (a, 1.0 / inv_b / 1e9, steps)
+    ring_gb_s = float(collective_bandwidths_gb_s("all_gather", 2**40, 10, 8)["busbw_gb_s"])
+    for _a, b, _ in fit.values():
+        assert 322.0 < b < 330.0 and b == pytest.approx(ring_gb_s, rel=0.03)
+    a_b4, a_b8 = fit[("B", 4, "allreduce", "1")][0], fit[("B", 8, "allreduce", "1")][0]
+    for run in ("1", "2"):  # reproducible: 0.775 and 0.779 ms
+        assert fit[("C", 10, "all_gather", run)][0] == pytest.approx(0.777e-3, abs=0.01e-3)
+        assert fit[("C", 10, "all_gather", run)][0] > a_b8 > a_b4
+    # a = c_cluster + steps x dt: one per-step cost for both clusters, close to NCCL's
+    # NVLink step (3.4 us, src/graph/tuning.cc), and C's constant 0.37 ms above B's
+    m = np.array([[k[0] == "B", k[0] == "C", v[2]] for k, v in fit.items()], float)
+    (c_b, c_c, dt), *_ = np.linalg.lstsq(m, [v[0] for v in fit.values()], rcond=None)
+    assert 2.5e-6 < dt < 3.5e-6 and c_c - c_b == pytest.approx(0.37e-3, abs=0.03e-3)
+    # what the twin and NCCL's own model give the 80-rank all-gather ring (fixed part)
+    s = np.array([2**28, 2**30, 2**32, 2**34], float)
+    f = float(bus_factor("all_gather", 80))
+    inv_b, a_twin = np.polyfit(f * s, collective_time_s("all_gather", s, 10, 8), 1)
+    assert a_twin == pytest.approx(0.525e-3, abs=0.02e-3)
+    # by hand: 8.4 + 70 x 3.4 + 9 x 14 = 372.4 us; 1.4 (8.4 + 140 x 3.4 + 18 x 14) = 1030.96
+    assert nccl_ring_latency_us("all_gather", 80, 10) == pytest.approx(372.4)
+    assert nccl_ring_latency_us("allreduce", 80, 10) == pytest.approx(1030.96)
+    assert nccl_ring_latency_us("allreduce", 8, 1) == pytest.approx(8.4 + 14 * 3.4)
 
 
 def test_tuner_switch_from_nvls_tree_to_ring_explains_the_dips():
@@ -134,9 +186,15 @@ def test_roce_cluster_allreduce():
                                         transport="roce", nvls=r["nvls"] == "1")["busbw_gb_s"]
         err[(int(r["nodes"]), r["nvls"])] = float(bw) / float(r["busbw_gb_s"]) - 1
     # named miss: 2 nodes with NVLS, 430 GB/s measured where the twin keeps the NVSwitch
-    # limit (479); the NDR clusters A and B (NCCL 2.26) reach 466-469 on 2 nodes
-    assert {k for k, v in err.items() if abs(v) > 0.10} <= {(2, "1")}
-    assert err[(2, "1")] == pytest.approx(0.115, abs=0.02)
+    # limit (479); the NDR clusters A and B (NCCL 2.26) reach 466-469 on 2 nodes.  The
+    # issue reports the same 430 on ONE node ("on single nodes or 2 nodes ... from 330GB to
+    # 430GB"): the shortfall is inside the node (NVLS with NCCL 2.19.3 on that system), not
+    # the RoCE network; the twin's single-node NVLS (fitted on DGX H100, newer NCCL) is as
+    # far above it
+    assert {k for k, v in err.items() if abs(v) > 0.10} == {(2, "1")}
+    assert err[(2, "1")] == pytest.approx(0.115, abs=0.01)
+    one = float(collective_bandwidths_gb_s("allreduce", 2**33, 1, 8)["busbw_gb_s"])
+    assert one / 430.0 - 1 == pytest.approx(err[(2, "1")], abs=0.01)
     # 4 nodes: NVLS on or off, the same 320 GB/s (the tuner runs Ring at these sizes)
     assert abs(err[(4, "1")]) < 0.03 and err[(4, "1")] == pytest.approx(err[(4, "0")])
 

@@ -304,6 +304,24 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
     return names, times
 
 
+def nccl_ring_latency_us(op: str, n_ranks: int, n_nodes: int) -> float:
+    """Latency [us] NCCL's tuning model gives a Ring/Simple collective across nodes.
+
+    src/graph/tuning.cc (NCCL 2.29.2 and 2.30, default tuner constants, Intel host):
+    ``lat = 8.4 + (nsteps - n_inter) 3.4 + n_inter 14`` with ``nsteps = 2(n-1)`` and
+    ``n_inter = 2(N-1)`` for an all-reduce, ``n-1`` and ``N-1`` for reduce-scatter and
+    all-gather; a multi-node all-reduce takes 1.4 times that ("plateau effect of ring",
+    ``ncclTopoGetAlgoTime``).  n_ranks, n_nodes [-].
+    """
+    bus_factor(op, n_ranks)  # validates op
+    ar = op == "allreduce"
+    nsteps = 2 * (n_ranks - 1) if ar else n_ranks - 1
+    inter = (2 * (n_nodes - 1) if ar else n_nodes - 1) if n_nodes > 1 else 0
+    lat = TUNER_RING_BASE_US + (nsteps - inter) * TUNER_RING_INTRA_STEP_US \
+        + inter * TUNER_RING_NET_STEP_US
+    return TUNER_RING_PLATEAU * lat if ar and n_nodes > 1 else lat
+
+
 def nccl_tuner_prefers_ring(message_bytes, n_nodes: int, n_ranks: int, net_gb_s: float,
                             nvls_tree_tuner_fraction: float | None = None) -> np.ndarray:
     """Whether NCCL's tuner runs a multi-node all-reduce as Ring rather than NVLSTree.
@@ -329,9 +347,7 @@ def nccl_tuner_prefers_ring(message_bytes, n_nodes: int, n_ranks: int, net_gb_s:
     if n_nodes <= 2 or frac >= 1.0:
         return np.zeros(s.shape, dtype=bool)
     nsteps = 2 * (n_ranks - 1)
-    inter = 2 * (n_nodes - 1)
-    lat_ring = TUNER_RING_PLATEAU * (TUNER_RING_BASE_US + (nsteps - inter)
-                                     * TUNER_RING_INTRA_STEP_US + inter * TUNER_RING_NET_STEP_US)
+    lat_ring = nccl_ring_latency_us("allreduce", n_ranks, n_nodes)
     lat_tree = TUNER_NVLS_TREE_BASE_US + 2.0 * math.floor(math.log2(n_nodes)) \
         * TUNER_NVLS_TREE_NET_STEP_US
     alg = net_gb_s * n_ranks / nsteps  # ring's algorithm bandwidth in NCCL's model [GB/s]
