@@ -69,6 +69,7 @@ def test_room_air_into_the_plenum_is_refused(monkeypatch):
     n_plan = build_problem(g, v).plenum_pressure.size
     monkeypatch.setattr(solver_mod, "factorised", lambda a, spec=None, memo=True: (
         Flipped(real(a, spec, memo=memo)) if a.shape[0] == n_plan and spec is None else real(a, spec, memo=memo)))
+    monkeypatch.setattr(solver_mod, "_FIXED_MEMO", type(solver_mod._FIXED_MEMO)())  # nothing kept
     with pytest.raises(AssertionError, match="plenum"):
         build_problem(g, v)
 
@@ -108,13 +109,14 @@ def test_little_supernode_relaxation_moves_the_model_by_round_off_only(monkeypat
     both, so a real difference (a wrong factor) would show orders of magnitude above it."""
     g, v = next(_halls())[1:]
     heat = np.linspace(6e3, 14e3, g.n_racks)
-    for memo in (solver_mod._LU_MEMO, solver_mod._ROOM_MEMO):
+    for memo in (solver_mod._LU_MEMO, solver_mod._ROOM_MEMO, solver_mod._FIXED_MEMO):
         memo.clear()
     fast = _model_arrays(g, heat, v)
     with monkeypatch.context() as mp:
         mp.setattr(solver_mod, "SUPERNODE_RELAX", None)          # SuperLU's default
         mp.setattr(solver_mod, "_LU_MEMO", type(solver_mod._LU_MEMO)())
         mp.setattr(solver_mod, "_ROOM_MEMO", type(solver_mod._ROOM_MEMO)())
+        mp.setattr(solver_mod, "_FIXED_MEMO", type(solver_mod._FIXED_MEMO)())
         ref = _model_arrays(g, heat, v)
     for name, r in ref.items():
         scale = max(float(np.abs(r).max()), 1e-300)

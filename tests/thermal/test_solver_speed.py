@@ -51,6 +51,7 @@ def _direct_solves(mp):
     """Within ``mp``: every solve direct, and no layout operator kept from earlier calls."""
     mp.setattr(solver_mod, "factorised", lambda a, permc_spec=None, memo=True: _Direct(a, permc_spec))
     mp.setattr(solver_mod, "_ROOM_MEMO", type(solver_mod._ROOM_MEMO)())
+    mp.setattr(solver_mod, "_FIXED_MEMO", type(solver_mod._FIXED_MEMO)())
 
 
 def _reference_model(monkeypatch, g, heat, v):

@@ -397,6 +397,157 @@ class HallProblem:
         return np.concatenate([t_r, t_p, t_n])
 
 
+#: the airflow-independent-of-the-room-flux part of :func:`build_problem` (everything but the
+#: room's potential solve with its extra fluxes and the room's advection-diffusion terms),
+#: kept per process by a digest of the geometry, rack airflow and running units: the Picard
+#: passes of a buoyant flow (:func:`twin.thermal.buoyancy.buoyant_flow`) build the same hall
+#: at the same airflow again with other room fluxes only (the last few are kept)
+FIXED_MEMO_SIZE = 4
+_FIXED_MEMO: OrderedDict[bytes, _FixedPart] = OrderedDict()
+
+
+@dataclass(frozen=True, eq=False)
+class _FixedPart:
+    """What :func:`build_problem` assembles from the layout, the rack airflow and the running
+    units alone (see :data:`FIXED_MEMO_SIZE`); read-only, copied into each problem."""
+
+    grid: HallGrid
+    nz: int
+    room_id: np.ndarray
+    n_room: int
+    n_unknowns: int
+    v_c: np.ndarray
+    duct_c: np.ndarray
+    p: np.ndarray
+    q_floor: np.ndarray
+    plenum_source: np.ndarray
+    s_enc: np.ndarray
+    room_share: np.ndarray
+    s_room: np.ndarray
+    pins: np.ndarray             # the room cell pinned to potential 0 in each connected region
+    face: tuple                  # (fi, fj, fax, ri, rj, w_face) of the room
+    potential_lu: spla.SuperLU
+    plenum_face: tuple
+    heat_r: np.ndarray           # triplets of the heat operator after the room's own faces
+    heat_c: np.ndarray
+    heat_v: np.ndarray
+    E: sp.csr_matrix
+    B: sp.csr_matrix
+    W: sp.csr_matrix
+    M: sp.csr_matrix
+
+
+@dataclass(frozen=True, eq=False)
+class _RackCells:
+    """Per layout: the cells in front of every rack's intake and exhaust (the rack layers of
+    the 3-D room), the enclosed zones and the plan cells that feed each zone."""
+
+    cin: list                    # per rack: flat 3-D cells in front of the intake
+    cout: list                   # per rack: ... of the exhaust
+    n_in: np.ndarray             # (R,) len(cin[r])
+    n_out: np.ndarray            # (R,) len(cout[r])
+    k_room: np.ndarray           # room unknowns of every rack's cin, concatenated in rack order
+    k_out: np.ndarray            # ... of every rack's cout
+    io_cells: np.ndarray         # per rack its intake cells, then its exhaust cells
+    zone: np.ndarray             # (R,) zone of each rack (-1: open intake)
+    zone_cells: dict             # zone -> its racks' intake plan cells (sorted, unique)
+
+
+_RACK_MEMO: OrderedDict[bytes, _RackCells] = OrderedDict()
+
+
+def _rack_cells(geometry_key: bytes, g: HallGeometry, grid: HallGrid, rack_layers: np.ndarray,
+                room_id: np.ndarray) -> _RackCells:
+    """:class:`_RackCells` of a layout, kept per process by the geometry's digest."""
+    def make():
+        n = grid.nx * grid.ny
+        cin = [(rack_layers[:, None] * n + np.asarray(c)[None, :]).ravel() for c in grid.intake_cells]
+        cout = [(rack_layers[:, None] * n + np.asarray(c)[None, :]).ravel() for c in grid.exhaust_cells]
+        zone = enclosure_zone_index(_intake_enclosed(g), g.containment, g.rack_center_xy_m, g.rack_intake_dir,
+                                    g.rack_width_m, g.rack_depth_m)
+        zone_cells = {int(z): np.unique(np.concatenate([grid.intake_cells[r] for r in np.flatnonzero(zone == z)]))
+                      for z in np.unique(zone[zone >= 0])}
+        cat = np.concatenate
+        return _RackCells(cin, cout, np.array([len(c) for c in cin], np.int64),
+                          np.array([len(c) for c in cout], np.int64), room_id[cat(cin)], room_id[cat(cout)],
+                          cat([x for pair in zip(cin, cout, strict=True) for x in pair]), zone, zone_cells)
+    return _kept(_RACK_MEMO, geometry_key, make, 16)
+
+
+def _block_index(n_rows: np.ndarray, n_cols: np.ndarray, row0: np.ndarray, col0: np.ndarray):
+    """Entries of a sequence of dense blocks, block k of n_rows[k] x n_cols[k] entries in C
+    order (as a broadcast outer product ravels): (block of each entry, its row position
+    row0[k] + i and its column position col0[k] + j), blocks one after the other."""
+    size = n_rows * n_cols
+    block = np.repeat(np.arange(size.size), size)
+    local = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+    width = np.maximum(n_cols, 1)[block]
+    return block, row0[block] + local // width, col0[block] + local % width
+
+
+def _by_rack(sizes: list, values: list) -> np.ndarray:
+    """Per rack the parts in order: ``values[k]`` holds part k of every rack, concatenated in
+    rack order (``sizes[k][r]`` entries for rack r); the result holds rack 0's parts, then
+    rack 1's, ... (what appending part after part inside a loop over racks gives)."""
+    total = np.sum(sizes, axis=0)
+    out = np.empty(int(total.sum()), np.result_type(*values))
+    start = np.cumsum(total) - total
+    for size, vals in zip(sizes, values, strict=True):
+        out[np.repeat(start, size) + np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)] = vals
+        start = start + size
+    return out
+
+
+def _rack_terms(cells: _RackCells, zone_cells: dict, v_r, e_frac, h_frac, spill, n_room: int, rn: int, hot: bool):
+    """The rack terms of the heat operator, W and B, vectorised over the racks: bit for bit
+    the per-rack loop of :func:`_fixed_part` (the same floating-point operations on the same
+    numbers, the triplets in the same order; tested against it). Per rack: the intake sinks
+    a = (1 - e) V / n_in on its intake cells; the zone supply spilling in front of it
+    (-spill / n_in x the zone's tile shares); the exhaust block -m_i w_j, exhaust weights
+    m = (1 - h) V / n_out (and h V into the hot-aisle return) by source weights w (a / V on
+    the intake cells, e x the zone's tile shares on its plenum cells), zero weights dropped.
+
+    Returns ((rows, cols, values) of the heat operator, of W, of B).
+    """
+    n_r = v_r.size
+    racks = np.arange(n_r)
+    n_in, n_out = cells.n_in, cells.n_out
+    no_cells, no_share = np.zeros(0, np.int64), np.zeros(0)
+    zc = [zone_cells.get(int(z), (no_cells, no_share)) for z in cells.zone]
+    cz = np.concatenate([c for c, _ in zc])
+    wz = np.concatenate([w for _, w in zc])
+    n_z = np.array([c.size for c, _ in zc], np.int64)
+    a = (1 - e_frac) * v_r / n_in
+    # the sources of each rack's intake: its room cells, then its zone's plenum cells
+    src_idx = _by_rack([n_in, n_z], [cells.k_room, n_room + cz])
+    src_w = _by_rack([n_in, n_z], [np.repeat(a / v_r, n_in), np.repeat(e_frac, n_z) * wz])
+    src_rack = _by_rack([n_in, n_z], [np.repeat(racks, n_in), np.repeat(racks, n_z)])
+    keep = src_w > 0
+    src_idx, src_w, src_rack = src_idx[keep], src_w[keep], src_rack[keep]
+    n_src = np.bincount(src_rack, minlength=n_r)
+    # where each rack's exhaust goes: its room cells, then the hot-aisle return node
+    m = (1 - h_frac) * v_r / n_out
+    n_h = ((h_frac > 0) & hot).astype(np.int64)
+    tgt = _by_rack([n_out, n_h], [cells.k_out, np.full(int(n_h.sum()), rn, np.int64)])
+    tgt_m = _by_rack([n_out, n_h], [np.repeat(m, n_out), (h_frac * v_r)[n_h > 0]])
+    tgt_rack = _by_rack([n_out, n_h], [np.repeat(racks, n_out), racks[n_h > 0]])
+    keep = tgt_m > 0
+    tgt, tgt_m, tgt_rack = tgt[keep], tgt_m[keep], tgt_rack[keep]
+    n_tgt = np.bincount(tgt_rack, minlength=n_r)
+    # the zone supply spilling in front of a rack: (intake cells) x (its zone's plenum cells)
+    spills = spill > 0
+    rows2, cols2 = np.where(spills, n_in, 0), np.where(spills, n_z, 0)
+    b2, i2, j2 = _block_index(rows2, cols2, np.cumsum(n_in) - n_in, np.cumsum(n_z) - n_z)
+    # the exhaust block: (exhaust targets) x (intake sources)
+    b3, i3, j3 = _block_index(n_tgt, n_src, np.cumsum(n_tgt) - n_tgt, np.cumsum(n_src) - n_src)
+    sizes = [n_in, rows2 * cols2, n_tgt * n_src]
+    heat = (_by_rack(sizes, [cells.k_room, cells.k_room[i2], tgt[i3]]),
+            _by_rack(sizes, [cells.k_room, n_room + cz[j2], src_idx[j3]]),
+            _by_rack(sizes, [np.repeat(a, n_in), (-spill / n_in)[b2] * wz[j2], -tgt_m[i3] * src_w[j3]]))
+    return (heat, (src_rack, src_idx, src_w),
+            (tgt, tgt_rack, tgt_m / (AIR_VOLUMETRIC_HEAT_J_M3_K * v_r)[tgt_rack]))
+
+
 def build_problem(
     geometry: HallGeometry, rack_airflow_m3_s, cooling_active=None, room_extra_flux_m3_s=None,
     room_face_diffusivity_m2_s=None,
@@ -410,17 +561,90 @@ def build_problem(
     room_face_diffusivity_m2_s: optional eddy diffusivity [m2/s] on every room face (same
     order) instead of ``eddy_diffusivity_m2_s``, e.g. the Richardson-damped vertical mixing
     of :mod:`twin.thermal.mixing`; the plenum keeps the scalar.
+
+    What does not depend on the room's extra fluxes or diffusivity (the plenum, the zones,
+    the sources, the rack and unit terms) is kept per process (:data:`FIXED_MEMO_SIZE`): the
+    passes of a buoyant flow reuse it (bit for bit a fresh assembly, tested).
     """
     g = geometry
-    geometry_key = _geometry_digest(g)  # one digest per call, for both layout memos
-    grid = _rasterised(g, geometry_key)
-    nx, ny, h = grid.nx, grid.ny, grid.cell_m
-    n = nx * ny
+    geometry_key = _geometry_digest(g)  # one digest per call, for the layout memos
     n_r, n_c = g.n_racks, g.n_cooling
     v_r = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), (n_r,)).copy()
     if np.any(v_r <= 0):
         raise ValueError("rack airflow must be positive for every rack")
     active = np.ones(n_c, bool) if cooling_active is None else np.asarray(cooling_active, bool).reshape(n_c)
+    fx = _kept(_FIXED_MEMO, _digest(geometry_key, v_r, active),
+               lambda: _fixed_part(g, geometry_key, v_r, active), FIXED_MEMO_SIZE)
+    grid, nz, room_id, n_room = fx.grid, fx.nz, fx.room_id, fx.n_room
+    nx, ny = grid.nx, grid.ny
+    fi, fj, fax, ri, rj, w_face = fx.face
+
+    # ---- room: potential flow L phi = s ---------------------------------------------
+    rhs = fx.s_room.copy()
+    extra = None
+    if room_extra_flux_m3_s is not None:
+        extra = np.asarray(room_extra_flux_m3_s, float)
+        if extra.shape != ri.shape:
+            raise ValueError(f"room_extra_flux_m3_s needs one flux per room face ({ri.size}), got {extra.shape}")
+        div = np.zeros(n_room)
+        np.add.at(div, ri, extra)
+        np.add.at(div, rj, -extra)
+        rhs -= div
+    rhs[fx.pins] = 0.0                 # each region's potential is pinned to 0 at one cell
+    phi = fx.potential_lu.solve(rhs)
+    f_room = w_face * (phi[ri] - phi[rj])  # outflow of a cell = sum of its face fluxes = source
+    if extra is not None:
+        f_room = f_room + extra
+
+    # ---- heat operator: the room's faces, then the fixed terms -----------------------
+    gamma = g.eddy_diffusivity_m2_s
+    t = _Triplets()
+
+    gamma_room = gamma if room_face_diffusivity_m2_s is None else np.asarray(room_face_diffusivity_m2_s, float)
+    if np.shape(gamma_room) not in ((), ri.shape):
+        raise ValueError(f"room_face_diffusivity_m2_s needs one value per room face ({ri.size})")
+    _advection_diffusion(t, fi, fj, fax, f_room, gamma_room * w_face, room_id, nx, ny, g.scheme, nz)
+    t.r.append(fx.heat_r)
+    t.c.append(fx.heat_c)
+    t.v.append(fx.heat_v)
+    A = t.matrix(fx.n_unknowns)
+    return HallProblem(
+        geometry=g,
+        grid=grid,
+        rack_airflow_m3_s=v_r,
+        cooling_airflow_m3_s=fx.v_c.copy(),
+        room_id=room_id.copy(),
+        n_room=n_room,
+        n_unknowns=fx.n_unknowns,
+        plenum_pressure=fx.p.copy(),
+        floor_flow_m3_s=fx.q_floor.copy(),
+        plenum_source_m3_s=fx.plenum_source.copy(),
+        enclosure_supply_m3_s=fx.s_enc.copy(),
+        room_share=fx.room_share.copy(),
+        room_source_m3_s=fx.s_room.copy(),
+        room_face=(ri.copy(), rj.copy(), fax.copy(), f_room),
+        plenum_face=tuple(x.copy() for x in fx.plenum_face),
+        A=A,
+        E=fx.E.copy(),
+        B=fx.B.copy(),
+        W=fx.W.copy(),
+        M=fx.M.copy(),
+        duct_m3_s=fx.duct_c.copy(),
+    )
+
+
+#: build_problem assembles the rack terms in one vectorised pass (:func:`_rack_terms`);
+#: False: the per-rack loop (the reference the tests compare it with)
+VECTORISED_RACKS = True
+
+
+def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: np.ndarray) -> _FixedPart:
+    """The part of :func:`build_problem` that the room's extra fluxes and diffusivity do not
+    change, for rack airflow ``v_r`` (R,) [m3/s] and running units ``active`` (C,) bool."""
+    grid = _rasterised(g, geometry_key)
+    nx, ny, h = grid.nx, grid.ny, grid.cell_m
+    n = nx * ny
+    n_r, n_c = g.n_racks, g.n_cooling
     v_c = np.where(active, g.cooling_airflow_m3_s, 0.0)
     if v_c.sum() <= 0:
         raise NoSteadyStateError("no active cooling airflow: the hall has no steady state (use fault_transient)")
@@ -436,10 +660,10 @@ def build_problem(
     room_id[fluid3] = np.arange(fluid3.sum())
     n_room = int(fluid3.sum())
     top = (nz - 1) * n
+    cells_of = _rack_cells(geometry_key, g, grid, rack_layers, room_id)
 
     def racked(plan_cells):  # the cells of the rack layers in front of a face
         return (rack_layers[:, None] * n + np.asarray(plan_cells)[None, :]).ravel()
-
     supply_layer = top if g.supply == "overhead" else 0
     bypass = g.rack_bypass_fraction
     v_server = v_r
@@ -489,13 +713,11 @@ def build_problem(
     f_plenum = k_lat * (p[pi] - p[pj])
     # ---- enclosed zones' air balance (twin.thermal.containment) ----------------------
     s_enc = np.array([q_enc[grid.intake_cells[r]].sum() if enclosed[r] else 0.0 for r in range(n_r)])
-    zone = enclosure_zone_index(enclosed, g.containment, g.rack_center_xy_m, g.rack_intake_dir,
-                                g.rack_width_m, g.rack_depth_m)
+    zone = cells_of.zone
     room_share, spill = enclosure_balance_m3_s(s_enc, v_r, zone, leak)
     e_frac = 1.0 - room_share  # share of rack airflow drawn from its zone's supply
     zone_cells = {}  # zone -> (plenum cells feeding it, their share of its supply): the zone mixes
-    for z in np.unique(zone[zone >= 0]):
-        cz = np.unique(np.concatenate([grid.intake_cells[r] for r in np.flatnonzero(zone == z)]))
+    for z, cz in cells_of.zone_cells.items():
         wz = q_enc[cz] / q_enc[cz].sum() if q_enc[cz].sum() > 0 else np.full(len(cz), 1.0 / len(cz))
         zone_cells[int(z)] = (cz, wz)
     demand = None  # air each rack intake cell draws from the room: racks along a jet's flanks take it from the jet
@@ -506,13 +728,14 @@ def build_problem(
             np.add.at(demand, cin, (1 - e_frac[r]) * v_r[r] / len(cin))
     jets = hall_wall_jets(g, nx, ny, fluid3, v_c, demand)  # units blowing into the room at a height
 
-    # ---- room: potential flow L phi = s ---------------------------------------------
+    # ---- room: the potential flow's sources -----------------------------------------
     s_room_full = np.zeros(nz * n)
     s_room_full[supply_layer : supply_layer + n] = np.where(fluid, q_floor, 0.0)
-    for r in range(n_r):
-        cin, cout = racked(grid.intake_cells[r]), racked(grid.exhaust_cells[r])
-        np.add.at(s_room_full, cin, (spill[r] - (1 - e_frac[r]) * v_r[r]) / len(cin))
-        np.add.at(s_room_full, cout, (1 - h_frac[r]) * v_r[r] / len(cout))
+    # per rack its intake cells, then its exhaust cells, in rack order: one np.add.at adds in
+    # the order of its indices, as one call per rack and face did
+    n_in, n_out = cells_of.n_in, cells_of.n_out
+    per_face = np.column_stack([(spill - (1 - e_frac) * v_r) / n_in, (1 - h_frac) * v_r / n_out]).ravel()
+    np.add.at(s_room_full, cells_of.io_cells, np.repeat(per_face, np.column_stack([n_in, n_out]).ravel()))
     for c in range(n_c):
         cells = top + grid.cooling_cells[c]
         np.add.at(s_room_full, cells, -(v_c[c] - duct_c[c]) / len(cells))
@@ -525,16 +748,7 @@ def build_problem(
     # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
     w_face = np.where(fax == 2, h * h / dz, dz)
     n_comp, labels, potential_lu = _room_potential_operator(geometry_key, n_room, ri, rj, w_face)
-    rhs = s_room.copy()
-    extra = None
-    if room_extra_flux_m3_s is not None:
-        extra = np.asarray(room_extra_flux_m3_s, float)
-        if extra.shape != ri.shape:
-            raise ValueError(f"room_extra_flux_m3_s needs one flux per room face ({ri.size}), got {extra.shape}")
-        div = np.zeros(n_room)
-        np.add.at(div, ri, extra)
-        np.add.at(div, rj, -extra)
-        rhs -= div
+    pins = np.empty(n_comp, np.int64)
     for comp in range(n_comp):
         members = np.flatnonzero(labels == comp)
         imbalance = s_room[members].sum()
@@ -543,24 +757,15 @@ def build_problem(
                 f"room region of {len(members)} cells around cell {members[0]} is sealed off "
                 f"with a net air source of {imbalance:.3g} m3/s (obstacles close it in)"
             )
-        rhs[members[0]] = 0.0          # the region's potential is pinned to 0 there
-    phi = potential_lu.solve(rhs)
-    f_room = w_face * (phi[ri] - phi[rj])  # outflow of a cell = sum of its face fluxes = source
-    if extra is not None:
-        f_room = f_room + extra
+        pins[comp] = members[0]        # the region's potential is pinned to 0 there
 
-    # ---- heat operator ---------------------------------------------------------------
+    # ---- heat operator, after the room's faces (build_problem adds those first) ------
     gamma = g.eddy_diffusivity_m2_s
     hot = g.containment == "hot_aisle"
     n_u = n_room + n + (1 if hot else 0)
     pl = n_room + np.arange(n)  # plenum unknown of each flat cell
     rn = n_room + n  # return node unknown (if hot aisle)
     t = _Triplets()
-
-    gamma_room = gamma if room_face_diffusivity_m2_s is None else np.asarray(room_face_diffusivity_m2_s, float)
-    if np.shape(gamma_room) not in ((), ri.shape):
-        raise ValueError(f"room_face_diffusivity_m2_s needs one value per room face ({ri.size})")
-    _advection_diffusion(t, fi, fj, fax, f_room, gamma_room * w_face, room_id, nx, ny, g.scheme, nz)
     _advection_diffusion(t, pi, pj, pax, f_plenum, gamma * PLENUM_HEIGHT_M, pl, nx, ny, g.scheme)
     # floor exchange
     cells = np.flatnonzero(fluid & (q_floor != 0))
@@ -576,9 +781,14 @@ def build_problem(
     # racks
     w_r, w_c, w_v = [], [], []
     b_r, b_c, b_v = [], [], []
-    for r in range(n_r):
+    if VECTORISED_RACKS:
+        (tr, tc, tv), (wr, wc, wv), (br, bc, bv) = _rack_terms(cells_of, zone_cells, v_r, e_frac, h_frac, spill,
+                                                               n_room, rn, hot)
+        t.add(tr, tc, tv)
+        w_r, w_c, w_v, b_r, b_c, b_v = [wr], [wc], [wv], [br], [bc], [bv]
+    for r in range(n_r) if not VECTORISED_RACKS else ():  # the reference
         cin = grid.intake_cells[r]  # plan cells in front of the intake
-        k_room = room_id[racked(cin)]
+        k_room = room_id[cells_of.cin[r]]
         a_room = np.full(len(k_room), (1 - e_frac[r]) * v_r[r] / len(k_room))
         cz, wz = zone_cells.get(int(zone[r]), (cin[:0], np.zeros(0)))  # the zone's supply, mixed
         src_idx = np.concatenate([k_room, pl[cz]])
@@ -591,7 +801,7 @@ def build_problem(
         w_r.append(np.full(len(src_idx), r))
         w_c.append(src_idx)
         w_v.append(src_w)
-        cout = racked(grid.exhaust_cells[r])
+        cout = cells_of.cout[r]
         tgt = room_id[cout]
         m = np.full(len(cout), (1 - h_frac[r]) * v_r[r] / len(cout))
         if hot and h_frac[r] > 0:
@@ -635,7 +845,6 @@ def build_problem(
             m_v.append([duct_c[c] / v_c[c]])
     if hot:
         t.add([rn], [rn], [ducted if ducted > 0 else 1.0])
-    A = t.matrix(n_u)
 
     def coo(rows, cols, vals, shape):
         if not rows:
@@ -644,28 +853,14 @@ def build_problem(
             (np.concatenate(vals).astype(float), (np.concatenate(rows), np.concatenate(cols))), shape=shape
         )
 
-    return HallProblem(
-        geometry=g,
-        grid=grid,
-        rack_airflow_m3_s=v_server,
-        cooling_airflow_m3_s=v_c,
-        room_id=room_id,
-        n_room=n_room,
-        n_unknowns=n_u,
-        plenum_pressure=p,
-        floor_flow_m3_s=q_floor,
-        plenum_source_m3_s=s_p - q_enc,
-        enclosure_supply_m3_s=s_enc,
-        room_share=room_share,
-        room_source_m3_s=s_room,
-        room_face=(ri, rj, fax, f_room),
-        plenum_face=(pi, pj, pax, f_plenum),
-        A=A,
-        E=coo(e_r, e_c, e_v, (n_u, n_c)),
-        B=coo(b_r, b_c, b_v, (n_u, n_r)),
-        W=coo(w_r, w_c, w_v, (n_r, n_u)),
+    cat = np.concatenate
+    return _FixedPart(
+        grid=grid, nz=nz, room_id=room_id, n_room=n_room, n_unknowns=n_u, v_c=v_c, duct_c=duct_c, p=p,
+        q_floor=q_floor, plenum_source=s_p - q_enc, s_enc=s_enc, room_share=room_share, s_room=s_room,
+        pins=pins, face=(fi, fj, fax, ri, rj, w_face), potential_lu=potential_lu,
+        plenum_face=(pi, pj, pax, f_plenum), heat_r=cat(t.r), heat_c=cat(t.c), heat_v=cat(t.v),
+        E=coo(e_r, e_c, e_v, (n_u, n_c)), B=coo(b_r, b_c, b_v, (n_u, n_r)), W=coo(w_r, w_c, w_v, (n_r, n_u)),
         M=coo(m_r, m_c, m_v, (n_c, n_u)),
-        duct_m3_s=duct_c,
     )
 
 
