@@ -128,6 +128,35 @@ def test_ring_fixed_cost_is_a_constant_per_cluster():
     assert nccl_ring_latency_us("allreduce", 8, 1) == pytest.approx(8.4 + 14 * 3.4)
 
 
+def test_ring_fixed_cost_comes_with_full_nodes():
+    # The same 10 nodes of cluster C with 1, 2 or 4 GPUs per node in the communicator (rings
+    # of 10, 20, 40 ranks; the same 9 network steps) carry 0.10-0.19 ms of fixed cost; with
+    # all 8 GPUs (80 ranks) 0.83-0.86 ms.  From 40 to 80 ranks the fixed cost grows by
+    # ~0.7 ms for 40 more NVLink steps, from 20 to 40 by < 0.1 ms for 20 more: not a cost
+    # per step or per rank, but one that comes with full nodes (straight lines t = a + F S / B
+    # over 256 MiB-4 GiB, where the time is not dominated by noise of the largest sizes)
+    groups = _table("nccl_multinode_h100_10node_groups.csv")
+    full = [r for r in _table("nccl_multinode_h100_10node.csv") if r["run"] == "1"]
+
+    def fixed_cost_s(rows, op, n):
+        sel = [r for r in rows if r["op"] == op and 2.5e8 <= int(r["bytes"]) <= 4.3e9]
+        s = np.array([float(r["bytes"]) for r in sel])
+        f = float(bus_factor(op, n))
+        t = f * s / (np.array([float(r["busbw_gb_s"]) for r in sel]) * 1e9)
+        return np.polyfit(f * s, t, 1)[1]
+
+    for op in ("all_gather", "reduce_scatter"):
+        part = [fixed_cost_s([r for r in groups if r["gpus_per_node"] == str(g)], op, 10 * g)
+                for g in (1, 2, 4)]
+        eight = fixed_cost_s(full, op, 80)
+        assert max(part) < 0.2e-3 and 0.8e-3 < eight < 0.9e-3, (op, part, eight)
+    # the time column agrees with the bus bandwidth column (nccl-tests' definitions)
+    for r in groups:
+        f = float(bus_factor(r["op"], 10 * int(r["gpus_per_node"])))
+        t = f * float(r["bytes"]) / (float(r["busbw_gb_s"]) * 1e9)
+        assert t == pytest.approx(float(r["time_us"]) * 1e-6, rel=0.01)
+
+
 def test_tuner_switch_from_nvls_tree_to_ring_explains_the_dips():
     # NCCL's tuner leaves NVLSTree for Ring above a size that grows with the ring's latency
     # (its own cost model, src/graph/tuning.cc); Ring then runs at the ring's lower
