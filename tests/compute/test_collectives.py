@@ -163,13 +163,16 @@ def test_published_multi_node_allreduce_curves():
     # issue 16 goal: within 10 % from 64 MB up.  The two dips of B's curves (4 nodes at
     # 256 MiB, 8 nodes at 1 GiB: where B's tuner switches to Ring) and B's 2-node 64 MiB
     # point are now within 6 % (+24 %, +14 % and +12 % before the Ring/NVLSTree split).
-    # Three fit rows of the NVLSTree ramp miss by up to 11.7 %: A on 4 nodes at 64 MiB
-    # (-11.7 %) and B on 8 nodes at 128 and 256 MiB (+10.1 %, +10.0 %): at 64 MiB the two
-    # clusters' 4-node curves differ by 8 % (A 224, B 208 GB/s), and one fill cannot
-    # serve A's faster and B's slower ramp
-    over = {k for k, v in err.items() if abs(v) > 0.10}
-    assert over <= {("A", 4, 2**26), ("B", 8, 2**27), ("B", 8, 2**28)}, over
-    assert max(e) < 0.12
+    # Three fit rows of the NVLSTree ramp miss, asserted at their measured errors: A on 4
+    # nodes at 64 MiB (-11.7 %) and B on 8 nodes at 128 and 256 MiB (+10.1 %, +10.0 %): at
+    # 64 MiB the two clusters' 4-node curves differ by 8 % (A 224, B 208 GB/s), and one fill
+    # cannot serve A's faster and B's slower ramp.  NCCL's own NVLSTree latency (25 us +
+    # 2 floor(log2 N) x 20.9 us) would bring B's two within 10 % but loses on the held-out
+    # rows (assets/reference/nccl_multinode_alternatives.py, docs/validation.md)
+    known = {("A", 4, 2**26): -0.117, ("B", 8, 2**27): 0.101, ("B", 8, 2**28): 0.100}
+    assert {k for k, v in err.items() if abs(v) > 0.10} == set(known)
+    for k, v in known.items():
+        assert err[k] == pytest.approx(v, abs=0.005), k
     held = np.array([abs(v) for k, v in err.items()
                      if (k[0], k[1]) in {("A", 2), ("B", 2), ("B", 4)}])
     assert held.mean() < 0.035 and held.max() < 0.06  # the held-out curves: 2.9 %, 5.3 %
