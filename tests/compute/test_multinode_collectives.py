@@ -9,6 +9,7 @@ and an H100 RoCE cluster (nccl issue 1221).  Goal: within 10 % from 64 MB up.
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -155,6 +156,25 @@ def test_ring_fixed_cost_comes_with_full_nodes():
         f = float(bus_factor(r["op"], 10 * int(r["gpus_per_node"])))
         t = f * float(r["bytes"]) / (float(r["busbw_gb_s"]) * 1e9)
         assert t == pytest.approx(float(r["time_us"]) * 1e-6, rel=0.01)
+
+
+def test_no_alternative_law_brings_more_held_out_rows_within_the_goal():
+    # assets/reference/nccl_multinode_alternatives.py: seven alternative laws, each refitted
+    # on the fit rows (A 4 nodes, B 8 nodes) as the shipped model is; none puts more of the
+    # 65 held-out rows within 10 % than the shipped model (55), so none is shipped
+    # (docs/validation.md).  The patches must still apply to the module as it is.
+    sys.path.insert(0, str(REF))
+    try:
+        import nccl_multinode_alternatives as alt
+    finally:
+        sys.path.remove(str(REF))
+    within = {}
+    for name in alt.ALTERNATIVES:
+        h = alt.held_out_errors(alt.evaluate(name))
+        assert h.size == 65
+        within[name] = int((h <= 0.10).sum())
+    assert within.pop("as shipped") == 55
+    assert len(within) == 7 and max(within.values()) <= 55, within
 
 
 def test_tuner_switch_from_nvls_tree_to_ring_explains_the_dips():
