@@ -53,17 +53,20 @@ import hashlib
 import pickle
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-import xarray as xr
 from scipy.sparse.csgraph import connected_components
 
 from .containment import enclosure_balance_m3_s, enclosure_zone_index, zone_room_share_fraction
 from .geometry import HallGeometry, HallGrid, _intake_enclosed, rasterise
 from .jets import hall_wall_jets
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 
 class NoSteadyStateError(ValueError):
@@ -889,6 +892,8 @@ def steady_field(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling
 
 
 def _field_dataset(prob: HallProblem, temp: np.ndarray, heat: np.ndarray) -> xr.Dataset:
+    import xarray as xr  # here, not at module level: `import twin.scenario` need not load xarray
+
     g, grid = prob.geometry, prob.grid
     nx, ny, h = grid.nx, grid.ny, grid.cell_m
     n = nx * ny
