@@ -5,7 +5,8 @@ strip error (mean absolute / bias, K) on October 2019 (ten configurations) and t
 January 2018 pod with the constant eddy diffusivity (shipped) and with the vertical one
 damped by the gradient Richardson number (Munk & Anderson 1948; Pacanowski & Philander
 1981; Munk & Anderson with the shear at the top edge of the coolers' jets and the rack
-exhausts added, ``munk_anderson_jets``: Brown & Roshko 1974's mixing-layer growth); then the inlet rise above supply split into the two-zone energy-balance bound and
+exhausts and under the exhaust plumes' ceiling jets added, ``munk_anderson_jets``: Brown &
+Roshko 1974's mixing-layer growth, Rouse, Yih & Humphreys 1952's line plume); then the inlet rise above supply split into the two-zone energy-balance bound and
 the mixing excess over it, twin against pod, from light to heavy load.
 
 Nothing is fitted: the laws' constants are the sources', phi (fan curve) stays the value

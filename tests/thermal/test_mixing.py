@@ -12,6 +12,7 @@ from twin.thermal import rack_airflow_m3_s, row_hall
 from twin.thermal.buoyancy import buoyant_flow, buoyant_inlet_model
 from twin.thermal.mixing import (
     AIR_THERMAL_DIFFUSIVITY_M2_S,
+    ceiling_jet_shear_1_s,
     jet_edge_shear_1_s,
     layered_face_richardson_number,
     munk_anderson_heat_fraction,
@@ -148,6 +149,41 @@ def test_jet_edge_shear_by_hand():
     # half again the outlet flow, a jet half again as fast: half again the shear (all in the core)
     s2 = jet_edge_shear_1_s(build_problem(replace_airflow(g, 4.5), 0.5))
     assert s2[face_above[int(prob.room_id[n + 10 * nx + 5])]] == pytest.approx(1.5 * 13.072, rel=1e-4)
+
+
+def test_ceiling_jet_shear_by_hand():
+    # row_hall(2, 6), floor supply, three 1 m layers: the face under the top layer is 1 -> 2 (2 m).
+    # 5 kW racks 0.6 m wide: Q' = 8333.3 W/m; at 20 C, B' = 9.80665 / 293.15 x 8333.3 / 1206
+    # = 0.23115 m3/s3, w = 1.66 x 0.23115^(1/3) = 1.66 x 0.61372 = 1.01877 m/s. Over an exhaust cell
+    # (d = 0, x = 0.15 m): S = 1.01877 / (0.18 x 0.15) = 37.732 1/s; two cells beyond it (x = 0.75 m):
+    # 7.5464 1/s.
+    g = row_hall(2, 6, cooling_per_wall=1, cooling_airflow_m3_s=3.0, n_layers=3)
+    prob = build_problem(g, 0.5)
+    heat = np.full(g.n_racks, 5e3)
+    s = ceiling_jet_shear_1_s(prob, heat, 20.0)
+    n, nx = prob.grid.nx * prob.grid.ny, prob.grid.nx
+    face_above = {int(i): f for f, (i, ax) in enumerate(zip(prob.room_face[0], prob.room_face[2], strict=True))
+                  if ax == 2}
+
+    def at(layer, ix, iy):
+        return s[face_above[int(prob.room_id[layer * n + iy * nx + ix])]]
+
+    ex = int(prob.grid.exhaust_cells[0][0])
+    iy, ix = divmod(ex, nx)
+    assert at(1, ix, iy) == pytest.approx(37.732, rel=1e-4)
+    out = iy - 2 if iy >= 2 and ex - 2 * nx not in set(np.concatenate(prob.grid.exhaust_cells).tolist()) else iy + 2
+    assert at(1, ix, out) == pytest.approx(7.5464, rel=1e-4)
+    assert at(0, ix, iy) == 0.0 and np.all(s[prob.room_face[2] != 2] == 0)  # only under the top layer
+    # w ~ Q^(1/3): eight times the heat, twice the shear; no heat, no plume
+    assert ceiling_jet_shear_1_s(prob, 8 * heat, 20.0)[face_above[int(prob.room_id[n + ex])]] == pytest.approx(
+        2 * 37.732, rel=1e-4)
+    assert np.all(ceiling_jet_shear_1_s(prob, 0.0, 20.0) == 0)
+    # the law takes the larger of the jets' and the plumes' shear on a face
+    t = np.full(prob.n_unknowns, 20.0)
+    t[: prob.n_room] += np.flatnonzero(prob.room_id >= 0) // n  # warmer by 1 K per layer up
+    lo = room_face_diffusivity_m2_s(prob, t, "munk_anderson_jets")
+    hi = room_face_diffusivity_m2_s(prob, t, "munk_anderson_jets", heat)
+    assert np.all(hi >= lo) and np.any(hi > lo)
 
 
 def replace_airflow(g, airflow_m3_s):

@@ -54,20 +54,22 @@ def test_damped_mixing_loses_the_held_out_pod(runs):
     assert damped.strip_error_k.mean() < const.strip_error_k.mean() < 0
 
 
-def test_jet_edge_shear_recovers_part_of_the_held_out_pod(runs):
-    # the shear at the top edge of the coolers' jets (Brown & Roshko's mixing-layer growth,
-    # ASHRAE jet laws; nothing fitted) added to the layer-mean shear: January 2.58 -> 2.09 K,
-    # still above the 2 K goal (why it stays opt-in); October 1.24 -> 1.34 K (the constant's 1.83)
+def test_jet_and_ceiling_shear_keep_both_pods_within_the_goal(runs):
+    # the shear at the top edge of the coolers' jets and under the exhaust plumes' ceiling jets
+    # (Brown & Roshko's mixing-layer growth, ASHRAE jet laws, Rouse et al.'s line plume; nothing
+    # fitted) added to the layer-mean shear: January 2.58 -> 1.89 K, October 1.24 -> 1.42 K
+    # (the constant's 1.83 / 1.46): both sets within the 2 K goal
     const, damped, jets = runs["constant"], runs["munk_anderson"], runs["munk_anderson_jets"]
-    assert jets[0].strip_mae_k() == pytest.approx(1.34, abs=0.03)  # measured, 1 Dec 2026
+    assert jets[0].strip_mae_k() == pytest.approx(1.42, abs=0.03)  # measured, 1 Dec 2026
     assert damped[0].strip_mae_k() < jets[0].strip_mae_k() < const[0].strip_mae_k()
-    assert jets[1].strip_mae_k() == pytest.approx(2.09, abs=0.03)
-    assert const[1].strip_mae_k() < 2.0 < jets[1].strip_mae_k() < damped[1].strip_mae_k()
+    assert jets[1].strip_mae_k() == pytest.approx(1.89, abs=0.03)
+    assert const[1].strip_mae_k() < jets[1].strip_mae_k() <= 2.0 < damped[1].strip_mae_k()
     assert damped[1].strip_error_k.mean() < jets[1].strip_error_k.mean() < const[1].strip_error_k.mean()
-    # excess growth from 27 to 104 kW: 3.85 K (constant 4.70, damped 3.58, the pod 1.72)
+    # excess growth from 27 to 104 kW: 4.00 K (constant 4.70, damped 3.58, the pod 1.72)
     cases = pod2_cases("fan_curve")
     kw = np.array([c.rack_heat_w.sum() for c in cases])
     lo, hi = int(np.argmin(kw)), int(np.argmax(kw))
     _, t_jets, pod = mixing_excess_k(jets[0], cases)
+    _, t_const, _ = mixing_excess_k(const[0], cases)
     g_jets = t_jets[hi] - t_jets[lo]
-    assert g_jets == pytest.approx(3.85, abs=0.1) and pod[hi] - pod[lo] < g_jets
+    assert g_jets == pytest.approx(4.00, abs=0.1) and pod[hi] - pod[lo] < g_jets < t_const[hi] - t_const[lo]

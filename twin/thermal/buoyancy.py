@@ -124,7 +124,7 @@ def buoyant_flow(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling
         k += 1
         flux = (1 - relaxation) * flux + relaxation * buoyant_face_flux_m3_s(prob, temp, coefficient=coefficient)
         if mixing != "constant":
-            new_diff = room_face_diffusivity_m2_s(prob, temp, mixing)
+            new_diff = room_face_diffusivity_m2_s(prob, temp, mixing, heat)
             diff = new_diff if diff is None else (1 - relaxation) * diff + relaxation * new_diff
         prob = build_problem(geometry, rack_airflow_m3_s, cooling_active, room_extra_flux_m3_s=flux,
                              room_face_diffusivity_m2_s=diff)

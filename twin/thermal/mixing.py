@@ -46,6 +46,17 @@ production is Gamma S^2, so their squares add:
 law above; no stratification: Ri = 0, Gamma_0. Floor tiles blow upward: their shear is
 horizontal (dw/dx), not in Ri, and is left out.
 
+The hot layer's spill over the rows: each rack's exhaust rises as a line plume at
+w = 1.66 (g beta Q')^(1/3) / (rho cp)^(1/3), Q' its heat per metre of row that enters the room
+(Rouse, Yih & Humphreys 1952; Lee & Chu 2003; independent of height), and spreads under the
+ceiling from above its exhaust face as a ceiling jet. Taking the jet's speed as the plume's
+(an upper bound: turning at the ceiling costs some) and its lower edge as a mixing layer
+again, S_ceiling = w / (0.18 x) with x = (d + 1/2) h, d the plan distance in cells from the
+rack's nearest exhaust cell, on the face under the top layer (the ceiling jet runs in the
+top layer, so that face is the nearest to its lower edge); the largest over the racks
+(:func:`ceiling_jet_shear_1_s`). With hot-aisle containment only the share of the exhaust
+that spills into the room counts.
+
 References
 ----------
 Munk, W. H. & Anderson, E. R. (1948). Notes on a theory of the thermocline. Journal of
@@ -55,6 +66,8 @@ Pacanowski, R. C. & Philander, S. G. H. (1981). Parameterization of vertical mix
 numerical models of tropical oceans. J. Phys. Oceanogr. 11, 1443-1451.
 doi:10.1175/1520-0485(1981)011<1443:POVMIN>2.0.CO;2 (the same form, alpha = 5, n = 2;
 offered as ``law="pacanowski_philander"``).
+Rouse, H., Yih, C. S. & Humphreys, H. W. (1952). Gravitational convection from a boundary
+source. Tellus 4, 201-210. doi:10.3402/tellusa.v4i3.8687 (line plume, w = 1.66 B'^(1/3)).
 Brown, G. L. & Roshko, A. (1974). On density effects and large structure in turbulent
 mixing layers. J. Fluid Mech. 64, 775-816. doi:10.1017/S002211207400190X
 ASHRAE Handbook - Fundamentals, ch. 20 "Space Air Diffusion" (the jet laws).
@@ -72,7 +85,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AIR_THERMAL_DIFFUSIVITY_M2_S",
     "MIXING_LAWS",
+    "LINE_PLUME_VELOCITY_COEFFICIENT",
     "SHEAR_LAYER_GROWTH",
+    "ceiling_jet_shear_1_s",
     "jet_edge_shear_1_s",
     "layered_face_richardson_number",
     "munk_anderson_heat_fraction",
@@ -96,6 +111,11 @@ PACANOWSKI_PHILANDER_N = 2.0
 
 MIXING_LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets")
 _JETS = "_jets"  # a law's suffix: the jets' edge shear added to S
+
+LINE_PLUME_VELOCITY_COEFFICIENT = 1.66
+"""w / B'^(1/3) of a turbulent line plume's centre line [-], B' = g beta Q' / (rho cp) its
+buoyancy flux per unit length (Rouse, Yih & Humphreys 1952; Lee & Chu, Turbulent Jets and
+Plumes, 2003), as in :mod:`twin.thermal.buoyancy`."""
 
 SHEAR_LAYER_GROWTH = 0.18
 """Growth of a single-stream plane mixing layer's vorticity thickness, d(delta_w)/dx [-]
@@ -233,6 +253,45 @@ def jet_edge_shear_1_s(prob: HallProblem) -> np.ndarray:
     return np.sqrt(s2)
 
 
+def ceiling_jet_shear_1_s(prob: HallProblem, rack_heat_w, temp_mean_c: float) -> np.ndarray:
+    """Shear under the ceiling jets that the racks' exhaust plumes spread [1/s] on every room
+    face (module docstring; 0 off the faces under the top layer): S = max_r w_r / (0.18 x_r),
+    w_r = 1.66 (g beta f Q_r / (W rho cp))^(1/3) the line-plume velocity of rack r (heat
+    ``rack_heat_w`` [W] over its width W, f the share of the exhaust that enters the room:
+    1, or what hot-aisle containment does not duct, 1 - V_duct / V_racks), beta = 1 / (T +
+    273.15) at ``temp_mean_c``, x_r = (d + 1/2) h with d the plan distance in cells to the
+    rack's nearest exhaust cell."""
+    from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+
+    g, grid = prob.geometry, prob.grid
+    n, h = grid.nx * grid.ny, grid.cell_m
+    nz = int(g.n_layers)
+    ri, _, fax, _ = prob.room_face
+    out = np.zeros(ri.size)
+    if nz < 2:
+        return out
+    heat = np.broadcast_to(np.asarray(rack_heat_w, float), (g.n_racks,))
+    v_r = float(np.sum(prob.rack_airflow_m3_s))
+    share = 1.0 if v_r <= 0 else min(max(1.0 - float(np.sum(prob.duct_m3_s)) / v_r, 0.0), 1.0)
+    buoyancy = GRAVITY_M_S2 / (float(temp_mean_c) + 273.15) * share * np.maximum(heat, 0.0) / (
+        g.rack_width_m * AIR_VOLUMETRIC_HEAT_J_M3_K)
+    w = LINE_PLUME_VELOCITY_COEFFICIENT * np.cbrt(buoyancy)
+    yy, xx = np.divmod(np.arange(n), grid.nx)
+    shear = np.zeros(n)
+    for r in np.flatnonzero(w > 0):
+        cy, cx = np.divmod(np.asarray(grid.exhaust_cells[r]), grid.nx)
+        d = np.sqrt(np.min((xx[:, None] - cx[None, :]) ** 2 + (yy[:, None] - cy[None, :]) ** 2, axis=1))
+        np.maximum(shear, w[r] / (SHEAR_LAYER_GROWTH * (d + 0.5) * h), out=shear)
+    below_top = prob.room_id[(nz - 2) * n + np.arange(n)]  # the cells under the top layer
+    face_above = np.full(prob.n_room, -1)
+    vert = np.flatnonzero(fax == 2)
+    face_above[ri[vert]] = vert
+    ok = below_top >= 0
+    f = face_above[below_top[ok]]
+    out[f[f >= 0]] = shear[ok][f >= 0]
+    return out
+
+
 def vertical_eddy_diffusivity_m2_s(neutral_diffusivity_m2_s, richardson, law: str = "munk_anderson"):
     """Vertical eddy diffusivity of heat under stratification [m2/s].
 
@@ -279,14 +338,20 @@ def layered_face_richardson_number(prob: HallProblem, temp_c, extra_shear_1_s=No
     return out
 
 
-def room_face_diffusivity_m2_s(prob: HallProblem, temp_c, law: str = "munk_anderson") -> np.ndarray:
+def room_face_diffusivity_m2_s(prob: HallProblem, temp_c, law: str = "munk_anderson", rack_heat_w=None) -> np.ndarray:
     """Eddy diffusivity on every room face [m2/s]: the hall's Gamma_0 on horizontal faces,
     :func:`vertical_eddy_diffusivity_m2_s` of :func:`layered_face_richardson_number` on
     vertical ones (for ``build_problem(room_face_diffusivity_m2_s=...)``). A law ending in
     ``"_jets"`` takes Ri with the jets' edge shear added (:func:`jet_edge_shear_1_s`,
-    S^2 = S_mean^2 + S_jet^2)."""
+    S^2 = S_mean^2 + S_jet^2) and, given ``rack_heat_w`` [W], the shear under the plumes'
+    ceiling jets (:func:`ceiling_jet_shear_1_s`; the larger of the two on a face)."""
     g0 = float(prob.geometry.eddy_diffusivity_m2_s)
-    shear = jet_edge_shear_1_s(prob) if law.endswith(_JETS) else None
+    shear = None
+    if law.endswith(_JETS):
+        shear = jet_edge_shear_1_s(prob)
+        if rack_heat_w is not None:
+            t_mean = float(np.mean(np.asarray(temp_c, float)[: prob.n_room]))
+            shear = np.maximum(shear, ceiling_jet_shear_1_s(prob, rack_heat_w, t_mean))
     ri = layered_face_richardson_number(prob, temp_c, shear)
     out = np.full(ri.size, g0)
     vert = prob.room_face[2] == 2
