@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,6 +66,8 @@ class RecirculationFamily:
         self.scales = tuple(sorted(float(s) for s in self.scales))
         if not self._models:
             self._models = [None] * len(self.scales)
+        self._nominal_sum = self.nominal_rack_airflow_m3_s.sum()    # scale_of's denominator, once
+        self._unit_vol: dict[int, np.ndarray] = {}    # per knot: rho cp V of its running units
 
     def exact(self, k: int) -> InletModel:
         """The model derived exactly at scale ``scales[k]`` (derived on first use, then kept:
@@ -83,8 +85,15 @@ class RecirculationFamily:
 
     def scale_of(self, rack_airflow_m3_s) -> float:
         """Mean airflow scale of V over the nominal airflow [-]."""
-        v = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), self.nominal_rack_airflow_m3_s.shape)
-        return float(v.sum() / self.nominal_rack_airflow_m3_s.sum())
+        return float(self._airflow(rack_airflow_m3_s).sum() / self._nominal_sum)
+
+    def _airflow(self, rack_airflow_m3_s) -> np.ndarray:
+        """V as a float array of the racks' shape, a copy (np.broadcast_to's dispatch only
+        for a scalar or another shape: this runs at every airflow change of a run)."""
+        v = np.array(rack_airflow_m3_s, float)
+        if v.shape != self.nominal_rack_airflow_m3_s.shape:
+            v = np.broadcast_to(v, self.nominal_rack_airflow_m3_s.shape).copy()
+        return v
 
     def model(self, rack_airflow_m3_s) -> InletModel:
         """Inlet model at rack airflows V (R,) [m3/s], interpolated between precomputed scales.
@@ -94,22 +103,21 @@ class RecirculationFamily:
         Exact at the precomputed scales; outside their range the nearest one is used
         (with its airflow-scaled maps).
         """
-        v = np.broadcast_to(np.asarray(rack_airflow_m3_s, float), self.nominal_rack_airflow_m3_s.shape).copy()
-        s = self.scale_of(v)
+        v = self._airflow(rack_airflow_m3_s)
+        s = float(v.sum() / self._nominal_sum)    # scale_of(v)
         sc = self.scales                 # sorted floats: clip and search without array round trips
         s_c = min(max(s, sc[0]), sc[-1])
         k = min(max(bisect.bisect_left(sc, s_c) - 1, 0), max(len(sc) - 2, 0))
         if len(sc) == 1:
             a = b = self.exact(0)
-            w, sa, sb = 0.0, sc[0], sc[0]
+            ka, w, sa, sb = 0, 0.0, sc[0], sc[0]
         else:
             sa, sb = sc[k], sc[k + 1]
             w = (s_c - sa) / (sb - sa)
             # at a derived scale the other end is not needed (its weight is zero)
-            if w <= 0.0:
-                a = b = self.exact(k)
-            elif w >= 1.0:
-                a = b = self.exact(k + 1)
+            ka = k + 1 if w >= 1.0 else k
+            if w <= 0.0 or w >= 1.0:
+                a = b = self.exact(ka)
             else:
                 a, b = self.exact(k), self.exact(k + 1)
 
@@ -127,9 +135,12 @@ class RecirculationFamily:
         s_mix = mix(a.supply_mix, b.supply_mix)
         r0 = mix(a.return_mix, b.return_mix)
         rk = mix_scaled(a.return_k_per_w, b.return_k_per_w)
-        vol = AIR_VOLUMETRIC_HEAT_J_M3_K * np.where(a.cooling_active, a.cooling_airflow_m3_s, 0.0)
+        vol = self._unit_vol.get(ka)
+        if vol is None:
+            vol = self._unit_vol[ka] = AIR_VOLUMETRIC_HEAT_J_M3_K * np.where(a.cooling_active, a.cooling_airflow_m3_s,
+                                                                             0.0)
         t_sup = a.cooling_supply_temp_c
-        return replace(
+        return _replaced(
             a,
             base_inlet_c=s_mix @ t_sup,
             recirculation_k_per_w=d,
@@ -142,3 +153,13 @@ class RecirculationFamily:
             recirculation_csr=None,
             truncation_k_per_w=0.0,
         )
+
+
+def _replaced(model: InletModel, **changes) -> InletModel:
+    """``dataclasses.replace(model, **changes)`` without re-running the frozen dataclass's
+    ``__init__`` field by field (InletModel has no ``__post_init__``; the same attributes,
+    the same objects): one interpolated model per airflow change of a run."""
+    out = object.__new__(type(model))
+    out.__dict__.update(model.__dict__)
+    out.__dict__.update(changes)
+    return out

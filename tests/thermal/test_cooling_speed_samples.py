@@ -1,0 +1,78 @@
+"""The per-sample cooling fast paths give the reference results bit for bit (issues 19 and
+14): :meth:`RecirculationFamily.model` builds the interpolated model without
+``dataclasses.replace`` and keeps each knot's unit constants and the nominal airflow's sum.
+The reference is the interpolation written out with ``dataclasses.replace``, as the
+method was before."""
+
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+
+from twin.thermal import rack_airflow_m3_s, row_hall
+from twin.thermal.airflow import RecirculationFamily
+from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
+
+
+def _reference(fam: RecirculationFamily, v):
+    """The interpolated model as the family built it with ``dataclasses.replace``."""
+    v = np.broadcast_to(np.asarray(v, float), fam.nominal_rack_airflow_m3_s.shape).copy()
+    s = float(v.sum() / fam.nominal_rack_airflow_m3_s.sum())
+    sc = np.asarray(fam.scales)
+    s_c = float(np.clip(s, sc[0], sc[-1]))
+    k = int(np.clip(np.searchsorted(sc, s_c) - 1, 0, len(sc) - 2))
+    sa, sb = sc[k], sc[k + 1]
+    w = (s_c - sa) / (sb - sa)
+    a, b = (fam.exact(k), fam.exact(k)) if w <= 0 else (fam.exact(k + 1),) * 2 if w >= 1 else (
+        fam.exact(k), fam.exact(k + 1))
+
+    def scaled(xa, xb):
+        out = np.multiply(xa, (1 - w) * sa)
+        out += np.multiply(xb, w * sb)
+        out /= s
+        return out
+
+    s_mix = (1 - w) * a.supply_mix + w * b.supply_mix
+    r0 = (1 - w) * a.return_mix + w * b.return_mix
+    rk = scaled(a.return_k_per_w, b.return_k_per_w)
+    vol = AIR_VOLUMETRIC_HEAT_J_M3_K * np.where(a.cooling_active, a.cooling_airflow_m3_s, 0.0)
+    t_sup = a.cooling_supply_temp_c
+    return replace(a, base_inlet_c=s_mix @ t_sup, recirculation_k_per_w=scaled(a.recirculation_k_per_w,
+                                                                                b.recirculation_k_per_w),
+                   supply_mix=s_mix, return_mix=r0, return_k_per_w=rk,
+                   cooling_base_w=np.where(a.cooling_active, vol * (r0 @ t_sup - t_sup), 0.0),
+                   cooling_heat_share=vol[:, None] * rk, rack_airflow_m3_s=v, recirculation_csr=None,
+                   truncation_k_per_w=0.0)
+
+
+@pytest.fixture(scope="module")
+def family():
+    g = row_hall(2, 6, cooling_per_wall=1, cooling_airflow_m3_s=5.0)
+    v0 = rack_airflow_m3_s(np.linspace(8e3, 12e3, g.n_racks), 12.0)
+    return RecirculationFamily(g, v0, scales=(0.3, 0.5, 0.75, 1.0)), v0
+
+
+@pytest.mark.parametrize("s_req", [0.2, 0.3, 0.41, 0.5, 0.6180339887, 0.75, 0.9, 1.0, 1.3])
+def test_interpolated_model_equals_the_replace_reference(family, s_req):
+    """Every field of the model (the interpolated maps, the unit base loads and heat shares
+    from the kept knot constants, the airflow) equals the reference's, between knots, on
+    knots and beyond both ends, for an array, a list and racks moving unevenly."""
+    fam, v0 = family
+    for v in (s_req * v0, list(s_req * v0), s_req * v0 * np.linspace(0.9, 1.1, v0.size)):
+        m, ref = fam.model(v), _reference(fam, v)
+        assert type(m) is type(ref)
+        for f in fields(ref):
+            x, y = getattr(m, f.name), getattr(ref, f.name)
+            if isinstance(y, np.ndarray):
+                assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), f.name
+            else:
+                assert x == y or x is y, f.name
+        assert m.rack_airflow_m3_s is not v                  # the model holds its own copy
+        assert fam.scale_of(v) == float(np.sum(v) / v0.sum())
+
+
+def test_a_scalar_airflow_is_every_rack_s(family):
+    fam, v0 = family
+    m = fam.model(float(v0.mean()))
+    assert np.array_equal(m.rack_airflow_m3_s, np.full(v0.size, float(v0.mean())))
+    assert np.array_equal(m.recirculation_k_per_w, _reference(fam, float(v0.mean())).recirculation_k_per_w)
