@@ -34,12 +34,13 @@ class Results:
     kpis: dict[str, float]
     fields: dict[str, xr.Dataset] = field(default_factory=dict)   # steady thermal field per hall
 
-    def save(self, out_dir: str | Path, *, force: bool = False) -> Path:
+    def save(self, out_dir: str | Path, *, force: bool = False, warnings: list | None = None) -> Path:
         """Write results.nc, events.csv, kpis.json (and field_<hall>.nc) into ``out_dir``
         crash-safely. ``out_dir`` may replace only a previous twin result or an empty folder
-        unless ``force`` (:func:`twin.store_io.save_results`)."""
+        unless ``force`` (:func:`twin.store_io.save_results`). ``warnings``: the run-time
+        invariant warnings (:func:`twin.invariants.check_results`) if already computed."""
         from twin.store_io import save_results
-        return save_results(self, out_dir, force=force)
+        return save_results(self, out_dir, force=force, warnings=warnings)
 
     @classmethod
     def load(cls, out_dir: str | Path) -> Results:

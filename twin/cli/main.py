@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -81,7 +82,56 @@ def _default_out(name: str) -> str:
     return f"runs/{name}"
 
 
+@contextlib.contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector in the parts of ``twin run`` that build
+    objects the process keeps to its end (imports, the scenario, the model) or that run
+    just before it exits (fields, save, the KPI table).
+
+    A collection there finds next to nothing to free and scans every object built so far.
+    ``cmd_run`` also freezes (``gc.freeze``) what the preparation built before the run, so
+    the run's own collections do not scan it either (:meth:`twin.sim.engine.Engine.run`
+    then leaves the freeze as it is), and the interpreter's last collection at exit skips
+    it. Blue Vela nine months: time in collections 0.29 -> 0.05 s of CPU, and ~0.1 s less
+    at exit (issue 19). The simulation itself runs with the collector on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def cmd_run(args) -> int:
+    freeze = gc.get_freeze_count() == 0
+    try:
+        with collector_paused():
+            prepared = _prepare_run(args)
+            if isinstance(prepared, int):
+                return prepared
+            if freeze:
+                gc.freeze()      # what was built so far lives to the end: out of every later scan
+        scenario, out, engine, bar, t0 = prepared
+        try:
+            results = engine.run()
+        except ScenarioError as err:               # a run-time event storm (twin.sim.engine)
+            if bar.shown:
+                print(file=sys.stderr)             # end the progress line
+            return _report_problems(err)
+        with collector_paused():
+            return _finish_run(args, scenario, out, engine, results, time.perf_counter() - t0)
+    finally:
+        # called in a process that goes on (tests, notebooks): hand the frozen objects back
+        # to the collector, or the model's reference cycles would never be freed. The
+        # `twin` command itself exits next; its interpreter's last collection skips them.
+        if freeze and not getattr(args, "process_exits", False):
+            gc.unfreeze()
+
+
+def _prepare_run(args):
+    """The scenario, the output folder (checked before the run), the engine, its progress
+    bar and the wall-clock start; an exit code instead when the input is bad."""
     from twin.errors import OutputError
     from twin.store_io import check_output
     try:
@@ -95,24 +145,25 @@ def cmd_run(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from twin.sim.engine import Engine
-    from twin.sim.field import peak_sample_fields
     bar = ProgressBar(f"twin run {scenario.name}")
     t0 = time.perf_counter()
     try:
         engine = Engine(scenario, progress=bar)    # reads workload.trace (file, line, column)
     except ScenarioError as err:
         return _report_problems(err)
-    try:
-        results = engine.run()
-    except ScenarioError as err:                   # a run-time event storm (twin.sim.engine)
-        if bar.shown:
-            print(file=sys.stderr)                 # end the progress line
-        return _report_problems(err)
-    wall = time.perf_counter() - t0
+    return scenario, out, engine, bar, t0
+
+
+def _finish_run(args, scenario, out, engine, results, wall: float) -> int:
+    """Fields, save, the KPI table and the run-time invariant warnings."""
+    from twin.errors import OutputError
+    from twin.invariants import check_results
+    from twin.sim.field import peak_sample_fields
     if not args.no_field:
         results.fields = peak_sample_fields(engine, results)
+    warnings = check_results(results)              # once: saved in kpis.json, printed below
     try:
-        results.save(out, force=args.force)
+        results.save(out, force=args.force, warnings=warnings)
     except OutputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -124,8 +175,7 @@ def cmd_run(args) -> int:
     print(f"scenario {scenario.name}: {scenario.simulation.duration_days:g} days simulated in "
           f"{wall:.2f} s; results in {out}/")
     print(results.kpi_table())
-    from twin.invariants import check_results
-    for w in check_results(results):
+    for w in warnings:
         print(f"warning: {w['check']}: {w['message']}", file=sys.stderr)
     return 0
 
@@ -227,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     # cores (and for sweep workers). Set before numpy is imported; a user's setting wins.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    from_command_line = argv is None                 # the `twin` command, `python -m twin.cli`
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in DELEGATED:
@@ -234,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             return _delegate(module, func)(argv[1:])
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.process_exits = from_command_line        # see cmd_run's collector handling
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_BAD_INPUT
