@@ -26,6 +26,10 @@ import numpy as np
 from twin.reliability.classes import FailureClass
 from twin.reliability.hazard import class_rates_per_node_s, thermal_mask
 
+#: ``x.sum()`` of a 1-D float array without the method's Python wrapper (the same
+#: pairwise reduction; ``np.add.reduce`` is what ``ndarray.sum`` calls)
+_sum = np.add.reduce
+
 
 def _pick_many(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Vectorised ``_pick`` for uniforms ``u`` (M,)."""
@@ -135,33 +139,39 @@ class ClusterFailureSampler:
         *,
         rate_scale: float | np.ndarray | None = None,
         thermal_acceleration: np.ndarray | float | None = None,
+        checked: bool = True,
     ) -> None:
         """Set new per-node factors; any pending draw must be redrawn.
 
         Costs two O(N) reductions; the cumulative weights used to pick a node are
         rebuilt lazily, only when an event lands before the next update.
+        ``checked=False`` skips the test that the factors are >= 0, for a caller whose
+        factors are so by construction (the engine's, once per sample: issue 19); the
+        rates are the same.
         """
         if rate_scale is not None:
-            r = np.asarray(rate_scale, dtype=float)
-            if r.size and r.min() < 0:
-                raise ValueError("rate_scale must be >= 0")
-            np.copyto(self._scale, r)
-            self._w_plain = float(self._scale.sum())
+            if checked:
+                r = np.asarray(rate_scale, dtype=float)
+                if r.size and r.min() < 0:
+                    raise ValueError("rate_scale must be >= 0")
+            np.copyto(self._scale, rate_scale)
+            self._w_plain = float(_sum(self._scale))
             self._cum_plain: np.ndarray | None = None
         if thermal_acceleration is not None:
-            a = np.asarray(thermal_acceleration, dtype=float)
-            if a.size and a.min() < 0:
-                raise ValueError("thermal_acceleration must be >= 0")
-            np.copyto(self._accel, a)
+            if checked:
+                a = np.asarray(thermal_acceleration, dtype=float)
+                if a.size and a.min() < 0:
+                    raise ValueError("thermal_acceleration must be >= 0")
+            np.copyto(self._accel, thermal_acceleration)
         if rate_scale is not None or thermal_acceleration is not None:
             # elementwise product and a ufunc sum, not a BLAS dot: a threaded BLAS call
             # costs milliseconds on a loaded machine (measured: 1 ms vs 40 us)
             np.multiply(self._scale, self._accel, out=self._w_node_thermal)
-            self._w_thermal = float(self._w_node_thermal.sum())
+            self._w_thermal = float(_sum(self._w_node_thermal))
             self._cum_thermal: np.ndarray | None = None
         self._class_rate = self._base * np.where(self._thermal, self._w_thermal, self._w_plain)
-        self._cum_class = np.cumsum(self._class_rate)
-        self.total_rate_per_s = float(self._cum_class[-1]) if self._cum_class.size else 0.0
+        cum = self._cum_class = self._class_rate.cumsum()
+        self.total_rate_per_s = float(cum[-1]) if cum.size else 0.0
 
     @property
     def class_rates_per_s(self) -> np.ndarray:

@@ -56,6 +56,9 @@ from twin.workload.sched_types import Start as Start
 
 LN2 = math.log(2.0)
 _BIG = 1 << 62
+#: clusters of at most this many scalable units rank their units in Python lists
+#: (:func:`units_in_order_small`); numpy's per-call cost dominates below it (issue 19)
+SMALL_UNITS = 32
 
 
 # --------------------------------------------------------------------------- internal state
@@ -88,6 +91,20 @@ class Scheduler:
     #: the backfill scan skips a candidate at least as large as one that did not fit since
     #: the last start (same answers; False tries every candidate, for the equivalence test)
     skip_known_misfits = True
+    #: the speed paths of issue 19, each with its reference kept (the equivalence tests in
+    #: tests/sim/test_scheduler_speed.py switch them off): units ranked in Python lists up
+    #: to this many units (0: always numpy); the free units off a reservation kept while the
+    #: pool stands; a start's or release's node moves in one loop (else :meth:`_move` each);
+    #: the backfill scan's known misfits carried from one pass to the next while the pool
+    #: and the reservation stand; no backfill scan when the smallest pending job is larger
+    #: than the free GPUs; a whole-node head's reservation found by counting the nodes that
+    #: become free (the pool's sets built once, at the shadow time)
+    small_units = SMALL_UNITS
+    cache_avoided = True
+    batched_moves = True
+    keep_misfits = True
+    cut_scan = True
+    fast_reserve = True
 
     def __init__(self, cluster: ClusterShape, config: SchedulerConfig | None = None,
                  track_usage: bool = False):
@@ -144,6 +161,12 @@ class Scheduler:
         self.freed = 0
         self.head_misfit: tuple[_Job, int] | None = None
         self.preempted_gpu_s = 0.0
+        #: bumped by every change of the free pool (a start, a release, a node's health):
+        #: what is derived from the pool and the reservation is kept while it stands
+        self.pool_ver = 0
+        self._sizes: list[tuple[int, int, _Job]] = []     # pending jobs' GPUs (a heap)
+        self._misfits: tuple[int, frozenset[int], list[list[int]]] | None = None
+        self._avoid_cache: tuple[frozenset[int], int, np.ndarray, dict[int, set[int]], dict[int, set[int]]] | None = None
 
     # ------------------------------------------------------------------ API
     def submit(self, req: JobRequest, now_s: float) -> None:
@@ -184,6 +207,7 @@ class Scheduler:
         self.healthy[node] = healthy
         self._index(node)
         self.freed += 1
+        self.pool_ver += 1
         self.reservation = None
         return sorted(self.node_jobs[node])
 
@@ -262,7 +286,10 @@ class Scheduler:
         # backfill: the smallest size (nodes of a whole-node job, GPUs of a shared-node one)
         # that did not fit, keeping off the reservation [0] or anywhere [1], since the last
         # start. A placement that fails for a size fails for every larger one of the same
-        # kind, so the scan skips those without trying (the answers are the same).
+        # kind, so the scan skips those without trying (the answers are the same). They
+        # depend on the free pool and the reservation alone, so the last pass's carry over
+        # while both stand (:attr:`pool_ver`, the same reserved set): a pass after a
+        # submission does not try again what failed in the pass before.
         no_fit = [[_BIG, _BIG], [_BIG, _BIG]]       # [whole][avoiding the reservation or not]
         skip = self.skip_known_misfits
         for job in self._order():
@@ -292,6 +319,11 @@ class Scheduler:
                 self.last_backfill_s = now_s
                 head = job
                 shadow, reserved = self._reserve(job, now_s)
+                m = self._misfits
+                if m is not None and m[0] == self.pool_ver and m[1] is reserved and self.keep_misfits:
+                    no_fit = [m[2][0][:], m[2][1][:]]
+                if self.cut_scan and self._smallest_pending_gpus() > self.free_gpus:
+                    break           # every candidate fails the size test below: none starts
                 continue
             if self.free_gpus == 0:
                 break
@@ -316,6 +348,8 @@ class Scheduler:
             if alloc is not None:
                 out.append(self._start(job, alloc, now_s))
                 no_fit = [[_BIG, _BIG], [_BIG, _BIG]]
+        if head is not None:
+            self._misfits = (self.pool_ver, reserved, no_fit)
         return out
 
     # ------------------------------------------------------------------ queue order
@@ -336,6 +370,19 @@ class Scheduler:
                 self.key_front[q][job.key] = 0
         self.n_pending[q] += 1
         job.state = "pending"
+        heapq.heappush(self._sizes, (job.gpus, job.seq, job))
+
+    def _smallest_pending_gpus(self) -> int:
+        """GPUs of the smallest pending job (``_BIG`` if none): a heap of the sizes with the
+        entries of jobs no longer pending dropped when they come to the top, rebuilt when
+        they outnumber the pending ones."""
+        h = self._sizes
+        while h and h[0][2].state != "pending":
+            heapq.heappop(h)
+        if len(h) > 64 and len(h) > 2 * sum(self.n_pending):
+            self._sizes = h = [e for e in h if e[2].state == "pending"]
+            heapq.heapify(h)
+        return h[0][0] if h else _BIG
 
     def _compact(self, q: int) -> None:
         if self.config.order == "fifo":
@@ -488,15 +535,52 @@ class Scheduler:
         self.free_gpus += delta
 
     def _take(self, alloc: list[tuple[int, int]], job: _Job) -> None:
-        for node, g in alloc:
-            self._move(node, -g)
-            self.node_jobs[node].add(job.id)
+        self._shift(alloc, -1)
+        jid, node_jobs = job.id, self.node_jobs
+        for node, _ in alloc:
+            node_jobs[node].add(jid)
 
     def _give(self, job: _Job) -> None:
         self.freed += 1
-        for node, g in job.alloc:
-            self._move(node, g)
-            self.node_jobs[node].discard(job.id)
+        self._shift(job.alloc, 1)
+        jid, node_jobs = job.id, self.node_jobs
+        for node, _ in job.alloc:
+            node_jobs[node].discard(jid)
+
+    def _shift(self, alloc: list[tuple[int, int]], sign: int) -> None:
+        """:meth:`_move` of ``sign * g`` at each ``(node, g)`` of ``alloc``, in order: the
+        loop written out (the same set operations in the same order, so the sets iterate
+        alike), the counters summed once (issue 19)."""
+        self.pool_ver += 1
+        if not self.batched_moves:
+            for node, g in alloc:
+                self._move(node, sign * g)
+            return
+        free, healthy, node_su = self.free, self.healthy, self.node_su
+        full, partial, full_count, gpn = self.full, self.partial, self.full_count, self.gpn
+        moved = d_full = 0
+        for node, g in alloc:
+            f = free[node]
+            free[node] = h = f + sign * g
+            if not healthy[node]:
+                continue
+            if f == gpn:
+                su = node_su[node]
+                full[su].discard(node)
+                full_count[su] -= 1
+                d_full -= 1
+            elif f:
+                partial[f].discard(node)
+            if h == gpn:
+                su = node_su[node]
+                full[su].add(node)
+                full_count[su] += 1
+                d_full += 1
+            elif h:
+                partial[h].add(node)
+            moved += g
+        self.n_full += d_full
+        self.free_gpus += sign * moved
 
     def _give_back(self, alloc: list[tuple[int, int]], free: list[int], full: list[set[int]],
                    partial: list[set[int]]) -> int:
@@ -527,6 +611,8 @@ class Scheduler:
         """Units to take ``need`` whole nodes from: one unit if one has room (best fit,
         healthy units first), else the fullest units first (healthy first)."""
         big = self.cluster.nodes + 1
+        if self.n_su <= self.small_units:
+            return units_in_order_small(counts.tolist(), self.su_degraded, need, big)
         deg = self.su_degraded_arr
         key = np.where(counts >= need, counts + deg * big, 2 * big + 1)
         u = int(np.argmin(key))
@@ -551,16 +637,7 @@ class Scheduler:
             need = job.n_nodes
             sets: _Avoiding | list[set[int]]
             if avoid:
-                # only the units holding avoided nodes change: count those, copy no other set
-                base = self.full_count if full is self.full else np.fromiter(
-                    (len(s) for s in full), np.int64, self.n_su)
-                counts = base.copy()
-                hit: dict[int, set[int]] = {}
-                for n in avoid:
-                    u = self.node_su[n]
-                    if n in full[u]:
-                        counts[u] -= 1
-                        hit.setdefault(u, set()).add(n)
+                counts, hit = self._avoided(avoid, full)
                 sets = _Avoiding(full, hit)
             elif full is self.full:
                 sets, counts = full, self.full_count
@@ -582,11 +659,13 @@ class Scheduler:
         # a fully free node, from the unit small jobs spill into (kept until it has no free
         # node left, then the unit with the fewest free nodes: big units stay whole)
         u = self.spill_su if full is self.full else -1
-        if u < 0 or not full[u] or (avoid and not full[u] - avoid):
+        # units with a free node off ``avoid`` (``full[v] - avoid`` not empty)
+        outside = self._avoided(avoid, full)[0] if avoid else None
+        if u < 0 or not full[u] or (outside is not None and not outside[u]):
             u, best = -1, 1 << 30
             for v in range(self.n_su):
                 n = len(full[v])
-                if n and n < best and not (avoid and not full[v] - avoid):
+                if n and n < best and not (outside is not None and not outside[v]):
                     u, best = v, n
             if u < 0:
                 return None
@@ -596,6 +675,41 @@ class Scheduler:
             if cand not in avoid:
                 return [(cand, g)]
         return None
+
+    def _avoided(self, avoid: frozenset[int], full: list[set[int]]) -> tuple[np.ndarray, dict[int, set[int]]]:
+        """Fully free nodes per unit off ``avoid`` [int (n_su,)] and the avoided ones per unit
+        that holds some: only the units holding avoided nodes change, so no other set is
+        copied. For the scheduler's own pool the answer is kept while the pool and the
+        reservation stand (:attr:`pool_ver`, the same ``avoid`` object): a backfill scan
+        asks it once per candidate."""
+        own = full is self.full and self.cache_avoided
+        base = self.full_count if full is self.full else np.fromiter((len(s) for s in full), np.int64, self.n_su)
+        counts = base.copy()
+        hit: dict[int, set[int]] = {}
+        if not own:
+            node_su = self.node_su
+            for n in avoid:
+                u = node_su[n]
+                if n in full[u]:
+                    counts[u] -= 1
+                    hit.setdefault(u, set()).add(n)
+            return counts, hit
+        c = self._avoid_cache
+        if c is not None and c[0] is avoid:
+            if c[1] == self.pool_ver:
+                return c[2], c[3]
+            by_unit = c[4]
+        else:           # the avoided nodes of each unit, once per reservation
+            by_unit = {}
+            for n in avoid:
+                by_unit.setdefault(self.node_su[n], set()).add(n)
+        for u, a in by_unit.items():
+            h = full[u] & a
+            if h:
+                counts[u] -= len(h)
+                hit[u] = h
+        self._avoid_cache = (avoid, self.pool_ver, counts, hit, by_unit)
+        return counts, hit
 
     def _start(self, job: _Job, alloc: list[tuple[int, int]], now_s: float) -> Start:
         self._take(alloc, job)
@@ -614,9 +728,8 @@ class Scheduler:
             self.key_prio[k] = self._prio_of(k)
         if self.reservation is not None and self.reservation[0] is job:
             self.reservation = None
-        if len(alloc) == 1:
-            return Start(job.id, (alloc[0][0],), (alloc[0][1],))
-        return Start(job.id, tuple(n for n, _ in alloc), tuple(g for _, g in alloc))
+        nodes, gpus = zip(*alloc, strict=True)       # (each entry is a pair)
+        return Start(job.id, nodes, gpus)
 
     def _release(self, job: _Job, now_s: float) -> None:
         self._give(job)
@@ -646,6 +759,8 @@ class Scheduler:
             return r[1], r[2]
         free = list(self.free)
         heap = list(self._running_by_end())
+        if job.whole and self.fast_reserve:
+            return self._reserve_whole(job, free, heap)
         full = [set(s) for s in self.full]
         partial = [set(s) for s in self.partial]
         shadow, alloc = math.inf, None
@@ -670,6 +785,43 @@ class Scheduler:
                 shadow = t
                 break
         nodes = frozenset(n for n, _ in alloc) if alloc else frozenset()
+        self.reservation = (job, shadow, nodes)
+        self.first_shadow.setdefault(job.id, shadow)
+        return shadow, nodes
+
+    def _reserve_whole(self, job: _Job, free: list[int], heap: list[tuple[float, int, _Job]]
+                       ) -> tuple[float, frozenset[int]]:
+        """:meth:`_reserve` of a whole-node job: its placement needs only the fully free
+        nodes (``partial`` plays no part), so the running jobs' nodes are given back by
+        counting those that become fully free (as :meth:`_give_back` does, in the same
+        order) and the hypothetical pool's sets are built once, where the job can fit."""
+        shadow, alloc = math.inf, None
+        need, gpn, healthy = job.n_nodes, self.gpn, self.healthy
+        n_full = self.n_full
+        became: list[int] = []
+        while heap:
+            t, _, other = heapq.heappop(heap)
+            if other.state != "running" or t != other.end_est:
+                continue
+            for node, g in other.alloc:
+                if healthy[node]:
+                    h = free[node] + g
+                    free[node] = h
+                    if h == gpn:
+                        became.append(node)
+            if heap and heap[0][0] == t:
+                continue
+            if n_full + len(became) < need:
+                continue
+            full = [set(s) for s in self.full]
+            node_su = self.node_su
+            for node in became:
+                full[node_su[node]].add(node)
+            alloc = self._place(job, full=full, partial=self.partial)
+            if alloc is not None:
+                shadow = t
+                break
+        nodes = frozenset([n for n, _ in alloc]) if alloc else frozenset()
         self.reservation = (job, shadow, nodes)
         self.first_shadow.setdefault(job.id, shadow)
         return shadow, nodes
@@ -712,6 +864,35 @@ class Scheduler:
                 needed = [w for w in chosen if any(n in used for n, _ in w.alloc)]
                 return [self._preempt_one(w, now_s) for w in needed]
         return []
+
+
+def units_in_order_small(counts: list[int], degraded: list[bool], need: int, big: int) -> list[int] | None:
+    """:meth:`Scheduler._units_in_order` in Python lists, for a few units: the unit with the
+    fewest fully free nodes that holds ``need`` (healthy first: a degraded unit's key is
+    ``count + big``; ties by index, as ``np.argmin``), else the units by (degraded, most
+    free, index) up to the first whose running sum reaches ``need`` (``np.lexsort``, then
+    ``np.searchsorted`` on the cumulative sum); None if all together hold fewer. The same
+    answers as the numpy form (``tests/sim/test_scheduler_speed.py``)."""
+    best, best_key = -1, 2 * big + 1
+    for u, c in enumerate(counts):
+        if c >= need:
+            k = c + big if degraded[u] else c
+            if k < best_key:
+                best, best_key = u, k
+    if best >= 0:
+        return [best]
+    total = 0
+    for c in counts:
+        total += c
+    if total < need:
+        return None
+    order = sorted(range(len(counts)), key=lambda u: (degraded[u], -counts[u]))
+    cum = 0
+    for i, u in enumerate(order):
+        cum += counts[u]
+        if cum >= need:
+            return order[:i + 1]
+    return order        # not reached: the total holds need
 
 
 class _Avoiding:
