@@ -24,9 +24,11 @@ from some rack's exhaust: the field with supply 1 and every exhaust 1 is 1 every
 D is taken column by column from the converged buoyant problem (one solve per rack).
 
 Run (prints the tables of docs/validation.md, "A contained room: SICS ICE Module 2"; with
-``--figure`` also writes ``room_benchmark_contained_ci.png`` beside this file):
+``--figure`` also writes ``room_benchmark_contained_ci.png`` beside this file; with
+``--mixing munk_anderson`` the buoyant field uses that opt-in vertical mixing law,
+:mod:`twin.thermal.mixing`, and no figure is written):
 
-    .venv/bin/python assets/reference/room_benchmark_contained_run.py [--figure]
+    .venv/bin/python assets/reference/room_benchmark_contained_run.py [--figure] [--mixing LAW]
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 import yaml
 
 from twin.studies.room_benchmark import pod2_geometry
-from twin.thermal.buoyancy import buoyant_flow
+from twin.thermal.buoyancy import MIXING_LAW, buoyant_flow
 from twin.thermal.geometry import HallGeometry
 from twin.thermal.properties import AIR_DENSITY_KG_M3, AIR_VOLUMETRIC_HEAT_J_M3_K
 
@@ -180,9 +182,11 @@ class Result:
         return theta - (1.0 - self.case.ci_paper_pct / 100.0) * hot
 
 
-def run(case: Case, cell_m: float | None = None, **overrides) -> Result:
+def run(case: Case, cell_m: float | None = None, mixing: str = MIXING_LAW, **overrides) -> Result:
+    """The twin on one case; ``mixing``: the buoyant field's vertical mixing law
+    (:func:`twin.thermal.buoyancy.buoyant_flow`, default the shipped one)."""
     g = geometry(case, cell_m, **overrides)
-    bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s)
+    bf = buoyant_flow(g, case.rack_heat_w, case.rack_airflow_m3_s, mixing=mixing)
     p = bf.problem
     inlet = p.inlet_temp_c(bf.temp_c, case.rack_heat_w)
     base = p.inlet_temp_c(p.solve(np.zeros(N_RACKS)), np.zeros(N_RACKS))
@@ -199,16 +203,17 @@ def run(case: Case, cell_m: float | None = None, **overrides) -> Result:
     return Result(case, inlet, ci, float(rti), rci_hi_pct(inlet), tiles)
 
 
-def run_all(face_m2: float | None = None, cell_m: float | None = None, **overrides) -> tuple[list[Result], float]:
+def run_all(face_m2: float | None = None, cell_m: float | None = None, mixing: str = MIXING_LAW,
+            **overrides) -> tuple[list[Result], float]:
     """Every case of :func:`cases`; returns the results and the CPU time [s] they took."""
     t0 = time.process_time()
-    res = [run(c, cell_m, **overrides) for c in cases(face_m2)]
+    res = [run(c, cell_m, mixing, **overrides) for c in cases(face_m2)]
     return res, time.process_time() - t0
 
 
 def figure(res: list[Result], out: Path = HERE / "room_benchmark_contained_ci.png") -> Path:
-    """Per-rack capture index, paper (CFD) against twin, open aisle and side cover: one panel
-    per floor and supply."""
+    """Per-rack capture index, paper (CFD) against twin, open aisle and side cover, and the
+    twin's sealed aisle (not in the paper): one panel per floor and supply."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -221,6 +226,9 @@ def figure(res: list[Result], out: Path = HERE / "room_benchmark_contained_ci.pn
             r = by[(floor, cover, share)]
             ax.plot(racks, r.case.ci_paper_pct, "o", color=colour, mfc="none", label=f"paper (CFD), {cover}")
             ax.plot(racks, 100 * r.ci, "s-", color=colour, ms=4, lw=1, label=f"twin, {cover}")
+        sealed = by[(floor, "full", share)]  # the twin's sealed aisle (not in the paper)
+        ax.plot(racks, 100 * sealed.ci, "^--", color="tab:green", ms=4, lw=1,
+                label="twin, sealed " + ("hot" if floor == "hard" else "cold") + " aisle")
         ax.set_title(f"{floor} floor, {100 * share:.0f} % of the measured supply", fontsize=10)
         ax.set_ylim(35, 101)
         ax.grid(alpha=0.3)
@@ -230,6 +238,7 @@ def figure(res: list[Result], out: Path = HERE / "room_benchmark_contained_ci.pn
     for ax in axes[:, 0]:
         ax.set_ylabel("capture index [%]")
     axes[0, 0].legend(fontsize=8, loc="lower right")
+    axes[1, 0].legend(handles=axes[1, 0].get_lines()[-1:], fontsize=8, loc="lower right")
     fig.suptitle("SICS ICE Module 2 (Wibron et al., Energies 12 (2019) 1473, tables 5-6): "
                  "share of each rack's intake air from the cooling units", fontsize=10)
     fig.tight_layout()
@@ -240,10 +249,11 @@ def figure(res: list[Result], out: Path = HERE / "room_benchmark_contained_ci.pn
 
 def _main() -> None:
     import sys
-    res, cpu = run_all()
-    if "--figure" in sys.argv:
+    mixing = sys.argv[sys.argv.index("--mixing") + 1] if "--mixing" in sys.argv else MIXING_LAW
+    res, cpu = run_all(mixing=mixing)
+    if "--figure" in sys.argv and mixing == MIXING_LAW:
         print("wrote", figure(res))
-    print(f"{len(res)} solves (buoyant field + 10 unit-heat solves each): {cpu:.1f} s CPU")
+    print(f"{len(res)} solves (buoyant field + 10 unit-heat solves each, mixing {mixing}): {cpu:.1f} s CPU")
     print("| floor | cover | supply | CI paper, mean / min [%] | CI twin, mean / min [%] | CI error, MAE / bias [points] | "
           "implied inlet error, MAE / max [K] | rack inlet twin, mean / max [C] | RTI twin [%] | RCI_HI twin [%] |")
     print("|---|---|---|---|---|---|---|---|---|---|")

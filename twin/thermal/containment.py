@@ -144,3 +144,106 @@ def enclosure_zone_index(enclosed, containment, rack_center_xy_m, rack_intake_di
     zone = -np.ones(enc.size, np.int64)
     zone[enc] = np.arange(int(enc.sum()))
     return zone
+
+
+def contained_aisle_zone_of_cell(zone, intake_cells, rack_intake_dir, rack_cells, solid, cell_m,
+                                 aisle_width_max_m=AISLE_WIDTH_MAX_M):
+    """Contained cold aisle over every plan cell of the grid (0..Z-1), -1 outside any aisle.
+
+    A contained aisle's footprint is the floor between its two facing rows, over the length
+    where they face each other, plus every intake cell of its racks (a rack at a row end that
+    faces no rack keeps its own intake cells only). On the grid: from each intake cell of a
+    rack in zone z, step along the rack's intake direction (snapped to the nearest grid axis,
+    as when rasterised) across at most ``aisle_width_max_m`` [m]; if the first solid cell met
+    is a rack of the same zone, every cell crossed lies in the aisle. An obstacle, the wall or
+    a rack of another zone ends the walk, and only the intake cell is the zone's.
+
+    Parameters
+    ----------
+    zone : (R,) int, the contained aisle of each rack (:func:`cold_aisle_zone_index`), -1 if
+        the rack's intake is open
+    intake_cells : per rack, flat indices (iy * nx + ix) of the room cells in front of its
+        intake face
+    rack_intake_dir : (R, 2) intake direction of each rack [-]
+    rack_cells : per rack, flat indices of its footprint
+    solid : (ny, nx) bool, rack bodies and obstacles
+    cell_m : grid cell size [m]
+    aisle_width_max_m : widest aisle taken as one zone [m] (:data:`AISLE_WIDTH_MAX_M`)
+
+    Returns
+    -------
+    (ny * nx,) int: the zone whose footprint holds each plan cell, -1 elsewhere. Every tile
+    and floor leak inside a zone's footprint delivers into that zone (the enclosure's gaps
+    are its doors and roof, not its floor).
+    """
+    solid = np.asarray(solid, bool)
+    ny, nx = solid.shape
+    z_r = np.asarray(zone, np.int64)
+    out = -np.ones(nx * ny, np.int64)
+    racks = np.flatnonzero(z_r >= 0)
+    if racks.size == 0:
+        return out
+    owner = -np.ones(nx * ny, np.int64)
+    for r, cells in enumerate(rack_cells):
+        owner[np.asarray(cells, np.int64)] = r
+    d = np.asarray(rack_intake_dir, float).reshape(-1, 2)[racks]
+    ax = np.where(np.abs(d[:, 0]) >= np.abs(d[:, 1]), 0, 1)  # the grid axis the intake faces along
+    step = np.zeros((racks.size, 2), np.int64)
+    step[np.arange(racks.size), ax] = np.where(d[np.arange(racks.size), ax] > 0, 1, -1)
+    n_c = np.array([len(intake_cells[r]) for r in racks])
+    start = np.concatenate([np.asarray(intake_cells[r], np.int64) for r in racks])
+    z_c = np.repeat(z_r[racks], n_c)
+    st = np.repeat(step, n_c, axis=0)
+    n_max = int(np.floor(aisle_width_max_m / cell_m + 1e-9))  # widest aisle [cells]
+    k = np.arange(n_max + 2)  # k cells crossed before the facing row; n_max + 1: out of reach
+    ix = (start % nx)[:, None] + k[None, :] * st[:, :1]
+    iy = (start // nx)[:, None] + k[None, :] * st[:, 1:]
+    inside = (ix >= 0) & (ix < nx) & (iy >= 0) & (iy < ny)
+    flat = np.where(inside, iy * nx + ix, 0)
+    stop = ~inside | solid.ravel()[flat]
+    stop[:, -1] = True
+    first = np.argmax(stop, axis=1)  # the first solid cell (or wall) on the walk
+    rows = np.arange(start.size)
+    met = np.where(inside[rows, first], owner[flat[rows, first]], -1)
+    same = (first <= n_max) & (met >= 0) & (z_r[np.maximum(met, 0)] == z_c)
+    span = np.where(same, first, 1)  # cells of the aisle from this intake cell (at least itself)
+    take = k[None, :] < span[:, None]
+    out[flat[take]] = np.broadcast_to(z_c[:, None], take.shape)[take]
+    return out
+
+
+def zone_supply_by_rack_m3_s(cell_supply_m3_s, aisle_zone_of_cell, intake_cells, enclosed, rack_draw_m3_s, zone):
+    """Supply air credited to each enclosed rack [m3/s]: what its zone's tiles deliver.
+
+    s_r = s_own,r + S_mid,z D_r / D_z, with s_own,r the delivery of the plan cells in front
+    of rack r's intake (its own tiles and floor leak) and S_mid,z that of the zone's floor
+    that is no rack's intake cell (a contained aisle's middle, :func:`contained_aisle_zone_of_cell`),
+    shared in proportion to each rack's draw D_r [m3/s] over the zone's D_z = sum D_r. Per
+    zone sum s_r = sum s_own + S_mid: every tile and leak of the aisle reaches the zone
+    balance (:func:`enclosure_balance_m3_s`). A rack's own enclosure has no middle (its zone's
+    floor is its intake cells); a rack whose intake is open is credited 0.
+
+    Parameters
+    ----------
+    cell_supply_m3_s : (nx * ny,) supply each plan cell delivers into an enclosure [m3/s]
+    aisle_zone_of_cell : (nx * ny,) int, the contained aisle over each plan cell, -1 elsewhere
+    intake_cells : per rack, flat plan indices of the cells in front of its intake face
+    enclosed : (R,) bool, racks whose intake is enclosed
+    rack_draw_m3_s : (R,) air each rack draws [m3/s], > 0
+    zone : (R,) int, the zone of each rack, 0..Z-1, -1 if open
+    """
+    q = np.asarray(cell_supply_m3_s, float)
+    enc = np.asarray(enclosed, bool)
+    s = np.array([q[intake_cells[r]].sum() if enc[r] else 0.0 for r in range(enc.size)])
+    z = np.asarray(zone, np.int64)
+    inside = z >= 0
+    mid = np.array(aisle_zone_of_cell, np.int64)
+    if not inside.any() or not (mid >= 0).any():
+        return s
+    mid[np.concatenate([np.asarray(c, np.int64) for c in intake_cells])] = -1  # the middle only
+    n_z = int(z.max()) + 1
+    s_mid = np.bincount(mid[mid >= 0], q[mid >= 0], n_z)
+    d = np.asarray(rack_draw_m3_s, float)
+    d_z = np.bincount(z[inside], d[inside], n_z)
+    s[inside] += s_mid[z[inside]] * d[inside] / d_z[z[inside]]
+    return s

@@ -60,7 +60,13 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
 
-from .containment import enclosure_balance_m3_s, enclosure_zone_index, zone_room_share_fraction
+from .containment import (
+    contained_aisle_zone_of_cell,
+    enclosure_balance_m3_s,
+    enclosure_zone_index,
+    zone_room_share_fraction,
+    zone_supply_by_rack_m3_s,
+)
 from .geometry import HallGeometry, HallGrid, _intake_enclosed, rasterise
 from .jets import hall_wall_jets
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
@@ -453,7 +459,7 @@ class _RackCells:
     k_out: np.ndarray            # ... of every rack's cout
     io_cells: np.ndarray         # per rack its intake cells, then its exhaust cells
     zone: np.ndarray             # (R,) zone of each rack (-1: open intake)
-    zone_cells: dict             # zone -> its racks' intake plan cells (sorted, unique)
+    zone_cells: dict             # zone -> its floor: its racks' intake plan cells, a contained aisle's whole floor
 
 
 _RACK_MEMO: OrderedDict[bytes, _RackCells] = OrderedDict()
@@ -468,8 +474,10 @@ def _rack_cells(geometry_key: bytes, g: HallGeometry, grid: HallGrid, rack_layer
         cout = [(rack_layers[:, None] * n + np.asarray(c)[None, :]).ravel() for c in grid.exhaust_cells]
         zone = enclosure_zone_index(_intake_enclosed(g), g.containment, g.rack_center_xy_m, g.rack_intake_dir,
                                     g.rack_width_m, g.rack_depth_m)
-        zone_cells = {int(z): np.unique(np.concatenate([grid.intake_cells[r] for r in np.flatnonzero(zone == z)]))
-                      for z in np.unique(zone[zone >= 0])}
+        aisle = (contained_aisle_zone_of_cell(zone, grid.intake_cells, g.rack_intake_dir, grid.rack_cells, grid.solid,
+                                              grid.cell_m) if g.containment == "cold_aisle" else np.full(n, -1))
+        zone_cells = {int(z): np.union1d(np.concatenate([grid.intake_cells[r] for r in np.flatnonzero(zone == z)]),
+                                         np.flatnonzero(aisle == z)) for z in np.unique(zone[zone >= 0])}
         cat = np.concatenate
         return _RackCells(cin, cout, np.array([len(c) for c in cin], np.int64),
                           np.array([len(c) for c in cout], np.int64), room_id[cat(cin)], room_id[cat(cout)],
@@ -689,8 +697,13 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
     for cells in grid.tile_cells:
         if len(cells):
             np.add.at(g_open, cells, 1.0 / len(cells))
-    g_enc = np.zeros(n)  # an enclosure opens one tile onto the plenum per rack (its intake cells)
-    for r in np.flatnonzero(enclosed).tolist():
+    zone = cells_of.zone
+    aisle = np.full(n, -1)  # the contained aisle over each plan cell (containment.py)
+    for z, cz in cells_of.zone_cells.items() if g.containment == "cold_aisle" else ():
+        aisle[cz] = z
+    tiled = np.isin(zone, aisle[(aisle >= 0) & (g_open > 0)])  # racks whose contained aisle has tiles (tile_xy_m)
+    g_enc = np.zeros(n)  # an enclosure opens one tile onto the plenum per rack (its intake cells), unless tiled
+    for r in np.flatnonzero(enclosed & ~tiled).tolist():
         np.add.at(g_enc, grid.intake_cells[r], 1.0 / len(grid.intake_cells[r]))
     n_tiles = g_open.sum() + g_enc.sum()
     overhead = g.supply == "overhead"
@@ -707,6 +720,7 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
     pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
     a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open + g_enc)).tocsc()
     p = factorised(a_p).solve(s_p)  # the same operator at every airflow: factorised once
+    g_enc, g_open = np.where(aisle >= 0, g_enc + g_open, g_enc), np.where(aisle >= 0, 0.0, g_open)  # into the aisle
     q_floor = g_open * p
     # every source of the plenum is a unit's supply (s_p >= 0) and every outlet a conductance
     # to the room (tiles, leaks, enclosures), so p >= 0 (an M-matrix), no room air enters the
@@ -715,8 +729,7 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
     q_enc = g_enc * p  # supply each enclosure's tiles deliver (into its zone, at room pressure)
     f_plenum = k_lat * (p[pi] - p[pj])
     # ---- enclosed zones' air balance (twin.thermal.containment) ----------------------
-    s_enc = np.array([q_enc[grid.intake_cells[r]].sum() if enclosed[r] else 0.0 for r in range(n_r)])
-    zone = cells_of.zone
+    s_enc = zone_supply_by_rack_m3_s(q_enc, aisle, grid.intake_cells, enclosed, v_r, zone)
     room_share, spill = enclosure_balance_m3_s(s_enc, v_r, zone, leak)
     e_frac = 1.0 - room_share  # share of rack airflow drawn from its zone's supply
     zone_cells = {}  # zone -> (plenum cells feeding it, their share of its supply): the zone mixes
