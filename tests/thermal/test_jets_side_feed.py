@@ -83,6 +83,7 @@ def _aisle_hall(side_feed: bool, monkeypatch):
     if not side_feed:
         orig = solver.hall_wall_jets
         monkeypatch.setattr(solver, "hall_wall_jets", lambda g, nx, ny, f, v, d=None: orig(g, nx, ny, f, v))
+        monkeypatch.setattr(solver, "_FIXED_MEMO", type(solver._FIXED_MEMO)())  # no hall kept from a fed build
     return g
 
 
