@@ -1,0 +1,108 @@
+"""Issues 19 and 14: a stream job trains in :meth:`Jobs._stream_training`, the loop of
+:meth:`Jobs._lifecycle` with its per-wake-up look-ups done once and the closed-form
+checkpoint written in place. The runs must be bit for bit those of the reference loop
+(``Jobs.stream_fast = False``): KPIs, every results.nc variable and the event table, with
+interruptions during training, writes that overlap (slow storage: the event-driven write
+is taken too) and samples inside writes; and the comparison fails when the fast path is
+broken on purpose."""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sim.test_speed_paths import _same_results  # KPIs, every results.nc variable, the event table
+
+import twin
+from twin.sim import jobs as jobs_module
+from twin.sim.engine import Engine
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+#: Blue Vela's job stream for 30 days on the legacy cooling model (the jobs do not care),
+#: failures at 3x the catalog's rates (interruptions of training stream jobs); slow storage
+#: makes writes of minutes that overlap each other and the hourly samples
+BASE = ["simulation.duration_days=30", "site.cooling_system.model=legacy", "failures.rate_scale=3"]
+CASES = {"fast_storage": BASE, "slow_storage": [*BASE, "workload.storage.write_gb_s_per_unit=0.4"]}
+
+
+def _run(scenario, fast: bool):
+    e = Engine(scenario)
+    e.jobs.stream_fast = fast
+    return e, e.run()
+
+
+def _spy(monkeypatch) -> list:
+    """Record each call of the fast path (a stream job's training stint)."""
+    calls: list = []
+    real = jobs_module.Jobs._stream_training
+
+    def spy(self, job, next_ckpt):
+        calls.append(job.index)
+        return (yield from real(self, job, next_ckpt))
+    monkeypatch.setattr(jobs_module.Jobs, "_stream_training", spy)
+    return calls
+
+
+@functools.cache
+def _runs(case: str):
+    """(scenario, the fast path's calls, its engine, its run, the reference run)."""
+    s = twin.load_scenario(SCENARIOS / "blue_vela.yaml", CASES[case])
+    with pytest.MonkeyPatch.context() as mp:
+        calls = _spy(mp)
+        fast_engine, fast = _run(s, True)
+    _, ref = _run(s, False)
+    return s, calls, fast_engine, fast, ref
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_stream_training_equals_the_reference_loop(case):
+    _, calls, fast_engine, fast, ref = _runs(case)
+    kinds = fast.events.kind
+    n_ckpt = int((kinds == "checkpoint").sum())
+    # the fast path ran for every training stint of a stream job: starts, ends,
+    # interruptions during training, closed-form and event-driven writes
+    starts = int((kinds == "job_start").sum())
+    assert 40 < len(calls) <= starts and len(calls) > 0.8 * starts
+    assert (kinds == "job_done").sum() > 30 and (kinds == "job_interrupted").sum() >= 5
+    assert n_ckpt > 900
+    closed = fast_engine.jobs.checkpoints_closed_form
+    assert 0 < closed < n_ckpt
+    if case == "slow_storage":
+        assert closed < 0.9 * n_ckpt        # many writes overlap something: the event-driven one
+    _same_results(fast, ref)
+
+
+def test_a_broken_stream_path_is_caught(monkeypatch):
+    """The equality is sharp: a fast path whose checkpoint interval is a microsecond long,
+    or that writes in closed form while another event comes before the write's end (it no
+    longer looks at simpy's queue), changes the run (or breaks it)."""
+    s, _, _, _, ref = _runs("slow_storage")
+    real_interval = jobs_module.Jobs.checkpoint_interval_s
+
+    def long_interval(self, job):
+        iv = real_interval(self, job)
+        return iv + 1e-6 if sys._getframe(1).f_code.co_name == "_stream_training" else iv
+    monkeypatch.setattr(jobs_module.Jobs, "checkpoint_interval_s", long_interval)
+    _, late = _run(s, True)
+    assert not late.events.equals(ref.events)
+    monkeypatch.setattr(jobs_module.Jobs, "checkpoint_interval_s", real_interval)
+
+    class BlindPeek(Engine):
+        """An engine whose stream jobs' fast path sees an empty queue."""
+
+        def __init__(self, scenario):
+            super().__init__(scenario)
+            real_peek = self.env.peek
+            self.env.peek = lambda: (math.inf if sys._getframe(1).f_code.co_name == "_stream_training"
+                                     else real_peek())
+    try:
+        blind = BlindPeek(s).run()
+    except Exception:       # noqa: BLE001  (the clock ran past queued events: also caught)
+        return
+    assert not (blind.events.equals(ref.events)
+                and np.array_equal(blind.dataset["facility_it_power_w"].values,
+                                   ref.dataset["facility_it_power_w"].values))
