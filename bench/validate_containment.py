@@ -8,8 +8,8 @@ the rack air, in plan view (potential flow) and in the buoyant 3-layer room the 
 Each row prints the airflow-weighted mean and the hottest inlet rise above supply [K], the
 SHI, and the two-zone energy balance max(0, 1 / r - 1) dT (exact for the sealed hot aisle).
 Then the leaky cold aisle with air to spare against the maximum-principle bound l dT / (1 - l),
-and the sealed cold aisle's own air balance (twin.thermal.containment): the supply its tiles
-deliver S, the share of every intake drawn from the room f = max(0, 1 - S / Vr), the even
+and the sealed cold aisle's own air balance (twin.thermal.containment): the supply S its tiles
+and the floor leak over it deliver (every cell of the aisle between its two rows), the share of every intake drawn from the room f = max(0, 1 - S / Vr), the even
 spread at the mixed return f dT / r and the maximum-principle bound f dT / (1 - f).
 Checked by tests/thermal/test_containment_benchmark.py.
 
