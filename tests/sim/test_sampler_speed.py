@@ -27,6 +27,7 @@ from twin.sim import coupling
 from twin.sim.engine import Engine
 from twin.sim.failures import DAY, Failures
 from twin.sim.sampler import Sampler
+from twin.sim.state import ClusterState
 
 ROOT = Path(__file__).resolve().parents[2]
 BV = ROOT / "scenarios" / "blue_vela.yaml"
@@ -86,8 +87,9 @@ def test_a_broken_table_is_caught(monkeypatch):
     real = node_mod._node_phase_tables
 
     def off_by_one_ulp(*a):
-        heat, term = real(*a)
-        return np.nextafter(heat, np.inf), term
+        table = real(*a).copy()
+        table[0] = np.nextafter(table[0], np.inf)       # the heat row
+        return table
     monkeypatch.setattr(node_mod, "_node_phase_tables", off_by_one_ulp)
     assert not _same(power.node_power_w(phase, 700.0, 25.0, **NODE), ref)
 
@@ -281,3 +283,133 @@ def test_standard_exponential_blocks_are_the_single_draws():
     block = b.standard_exponential(5000)
     assert single == [float(s * x) for s, x in zip(scales, block, strict=True)]
     assert np.array_equal(a.random(3), b.random(3))
+
+
+# --- shortcuts of the fourth speed pass (issue 19): each against the path it replaces --------
+
+LENOVO = ROOT / "scenarios" / "lenovo_small.yaml"
+#: starved cooling units and servers without inlet protection: GPUs throttle and recover
+HOT = ["simulation.duration_days=2", "site.cooling_system.server_inlet_shutdown_c=1000",
+       *[f"site.halls.0.cooling_units.{u}.{k}" for u in (0, 1) for k in ("supply_temp_c=32", "airflow_m3_s=0.3")]]
+
+
+def _patched_run(path, overrides, patch=None):
+    mp = pytest.MonkeyPatch()
+    try:
+        if patch is not None:
+            patch(mp)
+        return twin.simulate(twin.load_scenario(path, overrides))
+    finally:
+        mp.undo()
+
+
+def _shortcuts_off(mp) -> None:
+    """The reference: node power gets the per-node clock array; the coupling's full clocks are
+    a new array each time (no identity, so the clocks are compared whole and searched for a
+    shutdown); the racks' network power is evaluated at every evaluation."""
+    mp.setattr(coupling, "full_clock", lambda shape: np.ones(shape))
+    init, physics = Sampler.__init__, Sampler.physics
+
+    def init_off(self, engine):
+        init(self, engine)
+        self.full_clock_scalar = False
+
+    def physics_off(self):
+        self._net = None
+        return physics(self)
+    mp.setattr(Sampler, "__init__", init_off)
+    mp.setattr(Sampler, "physics", physics_off)
+
+
+@pytest.fixture(scope="module")
+def hot_reference():
+    return _patched_run(LENOVO, HOT, _shortcuts_off)
+
+
+@pytest.mark.parametrize("hot", [True, False])
+def test_shortcuts_equal_the_reference(hot, hot_reference, monkeypatch):
+    """In the throttling hall (clocks throttled, then full once: the comparison is made) and
+    in the same hall with its cooling (full clocks throughout: the comparison is skipped)."""
+    clocks, skipped = [], []
+    node_power, changed = power.node_power_w, Sampler._clocks_changed
+
+    def counting_power(*a, clock_fraction=1.0, **kw):
+        clocks.append(np.ndim(clock_fraction))
+        return node_power(*a, clock_fraction=clock_fraction, **kw)
+
+    def counting_changed(self, clock):
+        skipped.append(clock is coupling.full_clock(clock.shape) and self._full_ver == self.state.version("node_clock"))
+        return changed(self, clock)
+    monkeypatch.setattr(power, "node_power_w", counting_power)
+    monkeypatch.setattr(Sampler, "_clocks_changed", counting_changed)
+    res = _patched_run(LENOVO, HOT if hot else HOT[:1])
+    thr = res.dataset["throttle_fraction"].values
+    if hot:
+        assert (thr > 0).any() and (thr == 0).any()     # GPUs throttle, and run at full clock
+        assert 0 in clocks and 1 in clocks              # one clock for all, and per node
+        assert _differ(res, hot_reference) == []
+    else:
+        assert (thr == 0).all() and any(skipped)
+        assert _differ(res, _patched_run(LENOVO, HOT[:1], _shortcuts_off)) == []
+
+
+def test_full_clock_for_throttled_nodes_is_caught(hot_reference):
+    def always_full(mp):
+        mp.setattr(Sampler, "_clock_fraction", lambda self: 1.0)
+    assert "rack_power_w" in _differ(_patched_run(LENOVO, HOT, always_full), hot_reference)
+
+
+def test_a_clock_comparison_skipped_after_throttling_is_caught(hot_reference):
+    """Skipping the comparison whenever the evaluation gives full clocks (the state's clocks
+    may still hold the throttled values) leaves them throttled: the run differs."""
+    def skip(mp):
+        changed = Sampler._clocks_changed
+        mp.setattr(Sampler, "_clocks_changed", lambda self, clock: (
+            clock is not coupling.full_clock(clock.shape) and changed(self, clock)))
+    assert _differ(_patched_run(LENOVO, HOT, skip), hot_reference) != []
+
+
+def test_stale_network_power_is_caught(ramp_run):
+    """The racks' network power kept past a change of the racks on (Blue Vela's ramp powers
+    racks on) moves the rack power."""
+    def stale(mp):
+        physics = Sampler.physics
+
+        def physics_stale(self):
+            if self._net is not None:
+                self._net = (self.state.rack_on, self._net[1])
+            return physics(self)
+        mp.setattr(Sampler, "physics", physics_stale)
+    res = _patched_run(BV, ["simulation.duration_days=40"], stale)
+    assert "rack_power_w" in _differ(res, ramp_run[0])
+
+
+def test_masks_kept_past_a_mask_input_write_are_caught(monkeypatch):
+    """The sampler keeps its masks while the count of writes to their inputs stands; a count
+    that never moves keeps them past failures and repairs: the per-sample check fails."""
+    monkeypatch.setattr(ClusterState, "mask_version", lambda self: 0)
+    with pytest.raises(AssertionError):
+        _checked_run(BV, FAILING)
+
+
+@pytest.mark.parametrize("psu", [60000.0, 16800.0])
+def test_node_power_psu_stage_equals_the_law_node_by_node(psu):
+    """Light PSU loads (60 kW of capacity: idle nodes below the curve's 10 % point, the
+    no-load branch) and ordinary ones, with one inlet for all and one per node."""
+    rng = np.random.default_rng(17)
+    for _ in range(50):
+        n = int(rng.integers(1, 300))
+        phase = rng.integers(0, len(node_mod.PHASE_GPU_LOAD_FRACTION), n).astype(np.int8)
+        for inlet in (rng.uniform(10.0, 45.0, n), 27.0):
+            kw = dict(NODE, psu_capacity_w=psu)
+            got = power.node_power_w(phase, 700.0, inlet, **kw)
+            ref = power.node_power_w(phase, 700.0, inlet, **_per_node(kw, n, ("gpu_tdp_w", "psu_capacity_w")))
+            assert _same(got, ref)
+
+
+def test_a_psu_shortcut_off_the_curve_is_caught(monkeypatch):
+    phase = np.full(50, 2, np.int8)
+    inlet = np.linspace(15.0, 35.0, 50)
+    ref = power.node_power_w(phase, 700.0, inlet, **NODE, psu_capacity_w=16800.0)
+    monkeypatch.setattr(node_mod, "PSU_TITANIUM_EFFICIENCY", node_mod.PSU_TITANIUM_EFFICIENCY + 1e-9)
+    assert not _same(power.node_power_w(phase, 700.0, inlet, **NODE, psu_capacity_w=16800.0), ref)

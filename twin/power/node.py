@@ -262,8 +262,9 @@ def _at_full_clock(clock_fraction, ph: np.ndarray) -> bool:
 
 def _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w, gpu_idle_w,
                        host_idle_w, host_active_w, fan_control_temp_c, fan_design_inlet_c):
-    """``(gpu + host heat [W], fan heat term)`` per phase code when every clock is full (at
-    or above 1, clipped to 1) and every hardware figure is one number, else None."""
+    """Per phase code, ``(gpu + host heat [W], fan heat term, powered)`` as the rows of one
+    (3, phases) table (:func:`_node_phase_tables`) when every clock is full (at or above 1,
+    clipped to 1) and every hardware figure is one number, else None."""
     if not (_scalar(gpu_power_cap_w) and _scalar(gpu_count) and _scalar(gpu_tdp_w) and _scalar(gpu_idle_w)
             and _scalar(host_idle_w) and _scalar(host_active_w) and _scalar(fan_control_temp_c)
             and _scalar(fan_design_inlet_c)):
@@ -277,16 +278,17 @@ def _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w
 
 @lru_cache(maxsize=256)
 def _node_phase_tables(gpu_power_cap_w, gpu_count, gpu_tdp_w, gpu_idle_w, host_idle_w, host_active_w,
-                       fan_control_temp_c, fan_design_inlet_c) -> tuple[np.ndarray, np.ndarray]:
-    """Per phase code at full clock: ``gpu_count * gpu_power_w + P_host`` [W] and the fan
-    law's heat term (:func:`_fan_heat_term`) of that heat, read-only."""
+                       fan_control_temp_c, fan_design_inlet_c) -> np.ndarray:
+    """Per phase code at full clock, the rows of one (3, phases) table, read-only:
+    ``gpu_count * gpu_power_w + P_host`` [W], the fan law's heat term
+    (:func:`_fan_heat_term`) of that heat, and 1 where the node is powered (0 for OFF)."""
     codes = np.arange(_N_PHASES)
     heat = gpu_count * _gpu_phase_table_w(gpu_power_cap_w, gpu_tdp_w, gpu_idle_w) + _host_power_w(
         codes, host_idle_w, host_active_w)
     term = _fan_heat_term(heat, gpu_count * gpu_tdp_w + host_active_w, fan_control_temp_c, fan_design_inlet_c)
-    heat.flags.writeable = False
-    term.flags.writeable = False
-    return heat, term
+    table = np.stack([heat, term, _PHASE_POWERED])
+    table.flags.writeable = False
+    return table
 
 
 def _phase_codes(phase) -> np.ndarray:
@@ -437,13 +439,24 @@ def node_power_w(
     tables = _full_clock_tables(ph, gpu_power_cap_w, clock_fraction, gpu_count, gpu_tdp_w, gpu_idle_w,
                                 host_idle_w, host_active_w, fan_control_temp_c, fan_design_inlet_c)
     if tables is not None:
-        # every clock full and the hardware figures scalars: the heat of GPUs and host and
-        # the fan law's heat term per phase code from tables (the same laws evaluated once
-        # per phase, so the same numbers; issue 19, speed only)
-        heat_t, term_t = tables
-        fan = node_fan_power_w(_fan_speed(term_t[ph], inlet_temp_c, fan_min_speed_fraction, fan_control_temp_c),
-                               fan_max_w=fan_max_w) * _PHASE_POWERED[ph]
-        dc = heat_t[ph] + fan
+        # every clock full and the hardware figures scalars: the heat of GPUs and host, the
+        # fan law's heat term and the powered flag per phase code from one table (the same
+        # laws evaluated once per phase, so the same numbers; issue 19, speed only)
+        heat, term, on = tables.take(ph, axis=1)
+        s = np.subtract(fan_control_temp_c, inlet_temp_c, dtype=float)
+        if type(s) is np.ndarray and s.shape == term.shape and _scalar(fan_min_speed_fraction) and _scalar(fan_max_w):
+            # node_fan_power_w(_fan_speed(term, ...)) * on: the same operations, in place
+            np.maximum(s, 1e-6, out=s)
+            np.divide(term, s, out=s)
+            np.maximum(s, fan_min_speed_fraction, out=s)
+            np.minimum(s, 1.0, out=s)
+            np.power(s, 3, out=s)
+            np.multiply(s, fan_max_w, out=s)
+            np.multiply(s, on, out=s)
+            dc = np.add(heat, s, out=s)
+        else:
+            dc = heat + node_fan_power_w(_fan_speed(term, inlet_temp_c, fan_min_speed_fraction, fan_control_temp_c),
+                                         fan_max_w=fan_max_w) * on
     else:
         gpu, host, fan = node_dc_power_w(
             ph, gpu_power_cap_w, inlet_temp_c, gpu_count=gpu_count, gpu_tdp_w=gpu_tdp_w,
@@ -459,8 +472,15 @@ def node_power_w(
         # a node without load draws nothing whatever the efficiency, so its load is read as
         # full load (no pass through the no-load branch for the nodes that are off)
         on = dc > 0.0
-        eta = psu_efficiency(np.where(on, dc / cap_psu, 1.0))
-        ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
+        x = np.where(on, dc / cap_psu, 1.0)
+        if x.size and x.min() >= PSU_TITANIUM_LOAD_FRACTION[0]:
+            # no load below the curve's first point: psu_efficiency is the interpolation,
+            # at least the curve's lowest efficiency (> 0), so no zero to guard against
+            ac = np.where(on, dc / np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY), 0.0)
+        else:
+            eta = psu_efficiency(x)
+            ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
+        return np.minimum(ac, node_max_w, out=ac)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             eta = psu_efficiency(dc / cap_psu)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from twin import power, thermal
@@ -20,7 +22,8 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
     A node whose GPUs cross the shutdown threshold even at the lowest clock gets clock 0.
 
     inlet_temp_c [C] (N,), phase (N,) Phase codes, gpu_power_cap_w [W]. Returns
-    ``(clock_fraction (N,), gpu_power_w (N,), gpu_temp_c (N,))``.
+    ``(clock_fraction (N,), gpu_power_w (N,), gpu_temp_c (N,))``; when every GPU keeps its
+    full clock, the clock fraction is :func:`full_clock` (a shared read-only array of ones).
     """
     inlet = np.asarray(inlet_temp_c, float)
     phase = np.asarray(phase)
@@ -32,7 +35,6 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
         g = np.asarray(thermal.gpu_clock_fraction(t, slowdown_c, hw_slowdown_c, shutdown_c), float)
         return p, t, g
 
-    ones = np.ones(inlet.shape)
     if inlet.size and _scalar(slowdown_c) and _scalar(shutdown_c):
         # below its slowdown (and shutdown) threshold the clock law gives the full clock, so
         # when the hottest GPU at full clock is below both, every GPU keeps its full clock
@@ -43,11 +45,12 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
         t = thermal.gpu_temp_c(inlet, p, thermal_resistance_k_per_w)
         t_max = t.max()
         if t_max < slowdown_c and t_max < shutdown_c:
-            return ones, p, t
+            return full_clock(inlet.shape), p, t
+    ones = np.ones(inlet.shape)
     p, t, g = state(ones)
     hot = g < 1.0
     if not hot.any():
-        return ones, p, t
+        return full_clock(inlet.shape), p, t
     lo, hi = np.zeros(inlet.shape), ones.copy()
     for _ in range(iterations):
         mid = 0.5 * (lo + hi)
@@ -59,3 +62,13 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
     p, t, g = state(f)
     f = np.where(g <= 0.0, 0.0, f)   # too hot even when slowed: shutdown
     return f, p, t
+
+
+@lru_cache(maxsize=8)
+def full_clock(shape: tuple[int, ...]) -> np.ndarray:
+    """The clock fraction of GPUs that all run at full clock: ones of ``shape``, read-only and
+    shared (the sampler knows it by identity: no shutdown, and the clocks of a state it has
+    already set)."""
+    ones = np.ones(shape)
+    ones.flags.writeable = False
+    return ones

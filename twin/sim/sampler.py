@@ -48,6 +48,9 @@ class Sampler(Component):
         #: fill quiet stretches of samples without a simpy wake-up each (issue 19; False
         #: samples one by one, the reference the bulk path is tested against)
         self.bulk = True
+        #: pass node power one clock fraction (1.0) when every node runs at full clock (issue
+        #: 19; False passes the per-node array, the reference)
+        self.full_clock_scalar = True
         self._quiet = False                 # the last sample changed nothing: the next repeats it
         self._throttled_last = 0            # throttled nodes of the last sample
         self._protect_clear = False         # the inlet protection found nothing under this key
@@ -57,7 +60,9 @@ class Sampler(Component):
         self._clk: tuple | None = None      # (clock and brake versions, their product)
         self._nkw: tuple | None = None      # (PSU capacity version, node power keywords)
         self._cnt: tuple | None = None      # (masks, clock version, the counts _write records)
-        self._mask: tuple | None = None     # (write count, up, powered, in-service masks)
+        self._mask: tuple | None = None     # (mask version, up, powered, in-service masks)
+        self._full_ver = -1                 # node_clock version at which every clock was 1
+        self._net: tuple | None = None      # (rack_on, the racks' network power [W])
 
     def processes(self):
         yield self._samples()
@@ -171,11 +176,13 @@ class Sampler(Component):
 
     def _clock_fraction(self):
         """GPU clock fraction of every node, thermal clock times the power brake [-]: the
-        product kept until either is written."""
+        product kept until either is written; 1.0 (one number) when every product is at or
+        above 1, which node power reads as full clock either way."""
         st = self.state
         ver = (st.version("node_clock"), st.version("brake_clock"))
         if self._clk is None or self._clk[0] != ver:
-            self._clk = (ver, st.node_clock.view(np.ndarray) * st.brake_clock)
+            f = st.node_clock.view(np.ndarray) * st.brake_clock
+            self._clk = (ver, 1.0 if self.full_clock_scalar and f.size and f.min() >= 1.0 else f)
         return self._clk[1]
 
     def _node_kwargs(self) -> dict:
@@ -194,8 +201,10 @@ class Sampler(Component):
         node_w = power.node_power_w(phase, e.power.gpu_cap_w, inlet_node,
                                     clock_fraction=self._clock_fraction(), **self._node_kwargs())
         rack_on = st.rack_on
-        rack_w = (np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks)
-                  + rack_on * s.hardware.network_power_per_rack_w)
+        net = self._net
+        if net is None or net[0] is not rack_on:    # the racks' network power, kept with rack_on
+            net = self._net = (rack_on, rack_on * s.hardware.network_power_per_rack_w)
+        rack_w = np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks) + net[1]
         inlet_c = e.thermal.inlets_c(rack_w)
         if self._gpu_kw is None:        # the node models' GPU figures (static)
             self._gpu_kw = {"gpu_tdp_w": p.node_param("gpu_tdp_w"), "gpu_idle_w": p.node_param("gpu_idle_w"),
@@ -208,7 +217,9 @@ class Sampler(Component):
         accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
                                                           s.failures.activation_energy_ev), float)
         rack_gpu_max_c = np.where(rack_on, np.maximum.reduceat(gpu_t, p.rack_first_node), np.nan)
-        return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c, bool((clock <= 0.0).any()))
+        # every GPU at full clock (the coupling's shared ones): no shutdown, without a look
+        shutdown = clock is not coupling.full_clock(clock.shape) and bool((clock <= 0.0).any())
+        return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c, shutdown)
 
     def sample(self, i: int) -> None:
         e, p, st = self.e, self.plant, self.state
@@ -235,9 +246,10 @@ class Sampler(Component):
             if shut.any():
                 e.failures.thermal_shutdown(np.flatnonzero(shut), ph.gpu_temp_c)
         if fresh:       # an unchanged key means the clocks were set from this evaluation already
-            changed = not np.array_equal(ph.clock, st.node_clock.view(np.ndarray))
+            changed = self._clocks_changed(ph.clock)
             if changed:     # (equal: the clocks hold these values, none 0, already)
                 st.node_clock = np.where(ph.clock > 0, ph.clock, 1.0) if ph.any_shutdown else ph.clock.copy()
+            self._full_ver = st.version("node_clock") if ph.clock is coupling.full_clock(ph.clock.shape) else -1
             st.node_accel = ph.accel
             if changed:
                 e.jobs.rates_changed()
@@ -254,6 +266,15 @@ class Sampler(Component):
         self._throttled_last = throttled
         self._quiet = (not fresh and not ph.any_shutdown and e.power.breakers_steady
                        and st.write_count() == writes)
+
+    def _clocks_changed(self, clock: np.ndarray) -> bool:
+        """True when the evaluation's clocks differ from the state's. Every GPU at full clock
+        (the coupling's shared ones) while the state's clocks were all full when last set or
+        compared and are unwritten since: equal without a look (speed only, issue 19)."""
+        st = self.state
+        if clock is coupling.full_clock(clock.shape) and self._full_ver == st.version("node_clock"):
+            return False
+        return not np.array_equal(clock, st.node_clock.view(np.ndarray))
 
     def _write(self, i0: int, i1: int, rec, ph: PhysicsResult, powered, in_service, up) -> int:
         """Write the sampler's outputs of samples ``i0 .. i1 - 1`` (one state); returns the
@@ -280,8 +301,9 @@ class Sampler(Component):
         return c[8]
 
     def _masks(self) -> tuple:
-        """The state's up, powered and in-service masks, kept while nothing is written."""
-        seq = self.state.write_count()
+        """The state's up, powered and in-service masks, kept while none of their inputs is
+        written (:meth:`ClusterState.mask_version`)."""
+        seq = self.state.mask_version()
         m = self._mask
         if m is None or m[0] != seq:
             st = self.state
