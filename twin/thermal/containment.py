@@ -183,9 +183,10 @@ def contained_aisle_zone_of_cell(zone, intake_cells, rack_intake_dir, rack_cells
     racks = np.flatnonzero(z_r >= 0)
     if racks.size == 0:
         return out
-    owner = -np.ones(nx * ny, np.int64)
-    for r, cells in enumerate(rack_cells):
-        owner[np.asarray(cells, np.int64)] = r
+    owner = -np.ones(nx * ny, np.int64)  # the rack standing on each plan cell
+    sizes = [len(c) for c in rack_cells]
+    if sum(sizes):
+        owner[np.concatenate([np.asarray(c, np.int64) for c in rack_cells])] = np.repeat(np.arange(len(sizes)), sizes)
     d = np.asarray(rack_intake_dir, float).reshape(-1, 2)[racks]
     ax = np.where(np.abs(d[:, 0]) >= np.abs(d[:, 1]), 0, 1)  # the grid axis the intake faces along
     step = np.zeros((racks.size, 2), np.int64)
