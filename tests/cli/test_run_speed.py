@@ -9,6 +9,7 @@ bytes, and it reads back ``identical`` with the same dtypes and encodings.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import xarray as xr
 import xarray.backends.locks as locks
 import xarray.backends.writers as writers
@@ -52,26 +53,28 @@ def _assert_same_file(a, b) -> None:
             assert repr(ea) == repr(eb)
 
 
-def test_fast_path_writes_the_file_to_netcdf_writes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine", ["h5netcdf", "netcdf4"])
+def test_fast_path_writes_the_file_to_netcdf_writes(tmp_path, monkeypatch, engine):
     ds = _dataset()
-    ds.to_netcdf(tmp_path / "slow.nc", engine="h5netcdf")
+    ds.to_netcdf(tmp_path / "slow.nc", engine=engine)
 
     def asked(*_a, **_k):                 # the fast path must not ask for the dask scheduler
         raise AssertionError("write_netcdf asked dask for its scheduler")
 
     monkeypatch.setattr(writers, "_get_netcdf_autoclose", asked)
     monkeypatch.setattr(locks, "get_dask_scheduler", asked)      # the store's write lock
-    write_netcdf(ds, tmp_path / "fast.nc")
+    write_netcdf(ds, tmp_path / "fast.nc", engine=engine)
     _assert_same_file(tmp_path / "slow.nc", tmp_path / "fast.nc")
     with xr.open_dataset(tmp_path / "fast.nc", engine="h5netcdf") as back:
         assert back.load().identical(ds)        # and it round-trips the Dataset itself
 
 
-def test_unlimited_dims_take_to_netcdf(tmp_path):
+@pytest.mark.parametrize("engine", ["h5netcdf", "netcdf4"])
+def test_unlimited_dims_take_to_netcdf(tmp_path, engine):
     ds = _dataset()
     ds.encoding["unlimited_dims"] = {"time"}
-    ds.to_netcdf(tmp_path / "slow.nc", engine="h5netcdf")
-    write_netcdf(ds, tmp_path / "fast.nc")
+    ds.to_netcdf(tmp_path / "slow.nc", engine=engine)
+    write_netcdf(ds, tmp_path / "fast.nc", engine=engine)
     _assert_same_file(tmp_path / "slow.nc", tmp_path / "fast.nc")
 
 
