@@ -154,3 +154,23 @@ def test_buoyant_model_equals_the_reference_assembly(monkeypatch):
     for name in ("recirculation_k_per_w", "supply_mix", "return_mix", "return_k_per_w", "base_inlet_c",
                  "cooling_heat_share", "cooling_base_w"):
         assert np.array_equal(getattr(fast, name), getattr(ref, name)), name
+
+
+def test_kept_parts_are_bounded_in_number_and_bytes(monkeypatch):
+    """At most FIXED_MEMO_SIZE parts and FIXED_MEMO_BYTES of arrays are kept, the oldest
+    going first; the part just built always stays (a byte budget below one part keeps one)."""
+    _, g, v = HALLS[0]
+    monkeypatch.setattr(solver_mod, "_FIXED_MEMO", type(solver_mod._FIXED_MEMO)())
+    for k in range(6):
+        build_problem(g, v * (1 + 0.01 * k))
+    assert len(solver_mod._FIXED_MEMO) == solver_mod.FIXED_MEMO_SIZE
+    one = next(iter(solver_mod._FIXED_MEMO.values())).nbytes
+    assert one > 0
+    monkeypatch.setattr(solver_mod, "FIXED_MEMO_BYTES", int(2.5 * one))
+    build_problem(g, v * 1.5)
+    assert len(solver_mod._FIXED_MEMO) == 2
+    newest = build_problem(g, v * 1.6)
+    monkeypatch.setattr(solver_mod, "FIXED_MEMO_BYTES", 1)
+    again = build_problem(g, v * 1.6)
+    assert len(solver_mod._FIXED_MEMO) == 1
+    assert _operators(again) == _operators(newest)

@@ -410,8 +410,10 @@ class HallProblem:
 #: room's potential solve with its extra fluxes and the room's advection-diffusion terms),
 #: kept per process by a digest of the geometry, rack airflow and running units: the Picard
 #: passes of a buoyant flow (:func:`twin.thermal.buoyancy.buoyant_flow`) build the same hall
-#: at the same airflow again with other room fluxes only (the last few are kept)
+#: at the same airflow again with other room fluxes only (the last few are kept, and at most
+#: ``FIXED_MEMO_BYTES`` of arrays: a 1,600-rack plan-view hall's part is about 20 MB)
 FIXED_MEMO_SIZE = 4
+FIXED_MEMO_BYTES = 64 * 2**20
 _FIXED_MEMO: OrderedDict[bytes, _FixedPart] = OrderedDict()
 
 
@@ -444,6 +446,16 @@ class _FixedPart:
     B: sp.csr_matrix
     W: sp.csr_matrix
     M: sp.csr_matrix
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays this part holds (the memo's budget; the factor is the layout
+        memo's)."""
+        dense = (self.room_id, self.v_c, self.duct_c, self.p, self.q_floor, self.plenum_source, self.s_enc,
+                 self.room_share, self.s_room, self.pins, *self.face, *self.plenum_face, self.heat_r, self.heat_c,
+                 self.heat_v)
+        return sum(a.nbytes for a in dense) + sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes
+                                                  for m in (self.E, self.B, self.W, self.M))
 
 
 @dataclass(frozen=True, eq=False)
@@ -586,6 +598,8 @@ def build_problem(
     active = np.ones(n_c, bool) if cooling_active is None else np.asarray(cooling_active, bool).reshape(n_c)
     fx = _kept(_FIXED_MEMO, _digest(geometry_key, v_r, active),
                lambda: _fixed_part(g, geometry_key, v_r, active), FIXED_MEMO_SIZE)
+    while len(_FIXED_MEMO) > 1 and sum(part.nbytes for part in _FIXED_MEMO.values()) > FIXED_MEMO_BYTES:
+        _FIXED_MEMO.popitem(last=False)    # the oldest go; the one just used is the newest
     grid, nz, room_id, n_room = fx.grid, fx.nz, fx.room_id, fx.n_room
     nx, ny = grid.nx, grid.ny
     fi, fj, fax, ri, rj, w_face = fx.face
