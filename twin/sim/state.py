@@ -23,6 +23,10 @@ GPUs the racks change a few times a run while the nodes are written ~5,000 times
 ``node_schedulable`` is evaluated from the fields, not through ``node_in_service``, so the
 scheduler's read after every release patches one array, not three (issue 19;
 ``tests/sim/test_state_speed.py``).
+
+Writes to the fields the derived arrays read are also counted apart (:meth:`mask_version`):
+a read after writes of other fields only (the sampler writes inlets, clocks and acceleration
+at every evaluation) returns the cached array without reading the log.
 """
 
 from __future__ import annotations
