@@ -210,7 +210,8 @@ class ClusterState:
     _held_max: ClassVar[float]
     _rack_ver: ClassVar[list[int]]
     _mask_ver: ClassVar[list[int]]
-    _cache: ClassVar[dict[str, tuple[np.ndarray, int]]]
+    # name -> (array, log position, mask version) for node masks, (array, rack version) for rack ones
+    _cache: ClassVar[dict[str, tuple]]
     _ver: ClassVar[dict[str, int]]
     _bytes: ClassVar[dict]
     _plain: ClassVar[dict[str, np.ndarray]]
