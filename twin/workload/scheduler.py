@@ -165,6 +165,7 @@ class Scheduler:
         #: what is derived from the pool and the reservation is kept while it stands
         self.pool_ver = 0
         self._sizes: list[tuple[int, int, _Job]] = []     # pending jobs' GPUs (a heap)
+        self._sizes_limit = 64
         self._misfits: tuple[int, frozenset[int], list[list[int]]] | None = None
         self._avoid_cache: tuple[frozenset[int], int, np.ndarray, dict[int, set[int]], dict[int, set[int]]] | None = None
 
@@ -370,18 +371,22 @@ class Scheduler:
                 self.key_front[q][job.key] = 0
         self.n_pending[q] += 1
         job.state = "pending"
-        heapq.heappush(self._sizes, (job.gpus, job.seq, job))
+        h = self._sizes
+        heapq.heappush(h, (job.gpus, job.seq, job))
+        if len(h) > self._sizes_limit:
+            # drop the entries of jobs no longer pending (they would keep every finished job
+            # alive in a long replay); next time at four times the pending ones
+            self._sizes = h = [e for e in h if e[2].state == "pending"]
+            heapq.heapify(h)
+            self._sizes_limit = max(64, 4 * len(h))
 
     def _smallest_pending_gpus(self) -> int:
-        """GPUs of the smallest pending job (``_BIG`` if none): a heap of the sizes with the
-        entries of jobs no longer pending dropped when they come to the top, rebuilt when
-        they outnumber the pending ones."""
+        """GPUs of the smallest pending job (``_BIG`` if none): a heap of the sizes, with the
+        entries of jobs no longer pending dropped when they come to the top, and all of them
+        when they outnumber the pending ones (:meth:`_enqueue`)."""
         h = self._sizes
         while h and h[0][2].state != "pending":
             heapq.heappop(h)
-        if len(h) > 64 and len(h) > 2 * sum(self.n_pending):
-            self._sizes = h = [e for e in h if e[2].state == "pending"]
-            heapq.heapify(h)
         return h[0][0] if h else _BIG
 
     def _compact(self, q: int) -> None:
@@ -535,16 +540,28 @@ class Scheduler:
         self.free_gpus += delta
 
     def _take(self, alloc: list[tuple[int, int]], job: _Job) -> None:
-        self._shift(alloc, -1)
         jid, node_jobs = job.id, self.node_jobs
+        if len(alloc) < 4 or not self.batched_moves:     # a few nodes: one call each costs less
+            self.pool_ver += 1
+            for node, g in alloc:
+                self._move(node, -g)
+                node_jobs[node].add(jid)
+            return
+        self._shift(alloc, -1)
         for node, _ in alloc:
             node_jobs[node].add(jid)
 
     def _give(self, job: _Job) -> None:
         self.freed += 1
-        self._shift(job.alloc, 1)
-        jid, node_jobs = job.id, self.node_jobs
-        for node, _ in job.alloc:
+        jid, node_jobs, alloc = job.id, self.node_jobs, job.alloc
+        if len(alloc) < 4 or not self.batched_moves:
+            self.pool_ver += 1
+            for node, g in alloc:
+                self._move(node, g)
+                node_jobs[node].discard(jid)
+            return
+        self._shift(alloc, 1)
+        for node, _ in alloc:
             node_jobs[node].discard(jid)
 
     def _shift(self, alloc: list[tuple[int, int]], sign: int) -> None:
@@ -552,10 +569,6 @@ class Scheduler:
         loop written out (the same set operations in the same order, so the sets iterate
         alike), the counters summed once (issue 19)."""
         self.pool_ver += 1
-        if not self.batched_moves:
-            for node, g in alloc:
-                self._move(node, sign * g)
-            return
         free, healthy, node_su = self.free, self.healthy, self.node_su
         full, partial, full_count, gpn = self.full, self.partial, self.full_count, self.gpn
         moved = d_full = 0
@@ -728,8 +741,9 @@ class Scheduler:
             self.key_prio[k] = self._prio_of(k)
         if self.reservation is not None and self.reservation[0] is job:
             self.reservation = None
-        nodes, gpus = zip(*alloc, strict=True)       # (each entry is a pair)
-        return Start(job.id, nodes, gpus)
+        if len(alloc) == 1:
+            return Start(job.id, (alloc[0][0],), (alloc[0][1],))
+        return Start(job.id, tuple([n for n, _ in alloc]), tuple([g for _, g in alloc]))
 
     def _release(self, job: _Job, now_s: float) -> None:
         self._give(job)
