@@ -2,6 +2,7 @@
 
     python bench/bench_lsf_calls.py capture CALLS.pkl [--set dotted.path=value ...]
     PYTHONPATH=TREE python bench/bench_lsf_calls.py replay CALLS.pkl [--repeats 5]
+    python bench/bench_lsf_calls.py            # both, in this tree (a temporary file)
 
 ``capture`` runs ``scenarios/blue_vela.yaml`` (nine months, with the overrides) and stores
 every call the engine made on its :class:`twin.workload.scheduler.Scheduler` (submit,
@@ -86,12 +87,18 @@ def replay(src: Path, repeats: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("capture", "replay"))
-    ap.add_argument("calls", type=Path)
+    ap.add_argument("mode", nargs="?", choices=("capture", "replay"))
+    ap.add_argument("calls", nargs="?", type=Path)
     ap.add_argument("--set", action="append", default=[], dest="overrides")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    if args.mode == "capture":
+    if args.mode is None or args.calls is None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "calls.pkl"
+            print(json.dumps({"calls": capture(path, args.overrides)}))
+            print(json.dumps(replay(path, args.repeats)))
+    elif args.mode == "capture":
         print(json.dumps({"calls": capture(args.calls, args.overrides)}))
     else:
         print(json.dumps(replay(args.calls, args.repeats)))
