@@ -199,6 +199,10 @@ def main() -> None:
         if case == "sweep":
             sweep_case()
             continue
+        if case == "blue_vela_cli":     # named alone; blue_vela runs it after itself
+            if "blue_vela" not in args.cases:
+                report(case, cli_case(), args)
+            continue
         r = run_child(case, args.days if case == "million" else None)
         report(case, r, args)
         if case == "blue_vela":
