@@ -93,12 +93,13 @@ def test_a_broken_stream_path_is_caught(monkeypatch):
     monkeypatch.setattr(jobs_module.Jobs, "checkpoint_interval_s", real_interval)
 
     class BlindPeek(Engine):
-        """An engine whose stream jobs' fast path sees an empty queue."""
+        """An engine whose closed-form checkpoint (the one the stream jobs' fast path calls
+        without a sub-generator) sees an empty queue."""
 
         def __init__(self, scenario):
             super().__init__(scenario)
             real_peek = self.env.peek
-            self.env.peek = lambda: (math.inf if sys._getframe(1).f_code.co_name == "_stream_training"
+            self.env.peek = lambda: (math.inf if sys._getframe(1).f_code.co_name == "_checkpoint_closed_form"
                                      else real_peek())
     try:
         blind = BlindPeek(s).run()

@@ -505,41 +505,22 @@ class Jobs(Component):
         wake-ups, with its per-wake-up costs cut (issues 19 and 14): the attributes, the
         checkpoint interval (fixed while the job runs on the same nodes) and the methods
         are looked up once, and a checkpoint that can be written in closed form is written
-        here (the same statements as :meth:`_checkpoint`'s closed form) instead of in a
-        sub-generator. ``Jobs.stream_fast = False`` runs the loop of :meth:`_lifecycle`,
+        by :meth:`_checkpoint_closed_form` without a sub-generator. ``Jobs.stream_fast = False`` runs the loop of :meth:`_lifecycle`,
         the reference this path is tested against (tests/sim/test_stream_speed.py)."""
-        env, advance, events = self.env, self.advance, self.e.events
-        timeout, peek = env.timeout, env.peek
-        run_s, name = job.stream.run_s, job.spec.name        # type: ignore[union-attr]
+        env, advance, timeout = self.env, self.advance, self.env.timeout
+        run_s = job.stream.run_s                            # type: ignore[union-attr]
         interval = self.checkpoint_interval_s(job)
-        target = job.spec.tokens_target
-        write_s, size = self._write_s_memo, job.checkpoint_bytes
-        sharing = self.s.fabric.sharing != "none"           # what _fabric_changed tests
         while True:
             now = env._now
             eta = now + max(run_s - job.wall_s_useful - job.wall_s_pending, 0.0)
             wake = min(next_ckpt, eta)      # neither moves with the step rate
             yield timeout(max(wake - now, 0.0))
             advance(job)
-            if (target and job.tokens >= target * _DONE_SHARE) or (
-                    job.wall_s_useful + job.wall_s_pending >= run_s - 1e-6):
+            if _target_reached(job) or job.wall_s_useful + job.wall_s_pending >= run_s - 1e-6:
                 self._finish(job)
                 return
             if env._now >= next_ckpt:
-                dur = write_s.get((size, self.writers + 1)) or self.checkpoint_write_s(job, self.writers + 1)
-                end = env._now + dur
-                if self.closed_form_checkpoints and end < peek() and self._all_training(job):
-                    # _checkpoint's closed form: no one can see the write (see there)
-                    job.status = "checkpointing"
-                    _skip_to(env, end)
-                    self.checkpoints_closed_form += 1
-                    advance(job)
-                    job.commit(end)
-                    job.status = "running"
-                    if sharing:
-                        self.rates_changed()
-                    events.append((end, "checkpoint", name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s"))
-                else:
+                if not self._checkpoint_closed_form(job):
                     yield from self._checkpoint(job)
                 next_ckpt = env._now + interval
 
@@ -807,28 +788,41 @@ class Jobs(Component):
         written (the nodes' phase is TRAINING before and after). Every other number, the
         event table and the order of events are what the event-driven write gives: the
         progress is advanced at the same instants, so the same sums in the same order."""
+        if self._checkpoint_closed_form(job):
+            return
         env = self.env
         job.status = "checkpointing"
         self.writers += 1
-        closed = False
         try:
             dur = self.checkpoint_write_s(job, self.writers)
-            end = env.now + dur
-            if self.closed_form_checkpoints and end < env.peek() and self._all_training(job):
-                _skip_to(env, end)
-                closed = True
-                self.checkpoints_closed_form += 1
-            else:
-                self._set_phase(job, Phase.CHECKPOINT)
-                yield env.timeout(dur)
+            self._set_phase(job, Phase.CHECKPOINT)
+            yield env.timeout(dur)
         finally:
             self.writers -= 1
+        self._checkpoint_done(job, dur)
+        self._set_phase(job, Phase.TRAINING)
+
+    def _checkpoint_closed_form(self, job: JobState) -> bool:
+        """Write the job's checkpoint at once when its end comes before the next event in
+        simpy's queue and every node of the job trains (:meth:`_checkpoint`); False, with
+        nothing changed, when the write must run through events."""
+        env = self.env
+        dur = self.checkpoint_write_s(job, self.writers + 1)
+        end = env.now + dur
+        if not (self.closed_form_checkpoints and end < env.peek() and self._all_training(job)):
+            return False
+        job.status = "checkpointing"        # what advance() reads for the write's duration
+        _skip_to(env, end)
+        self.checkpoints_closed_form += 1
+        self._checkpoint_done(job, dur)
+        return True
+
+    def _checkpoint_done(self, job: JobState, dur: float) -> None:
+        """The end of a checkpoint write of ``dur`` [s]: progress to now, committed, running again."""
         self.advance(job)
-        job.commit(env.now)
+        job.commit(self.env.now)
         job.status = "running"
         self._fabric_changed()
-        if not closed:
-            self._set_phase(job, Phase.TRAINING)
         self.e.log("checkpoint", job.spec.name, f"{job.tokens_committed:.4g} tokens, {dur:.1f} s")
 
     def _all_training(self, job: JobState) -> bool:
