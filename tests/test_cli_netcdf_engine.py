@@ -13,34 +13,24 @@ import pandas as pd
 import pytest
 import xarray as xr
 import xarray.backends as backends
+from cli.test_run_speed import _dataset  # the run-like Dataset of the save's speed test
 
 from twin.results import Results
 from twin.store_io import netcdf_write_engine, write_netcdf
 
 
 def _run_like() -> xr.Dataset:
-    """The kinds of variable a run writes: float32 / float64 series with NaN, int8 / int32 /
-    int64, strings (coordinates and data), datetimes, bools, long and non-ASCII attributes."""
-    rng = np.random.default_rng(11)
-    nt, nr, nj = 30, 4, 3
-    times = np.datetime64("2024-01-01T00:00:00", "s") + (np.arange(nt) * 3_600_000).astype("timedelta64[ms]")
-    power = rng.uniform(1e3, 4e4, (nt, nr)).astype(np.float32)
-    power[5, 1] = np.nan
-    tokens = rng.uniform(0, 1e12, (nt, nj))
-    tokens[:, 2] = 0.0
-    ds = xr.Dataset(
-        {"rack_power_w": (("time", "rack"), power, {"units": "W", "long_name": "rack power"}),
-         "rack_state": (("time", "rack"), rng.integers(0, 4, (nt, nr)).astype(np.int8), {"units": "1"}),
-         "job_tokens": (("time", "job"), tokens, {"units": "1", "long_name": "tokens trained"}),
-         "job_gpus": (("time", "job"), rng.integers(0, 64, (nt, nj)).astype(np.int32), {"units": "GPU"}),
-         "job_state": ("job", np.array(["done", "running", "queued"], dtype=object), {"units": ""}),
-         "job_interruptions": ("job", np.array([0, 2, 1], dtype=np.int64), {"units": "1"}),
-         "solid": (("rack",), np.array([True, False, False, True]), {"long_name": "rack body"})},
-        coords={"time": times, "rack": [f"r{i}-é" for i in range(nr)],
-                "rack_x_m": ("rack", np.arange(nr) * 0.6, {"units": "m"}),
-                "job": [f"job_{i}" for i in range(nj)]})
-    ds.attrs = {"title": "twin run of scenario t", "seed": 7, "sample_interval_s": 3600.0,
-                "scenario_json": '{"a": "' + "x" * 100_000 + '"}', "invariant_warnings": "[]"}
+    """The kinds of variable a run writes: the run-speed test's Dataset (float32 / float64
+    series with NaN, int8 / int32, datetimes, attributes on variables and file) with what
+    it lacks added: int64, strings as data, bools, non-ASCII coordinates, a 100 kB attribute."""
+    ds = _dataset()
+    nr, nj = ds.sizes["rack"], ds.sizes["job"]
+    ds["job_state"] = ("job", np.array(["done", "running", "queued", "done", "running"][:nj], dtype=object),
+                       {"units": ""})
+    ds["job_interruptions"] = ("job", np.arange(nj, dtype=np.int64) % 3, {"units": "1"})
+    ds["solid"] = ("rack", np.arange(nr) % 3 == 0, {"long_name": "rack body"})
+    ds = ds.assign_coords(rack=[f"r{i}-é" for i in range(nr)])
+    ds.attrs["scenario_json"] = '{"a": "' + "x" * 100_000 + '"}'
     return ds
 
 
