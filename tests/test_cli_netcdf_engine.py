@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 import xarray.backends as backends
-from cli.test_run_speed import _dataset  # the run-like Dataset of the save's speed test
+from cli.test_run_speed import _dataset, _same_for_readers  # shared with the save's speed test
 
 from twin.results import Results
 from twin.store_io import netcdf_write_engine, write_netcdf
@@ -32,18 +32,6 @@ def _run_like() -> xr.Dataset:
     ds = ds.assign_coords(rack=[f"r{i}-é" for i in range(nr)])
     ds.attrs["scenario_json"] = '{"a": "' + "x" * 100_000 + '"}'
     return ds
-
-
-def _same_for_readers(a, b) -> None:
-    for engine in ("h5netcdf", "netcdf4"):
-        with xr.open_dataset(a, engine=engine) as da, xr.open_dataset(b, engine=engine) as db:
-            da, db = da.load(), db.load()
-            assert da.identical(db)
-            for name in da.variables:
-                assert da[name].dtype == db[name].dtype
-                ea = {k: v for k, v in da[name].encoding.items() if k != "source"}
-                eb = {k: v for k, v in db[name].encoding.items() if k != "source"}
-                assert repr(ea) == repr(eb), name
 
 
 def test_netcdf4_is_the_engine_and_its_file_reads_as_the_h5netcdf_one(tmp_path, monkeypatch):
