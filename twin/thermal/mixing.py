@@ -57,8 +57,27 @@ top layer, so that face is the nearest to its lower edge); the largest over the 
 (:func:`ceiling_jet_shear_1_s`). With hot-aisle containment only the share of the exhaust
 that spills into the room counts.
 
+A flow-dependent eddy diffusivity in place of the constant Gamma_0 (``law="chen_xu"``): Chen &
+Xu's zero-equation model of indoor airflow takes the eddy viscosity from the local mean speed
+and the distance to the nearest wall,
+
+    nu_t = 0.03874 |V| l,   Gamma = nu_t / Pr_t,   Pr_t = 0.9,
+
+on every room face, with |V| the mean of the two cells' resolved speeds
+(:func:`room_cell_velocity_m_s`: the potential flow plus the buoyant exchange) and l the mean of
+their distances to the nearest wall surface (:func:`room_wall_distance_m`: the hall's walls,
+floor and ceiling, rack bodies and obstacles). On vertical faces the Richardson damping above
+is applied to that Gamma (Munk & Anderson, the layer-mean shear), Gamma_z = max(Gamma_CX f(Ri),
+kappa_air); everywhere Gamma >= kappa_air. Nothing is fitted: the constant is Chen & Xu's, the
+turbulent Prandtl number the customary 0.9 for air. The jets' momentum is not in the resolved
+speed (it enters where their air is delivered), so |V| and Gamma are, if anything, low in a
+jet's path.
+
 References
 ----------
+Chen, Q. & Xu, W. (1998). A zero-equation turbulence model for indoor airflow simulation.
+Energy and Buildings 28, 137-144. doi:10.1016/S0378-7788(98)00020-6 (mu_t = 0.03874 rho V l,
+l the distance to the nearest wall).
 Munk, W. H. & Anderson, E. R. (1948). Notes on a theory of the thermocline. Journal of
 Marine Research 7(3), 276-295 (K_h = K_0 (1 + 3.33 Ri)^-3/2, A_v = A_0 (1 + 10 Ri)^-1/2;
 as coded in GOTM's ``cmue_ma``, Burchard et al.).
@@ -84,16 +103,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AIR_THERMAL_DIFFUSIVITY_M2_S",
+    "CHEN_XU_COEFFICIENT",
     "MIXING_LAWS",
     "LINE_PLUME_VELOCITY_COEFFICIENT",
     "SHEAR_LAYER_GROWTH",
     "ceiling_jet_shear_1_s",
+    "chen_xu_face_diffusivity_m2_s",
+    "chen_xu_heat_diffusivity_m2_s",
     "jet_edge_shear_1_s",
     "layered_face_richardson_number",
     "munk_anderson_heat_fraction",
     "pacanowski_philander_heat_fraction",
     "richardson_number",
+    "room_cell_velocity_m_s",
     "room_face_diffusivity_m2_s",
+    "room_wall_distance_m",
     "vertical_eddy_diffusivity_m2_s",
 ]
 
@@ -109,8 +133,17 @@ MUNK_ANDERSON_HEAT_EXPONENT = 1.5
 PACANOWSKI_PHILANDER_ALPHA = 5.0
 PACANOWSKI_PHILANDER_N = 2.0
 
-MIXING_LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets")
+MIXING_LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets", "chen_xu")
 _JETS = "_jets"  # a law's suffix: the jets' edge shear added to S
+_VERTICAL_DAMPING = {"chen_xu": "munk_anderson"}  # a flow-dependent law's damping on vertical faces
+
+CHEN_XU_COEFFICIENT = 0.03874
+"""nu_t / (|V| l) of Chen & Xu's zero-equation indoor-airflow model [-] (Chen & Xu 1998, Energy
+Build. 28, 137, doi:10.1016/S0378-7788(98)00020-6: mu_t = 0.03874 rho V l)."""
+
+TURBULENT_PRANDTL_NUMBER = 0.9
+"""nu_t / Gamma_t for heat in air [-], the customary value of room-airflow CFD (Chen & Xu 1998
+use the standard k-epsilon model's turbulent Prandtl number, 0.9)."""
 
 LINE_PLUME_VELOCITY_COEFFICIENT = 1.66
 """w / B'^(1/3) of a turbulent line plume's centre line [-], B' = g beta Q' / (rho cp) its
@@ -121,7 +154,6 @@ SHEAR_LAYER_GROWTH = 0.18
 """Growth of a single-stream plane mixing layer's vorticity thickness, d(delta_w)/dx [-]
 (Brown & Roshko 1974, J. Fluid Mech. 64, 775, doi:10.1017/S002211207400190X: 0.181 for
 one stream into still fluid); the largest shear across it is dU / delta_w."""
-_JETS = "_jets"
 
 
 def richardson_number(temp_gradient_k_m, shear_1_s, temp_mean_c):
@@ -304,7 +336,7 @@ def vertical_eddy_diffusivity_m2_s(neutral_diffusivity_m2_s, richardson, law: st
     ri = np.asarray(richardson, float)
     if law == "constant":
         return np.broadcast_to(g0, np.broadcast_shapes(g0.shape, ri.shape)).astype(float)
-    law = law.removesuffix(_JETS)
+    law = _VERTICAL_DAMPING.get(law, law).removesuffix(_JETS)
     if law not in _FRACTION:
         raise ValueError(f"mixing law must be one of {MIXING_LAWS}, got {law!r}")
     return np.maximum(g0 * _FRACTION[law](ri), AIR_THERMAL_DIFFUSIVITY_M2_S)
@@ -318,16 +350,10 @@ def layered_face_richardson_number(prob: HallProblem, temp_c, extra_shear_1_s=No
     layer-mean flow does not carry, e.g. :func:`jet_edge_shear_1_s`, added as
     S^2 = S_mean^2 + S_extra^2."""
     g = prob.geometry
-    h = prob.grid.cell_m
     dz = g.height_m / int(g.n_layers)
-    ri, rj, fax, flux = prob.room_face
+    ri, rj, fax, _ = prob.room_face
     t = np.asarray(temp_c, float)[: prob.n_room]
-    u = np.zeros((2, prob.n_room))
-    for ax in (0, 1):
-        sel = fax == ax
-        q = 0.5 * flux[sel] / (h * dz)
-        np.add.at(u[ax], ri[sel], q)
-        np.add.at(u[ax], rj[sel], q)
+    u = room_cell_velocity_m_s(prob)
     out = np.full(ri.size, np.nan)
     vert = fax == 2
     i, j = ri[vert], rj[vert]  # j is the cell above i
@@ -338,14 +364,92 @@ def layered_face_richardson_number(prob: HallProblem, temp_c, extra_shear_1_s=No
     return out
 
 
+def room_cell_velocity_m_s(prob: HallProblem) -> np.ndarray:
+    """Resolved velocity of every room cell [m/s], shape (3, n_room) for x, y, z: on each axis
+    the mean of the volume fluxes through the cell's two faces over the face area (h dz
+    sideways, h^2 vertically), a wall or solid face counting zero (as in
+    :func:`twin.thermal.solver.steady_field`). The flow is the problem's room faces' (the
+    potential flow plus any extra flux such as the buoyant exchange); a single-layer problem
+    has no vertical faces (w = 0)."""
+    g = prob.geometry
+    h = prob.grid.cell_m
+    dz = g.height_m / int(g.n_layers)
+    ri, rj, fax, flux = prob.room_face
+    u = np.zeros((3, prob.n_room))
+    for ax, area in ((0, h * dz), (1, h * dz), (2, h * h)):
+        sel = fax == ax
+        q = 0.5 * flux[sel] / area
+        np.add.at(u[ax], ri[sel], q)
+        np.add.at(u[ax], rj[sel], q)
+    return u
+
+
+def room_wall_distance_m(prob: HallProblem) -> np.ndarray:
+    """Distance from every room cell's centre to the nearest wall surface [m], shape (n_room,):
+    the hall's four walls, its floor and ceiling (a single layer: the walls only, the
+    depth-averaged layer has no vertical position) and the faces of every solid cell (rack
+    bodies in the rack layers, obstacles). Exact to the nearest solid cell's box, the cell
+    found by the Euclidean distance transform of the cell centres (scipy.ndimage,
+    anisotropic spacing dz, h, h); a cell beside a wall is h / 2 (or dz / 2) from it."""
+    from scipy.ndimage import distance_transform_edt
+
+    g, grid = prob.geometry, prob.grid
+    nz = int(g.n_layers)
+    h, dz = grid.cell_m, g.height_m / nz
+    solid = (prob.room_id < 0).reshape(nz, grid.ny, grid.nx)
+    pad = ((1, 1) if nz > 1 else (0, 0), (1, 1), (1, 1))  # one solid cell round the hall
+    solid = np.pad(solid, pad, constant_values=True)
+    spacing = np.array([dz, h, h])
+    _, idx = distance_transform_edt(~solid, sampling=spacing, return_indices=True)
+    here = np.indices(solid.shape)
+    gap = np.maximum(np.abs(idx - here) * spacing[:, None, None, None] - 0.5 * spacing[:, None, None, None], 0.0)
+    dist = np.sqrt((gap**2).sum(axis=0))
+    inner = dist[tuple(slice(a, s - b) for (a, b), s in zip(pad, solid.shape, strict=True))]
+    return inner.ravel()[prob.room_id >= 0]
+
+
+def chen_xu_heat_diffusivity_m2_s(speed_m_s, wall_distance_m, turbulent_prandtl: float = TURBULENT_PRANDTL_NUMBER):
+    """Eddy diffusivity of heat of Chen & Xu's zero-equation indoor-airflow model [m2/s]:
+
+        Gamma = max(0.03874 |V| l / Pr_t, kappa_air),
+
+    ``speed_m_s`` |V| the local mean air speed [m/s], ``wall_distance_m`` l the distance to the
+    nearest wall [m], Pr_t the turbulent Prandtl number (0.9) and kappa_air
+    (:data:`AIR_THERMAL_DIFFUSIVITY_M2_S`) the molecular floor. |V| = 1 m/s, l = 1 m: 0.0430 m2/s.
+
+    References
+    ----------
+    Chen, Q. & Xu, W. (1998). A zero-equation turbulence model for indoor airflow simulation.
+    Energy and Buildings 28, 137-144. doi:10.1016/S0378-7788(98)00020-6
+    """
+    nu_t = CHEN_XU_COEFFICIENT * np.abs(np.asarray(speed_m_s, float)) * np.asarray(wall_distance_m, float)
+    return np.maximum(nu_t / turbulent_prandtl, AIR_THERMAL_DIFFUSIVITY_M2_S)
+
+
+def chen_xu_face_diffusivity_m2_s(prob: HallProblem) -> np.ndarray:
+    """Chen & Xu's eddy diffusivity of heat on every room face [m2/s]
+    (:func:`chen_xu_heat_diffusivity_m2_s`), |V| and l the means of the face's two cells'
+    resolved speed (:func:`room_cell_velocity_m_s`) and wall distance
+    (:func:`room_wall_distance_m`); no stratification damping (see
+    :func:`room_face_diffusivity_m2_s`)."""
+    ri, rj, _, _ = prob.room_face
+    speed = np.sqrt((room_cell_velocity_m_s(prob) ** 2).sum(axis=0))
+    wall = room_wall_distance_m(prob)
+    return chen_xu_heat_diffusivity_m2_s(0.5 * (speed[ri] + speed[rj]), 0.5 * (wall[ri] + wall[rj]))
+
+
 def room_face_diffusivity_m2_s(prob: HallProblem, temp_c, law: str = "munk_anderson", rack_heat_w=None) -> np.ndarray:
     """Eddy diffusivity on every room face [m2/s]: the hall's Gamma_0 on horizontal faces,
     :func:`vertical_eddy_diffusivity_m2_s` of :func:`layered_face_richardson_number` on
     vertical ones (for ``build_problem(room_face_diffusivity_m2_s=...)``). A law ending in
     ``"_jets"`` takes Ri with the jets' edge shear added (:func:`jet_edge_shear_1_s`,
     S^2 = S_mean^2 + S_jet^2) and, given ``rack_heat_w`` [W], the shear under the plumes'
-    ceiling jets (:func:`ceiling_jet_shear_1_s`; the larger of the two on a face)."""
+    ceiling jets (:func:`ceiling_jet_shear_1_s`; the larger of the two on a face).
+    ``law="chen_xu"``: Chen & Xu's flow-dependent diffusivity (:func:`chen_xu_face_diffusivity_m2_s`)
+    in place of Gamma_0 on every face, damped on vertical ones by Munk & Anderson's law."""
     g0 = float(prob.geometry.eddy_diffusivity_m2_s)
+    if law == "chen_xu":
+        g0 = chen_xu_face_diffusivity_m2_s(prob)
     shear = None
     if law.endswith(_JETS):
         shear = jet_edge_shear_1_s(prob)
@@ -353,7 +457,7 @@ def room_face_diffusivity_m2_s(prob: HallProblem, temp_c, law: str = "munk_ander
             t_mean = float(np.mean(np.asarray(temp_c, float)[: prob.n_room]))
             shear = np.maximum(shear, ceiling_jet_shear_1_s(prob, rack_heat_w, t_mean))
     ri = layered_face_richardson_number(prob, temp_c, shear)
-    out = np.full(ri.size, g0)
+    out = np.broadcast_to(g0, ri.shape).astype(float)
     vert = prob.room_face[2] == 2
-    out[vert] = vertical_eddy_diffusivity_m2_s(g0, ri[vert], law)
+    out[vert] = vertical_eddy_diffusivity_m2_s(np.broadcast_to(g0, ri.shape)[vert], ri[vert], law)
     return out
