@@ -6,7 +6,9 @@ January 2018 pod with the constant eddy diffusivity (shipped) and with the verti
 damped by the gradient Richardson number (Munk & Anderson 1948; Pacanowski & Philander
 1981; Munk & Anderson with the shear at the top edge of the coolers' jets and the rack
 exhausts and under the exhaust plumes' ceiling jets added, ``munk_anderson_jets``: Brown &
-Roshko 1974's mixing-layer growth, Rouse, Yih & Humphreys 1952's line plume); then the inlet rise above supply split into the two-zone energy-balance bound and
+Roshko 1974's mixing-layer growth, Rouse, Yih & Humphreys 1952's line plume; Chen & Xu 1998's
+flow-dependent eddy diffusivity nu_t = 0.03874 |V| l on every face, damped by Munk & Anderson on
+vertical ones, ``chen_xu``); then the inlet rise above supply split into the two-zone energy-balance bound and
 the mixing excess over it, twin against pod, from light to heavy load.
 
 Nothing is fitted: the laws' constants are the sources', phi (fan curve) stays the value
@@ -33,7 +35,7 @@ from twin.studies.room_benchmark import (  # noqa: E402
 )
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K  # noqa: E402
 
-LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets")
+LAWS = ("constant", "munk_anderson", "pacanowski_philander", "munk_anderson_jets", "chen_xu")
 
 
 def mixing_excess_k(comparison, cases) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

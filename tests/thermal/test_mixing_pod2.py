@@ -20,7 +20,7 @@ from room_benchmark_pod2_mixing import mixing_excess_k  # noqa: E402
 @pytest.fixture(scope="module")
 def runs():
     return {m: (pod2_comparison("fan_curve", supply="wall_jet", mixing=m), pod2_2018_comparison(supply="wall_jet", mixing=m))
-            for m in ("constant", "munk_anderson", "munk_anderson_jets")}
+            for m in ("constant", "munk_anderson", "munk_anderson_jets", "chen_xu")}
 
 
 def test_damped_mixing_lowers_the_october_error_and_its_bias(runs):
@@ -86,3 +86,46 @@ def test_jet_and_ceiling_shear_grid_convergence(runs):
         d = np.abs(fine.twin_strip_c - coarse.twin_strip_c)
         assert d.mean() == pytest.approx(moved, abs=0.1) and d.mean() < 1.0
         assert abs(fine.strip_mae_k() - coarse.strip_mae_k()) < 0.3
+
+
+def _growth_k(comparison):
+    cases = pod2_cases("fan_curve")
+    kw = np.array([c.rack_heat_w.sum() for c in cases])
+    lo, hi = int(np.argmin(kw)), int(np.argmax(kw))
+    _, twin, pod = mixing_excess_k(comparison, cases)
+    return twin[hi] - twin[lo], pod[hi] - pod[lo]
+
+
+def test_chen_xu_mixing_on_both_pods(runs):
+    # Chen & Xu's flow-dependent eddy diffusivity (nu_t = 0.03874 |V| l / Pr_t, Energy Build. 28
+    # (1998) 137; Munk & Anderson damping on vertical faces; H5, 1 Dec 2026) in place of the
+    # constant 0.1 m2/s. Three conditions were set before it was run for making it the default:
+    # (1) both POD 2 sets within 2 K, (2) Module 2 at half supply better than the constant in
+    # every case (test_contained_room.py: holds), (3) the excess growth closer to the pod's.
+    cx, const = runs["chen_xu"], runs["constant"]
+    # October: 1.83 / +1.33 -> 1.62 / -1.14 K (it now reads cold)
+    assert cx[0].strip_mae_k() == pytest.approx(1.62, abs=0.03)
+    assert cx[0].strip_error_k.mean() == pytest.approx(-1.14, abs=0.05)
+    # held-out January: 1.46 -> 2.47 K, above the 2 K goal (top sensors 2.95 -> 4.52 K): (1) fails,
+    # so the law stays opt-in
+    assert cx[1].strip_mae_k() == pytest.approx(2.47, abs=0.03)
+    assert cx[1].strip_mae_k() > 2.0 > const[1].strip_mae_k()
+    # (3) holds: the excess over the two-zone bound grows 3.04 K from 27 to 104 kW (constant 4.70,
+    # pod 1.72)
+    g_cx, g_pod = _growth_k(cx[0])
+    g_const, _ = _growth_k(const[0])
+    assert g_cx == pytest.approx(3.04, abs=0.1)
+    assert abs(g_cx - g_pod) < abs(g_const - g_pod)
+
+
+def test_chen_xu_grid_convergence(runs):
+    # halved cells, same layers (issue 12's check against a refined solve, within 1 K): October
+    # 0.31 -> 0.155 m moves the strips by 0.92 K on average (3.8 K at the worst sensor; MAE
+    # 1.62 -> 2.13 K), January 0.4 -> 0.2 m by 0.28 K (MAE 2.47 -> 2.49 K). Measured; the
+    # diffusivity follows the wall distance and the resolved speed, which both sharpen on the
+    # finer grid, so this law converges more slowly than the constant (0.48 / 0.14 K)
+    oct_fine = pod2_comparison("fan_curve", supply="wall_jet", mixing="chen_xu", cell_m=0.155)
+    jan_fine = pod2_2018_comparison(supply="wall_jet", mixing="chen_xu", cell_m=0.2)
+    for coarse, fine, moved in ((runs["chen_xu"][0], oct_fine, 0.92), (runs["chen_xu"][1], jan_fine, 0.28)):
+        d = np.abs(fine.twin_strip_c - coarse.twin_strip_c)
+        assert d.mean() == pytest.approx(moved, abs=0.05) and d.mean() < 1.0
