@@ -276,3 +276,119 @@ def test_b200_cluster_to_46_nodes_with_sharp():
     sharp_h100 = collective_bandwidths_gb_s("allreduce", 16 * 2**30, 46, 8, algorithm="collnet",
                                             in_network_reduction=True)["busbw_gb_s"]
     assert float(sharp_h100) < 544.0
+
+
+def _p5_rows() -> list[dict]:
+    return [r for r in _table("nccl_multinode_h100_p5_efa.csv") if int(r["bytes"]) >= MIN_BYTES]
+
+
+def _p5_twin_gb_s(r: dict) -> float:
+    # the twin as it is (8x 400 Gb/s equivalent, ib_rdma: EFA is not modelled), with the
+    # algorithm AWS's tuner plugin ran (Ring or NVLSTree; its protocol is not modelled)
+    algo = r["tuner_algo"] if r["op"] == "allreduce" else None
+    return float(collective_bandwidths_gb_s(r["op"], float(r["bytes"]), int(r["nodes"]), 8,
+                                            algorithm=algo)["busbw_gb_s"])
+
+
+def test_p5_efa_cluster_2_to_32_nodes():
+    # AWS p5.48xlarge, 32 EFA x 100 Gb/s per node, NCCL 2.27.7 with AWS's tuner plugin, 2-32
+    # nodes (github.com/crazyguitar/aws-gpu-communication-benchmark); not in the goal set
+    # (EFA, another tuner), nothing fitted on it
+    sys.path.insert(0, str(REF))
+    try:
+        from nccl_p5_tuner_regions import p5_allreduce_choice
+    finally:
+        sys.path.remove(str(REF))
+    table = _table("nccl_multinode_h100_p5_efa.csv")
+    assert len(table) == 80
+    for r in table:  # the transcription: busbw = F(n) algbw, and the plugin's choice
+        n = 8 * int(r["nodes"])
+        assert float(r["busbw_gb_s"]) == pytest.approx(
+            float(bus_factor(r["op"], n)) * float(r["algbw_gb_s"]), rel=0.01, abs=0.02)
+        if r["op"] == "allreduce":
+            assert p5_allreduce_choice(float(r["bytes"]), n) == (r["tuner_algo"], r["tuner_proto"])
+    # the LL128 rows (Ring/LL128 and Tree/LL128 at mid sizes) are a protocol the twin does
+    # not run across nodes: recorded, not scored
+    assert sum(r["tuner_proto"] == "LL128" for r in _p5_rows()) == 21
+    err = {(r["op"], int(r["nodes"]), int(r["bytes"]) >> 20, r["tuner_algo"], r["tuner_proto"]):
+           _p5_twin_gb_s(r) / float(r["busbw_gb_s"]) - 1 for r in _p5_rows()
+           if r["tuner_proto"] != "LL128"}
+    # Ring/Simple (4 nodes from 2 GiB, 8 nodes from 4 GiB, 16 nodes at 8 GiB): within 10 %,
+    # all low: EFA's ring reaches 356-357 GB/s (0.89 of 3200 Gb/s) where the default rings
+    # of the InfiniBand clusters B and C reach 0.82 (the twin's 0.827)
+    ring = {k: v for k, v in err.items() if k[0] == "allreduce" and k[3:] == ("ring", "Simple")}
+    assert len(ring) == 6 and all(-0.10 < v < -0.08 for v in ring.values()), ring
+    # NVLSTree on 2 nodes (in the NVSwitch): within 6 % from 1 GiB; its ramp is slower on
+    # EFA (+11 to +32 % at 64-512 MiB)
+    two = {k[2]: v for k, v in err.items() if k[0] == "allreduce" and k[1] == 2}
+    assert max(abs(v) for s, v in two.items() if s >= 1024) < 0.06
+    assert all(0.10 < v < 0.33 for s, v in two.items() if s < 1024)
+    # named miss: NVLSTree beyond 2 nodes, the twin high (+14 to +107 %), as on B200
+    # (test_b200_cluster_to_46_nodes_with_sharp): the NVLSTree gain is fitted on InfiniBand
+    # H100 (cluster A on 4 nodes, C on 10 nodes to 2 GiB)
+    tree = [v for k, v in err.items() if k[0] == "allreduce" and k[1] > 2 and k[3] == "nvls_tree"]
+    assert len(tree) == 5 and all(0.13 < v < 1.10 for v in tree)
+    # all-to-all: 2-8 nodes within 10 % but three rows (+10.0, +10.6, +17.9 %); on 16-32
+    # nodes the measured all-to-all falls with the node count (49.6 -> 44.2 -> 40.8 GB/s
+    # at 2 GiB), the twin does not (+11 to +45 %): the fabric's share at scale, which
+    # collective_time_s does not model (as the B200 rings beyond 8 nodes)
+    a2a = {k[1:3]: v for k, v in err.items() if k[0] == "all_to_all"}
+    small = {k: v for k, v in a2a.items() if k[0] <= 8}
+    assert {k for k, v in small.items() if abs(v) > 0.10} <= {(2, 1024), (4, 2048), (8, 128)}
+    assert small[(8, 128)] == pytest.approx(0.179, abs=0.01)
+    assert all(0.10 < v < 0.46 for k, v in a2a.items() if k[0] >= 16)
+
+
+def test_ring_fixed_cost_of_a_third_full_node_cluster():
+    # The p5 rings (Ring/Simple by AWS's tuner, 8 GPUs per node) are straight lines
+    # t = a + F S / B too: a = 0.40 ms on 4 nodes (62 ring steps), 0.55 ms on 8 nodes (126;
+    # two sizes only).  Cluster B's two rings fix a per-step law a = c + steps x dt (3.0 us
+    # per step, c = 0.145 ms); it predicts p5 within 0.07 ms on another fabric and NCCL
+    # version, and C's all-gather (79 steps, 0.78 ms) 0.40 ms low: two of three full-node
+    # clusters pay B's cost, so full nodes alone do not bring C's extra ~0.4 ms
+    ab = _table("nccl_allreduce_multinode_h100.csv")
+    p5 = _table("nccl_multinode_h100_p5_efa.csv")
+    c = _table("nccl_multinode_h100_10node.csv")
+
+    def line(sel, op, n):
+        s = np.array([float(r["bytes"]) for r in sel])
+        f = float(bus_factor(op, n))
+        t = f * s / (np.array([float(r["busbw_gb_s"]) for r in sel]) * 1e9)
+        inv_b, a = np.polyfit(f * s, t, 1)
+        return a, 1.0 / inv_b / 1e9
+
+    a_b = {n: line([r for r in ab if r["cluster"] == "B" and int(r["nodes"]) == n
+                    and r["role"] != "tuned" and int(r["bytes"]) >= lo], "allreduce", 8 * n)[0]
+           for n, lo in ((4, 2**28), (8, 2**30))}
+    dt = (a_b[8] - a_b[4]) / (126 - 62)
+    c_b = a_b[4] - 62 * dt
+    assert dt == pytest.approx(3.0e-6, abs=0.2e-6) and c_b == pytest.approx(0.145e-3, abs=0.02e-3)
+    for nodes, steps, a_meas in ((4, 62, 0.40e-3), (8, 126, 0.55e-3)):
+        sel = [r for r in p5 if r["op"] == "allreduce" and int(r["nodes"]) == nodes
+               and (r["tuner_algo"], r["tuner_proto"]) == ("ring", "Simple")]
+        a, b = line(sel, "allreduce", 8 * nodes)
+        assert a == pytest.approx(a_meas, abs=0.01e-3) and 359.0 < b < 361.0
+        assert abs(a - (c_b + steps * dt)) < 0.07e-3
+    c_ag = line([r for r in c if r["op"] == "all_gather" and r["run"] == "1"
+                 and int(r["bytes"]) >= 2.5e8], "all_gather", 80)[0]
+    assert c_ag - (c_b + 79 * dt) == pytest.approx(0.40e-3, abs=0.02e-3)
+
+
+def test_a100_ndmv4_two_nodes():
+    # Azure NDm A100 v4 (8x HDR 200 Gb/s, NCCL 2.17.1), 2 nodes x 8 GPUs, 1 and 4 GiB
+    # (github.com/microsoft/mscclpp docs/performance-ndmv4.md); held out, in the goal set.
+    # Named misses, all six: the rings run at 0.93 of the NICs (186 of 200 GB/s at 4 GiB)
+    # where the twin's ring efficiency, fitted on H100 with 400 Gb/s NICs, is 0.827 (-11 to
+    # -14 %; NVIDIA quotes 192 GB/s all-reduce on DGX A100 with 8x 200 Gb/s, nccl issue 812);
+    # the all-to-all runs at 37.8 GB/s, 0.81 of one NIC x N/(N-1) x (n-1)/n, where the twin
+    # has 0.92 (+13 to +16 %; cluster C's H100 all-to-all is within 3 % from 1 GiB)
+    kw = dict(nvlink_gb_s=300.0, nvls=False, inter_node_gbps=1600.0)
+    err = {}
+    for r in _table("nccl_multinode_a100_ndmv4.csv"):
+        bw = collective_bandwidths_gb_s(r["op"], float(r["bytes"]), 2, 8, **kw)["busbw_gb_s"]
+        err[(r["op"], int(r["bytes"]) >> 30)] = float(bw) / float(r["busbw_gb_s"]) - 1
+    assert len(err) == 6 and all(abs(v) > 0.10 for v in err.values())
+    assert all(-0.15 < err[(op, s)] < -0.10 for op in ("all_gather", "allreduce") for s in (1, 4))
+    assert all(0.12 < err[("all_to_all", s)] < 0.17 for s in (1, 4))
+    assert 186.01 / 200.0 > 0.92 > float(collective_bandwidths_gb_s(
+        "all_gather", 2**40, 2, 8, **kw)["busbw_gb_s"]) / 200.0
