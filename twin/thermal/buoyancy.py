@@ -107,8 +107,10 @@ def buoyant_flow(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling
     ``eddy_diffusivity_m2_s`` on every face) or a Richardson-damped law of
     :mod:`twin.thermal.mixing` (``"munk_anderson"``, ``"pacanowski_philander"``, or
     ``"munk_anderson_jets"`` with the shear of the units' jets and of the racks' exhaust
-    plumes under the ceiling added, which takes ``rack_heat_w``), evaluated in each pass from
-    the last pass's temperatures and flow and relaxed like the fluxes.
+    plumes under the ceiling added, which takes ``rack_heat_w``), or ``"chen_xu"``, Chen &
+    Xu's flow-dependent eddy diffusivity on every face in place of the constant (Munk-Anderson
+    damped on vertical faces), evaluated in each pass from the last pass's temperatures and
+    flow and relaxed like the fluxes.
     """
     if mixing not in MIXING_LAWS:
         raise ValueError(f"mixing must be one of {MIXING_LAWS}, got {mixing!r}")
