@@ -328,13 +328,13 @@ def test_p5_efa_cluster_2_to_32_nodes():
     # H100 (cluster A on 4 nodes, C on 10 nodes to 2 GiB)
     tree = [v for k, v in err.items() if k[0] == "allreduce" and k[1] > 2 and k[3] == "nvls_tree"]
     assert len(tree) == 5 and all(0.13 < v < 1.10 for v in tree)
-    # all-to-all: 2-8 nodes within 10 % but three rows (+10.0, +10.6, +17.9 %); on 16-32
+    # all-to-all: 2-8 nodes within 10 % but two rows (+10.6, +17.9 %); on 16-32
     # nodes the measured all-to-all falls with the node count (49.6 -> 44.2 -> 40.8 GB/s
     # at 2 GiB), the twin does not (+11 to +45 %): the fabric's share at scale, which
     # collective_time_s does not model (as the B200 rings beyond 8 nodes)
     a2a = {k[1:3]: v for k, v in err.items() if k[0] == "all_to_all"}
     small = {k: v for k, v in a2a.items() if k[0] <= 8}
-    assert {k for k, v in small.items() if abs(v) > 0.10} <= {(2, 1024), (4, 2048), (8, 128)}
+    assert {k for k, v in small.items() if abs(v) > 0.10} == {(4, 2048), (8, 128)}
     assert small[(8, 128)] == pytest.approx(0.179, abs=0.01)
     assert all(0.10 < v < 0.46 for k, v in a2a.items() if k[0] >= 16)
 
