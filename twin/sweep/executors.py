@@ -279,9 +279,17 @@ class _Slot:
 
 
 def run_local(tasks, series, store_result, workers: int, timeout_s: float | None = None,
-              max_attempts: int = MAX_ATTEMPTS, on_retry: Callable[[Any, str], None] | None = None) -> None:
+              max_attempts: int = MAX_ATTEMPTS, on_retry: Callable[[Any, str], None] | None = None,
+              stopping: list | None = None) -> None:
     """Forked worker processes, each running one task at a time (so a worker's death or
-    timeout is charged to exactly one run); see the module docstring."""
+    timeout is charged to exactly one run); see the module docstring.
+
+    A worker is forked and handed its first run before the next is forked (a fork of the
+    sweep process takes ~4-6 ms), and a worker with nothing left to run is told to stop at
+    once rather than when the last run ends. Stopping workers exit by themselves (tearing
+    down a worker's memory takes ~5-10 ms); ``stopping``, when given, receives them so that
+    the caller reaps them (:func:`reap`) after its own work, else they are reaped here. On
+    any error every worker is killed before this returns."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -292,6 +300,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
     queue.reverse()
     me = os.getpid()
     slots: list[_Slot] = []
+    leaving: list = []              # workers told to stop, not yet reaped
 
     def start() -> _Slot:
         mine, theirs = ctx.Pipe(duplex=True)
@@ -305,15 +314,31 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
         slot.conn.close()
         slots.remove(slot)
 
+    def send(sl: _Slot) -> None:
+        sl.task, sl.attempt = queue.pop()
+        sl.started = time.monotonic()
+        sl.conn.send(sl.task.scenario)
+
     def dispatch() -> None:
-        while len(slots) < min(workers, len(queue) + sum(sl.task is not None for sl in slots)):
-            slots.append(start())
         for sl in slots:
             if sl.task is None and queue:
-                sl.task, sl.attempt = queue.pop()
-                sl.started = time.monotonic()
-                sl.conn.send(sl.task.scenario)
+                send(sl)
+        while queue and len(slots) < workers:     # each new worker gets its run before the next fork
+            slots.append(start())
+            send(slots[-1])
 
+    def stop_idle() -> None:
+        """Workers with nothing to run exit now (they would idle to the end of the sweep)."""
+        if queue:
+            return
+        for sl in [sl for sl in slots if sl.task is None]:
+            with contextlib.suppress(OSError, ValueError):
+                sl.conn.send(None)
+            sl.conn.close()
+            slots.remove(sl)
+            leaving.append(sl.proc)
+
+    done = False
     try:
         while queue or any(sl.task is not None for sl in slots):
             dispatch()
@@ -363,14 +388,29 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
                 # the freed workers get their next run before this process writes the results
                 # (a worker would otherwise idle for the store's file writes after every run)
                 dispatch()
+                stop_idle()
                 for task, rec in finished:
                     store_result(task, rec)
-        for sl in slots:                    # idle workers: ask them to stop
-            with contextlib.suppress(OSError, ValueError):
-                sl.conn.send(None)
+        stop_idle()
+        done = True
     finally:
         for sl in list(slots):
             retire(sl)
+        if stopping is not None and done:
+            stopping.extend(leaving)
+        else:
+            reap(leaving, kill=not done)
+
+
+def reap(procs, kill: bool = False) -> None:
+    """Wait for workers told to stop (``kill``: SIGKILL them first)."""
+    for p in procs:
+        if kill:
+            _kill(p)
+        else:
+            p.join(timeout=5)
+            if p.exitcode is None:
+                _kill(p)
 
 
 def _kill(proc) -> None:

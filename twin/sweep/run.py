@@ -126,6 +126,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
         if on_result:
             on_result(task, rec)
 
+    leaving: list = []                  # local workers told to stop, reaped after the assembly
     if todo:
         n_workers = workers or os.cpu_count() or 1
         if client is not None or scheduler:
@@ -134,9 +135,13 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
             executors.run_serial(todo, spec.series, store_result)
         else:
             executors.run_local(todo, spec.series, store_result, max(1, min(n_workers, len(todo))),
-                                timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)))
-    ds = assemble(spec, tasks, store, fresh)
-    write_dataset(ds, out)
+                                timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)),
+                                stopping=leaving)
+    try:                                # the workers' exits overlap the assembly
+        ds = assemble(spec, tasks, store, fresh)
+        write_dataset(ds, out)
+    finally:
+        executors.reap(leaving)
     status = ds["status"].values
     failed = sorted({t.key for t in tasks if str(status[t.index]) == "failed"})
     return SweepOutcome(ds, ran, reused, failed, out, sorted(stale - set(ran)), corrupt, retried)
