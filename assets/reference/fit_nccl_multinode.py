@@ -89,6 +89,22 @@ def print_ring_fixed_costs() -> None:
     (c_b, c_c, per_step), *_ = np.linalg.lstsq(m, [r["meas_a_s"] for r in rc], rcond=None)
     print(f"a = c_cluster + steps x {1e6 * per_step:.2f} us: c_B {1e3 * c_b:.3f} ms, "
           f"c_C {1e3 * c_c:.3f} ms")
+    # a third full-node cluster (AWS p5, EFA; Ring/Simple rows as AWS's tuner chose them)
+    # against the per-step law of B's two rings alone
+    b4, b8 = (next(r["meas_a_s"] for r in rc if r["cluster"] == "B" and r["nodes"] == n)
+              for n in (4, 8))
+    dt = (b8 - b4) / (126 - 62)
+    p5 = rows("nccl_multinode_h100_p5_efa.csv")
+    for nodes in (4, 8):
+        sel = [r for r in p5 if r["op"] == "allreduce" and int(r["nodes"]) == nodes
+               and (r["tuner_algo"], r["tuner_proto"]) == ("ring", "Simple")]
+        s = np.array([float(r["bytes"]) for r in sel])
+        f = float(coll.bus_factor("allreduce", 8 * nodes))
+        inv_b, a = np.polyfit(f * s, f * s / (np.array([float(r["busbw_gb_s"]) for r in sel])
+                                              * 1e9), 1)
+        steps = 2 * (8 * nodes - 1)
+        print(f"P5{nodes:<3d}allreduce (EFA) {steps:5d}  {1e3 * a:6.3f} / {1.0 / inv_b / 1e9:5.1f}"
+              f"   B's law c_B + steps x dt: {1e3 * (b4 + (steps - 62) * dt):6.3f} ms")
 
 
 def _set(x) -> None:
