@@ -392,3 +392,34 @@ def test_a100_ndmv4_two_nodes():
     assert all(0.12 < err[("all_to_all", s)] < 0.17 for s in (1, 4))
     assert 186.01 / 200.0 > 0.92 > float(collective_bandwidths_gb_s(
         "all_gather", 2**40, 2, 8, **kw)["busbw_gb_s"]) / 200.0
+
+
+def test_more_channels_do_not_raise_the_ring_fixed_cost():
+    # The one public run that changes NCCL's channel count on a full-node H100 cluster:
+    # cluster B with NCCL_MIN_CTAS=24 (24 channels instead of 16) and 2 QPs per connection
+    # (nccl-tests issue 309, the "tuned" rows).  Its forced 2-node ring (30 steps) is a
+    # straight line with a = 0.10 ms, below what B's default per-step law gives 30 steps
+    # (0.235 ms), and its 8-node run (the tuner's choice, 126 steps) 0.29 ms against the
+    # default ring's 0.52 ms; asymptote 394 GB/s (0.98 of the NICs) in both.  A fixed cost
+    # of per-channel proxy or launch work times the channel count would rise by half: the
+    # data contradict it, so it is not the law behind C's extra cost either
+    ab = _table("nccl_allreduce_multinode_h100.csv")
+
+    def line(nodes, role, lo):
+        sel = [r for r in ab if r["cluster"] == "B" and int(r["nodes"]) == nodes
+               and r["role"] == role and int(r["bytes"]) >= lo]
+        s = np.array([float(r["bytes"]) for r in sel])
+        f = float(bus_factor("allreduce", 8 * nodes))
+        inv_b, a = np.polyfit(f * s, f * s / (np.array([float(r["busbw_gb_s"]) for r in sel])
+                                              * 1e9), 1)
+        return a, 1.0 / inv_b / 1e9
+
+    a4, _ = line(4, "validate", 2**28)
+    a8, _ = line(8, "fit", 2**30)
+    dt = (a8 - a4) / (126 - 62)
+    a2_tuned, b2_tuned = line(2, "tuned", 2**28)
+    a8_tuned, b8_tuned = line(8, "tuned", 2**30)
+    assert a2_tuned == pytest.approx(0.10e-3, abs=0.01e-3)
+    assert a2_tuned < 0.5 * (a4 - 32 * dt)  # B's default law at 30 steps: 0.235 ms
+    assert a8_tuned == pytest.approx(0.29e-3, abs=0.01e-3) and a8_tuned < 0.6 * a8
+    assert 392.0 < b2_tuned < 395.0 and 392.0 < b8_tuned < 395.0
