@@ -216,10 +216,11 @@ class Failures(Component):
         c = self.classes[k]
         e, p, st = self.e, self.plant, self.state
         detect_s = self.detection_delay_s(c)
-        e.log("failure", e.node_name(n), c.name)
-        why = f"{c.name} on {e.node_name(n)}"
+        name = e.node_name(n)              # once per failure: its events all name the node
+        e.log("failure", name, c.name)
+        why = f"{c.name} on {name}"
         if c.detection == "silent" and c.scope in ("node", "job"):
-            self.env.process(self._silent_corruption(n, c, detect_s))
+            self.env.process(self._silent_corruption(n, c, detect_s, name))
             return
         if c.scope == "node":
             st.node_healthy[n] = False
@@ -231,53 +232,55 @@ class Failures(Component):
             st.su_degraded[u] += 1
             e.jobs.interrupt_nodes(self.su_nodes(int(u)), f"{c.name} in SU {u}", detect_s)
         if c.repair != "none":
-            self.env.process(self._repair(n, c, detect_s))
+            self.env.process(self._repair(n, c, detect_s, name=name))
 
-    def _silent_corruption(self, n: int, c, detect_s: float):
+    def _silent_corruption(self, n: int, c, detect_s: float, name: str):
         """Silent data corruption: the job keeps training on corrupt state until the numerics
         checks notice, then rolls back past every checkpoint written since the corruption."""
         e, st = self.e, self.state
         t0 = self.env.now
         j = int(st.node_job[n])
         yield self.env.timeout(detect_s)
-        e.log("detected", e.node_name(n), f"{c.name} after {detect_s / H:.2f} h")
+        e.log("detected", name, f"{c.name} after {detect_s / H:.2f} h")
         if j >= 0:
             job = e.jobs[j]
             e.jobs.advance(job)
             thrown = job.roll_back_before(t0)
             e.log("rollback", job.spec.name, f"{c.name}: {thrown:.4g} checkpointed tokens discarded")
             if job.nodes.size and job.status != "waiting":
-                e.jobs.interrupt_nodes(job.nodes, f"{c.name} on {e.node_name(n)}", 0.0)
+                e.jobs.interrupt_nodes(job.nodes, f"{c.name} on {name}", 0.0)
         if c.scope == "node" and st.node_up[n]:
             st.node_healthy[n] = False
-            e.jobs.interrupt_nodes(np.array([n]), f"{c.name} on {e.node_name(n)}", 0.0)
+            e.jobs.interrupt_nodes(np.array([n]), f"{c.name} on {name}", 0.0)
         if c.repair != "none":
-            self.env.process(self._repair(n, c, 0.0, detected=True))
+            self.env.process(self._repair(n, c, 0.0, detected=True, name=name))
 
-    def _repair(self, n: int, c, detect_s: float, detected: bool = False):
+    def _repair(self, n: int, c, detect_s: float, detected: bool = False, name: str | None = None):
         e, st = self.e, self.state
+        if name is None:
+            name = e.node_name(n)
         rng = e.rng["repair"]
         rid, self._next_repair = self._next_repair, self._next_repair + 1
         self.open_repairs[rid] = self.env.now
         yield self.env.timeout(detect_s)
         if not detected:
-            e.log("detected", e.node_name(n), c.name)
+            e.log("detected", name, c.name)
         t0 = self.env.now - detect_s
         pool = self.spare_stock.get(c.part, self.spare_stock.get("*")) if c.part else None
         if c.repair == "hardware" and pool is not None:
             # one-for-one replenishment: every demand orders a replacement at once (Palm's
             # model, as reliability.spares_fill_rate assumes); the part is taken before a
             # technician is called, so no technician waits idle
-            self.env.process(self._restock(pool))
+            self._order_spare(pool)
             yield pool.get(1)
         if c.repair == "hardware":
             with self.crew.request() as req:
                 yield req
-                e.log("repair_start", e.node_name(n), c.name)
+                e.log("repair_start", name, c.name)
                 st.node_repairing[n] = True
                 yield self.env.timeout(float(reliability.sample_repair_duration_s(rng, c.repair)))
         else:
-            e.log("repair_start", e.node_name(n), c.name)
+            e.log("repair_start", name, c.name)
             st.node_repairing[n] = True
             yield self.env.timeout(float(reliability.sample_repair_duration_s(rng, c.repair)))
         st.node_repairing[n] = False
@@ -286,8 +289,26 @@ class Failures(Component):
         if c.scope == "rail_su":
             st.su_degraded[self.plant.node_su[n]] -= 1
         st.node_healthy[n] = True
-        e.log("repair_end", e.node_name(n), f"{c.name}, {(self.env.now - t0) / H:.2f} h")
+        e.log("repair_end", name, f"{c.name}, {(self.env.now - t0) / H:.2f} h")
         e.scheduler.schedule()
+
+    #: a spare ordered by a repair arrives by a timeout's callback (False: the reference, a
+    #: process per order; the same stock at the same instants, issue 19)
+    restock_by_callback = True
+
+    def _order_spare(self, pool: simpy.Container) -> None:
+        """Order one replacement part now; it is put in ``pool`` after ``restock_days``.
+
+        The part arrives by a callback of the lead-time timeout, which puts it in stock in
+        the same simpy step as the reference process (:meth:`_restock`), whose resumption is
+        that timeout's callback: the same put, the same waiting repairs served in the same
+        order. The process also cost an initialisation step, a wait on its put and an end
+        event per order: ~184,000 orders in the million-GPU year
+        (tests/sim/test_failures_speed_paths.py)."""
+        if not self.restock_by_callback:
+            self.env.process(self._restock(pool))
+            return
+        self.env.timeout(self.s.failures.restock_days * DAY).callbacks.append(lambda _ev: pool.put(1))
 
     def _restock(self, pool: simpy.Container):
         yield self.env.timeout(self.s.failures.restock_days * DAY)
