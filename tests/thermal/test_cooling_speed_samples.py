@@ -76,3 +76,85 @@ def test_a_scalar_airflow_is_every_rack_s(family):
     m = fam.model(float(v0.mean()))
     assert np.array_equal(m.rack_airflow_m3_s, np.full(v0.size, float(v0.mean())))
     assert np.array_equal(m.recirculation_k_per_w, _reference(fam, float(v0.mean())).recirculation_k_per_w)
+
+
+# ---------------------------------------------------------------- per-sample capped state
+def _same_state(a, b):
+    """Two CappedSteadyState results equal field by field, arrays by their bytes."""
+    for f in fields(b):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(y, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), f.name
+        else:
+            assert x == y, f.name
+
+
+@pytest.mark.parametrize("s_req", [0.35, 0.62, 1.0])
+def test_unsaturated_fast_path_equals_the_active_set_iteration(family, s_req, monkeypatch):
+    """capped_steady_state's first-pass result (every unit running, none beyond capacity)
+    equals the active-set iteration's bit for bit (UNSATURATED_FAST = False, the reference),
+    on interpolated models, for light to heavy heat: where units saturate or the hall is
+    short it hands over to the iteration, so those cases agree too."""
+    from twin.thermal import capacity
+
+    fam, v0 = family
+    m = fam.model(s_req * v0)
+    rng = np.random.default_rng(7)
+    cap_w = float(m.cooling_capacity_w.sum())
+    cases = [rng.uniform(0.0, 2.0, v0.size) * f * cap_w / v0.size for f in (0.05, 0.3, 0.7, 0.95, 1.2)]
+    one_end = np.where(np.arange(v0.size) < v0.size // 4, 1.0, 0.0)  # heat at one end: its unit saturates
+    cases += [np.zeros(v0.size), 0.9 * cap_w * one_end / one_end.sum()]
+    kinds = set()
+    for heat in cases:
+        for kw in ({}, {"plant_capacity_w": 0.8 * cap_w}, {"unit_fan_heat_w": 2e3}):
+            fast = capacity.capped_steady_state(m, heat, **kw)
+            monkeypatch.setattr(capacity, "UNSATURATED_FAST", False)
+            ref = capacity.capped_steady_state(m, heat, **kw)
+            monkeypatch.setattr(capacity, "UNSATURATED_FAST", True)
+            _same_state(fast, ref)
+            kinds.add((ref.feasible, bool(ref.saturated.any())))
+    assert kinds >= {(True, False), (True, True), (False, False)}    # each branch was met
+
+
+def test_unsaturated_fast_path_leaves_stopped_units_to_the_iteration(family, monkeypatch):
+    """With a unit stopped the fast path is not taken (the iteration masks stopped units):
+    the result is the reference's, NaN supplies and zero loads included."""
+    from twin.thermal import capacity, inlet_model
+
+    fam, v0 = family
+    act = np.ones(fam.geometry.n_cooling, bool)
+    act[0] = False
+    m = inlet_model(fam.geometry, 0.6 * v0, act)
+    heat = np.full(v0.size, 3e3)
+    fast = capacity.capped_steady_state(m, heat)
+    monkeypatch.setattr(capacity, "UNSATURATED_FAST", False)
+    _same_state(fast, capacity.capped_steady_state(m, heat))
+    assert np.isnan(fast.supply_temp_c[0]) and fast.unit_load_w[0] == 0.0
+
+
+# ---------------------------------------------------------------- CRAH fan law per hall
+@pytest.mark.parametrize("control", ["vfd", "constant"])
+@pytest.mark.parametrize("static", [0.0, 0.3])
+def test_kept_fan_law_equals_the_crah_fan_function(control, static):
+    """The hall's fan law with its constants kept (_HallFans) gives _crah_fans_w's power bit
+    for bit: VFD and constant speed, with and without a static-pressure share, every unit
+    or some running, airflows from below the minimum speed to beyond design."""
+    from types import SimpleNamespace
+
+    from twin.sim.hall_thermal import _crah_fans_w, _HallFans
+    from twin.thermal.fans import fan_design_power_w
+
+    fans = SimpleNamespace(airflow_per_rack_airflow=1.2, design_pressure_pa=450.0, fan_efficiency=0.62,
+                           control=control, min_speed_fraction=0.25, static_pressure_fraction=static)
+    v_c = np.array([9.0, 11.5, 10.2, 8.7, 12.3])
+    law = _HallFans.of(fans, v_c)
+    rng = np.random.default_rng(3)
+    seen = set()
+    for scale in (0.01, 0.2, 0.5, 0.9, 1.5):
+        airflow = rng.uniform(0.5, 1.5, 40) * scale * v_c.sum() / 40
+        for active in (np.ones(5, bool), np.array([True, False, True, True, False])):
+            got = law.power_w(airflow, active)
+            ref = _crah_fans_w(fans, airflow, active, v_c, fan_design_power_w(v_c, 450.0, 0.62))
+            assert got == ref and type(got) is float
+            seen.add(got)
+    assert len(seen) > (1 if control == "constant" else 6)     # the power moves with the airflow (VFD)

@@ -24,6 +24,7 @@ shuts itself down (:meth:`HallThermal.protect_racks`).
 
 from __future__ import annotations
 
+import math
 import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -89,6 +90,9 @@ class HallThermal(Component):
     the hall's thermal state through the event (physical)."""
 
     name = "hall_thermal"
+    #: the CRAH fan law with its per-hall constants kept (:class:`_HallFans`); False:
+    #: :func:`_crah_fans_w` at every new airflow state, the reference (the same numbers)
+    fan_law_kept = True
     reads = ("node_phase", "node_clock", "rack_on")
     writes = ("rack_thermal_off",)
     emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer",
@@ -112,6 +116,9 @@ class HallThermal(Component):
         #: per hall: (running units, their summed capacity [W]) of the last record
         self._run_cap: dict[int, tuple] = {}
         self._plant_kw: dict[int, dict] = {}     # per hall: the plant's fixed settings
+        #: each hall's share of the chilled-water plant [W] (inf: unlimited, or the legacy model)
+        self._plant_share_w = (self.cs.plant.capacity_kw * 1e3 / len(s.site.halls)
+                               if self.physical and self.cs.plant.capacity_kw is not None else np.inf)
         # full-speed airflow of every rack: its nodes' catalog airflow x its node count
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
@@ -617,15 +624,16 @@ class HallThermal(Component):
     # ------------------------------------------------------------------ outputs
     def _hall_fan_power_w(self, h: int, hall: HallModel) -> float:
         """CRAH fan power of hall ``h`` [W] (:func:`_crah_fans_w`), kept while the hall's
-        rack airflow and running units are the same arrays (they are replaced on a change)."""
+        rack airflow and running units are the same arrays (they are replaced on a change).
+        With :attr:`fan_law_kept` the fan law's per-hall constants are worked out once
+        (:class:`_HallFans`); else :func:`_crah_fans_w` evaluates it, the reference."""
         assert hall.airflow is not None  # set when the hall is built
         memo = self._fan_memo.get(h)
         if memo is None or memo[0] is not hall.airflow or memo[1] is not hall.active:
             fans, v_c = self.cs.crah_fans, hall.geom.cooling_airflow_m3_s
-            design_w = memo[3] if memo is not None else fan_design_power_w(
-                v_c, fans.design_pressure_pa, fans.fan_efficiency)      # fixed per hall
-            memo = (hall.airflow, hall.active, _crah_fans_w(fans, hall.airflow, hall.active, v_c, design_w),
-                    design_w)
+            law = memo[3] if memo is not None else _HallFans.of(fans, v_c)      # fixed per hall
+            memo = (hall.airflow, hall.active, law.power_w(hall.airflow, hall.active) if self.fan_law_kept
+                    else _crah_fans_w(fans, hall.airflow, hall.active, v_c, law.design_w), law)
             self._fan_memo[h] = memo
         return memo[2]
 
@@ -642,22 +650,21 @@ class HallThermal(Component):
         are unlimited, only a reading)."""
         margin = np.inf                  # hall level
         unit_margin = np.inf             # unit level
-        plant_w = (self.cs.plant.capacity_kw * 1e3 / len(self.halls)
-                   if self.physical and self.cs.plant.capacity_kw is not None else np.inf)
+        plant_w = self._plant_share_w
         fan_w = 0.0
         heat = self.e.sampler.last_rack_power_w()
+        loads = rec["cooling_unit_load_w"]
         # no sub-sample extremes since the last sample (the common case): a rack's peak is its
         # sampled value, fmax(x, x) = x and fmax(NaN, g) = g, so whole rows are written at once
         no_peaks = all(hall.peak_inlet_c is None and hall.peak_gpu_c is None for hall in self.halls)
         for h, hall in enumerate(self.halls):
-            sl = slice(hall.first_unit, hall.first_unit + len(hall.units))
-            cap = hall.geom.cooling_capacity_w
             racks = self._racks_of(h, hall)
             memo = self._record_memo.get(h)
             if (memo is not None and memo[0] is heat and memo[1] is hall.model and memo[2] is hall.active
                     and memo[3] is hall.unit_load_w and memo[4] is hall.unit_demand_w):
                 load, unit_m, hall_m = memo[5:]      # same heat, model, units and loads: same figures
             else:
+                cap = hall.geom.cooling_capacity_w
                 if not self.physical:
                     load = (hall.model.cooling_load_w(heat[hall.idx]) if hall.model is not None
                             else np.zeros(len(hall.units)))
@@ -677,7 +684,7 @@ class HallThermal(Component):
                 hall_m = cooling_margin_w(run[1], float(np.sum(heat[racks])), plant_w)
                 self._record_memo[h] = (heat, hall.model, hall.active, hall.unit_load_w, hall.unit_demand_w,
                                         load, unit_m, hall_m)
-            rec["cooling_unit_load_w"][i, sl] = load
+            loads[i, hall.first_unit:hall.first_unit + len(hall.units)] = load
             unit_margin = min(unit_margin, unit_m)
             margin = min(margin, hall_m)
             if self.physical:
@@ -695,8 +702,8 @@ class HallThermal(Component):
         if no_peaks:
             rec["rack_inlet_peak_c"][i] = self.state.rack_inlet_c
             rec["rack_gpu_temp_peak_c"][i] = rec["rack_gpu_temp_max_c"][i]
-        rec["cooling_capacity_margin_w"][i] = margin if np.isfinite(margin) else np.nan
-        rec["cooling_unit_margin_w"][i] = unit_margin if np.isfinite(unit_margin) else np.nan
+        rec["cooling_capacity_margin_w"][i] = margin if math.isfinite(margin) else np.nan
+        rec["cooling_unit_margin_w"][i] = unit_margin if math.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
 
     def _racks_of(self, h: int, hall: HallModel):
@@ -714,6 +721,42 @@ class HallThermal(Component):
         extreme): the loads, margins, fan power and peak rows of sample ``i0`` hold for
         every sample of it (written by H3 for the sampler's fill, issue 19)."""
         repeat_record(self, i0, i1, rec)
+
+
+@dataclass(frozen=True, eq=False)
+class _HallFans:
+    """A hall's CRAH fan law with its constants worked out once (:func:`_crah_fans_w`'s
+    operations on the same numbers: the unit shares, the minimum-speed floor, the design
+    power and the system-curve terms): the fan power of a new airflow state is a few
+    operations on the units' arrays (issue 19)."""
+
+    coef: float                  # airflow_per_rack_airflow [-]
+    v_c: np.ndarray              # (U,) design airflow [m3/s]
+    v_sum: float                 # its sum [m3/s]
+    floor: np.ndarray            # (U,) min_speed_fraction x design airflow [m3/s]
+    design_w: np.ndarray         # (U,) design power [W]
+    vfd: bool
+    f_s: float                   # static-pressure share of the design pressure [-]
+    constant_w: np.ndarray       # (U,) constant-speed power [W]
+
+    @classmethod
+    def of(cls, fans, v_c: np.ndarray) -> _HallFans:
+        v_c = np.asarray(v_c, float)
+        design_w = fan_design_power_w(v_c, fans.design_pressure_pa, fans.fan_efficiency)
+        if fans.control not in ("vfd", "constant"):
+            raise ValueError(f"fan control must be 'constant' or 'vfd', got {fans.control!r}")
+        return cls(fans.airflow_per_rack_airflow, v_c, v_c.sum(), fans.min_speed_fraction * v_c, design_w,
+                   fans.control == "vfd", float(fans.static_pressure_fraction), np.where(v_c > 0, design_w, 0.0))
+
+    def power_w(self, airflow_m3_s: np.ndarray, active: np.ndarray) -> float:
+        """:func:`_crah_fans_w` of rack airflow (R,) [m3/s] and running units (U,) [W]."""
+        if self.vfd:
+            need = self.coef * airflow_m3_s.sum() * self.v_c / self.v_sum
+            s = np.minimum(np.maximum(need, self.floor), self.v_c) / self.v_c
+            p = self.design_w * s * (self.f_s + (1.0 - self.f_s) * s**2)
+        else:
+            p = self.constant_w
+        return float(np.sum(p if active.all() else np.where(active, p, 0.0)))
 
 
 def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.ndarray, design_power_w=None) -> float:

@@ -183,6 +183,33 @@ def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _C
     return k
 
 
+#: :func:`capped_steady_state` takes :func:`_unsaturated` first when every unit runs
+#: (False: the active-set iteration alone, the reference; the same numbers either way)
+UNSATURATED_FAST = True
+
+
+def _unsaturated(model: InletModel, q: np.ndarray, k: _CoilConstants, plant_capacity_w) -> CappedSteadyState | None:
+    """:func:`capped_steady_state` of the common case, every unit running and none beyond its
+    capacity with every coil at its set point: the iteration's first pass and its result,
+    the same operations on the same numbers without the iteration's bookkeeping (a per-sample
+    call of a run, issue 19). None when a unit saturates or the hall is short: the caller
+    iterates."""
+    rq = model.return_k_per_w @ q
+    if cooling_margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w) < 0:
+        return None
+    ret = model.return_mix @ k.s_free + rq
+    load = k.g * (ret - k.c_out_free)   # c_out_free is s_free - fan_rise, the iteration's s - fan_rise
+    if (load > k.cap_limit).any():
+        return None
+    out = object.__new__(CappedSteadyState)     # the frozen dataclass's fields, set at once
+    out.__dict__.update(
+        feasible=True, limiting="", deficit_w=0.0, supply_temp_c=k.supply_free.copy(), return_temp_c=ret,
+        inlet_temp_c=model.supply_mix @ k.s_free + model.recirculation_k_per_w @ q, unit_load_w=load,
+        unit_capacity_w=k.cap.copy(), unit_demand_w=model.cooling_load_w(q) + k.fan,
+        saturated=np.zeros(k.act.size, bool), iterations=1)
+    return out
+
+
 def capped_steady_state(
     model: InletModel,
     rack_heat_w,
@@ -209,6 +236,10 @@ def capped_steady_state(
     """
     q = np.asarray(rack_heat_w, float)
     k = _constants(model, setpoint_c, capacity_w, unit_fan_heat_w)
+    if UNSATURATED_FAST and k.all_act:
+        done = _unsaturated(model, q, k, plant_capacity_w)
+        if done is not None:
+            return done
     act, g, t_set, cap, fan, fan_rise = k.act, k.g, k.t_set, k.cap, k.fan, k.fan_rise
     n_c = act.size
     r0, rk = model.return_mix, model.return_k_per_w
