@@ -142,8 +142,8 @@ CHEN_XU_COEFFICIENT = 0.03874
 Build. 28, 137, doi:10.1016/S0378-7788(98)00020-6: mu_t = 0.03874 rho V l)."""
 
 TURBULENT_PRANDTL_NUMBER = 0.9
-"""nu_t / Gamma_t for heat in air [-], the customary value of room-airflow CFD (Chen & Xu 1998
-use the standard k-epsilon model's turbulent Prandtl number, 0.9)."""
+"""nu_t / Gamma_t for heat in air [-], the customary turbulent Prandtl number of room-airflow
+CFD (that of the standard k-epsilon model's energy equation); Chen & Xu's model is used with it here."""
 
 LINE_PLUME_VELOCITY_COEFFICIENT = 1.66
 """w / B'^(1/3) of a turbulent line plume's centre line [-], B' = g beta Q' / (rho cp) its
