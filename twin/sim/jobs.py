@@ -833,7 +833,11 @@ class Jobs(Component):
         ver = st.version("node_job_phase")
         if job.training_ver == ver:
             return True
-        ok = bool((st.node_job_phase.view(np.ndarray)[job.nodes] == Phase.TRAINING).all())
+        phases = st.node_job_phase.view(np.ndarray)[job.nodes]
+        if phases.itemsize == 1:    # the state's int8 phases: one byte each, compared as bytes
+            ok = phases.tobytes() == _TRAINING_BYTE * len(phases)
+        else:
+            ok = bool((phases == Phase.TRAINING).all())
         job.training_ver = ver if ok else -1
         return ok
 
@@ -1009,8 +1013,20 @@ def _same_value_key(v) -> tuple:
     the same value of the same type and dtype (0-d arrays included)."""
     if isinstance(v, tuple):
         return (v[0], *_same_value_key(v[1]))
+    kind = type(v)
+    dtype = _PY_SCALAR_DTYPE.get(kind)
+    # a plain Python float (not NaN: a.item() gives a new NaN, equal to none), int (in the
+    # default integer's range) or bool: what the general form gives, without the array
+    # (~17 -> ~3 us per job start, issue 19)
+    if dtype is not None and v == v and (kind is not int or _INT_MIN <= v <= _INT_MAX):
+        return kind.__name__, dtype, v
     a = np.asarray(v)
-    return type(v).__name__, a.dtype.str, a.item()
+    return kind.__name__, a.dtype.str, a.item()
+
+
+#: the dtype numpy gives a plain Python float, int and bool (:func:`_same_value_key`)
+_PY_SCALAR_DTYPE = {t: np.asarray(t(0)).dtype.str for t in (float, int, bool)}
+_INT_MIN, _INT_MAX = (int(x) for x in (np.iinfo(np.asarray(0).dtype).min, np.iinfo(np.asarray(0).dtype).max))
 
 
 #: a job has reached its token target at this share of it (float rounding of the sums)
@@ -1044,6 +1060,10 @@ class _Parked(simpy.Event):
         self._value = None
         self.env.schedule(self, NORMAL, delay)
 
+
+#: a node's TRAINING phase as the one byte of an int8 phase array (:meth:`Jobs._all_training`:
+#: comparing bytes is ~0.3 us where ``== Phase.TRAINING``, an IntEnum numpy must convert, was ~4.5 us)
+_TRAINING_BYTE = np.array([int(Phase.TRAINING)], np.int8).tobytes()
 
 #: the phases of a synchronous job's swing (:meth:`Jobs._record_swing`)
 _SWING_PHASES = np.array([int(Phase.TRAINING), int(Phase.COMMUNICATION), int(Phase.CHECKPOINT)])
