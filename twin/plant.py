@@ -167,8 +167,14 @@ class Plant:
 
     @property
     def homogeneous(self) -> bool:
-        """One node model and one node count in every rack."""
-        return len(self.models) <= 1 and bool(np.all(self.rack_nodes == self.rack_nodes[0]))
+        """One node model and one node count in every rack (evaluated once, like the other
+        derived parameters: every job start asks, through the power chain's node keywords,
+        and at a million GPUs the test reads 32,768 racks)."""
+        h = self._param_cache.get("homogeneous")
+        if h is None:
+            h = self._param_cache["homogeneous"] = len(self.models) <= 1 and bool(
+                np.all(self.rack_nodes == self.rack_nodes[0]))
+        return h
 
     @property
     def node_model_index(self) -> np.ndarray:

@@ -42,3 +42,27 @@ def test_spares_by_callback_give_the_process_results_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(fast.dataset[name].values, var.values, err_msg=name)
     # every GPU swap waited for a part ordered by an earlier repair, 5 days before
     assert waited.detail.str.extract(r", ([0-9.]+) h")[0].astype(float).min() > 5 * 24 - 1
+
+
+def test_one_node_up_reads_the_mask_rule_at_that_node():
+    """``ClusterState.node_up_at(n)`` (the failure process's thinning test, read from the
+    fields) equals ``node_up[n]`` through writes of every field the mask reads."""
+    from twin.sim.engine import Engine
+
+    small = BV.parent / "lenovo_small.yaml"
+    st = Engine(twin.load_scenario(small, ["simulation.duration_days=1"])).state
+    rng = np.random.default_rng(19)
+    n_nodes, n_racks = len(st.node_healthy), len(st.rack_powered)
+    st.rack_powered[:] = True
+    seen = set()
+    for _ in range(60):
+        field = ("node_healthy", "node_grid_down", "rack_powered", "rack_tripped", "rack_unfed",
+                 "rack_thermal_off")[rng.integers(0, 6)]
+        arr = getattr(st, field)
+        i = rng.integers(0, n_nodes if field.startswith("node") else n_racks, size=rng.integers(1, 4))
+        arr[i] = rng.random(len(i)) < 0.5
+        up = st.node_up
+        got = np.array([st.node_up_at(n) for n in range(n_nodes)])
+        np.testing.assert_array_equal(got, up, err_msg=field)
+        seen.update(map(bool, up))
+    assert seen == {True, False}

@@ -129,7 +129,7 @@ class Failures(Component):
                 dt_s, n, k = hit
                 yield self.env.timeout(dt_s)
                 left_s -= dt_s
-                if self.state.node_up[n]:
+                if self.state.node_up_at(n):
                     self.fail(int(n), int(k))
                 self._rewind(rng)       # a draw may have started a block meanwhile
                 hit = self._draws.next(rng, left_s)

@@ -381,14 +381,19 @@ class ClusterState:
     @property
     def node_up(self) -> np.ndarray:
         """Nodes that are powered, not dropped by the grid and healthy [bool (N,)]."""
-        f = self._plain
+        return self._derived("node_up", _RACK_ON_DEPS, ("node_grid_down", "node_healthy"),
+                             lambda ix: self._up_at(slice(None) if ix is None else ix))
 
-        def up(ix):
-            on = self._node_rack_on
-            if ix is None:
-                return on & ~f["node_grid_down"] & f["node_healthy"]
-            return on[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix]
-        return self._derived("node_up", _RACK_ON_DEPS, ("node_grid_down", "node_healthy"), up)
+    def _up_at(self, ix):
+        """``node_up`` at the nodes ``ix`` (an index, indices or a slice), from the fields."""
+        f = self._plain
+        return self._node_rack_on[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix]
+
+    def node_up_at(self, n: int) -> bool:
+        """``node_up[n]`` of one node, without bringing the mask up to date: the failure
+        process asks after each failure it draws, when the last one has just written
+        ``node_healthy`` (at a million GPUs a copy of 131,072 flags each time; issue 19)."""
+        return bool(self._up_at(n))
 
     @property
     def node_powered(self) -> np.ndarray:
