@@ -158,3 +158,58 @@ def test_kept_fan_law_equals_the_crah_fan_function(control, static):
             assert got == ref and type(got) is float
             seen.add(got)
     assert len(seen) > (1 if control == "constant" else 6)     # the power moves with the airflow (VFD)
+
+
+# ---------------------------------------------------------------- fan-law airflow per sample
+def test_kept_airflow_threshold_gives_the_same_answer():
+    """airflow_changed with the threshold kept for the old airflow answers as without it and
+    as the rule written out, for moves below, at and beyond the tolerance and zero airflows."""
+    from twin.thermal.airflow import airflow_change_threshold_m3_s, airflow_changed
+
+    rng = np.random.default_rng(11)
+    answers = set()
+    for _ in range(300):
+        old = rng.uniform(0.0, 2.0, 16) * (rng.random(16) > 0.1)
+        new = old * (1 + rng.choice([-0.2, -0.05, 0.0, 0.03, 0.05, 0.06], 16) * (rng.random(16) < 0.2))
+        tol = float(rng.choice([0.01, 0.05, 0.1]))
+        kept = airflow_changed(old, new, tol, threshold_m3_s=airflow_change_threshold_m3_s(old, tol))
+        rule = bool(np.any(np.abs(new - old) > tol * np.maximum(np.abs(old), 1e-12)))
+        assert kept is airflow_changed(old, new, tol) is rule
+        answers.add(kept)
+    assert answers == {True, False}
+
+
+def test_a_month_of_blue_vela_with_the_per_sample_paths_off_is_the_same(monkeypatch):
+    """Blue Vela for 30 days (fan-law airflow, buoyant knots, VFD fans): the run with the
+    CRAH fan law's constants, the airflow thresholds and the unsaturated steady state kept
+    equals the run with each evaluated afresh by the reference path at every sample, every
+    cooling output and the inlets bit for bit."""
+    from pathlib import Path
+
+    import twin
+    from twin.sim import hall_thermal as ht
+    from twin.thermal import capacity
+
+    s = twin.load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "blue_vela.yaml",
+                           ["simulation.duration_days=30", "site.cooling_system.crah_fans.control=vfd",
+                            "site.cooling_system.crah_fans.min_speed_fraction=0.05"])
+    kept = twin.simulate(s).dataset
+
+    class _Forget(dict):
+        def __setitem__(self, key, value):
+            pass
+
+    init = ht.HallThermal.__init__
+
+    def fresh_init(self, engine):
+        init(self, engine)
+        self._airflow_thr = _Forget()
+
+    monkeypatch.setattr(ht.HallThermal, "__init__", fresh_init)
+    monkeypatch.setattr(ht.HallThermal, "fan_law_kept", False)
+    monkeypatch.setattr(capacity, "UNSATURATED_FAST", False)
+    fresh = twin.simulate(s).dataset
+    assert np.unique(fresh["cooling_fan_power_w"].values).size > 3     # the airflow moves within the month
+    for name in ("cooling_fan_power_w", "cooling_unit_margin_w", "cooling_capacity_margin_w",
+                 "cooling_unit_load_w", "rack_inlet_c", "rack_inlet_peak_c"):
+        assert np.array_equal(kept[name].values, fresh[name].values, equal_nan=True), name

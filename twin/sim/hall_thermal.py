@@ -37,7 +37,7 @@ from twin.power import cooling_plant
 from twin.sim.component import Component, repeat_record
 from twin.thermal import events as hall_events
 from twin.thermal import weather as thermal_weather
-from twin.thermal.airflow import RecirculationFamily, airflow_changed
+from twin.thermal.airflow import RecirculationFamily, airflow_change_threshold_m3_s, airflow_changed
 from twin.thermal.capacity import capped_steady_state, cooling_margin_w
 from twin.thermal.fans import (
     crah_airflow_m3_s,
@@ -116,6 +116,8 @@ class HallThermal(Component):
         #: per hall: (running units, their summed capacity [W]) of the last record
         self._run_cap: dict[int, tuple] = {}
         self._plant_kw: dict[int, dict] = {}     # per hall: the plant's fixed settings
+        #: per hall: (the airflow its models hold, the move beyond which it changes [m3/s])
+        self._airflow_thr: dict[int, tuple] = {}
         #: each hall's share of the chilled-water plant [W] (inf: unlimited, or the legacy model)
         self._plant_share_w = (self.cs.plant.capacity_kw * 1e3 / len(s.site.halls)
                                if self.physical and self.cs.plant.capacity_kw is not None else np.inf)
@@ -340,7 +342,9 @@ class HallThermal(Component):
                 "shutdown_c": _of_racks(p, "gpu_shutdown_c", hall.idx),
                 "inlet_shutdown_c": self.cs.server_inlet_shutdown_c}
 
-    def _plant_kwargs(self, hall: HallModel) -> dict:
+    def _plant_fixed(self, hall: HallModel) -> dict:
+        """The plant's settings for ``hall`` that do not change in a run (coil approach,
+        chilled-water set point, the hall's share of the chiller capacity), worked out once."""
         fixed = self._plant_kw.get(id(hall))
         if fixed is None:                # the plant's settings and the hall's set points do not change
             pl = self.cs.plant
@@ -349,7 +353,10 @@ class HallThermal(Component):
             cap = np.inf if pl.capacity_kw is None else pl.capacity_kw * 1e3 / len(self.halls)
             fixed = self._plant_kw[id(hall)] = {"coil_approach_k": pl.coil_approach_k,
                                                 "chilled_water_setpoint_c": chw, "chiller_capacity_w": cap}
-        return {**fixed, "chiller_available_s": self.chiller_available_s}
+        return fixed
+
+    def _plant_kwargs(self, hall: HallModel) -> dict:
+        return {**self._plant_fixed(hall), "chiller_available_s": self.chiller_available_s}
 
     def _heat(self, hall: HallModel) -> np.ndarray:
         return self.e.sampler.last_rack_power_w()[hall.idx] * ~self.state.rack_thermal_off[hall.idx]
@@ -480,7 +487,10 @@ class HallThermal(Component):
         v = rack_airflow_from_fans_m3_s(
             np.maximum(rack_w[hall.idx] / n, 0.0), self.state.rack_inlet_c[hall.idx], nodes_per_rack=n,
             design_heat_w=design_w, airflow_max_m3_s=v_max)
-        if airflow_changed(hall.airflow, v, 0.05):
+        thr = self._airflow_thr.get(id(hall))
+        if thr is None or thr[0] is not hall.airflow:     # the airflow the models hold changed
+            thr = self._airflow_thr[id(hall)] = (hall.airflow, airflow_change_threshold_m3_s(hall.airflow, 0.05))
+        if airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1]):
             if hall.hstate is not None:
                 self._advance(hall)
             hall.airflow = v
@@ -494,7 +504,7 @@ class HallThermal(Component):
         heat = rack_w[hall.idx]
         cs = None
         if hall.model is not None:
-            cs = capped_steady_state(hall.model, heat, plant_capacity_w=self._plant_kwargs(hall)["chiller_capacity_w"])
+            cs = capped_steady_state(hall.model, heat, plant_capacity_w=self._plant_fixed(hall)["chiller_capacity_w"])
         feasible = cs is not None and cs.feasible
         if cs is not None and not feasible:
             if not hall.short:
@@ -616,10 +626,12 @@ class HallThermal(Component):
     def cache_key(self) -> tuple:
         """What the inlets depend on besides rack heat: the model in force and, while a
         transient runs (or a physical hall carries its state), the time."""
-        for h in self.halls:
-            self._resolve(h)
-        return (tuple(id(h.model) for h in self.halls),
-                tuple(self.env.now if (h.transient or h.hstate is not None) else None for h in self.halls))
+        halls = self.halls
+        for h in halls:
+            if h.pending:
+                self._resolve(h)
+        return (tuple([id(h.model) for h in halls]),
+                tuple([self.env.now if (h.transient or h.hstate is not None) else None for h in halls]))
 
     # ------------------------------------------------------------------ outputs
     def _hall_fan_power_w(self, h: int, hall: HallModel) -> float:

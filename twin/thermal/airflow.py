@@ -30,14 +30,23 @@ from .geometry import HallGeometry
 from .inlet import InletModel, inlet_model
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
-__all__ = ["RecirculationFamily", "airflow_changed"]
+__all__ = ["RecirculationFamily", "airflow_change_threshold_m3_s", "airflow_changed"]
 
 
-def airflow_changed(old_m3_s, new_m3_s, rel_tol: float = 0.05) -> bool:
-    """True when any rack's airflow moved by more than ``rel_tol`` (relative) [-]."""
+def airflow_change_threshold_m3_s(old_m3_s, rel_tol: float = 0.05) -> np.ndarray:
+    """The move of each rack's airflow beyond which it has changed [m3/s]:
+    rel_tol x max(|V_old|, 1e-12)."""
+    return rel_tol * np.maximum(np.abs(np.asarray(old_m3_s, float)), 1e-12)
+
+
+def airflow_changed(old_m3_s, new_m3_s, rel_tol: float = 0.05, *, threshold_m3_s=None) -> bool:
+    """True when any rack's airflow moved by more than ``rel_tol`` (relative) [-]:
+    |V_new - V_old| > rel_tol max(|V_old|, 1e-12) for some rack. ``threshold_m3_s``: the
+    right-hand side when the caller keeps it for ``old_m3_s``
+    (:func:`airflow_change_threshold_m3_s` of the same airflow and tolerance)."""
     old = np.asarray(old_m3_s, float)
-    new = np.asarray(new_m3_s, float)
-    return bool(np.any(np.abs(new - old) > rel_tol * np.maximum(np.abs(old), 1e-12)))
+    thr = airflow_change_threshold_m3_s(old, rel_tol) if threshold_m3_s is None else threshold_m3_s
+    return bool((np.abs(np.asarray(new_m3_s, float) - old) > thr).any())
 
 
 @dataclass(eq=False)
