@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import math
 import os
 import signal
@@ -248,6 +249,8 @@ def _worker(conn, series, parent_pid: int) -> None:
     if os.getppid() != parent_pid:        # the parent died before the line above took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the sweep's to handle
+    if gc.get_freeze_count():      # the sweep froze its objects for itself (run_sweep): a worker's runs
+        gc.unfreeze()              # see the collector as a fresh process does (Engine.run freezes each model)
     try:
         while True:
             try:

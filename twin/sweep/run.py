@@ -5,6 +5,7 @@ then assemble ``sweep.nc`` and ``summary.csv``."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import time
@@ -127,21 +128,31 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
             on_result(task, rec)
 
     leaving: list = []                  # local workers told to stop, reaped after the assembly
-    if todo:
-        n_workers = workers or os.cpu_count() or 1
-        if client is not None or scheduler:
-            executors.run_dask(todo, spec.series, store_result, client, scheduler, workers, timeout_s=timeout_s)
-        elif (n_workers <= 1 or len(todo) == 1) and timeout_s is None:
-            executors.run_serial(todo, spec.series, store_result)
-        else:
-            executors.run_local(todo, spec.series, store_result, max(1, min(n_workers, len(todo))),
-                                timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)),
-                                stopping=leaving)
-    try:                                # the workers' exits overlap the assembly
+    frozen = False
+    try:
+        if todo:
+            n_workers = workers or os.cpu_count() or 1
+            if client is not None or scheduler:
+                executors.run_dask(todo, spec.series, store_result, client, scheduler, workers, timeout_s=timeout_s)
+            elif (n_workers <= 1 or len(todo) == 1) and timeout_s is None:
+                executors.run_serial(todo, spec.series, store_result)
+            else:
+                # this process only dispatches, stores and assembles from here: what it holds is
+                # kept out of the collector's scans (a full collection of the imported libraries
+                # and the scenarios cost ~0.1 s, and copied every page shared with the forked
+                # workers); the workers unfreeze at their start
+                frozen = gc.get_freeze_count() == 0
+                if frozen:
+                    gc.freeze()
+                executors.run_local(todo, spec.series, store_result, max(1, min(n_workers, len(todo))),
+                                    timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)),
+                                    stopping=leaving)
         ds = assemble(spec, tasks, store, fresh)
-        write_dataset(ds, out)
+        write_dataset(ds, out)          # while the stopped workers exit
     finally:
         executors.reap(leaving)
+        if frozen:
+            gc.unfreeze()
     status = ds["status"].values
     failed = sorted({t.key for t in tasks if str(status[t.index]) == "failed"})
     return SweepOutcome(ds, ran, reused, failed, out, sorted(stale - set(ran)), corrupt, retried)
