@@ -162,3 +162,28 @@ def test_word_wise_count_is_the_path_taken(monkeypatch):
     np.testing.assert_array_equal(free_nodes_per_su(free, 32, 50), expected)
     with pytest.raises(AssertionError, match="segmented"):
         free_nodes_per_su(free[:-1], 32, 50)                # a partial last unit: the sum
+
+
+@pytest.mark.parametrize("whole_first", [True, False])
+def test_whole_free_units_first_and_the_histogram_path_pick_the_reference_nodes(monkeypatch, whole_first):
+    """With ``whole_units_first`` (whole free healthy units taken at once when they hold the
+    job) and without it (every placement through the histogram): the reference's nodes, on
+    masks where the whole units do, and do not, hold the job."""
+    monkeypatch.setattr(sched, "whole_units_first", whole_first)
+    rng = np.random.default_rng(4)
+    su_nodes, n_sus = 8, 64
+    node_su = np.arange(su_nodes * n_sus) // su_nodes
+    taken = 0
+    for _ in range(300):
+        p_unit = rng.choice([0.0, 0.5, 1.0], size=n_sus, p=[0.5, 0.2, 0.3])
+        free = rng.random(su_nodes * n_sus) < np.repeat(p_unit, su_nodes)
+        degraded = (rng.random(n_sus) < 0.1) * rng.integers(1, 3, n_sus)
+        want = int(rng.integers(1, 20 * su_nodes))
+        ref = place_nodes_reference(free, node_su, degraded, want)
+        fast = place_nodes_grouped(free, su_nodes, degraded, want)
+        assert (fast is None) == (ref is None)
+        if ref is not None:
+            np.testing.assert_array_equal(fast, ref)
+            counts = np.bincount(node_su[free], minlength=n_sus)
+            taken += int(np.count_nonzero((counts == su_nodes) & (degraded == 0)) * su_nodes >= want)
+    assert taken > 50                  # the whole-unit case is common in the sample
