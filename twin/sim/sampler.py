@@ -31,6 +31,9 @@ class PhysicsResult(NamedTuple):
 #: last steps move the inlets by round-off only (Blue Vela nine months: most moves of the
 #: inlet-only evaluations are below 1e-9 K, bench/RESULTS.md); sensors read to +-0.5 K
 INLET_TOLERANCE_K = 1e-6
+#: the most nodes per rack for which a rack's hottest GPU is taken column by column (one
+#: ``maximum`` call per node of a rack instead of ``reduceat``'s segment loop)
+RACK_MAX_COLUMNS = 8
 
 
 class Sampler(Component):
@@ -63,13 +66,17 @@ class Sampler(Component):
         self._protect_clear = False         # the inlet protection found nothing under this key
         self.next_step = None               # the sampler's pending timeout (the parked jobs wake after it)
         self.next_step_s: float | None = None   # ... and its time [s]
-        self._gpu_kw: dict | None = None    # the coupling's GPU figures of every node (static)
         self._clk: tuple | None = None      # (clock and brake versions, their product)
         self._nkw: tuple | None = None      # (PSU capacity version, node power keywords)
         self._cnt: tuple | None = None      # (masks, clock version, the counts _write records)
         self._mask: tuple | None = None     # (mask version, up, powered, in-service masks)
         self._full_ver = -1                 # node_clock version at which every clock was 1
         self._net: tuple | None = None      # (rack_on, the racks' network power [W])
+        self._stat: tuple | None = None     # what the physics reads from the plant and scenario (static)
+        #: the hottest GPU of each rack as the maximum of k columns when every rack holds the
+        #: same k <= RACK_MAX_COLUMNS nodes (issue 19; False: ``np.maximum.reduceat``, the reference)
+        self.rack_max_columns = True
+        self._recorders: tuple | None = None    # the other components, in order (their record)
         #: an evaluation whose inlets move none by more than this [K] keeps the state's
         #: inlets (and so the physics key: no re-evaluation for the move); 0 writes every
         #: move, the reference path
@@ -183,7 +190,9 @@ class Sampler(Component):
         """Up nodes running below full clock [-], cached with the up mask and the clocks."""
         key = (up, self.state.version("node_clock"))
         if self._thr is None or self._thr[0] is not up or self._thr[1] != key[1]:
-            self._thr = (up, key[1], int((self.state.node_clock[up] < 1).sum()))
+            # every clock full (set from the coupling's full clocks, unwritten since): none
+            full = self.full_clock_scalar and key[1] == self._full_ver
+            self._thr = (up, key[1], 0 if full else int((self.state.node_clock[up] < 1).sum()))
         return self._thr[2]
 
     def _clock_fraction(self):
@@ -204,31 +213,64 @@ class Sampler(Component):
             self._nkw = (ver, self.e.power.node_kwargs())
         return self._nkw[1]
 
+    def _static(self) -> tuple:
+        """What the physics reads from the plant and the scenario, which a run never changes:
+        each node's rack, the rack count, the racks' first nodes, the nodes per rack when every
+        rack holds the same number (else 0), the coupling's GPU figures, the Arrhenius
+        reference temperature [degC] and activation energy [eV], the network power per rack [W]."""
+        if self._stat is None:
+            p, s = self.plant, self.s
+            rn = np.asarray(p.rack_nodes)
+            k = int(rn[0]) if len(rn) and bool(np.all(rn == rn[0])) else 0
+            if k and not np.array_equal(p.node_rack, np.repeat(np.arange(p.n_racks), k)):
+                k = 0                       # not k contiguous nodes per rack, in rack order
+            gpu_kw = {"gpu_tdp_w": p.node_param("gpu_tdp_w"), "gpu_idle_w": p.node_param("gpu_idle_w"),
+                      "thermal_resistance_k_per_w": p.node_param("gpu_thermal_resistance_k_per_w"),
+                      "slowdown_c": p.node_param("gpu_slowdown_c"),
+                      "hw_slowdown_c": p.node_param("gpu_hw_slowdown_c"),
+                      "shutdown_c": p.node_param("gpu_shutdown_c")}
+            self._stat = (p.node_rack, p.n_racks, p.rack_first_node, k, gpu_kw,
+                          s.failures.arrhenius_reference_temp_c, s.failures.activation_energy_ev,
+                          s.hardware.network_power_per_rack_w)
+        return self._stat
+
+    def _rack_max(self, node_values: np.ndarray, first: np.ndarray, k: int) -> np.ndarray:
+        """Each rack's largest node value [(R,)], racks holding contiguous nodes from ``first``.
+
+        ``np.maximum.reduceat`` folds each rack's values left to right with ``maximum``;
+        with the same ``k`` nodes in every rack (``k`` of :meth:`_static`, at most
+        :data:`RACK_MAX_COLUMNS`) the same folds run as ``k - 1`` calls over the columns
+        of the (R, k) view, the same comparisons in the same order (speed only, issue 19;
+        ``rack_max_columns = False`` is the reference)."""
+        if not (self.rack_max_columns and 0 < k <= RACK_MAX_COLUMNS):
+            return np.maximum.reduceat(node_values, first)
+        v = node_values.reshape(-1, k)
+        if k == 1:
+            return v[:, 0]
+        m = np.maximum(v[:, 0], v[:, 1])
+        for j in range(2, k):
+            np.maximum(m, v[:, j], out=m)
+        return m
+
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
         failure acceleration, vectorised over every node and rack."""
-        e, p, s, st = self.e, self.plant, self.s, self.state
+        e, st = self.e, self.state
+        node_rack, n_racks, first, k, gpu_kw, ref_c, ea_ev, net_w = self._stat or self._static()
         phase = st.node_phase
-        inlet_node = st.rack_inlet_c.view(np.ndarray)[p.node_rack]
-        node_w = power.node_power_w(phase, e.power.gpu_cap_w, inlet_node,
-                                    clock_fraction=self._clock_fraction(), **self._node_kwargs())
+        cap = e.power.gpu_cap_w
+        inlet_node = st.rack_inlet_c.view(np.ndarray)[node_rack]
+        node_w = power.node_power_w(phase, cap, inlet_node, clock_fraction=self._clock_fraction(),
+                                    **self._node_kwargs())
         rack_on = st.rack_on
         net = self._net
         if net is None or net[0] is not rack_on:    # the racks' network power, kept with rack_on
-            net = self._net = (rack_on, rack_on * s.hardware.network_power_per_rack_w)
-        rack_w = np.bincount(p.node_rack, weights=node_w, minlength=p.n_racks) + net[1]
+            net = self._net = (rack_on, rack_on * net_w)
+        rack_w = np.bincount(node_rack, weights=node_w, minlength=n_racks) + net[1]
         inlet_c = e.thermal.inlets_c(rack_w)
-        if self._gpu_kw is None:        # the node models' GPU figures (static)
-            self._gpu_kw = {"gpu_tdp_w": p.node_param("gpu_tdp_w"), "gpu_idle_w": p.node_param("gpu_idle_w"),
-                            "thermal_resistance_k_per_w": p.node_param("gpu_thermal_resistance_k_per_w"),
-                            "slowdown_c": p.node_param("gpu_slowdown_c"),
-                            "hw_slowdown_c": p.node_param("gpu_hw_slowdown_c"),
-                            "shutdown_c": p.node_param("gpu_shutdown_c")}
-        clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[p.node_rack], phase, e.power.gpu_cap_w,
-                                                         **self._gpu_kw)
-        accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, s.failures.arrhenius_reference_temp_c,
-                                                          s.failures.activation_energy_ev), float)
-        rack_gpu_max_c = np.where(rack_on, np.maximum.reduceat(gpu_t, p.rack_first_node), np.nan)
+        clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[node_rack], phase, cap, **gpu_kw)
+        accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, ref_c, ea_ev), float)
+        rack_gpu_max_c = np.where(rack_on, self._rack_max(gpu_t, first, k), np.nan)
         # every GPU at full clock (the coupling's shared ones): no shutdown, without a look
         shutdown = clock is not coupling.full_clock(clock.shape) and bool((clock <= 0.0).any())
         return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c, shutdown)
@@ -275,13 +317,17 @@ class Sampler(Component):
         # the masks as they were before this sample's shutdowns (cached by the state)
         throttled = self._write(i, i + 1, rec, ph, powered, in_service, up)
         self.throttled_node_s += throttled * e.dt_s
-        for c in e.components:
-            if c is not self:
-                c.record(i, rec)
+        for c in self._recorders or self._others():
+            c.record(i, rec)
         self._flush(i)
         self._throttled_last = throttled
         self._quiet = (not fresh and not ph.any_shutdown and e.power.breakers_steady
                        and st.write_count() == writes)
+
+    def _others(self) -> tuple:
+        """The engine's other components, in order (each records after the sampler)."""
+        self._recorders = tuple(c for c in self.e.components if c is not self)
+        return self._recorders
 
     def _inlets_settled(self, inlet_c: np.ndarray) -> bool:
         """True when no inlet of ``inlet_c`` [degC (R,)] is more than ``inlet_tolerance_k``

@@ -93,6 +93,9 @@ _PHYSICS_FIELDS = ("rack_inlet_c", "node_clock", "brake_clock", "psu_capacity_w"
 _LOG_MAX = 8192
 #: above this fraction of the nodes written, a mask is re-evaluated whole
 _PARTIAL_MAX = 0.25
+#: "no node written since": one shared read-only empty index (no allocation per read)
+_NO_NODES = np.empty(0, np.intp)
+_NO_NODES.flags.writeable = False
 
 
 def _pick_int8(cond: np.ndarray, a, b) -> np.ndarray:
@@ -318,7 +321,10 @@ class ClusterState:
         if ent is None or idx is None:
             val = np.asarray(compute(None))
         elif idx.size == 0:
-            val = ent[0]
+            # none of its inputs written since: the same (already read-only) array, moved up
+            # to this log position (speed only, issue 19: no flag write)
+            self._cache[name] = (ent[0], seq, mver)
+            return ent[0]
         else:
             val = ent[0].copy()
             val[idx] = compute(idx)
@@ -340,7 +346,7 @@ class ClusterState:
             elif name in rack_deps:
                 return None
         if not parts:
-            return np.empty(0, np.intp)
+            return _NO_NODES
         idx = np.concatenate(parts) if len(parts) > 1 else parts[0]
         return None if idx.size > _PARTIAL_MAX * len(self.node_rack) else idx
 
@@ -377,6 +383,13 @@ class ClusterState:
     def _node_rack_ok(self) -> np.ndarray:
         """Each node's rack is on and burned in [bool (N,)]."""
         return self._rack_derived("_node_rack_ok", lambda: (self.rack_on & self._plain["rack_ready"])[self.node_rack])
+
+    @property
+    def _node_free_phase(self) -> np.ndarray:
+        """The phase of each node when it is up and free: IDLE where its rack is burned in,
+        BURN_IN elsewhere [int8 (N,)] (one evaluation per change of a rack, read by
+        ``node_phase`` at the nodes it refreshes)."""
+        return self._rack_derived("_node_free_phase", lambda: _pick_int8(self._node_rack_ok, _IDLE8, _BURN_IN8))
 
     @property
     def node_up(self) -> np.ndarray:
@@ -453,7 +466,7 @@ class ClusterState:
             # a node that is up has its rack on, so there "rack on and burned in" is "burned in"
             sel = slice(None) if ix is None else ix
             busy = self.node_busy[sel]
-            free_phase = _pick_int8(self._node_rack_ok[sel], _IDLE8, _BURN_IN8)
+            free_phase = self._node_free_phase[sel]
             ph = _pick_int8(busy, f["node_job_phase"][sel].astype(np.int8, copy=False), free_phase)
             return _pick_int8(self.node_up[sel], ph, _OFF8)
         return self._derived("node_phase", _RACK_ON_DEPS + ("rack_ready",),
