@@ -6,7 +6,9 @@
 - the throttled-node count taken as 0 while the state's clocks are the coupling's full
   clocks (set from them and unwritten since); the reference counts the clocks below 1;
 - a free node's phase (IDLE or BURN_IN by its rack's burn-in) kept per change of a rack;
-  the reference evaluates it at every refresh of ``node_phase``.
+  the reference evaluates it at every refresh of ``node_phase``;
+- node power at full clock through ``node_power_plan`` (the law prepared once for fixed
+  figures); the reference is ``node_power_w`` called each time.
 
 Each comparison is shown to fail when the shortcut is deliberately broken.
 """
@@ -16,6 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from twin import power
+from twin.power import node as node_mod
+from twin.sim import sampler as sampler_mod
 from twin.sim import state as state_mod
 from twin.sim.sampler import RACK_MAX_COLUMNS, Sampler
 from twin.sim.state import ClusterState
@@ -175,3 +180,92 @@ def test_no_write_index_is_shared_and_read_only():
     st.rack_inlet_c = np.full(4, 25.0)
     idx = st._written(since, state_mod._RACK_ON_DEPS, ("node_job",))
     assert idx is state_mod._NO_NODES and idx.size == 0 and not idx.flags.writeable
+
+
+#: an 8 x H100 SXM node (catalog figures of the XE9680 class, issue 3)
+NODE = dict(gpu_count=8, gpu_tdp_w=700.0, gpu_idle_w=70.0, host_idle_w=1100.0, host_active_w=1900.0,
+            fan_max_w=1600.0, node_max_w=10200.0)
+
+
+def test_node_power_plan_equals_node_power_w():
+    """Random phases and inlets, caps, PSU capacities (60 kW: idle nodes below the PSU
+    curve's first point, its no-load branch) and fan settings: bit for bit."""
+    rng = np.random.default_rng(23)
+    for _ in range(300):
+        n = int(rng.integers(1, 400))
+        phase = rng.integers(0, len(node_mod.PHASE_GPU_LOAD_FRACTION), n).astype(np.int8)
+        inlet = rng.uniform(5.0, 70.0, n)
+        cap = float(rng.choice([700.0, 500.0, 250.0, 60.0, 900.0]))
+        kw = dict(NODE, psu_capacity_w=[16800.0, 8400.0, 60000.0, None][rng.integers(4)])
+        if rng.random() < 0.3:
+            kw.update(fan_min_speed_fraction=float(rng.uniform(0.1, 0.6)), fan_control_temp_c=float(rng.uniform(50, 80)))
+        plan = node_mod.node_power_plan(cap, **kw)
+        assert _same(plan(phase, inlet), power.node_power_w(phase, cap, inlet, clock_fraction=1.0, **kw))
+
+
+def test_node_power_plan_declines_per_node_figures():
+    assert node_mod.node_power_plan(700.0, **dict(NODE, gpu_tdp_w=np.full(4, 700.0))) is None
+    assert node_mod.node_power_plan(700.0, **NODE, psu_capacity_w=np.full(4, 16800.0)) is None
+    assert node_mod.node_power_plan(700.0, **NODE, psu_capacity_w=0.0) is None
+    assert node_mod.node_power_plan(np.full(4, 700.0), **NODE) is None
+
+
+def test_a_plan_off_by_one_ulp_is_caught():
+    phase = np.full(50, 2, np.int8)
+    inlet = np.linspace(15.0, 35.0, 50)
+    plan = node_mod.node_power_plan(700.0, **NODE)
+    ref = power.node_power_w(phase, 700.0, inlet, **NODE)
+    assert _same(plan(phase, inlet), ref)
+    assert not _same(np.nextafter(plan(phase, inlet), np.inf), ref)
+
+
+@pytest.fixture(scope="module")
+def unplanned():
+    """Blue Vela's first days with node power called through node_power_w each time."""
+    def off(mp):
+        init = Sampler.__init__
+
+        def init_off(self, engine):
+            init(self, engine)
+            self.node_power_planned = False
+        mp.setattr(Sampler, "__init__", init_off)
+    return _run(SHORT, off)
+
+
+def test_planned_node_power_in_a_run_equals_node_power_w(unplanned, reference):
+    """The plan ran (Blue Vela at full clock) and the run is the reference's and the
+    unplanned one's, bit for bit."""
+    from test_sampler_speed import _differ
+    calls = []
+    real = sampler_mod.node_power_plan
+
+    def counting(*a, **kw):
+        plan = real(*a, **kw)
+
+        def counted(*b):
+            calls.append(1)
+            return plan(*b)
+        return counted
+    mp = pytest.MonkeyPatch()
+    mp.setattr(sampler_mod, "node_power_plan", counting)
+    try:
+        res = _run(SHORT)
+    finally:
+        mp.undo()
+    assert len(calls) > 50
+    assert _differ(res, unplanned) == [] and _differ(res, reference) == []
+
+
+def test_a_broken_plan_in_a_run_is_caught(unplanned):
+    """A plan one ulp high moves the run (the rack power, recorded as float32, may hide one
+    ulp of a float64; the cooling units' loads do not)."""
+    from test_sampler_speed import _differ
+    real = sampler_mod.node_power_plan
+
+    def high(*a, **kw):
+        plan = real(*a, **kw)
+        return lambda *b: np.nextafter(plan(*b), np.inf)
+
+    def patch(mp):
+        mp.setattr(sampler_mod, "node_power_plan", high)
+    assert _differ(_run(SHORT, patch), unplanned) != []

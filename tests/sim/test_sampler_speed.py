@@ -24,6 +24,7 @@ import twin
 from twin import power, thermal
 from twin.power import node as node_mod
 from twin.sim import coupling
+from twin.sim import sampler as sampler_mod
 from twin.sim.engine import Engine
 from twin.sim.failures import DAY, Failures
 from twin.sim.sampler import Sampler
@@ -337,10 +338,19 @@ def test_shortcuts_equal_the_reference(hot, hot_reference, monkeypatch):
         clocks.append(np.ndim(clock_fraction))
         return node_power(*a, clock_fraction=clock_fraction, **kw)
 
+    def counting_plan(*a, **kw):        # the prepared law at full clock: one clock for all
+        plan = node_mod.node_power_plan(*a, **kw)
+
+        def counted(*b):
+            clocks.append(0)
+            return plan(*b)
+        return None if plan is None else counted
+
     def counting_changed(self, clock):
         skipped.append(clock is coupling.full_clock(clock.shape) and self._full_ver == self.state.version("node_clock"))
         return changed(self, clock)
     monkeypatch.setattr(power, "node_power_w", counting_power)
+    monkeypatch.setattr(sampler_mod, "node_power_plan", counting_plan)
     monkeypatch.setattr(Sampler, "_clocks_changed", counting_changed)
     res = _patched_run(LENOVO, HOT if hot else HOT[:1])
     thr = res.dataset["throttle_fraction"].values

@@ -49,6 +49,7 @@ __all__ = [
     "node_airflow_m3_s",
     "node_dc_power_w",
     "node_power_w",
+    "node_power_plan",
     "node_power_breakdown_w",
     "node_worst_case_w",
     "gpu_power_w",
@@ -445,15 +446,7 @@ def node_power_w(
         heat, term, on = tables.take(ph, axis=1)
         s = np.subtract(fan_control_temp_c, inlet_temp_c, dtype=float)
         if type(s) is np.ndarray and s.shape == term.shape and _scalar(fan_min_speed_fraction) and _scalar(fan_max_w):
-            # node_fan_power_w(_fan_speed(term, ...)) * on: the same operations, in place
-            np.maximum(s, 1e-6, out=s)
-            np.divide(term, s, out=s)
-            np.maximum(s, fan_min_speed_fraction, out=s)
-            np.minimum(s, 1.0, out=s)
-            np.power(s, 3, out=s)
-            np.multiply(s, fan_max_w, out=s)
-            np.multiply(s, on, out=s)
-            dc = np.add(heat, s, out=s)
+            dc = _fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w)
         else:
             dc = heat + node_fan_power_w(_fan_speed(term, inlet_temp_c, fan_min_speed_fraction, fan_control_temp_c),
                                          fan_max_w=fan_max_w) * on
@@ -468,24 +461,85 @@ def node_power_w(
         dc = gpu + host + fan
     cap_psu = node_max_w if psu_capacity_w is None else np.asarray(psu_capacity_w, float)
     if _scalar(cap_psu) and cap_psu > 0.0:
-        # no division below can warn (speed only: np.errstate costs more than the arithmetic);
-        # a node without load draws nothing whatever the efficiency, so its load is read as
-        # full load (no pass through the no-load branch for the nodes that are off)
-        on = dc > 0.0
-        x = np.where(on, dc / cap_psu, 1.0)
-        if x.size and x.min() >= PSU_TITANIUM_LOAD_FRACTION[0]:
-            # no load below the curve's first point: psu_efficiency is the interpolation,
-            # at least the curve's lowest efficiency (> 0), so no zero to guard against
-            ac = np.where(on, dc / np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY), 0.0)
-        else:
-            eta = psu_efficiency(x)
-            ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
-        return np.minimum(ac, node_max_w, out=ac)
+        return _psu_ac_w(dc, cap_psu, node_max_w)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             eta = psu_efficiency(dc / cap_psu)
             ac = np.where(dc > 0.0, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
     return np.minimum(ac, node_max_w)
+
+
+def _fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w) -> np.ndarray:
+    """``heat + node_fan_power_w(_fan_speed(term, ...)) * on`` [W (N,)], the same operations
+    in place on ``s`` = ``T_ctl - T_in`` [K (N,), float, overwritten]."""
+    np.maximum(s, 1e-6, out=s)
+    np.divide(term, s, out=s)
+    np.maximum(s, fan_min_speed_fraction, out=s)
+    np.minimum(s, 1.0, out=s)
+    np.power(s, 3, out=s)
+    np.multiply(s, fan_max_w, out=s)
+    np.multiply(s, on, out=s)
+    return np.add(heat, s, out=s)
+
+
+def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
+    """AC power [W (N,)] of DC loads ``dc`` [W (N,)] through PSUs of one positive capacity
+    ``cap_psu`` [W]: ``min(P_dc / eta_psu(P_dc / C_psu), node_max_w)``, 0 without load."""
+    # no division below can warn (speed only: np.errstate costs more than the arithmetic);
+    # a node without load draws nothing whatever the efficiency, so its load is read as
+    # full load (no pass through the no-load branch for the nodes that are off)
+    on = dc > 0.0
+    x = np.where(on, dc / cap_psu, 1.0)
+    if x.size and x.min() >= PSU_TITANIUM_LOAD_FRACTION[0]:
+        # no load below the curve's first point: psu_efficiency is the interpolation,
+        # at least the curve's lowest efficiency (> 0), so no zero to guard against
+        ac = np.where(on, dc / np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY), 0.0)
+    else:
+        eta = psu_efficiency(x)
+        ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
+    return np.minimum(ac, node_max_w, out=ac)
+
+
+def node_power_plan(
+    gpu_power_cap_w,
+    *,
+    gpu_count,
+    gpu_tdp_w,
+    gpu_idle_w,
+    host_idle_w,
+    host_active_w,
+    fan_max_w,
+    node_max_w,
+    psu_capacity_w=None,
+    fan_min_speed_fraction=FAN_MIN_SPEED_FRACTION,
+    fan_control_temp_c=FAN_CONTROL_TEMP_C,
+    fan_design_inlet_c=FAN_DESIGN_INLET_C,
+):
+    """:func:`node_power_w` at full clock, prepared once for fixed figures (issue 19, speed
+    only: a caller evaluating the same node model many times skips the per-call checks).
+
+    Returns a function ``f(phase, inlet_temp_c)`` of integer phase codes (N,) and inlets
+    [degC, float (N,)] giving ``node_power_w(phase, gpu_power_cap_w, inlet_temp_c,
+    clock_fraction=1.0, **figures)`` [W (N,)] bit for bit (the same table and the same
+    operations), or None where :func:`node_power_w` takes another path: a figure per node,
+    or a PSU capacity per node or not positive.
+    """
+    cap_psu = node_max_w if psu_capacity_w is None else np.asarray(psu_capacity_w, float)
+    if not (_scalar(gpu_power_cap_w) and _scalar(gpu_count) and _scalar(gpu_tdp_w) and _scalar(gpu_idle_w)
+            and _scalar(host_idle_w) and _scalar(host_active_w) and _scalar(fan_control_temp_c)
+            and _scalar(fan_design_inlet_c) and _scalar(fan_min_speed_fraction) and _scalar(fan_max_w)
+            and _scalar(cap_psu) and cap_psu > 0.0):
+        return None
+    table = _node_phase_tables(float(gpu_power_cap_w), gpu_count, float(gpu_tdp_w), float(gpu_idle_w),
+                               float(host_idle_w), float(host_active_w), float(fan_control_temp_c),
+                               float(fan_design_inlet_c))
+
+    def node_power_at_full_clock_w(phase: np.ndarray, inlet_temp_c: np.ndarray) -> np.ndarray:
+        heat, term, on = table.take(phase, axis=1)
+        s = np.subtract(fan_control_temp_c, inlet_temp_c, dtype=float)
+        return _psu_ac_w(_fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w), cap_psu,
+                         node_max_w)
+    return node_power_at_full_clock_w
 
 
 def node_power_breakdown_w(

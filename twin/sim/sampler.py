@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from twin import power, thermal
+from twin.power.node import node_power_plan
 from twin.sim import coupling
 from twin.sim.component import Component
 
@@ -68,6 +69,10 @@ class Sampler(Component):
         self.next_step_s: float | None = None   # ... and its time [s]
         self._clk: tuple | None = None      # (clock and brake versions, their product)
         self._nkw: tuple | None = None      # (PSU capacity version, node power keywords)
+        #: node power at full clock through a plan prepared per node power keywords and GPU cap
+        #: (issue 19; False calls ``power.node_power_w`` each time, the reference)
+        self.node_power_planned = True
+        self._plan: tuple | None = None     # (keywords, GPU cap, node_power_plan's function or None)
         self._cnt: tuple | None = None      # (masks, clock version, the counts _write records)
         self._mask: tuple | None = None     # (mask version, up, powered, in-service masks)
         self._full_ver = -1                 # node_clock version at which every clock was 1
@@ -252,6 +257,15 @@ class Sampler(Component):
             np.maximum(m, v[:, j], out=m)
         return m
 
+    def _node_power_plan(self, kw: dict, cap):
+        """``node_power_plan(cap, **kw)``, kept while the keywords (renewed with the PSU
+        capacity) and the GPU cap are the same objects; None when switched off or where the
+        plan does not apply (figures per node)."""
+        pl = self._plan
+        if pl is None or pl[0] is not kw or pl[1] is not cap:
+            pl = self._plan = (kw, cap, node_power_plan(cap, **kw) if self.node_power_planned else None)
+        return pl[2]
+
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
         failure acceleration, vectorised over every node and rack."""
@@ -260,8 +274,13 @@ class Sampler(Component):
         phase = st.node_phase
         cap = e.power.gpu_cap_w
         inlet_node = st.rack_inlet_c.view(np.ndarray)[node_rack]
-        node_w = power.node_power_w(phase, cap, inlet_node, clock_fraction=self._clock_fraction(),
-                                    **self._node_kwargs())
+        clock_fraction, kw = self._clock_fraction(), self._node_kwargs()
+        # (a float: 1.0, every product of clock and brake at or above 1; else per node)
+        plan = self._node_power_plan(kw, cap) if type(clock_fraction) is float else None
+        if plan is not None:            # every clock full: the same law, prepared for these figures
+            node_w = plan(phase, inlet_node)
+        else:
+            node_w = power.node_power_w(phase, cap, inlet_node, clock_fraction=clock_fraction, **kw)
         rack_on = st.rack_on
         net = self._net
         if net is None or net[0] is not rack_on:    # the racks' network power, kept with rack_on
