@@ -4,6 +4,13 @@ process pool of 2 workers, and on a Dask LocalCluster of 2 workers; the speed-up
 2 workers; and the cost of re-running a finished sweep (everything reused, only assembly).
 
     .venv/bin/python bench/bench_sweep.py [--runs 200] [--no-dask]
+    .venv/bin/python bench/bench_sweep.py --scaling [--runs 40] [--repeat 5]
+
+``--scaling`` measures issue 19's benchmark 5 (1 -> 2 workers, >= 1.8x) repeatedly on the 40
+runs of ``bench_gigawatt.py sweep``, 1 and 2 workers alternated, and says for each sweep how
+much CPU other processes took meanwhile (the machine's busy time in /proc/stat minus this
+process's and its workers'): on a shared 2-core machine a wall-clock speed-up means something
+only when that is near zero.
 """
 
 from __future__ import annotations
@@ -69,11 +76,72 @@ def timed(label, fn):
     return label, wall, out
 
 
+def busy_cpu_s() -> float:
+    """CPU time the whole machine has been busy since boot [s] (/proc/stat, all cores)."""
+    with open("/proc/stat") as fh:
+        v = [int(x) for x in fh.readline().split()[1:9]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def one_sweep(spec: SweepSpec, out: Path, workers: int) -> dict:
+    """One timed sweep: wall [s], CPU of this process and of its workers [s], the runs' own
+    CPU [s] (inside the engine), and the CPU other processes took meanwhile [s]."""
+    import resource
+    s0, c0, b0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
+    t0 = time.perf_counter()
+    outcome = run_sweep(spec, out, workers=workers)
+    wall = time.perf_counter() - t0
+    s1, c1, b1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
+    own = (s1.ru_utime - s0.ru_utime) + (s1.ru_stime - s0.ru_stime)
+    kids = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
+    runs = sum(json.loads(p.read_text()).get("cpu_s", 0.0) for p in (out / "runs").glob("*.json"))
+    return {"workers": workers, "wall_s": wall, "sweep_cpu_s": own, "workers_cpu_s": kids, "runs_cpu_s": runs,
+            "foreign_cpu_s": max(0.0, b1 - b0 - own - kids), "load": os.getloadavg()[0], "outcome": outcome}
+
+
+def scaling(runs: int, repeat: int) -> None:
+    """Benchmark 5 of issue 19, repeated: 1 and 2 workers alternated ``repeat`` times."""
+    spec = spec_for(runs)
+    base = Path(tempfile.mkdtemp(prefix="bench_sweep_scaling."))
+    print(f"machine: {platform.machine()}, nproc {os.cpu_count()}, CPU {cpu_model()!r}; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {int(np.prod(spec.shape))} lenovo_small runs "
+          f"(2 days, hourly)")
+    rows = []
+    try:
+        run_sweep(spec_for(1), base / "warm", workers=1)      # imports and the hall model, as the bench does
+        for i in range(repeat):
+            for w in (1, 2):
+                rows.append(one_sweep(spec, base / f"r{i}w{w}", w))
+            a, b = rows[-2]["outcome"].dataset, rows[-1]["outcome"].dataset
+            for k in kpi_names(a):
+                np.testing.assert_array_equal(a[k].values, b[k].values)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"{'workers':>7s} {'wall':>7s} {'sweep CPU':>10s} {'workers CPU':>12s} {'runs CPU':>9s} "
+          f"{'others CPU':>11s} {'load':>5s}")
+    for r in rows:
+        print(f"{r['workers']:7d} {r['wall_s']:6.3f}s {r['sweep_cpu_s']:9.3f}s {r['workers_cpu_s']:11.3f}s "
+              f"{r['runs_cpu_s']:8.3f}s {r['foreign_cpu_s']:10.2f}s {r['load']:5.2f}")
+    speed = [rows[i]["wall_s"] / rows[i + 1]["wall_s"] for i in range(0, len(rows), 2)]
+    quiet = [sp for sp, i in zip(speed, range(0, len(rows), 2), strict=True)
+             if max(rows[i]["foreign_cpu_s"], rows[i + 1]["foreign_cpu_s"]) < 0.05 * rows[i + 1]["wall_s"]]
+    print(f"speed-up 1 -> 2 workers, each pair: {', '.join(f'{x:.2f}x' for x in speed)}; median "
+          f"{np.median(speed):.2f}x (target 1.8x)")
+    print(f"pairs with other processes under 5 % of a core: {len(quiet)}"
+          + (f", speed-up {min(quiet):.2f}-{max(quiet):.2f}x, median {np.median(quiet):.2f}x" if quiet else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=None, help="runs in the sweep (200; 40 with --scaling)")
     ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--scaling", action="store_true", help="only 1 vs 2 workers, repeated (issue 19, benchmark 5)")
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    if args.scaling:
+        scaling(args.runs or 40, args.repeat)
+        return
+    args.runs = args.runs or 200
     spec = spec_for(args.runs)
     n = int(np.prod(spec.shape))
     base = Path(tempfile.mkdtemp(prefix="bench_sweep."))

@@ -85,10 +85,17 @@ def resolve_tasks(spec: SweepSpec) -> list[RunTask]:
     Each grid point is loaded once (with its first seed) and the other seeds are copies with
     ``simulation.seed`` replaced: the same model as loading with ``--set simulation.seed=S``
     (the seed is only range-checked, which :func:`~twin.sweep.spec.parse_seeds` did)."""
+    return [t for batch in iter_point_tasks(spec) for t in batch]
+
+
+def iter_point_tasks(spec: SweepSpec):
+    """:func:`resolve_tasks` point by point: yields the tasks (one per seed) of each grid
+    point that validates, in grid order, and raises :class:`SweepInvalid` with every
+    problem of every point after the last one, so a caller may start the first points' runs
+    while the others are validated, provided it keeps their results until the end."""
     from twin.errors import ScenarioError
     from twin.scenario.loader import load_scenario, scenario_hash
 
-    tasks: list[RunTask] = []
     problems: list[tuple[str, str]] = []
     for idx, path, overrides in spec.points():
         ov = [*overrides, f"simulation.seed={spec.seeds[0]}"]
@@ -97,13 +104,14 @@ def resolve_tasks(spec: SweepSpec) -> list[RunTask]:
         except ScenarioError as err:
             problems.extend((point_label(spec, idx), str(p)) for p in err.problems)
             continue
+        batch = []
         for si, seed in enumerate(spec.seeds):
             s = first if si == 0 else first.model_copy(
                 update={"simulation": first.simulation.model_copy(update={"seed": int(seed)})})
-            tasks.append(RunTask((*idx, si), scenario_hash(s), s))
+            batch.append(RunTask((*idx, si), scenario_hash(s), s))
+        yield batch
     if problems:
         raise SweepInvalid(problems)
-    return tasks
 
 
 def _series_from(results, names: Iterable[str]) -> dict[str, np.ndarray]:
@@ -283,9 +291,13 @@ class _Slot:
 
 def run_local(tasks, series, store_result, workers: int, timeout_s: float | None = None,
               max_attempts: int = MAX_ATTEMPTS, on_retry: Callable[[Any, str], None] | None = None,
-              stopping: list | None = None) -> None:
+              stopping: list | None = None, more=None) -> None:
     """Forked worker processes, each running one task at a time (so a worker's death or
     timeout is charged to exactly one run); see the module docstring.
+
+    ``more``: an iterator of further lists of tasks (grid points still being validated, see
+    :func:`iter_point_tasks`). One list is taken whenever no worker has an answer waiting,
+    so the runs already known go on meanwhile; an exception it raises stops every worker.
 
     A worker is forked and handed its first run before the next is forked (a fork of the
     sweep process takes ~4-6 ms), and a worker with nothing left to run is told to stop at
@@ -330,9 +342,19 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
             slots.append(start())
             send(slots[-1])
 
+    def pull() -> None:
+        """Take the next list of tasks from ``more`` (they run after the ones queued)."""
+        nonlocal more
+        try:
+            batch = next(more)
+        except StopIteration:
+            more = None
+            return
+        queue[:0] = [(t, 1) for t in reversed(batch)]
+
     def stop_idle() -> None:
         """Workers with nothing to run exit now (they would idle to the end of the sweep)."""
-        if queue:
+        if queue or more is not None:
             return
         for sl in [sl for sl in slots if sl.task is None]:
             with contextlib.suppress(OSError, ValueError):
@@ -343,13 +365,21 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
 
     done = False
     try:
-        while queue or any(sl.task is not None for sl in slots):
+        while queue or more is not None or any(sl.task is not None for sl in slots):
             dispatch()
             busy = [sl for sl in slots if sl.task is not None]
+            if not busy:                # nothing runs yet: the next tasks are all there is to do
+                pull()
+                continue
             wait_s = None
             if timeout_s is not None:
                 wait_s = max(0.0, min(sl.started + timeout_s for sl in busy) - time.monotonic())
+            if more is not None:
+                wait_s = 0.0
             ready = set(wait([sl.conn for sl in busy] + [sl.proc.sentinel for sl in busy], timeout=wait_s))
+            if not ready and more is not None:
+                pull()                  # the workers are busy: meanwhile, the next grid point
+                continue
             now = time.monotonic()
             finished: list[tuple[Any, dict]] = []      # stored after the next runs are sent
             for sl in busy:

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from twin.sweep import executors
 from twin.sweep.assembly import assemble, write_dataset
-from twin.sweep.executors import RunTask, resolve_tasks
+from twin.sweep.executors import RunTask, iter_point_tasks
 from twin.sweep.spec import SweepSpec, _jsonable
 from twin.sweep.store import RunStore, code_fingerprint
 
@@ -69,52 +71,84 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     ``on_result`` is called after each stored run (tests use it to stop a sweep half way).
     """
     out = Path(out_dir)
-    tasks = resolve_tasks(spec)          # every grid point validated before anything is written
-    out.mkdir(parents=True, exist_ok=True)
-    store = RunStore(out)
-    store.clean_temporaries()
-    for stale_tmp in [*out.glob(".sweep.*.nc"), *out.glob(".summary.*.csv")]:   # a killed assembly's
-        stale_tmp.unlink(missing_ok=True)
-    (out / "sweep.json").write_text(json.dumps(spec.to_json(), indent=1, default=_jsonable))
-    todo: list[RunTask] = []
+    n_workers = workers or os.cpu_count() or 1
+    n_tasks = int(np.prod(spec.shape))
+    dask = client is not None or bool(scheduler)
+    local = not dask and (timeout_s is not None or (n_workers > 1 and n_tasks > 1))    # else in this process
+    store = RunStore(out, create=False)         # read (verified) now, written once every point validates
+    tasks: list[RunTask] = []
     reused: list[str] = []
     seen: set[str] = set()
     stale: set[str] = set()
     corrupt: dict[str, str] = {}
-    failed_n = 0
-    code = code_fingerprint()
-    for t in tasks:
-        if t.key in seen:
-            continue
-        seen.add(t.key)
-        meta, why = store.verify(t.key)
-        if why is not None:
-            corrupt[t.key] = why
-            store.discard(t.key)
-        if meta is not None:
-            is_stale = meta.get("code") != code
-            if is_stale:
-                stale.add(t.key)
-            failed = meta.get("status") == "failed"
-            if not ((failed and _redo_failure(meta, retry_failed, timeout_s)) or (rerun_stale and is_stale)):
-                reused.append(t.key)
-                failed_n += failed
-                continue
-        todo.append(t)
     copies: dict[str, int] = {}
-    for t in tasks:
-        copies[t.key] = copies.get(t.key, 0) + 1
-    total = len(tasks)
-    done_n = sum(copies[k] for k in reused)
+    code = code_fingerprint()
+    failed_n = 0
+    done_n = 0
+    opened = False
+    held: list[tuple[RunTask, dict]] = []       # results of runs that ended before the store opened
     ran: list[str] = []
     fresh: dict[str, dict] = {}         # the records stored by this call, for the assembly
     retried: list[tuple[str, str]] = []
     t0 = time.monotonic()
-    if progress:
-        progress(done_n, failed_n, total, 0.0)
+
+    def to_run(batch: list[RunTask]) -> list[RunTask]:
+        """The tasks of one grid point that must run: not stored, or stored but to be redone."""
+        nonlocal failed_n
+        todo = []
+        for t in batch:
+            tasks.append(t)
+            copies[t.key] = copies.get(t.key, 0) + 1
+            if t.key in seen:
+                continue
+            seen.add(t.key)
+            meta, why = store.verify(t.key)
+            if why is not None:
+                corrupt[t.key] = why                # discarded when the store opens
+            if meta is not None:
+                is_stale = meta.get("code") != code
+                if is_stale:
+                    stale.add(t.key)
+                failed = meta.get("status") == "failed"
+                if not ((failed and _redo_failure(meta, retry_failed, timeout_s)) or (rerun_stale and is_stale)):
+                    reused.append(t.key)
+                    failed_n += failed
+                    continue
+            todo.append(t)
+        return todo
+
+    def open_store() -> None:
+        """Every grid point validated: the sweep folder is written from here on."""
+        nonlocal opened, done_n
+        out.mkdir(parents=True, exist_ok=True)
+        store.create()
+        store.clean_temporaries()
+        for stale_tmp in [*out.glob(".sweep.*.nc"), *out.glob(".summary.*.csv")]:   # a killed assembly's
+            stale_tmp.unlink(missing_ok=True)
+        (out / "sweep.json").write_text(json.dumps(spec.to_json(), indent=1, default=_jsonable))
+        for key in corrupt:
+            store.discard(key)
+        opened = True
+        done_n = sum(copies[k] for k in reused)
+        if progress:
+            progress(done_n, failed_n, len(tasks), 0.0)
+        for task, rec in held:
+            store_result(task, rec)
+        held.clear()
+
+    def grid_points():
+        """The runs to do, point by point as each validates (every point is validated before
+        anything is written; SweepInvalid after the last one lists every problem), then
+        the store opens."""
+        for batch in iter_point_tasks(spec):
+            yield to_run(batch)
+        open_store()
 
     def store_result(task: RunTask, rec: dict) -> None:
         nonlocal done_n, failed_n
+        if not opened:
+            held.append((task, rec))
+            return
         store.save(task.key, rec, {"index": list(task.index), "seed": spec.seeds[task.index[-1]],
                                    "labels": {a.name: _jsonable(a.labels[i])
                                               for a, i in zip(spec.axes, task.index, strict=False)}})
@@ -123,30 +157,32 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
         done_n += copies[task.key]
         failed_n += rec["status"] == "failed"
         if progress:
-            progress(done_n, failed_n, total, time.monotonic() - t0)
+            progress(done_n, failed_n, len(tasks), time.monotonic() - t0)
         if on_result:
             on_result(task, rec)
 
     leaving: list = []                  # local workers told to stop, reaped after the assembly
     frozen = False
     try:
-        if todo:
-            n_workers = workers or os.cpu_count() or 1
-            if client is not None or scheduler:
+        if local:
+            # The runs of the first grid points start while the rest are validated (their
+            # results are held until every point validates; a point that does not stops the
+            # workers and nothing is written). This process only validates, dispatches, stores
+            # and assembles from here: what it holds is kept out of the collector's scans (a
+            # full collection of the imported libraries cost ~0.1 s and copied every page
+            # shared with the forked workers); the workers unfreeze at their start.
+            frozen = gc.get_freeze_count() == 0
+            if frozen:
+                gc.freeze()
+            executors.run_local([], spec.series, store_result, max(1, min(n_workers, n_tasks)),
+                                timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)),
+                                stopping=leaving, more=grid_points())
+        else:
+            todo = [t for batch in grid_points() for t in batch]
+            if todo and dask:
                 executors.run_dask(todo, spec.series, store_result, client, scheduler, workers, timeout_s=timeout_s)
-            elif (n_workers <= 1 or len(todo) == 1) and timeout_s is None:
+            elif todo:
                 executors.run_serial(todo, spec.series, store_result)
-            else:
-                # this process only dispatches, stores and assembles from here: what it holds is
-                # kept out of the collector's scans (a full collection of the imported libraries
-                # and the scenarios cost ~0.1 s, and copied every page shared with the forked
-                # workers); the workers unfreeze at their start
-                frozen = gc.get_freeze_count() == 0
-                if frozen:
-                    gc.freeze()
-                executors.run_local(todo, spec.series, store_result, max(1, min(n_workers, len(todo))),
-                                    timeout_s=timeout_s, on_retry=lambda t, why: retried.append((t.key, why)),
-                                    stopping=leaving)
         ds = assemble(spec, tasks, store, fresh)
         write_dataset(ds, out)          # while the stopped workers exit
     finally:

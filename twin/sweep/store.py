@@ -65,9 +65,15 @@ class RunStore:
     #: KPIs every ok run has (a record without them is partial)
     REQUIRED_KPIS = ("tokens_total", "energy_facility_mwh")
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, create: bool = True):
+        """``create=False``: nothing is written yet (stored runs can be read and verified);
+        :meth:`create` makes the folders before the first save."""
         self.dir = Path(root) / "runs"
         self.tmp = self.dir / ".tmp"
+        if create:
+            self.create()
+
+    def create(self) -> None:
         self.tmp.mkdir(parents=True, exist_ok=True)
 
     def clean_temporaries(self) -> int:

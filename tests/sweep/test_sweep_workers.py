@@ -1,0 +1,126 @@
+"""Local workers of a sweep (issue 19, benchmark 5): the first grid points run while the
+others are validated, their results held until every point validates; a point that does not
+stops the workers and nothing is written; workers stop as soon as nothing is left for them and
+are reaped; the sweep process freezes its objects for the collector only while it needs to, the
+workers' runs see nothing frozen; the summary's vectorised quantiles are numpy's."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from twin.sweep import Axis, SweepInvalid, SweepSpec, run_sweep
+from twin.sweep import executors as ex
+from twin.sweep.assembly import nanquantile_rows
+
+from .conftest import SCENARIOS, SMALL
+
+
+def _children() -> list[int]:
+    """Live (not zombie) child processes of this process."""
+    me, out = os.getpid(), []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != "Z":
+                out.append(int(p.name))
+    return out
+
+
+def _spec(rates=(1, 20, 40), seeds=(0, 1)) -> SweepSpec:
+    return SweepSpec(scenario=str(SCENARIOS / "lenovo_small.yaml"), overrides=SMALL,
+                     axes=(Axis.grid("failures.rate_scale", list(rates)),), seeds=seeds, series=("gpus_powered",))
+
+
+def test_runs_that_end_before_the_last_point_validates_are_held_then_stored(tmp_path, monkeypatch):
+    """Validation is slowed point by point: runs of the first point end (and reach this
+    process) while later points are still validated; nothing may be on disk before the last
+    point has validated, and the sweep equals the one run in this process."""
+    import twin.sweep.run as run_mod
+    real_points, real_run = ex.iter_point_tasks, ex.execute_run
+    on_disk_while_validating: list[bool] = []
+    validated_at: list[float] = []
+
+    def slow_points(spec):
+        for i, batch in enumerate(real_points(spec)):
+            if i:
+                time.sleep(1.5)                 # the workers go on with the first point's runs
+                on_disk_while_validating.append((tmp_path / "w2").exists())
+            yield batch
+        validated_at.append(time.time())
+
+    def noting_the_end(scenario, series):
+        rec = real_run(scenario, series)
+        rec["ended_at"] = time.time()
+        return rec
+    # the hall model built here first, so the forked workers' runs take ~0.1 s, not a cold build
+    run_sweep(_spec(rates=(1,), seeds=(0,)), tmp_path / "warm", workers=1)
+    monkeypatch.setattr(run_mod, "iter_point_tasks", slow_points)
+    monkeypatch.setattr(ex, "execute_run", noting_the_end)
+    two = run_sweep(_spec(), tmp_path / "w2", workers=2)
+    assert on_disk_while_validating == [False, False]
+    ends = [json.loads(p.read_text())["ended_at"] for p in (tmp_path / "w2" / "runs").glob("*.json")]
+    assert len(ends) == 6 and sum(e < validated_at[0] for e in ends) >= 2     # held, then stored
+    monkeypatch.setattr(run_mod, "iter_point_tasks", real_points)
+    one = run_sweep(_spec(), tmp_path / "w1", workers=1)
+    assert len(two.ran) == len(one.ran) == 6 and sorted(two.ran) == sorted(one.ran)
+    for k in one.dataset.data_vars:
+        if k != "wall_s":
+            np.testing.assert_array_equal(two.dataset[k].values, one.dataset[k].values, err_msg=k)
+
+
+def test_a_later_invalid_point_stops_the_running_workers_and_writes_nothing(tmp_path):
+    spec = SweepSpec(scenario=str(SCENARIOS / "lenovo_small.yaml"), overrides=SMALL,
+                     axes=(Axis.grid("site.power.ups.capacity_kw", [80, 90, -5, 100, -7]),), seeds=(0, 1, 2))
+    before = set(_children())           # (other tests' processes may still be ending)
+    with pytest.raises(SweepInvalid) as exc:
+        run_sweep(spec, tmp_path / "sw", workers=2)
+    assert {p for p, _ in exc.value.problems} == {"site.power.ups.capacity_kw=-5", "site.power.ups.capacity_kw=-7"}
+    assert not (tmp_path / "sw").exists()
+    assert set(_children()) <= before
+    assert gc.get_freeze_count() == 0
+
+
+def test_workers_are_gone_and_nothing_stays_frozen_after_a_sweep(tmp_path, monkeypatch):
+    """The workers' runs see nothing frozen (as in a fresh process); the sweep process
+    unfreezes what it froze; no worker outlives run_sweep."""
+    real = ex.execute_run
+
+    def noting_the_collector(scenario, series):
+        rec = real(scenario, series)
+        rec["frozen_objects"] = gc.get_freeze_count()
+        return rec
+    monkeypatch.setattr(ex, "execute_run", noting_the_collector)
+    assert gc.get_freeze_count() == 0
+    before = set(_children())
+    out = run_sweep(_spec(rates=(1, 20)), tmp_path / "sw", workers=2)
+    assert gc.get_freeze_count() == 0
+    assert set(_children()) <= before
+    recs = [json.loads(p.read_text()) for p in (tmp_path / "sw" / "runs").glob("*.json")]
+    assert len(recs) == 4 and {r["frozen_objects"] for r in recs} == {0}
+    assert len({r["pid"] for r in recs} - {os.getpid()}) >= 1       # they ran in workers
+    assert (out.dataset.status.values == "ok").all()
+
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=7),
+                  elements=st.one_of(st.floats(-1e6, 1e6), st.just(np.nan), st.just(np.inf), st.just(-np.inf))),
+       st.lists(st.floats(0.0, 1.0), min_size=1, max_size=3))
+def test_vectorised_row_quantiles_are_numpys_bit_for_bit(a, q):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # all-NaN rows: numpy warns, gives NaN
+        want = np.nanquantile(a, q, axis=-1)
+        got = nanquantile_rows(a, q)
+    np.testing.assert_array_equal(got, want)
