@@ -278,6 +278,13 @@ def _worker(conn, series, parent_pid: int) -> None:
         os._exit(0)
 
 
+def expected_samples(scenario) -> float:
+    """A run's expected cost for ordering the queue (longest first, so that no long run is
+    left alone at the end of a sweep): its number of samples, duration over sample interval."""
+    sim = scenario.simulation
+    return sim.duration_days * 86400.0 / sim.sample_interval_s
+
+
 @dataclasses.dataclass
 class _Slot:
     """A worker process and the one task it is running (None when idle)."""
@@ -312,7 +319,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
     import twin.studies.metrics  # noqa: F401
     ctx: Any = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     queue = [(t, 1) for t in tasks]
-    queue.reverse()
+    queue.reverse()                 # popped from the end: in the order given
     me = os.getpid()
     slots: list[_Slot] = []
     leaving: list = []              # workers told to stop, not yet reaped
@@ -343,7 +350,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
             send(slots[-1])
 
     def pull() -> None:
-        """Take the next list of tasks from ``more`` (they run after the ones queued)."""
+        """Take the next list of tasks from ``more``; the queue runs the longest first."""
         nonlocal more
         try:
             batch = next(more)
@@ -351,6 +358,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
             more = None
             return
         queue[:0] = [(t, 1) for t in reversed(batch)]
+        queue.sort(key=lambda ta: expected_samples(ta[0].scenario))    # stable: grid order among equals
 
     def stop_idle() -> None:
         """Workers with nothing to run exit now (they would idle to the end of the sweep)."""
