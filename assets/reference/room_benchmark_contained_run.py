@@ -25,8 +25,8 @@ D is taken column by column from the converged buoyant problem (one solve per ra
 
 Run (prints the tables of docs/validation.md, "A contained room: SICS ICE Module 2"; with
 ``--figure`` also writes ``room_benchmark_contained_ci.png`` beside this file; with
-``--mixing munk_anderson`` the buoyant field uses that opt-in vertical mixing law,
-:mod:`twin.thermal.mixing`, and no figure is written):
+``--mixing munk_anderson`` the buoyant field uses that opt-in mixing law, :mod:`twin.thermal.mixing`
+(``munk_anderson_jets``, ``chen_xu``, ... likewise), and no figure is written):
 
     .venv/bin/python assets/reference/room_benchmark_contained_run.py [--figure] [--mixing LAW]
 """
