@@ -204,3 +204,33 @@ def test_a_month_of_blue_vela_with_the_per_sample_paths_off_is_the_same(monkeypa
     for name in ("cooling_fan_power_w", "cooling_unit_margin_w", "cooling_capacity_margin_w",
                  "cooling_unit_load_w", "rack_inlet_c", "rack_inlet_peak_c"):
         assert np.array_equal(kept[name].values, fresh[name].values, equal_nan=True), name
+
+
+def test_last_unit_constants_are_not_reused_for_other_unit_arrays(family):
+    """capped_steady_state checks the last unit constants it used first: models that differ
+    from the last one in a single unit array (running flags, airflow, set point, capacity),
+    taken in turns with the original, each get the result of a fresh evaluation with no
+    constants kept."""
+    from dataclasses import replace
+
+    from twin.thermal import capacity
+
+    fam, v0 = family
+    m = fam.model(0.6 * v0)
+    one_off = m.cooling_active.copy()
+    one_off[0] = False
+    others = [m, replace(m, cooling_capacity_w=0.2 * m.cooling_capacity_w),
+              replace(m, cooling_supply_temp_c=m.cooling_supply_temp_c + 3.0),
+              replace(m, cooling_airflow_m3_s=0.7 * m.cooling_airflow_m3_s), replace(m, cooling_active=one_off)]
+    heat = np.full(v0.size, 0.5 * float(m.cooling_capacity_w.sum()) / v0.size)
+    turns = [x for other in others[1:] for x in (m, other, m)]     # each turn changes one array
+    kept = [capacity.capped_steady_state(x, heat) for x in turns]
+    fresh = []
+    for x in turns:
+        capacity._COIL_CONSTANTS.clear()
+        fresh.append(capacity.capped_steady_state(x, heat))
+    for a, b in zip(kept, fresh, strict=True):
+        _same_state(a, b)
+    # each array changes the result
+    assert len({(r.unit_load_w.tobytes(), r.unit_capacity_w.tobytes(), r.supply_temp_c.tobytes(), r.feasible)
+                for r in fresh}) == len(others)

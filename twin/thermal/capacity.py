@@ -145,8 +145,9 @@ class _CoilConstants:
 
 
 #: unit constants of the default settings, by the identities of the model arrays they come
-#: from (the arrays are held, so an identity is not reused while its entry lives)
-_COIL_CONSTANTS: dict[tuple, tuple] = {}
+#: from (the arrays are held, so an identity is not reused while its entry lives); the entry
+#: of key None is the last one used, checked first
+_COIL_CONSTANTS: dict[tuple | None, tuple] = {}
 _COIL_CONSTANTS_SIZE = 32
 
 
@@ -154,10 +155,16 @@ def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _C
     """The :class:`_CoilConstants` of ``model``'s units (kept for the default settings; a
     model's arrays are not changed once built)."""
     default = setpoint_c is None and capacity_w is None and np.ndim(unit_fan_heat_w) == 0 and unit_fan_heat_w == 0
+    last = _COIL_CONSTANTS.get(None)    # the last hit: the models of one family share their unit arrays
+    if (default and last is not None and last[0][0] is model.cooling_active and last[0][1] is
+            model.cooling_airflow_m3_s and last[0][2] is model.cooling_supply_temp_c and last[0][3] is
+            model.cooling_capacity_w):
+        return last[1]
     src = (model.cooling_active, model.cooling_airflow_m3_s, model.cooling_supply_temp_c, model.cooling_capacity_w)
     key = tuple(map(id, src))
     if default and (hit := _COIL_CONSTANTS.get(key)) is not None and all(
             a is b for a, b in zip(hit[0], src, strict=True)):
+        _COIL_CONSTANTS[None] = hit
         return hit[1]
     act = np.asarray(model.cooling_active, bool)
     n_c = act.size
@@ -178,8 +185,8 @@ def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _C
         c_out_free=s_free - fan_rise, supply_free=np.where(act, s_free, np.nan))
     if default:
         if len(_COIL_CONSTANTS) >= _COIL_CONSTANTS_SIZE:
-            _COIL_CONSTANTS.pop(next(iter(_COIL_CONSTANTS)))
-        _COIL_CONSTANTS[key] = (src, k)
+            _COIL_CONSTANTS.pop(next(key_ for key_ in _COIL_CONSTANTS if key_ is not None))
+        _COIL_CONSTANTS[key] = _COIL_CONSTANTS[None] = (src, k)
     return k
 
 
