@@ -447,7 +447,7 @@ def room_face_diffusivity_m2_s(prob: HallProblem, temp_c, law: str = "munk_ander
     ceiling jets (:func:`ceiling_jet_shear_1_s`; the larger of the two on a face).
     ``law="chen_xu"``: Chen & Xu's flow-dependent diffusivity (:func:`chen_xu_face_diffusivity_m2_s`)
     in place of Gamma_0 on every face, damped on vertical ones by Munk & Anderson's law."""
-    g0 = float(prob.geometry.eddy_diffusivity_m2_s)
+    g0: float | np.ndarray = float(prob.geometry.eddy_diffusivity_m2_s)
     if law == "chen_xu":
         g0 = chen_xu_face_diffusivity_m2_s(prob)
     shear = None
