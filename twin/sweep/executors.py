@@ -30,6 +30,7 @@ holds there in two steps (:func:`run_dask`):
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import ctypes
 import dataclasses
@@ -295,8 +296,10 @@ def _worker(conn, series, parent_pid: int) -> None:
     if os.getppid() != parent_pid:        # the parent died before the line above took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the sweep's to handle
-    if gc.get_freeze_count():      # the sweep froze its objects for itself (run_sweep): a worker's runs
-        gc.unfreeze()              # see the collector as a fresh process does (Engine.run freezes each model)
+    # the sweep froze its objects for itself (run_sweep): a worker's runs see the collector as a
+    # fresh process does (Engine.run freezes each model). Unconditionally: unfreeze is O(1),
+    # while gc.get_freeze_count() walks every frozen object (~30 ms in a fresh worker)
+    gc.unfreeze()
     keep_freed_memory()
     try:
         while True:
@@ -346,11 +349,12 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
     so the runs already known go on meanwhile; an exception it raises stops every worker.
 
     A worker is forked and handed its first run before the next is forked (a fork of the
-    sweep process takes ~4-6 ms), and a worker with nothing left to run is told to stop at
-    once rather than when the last run ends. Stopping workers exit by themselves (tearing
-    down a worker's memory takes ~5-10 ms); ``stopping``, when given, receives them so that
-    the caller reaps them (:func:`reap`) after its own work, else they are reaped here. On
-    any error every worker is killed before this returns."""
+    sweep process takes ~5-10 ms), and a worker with nothing left to run while others still
+    run is told to stop at once. Workers exit by themselves (tearing down a worker's memory
+    takes ~10-20 ms of CPU); ``stopping``, when given, receives every worker, those still
+    idle at the end not yet told, so that the caller stops them after its own work and reaps
+    them in the background (:func:`release`); else they are stopped and reaped here. On any
+    error every worker is killed before this returns."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -361,7 +365,7 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
     queue.reverse()                 # popped from the end: in the order given
     me = os.getpid()
     slots: list[_Slot] = []
-    leaving: list = []              # workers told to stop, not yet reaped
+    leaving: list[_Slot] = []       # workers told to stop, not yet reaped
 
     def start() -> _Slot:
         mine, theirs = ctx.Pipe(duplex=True)
@@ -400,15 +404,17 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
         queue.sort(key=lambda ta: expected_samples(ta[0].scenario))    # stable: grid order among equals
 
     def stop_idle() -> None:
-        """Workers with nothing to run exit now (they would idle to the end of the sweep)."""
+        """Workers with nothing to run while others still run exit now (they would idle to
+        the end of the sweep); at the end, the caller stops them after its own work."""
         if queue or more is not None:
             return
-        for sl in [sl for sl in slots if sl.task is None]:
-            with contextlib.suppress(OSError, ValueError):
-                sl.conn.send(None)
-            sl.conn.close()
+        idle = [sl for sl in slots if sl.task is None]
+        if stopping is not None and len(idle) == len(slots):
+            return
+        for sl in idle:
+            _stop(sl)
             slots.remove(sl)
-            leaving.append(sl.proc)
+            leaving.append(sl)
 
     done = False
     try:
@@ -471,26 +477,56 @@ def run_local(tasks, series, store_result, workers: int, timeout_s: float | None
                 stop_idle()
                 for task, rec in finished:
                     store_result(task, rec)
-        stop_idle()
         done = True
     finally:
-        for sl in list(slots):
-            retire(sl)
-        if stopping is not None and done:
-            stopping.extend(leaving)
+        if done and stopping is not None:
+            stopping.extend(leaving + slots)        # all idle now
+        elif done:
+            for sl in slots:
+                _stop(sl)
+            reap([sl.proc for sl in leaving + slots])
         else:
-            reap(leaving, kill=not done)
+            for sl in list(slots):
+                retire(sl)
+            for sl in leaving:
+                _kill(sl.proc)
 
 
-def reap(procs, kill: bool = False) -> None:
-    """Wait for workers told to stop (``kill``: SIGKILL them first)."""
+def _stop(sl: _Slot) -> None:
+    """Tell an idle worker to exit."""
+    with contextlib.suppress(OSError, ValueError):
+        sl.conn.send(None)
+    sl.conn.close()
+
+
+def release(workers: list, kill: bool = False) -> None:
+    """The end of :func:`run_local`'s ``stopping`` workers: the idle ones are told to stop
+    and all are reaped by a background thread while the caller goes on (each takes ~10-20 ms
+    to exit); ``kill``: killed and reaped here (the sweep failed)."""
+    if kill:
+        for sl in workers:
+            _kill(sl.proc)
+            sl.conn.close()
+        return
+    if workers:
+        # The thread stops them too (woken here, their exits would hold up its start), and is
+        # started without waiting for it to run (threading.Thread.start waits, 1-5 ms here)
+        _thread.start_new_thread(_stop_and_reap, (list(workers),))
+
+
+def _stop_and_reap(workers: list) -> None:
+    for sl in workers:
+        if not sl.conn.closed:
+            _stop(sl)
+    reap([sl.proc for sl in workers])
+
+
+def reap(procs) -> None:
+    """Wait for workers told to stop (a worker still there after 30 s is killed)."""
     for p in procs:
-        if kill:
+        p.join(timeout=30)
+        if p.exitcode is None:
             _kill(p)
-        else:
-            p.join(timeout=5)
-            if p.exitcode is None:
-                _kill(p)
 
 
 def _kill(proc) -> None:

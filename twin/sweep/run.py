@@ -161,8 +161,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
         if on_result:
             on_result(task, rec)
 
-    leaving: list = []                  # local workers told to stop, reaped after the assembly
-    frozen = False
+    leaving: list = []                  # local workers: stopped after the assembly, reaped in the background
+    frozen = ok = False
     try:
         if local:
             # The runs of the first grid points start while the rest are validated (their
@@ -184,9 +184,10 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
             elif todo:
                 executors.run_serial(todo, spec.series, store_result)
         ds = assemble(spec, tasks, store, fresh)
-        write_dataset(ds, out)          # while the stopped workers exit
+        write_dataset(ds, out)
+        ok = True
     finally:
-        executors.reap(leaving)
+        executors.release(leaving, kill=not ok)
         if frozen:
             gc.unfreeze()
     status = ds["status"].values
