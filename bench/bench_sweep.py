@@ -83,6 +83,25 @@ def busy_cpu_s() -> float:
     return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def workers_reaped(within_s: float = 10.0) -> None:
+    """Wait until this process has no child left (the sweep's workers exit and are reaped in
+    the background after run_sweep returns): their CPU is in RUSAGE_CHILDREN only then."""
+    me = str(os.getpid())
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        kids = []
+        for p in Path("/proc").iterdir():
+            if p.name.isdigit():
+                try:
+                    if (p / "stat").read_text().rsplit(")", 1)[1].split()[1] == me:
+                        kids.append(p.name)
+                except OSError:
+                    continue
+        if not kids:
+            return
+        time.sleep(0.01)
+
+
 def one_sweep(spec: SweepSpec, out: Path, workers: int) -> dict:
     """One timed sweep: wall [s], CPU of this process and of its workers [s], the runs' own
     CPU [s] (inside the engine), and the CPU other processes took meanwhile [s]."""
@@ -91,6 +110,7 @@ def one_sweep(spec: SweepSpec, out: Path, workers: int) -> dict:
     t0 = time.perf_counter()
     outcome = run_sweep(spec, out, workers=workers)
     wall = time.perf_counter() - t0
+    workers_reaped()
     s1, c1, b1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), busy_cpu_s()
     own = (s1.ru_utime - s0.ru_utime) + (s1.ru_stime - s0.ru_stime)
     kids = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)

@@ -523,9 +523,12 @@ def _stop_and_reap(workers: list) -> None:
 
 def reap(procs) -> None:
     """Wait for workers told to stop (a worker still there after 30 s is killed)."""
+    from multiprocessing.connection import wait
     for p in procs:
         p.join(timeout=30)
-        if p.exitcode is None:
+        # exitcode stays None also when another thread reaped it first (active_children()):
+        # kill only a worker whose end of its sentinel pipe is still open, i.e. alive
+        if p.exitcode is None and not wait([p.sentinel], timeout=0):
             _kill(p)
 
 
