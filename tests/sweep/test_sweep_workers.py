@@ -11,13 +11,14 @@ import json
 import os
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from reliability_suite.test_sweeps_heal import _alive as alive
+from reliability_suite.test_sweeps_heal import _children as children_of
 
 from twin.sweep import Axis, SweepInvalid, SweepSpec, run_sweep
 from twin.sweep import executors as ex
@@ -28,16 +29,7 @@ from .conftest import SCENARIOS, SMALL
 
 def _children() -> list[int]:
     """Live (not zombie) child processes of this process."""
-    me, out = os.getpid(), []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == me and fields[0] != "Z":
-                out.append(int(p.name))
-    return out
+    return [k for k in children_of(os.getpid()) if alive(k)]
 
 
 def _gone_soon(before: set[int], within_s: float = 20.0) -> bool:
