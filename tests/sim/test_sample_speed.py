@@ -8,9 +8,7 @@
 - a free node's phase (IDLE or BURN_IN by its rack's burn-in) kept per change of a rack;
   the reference evaluates it at every refresh of ``node_phase``;
 - node power at full clock through ``node_power_plan`` (the law prepared once for fixed
-  figures); the reference is ``node_power_w`` called each time;
-- the PSU stage and the racks-off NaN filled in place (``np.putmask``); the reference is
-  ``np.where``.
+  figures); the reference is ``node_power_w`` called each time.
 
 Each comparison is shown to fail when the shortcut is deliberately broken.
 """
@@ -271,59 +269,3 @@ def test_a_broken_plan_in_a_run_is_caught(unplanned):
     def patch(mp):
         mp.setattr(sampler_mod, "node_power_plan", high)
     assert _differ(_run(SHORT, patch), unplanned) != []
-
-
-def _psu_reference(dc, cap, node_max_w):
-    """The PSU stage as it was written with np.where (one positive PSU capacity)."""
-    on = dc > 0.0
-    x = np.where(on, dc / cap, 1.0)
-    if x.size and x.min() >= node_mod.PSU_TITANIUM_LOAD_FRACTION[0]:
-        ac = np.where(on, dc / np.interp(x, node_mod.PSU_TITANIUM_LOAD_FRACTION, node_mod.PSU_TITANIUM_EFFICIENCY), 0.0)
-    else:
-        eta = power.psu_efficiency(x)
-        ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
-    return np.minimum(ac, node_max_w, out=ac)
-
-
-def _dc_cases(seed: int = 29):
-    rng = np.random.default_rng(seed)
-    for _ in range(300):
-        n = int(rng.integers(1, 300))
-        dc = rng.uniform(0.0, 12000.0, n)
-        pick = rng.random(n)
-        dc[pick < 0.2] = 0.0
-        dc[(pick >= 0.2) & (pick < 0.25)] = -rng.uniform(1, 100)     # (not a node's load: the mask's test)
-        dc[(pick >= 0.25) & (pick < 0.27)] = np.nan
-        if rng.random() < 0.5:
-            dc[pick >= 0.27] = rng.uniform(2000.0, 9000.0, int((pick >= 0.27).sum()))   # no light load
-        yield dc, float(rng.choice([16800.0, 60000.0, 8400.0])), 10200.0
-
-
-def test_psu_stage_in_place_equals_np_where():
-    for dc, cap, top in _dc_cases():
-        assert _same(node_mod._psu_ac_w(dc, np.asarray(cap), top), _psu_reference(dc, np.asarray(cap), top))
-    for dc in (np.float64(5000.0), np.array(0.0), np.array(7000.0), np.array(np.nan)):     # 0-d: np.where
-        assert _same(node_mod._psu_ac_w(dc, np.asarray(16800.0), 10200.0),
-                     _psu_reference(dc, np.asarray(16800.0), 10200.0))
-
-
-def test_a_fill_left_out_is_caught(monkeypatch):
-    monkeypatch.setattr(node_mod, "_fill_where", lambda values, mask, fill: values)
-    assert not all(_same(node_mod._psu_ac_w(dc, np.asarray(cap), top), _psu_reference(dc, np.asarray(cap), top))
-                   for dc, cap, top in _dc_cases())
-
-
-def test_racks_off_left_without_nan_are_caught(reference):
-    """The hottest GPU of a rack that is off is NaN; with no rack marked off in the fill's
-    mask a number is recorded instead (Blue Vela's ramp has racks off)."""
-    from test_sampler_speed import _differ
-
-    def no_fill(mp):
-        physics = Sampler.physics
-
-        def physics_no_fill(self):
-            if self._net is not None:
-                self._net = (*self._net[:2], np.zeros_like(self._net[2]))
-            return physics(self)
-        mp.setattr(Sampler, "physics", physics_no_fill)
-    assert "rack_gpu_temp_max_c" in _differ(_run(SHORT, no_fill), reference)

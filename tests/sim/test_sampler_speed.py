@@ -387,7 +387,7 @@ def test_stale_network_power_is_caught(ramp_run):
 
         def physics_stale(self):
             if self._net is not None:
-                self._net = (self.state.rack_on, *self._net[1:])
+                self._net = (self.state.rack_on, self._net[1])
             return physics(self)
         mp.setattr(Sampler, "physics", physics_stale)
     res = _patched_run(BV, ["simulation.duration_days=40"], stale)

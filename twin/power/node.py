@@ -488,27 +488,16 @@ def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
     # no division below can warn (speed only: np.errstate costs more than the arithmetic);
     # a node without load draws nothing whatever the efficiency, so its load is read as
     # full load (no pass through the no-load branch for the nodes that are off)
-    off = ~(dc > 0.0)
-    x = _fill_where(dc / cap_psu, off, 1.0)         # np.where(dc > 0, dc / C, 1)'s values
+    on = dc > 0.0
+    x = np.where(on, dc / cap_psu, 1.0)
     if x.size and x.min() >= PSU_TITANIUM_LOAD_FRACTION[0]:
         # no load below the curve's first point: psu_efficiency is the interpolation,
         # at least the curve's lowest efficiency (> 0), so no zero to guard against
-        ac = _fill_where(dc / np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY), off, 0.0)
+        ac = np.where(on, dc / np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY), 0.0)
     else:
         eta = psu_efficiency(x)
-        ac = _fill_where(dc / np.where(eta > 0.0, eta, 1.0), off, 0.0)
+        ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)
     return np.minimum(ac, node_max_w, out=ac)
-
-
-def _fill_where(values, mask, fill):
-    """``np.where(mask, fill, values)``'s values: in place (``np.putmask``) when ``values`` is
-    a fresh array of at least one dimension, which its caller hands over (speed only, issue
-    19: ``np.where`` on a mixed condition costs ~3x ``putmask`` at 131,072 nodes), else
-    ``np.where``."""
-    if type(values) is np.ndarray and values.ndim:
-        np.putmask(values, mask, fill)
-        return values
-    return np.where(mask, fill, values)
 
 
 def node_power_plan(

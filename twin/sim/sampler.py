@@ -76,7 +76,7 @@ class Sampler(Component):
         self._cnt: tuple | None = None      # (masks, clock version, the counts _write records)
         self._mask: tuple | None = None     # (mask version, up, powered, in-service masks)
         self._full_ver = -1                 # node_clock version at which every clock was 1
-        self._net: tuple | None = None      # (rack_on, the racks' network power [W], ~rack_on)
+        self._net: tuple | None = None      # (rack_on, the racks' network power [W])
         self._stat: tuple | None = None     # what the physics reads from the plant and scenario (static)
         #: the hottest GPU of each rack as the maximum of k columns when every rack holds the
         #: same k <= RACK_MAX_COLUMNS nodes (issue 19; False: ``np.maximum.reduceat``, the reference)
@@ -251,7 +251,7 @@ class Sampler(Component):
             return np.maximum.reduceat(node_values, first)
         v = node_values.reshape(-1, k)
         if k == 1:
-            return v[:, 0].copy()       # (a new array, as reduceat's: the caller fills it)
+            return v[:, 0]
         m = np.maximum(v[:, 0], v[:, 1])
         for j in range(2, k):
             np.maximum(m, v[:, j], out=m)
@@ -283,14 +283,13 @@ class Sampler(Component):
             node_w = power.node_power_w(phase, cap, inlet_node, clock_fraction=clock_fraction, **kw)
         rack_on = st.rack_on
         net = self._net
-        if net is None or net[0] is not rack_on:    # the racks' network power and the racks off, kept with rack_on
-            net = self._net = (rack_on, rack_on * net_w, ~rack_on)
+        if net is None or net[0] is not rack_on:    # the racks' network power, kept with rack_on
+            net = self._net = (rack_on, rack_on * net_w)
         rack_w = np.bincount(node_rack, weights=node_w, minlength=n_racks) + net[1]
         inlet_c = e.thermal.inlets_c(rack_w)
         clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[node_rack], phase, cap, **gpu_kw)
         accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, ref_c, ea_ev), float)
-        rack_gpu_max_c = self._rack_max(gpu_t, first, k)
-        np.putmask(rack_gpu_max_c, net[2], np.nan)     # np.where(rack_on, max, nan)'s values, in place
+        rack_gpu_max_c = np.where(rack_on, self._rack_max(gpu_t, first, k), np.nan)
         # every GPU at full clock (the coupling's shared ones): no shutdown, without a look
         shutdown = clock is not coupling.full_clock(clock.shape) and bool((clock <= 0.0).any())
         return PhysicsResult(rack_w, inlet_c, clock, gpu_t, accel, rack_gpu_max_c, shutdown)
