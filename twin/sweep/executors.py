@@ -62,7 +62,7 @@ class SweepInvalid(SweepError):
         n_points = len({p for p, _ in problems})
         lines = "\n".join(f"  {point}: {line}" for point, line in problems)
         super().__init__(f"{n_points} grid point(s) do not validate ({len(problems)} problem(s)); "
-                         f"nothing was run:\n{lines}")
+                         f"nothing was stored or written:\n{lines}")
 
 
 @dataclasses.dataclass

@@ -57,8 +57,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, workers: int | None = Non
     """Run every missing run of ``spec``, store each as it finishes, then assemble ``sweep.nc``
     and ``summary.csv`` in ``out_dir``.
 
-    Every grid point is validated first: :class:`~twin.sweep.executors.SweepInvalid` lists
-    all problems and nothing is written. ``workers``: local processes (default: all cores;
+    Every grid point is validated before anything is written: a point that does not validate
+    raises :class:`~twin.sweep.executors.SweepInvalid` listing every problem of every point,
+    and nothing is stored (with local workers the runs of the points validated so far start
+    meanwhile, the longest first; their results are held until the last point validates, and
+    dropped if one does not). ``workers``: local processes (default: all cores;
     1 = in this process unless ``timeout_s`` is set). ``scheduler``: ``tcp://host:port`` of
     a running Dask scheduler, or ``local`` for a fresh ``LocalCluster`` of ``workers``
     processes; ``client``: an existing ``dask.distributed.Client`` (overrides both).
