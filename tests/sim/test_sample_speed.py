@@ -103,7 +103,7 @@ def reference():
     return _run(SHORT, off)
 
 
-def test_run_with_the_shortcuts_equals_the_reference(reference):
+def test_run_with_the_shortcuts_equals_the_reference(reference, monkeypatch):
     from test_sampler_speed import _differ
     ks = []
     static = Sampler._static
@@ -112,12 +112,8 @@ def test_run_with_the_shortcuts_equals_the_reference(reference):
         st = static(self)
         ks.append(st[3])
         return st
-    mp = pytest.MonkeyPatch()
-    mp.setattr(Sampler, "_static", spy)
-    try:
-        res = _run(SHORT)
-    finally:
-        mp.undo()
+    monkeypatch.setattr(Sampler, "_static", spy)
+    res = _run(SHORT)
     assert ks and ks[0] == 2                    # Blue Vela: two nodes a rack, the columns ran
     assert _differ(res, reference) == []
 
@@ -232,7 +228,7 @@ def unplanned():
     return _run(SHORT, off)
 
 
-def test_planned_node_power_in_a_run_equals_node_power_w(unplanned, reference):
+def test_planned_node_power_in_a_run_equals_node_power_w(unplanned, reference, monkeypatch):
     """The plan ran (Blue Vela at full clock) and the run is the reference's and the
     unplanned one's, bit for bit."""
     from test_sampler_speed import _differ
@@ -246,12 +242,8 @@ def test_planned_node_power_in_a_run_equals_node_power_w(unplanned, reference):
             calls.append(1)
             return plan(*b)
         return counted
-    mp = pytest.MonkeyPatch()
-    mp.setattr(sampler_mod, "node_power_plan", counting)
-    try:
-        res = _run(SHORT)
-    finally:
-        mp.undo()
+    monkeypatch.setattr(sampler_mod, "node_power_plan", counting)
+    res = _run(SHORT)
     assert len(calls) > 50
     assert _differ(res, unplanned) == [] and _differ(res, reference) == []
 
