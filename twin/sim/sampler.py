@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from twin import power, thermal
-from twin.power.node import node_power_plan
+from twin.power.node import _scalar, node_power_plan
 from twin.sim import coupling
 from twin.sim.component import Component
 
@@ -73,6 +73,10 @@ class Sampler(Component):
         #: (issue 19; False calls ``power.node_power_w`` each time, the reference)
         self.node_power_planned = True
         self._plan: tuple | None = None     # (keywords, GPU cap, node_power_plan's function or None)
+        #: node power, GPU temperature and failure acceleration evaluated once per rack where a
+        #: rack's nodes share its phase (issue 19; False evaluates every node, the reference)
+        self.node_power_per_rack = True
+        self._split: tuple | None = None    # (phase array, its racks' first phases, the nodes that differ)
         self._cnt: tuple | None = None      # (masks, clock version, the counts _write records)
         self._mask: tuple | None = None     # (mask version, up, powered, in-service masks)
         self._full_ver = -1                 # node_clock version at which every clock was 1
@@ -266,29 +270,88 @@ class Sampler(Component):
             pl = self._plan = (kw, cap, node_power_plan(cap, **kw) if self.node_power_planned else None)
         return pl[2]
 
+    def _rack_split(self, phase: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """With the same ``k > 1`` contiguous nodes in every rack (``k`` of :meth:`_static`)
+        and ``node_power_per_rack`` on: the phase of each rack's first node (R,) and the nodes
+        whose phase differs from their rack's first [node indices], kept with the (cached,
+        read-only) phase array; else None."""
+        if not (self.node_power_per_rack and k > 1):
+            return None
+        sp = self._split
+        if sp is None or sp[0] is not phase:
+            ph = phase.reshape(-1, k)
+            lead = ph[:, 0]
+            odd = np.flatnonzero(ph[:, 1:] != lead[:, None])
+            odd += odd // (k - 1) + 1                   # (R, k-1) positions -> node indices
+            sp = self._split = (phase, lead, odd)
+        return sp[1], sp[2]
+
+    @staticmethod
+    def _by_rack(f, split, phase: np.ndarray, rack_x: np.ndarray, node_rack: np.ndarray, k: int):
+        """``f(phase, rack_x[node_rack])`` [(N,)] for an elementwise ``f``: evaluated once per
+        rack at its first node's phase, repeated to the rack's nodes, and again at the nodes
+        whose phase differs (``split`` of :meth:`_rack_split`). The same inputs, so the same
+        floats, over ~1/k of the elements (speed only, issue 19)."""
+        lead, odd = split
+        out = np.repeat(f(lead, rack_x), k)
+        if odd.size:
+            out[odd] = f(phase[odd], rack_x[node_rack[odd]])
+        return out
+
+    def _gpu_state(self, split, inlet_c: np.ndarray, phase: np.ndarray, cap, node_rack: np.ndarray, k: int,
+                   gpu_kw: dict, ref_c, ea_ev) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """GPU clock fraction, temperature [degC] and Arrhenius failure acceleration of every
+        node [(N,) each] at the racks' inlets ``inlet_c`` [degC (R,)]:
+        :func:`coupling.equilibrium_gpu_state` and :func:`thermal.arrhenius_acceleration`.
+
+        When every GPU keeps its full clock (its full-clock temperature below slowdown and
+        shutdown, the coupling's own shortcut) both are elementwise in (phase, inlet), so with
+        a ``split`` and scalar GPU figures they are evaluated per rack (:meth:`_by_rack`);
+        otherwise, or ``split`` None, per node (the reference)."""
+        if split is not None and _scalar(cap) and all(_scalar(v) for v in gpu_kw.values()):
+            def temp(ph, inlet):
+                p = power.gpu_power_w(ph, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
+                                      clock_fraction=1.0)
+                return thermal.gpu_temp_c(np.asarray(inlet, float), p, gpu_kw["thermal_resistance_k_per_w"])
+            lead, odd = split
+            t_lead = temp(lead, inlet_c)
+            t_odd = temp(phase[odd], inlet_c[node_rack[odd]])
+            t_max = max(t_lead.max(), t_odd.max()) if odd.size else t_lead.max()
+            if t_lead.size and t_max < gpu_kw["slowdown_c"] and t_max < gpu_kw["shutdown_c"]:
+                gpu_t = np.repeat(t_lead, k)
+                accel = np.repeat(np.asarray(thermal.arrhenius_acceleration(t_lead, ref_c, ea_ev), float), k)
+                if odd.size:
+                    gpu_t[odd] = t_odd
+                    accel[odd] = thermal.arrhenius_acceleration(t_odd, ref_c, ea_ev)
+                return coupling.full_clock(gpu_t.shape), gpu_t, accel
+        clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[node_rack], phase, cap, **gpu_kw)
+        return clock, gpu_t, np.asarray(thermal.arrhenius_acceleration(gpu_t, ref_c, ea_ev), float)
+
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
         failure acceleration, vectorised over every node and rack."""
         e, st = self.e, self.state
         node_rack, n_racks, first, k, gpu_kw, ref_c, ea_ev, net_w = self._stat or self._static()
         phase = st.node_phase
+        split = self._rack_split(phase, k)
         cap = e.power.gpu_cap_w
-        inlet_node = st.rack_inlet_c.view(np.ndarray)[node_rack]
         clock_fraction, kw = self._clock_fraction(), self._node_kwargs()
         # (a float: 1.0, every product of clock and brake at or above 1; else per node)
         plan = self._node_power_plan(kw, cap) if type(clock_fraction) is float else None
         if plan is not None:            # every clock full: the same law, prepared for these figures
-            node_w = plan(phase, inlet_node)
+            inlet_rack = st.rack_inlet_c.view(np.ndarray)
+            node_w = (plan(phase, inlet_rack[node_rack]) if split is None
+                      else self._by_rack(plan, split, phase, inlet_rack, node_rack, k))
         else:
-            node_w = power.node_power_w(phase, cap, inlet_node, clock_fraction=clock_fraction, **kw)
+            node_w = power.node_power_w(phase, cap, st.rack_inlet_c.view(np.ndarray)[node_rack],
+                                        clock_fraction=clock_fraction, **kw)
         rack_on = st.rack_on
         net = self._net
         if net is None or net[0] is not rack_on:    # the racks' network power, kept with rack_on
             net = self._net = (rack_on, rack_on * net_w)
         rack_w = np.bincount(node_rack, weights=node_w, minlength=n_racks) + net[1]
         inlet_c = e.thermal.inlets_c(rack_w)
-        clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[node_rack], phase, cap, **gpu_kw)
-        accel = np.asarray(thermal.arrhenius_acceleration(gpu_t, ref_c, ea_ev), float)
+        clock, gpu_t, accel = self._gpu_state(split, inlet_c, phase, cap, node_rack, k, gpu_kw, ref_c, ea_ev)
         rack_gpu_max_c = np.where(rack_on, self._rack_max(gpu_t, first, k), np.nan)
         # every GPU at full clock (the coupling's shared ones): no shutdown, without a look
         shutdown = clock is not coupling.full_clock(clock.shape) and bool((clock <= 0.0).any())
