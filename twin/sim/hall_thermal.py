@@ -93,6 +93,12 @@ class HallThermal(Component):
     #: the CRAH fan law with its per-hall constants kept (:class:`_HallFans`); False:
     #: :func:`_crah_fans_w` at every new airflow state, the reference (the same numbers)
     fan_law_kept = True
+    #: legacy model, halls that tile the racks in plant order with equal rack and unit counts
+    #: (a campus of equal halls): the inlets and the record evaluate the halls together, one
+    #: batched product per distinct model (:meth:`_stacked_inlets_c`, :meth:`_record_stacked`;
+    #: the same BLAS call and reductions per hall, so the same floats). False: the per-hall
+    #: loop, the reference (issue 19)
+    halls_stacked = True
     reads = ("node_phase", "node_clock", "rack_on")
     writes = ("rack_thermal_off",)
     emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer",
@@ -156,6 +162,11 @@ class HallThermal(Component):
             first += len(hall.cooling_units)
             self.state.rack_inlet_c[idx] = model.base_inlet_c
         self.n_units = first
+        #: (halls, racks a hall, units a hall) when the legacy halls tile the racks and the
+        #: units in order with equal counts, else None (:attr:`halls_stacked`)
+        self._tiles = self._tiling()
+        #: (the models of the halls, their grouping) of the last stacked evaluation
+        self._groups_memo: tuple | None = None
         self.chiller_available_s = -np.inf
         self.economizer_fraction: np.ndarray | None = None
 
@@ -618,10 +629,72 @@ class HallThermal(Component):
 
     def inlets_c(self, rack_w: np.ndarray) -> np.ndarray:
         """Inlet temperature of every rack [degC (R,)] for rack heat ``rack_w`` [W (R,)]."""
+        if self._tiles is not None and self.halls_stacked:
+            return self._stacked_inlets_c(rack_w)
         inlet_c = np.empty(self.plant.n_racks)
         for hall in self.halls:
             inlet_c[hall.idx] = self.hall_inlets_c(hall, rack_w)
         return inlet_c
+
+    def _tiling(self) -> tuple[int, int, int] | None:
+        """(halls H, racks a hall n, units a hall U) when the model is the legacy one and hall
+        h holds racks h n .. (h+1) n - 1 and units h U .. (h+1) U - 1 of the plant, every
+        rack in a hall: the racks' and units' arrays are then (H, n) and (H, U) views. Else
+        None, and the halls are evaluated one by one."""
+        halls = self.halls
+        if self.physical or not halls:
+            return None
+        n, u = len(halls[0].idx), len(halls[0].units)
+        if n == 0 or len(halls) * n != self.plant.n_racks or len(halls) * u != self.n_units:
+            return None
+        for h, hall in enumerate(halls):
+            if (len(hall.units) != u or hall.first_unit != h * u or len(hall.idx) != n
+                    or not np.array_equal(hall.idx, np.arange(h * n, (h + 1) * n))):
+                return None
+        return len(halls), n, u
+
+    def _model_groups(self) -> list[tuple[Any, Any]]:
+        """The halls grouped by the model in force: (model, halls) with halls a slice over
+        all of them when one model holds everywhere (a campus of equal halls between faults),
+        else an index array; kept while the same model objects are in force (the list holds
+        them, so their ids stay theirs)."""
+        models = [hall.model for hall in self.halls]
+        memo = self._groups_memo
+        if memo is not None and len(memo[0]) == len(models) and all(
+                a is b for a, b in zip(memo[0], models, strict=True)):
+            return memo[1]
+        by: dict[int, list[int]] = {}
+        for h, m in enumerate(models):
+            by.setdefault(id(m), []).append(h)
+        groups = [(models[hs[0]], slice(None) if len(hs) == len(models) else np.array(hs)) for hs in by.values()]
+        self._groups_memo = (models, groups)
+        return groups
+
+    def _stacked_inlets_c(self, rack_w: np.ndarray) -> np.ndarray:
+        """:meth:`inlets_c` over tiled legacy halls (:meth:`_tiling`): per model in force, the
+        halls that hold it and have no transient, evaluated by one ``np.matmul`` of D with
+        their (halls, racks, 1) heat, which calls the same BLAS matrix-vector product on each
+        hall's heat as ``D @ heat`` does (:func:`twin.thermal.inlet_temp_c`), then adds the
+        base inlets; halls with a transient, no model or a truncated sparse D go one by one
+        (:meth:`hall_inlets_c`). The same floats."""
+        assert self._tiles is not None
+        n_h, n, _ = self._tiles
+        x = np.asarray(rack_w, float).reshape(n_h, n)
+        out = np.empty((n_h, n))
+        halls = self.halls
+        for model, sel in self._model_groups():
+            hs = range(n_h) if isinstance(sel, slice) else sel.tolist()
+            one = [h for h in hs if halls[h].transient is not None]
+            if model is None or model.recirculation_csr is not None:
+                one = list(hs)
+            if one:                                  # one by one: the reference
+                for h in one:
+                    out[h] = self.hall_inlets_c(halls[h], rack_w)
+                if len(one) == len(hs):
+                    continue
+                sel = np.array([h for h in hs if halls[h].transient is None])
+            out[sel] = model.base_inlet_c + _matvec_rows(model.recirculation_k_per_w, x[sel])
+        return out.reshape(-1)
 
     def cache_key(self) -> tuple:
         """What the inlets depend on besides rack heat: the model in force and, while a
@@ -669,6 +742,9 @@ class HallThermal(Component):
         # no sub-sample extremes since the last sample (the common case): a rack's peak is its
         # sampled value, fmax(x, x) = x and fmax(NaN, g) = g, so whole rows are written at once
         no_peaks = all(hall.peak_inlet_c is None and hall.peak_gpu_c is None for hall in self.halls)
+        if no_peaks and self._tiles is not None and self.halls_stacked:
+            self._record_stacked(i, rec, heat)
+            return
         for h, hall in enumerate(self.halls):
             racks = self._racks_of(h, hall)
             memo = self._record_memo.get(h)
@@ -717,6 +793,52 @@ class HallThermal(Component):
         rec["cooling_capacity_margin_w"][i] = margin if math.isfinite(margin) else np.nan
         rec["cooling_unit_margin_w"][i] = unit_margin if math.isfinite(unit_margin) else np.nan
         rec["cooling_fan_power_w"][i] = fan_w
+
+    def _record_stacked(self, i: int, rec, heat: np.ndarray) -> None:
+        """:meth:`record` of tiled legacy halls (:meth:`_tiling`) without sub-sample extremes,
+        the halls together: per model in force, the unit loads of its halls by one
+        ``np.matmul`` of the heat shares with their (halls, racks, 1) heat (the same BLAS
+        product per hall as :meth:`InletModel.cooling_load_w`), the lowest running unit's
+        spare per hall as a row minimum with stopped units at +inf, each hall's heat as a row
+        sum (numpy's pairwise sum over the same n elements) and the margins' minimum over the
+        halls with Python's ``min`` from +inf, as the loop takes it. The running units'
+        summed capacity is the loop's, per hall, kept while the running sets are the same
+        arrays. Kept whole while the same heat, models and running units come back (in
+        ``_record_memo[-1]``)."""
+        assert self._tiles is not None
+        n_h, n, n_u = self._tiles
+        halls = self.halls
+        actives = [hall.active for hall in halls]
+        models = [hall.model for hall in halls]
+        memo = self._record_memo.get(-1)
+        if not (memo is not None and memo[0] is heat and all(a is b for a, b in zip(memo[1], models, strict=True))
+                and all(a is b for a, b in zip(memo[2], actives, strict=True))):
+            run = self._run_cap.get(-1)
+            if run is None or not all(a is b for a, b in zip(run[0], actives, strict=True)):
+                cap = np.array([hall.geom.cooling_capacity_w for hall in halls], float).reshape(n_h, n_u)
+                on = np.array(actives, bool).reshape(n_h, n_u)
+                run_w = np.array([float(cap[h][on[h]].sum()) for h in range(n_h)])
+                run = self._run_cap[-1] = (actives, on, cap, run_w)
+            _, on, cap, run_w = run
+            x = np.asarray(heat, float).reshape(n_h, n)
+            load = np.empty((n_h, n_u))
+            for model, sel in self._model_groups():
+                if model is None:
+                    load[sel] = 0.0
+                else:
+                    load[sel] = model.cooling_base_w + _matvec_rows(model.cooling_heat_share, x[sel])
+            load = np.where(on, load, 0.0)
+            unit_m = np.where(on, cap - load, np.inf).min(axis=1)
+            hall_m = np.minimum(run_w, float(self._plant_share_w)) - _row_sums(x)
+            memo = self._record_memo[-1] = (heat, models, actives, load.reshape(-1),
+                                            min([np.inf, *unit_m.tolist()]), min([np.inf, *hall_m.tolist()]))
+        rec["cooling_unit_load_w"][i] = memo[3]
+        rec["rack_inlet_peak_c"][i] = self.state.rack_inlet_c
+        rec["rack_gpu_temp_peak_c"][i] = rec["rack_gpu_temp_max_c"][i]
+        margin, unit_margin = memo[5], memo[4]
+        rec["cooling_capacity_margin_w"][i] = margin if math.isfinite(margin) else np.nan
+        rec["cooling_unit_margin_w"][i] = unit_margin if math.isfinite(unit_margin) else np.nan
+        rec["cooling_fan_power_w"][i] = 0.0
 
     def _racks_of(self, h: int, hall: HallModel):
         """Hall ``h``'s racks as an index: a slice when they are a contiguous ascending run
@@ -781,6 +903,19 @@ def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.nda
     return float(np.sum(np.where(active, crah_fan_power_w(
         flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
         static_pressure_fraction=fans.static_pressure_fraction, design_power_w=design_power_w), 0.0)))
+
+
+def _matvec_rows(m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``m @ x[h]`` for every row h of ``x`` (H, n), as (H, k): ``np.matmul`` of ``m`` (k, n)
+    with the (H, n, 1) vectors, which calls the same BLAS matrix-vector product on each row
+    as ``m @ x[h]`` does (not a matrix-matrix product, whose sums run in another order)."""
+    return np.matmul(m, x[:, :, None])[:, :, 0]
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """Sum of each row of ``x`` (H, n): numpy's pairwise sum over each row's n elements, the
+    same as ``np.sum`` of that row alone."""
+    return x.sum(axis=1)
 
 
 def _of_racks(plant, what, idx: np.ndarray):
