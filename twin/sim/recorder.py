@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -76,6 +77,7 @@ class RackAggregates:
     hall_inlet_max_c: np.ndarray | None
     inlet_peak_max_c: float = math.nan
     it_peak_w: float = -math.inf
+    _halls: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def empty(cls, n_samples: int, n_racks: int, n_rpps: int, n_halls: int, halls: bool) -> RackAggregates:
@@ -87,22 +89,54 @@ class RackAggregates:
                    hall_power_w=np.zeros((n_samples, n_halls)) if halls else None,
                    hall_inlet_max_c=np.full((n_samples, n_halls), np.nan, np.float32) if halls else None)
 
+    #: fold with shared passes over the window (issue 19, speed only): each mask and the
+    #: powered inlets evaluated once, the recommended-range test as two comparisons, the hall
+    #: sort skipped for racks already in hall order; False runs :meth:`_fold_reference`
+    shared: ClassVar[bool] = True
+
     def fold(self, i0: int, w: dict[str, np.ndarray], flow, rack_hall: np.ndarray | None) -> None:
         """Fold samples ``i0 .. i0 + len(window)`` of the per-rack series ``w`` and their
-        power-tree ``flow`` into the aggregates."""
+        power-tree ``flow`` into the aggregates.
+
+        The same numbers as :meth:`_fold_reference`: a powered inlet above the recommended
+        maximum (``pin > max`` there, ``pin`` NaN where unpowered) is ``on & (inlet > max)``;
+        an ASHRAE class beyond recommended (``ashrae_class > 0``: the inlet, as float64,
+        outside ``[min, max]`` or NaN) is the inlet outside that range or NaN, the float32
+        inlet compared with bounds that float32 holds exactly; a stable argsort of halls
+        already in order is the identity."""
+        if not self.shared:
+            return self._fold_reference(i0, w, flow, rack_hall)
         from twin.sim.state import RackState
-        from twin.thermal import ashrae_class
         from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
 
         on = RackState.powered(w["rack_state"])
         inlet = w["rack_inlet_c"]
-        pin = np.where(on, inlet, np.nan)
-        hot = np.where(on, inlet, -np.inf).max(axis=0)
+        hot_all = np.where(on, inlet, -np.inf)
+        hot = hot_all.max(axis=0)
         self.inlet_max_c = np.fmax(self.inlet_max_c, np.where(np.isfinite(hot), hot, np.nan).astype(np.float32))
-        with np.errstate(invalid="ignore"):
-            self.n_above += (pin > ASHRAE_RECOMMENDED_MAX_C).sum(axis=0)
-            self.n_outside += ((pin > ASHRAE_RECOMMENDED_MAX_C) | (pin < ASHRAE_RECOMMENDED_MIN_C)).sum(axis=0)
-        self.n_ashrae_out += (on & (ashrae_class(inlet) > 0)).sum(axis=0)
+        above = inlet > ASHRAE_RECOMMENDED_MAX_C
+        above &= on
+        self.n_above += above.sum(axis=0)
+        outside = inlet < ASHRAE_RECOMMENDED_MIN_C
+        outside &= on
+        outside |= above
+        self.n_outside += outside.sum(axis=0)
+        nan = np.isnan(inlet)
+        nan &= on
+        nan |= outside
+        self.n_ashrae_out += nan.sum(axis=0)
+        power = self._fold_series(w, flow, on, inlet)
+        if self.hall_power_w is not None and self.hall_inlet_max_c is not None and rack_hall is not None:
+            order, halls, starts = self._hall_runs(rack_hall)
+            t = len(power)
+            pw = power.astype(float) if order is None else power[:, order].astype(float)
+            self.hall_power_w[i0:i0 + t, halls] = np.add.reduceat(pw, starts, axis=1)
+            hmax = np.maximum.reduceat(hot_all if order is None else hot_all[:, order], starts, axis=1)
+            self.hall_inlet_max_c[i0:i0 + t, halls] = np.where(np.isfinite(hmax), hmax, np.nan)
+
+    def _fold_series(self, w: dict[str, np.ndarray], flow, on: np.ndarray, inlet: np.ndarray) -> np.ndarray:
+        """Fold the powered inlets' histogram, the peak inlets, the rack power and the
+        power tree's IT peak and RPP loads (both folds); returns the window's rack power."""
         vals = inlet[on].astype(float)
         if vals.size:
             b = np.clip(((vals - _HIST_LO_C) / _HIST_BIN_K).astype(np.int64), 0, _HIST_BINS - 1)
@@ -119,6 +153,35 @@ class RackAggregates:
         if it[k] > self.it_peak_w:
             self.it_peak_w, self.power_at_peak_w = float(it[k]), power[k].copy()
         self.rpp_lf_max = np.maximum(self.rpp_lf_max, np.asarray(flow.rpp_load_fraction, np.float32).max(axis=0))
+        return power
+
+    def _hall_runs(self, rack_hall: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """The racks sorted by hall (None: already in hall order), the halls and the first
+        position of each, kept with ``rack_hall`` (the same array every fold)."""
+        hit = self._halls
+        if hit is None or hit[0] is not rack_hall:
+            order = np.argsort(rack_hall, kind="stable")
+            halls, starts = np.unique(rack_hall[order], return_index=True)
+            same = bool(np.array_equal(order, np.arange(len(order))))
+            hit = self._halls = (rack_hall, None if same else order, halls, starts)
+        return hit[1], hit[2], hit[3]
+
+    def _fold_reference(self, i0: int, w: dict[str, np.ndarray], flow, rack_hall: np.ndarray | None) -> None:
+        """:meth:`fold` as first written, the reference the shared passes are tested against."""
+        from twin.sim.state import RackState
+        from twin.thermal import ashrae_class
+        from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
+
+        on = RackState.powered(w["rack_state"])
+        inlet = w["rack_inlet_c"]
+        pin = np.where(on, inlet, np.nan)
+        hot = np.where(on, inlet, -np.inf).max(axis=0)
+        self.inlet_max_c = np.fmax(self.inlet_max_c, np.where(np.isfinite(hot), hot, np.nan).astype(np.float32))
+        with np.errstate(invalid="ignore"):
+            self.n_above += (pin > ASHRAE_RECOMMENDED_MAX_C).sum(axis=0)
+            self.n_outside += ((pin > ASHRAE_RECOMMENDED_MAX_C) | (pin < ASHRAE_RECOMMENDED_MIN_C)).sum(axis=0)
+        self.n_ashrae_out += (on & (ashrae_class(inlet) > 0)).sum(axis=0)
+        power = self._fold_series(w, flow, on, inlet)
         if self.hall_power_w is not None and self.hall_inlet_max_c is not None and rack_hall is not None:
             # racks sorted by hall, then one reduceat per hall run
             order = np.argsort(rack_hall, kind="stable")

@@ -281,8 +281,15 @@ class Sampler(Component):
         if sp is None or sp[0] is not phase:
             ph = phase.reshape(-1, k)
             lead = ph[:, 0]
-            odd = np.flatnonzero(ph[:, 1:] != lead[:, None])
-            odd += odd // (k - 1) + 1                   # (R, k-1) positions -> node indices
+            # the racks with a node unlike the first (a column at a time: a broadcast compare
+            # over the strided (R, k) view costs ~10x more), then those racks' nodes
+            mixed = ph[:, 1] != lead
+            for j in range(2, k):
+                mixed |= ph[:, j] != lead
+            racks = np.flatnonzero(mixed)
+            sub = ph[racks]
+            pos = np.flatnonzero(sub != sub[:, :1])     # (m, k) positions, ascending
+            odd = racks[pos // k] * k + pos % k
             sp = self._split = (phase, lead, odd)
         return sp[1], sp[2]
 
