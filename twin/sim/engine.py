@@ -39,6 +39,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Generator
+from heapq import heappush
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,28 @@ class CountingEnvironment(simpy.Environment):
         self.ceiling = ceiling
         self.event_counts: dict[str, list[int]] = {}
         self._on_storm = on_storm
+        #: answer :meth:`queued_after` from what :meth:`schedule` kept (the last event
+        #: scheduled at each instant, each event's own key) instead of a scan of the queue;
+        #: False scans, the reference (tests/sim/test_job_parking_near.py)
+        self.keyed_queue = True
+        self._last_at: dict[float, tuple[int, int]] = {}    # instant -> largest (priority, id) scheduled there
+        self._prune_at = 4096
+
+    def schedule(self, event, priority=simpy.events.NORMAL, delay=0) -> None:
+        """simpy's ``schedule`` (the same queue entry), keeping the event's
+        ``(time, priority, id)`` on it and the largest ``(priority, id)`` of each instant."""
+        t = self._now + delay
+        key = (priority, next(self._eid))
+        heappush(self._queue, (t, *key, event))
+        event._twin_key = (t, *key)
+        last = self._last_at
+        k = last.get(t)
+        if k is None or key > k:
+            last[t] = key
+            if len(last) > self._prune_at:       # instants in the past can no longer be asked about
+                now = self._now
+                self._last_at = {u: v for u, v in last.items() if u >= now}
+                self._prune_at = 2 * len(self._last_at) + 4096
 
     def process(self, generator):
         kind = getattr(generator, "__qualname__", type(generator).__name__)
@@ -161,6 +184,11 @@ class CountingEnvironment(simpy.Environment):
         """Whether an event is queued for time ``t`` that will be processed after ``event``
         (scheduled after it at the same priority, or at a later one); True when ``event``
         is not queued (or None)."""
+        if self.keyed_queue and t > self._now and event is not None:
+            own = getattr(event, "_twin_key", None)
+            if own is not None and own[0] > self._now:      # queued (nothing after now has run)
+                last = self._last_at.get(t)
+                return last is not None and last > own[1:]
         key = self._queue_key(event)
         return key is None or any(entry[0] == t and entry[1:3] > key for entry in self._queue)
 
