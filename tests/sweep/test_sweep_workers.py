@@ -181,3 +181,14 @@ def test_workers_keep_the_memory_a_run_frees_for_the_next(tmp_path, monkeypatch)
     for k in sweeps[True].dataset.data_vars:
         if k != "wall_s":
             np.testing.assert_array_equal(sweeps[True].dataset[k].values, sweeps[False].dataset[k].values)
+
+
+def test_an_in_process_sweep_leaves_the_callers_allocator_alone(tmp_path, monkeypatch):
+    """One worker runs in the caller's own process (a notebook, a script): glibc cannot
+    restore its adaptive mmap threshold once mallopt has fixed it, so the serial sweep
+    must not call mallopt at all (only the sweep's forked workers tune their allocator)."""
+    calls: list = []
+    monkeypatch.setattr(ex, "_mallopt", lambda param, value: calls.append((param, value)) or True)
+    sweep = run_sweep(_spec(rates=(1,), seeds=(0, 1)), tmp_path / "serial", workers=1)
+    assert sweep.dataset.sizes["seed"] == 2
+    assert calls == []

@@ -239,7 +239,6 @@ def failed_record(error: str, failure: str, wall_s: float = math.nan, **more) ->
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 SWEEP_TRIM_THRESHOLD_BYTES = 256 << 20
 SWEEP_MMAP_THRESHOLD_BYTES = 32 << 20
-_GLIBC_TRIM_THRESHOLD_BYTES = 128 << 10     # glibc's default, given back after an in-process sweep
 
 
 def _mallopt(param: int, value: int) -> bool:
@@ -264,16 +263,12 @@ def keep_freed_memory() -> bool:
 
 
 def run_serial(tasks, series, store_result: Callable[[Any, dict], None]) -> None:
-    """The runs in this process, with the allocator as in a worker (:func:`keep_freed_memory`)
-    while they run; the trim threshold is glibc's default again after (glibc's adaptive
-    thresholds stay off: allocations under 32 MiB come from the heap, as they settle anyway)."""
-    kept = keep_freed_memory()
-    try:
-        for t in tasks:
-            store_result(t, execute_run(t.scenario, series))
-    finally:
-        if kept:
-            _mallopt(_M_TRIM_THRESHOLD, _GLIBC_TRIM_THRESHOLD_BYTES)
+    """The runs in this process, one after the other. The allocator is left as the caller
+    set it: this is the caller's process (a notebook, a script), and glibc cannot give back
+    its adaptive mmap threshold once ``mallopt`` has fixed it, so :func:`keep_freed_memory`
+    is for the sweep's own worker processes only."""
+    for t in tasks:
+        store_result(t, execute_run(t.scenario, series))
 
 
 # --------------------------------------------------------------------------- local processes
