@@ -130,11 +130,14 @@ def test_vectorised_row_quantiles_are_numpys_bit_for_bit(a, q):
 def test_the_longest_runs_known_are_dispatched_first(tmp_path, monkeypatch):
     """Runs of 1, 2 and 4 simulated days: the two workers get the first point's runs at once
     (the other points are validated meanwhile, ~3 ms each); from then on the queue hands out
-    the longest first."""
+    the longest first. The 1-day runs are held 0.5 s so that every point has been validated
+    (and queued) before a worker asks for its second run, however loaded the machine."""
     real_run = ex.execute_run
 
     def noting_the_start(scenario, series):
         t = time.time()
+        if scenario.simulation.duration_days == 1:
+            time.sleep(0.5)
         rec = real_run(scenario, series)
         rec["started_at"] = t
         return rec
@@ -150,37 +153,58 @@ def test_the_longest_runs_known_are_dispatched_first(tmp_path, monkeypatch):
     assert days[2:] == [4, 4, 4, 2, 2, 2, 1]
 
 
-def test_workers_keep_the_memory_a_run_frees_for_the_next(tmp_path, monkeypatch):
+def test_workers_keep_the_memory_a_run_frees_for_the_next(tmp_path):
     """glibc gives the heap's free top back to the kernel at once by default, so each run
     faulted its working memory in again; a worker keeps it (keep_freed_memory): far fewer
-    page faults per run, the same numbers."""
+    page faults per run, the same numbers. In a fresh interpreter: a forked worker inherits
+    the allocator's thresholds, which glibc raises as a long-lived process (a test worker)
+    frees large blocks, so the comparison needs a process with glibc's starting state."""
     import platform
-    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
     assert platform.libc_ver()[0] == "glibc"        # the machines the tests run on
-    real_run, real_keep = ex.execute_run, ex.keep_freed_memory
-
-    def noting_faults(scenario, series):
-        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        rec = real_run(scenario, series)
-        rec["page_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-        return rec
-    monkeypatch.setattr(ex, "execute_run", noting_faults)
-    two_days = ("simulation.duration_days=2", "simulation.sample_interval_s=3600")   # one-day runs fault little either way
-    run_sweep(_spec(rates=(1,), seeds=(0,), overrides=two_days), tmp_path / "warm", workers=1)
-    faults, sweeps = {}, {}
-    for keep in (True, False):
-        monkeypatch.setattr(ex, "keep_freed_memory", real_keep if keep else (lambda: False))
-        sweeps[keep] = run_sweep(_spec(seeds=(0, 1, 2, 3), overrides=two_days), tmp_path / f"keep{keep}", workers=2)
-        recs = [json.loads(p.read_text()) for p in (tmp_path / f"keep{keep}" / "runs").glob("*.json")]
-        by_worker: dict[int, list] = {}
-        for r in recs:
-            by_worker.setdefault(r["pid"], []).append(r["page_faults"])
-        # each worker's first run copies the pages it shares with the sweep process: left out
-        faults[keep] = np.median([f for fs in by_worker.values() for f in sorted(fs)[:-1]])
-    assert faults[True] * 3 < faults[False], faults
-    for k in sweeps[True].dataset.data_vars:
-        if k != "wall_s":
-            np.testing.assert_array_equal(sweeps[True].dataset[k].values, sweeps[False].dataset[k].values)
+    code = f"""
+import json, resource, sys
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from sweep.test_sweep_workers import _spec
+from twin.sweep import run_sweep
+from twin.sweep import executors as ex
+out = Path({str(tmp_path)!r})
+real_run, real_keep = ex.execute_run, ex.keep_freed_memory
+def noting_faults(scenario, series):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    rec = real_run(scenario, series)
+    rec["page_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    return rec
+ex.execute_run = noting_faults
+two_days = ("simulation.duration_days=2", "simulation.sample_interval_s=3600")  # one-day runs fault little either way
+run_sweep(_spec(rates=(1,), seeds=(0,), overrides=two_days), out / "warm", workers=1)
+faults, same = {{}}, True
+sweeps = {{}}
+for keep in (True, False):
+    ex.keep_freed_memory = real_keep if keep else (lambda: False)
+    sweeps[keep] = run_sweep(_spec(seeds=(0, 1, 2, 3), overrides=two_days), out / f"keep{{keep}}", workers=2)
+    recs = [json.loads(p.read_text()) for p in (out / f"keep{{keep}}" / "runs").glob("*.json")]
+    by_worker = {{}}
+    for r in recs:
+        by_worker.setdefault(r["pid"], []).append(r["page_faults"])
+    # each worker's first run copies the pages it shares with the sweep process: left out
+    faults[keep] = float(np.median([f for fs in by_worker.values() for f in sorted(fs)[:-1]]))
+for k in sweeps[True].dataset.data_vars:
+    if k != "wall_s":
+        a, b = sweeps[True].dataset[k].values, sweeps[False].dataset[k].values
+        same &= bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+print(json.dumps({{"kept": faults[True], "not_kept": faults[False], "same": same}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["kept"] * 3 < got["not_kept"], got
+    assert got["same"], got
 
 
 def test_an_in_process_sweep_leaves_the_callers_allocator_alone(tmp_path, monkeypatch):
