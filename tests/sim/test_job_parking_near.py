@@ -10,12 +10,13 @@ scheduling instead of a scan of the queue; it must answer what the scan answers.
 import numpy as np
 import pytest
 from sim.test_bulk_samples import _differences  # (series, KPIs and events that differ)
+from sim.test_job_parking import _run
 from sim.test_job_parking import _scenario as _parking_scenario
 
 from twin.scenario import validate_data
 from twin.sim import engine as engine_mod
 from twin.sim import jobs as jobs_mod
-from twin.sim.engine import CountingEnvironment, Engine
+from twin.sim.engine import CountingEnvironment
 
 
 def _scenario(dt_s: float):
@@ -26,13 +27,6 @@ def _scenario(dt_s: float):
     s = _parking_scenario().model_dump(mode="json")
     s["simulation"]["sample_interval_s"] = dt_s
     return validate_data(s)
-
-
-def _run(scenario, park=True, near=True):
-    e = Engine(scenario)
-    e.jobs.park = park
-    e.jobs.park_near_checkpoint = near
-    return e.run(), e
 
 
 @pytest.fixture(scope="module", params=[1.0, 480.0])
