@@ -4,7 +4,8 @@ in (phase, inlet), and a rack's nodes share its inlet, so with the same k contig
 every rack they are evaluated once per rack at its first node's phase and again at the nodes
 whose phase differs. The reference (``Sampler.node_power_per_rack = False``) evaluates every
 node; the two must agree bit for bit, and each comparison fails when the per-rack path is
-broken on purpose.
+broken on purpose. The racks' power, summed over the columns of the (R, k) view into zeros,
+is ``bincount``'s sum (``Sampler.rack_sum_columns = False``), tested the same way.
 """
 
 from pathlib import Path
@@ -16,7 +17,7 @@ from twin import thermal
 from twin.phases import Phase
 from twin.power.node import node_power_plan
 from twin.sim import coupling
-from twin.sim.sampler import Sampler
+from twin.sim.sampler import RACK_MAX_COLUMNS, Sampler
 
 ROOT = Path(__file__).resolve().parents[2]
 BV = ROOT / "scenarios" / "blue_vela.yaml"
@@ -134,13 +135,15 @@ def _run(patch=None):
 
 @pytest.fixture(scope="module")
 def per_node():
-    """Blue Vela's first days (two nodes a rack) with every node evaluated."""
+    """Blue Vela's first days (two nodes a rack) with every node evaluated and the racks'
+    power by ``bincount``."""
     def off(mp):
         init = Sampler.__init__
 
         def init_off(self, engine):
             init(self, engine)
             self.node_power_per_rack = False
+            self.rack_sum_columns = False
         mp.setattr(Sampler, "__init__", init_off)
     return _run(off)
 
@@ -171,3 +174,43 @@ def test_a_broken_rack_split_in_a_run_is_caught(per_node):
     def patch(mp):
         mp.setattr(Sampler, "_rack_split", uniform)
     assert _differ(_run(patch), per_node) != []
+
+
+def _sum_sampler(columns: bool) -> Sampler:
+    s = Sampler.__new__(Sampler)
+    s.rack_sum_columns = columns
+    return s
+
+
+@pytest.mark.parametrize("k", range(1, RACK_MAX_COLUMNS + 1))
+def test_rack_sum_by_columns_equals_bincount(k):
+    """Column adds into zeros are bincount's additions: values spanning many magnitudes
+    (where the order of additions shows), signed zeros, NaN and infinities."""
+    rng = np.random.default_rng(40 + k)
+    for racks in (1, 3, 300):
+        v = rng.uniform(0.0, 1.0, racks * k) * 10.0 ** rng.integers(-3, 12, racks * k)
+        pick = rng.random(racks * k)
+        v[pick < 0.03] = -0.0
+        v[(pick >= 0.03) & (pick < 0.05)] = np.nan
+        v[(pick >= 0.05) & (pick < 0.06)] = np.inf
+        node_rack = np.repeat(np.arange(racks), k)
+        got = _sum_sampler(True)._rack_sum(v, node_rack, racks, k)
+        assert _same(got, np.bincount(node_rack, weights=v, minlength=racks))
+        assert _same(got, _sum_sampler(False)._rack_sum(v, node_rack, racks, k))
+
+
+def test_rack_sum_in_another_order_is_caught(monkeypatch):
+    """Columns added last to first round differently: the comparison sees it."""
+    rng = np.random.default_rng(5)
+    k, racks = 4, 500
+    v = rng.uniform(0.0, 1.0, racks * k) * 10.0 ** rng.integers(-3, 12, racks * k)
+    node_rack = np.repeat(np.arange(racks), k)
+
+    def reversed_columns(self, w, nr, n, kk):
+        acc = np.zeros(n)
+        for j in reversed(range(kk)):
+            acc += w.reshape(-1, kk)[:, j]
+        return acc
+    monkeypatch.setattr(Sampler, "_rack_sum", reversed_columns)
+    assert not _same(_sum_sampler(True)._rack_sum(v, node_rack, racks, k),
+                     np.bincount(node_rack, weights=v, minlength=racks))
