@@ -111,10 +111,11 @@ def test_a_queue_key_kept_wrong_is_caught(monkeypatch):
 
     def first_only(self, event, priority=1, delay=0):
         t = self._now + delay
-        key = (priority, next(self._eid))
-        engine_mod.heappush(self._queue, (t, *key, event))
-        event._twin_key = (t, *key)
-        self._last_at.setdefault(t, key)
+        eid = next(self._eid)
+        engine_mod.heappush(self._queue, (t, priority, eid, event))
+        event._twin_key = (t, priority, eid)
+        if priority == 1:
+            self._last_at.setdefault(t, eid)
 
     scanned = [_queue_answers(_Scanning, seed) for seed in range(20)]
     monkeypatch.setattr(CountingEnvironment, "schedule", first_only)
