@@ -39,10 +39,9 @@ def _scenario():
     return validate_data(s)
 
 
-def _run(scenario, park=True, bulk=True, near=True):
+def _run(scenario, park=True, bulk=True):
     e = Engine(scenario)
     e.jobs.park = park
-    e.jobs.park_near_checkpoint = near      # tests/sim/test_job_parking_near.py
     e.sampler.bulk = bulk
     return e.run(), e
 

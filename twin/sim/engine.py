@@ -39,7 +39,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Generator
-from heapq import heappush
 from typing import Any
 
 import numpy as np
@@ -64,7 +63,6 @@ from twin.sim.state import ClusterState
 from twin.sim.swing import Swing
 
 DAY = 86400.0
-_NORMAL = simpy.events.NORMAL
 #: named random streams, children of the scenario seed in this order (never reorder:
 #: the same seed must give the same run)
 RNG_STREAMS = ("fail", "repair", "grid", "cool", "detect", "misc")
@@ -136,28 +134,6 @@ class CountingEnvironment(simpy.Environment):
         self.ceiling = ceiling
         self.event_counts: dict[str, list[int]] = {}
         self._on_storm = on_storm
-        #: answer :meth:`queued_after` from what :meth:`schedule` kept (the last event
-        #: scheduled at each instant, each event's own key) instead of a scan of the queue;
-        #: False scans, the reference (tests/sim/test_job_parking_near.py)
-        self.keyed_queue = True
-        self._last_at: dict[float, int] = {}    # instant -> id of the last normal-priority event scheduled there
-        self._prune_at = 4096
-
-    def schedule(self, event, priority=simpy.events.NORMAL, delay=0) -> None:
-        """simpy's ``schedule`` (the same queue entry), keeping the event's
-        ``(time, priority, id)`` on it and, for each instant, the id of the last event of
-        normal priority scheduled there (ids grow, so the last is the largest)."""
-        t = self._now + delay
-        eid = next(self._eid)
-        heappush(self._queue, (t, priority, eid, event))
-        event._twin_key = (t, priority, eid)
-        if priority == _NORMAL:
-            last = self._last_at
-            last[t] = eid
-            if len(last) > self._prune_at:       # instants in the past can no longer be asked about
-                now = self._now
-                self._last_at = {u: v for u, v in last.items() if u >= now}
-                self._prune_at = 2 * len(self._last_at) + 4096
 
     def process(self, generator):
         kind = getattr(generator, "__qualname__", type(generator).__name__)
@@ -185,13 +161,6 @@ class CountingEnvironment(simpy.Environment):
         """Whether an event is queued for time ``t`` that will be processed after ``event``
         (scheduled after it at the same priority, or at a later one); True when ``event``
         is not queued (or None)."""
-        if self.keyed_queue and t > self._now and event is not None:
-            own = getattr(event, "_twin_key", None)
-            # queued (nothing after now has run), of normal priority: only a normal event
-            # scheduled later at t comes after it there (an urgent one comes first)
-            if own is not None and own[0] > self._now and own[1] == _NORMAL:
-                last = self._last_at.get(t)
-                return last is not None and last > own[2]
         key = self._queue_key(event)
         return key is None or any(entry[0] == t and entry[1:3] > key for entry in self._queue)
 

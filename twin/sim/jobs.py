@@ -159,11 +159,6 @@ class Jobs(Component):
         #: against (tests/sim/test_job_parking.py). Off with links shared between jobs (a
         #: rate may then jump at any start or end).
         self.park = self.s.fabric.sharing == "none"
-        #: a parked job without a token target may stay parked up to the sample before its
-        #: checkpoint (not ``PARK_SAMPLES`` ahead of it: its checkpoint does not move with
-        #: the rate), so a job checkpointing about once per sample parks too; False keeps the
-        #: margin, the reference (tests/sim/test_job_parking_near.py)
-        self.park_near_checkpoint = True
         self._parked: list[tuple[JobState, _Parked]] = []   # in the order of their wake-ups
         self._parked_ahead: list[tuple[JobState, _Parked]] = []     # ... ahead of the sampler
         self._ahead_until = -math.inf       # as _parked_until, for the jobs parked ahead
@@ -565,19 +560,12 @@ class Jobs(Component):
         if wake != step_s:
             return False
         dt = self.e.dt_s
+        h = now + PARK_SAMPLES * dt
+        if not (job.next_ckpt_s > h and eta > h):
+            return False
         tgt = job.spec.tokens_target
-        if not tgt and self.park_near_checkpoint:
-            # no end that moves with the rate: the checkpoint need only come after the
-            # sample whose wake-up the sampler does, not on it (there the sampler unparks
-            # the job, its timeout to the checkpoint created where its own would have been)
-            if not job.next_ckpt_s > step_s + _NEAR_SAMPLES * dt:
-                return False
-        else:
-            h = now + PARK_SAMPLES * dt
-            if not (job.next_ckpt_s > h and eta > h):
-                return False
-            if tgt and not tgt * _DONE_SHARE - job.tokens > PARK_SAMPLES * job.rate_tok_s * dt:
-                return False
+        if tgt and not tgt * _DONE_SHARE - job.tokens > PARK_SAMPLES * job.rate_tok_s * dt:
+            return False
         if not queued:
             return True
         if ahead:
@@ -1060,10 +1048,6 @@ def _added(x0: float, increments: np.ndarray) -> np.ndarray:
 #: a training fixed job is parked while its next checkpoint and end lie more than this many
 #: samples ahead (:meth:`Jobs._may_park`)
 PARK_SAMPLES = 4
-
-#: ... and a parked job without a token target while its checkpoint lies more than this many
-#: samples after the sample that does its wake-up (:attr:`Jobs.park_near_checkpoint`)
-_NEAR_SAMPLES = 0
 
 
 class _Parked(simpy.Event):
