@@ -36,15 +36,12 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
         return p, t, g
 
     if inlet.size and _scalar(slowdown_c) and _scalar(shutdown_c):
-        # below its slowdown (and shutdown) threshold the clock law gives the full clock, so
-        # when the hottest GPU at full clock is below both, every GPU keeps its full clock
-        # and neither the law per node nor the bisection is needed (speed only, issue 19;
-        # tests/sim/test_sampler_speed.py checks this against the law)
-        p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
-                              clock_fraction=1.0)
-        t = thermal.gpu_temp_c(inlet, p, thermal_resistance_k_per_w)
-        t_max = t.max()
-        if t_max < slowdown_c and t_max < shutdown_c:
+        # when the hottest GPU at full clock is below both thresholds every GPU keeps its
+        # full clock and neither the law per node nor the bisection is needed (speed only,
+        # issue 19; tests/sim/test_sampler_speed.py checks this against the law)
+        p, t = full_clock_gpu_state(inlet, phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
+                                    thermal_resistance_k_per_w=thermal_resistance_k_per_w)
+        if keeps_full_clock(t.max(), slowdown_c, shutdown_c):
             return full_clock(inlet.shape), p, t
     ones = np.ones(inlet.shape)
     p, t, g = state(ones)
@@ -62,6 +59,21 @@ def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gp
     p, t, g = state(f)
     f = np.where(g <= 0.0, 0.0, f)   # too hot even when slowed: shutdown
     return f, p, t
+
+
+def full_clock_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
+                         thermal_resistance_k_per_w) -> tuple[np.ndarray, np.ndarray]:
+    """GPU power [W] and temperature [degC] of each node's GPUs at full clock, elementwise in
+    (phase, inlet): ``P = power.gpu_power_w(phase, cap, clock_fraction=1)``,
+    ``T = inlet + R_th P`` (:func:`thermal.gpu_temp_c`); ``inlet_temp_c`` [degC] as float."""
+    p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w, clock_fraction=1.0)
+    return p, thermal.gpu_temp_c(np.asarray(inlet_temp_c, float), p, thermal_resistance_k_per_w)
+
+
+def keeps_full_clock(gpu_temp_max_c, slowdown_c, shutdown_c) -> bool:
+    """True when the hottest GPU at full clock [degC] is below the slowdown and the shutdown
+    thresholds [degC, scalars]: below both the clock law gives the full clock to every GPU."""
+    return bool(gpu_temp_max_c < slowdown_c and gpu_temp_max_c < shutdown_c)
 
 
 @lru_cache(maxsize=8)

@@ -336,14 +336,14 @@ class Sampler(Component):
         otherwise, or ``split`` None, per node (the reference)."""
         if split is not None and _scalar(cap) and all(_scalar(v) for v in gpu_kw.values()):
             def temp(ph, inlet):
-                p = power.gpu_power_w(ph, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
-                                      clock_fraction=1.0)
-                return thermal.gpu_temp_c(np.asarray(inlet, float), p, gpu_kw["thermal_resistance_k_per_w"])
+                return coupling.full_clock_gpu_state(
+                    inlet, ph, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
+                    thermal_resistance_k_per_w=gpu_kw["thermal_resistance_k_per_w"])[1]
             lead, odd = split
             t_lead = temp(lead, inlet_c)
             t_odd = temp(phase[odd], inlet_c[node_rack[odd]])
             t_max = max(t_lead.max(), t_odd.max()) if odd.size else t_lead.max()
-            if t_lead.size and t_max < gpu_kw["slowdown_c"] and t_max < gpu_kw["shutdown_c"]:
+            if t_lead.size and coupling.keeps_full_clock(t_max, gpu_kw["slowdown_c"], gpu_kw["shutdown_c"]):
                 gpu_t = np.repeat(t_lead, k)
                 accel = np.repeat(np.asarray(thermal.arrhenius_acceleration(t_lead, ref_c, ea_ev), float), k)
                 if odd.size:
