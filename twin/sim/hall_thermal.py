@@ -124,9 +124,11 @@ class HallThermal(Component):
         self._plant_kw: dict[int, dict] = {}     # per hall: the plant's fixed settings
         #: per hall: (the airflow its models hold, the move beyond which it changes [m3/s])
         self._airflow_thr: dict[int, tuple] = {}
-        #: each hall's share of the chilled-water plant [W] (inf: unlimited, or the legacy model)
-        self._plant_share_w = (self.cs.plant.capacity_kw * 1e3 / len(s.site.halls)
-                               if self.physical and self.cs.plant.capacity_kw is not None else np.inf)
+        #: each hall's share of the chilled-water plant's capacity [W] (inf: unlimited), and
+        #: the share the record's hall margin reads (inf also under the legacy model)
+        cap_kw = self.cs.plant.capacity_kw
+        self._chiller_share_w = np.inf if cap_kw is None else cap_kw * 1e3 / len(s.site.halls)
+        self._plant_share_w = self._chiller_share_w if self.physical else np.inf
         # full-speed airflow of every rack: its nodes' catalog airflow x its node count
         self.rack_airflow_m3_s = (p.model_param("airflow_m3_s_at_max")[p.rack_model] * p.rack_nodes).astype(float)
         self.halls: list[HallModel] = []
@@ -361,9 +363,9 @@ class HallThermal(Component):
             pl = self.cs.plant
             chw = float(cooling_plant.chilled_water_supply_c(np.min(hall.geom.cooling_supply_temp_c),
                                                              pl.coil_approach_k))
-            cap = np.inf if pl.capacity_kw is None else pl.capacity_kw * 1e3 / len(self.halls)
             fixed = self._plant_kw[id(hall)] = {"coil_approach_k": pl.coil_approach_k,
-                                                "chilled_water_setpoint_c": chw, "chiller_capacity_w": cap}
+                                                "chilled_water_setpoint_c": chw,
+                                                "chiller_capacity_w": self._chiller_share_w}
         return fixed
 
     def _plant_kwargs(self, hall: HallModel) -> dict:
