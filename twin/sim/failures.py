@@ -255,10 +255,10 @@ class Failures(Component):
         if c.repair != "none":
             self.env.process(self._repair(n, c, 0.0, detected=True, name=name))
 
-    def _repair(self, n: int, c, detect_s: float, detected: bool = False, name: str | None = None):
+    def _repair(self, n: int, c, detect_s: float, *, name: str, detected: bool = False):
+        """Repair node ``n`` (named ``name``) after failure class ``c``, detected ``detect_s``
+        [s] from now (already logged as detected when ``detected``)."""
         e, st = self.e, self.state
-        if name is None:
-            name = e.node_name(n)
         rng = e.rng["repair"]
         rid, self._next_repair = self._next_repair, self._next_repair + 1
         self.open_repairs[rid] = self.env.now
