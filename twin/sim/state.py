@@ -22,7 +22,9 @@ cached by the count of writes to those fields, which never ages out of a log: at
 GPUs the racks change a few times a run while the nodes are written ~5,000 times a day.
 ``node_schedulable`` is evaluated from the fields, not through ``node_in_service``, so the
 scheduler's read after every release patches one array, not three (issue 19;
-``tests/sim/test_state_speed.py``).
+``tests/sim/test_state_speed.py``); it is patched write by write, and a write of one integer
+to ``node_job`` is logged with what it says (held, or free where in service), so that the
+nodes a job takes are set without reading a field (``tests/sim/test_h2_schedulable.py``).
 
 Writes to the fields the derived arrays read are also counted apart (:meth:`mask_version`):
 a read after writes of other fields only (the sampler writes inlets, clocks and acceleration
@@ -135,7 +137,7 @@ class TrackedArray(np.ndarray):
         np.ndarray.__setitem__(self, key, value)
         owner = self._owner
         if owner is not None:
-            owner._wrote(self._field, None if self._view else key)
+            owner._wrote(self._field, None if self._view else key, value)
 
 
 def _inplace(name: str):
@@ -173,6 +175,22 @@ def _node_indices(key) -> np.ndarray | None:
     return None
 
 
+def _job_hint(value) -> int:
+    """What a write of ``value`` to ``node_job`` says about the nodes written, whatever the
+    other fields hold: +1 one job index >= 0 (held: not schedulable), -1 one value < 0 (free:
+    schedulable where in service), 0 anything else (an array of values: evaluate the rule).
+    Only integer scalars count (a float scalar would be truncated on its way in)."""
+    if type(value) is int or isinstance(value, np.integer):
+        return 1 if value >= 0 else -1
+    return 0
+
+
+#: fields whose writes ``node_schedulable`` patches at the nodes written, and the rack-level
+#: ones a write to which re-evaluates it whole
+_SCHED_NODE_DEPS = frozenset(("node_grid_down", "node_healthy", "node_job"))
+_SCHED_RACK_DEPS = frozenset(_RACK_ON_DEPS + ("rack_ready",))
+
+
 @dataclass(eq=False)
 class ClusterState:
     """Racks, nodes, feeds and scalable units at the current simulation time.
@@ -207,7 +225,7 @@ class ClusterState:
     su_degraded: np.ndarray = field(init=False)      # failed rails per scalable unit
     # the write log and caches, per instance (set in __post_init__ past the tracking; declared
     # ClassVar so that they are no dataclass fields)
-    _log: ClassVar[list[tuple[str, np.ndarray | None]]]
+    _log: ClassVar[list[tuple[str, np.ndarray | None, int]]]
     _log_base: ClassVar[int]
     _log_held: ClassVar[int]
     _held_max: ClassVar[float]
@@ -270,8 +288,9 @@ class ClusterState:
         else:
             object.__setattr__(self, name, value)
 
-    def _wrote(self, name: str, key) -> None:
-        """Log a write of ``key`` (None: the whole field) to the field ``name``."""
+    def _wrote(self, name: str, key, value=None) -> None:
+        """Log a write of ``value`` at ``key`` (None: the whole field) to the field ``name``
+        (with what a write to ``node_job`` says about its nodes, :func:`_job_hint`)."""
         self._ver[name] += 1
         if name in _MASK_DEP_SET:
             self._mask_ver[0] += 1
@@ -279,11 +298,11 @@ class ClusterState:
                 self._rack_ver[0] += 1
         log = self._log
         idx = None if key is None else _node_indices(key)
-        log.append((name, idx))
+        log.append((name, idx, _job_hint(value) if name == "node_job" and idx is not None else 0))
         held = self._log_held if idx is None else self._log_held + idx.size
         if len(log) > _LOG_MAX or held > self._held_max:
             drop = len(log) // 2
-            held -= sum(0 if k is None else k.size for _, k in log[:drop])
+            held -= sum(0 if k is None else k.size for _, k, _ in log[:drop])
             del log[:drop]
             object.__setattr__(self, "_log_base", self._log_base + drop)
         object.__setattr__(self, "_log_held", held)
@@ -338,7 +357,7 @@ class ClusterState:
         if since < self._log_base:
             return None
         parts = []
-        for name, key in self._log[since - self._log_base:]:
+        for name, key, _ in self._log[since - self._log_base:]:
             if name in node_deps:
                 if key is None:
                     return None
@@ -442,19 +461,80 @@ class ClusterState:
 
     @property
     def node_schedulable(self) -> np.ndarray:
-        """Up, burned in and free [bool (N,)]."""
-        f = self._plain
+        """Up, burned in and free [bool (N,)].
 
-        # from the fields themselves, not through node_in_service and node_up: the scheduler
-        # reads this mask after every release, and each derived layer between would copy and
-        # patch its own array (those are brought up to date when they are read)
-        def free(ix):
-            ok = self._node_rack_ok
-            if ix is None:
-                return ok & ~f["node_grid_down"] & f["node_healthy"] & (f["node_job"] < 0)
-            return ok[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix] & (f["node_job"][ix] < 0)
-        return self._derived("node_schedulable", _RACK_ON_DEPS + ("rack_ready",),
-                             ("node_grid_down", "node_healthy", "node_job"), free)
+        The scheduler reads this mask at every placement (at a million GPUs each restart of a
+        2,048-node job after a failure, ~170,000 a year), between its own write of the last
+        job's nodes and the release of this job's: it is patched at the nodes written since,
+        entry by entry in the order of the writes, each entry's nodes given the value the rule
+        has on the fields as they are now. A node's last entry decides it, and every entry's
+        value is right when no later write to ``node_job`` touches its nodes: a write of one
+        job index >= 0 makes them not free (no field read), a write of one value < 0 makes
+        them free where in service (the job term is known); any other write evaluates the rule
+        (issue 19; ``tests/sim/test_h2_schedulable.py``). Evaluated from the fields, not
+        through ``node_in_service``: each derived layer between would copy its own array."""
+        seq = self._log_base + len(self._log)
+        ent = self._cache.get("node_schedulable")
+        if ent is not None and ent[1] == seq:
+            return ent[0]
+        mver = self._mask_ver[0]
+        if ent is not None and ent[2] == mver:      # none of its inputs written (see _derived)
+            self._cache["node_schedulable"] = (ent[0], seq, mver)
+            return ent[0]
+        writes = self._schedulable_writes(ent[1]) if ent is not None else None
+        if ent is None or writes is None:
+            val = self._schedulable_at(None)
+        elif not writes:
+            self._cache["node_schedulable"] = (ent[0], seq, mver)
+            return ent[0]
+        else:
+            val = ent[0].copy()
+            self._patch_schedulable(val, writes)
+        val.flags.writeable = False
+        self._cache["node_schedulable"] = (val, seq, mver)
+        return val
+
+    def _schedulable_at(self, ix):
+        """``node_schedulable``'s rule at the nodes ``ix`` (None: every node), from the fields."""
+        f = self._plain
+        ok = self._node_rack_ok
+        if ix is None:
+            return ok & ~f["node_grid_down"] & f["node_healthy"] & (f["node_job"] < 0)
+        return ok[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix] & (f["node_job"][ix] < 0)
+
+    def _schedulable_writes(self, since: int) -> list[tuple[np.ndarray, int]] | None:
+        """The writes to ``node_schedulable``'s node inputs since log position ``since``, in
+        order, as (nodes, job hint); None when it must be re-evaluated whole (a rack input or
+        a whole field written, the log aged out, or many nodes written)."""
+        if since < self._log_base:
+            return None
+        out = []
+        total = 0
+        for name, key, hint in self._log[since - self._log_base:]:
+            if name in _SCHED_NODE_DEPS:
+                if key is None:
+                    return None
+                out.append((key, hint))
+                total += key.size
+            elif name in _SCHED_RACK_DEPS:
+                return None
+        return None if total > _PARTIAL_MAX * len(self.node_rack) else out
+
+    def _patch_schedulable(self, val: np.ndarray, writes: list[tuple[np.ndarray, int]]) -> None:
+        """Bring ``val`` (the last mask's copy) up to date with ``writes``, in order."""
+        f = self._plain
+        ok, down, healthy, job = self._node_rack_ok, f["node_grid_down"], f["node_healthy"], f["node_job"]
+        hints = job.dtype.kind == "i"              # a job index >= 0 is stored as such
+        for key, hint in writes:
+            if key.size == 1:                      # one node: scalars (no 1-element arrays)
+                n = key[0]
+                val[n] = ok[n] and not down[n] and healthy[n] and job[n] < 0
+            elif hint > 0 and hints:
+                val[key] = False
+            elif hint < 0 and hints:
+                val[key] = ok[key] & ~down[key] & healthy[key]
+            else:
+                val[key] = ok[key] & ~down[key] & healthy[key] & (job[key] < 0)
 
     @property
     def node_phase(self) -> np.ndarray:
