@@ -114,3 +114,32 @@ def test_sampler_blocked_equals_sequential():
     a, b = _run(fast, 7, 12, n), _run(slow, 7, 12, n)
     assert len(a) > 100
     assert a == b
+
+
+def test_borrowed_factors_same_draws_and_callers_arrays_untouched():
+    """``update(borrowed=True)`` keeps the arrays without copying: the same failures as
+    copying, and a later copying update never writes into an array the caller lent."""
+    classes = reliability.load_failure_classes()
+    n = 8 * 1024
+    wr = np.random.default_rng(3)
+    a, b = ClusterFailureSampler(classes, n), ClusterFailureSampler(classes, n)
+    ra, rb = np.random.default_rng(5), np.random.default_rng(5)
+    lent = []
+    for hour in range(30):
+        scale = (wr.random(n) > 0.05) * 3000.0
+        accel = np.exp(wr.normal(0.0, 0.2, n))
+        lent.append((scale, scale.copy(), accel, accel.copy()))
+        if hour % 3 == 2:       # one factor alone, either kind of update, mixed
+            a.update(thermal_acceleration=accel, checked=False, borrowed=hour % 2 == 0)
+            b.update(thermal_acceleration=accel.copy())
+        elif hour % 5 == 4:
+            a.update(rate_scale=scale, checked=False, borrowed=True)
+            b.update(rate_scale=scale.copy())
+        else:
+            a.update(rate_scale=scale, thermal_acceleration=accel, checked=False, borrowed=hour % 2 == 0)
+            b.update(rate_scale=scale.copy(), thermal_acceleration=accel.copy())
+        assert a.total_rate_per_s == b.total_rate_per_s
+        for _ in range(40):
+            assert a.next(ra, 3600.0) == b.next(rb, 3600.0)
+    for scale, scale0, accel, accel0 in lent:
+        assert np.array_equal(scale, scale0) and np.array_equal(accel, accel0)

@@ -20,6 +20,7 @@ Rates are per second [1/s], times and horizons in seconds [s].
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 import numpy as np
 
@@ -181,13 +182,13 @@ class ClusterFailureSampler:
         # the two node weights live in zero-padded buffers of whole blocks, so the blocked
         # pick sees them as (B, L) without a copy
         n_blocks = -(-self.n_nodes // _BLOCK)
-        self._blocks_plain = np.zeros((n_blocks, _BLOCK))
+        self._own_plain = self._blocks_plain = np.zeros((n_blocks, _BLOCK))
         self._blocks_thermal = np.zeros((n_blocks, _BLOCK))
-        self._scale = self._blocks_plain.reshape(-1)[:self.n_nodes]
+        self._own_scale = self._scale = self._blocks_plain.reshape(-1)[:self.n_nodes]
         self._w_node_thermal = self._blocks_thermal.reshape(-1)[:self.n_nodes]
         self._scale[:] = 1.0
         self._w_node_thermal[:] = 1.0
-        self._accel = np.ones(self.n_nodes)
+        self._own_accel = self._accel = np.ones(self.n_nodes)
         self.update(
             rate_scale=rate_scale,
             thermal_acceleration=1.0 if thermal_acceleration is None else thermal_acceleration,
@@ -199,6 +200,7 @@ class ClusterFailureSampler:
         rate_scale: float | np.ndarray | None = None,
         thermal_acceleration: np.ndarray | float | None = None,
         checked: bool = True,
+        borrowed: bool = False,
     ) -> None:
         """Set new per-node factors; any pending draw must be redrawn.
 
@@ -207,13 +209,21 @@ class ClusterFailureSampler:
         ``checked=False`` skips the test that the factors are >= 0, for a caller whose
         factors are so by construction (the engine's, once per sample: issue 19); the
         rates are the same.
+        ``borrowed=True`` keeps float (N,) arrays by reference instead of copying them, for
+        a caller that never writes into an array it passed (the engine replaces its arrays;
+        issue 19: two 1 MB copies per sample at 131,072 nodes); the rates are the same.
         """
         if rate_scale is not None:
             if checked:
                 r = np.asarray(rate_scale, dtype=float)
                 if r.size and r.min() < 0:
                     raise ValueError("rate_scale must be >= 0")
-            np.copyto(self._scale, rate_scale)
+            if borrowed and self._fits(rate_scale) and self.n_nodes % _BLOCK == 0:
+                self._scale = rate_scale.view(np.ndarray)
+                self._blocks_plain = self._scale.reshape(-1, _BLOCK)
+            else:
+                self._scale, self._blocks_plain = self._own_scale, self._own_plain
+                np.copyto(self._scale, rate_scale)
             self._w_plain = float(_sum(self._scale))
             self._cum_plain: np.ndarray | None = None
             self._ends_plain: np.ndarray | None = None
@@ -222,7 +232,11 @@ class ClusterFailureSampler:
                 a = np.asarray(thermal_acceleration, dtype=float)
                 if a.size and a.min() < 0:
                     raise ValueError("thermal_acceleration must be >= 0")
-            np.copyto(self._accel, thermal_acceleration)
+            if borrowed and self._fits(thermal_acceleration):
+                self._accel = thermal_acceleration.view(np.ndarray)
+            else:
+                self._accel = self._own_accel
+                np.copyto(self._accel, thermal_acceleration)
         if rate_scale is not None or thermal_acceleration is not None:
             # elementwise product and a ufunc sum, not a BLAS dot: a threaded BLAS call
             # costs milliseconds on a loaded machine (measured: 1 ms vs 40 us)
@@ -233,6 +247,11 @@ class ClusterFailureSampler:
         self._class_rate = self._base * np.where(self._thermal, self._w_thermal, self._w_plain)
         cum = self._cum_class = self._class_rate.cumsum()
         self.total_rate_per_s = float(cum[-1]) if cum.size else 0.0
+
+    def _fits(self, a: object) -> TypeGuard[np.ndarray]:
+        """Whether ``a`` can be kept as a node factor as it is: a C-contiguous float (N,)."""
+        return (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (self.n_nodes,)
+                and a.flags.c_contiguous)
 
     @property
     def class_rates_per_s(self) -> np.ndarray:

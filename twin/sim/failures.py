@@ -154,10 +154,12 @@ class Failures(Component):
         if last is None or last[0] is not scale or last[1] is not accel:
             self._last = (scale, accel)
             # an unchanged scale (the same array) is not passed again: its sums are kept
-            # (rate scales and Arrhenius factors are >= 0 by construction: not re-checked)
+            # (rate scales and Arrhenius factors are >= 0 by construction: not re-checked;
+            # both arrays are replaced, never written in place, as the identity test above
+            # already assumes, so the sampler keeps them without a copy)
             self._draws.update(rate_scale=None if last is not None and last[0] is scale else scale,
                                thermal_acceleration=accel if self._unit_gpu_factor
-                               else accel * self.gpu_rate_factor, checked=False)
+                               else accel * self.gpu_rate_factor, checked=False, borrowed=True)
         left_s = boundary - self.env.now
         draws, rng = self._draws, self.e.rng["fail"]
         hit = None
