@@ -201,3 +201,21 @@ def test_a_run_with_the_patched_mask_equals_whole_evaluation(monkeypatch):
     assert ea == eb and str(ka) == str(kb)
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_writes_of_one_node_by_any_index_kind_are_seen():
+    """One node written by a Python int, a numpy integer or a negative index (logged as an
+    int, no array), and a boolean scalar key (numpy writes every element: logged as a whole
+    write), between reads of every derived array: each equals its formula."""
+    from test_state_cache import fresh
+
+    s = _state(16, 4)
+    n = len(s.node_rack)
+    keys = [3, np.int64(5), np.intp(-2), -n, True, np.True_, 7]
+    for step, key in enumerate(keys * 3):
+        for name in ("node_healthy", "node_grid_down", "node_job", "node_job_phase", "node_repairing"):
+            arr = getattr(s, name)
+            arr[key] = {"node_job": step % 3 - 1, "node_job_phase": step % 4}.get(name, step % 2 == 0)
+            want = fresh(s)
+            for mask in want:
+                np.testing.assert_array_equal(getattr(s, mask), want[mask], err_msg=f"{mask}, {name}[{key!r}]")

@@ -158,12 +158,11 @@ for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__
 
 
 def _node_indices(key) -> np.ndarray | None:
-    """The indices a 1-D write ``a[key] = v`` touched, or None when they are not known cheaply
-    (a slice, a tuple): the write then counts as a write of everything."""
+    """The indices a 1-D write ``a[key] = v`` with an index array, a boolean mask or a list
+    touched, or None when they are not known cheaply (a slice, a tuple, a boolean scalar): the
+    write then counts as a write of everything. (One integer is logged as such by the caller.)"""
     if type(key) is not np.ndarray:
-        if isinstance(key, (int, np.integer)):
-            return np.array([key], np.intp)
-        if not isinstance(key, (list, np.ndarray)):
+        if not isinstance(key, list):
             return None
         key = np.asarray(key)
     if key.ndim == 1:
@@ -225,9 +224,9 @@ class ClusterState:
     su_degraded: np.ndarray = field(init=False)      # failed rails per scalable unit
     # the write log and caches, per instance (set in __post_init__ past the tracking; declared
     # ClassVar so that they are no dataclass fields)
-    _log: ClassVar[list[tuple[str, np.ndarray | None, int]]]
+    _log: ClassVar[list[tuple[str, np.ndarray | int | None, int]]]
     _log_base: ClassVar[int]
-    _log_held: ClassVar[int]
+    _held: ClassVar[list[int]]
     _held_max: ClassVar[float]
     _rack_ver: ClassVar[list[int]]
     _mask_ver: ClassVar[list[int]]
@@ -244,7 +243,7 @@ class ClusterState:
         object.__setattr__(self, "_plain", {})
         object.__setattr__(self, "_log", [])
         object.__setattr__(self, "_log_base", 0)
-        object.__setattr__(self, "_log_held", 0)         # indices the log holds
+        object.__setattr__(self, "_held", [0])            # indices the log holds
         object.__setattr__(self, "_held_max", _PARTIAL_MAX * 2 * len(self.node_rack) + 64)
         object.__setattr__(self, "_rack_ver", [0])        # writes to the fields of _RACK_DEP_SET
         object.__setattr__(self, "_mask_ver", [0])        # writes to the fields of _MASK_DEP_SET
@@ -290,22 +289,43 @@ class ClusterState:
 
     def _wrote(self, name: str, key, value=None) -> None:
         """Log a write of ``value`` at ``key`` (None: the whole field) to the field ``name``
-        (with what a write to ``node_job`` says about its nodes, :func:`_job_hint`)."""
+        (with what a write to ``node_job`` says about its nodes, :func:`_job_hint`).
+
+        A log entry holds the nodes written as an index array, or as an ``int`` for one node
+        (no array built: failures and repairs write one node at a time); a field no derived
+        array reads is logged without its nodes (the entry only counts the write: nothing asks
+        which nodes it touched). Speed only (issue 19): ~1.9 million writes a year at a million
+        GPUs."""
         self._ver[name] += 1
-        if name in _MASK_DEP_SET:
-            self._mask_ver[0] += 1
-            if name in _RACK_DEP_SET:
-                self._rack_ver[0] += 1
         log = self._log
-        idx = None if key is None else _node_indices(key)
-        log.append((name, idx, _job_hint(value) if name == "node_job" and idx is not None else 0))
-        held = self._log_held if idx is None else self._log_held + idx.size
-        if len(log) > _LOG_MAX or held > self._held_max:
-            drop = len(log) // 2
-            held -= sum(0 if k is None else k.size for _, k, _ in log[:drop])
-            del log[:drop]
-            object.__setattr__(self, "_log_base", self._log_base + drop)
-        object.__setattr__(self, "_log_held", held)
+        if name not in _MASK_DEP_SET:
+            log.append((name, None, 0))
+            if len(log) > _LOG_MAX:
+                self._trim(0)
+            return
+        self._mask_ver[0] += 1
+        if name in _RACK_DEP_SET:
+            self._rack_ver[0] += 1
+        if key is None:
+            log.append((name, None, 0))
+            n = 0
+        else:
+            idx = int(key) if type(key) is int or isinstance(key, np.integer) else _node_indices(key)
+            log.append((name, idx, _job_hint(value) if name == "node_job" and idx is not None else 0))
+            n = 0 if idx is None else 1 if type(idx) is int else idx.size
+        held = self._held
+        held[0] += n
+        if len(log) > _LOG_MAX or held[0] > self._held_max:
+            self._trim(held[0])
+
+    def _trim(self, held: int) -> None:
+        """Drop the oldest half of the write log (a cache older than what is left re-evaluates
+        whole)."""
+        log = self._log
+        drop = len(log) // 2
+        self._held[0] = held - sum(0 if k is None else 1 if type(k) is int else k.size for _, k, _ in log[:drop])
+        del log[:drop]
+        object.__setattr__(self, "_log_base", self._log_base + drop)
 
     def write_count(self) -> int:
         """Writes to any field so far (equal counts: nothing was written in between)."""
@@ -356,17 +376,17 @@ class ClusterState:
         None when a mask must be re-evaluated whole."""
         if since < self._log_base:
             return None
-        parts = []
+        parts: list = []
         for name, key, _ in self._log[since - self._log_base:]:
             if name in node_deps:
                 if key is None:
                     return None
-                parts.append(key)
+                parts.append((key,) if type(key) is int else key)
             elif name in rack_deps:
                 return None
         if not parts:
             return _NO_NODES
-        idx = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        idx = np.concatenate(parts) if len(parts) > 1 else np.asarray(parts[0], np.intp)
         return None if idx.size > _PARTIAL_MAX * len(self.node_rack) else idx
 
     # ---------------------------------------------------------------- derived
@@ -502,7 +522,7 @@ class ClusterState:
             return ok & ~f["node_grid_down"] & f["node_healthy"] & (f["node_job"] < 0)
         return ok[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix] & (f["node_job"][ix] < 0)
 
-    def _schedulable_writes(self, since: int) -> list[tuple[np.ndarray, int]] | None:
+    def _schedulable_writes(self, since: int) -> list[tuple[np.ndarray | int, int]] | None:
         """The writes to ``node_schedulable``'s node inputs since log position ``since``, in
         order, as (nodes, job hint); None when it must be re-evaluated whole (a rack input or
         a whole field written, the log aged out, or many nodes written)."""
@@ -515,20 +535,19 @@ class ClusterState:
                 if key is None:
                     return None
                 out.append((key, hint))
-                total += key.size
+                total += 1 if type(key) is int else key.size
             elif name in _SCHED_RACK_DEPS:
                 return None
         return None if total > _PARTIAL_MAX * len(self.node_rack) else out
 
-    def _patch_schedulable(self, val: np.ndarray, writes: list[tuple[np.ndarray, int]]) -> None:
+    def _patch_schedulable(self, val: np.ndarray, writes: list[tuple[np.ndarray | int, int]]) -> None:
         """Bring ``val`` (the last mask's copy) up to date with ``writes``, in order."""
         f = self._plain
         ok, down, healthy, job = self._node_rack_ok, f["node_grid_down"], f["node_healthy"], f["node_job"]
         hints = job.dtype.kind == "i"              # a job index >= 0 is stored as such
         for key, hint in writes:
-            if key.size == 1:                      # one node: scalars (no 1-element arrays)
-                n = key[0]
-                val[n] = ok[n] and not down[n] and healthy[n] and job[n] < 0
+            if type(key) is int:                   # one node: scalars (no 1-element arrays)
+                val[key] = ok[key] and not down[key] and healthy[key] and job[key] < 0
             elif hint > 0 and hints:
                 val[key] = False
             elif hint < 0 and hints:
