@@ -482,6 +482,44 @@ def _fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w) -> np
     return np.add(heat, s, out=s)
 
 
+#: the Titanium curve's points and segment slopes as Python floats (IEEE doubles, the values
+#: ``np.interp`` works with): ``slope_i = (e_{i+1} - e_i) / (x_{i+1} - x_i)``, as it computes them
+_TI_X = tuple(float(v) for v in PSU_TITANIUM_LOAD_FRACTION)
+_TI_E = tuple(float(v) for v in PSU_TITANIUM_EFFICIENCY)
+_TI_SLOPE = tuple((_TI_E[i + 1] - _TI_E[i]) / (_TI_X[i + 1] - _TI_X[i]) for i in range(len(_TI_X) - 1))
+#: the Titanium efficiency of loads at or above the curve's first point segment by segment
+#: (:func:`_titanium_efficiency`); False: ``np.interp``, the reference (issue 19)
+PSU_CURVE_BY_SEGMENTS = True
+
+
+def _titanium_efficiency(x: np.ndarray) -> np.ndarray:
+    """``np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY)`` [fraction] of load
+    fractions ``x`` [fraction (N,)] that are all at or above the first point (none NaN).
+
+    ``np.interp`` finds each value's segment ``j`` (``x_j <= x < x_{j+1}``) and returns
+    ``slope_j * (x - x_j) + e_j`` (``e_j`` itself at ``x == x_j``, where the formula gives the
+    same), ``e_last`` from the last point on. Here each segment's formula runs over the
+    whole array (three passes) and is put where ``x >= x_j``, segment after segment, and
+    only for the segments the largest value reaches: the same operations on the same
+    doubles, without a search per value (speed only, issue 19)."""
+    if not PSU_CURVE_BY_SEGMENTS or x.ndim == 0:
+        return np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY)
+    top = x.max() if x.size else _TI_X[0]
+    out = np.subtract(x, _TI_X[0])
+    np.multiply(_TI_SLOPE[0], out, out=out)
+    np.add(out, _TI_E[0], out=out)
+    for j in range(1, len(_TI_SLOPE)):
+        if not top >= _TI_X[j]:
+            return out
+        seg = np.subtract(x, _TI_X[j])
+        np.multiply(_TI_SLOPE[j], seg, out=seg)
+        np.add(seg, _TI_E[j], out=seg)
+        np.putmask(out, x >= _TI_X[j], seg)      # (the cheapest masked select numpy has)
+    if top >= _TI_X[-1]:
+        np.copyto(out, _TI_E[-1], where=x >= _TI_X[-1])
+    return out
+
+
 def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
     """AC power [W (N,)] of DC loads ``dc`` [W (N,)] through PSUs of one positive capacity
     ``cap_psu`` [W]: ``min(P_dc / eta_psu(P_dc / C_psu), node_max_w)``, 0 without load."""
@@ -489,11 +527,24 @@ def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
     # a node without load draws nothing whatever the efficiency, so its load is read as
     # full load (no pass through the no-load branch for the nodes that are off)
     on = dc > 0.0
-    x = np.where(on, dc / cap_psu, 1.0)
+    off = ~on if type(on) is np.ndarray and on.ndim else None
+    if off is None:
+        x = np.where(on, dc / cap_psu, 1.0)
+    else:
+        # the division with the unloaded entries set after (a np.where with a scalar costs
+        # several times a sparse masked copy), at the curve's first point rather than full
+        # load: their efficiency is never used, either value passes the test below and the
+        # curve is then evaluated up to the loaded nodes' highest segment only (issue 19)
+        x = np.divide(dc, cap_psu)
+        np.copyto(x, PSU_TITANIUM_LOAD_FRACTION[0], where=off)
     if x.size and x.min() >= PSU_TITANIUM_LOAD_FRACTION[0]:
         # no load below the curve's first point: psu_efficiency is the interpolation,
         # at least the curve's lowest efficiency (> 0), so no zero to guard against
-        ac = np.where(on, dc / np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY), 0.0)
+        ac = np.divide(dc, _titanium_efficiency(x))
+        if off is None:
+            ac = np.where(on, ac, 0.0)
+        else:
+            np.copyto(ac, 0.0, where=off)
     else:
         eta = psu_efficiency(x)
         ac = np.where(on, dc / np.where(eta > 0.0, eta, 1.0), 0.0)

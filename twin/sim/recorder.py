@@ -26,6 +26,19 @@ WINDOW_BYTES = 64 * 2**20
 #: histogram of powered inlets kept for their median: bins of 0.01 K from -50 C to 150 C
 _HIST_LO_C, _HIST_BIN_K, _HIST_BINS = -50.0, 0.01, 20000
 LEVELS = ("full", "hall", "none")
+#: inlets binned at a time by the shared fold's histogram (two buffers of this many values)
+_HIST_CHUNK = 1 << 18
+
+
+def _powered(codes: np.ndarray) -> np.ndarray:
+    """:meth:`RackState.powered` of int8 codes [bool], compared with int8 scalars (an enum
+    member costs a cast of the whole window; speed only)."""
+    from twin.sim.state import RackState
+    if codes.dtype != np.int8:
+        return RackState.powered(codes)
+    on = codes == np.int8(RackState.BURN_IN)
+    on |= codes == np.int8(RackState.IN_SERVICE)
+    return on
 
 
 class _Window:
@@ -78,6 +91,8 @@ class RackAggregates:
     inlet_peak_max_c: float = math.nan
     it_peak_w: float = -math.inf
     _halls: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
+    #: window-sized buffers kept from fold to fold (:meth:`_bools`, :meth:`_hist_add`)
+    _buf: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def empty(cls, n_samples: int, n_racks: int, n_rpps: int, n_halls: int, halls: bool) -> RackAggregates:
@@ -106,26 +121,32 @@ class RackAggregates:
         already in order is the identity."""
         if not self.shared:
             return self._fold_reference(i0, w, flow, rack_hall)
-        from twin.sim.state import RackState
         from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
 
-        on = RackState.powered(w["rack_state"])
+        on = _powered(w["rack_state"])
+        # every rack powered through the window (the common case): the masks are all True,
+        # so ``where(on, x, -inf)`` is x and ``&= on`` changes nothing (skipped)
+        all_on = bool(on.all())
         inlet = w["rack_inlet_c"]
-        hot_all = np.where(on, inlet, -np.inf)
+        hot_all = inlet if all_on else np.where(on, inlet, -np.inf)
         hot = hot_all.max(axis=0)
         self.inlet_max_c = np.fmax(self.inlet_max_c, np.where(np.isfinite(hot), hot, np.nan).astype(np.float32))
-        above = inlet > ASHRAE_RECOMMENDED_MAX_C
-        above &= on
+        b = self._bools(inlet.shape)
+        above = np.greater(inlet, ASHRAE_RECOMMENDED_MAX_C, out=b[0])
+        if not all_on:
+            above &= on
         self.n_above += above.sum(axis=0)
-        outside = inlet < ASHRAE_RECOMMENDED_MIN_C
-        outside &= on
+        outside = np.less(inlet, ASHRAE_RECOMMENDED_MIN_C, out=b[1])
+        if not all_on:
+            outside &= on
         outside |= above
         self.n_outside += outside.sum(axis=0)
         nan = np.isnan(inlet)
-        nan &= on
+        if not all_on:
+            nan &= on
         nan |= outside
         self.n_ashrae_out += nan.sum(axis=0)
-        power = self._fold_series(w, flow, on, inlet)
+        power = self._fold_series_shared(w, flow, on, all_on, inlet)
         if self.hall_power_w is not None and self.hall_inlet_max_c is not None and rack_hall is not None:
             order, halls, starts = self._hall_runs(rack_hall)
             t = len(power)
@@ -133,6 +154,64 @@ class RackAggregates:
             self.hall_power_w[i0:i0 + t, halls] = np.add.reduceat(pw, starts, axis=1)
             hmax = np.maximum.reduceat(hot_all if order is None else hot_all[:, order], starts, axis=1)
             self.hall_inlet_max_c[i0:i0 + t, halls] = np.where(np.isfinite(hmax), hmax, np.nan)
+
+    def _bools(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Two bool buffers of ``shape`` for the window's masks, kept from fold to fold (a
+        fresh window-sized array costs its page faults at every flush)."""
+        n = math.prod(shape)
+        buf = self._buf.get("bool")
+        if buf is None or buf.shape[1] < n:
+            buf = self._buf["bool"] = np.empty((2, n), bool)
+        return buf[0, :n].reshape(shape), buf[1, :n].reshape(shape)
+
+    def _hist_add(self, vals: np.ndarray) -> None:
+        """Add float32 inlets ``vals`` [degC, any shape] to the histogram: as
+        :meth:`_fold_series` bins them (to float64, minus the low edge, over the bin width,
+        truncated to int64, clipped), a chunk of :data:`_HIST_CHUNK` values at a time in two
+        buffers kept from fold to fold (no window-sized temporaries: their page faults cost
+        more than the arithmetic; the counts do not depend on the order). Speed only."""
+        flat = vals.reshape(-1)
+        n = flat.size
+        if not n:
+            return
+        c = min(n, _HIST_CHUNK)
+        f = self._buf.get("f64")
+        if f is None or f.size < c:
+            f = self._buf["f64"] = np.empty(c)
+            self._buf["i64"] = np.empty(c, np.int64)
+        ib = self._buf["i64"]
+        for a in range(0, n, c):
+            part = flat[a:a + c]
+            v, b = f[:part.size], ib[:part.size]
+            np.subtract(part, _HIST_LO_C, out=v, dtype=np.float64)
+            np.divide(v, _HIST_BIN_K, out=v)
+            np.copyto(b, v, casting="unsafe")
+            np.clip(b, 0, _HIST_BINS - 1, out=b)
+            self.inlet_hist += np.bincount(b, minlength=_HIST_BINS)
+
+    def _fold_series_shared(self, w: dict[str, np.ndarray], flow, on: np.ndarray, all_on: bool,
+                            inlet: np.ndarray) -> np.ndarray:
+        """:meth:`_fold_series` with every rack powered (``all_on``) read without the mask:
+        the histogram counts the same values (in another order: counts do not care); the
+        peak inlet as the plain maximum when that is finite (then no NaN is there and the
+        -inf left out cannot be the maximum); the histogram's buffers kept."""
+        self._hist_add(inlet if all_on else inlet[on])
+        peak = w["rack_inlet_peak_c"]
+        top = peak.max() if peak.size else np.nan
+        if not np.isfinite(top):
+            fin = peak[np.isfinite(peak)]
+            top = fin.max() if fin.size else None
+        if top is not None:
+            self.inlet_peak_max_c = float(np.fmax(self.inlet_peak_max_c, top))
+        power = w["rack_power_w"]
+        self.power_max_w = np.maximum(self.power_max_w, power.max(axis=0))
+        self.power_sum_w += power.sum(axis=0, dtype=np.float64)
+        it = np.asarray(flow.it_w, float)
+        k = int(np.argmax(it))
+        if it[k] > self.it_peak_w:
+            self.it_peak_w, self.power_at_peak_w = float(it[k]), power[k].copy()
+        self.rpp_lf_max = np.maximum(self.rpp_lf_max, np.asarray(flow.rpp_load_fraction, np.float32).max(axis=0))
+        return power
 
     def _fold_series(self, w: dict[str, np.ndarray], flow, on: np.ndarray, inlet: np.ndarray) -> np.ndarray:
         """Fold the powered inlets' histogram, the peak inlets, the rack power and the

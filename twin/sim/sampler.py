@@ -500,4 +500,5 @@ class Sampler(Component):
         below full)."""
         rec = self.e.recorder
         if rec.window_full(i):
-            rec.flush(i + 1, power.evaluate_power_tree(self.e.power.tree, rec.window_rack_power_w(i + 1).astype(float)))
+            # the float32 window as it is: the tree converts it to float64 once (its own copy)
+            rec.flush(i + 1, power.evaluate_power_tree(self.e.power.tree, rec.window_rack_power_w(i + 1)))
