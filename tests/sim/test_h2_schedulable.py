@@ -28,6 +28,13 @@ def _formula(s: ClusterState) -> np.ndarray:
     return ok & ~np.asarray(s.node_grid_down) & np.asarray(s.node_healthy) & (np.asarray(s.node_job) < 0)
 
 
+def _formula_in_service(s: ClusterState) -> np.ndarray:
+    """Up and burned in, by the rule on plain copies of the fields."""
+    on = (np.asarray(s.rack_powered) & ~np.asarray(s.rack_tripped) & ~np.asarray(s.rack_unfed)
+          & ~np.asarray(s.rack_thermal_off))
+    return (on & np.asarray(s.rack_ready))[s.node_rack] & ~np.asarray(s.node_grid_down) & np.asarray(s.node_healthy)
+
+
 def _state(n_racks: int = 32, per_rack: int = 4) -> ClusterState:
     s = ClusterState(node_rack=np.repeat(np.arange(n_racks), per_rack), n_feeds=2, n_sus=n_racks // 2,
                      psu_capacity_w=1.0)
@@ -96,6 +103,8 @@ def test_patched_schedulable_mask_equals_the_rule_after_random_writes(seed):
                 got = s.node_schedulable
                 np.testing.assert_array_equal(got, _formula(s), err_msg=f"after step {step}")
                 assert not got.flags.writeable
+                ins = _formula_in_service(s)                    # the private flags kept with it
+                np.testing.assert_array_equal(s._in_svc, ins, err_msg=f"in service after step {step}")
                 held.append((got, got.copy()))
     finally:
         ClusterState._patch_schedulable = real
@@ -104,16 +113,25 @@ def test_patched_schedulable_mask_equals_the_rule_after_random_writes(seed):
     assert patched > 100                                       # the patch path ran, often
 
 
-@pytest.mark.parametrize("wrong", ["busy_is_free", "free_is_busy", "no_order"])
+@pytest.mark.parametrize("wrong", ["busy_is_free", "free_is_busy", "no_order", "no_service"])
 def test_a_wrong_patch_is_caught(wrong, monkeypatch):
-    """A hint read the wrong way round, or the writes applied with the hinted ones last
-    (not in the order written), leaves the mask different from its rule."""
+    """A hint read the wrong way round, the writes applied with the hinted ones last (not in
+    the order written), or the in-service flags not patched, leaves the mask different from
+    its rule."""
     if wrong == "busy_is_free":
         monkeypatch.setattr(state_mod, "_job_hint",
                             lambda v: -1 if isinstance(v, (int, np.integer)) and v >= 0 else 0)
     elif wrong == "free_is_busy":
         monkeypatch.setattr(state_mod, "_job_hint",
                             lambda v: 1 if isinstance(v, (int, np.integer)) and v < 0 else 0)
+    elif wrong == "no_service":
+        real_patch = ClusterState._patch_schedulable
+
+        def unpatched(self, val, writes):           # the flags as they were before the patch
+            ins = self._in_svc.copy()
+            real_patch(self, val, writes)
+            object.__setattr__(self, "_in_svc", ins)
+        monkeypatch.setattr(ClusterState, "_patch_schedulable", unpatched)
     else:
         real = ClusterState._patch_schedulable
 
@@ -140,12 +158,12 @@ def test_the_restart_sequence_patches_with_hints():
     s.node_job[np.arange(0, 32)] = -1                          # a release
     assert [h for name, _, h in s._log[-3:]] == [1, 0, -1]
     seen = []
-    real = ClusterState._schedulable_at
+    real = ClusterState._schedulable_whole
     try:
-        ClusterState._schedulable_at = lambda self, ix: seen.append(ix) or real(self, ix)
+        ClusterState._schedulable_whole = lambda self: seen.append(1) or real(self)
         np.testing.assert_array_equal(s.node_schedulable, _formula(s))
     finally:
-        ClusterState._schedulable_at = real
+        ClusterState._schedulable_whole = real
     assert seen == []                                          # patched, not re-evaluated whole
 
 

@@ -174,14 +174,25 @@ def _node_indices(key) -> np.ndarray | None:
     return None
 
 
+def _size(key: np.ndarray | int | None) -> int:
+    """Nodes a log entry's key names: an index array's length, 1 for an int, 0 for None."""
+    return 0 if key is None else 1 if isinstance(key, int) else key.size
+
+
+#: what a log entry's write says about ``node_schedulable`` at its nodes: held by a job (one
+#: job index >= 0 written to ``node_job``), freed (one value < 0), nothing (evaluate the rule),
+#: or a write to their health or grid state (their in-service flags change)
+_HELD, _FREED, _RULE, _SERVICE = 1, -1, 0, 2
+
+
 def _job_hint(value) -> int:
     """What a write of ``value`` to ``node_job`` says about the nodes written, whatever the
-    other fields hold: +1 one job index >= 0 (held: not schedulable), -1 one value < 0 (free:
-    schedulable where in service), 0 anything else (an array of values: evaluate the rule).
-    Only integer scalars count (a float scalar would be truncated on its way in)."""
+    other fields hold: ``_HELD`` one job index >= 0 (not schedulable), ``_FREED`` one value
+    < 0 (schedulable where in service), ``_RULE`` anything else (an array of values: evaluate
+    the rule). Only integer scalars count (a float scalar would be truncated on its way in)."""
     if type(value) is int or isinstance(value, np.integer):
-        return 1 if value >= 0 else -1
-    return 0
+        return _HELD if value >= 0 else _FREED
+    return _RULE
 
 
 #: fields whose writes ``node_schedulable`` patches at the nodes written, and the rack-level
@@ -235,6 +246,7 @@ class ClusterState:
     _ver: ClassVar[dict[str, int]]
     _bytes: ClassVar[dict]
     _plain: ClassVar[dict[str, np.ndarray]]
+    _in_svc: ClassVar[np.ndarray]        # up and burned in, as of node_schedulable's last read
 
     def __post_init__(self) -> None:
         # plain ndarray views of the tracked fields, for the derived masks only (numpy ops on
@@ -312,7 +324,7 @@ class ClusterState:
         else:
             idx = int(key) if type(key) is int or isinstance(key, np.integer) else _node_indices(key)
             log.append((name, idx, _job_hint(value) if name == "node_job" and idx is not None else 0))
-            n = 0 if idx is None else 1 if type(idx) is int else idx.size
+            n = _size(idx)
         held = self._held
         held[0] += n
         if len(log) > _LOG_MAX or held[0] > self._held_max:
@@ -323,7 +335,7 @@ class ClusterState:
         whole)."""
         log = self._log
         drop = len(log) // 2
-        self._held[0] = held - sum(0 if k is None else 1 if type(k) is int else k.size for _, k, _ in log[:drop])
+        self._held[0] = held - sum(_size(k) for _, k, _ in log[:drop])
         del log[:drop]
         object.__setattr__(self, "_log_base", self._log_base + drop)
 
@@ -491,8 +503,10 @@ class ClusterState:
         value is right when no later write to ``node_job`` touches its nodes: a write of one
         job index >= 0 makes them not free (no field read), a write of one value < 0 makes
         them free where in service (the job term is known); any other write evaluates the rule
-        (issue 19; ``tests/sim/test_h2_schedulable.py``). Evaluated from the fields, not
-        through ``node_in_service``: each derived layer between would copy its own array."""
+        (issue 19; ``tests/sim/test_h2_schedulable.py``). "In service" (up and burned in) is
+        kept as private flags patched alongside, so that freed nodes cost one gather, not
+        three. Evaluated from the fields, not through ``node_in_service``: each derived layer
+        between would copy its own array."""
         seq = self._log_base + len(self._log)
         ent = self._cache.get("node_schedulable")
         if ent is not None and ent[1] == seq:
@@ -503,7 +517,7 @@ class ClusterState:
             return ent[0]
         writes = self._schedulable_writes(ent[1]) if ent is not None else None
         if ent is None or writes is None:
-            val = self._schedulable_at(None)
+            val = self._schedulable_whole()
         elif not writes:
             self._cache["node_schedulable"] = (ent[0], seq, mver)
             return ent[0]
@@ -514,18 +528,20 @@ class ClusterState:
         self._cache["node_schedulable"] = (val, seq, mver)
         return val
 
-    def _schedulable_at(self, ix):
-        """``node_schedulable``'s rule at the nodes ``ix`` (None: every node), from the fields."""
+    def _schedulable_whole(self) -> np.ndarray:
+        """``node_schedulable`` evaluated whole, from the fields; keeps the in-service flags
+        it is built on (``_in_svc``: private, patched with the mask, never handed out)."""
         f = self._plain
-        ok = self._node_rack_ok
-        if ix is None:
-            return ok & ~f["node_grid_down"] & f["node_healthy"] & (f["node_job"] < 0)
-        return ok[ix] & ~f["node_grid_down"][ix] & f["node_healthy"][ix] & (f["node_job"][ix] < 0)
+        ins = self._node_rack_ok & ~f["node_grid_down"] & f["node_healthy"]
+        object.__setattr__(self, "_in_svc", ins)
+        return ins & (f["node_job"] < 0)
 
     def _schedulable_writes(self, since: int) -> list[tuple[np.ndarray | int, int]] | None:
         """The writes to ``node_schedulable``'s node inputs since log position ``since``, in
-        order, as (nodes, job hint); None when it must be re-evaluated whole (a rack input or
-        a whole field written, the log aged out, or many nodes written)."""
+        order, as (nodes, kind): a write to ``node_job`` with its hint (:func:`_job_hint`), or
+        ``_SERVICE`` for one to ``node_healthy`` or ``node_grid_down``; None when it must be
+        re-evaluated whole (a rack input or a whole field written, the log aged out, or many
+        nodes written)."""
         if since < self._log_base:
             return None
         out = []
@@ -534,26 +550,36 @@ class ClusterState:
             if name in _SCHED_NODE_DEPS:
                 if key is None:
                     return None
-                out.append((key, hint))
-                total += 1 if type(key) is int else key.size
+                out.append((key, hint if name == "node_job" else _SERVICE))
+                total += _size(key)
             elif name in _SCHED_RACK_DEPS:
                 return None
         return None if total > _PARTIAL_MAX * len(self.node_rack) else out
 
     def _patch_schedulable(self, val: np.ndarray, writes: list[tuple[np.ndarray | int, int]]) -> None:
-        """Bring ``val`` (the last mask's copy) up to date with ``writes``, in order."""
+        """Bring ``val`` (the last mask's copy) and the in-service flags up to date with
+        ``writes``, entry by entry in order. A node's flag changes only through an entry of
+        its health or grid state, which sets it from the fields as they are now: so at any
+        entry the flag is the current one unless a later such entry re-evaluates the node."""
         f = self._plain
         ok, down, healthy, job = self._node_rack_ok, f["node_grid_down"], f["node_healthy"], f["node_job"]
+        ins = self._in_svc
         hints = job.dtype.kind == "i"              # a job index >= 0 is stored as such
-        for key, hint in writes:
+        for key, kind in writes:
             if type(key) is int:                   # one node: scalars (no 1-element arrays)
-                val[key] = ok[key] and not down[key] and healthy[key] and job[key] < 0
-            elif hint > 0 and hints:
+                if kind == _SERVICE:
+                    ins[key] = ok[key] and not down[key] and healthy[key]
+                val[key] = ins[key] and job[key] < 0
+            elif kind == _SERVICE:
+                now = ok[key] & ~down[key] & healthy[key]
+                ins[key] = now
+                val[key] = now & (job[key] < 0)
+            elif kind == _HELD and hints:
                 val[key] = False
-            elif hint < 0 and hints:
-                val[key] = ok[key] & ~down[key] & healthy[key]
+            elif kind == _FREED and hints:
+                val[key] = ins[key]
             else:
-                val[key] = ok[key] & ~down[key] & healthy[key] & (job[key] < 0)
+                val[key] = ins[key] & (job[key] < 0)
 
     @property
     def node_phase(self) -> np.ndarray:
