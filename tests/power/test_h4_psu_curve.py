@@ -89,12 +89,20 @@ def test_switch_gives_interp():
 
 
 def test_a_slope_off_by_one_ulp_is_caught(monkeypatch):
-    s = list(node._TI_SLOPE)
-    s[1] = np.nextafter(s[1], 1.0)
-    monkeypatch.setattr(node, "_TI_SLOPE", tuple(s))
+    xs, es, slopes = node._ti_curve()
+    bent = (slopes[0], float(np.nextafter(slopes[1], 1.0)), slopes[2])
+    monkeypatch.setattr(node, "_ti_curve", lambda: (xs, es, bent))
     x = _loads(np.random.default_rng(4), 100_000)
     assert _bits(node._titanium_efficiency(x)) != _bits(
         np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY))
+
+
+def test_another_curve_is_followed(monkeypatch):
+    """The module's curve is read at each call (a curve swapped in is the one evaluated)."""
+    x = _loads(np.random.default_rng(5), 10_000)
+    other = PSU_TITANIUM_EFFICIENCY + 1e-9
+    monkeypatch.setattr(node, "PSU_TITANIUM_EFFICIENCY", other)
+    assert _bits(node._titanium_efficiency(x)) == _bits(np.interp(x, PSU_TITANIUM_LOAD_FRACTION, other))
 
 
 def test_fused_multiply_add_is_caught(monkeypatch):
@@ -105,6 +113,6 @@ def test_fused_multiply_add_is_caught(monkeypatch):
 
     def fused(v):
         j = 1
-        return np.array([float(Fraction(node._TI_SLOPE[j]) * Fraction(float(t) - node._TI_X[j])
-                               + Fraction(node._TI_E[j])) for t in v])
+        xs, es, slopes = node._ti_curve()
+        return np.array([float(Fraction(slopes[j]) * Fraction(float(t) - xs[j]) + Fraction(es[j])) for t in v])
     assert _bits(fused(x)) != _bits(node._titanium_efficiency(x))

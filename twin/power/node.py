@@ -482,11 +482,23 @@ def _fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w) -> np
     return np.add(heat, s, out=s)
 
 
-#: the Titanium curve's points and segment slopes as Python floats (IEEE doubles, the values
-#: ``np.interp`` works with): ``slope_i = (e_{i+1} - e_i) / (x_{i+1} - x_i)``, as it computes them
-_TI_X = tuple(float(v) for v in PSU_TITANIUM_LOAD_FRACTION)
-_TI_E = tuple(float(v) for v in PSU_TITANIUM_EFFICIENCY)
-_TI_SLOPE = tuple((_TI_E[i + 1] - _TI_E[i]) / (_TI_X[i + 1] - _TI_X[i]) for i in range(len(_TI_X) - 1))
+_TI_CURVE: tuple = ()      # (the curve's arrays, their points, efficiencies and slopes) in use
+
+
+def _ti_curve() -> tuple[tuple, tuple, tuple]:
+    """The Titanium curve's points, efficiencies and segment slopes as Python floats (IEEE
+    doubles, the values ``np.interp`` works with): ``slope_i = (e_{i+1} - e_i) /
+    (x_{i+1} - x_i)``, as it computes them; kept while the module's arrays are the same."""
+    global _TI_CURVE
+    c = _TI_CURVE
+    if not c or c[0] is not PSU_TITANIUM_LOAD_FRACTION or c[1] is not PSU_TITANIUM_EFFICIENCY:
+        xs = tuple(float(v) for v in PSU_TITANIUM_LOAD_FRACTION)
+        es = tuple(float(v) for v in PSU_TITANIUM_EFFICIENCY)
+        slopes = tuple((es[i + 1] - es[i]) / (xs[i + 1] - xs[i]) for i in range(len(xs) - 1))
+        c = _TI_CURVE = (PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY, xs, es, slopes)
+    return c[2], c[3], c[4]
+
+
 #: the Titanium efficiency of loads at or above the curve's first point segment by segment
 #: (:func:`_titanium_efficiency`); False: ``np.interp``, the reference (issue 19)
 PSU_CURVE_BY_SEGMENTS = True
@@ -504,19 +516,20 @@ def _titanium_efficiency(x: np.ndarray) -> np.ndarray:
     doubles, without a search per value (speed only, issue 19)."""
     if not PSU_CURVE_BY_SEGMENTS or x.ndim == 0:
         return np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY)
-    top = x.max() if x.size else _TI_X[0]
-    out = np.subtract(x, _TI_X[0])
-    np.multiply(_TI_SLOPE[0], out, out=out)
-    np.add(out, _TI_E[0], out=out)
-    for j in range(1, len(_TI_SLOPE)):
-        if not top >= _TI_X[j]:
+    xs, es, slopes = _ti_curve()
+    top = x.max() if x.size else xs[0]
+    out = np.subtract(x, xs[0])
+    np.multiply(slopes[0], out, out=out)
+    np.add(out, es[0], out=out)
+    for j in range(1, len(slopes)):
+        if not top >= xs[j]:
             return out
-        seg = np.subtract(x, _TI_X[j])
-        np.multiply(_TI_SLOPE[j], seg, out=seg)
-        np.add(seg, _TI_E[j], out=seg)
-        np.putmask(out, x >= _TI_X[j], seg)      # (the cheapest masked select numpy has)
-    if top >= _TI_X[-1]:
-        np.copyto(out, _TI_E[-1], where=x >= _TI_X[-1])
+        seg = np.subtract(x, xs[j])
+        np.multiply(slopes[j], seg, out=seg)
+        np.add(seg, es[j], out=seg)
+        np.putmask(out, x >= xs[j], seg)      # (the cheapest masked select numpy has)
+    if top >= xs[-1]:
+        np.copyto(out, es[-1], where=x >= xs[-1])
     return out
 
 
