@@ -45,7 +45,7 @@ def _pick_many(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def _pick(cum: np.ndarray, u: float) -> int:
     """Index j with cum[j-1] <= u * cum[-1] < cum[j] (weights cum[j]-cum[j-1] > 0)."""
-    j = int(np.searchsorted(cum, u * cum[-1], side="right"))
+    j = int(cum.searchsorted(u * cum[-1], "right"))   # np.searchsorted without its wrapper
     if j >= cum.size:  # u * total rounded up to total
         j = int(np.flatnonzero(np.diff(cum, prepend=0.0) > 0)[-1])
     return j
@@ -226,7 +226,10 @@ class ClusterFailureSampler:
                 np.copyto(self._scale, rate_scale)
             self._w_plain = float(_sum(self._scale))
             self._cum_plain: np.ndarray | None = None
-            self._ends_plain: np.ndarray | None = None
+            # the block totals at once, while the weights are in cache (a failure lands in
+            # nearly every interval at the sizes the blocked pick serves)
+            self._ends_plain: np.ndarray | None = (_block_ends(self._blocks_plain)
+                                                   if self.n_nodes >= self.blocked_from_nodes else None)
         if thermal_acceleration is not None:
             if checked:
                 a = np.asarray(thermal_acceleration, dtype=float)
@@ -243,7 +246,8 @@ class ClusterFailureSampler:
             np.multiply(self._scale, self._accel, out=self._w_node_thermal)
             self._w_thermal = float(_sum(self._w_node_thermal))
             self._cum_thermal: np.ndarray | None = None
-            self._ends_thermal: np.ndarray | None = None
+            self._ends_thermal: np.ndarray | None = (_block_ends(self._blocks_thermal)
+                                                     if self.n_nodes >= self.blocked_from_nodes else None)
         self._class_rate = self._base * np.where(self._thermal, self._w_thermal, self._w_plain)
         cum = self._cum_class = self._class_rate.cumsum()
         self.total_rate_per_s = float(cum[-1]) if cum.size else 0.0
