@@ -58,9 +58,21 @@ def sample_repair_duration_s(
         raise ValueError("median_s and log_sigma must be >= 0")
     if m == 0.0:
         return 0.0 if size is None else np.zeros(size)
+    if size is None:
+        return lognormal_duration_s(rng, m, s)
     z = rng.standard_normal(size)
     out = m * np.exp(s * z)
     return float(out) if size is None else out
+
+
+def lognormal_duration_s(rng: np.random.Generator, median_s: float, log_sigma: float) -> float:
+    """One draw of :func:`sample_repair_duration_s` for a law already looked up (see
+    :func:`repair_lognormal_params`): ``median_s * exp(log_sigma * Z)`` [s], Z ~ N(0, 1) from
+    ``rng``; 0 without a draw when ``median_s`` is 0. For the engine, which draws one per
+    repair (~160,000 in the million-GPU year) and looks the law up once per failure class."""
+    if median_s == 0.0:
+        return 0.0
+    return float(median_s * np.exp(log_sigma * rng.standard_normal()))
 
 
 def sample_detection_delay_s(

@@ -8,6 +8,7 @@ import numpy as np
 import simpy
 
 from twin import reliability
+from twin.reliability.repair import lognormal_duration_s, repair_lognormal_params
 from twin.sim.component import Component, repeat_record
 
 H = 3600.0
@@ -61,6 +62,9 @@ class Failures(Component):
         self._pools = tuple(self.spare_stock.values())
         self._failed: tuple | None = None              # (write counts, nodes failed or in repair)
         self._delivered: tuple | None = None           # (rack_delivered version, delivered per node)
+        #: per failure class: the spare pool its repair takes a part from (None: no part) and
+        #: its repair law (median [s], log sigma), looked up once instead of at every repair
+        self._repair_how: dict = {}
         self._su_order: tuple | None = None            # (nodes by unit, first index of each unit)
         #: the per-interval draws (:meth:`draw`): the sampler, the rates last set, the
         #: event the failure process waits on, and whether the draw follows the sample
@@ -89,7 +93,9 @@ class Failures(Component):
         if not burning and self._scale is not None and self._scale[0] is up:
             self._still = (seq, self._scale[1])
             return self._scale[1]           # the same up mask (the state caches it): the same scale
-        scale = f.rate_scale * up.astype(float)
+        scale = up.astype(float)
+        if f.rate_scale != 1.0:     # 1.0 * x is x: the same scale without a second pass
+            scale = f.rate_scale * scale
         if not burning:
             self._scale = (up, scale)
             self._still = (seq, scale)
@@ -269,7 +275,12 @@ class Failures(Component):
         if not detected:
             e.log("detected", name, c.name)
         t0 = self.env.now - detect_s
-        pool = self.spare_stock.get(c.part, self.spare_stock.get("*")) if c.part else None
+        how = self._repair_how.get(c)
+        if how is None:
+            how = self._repair_how[c] = (
+                self.spare_stock.get(c.part, self.spare_stock.get("*")) if c.part else None,
+                repair_lognormal_params(c.repair))
+        pool, (median_s, log_sigma) = how
         if c.repair == "hardware" and pool is not None:
             # one-for-one replenishment: every demand orders a replacement at once (Palm's
             # model, as reliability.spares_fill_rate assumes); the part is taken before a
@@ -281,11 +292,12 @@ class Failures(Component):
                 yield req
                 e.log("repair_start", name, c.name)
                 st.node_repairing[n] = True
-                yield self.env.timeout(float(reliability.sample_repair_duration_s(rng, c.repair)))
+                # reliability.sample_repair_duration_s(rng, c.repair), its law looked up once
+                yield self.env.timeout(lognormal_duration_s(rng, median_s, log_sigma))
         else:
             e.log("repair_start", name, c.name)
             st.node_repairing[n] = True
-            yield self.env.timeout(float(reliability.sample_repair_duration_s(rng, c.repair)))
+            yield self.env.timeout(lognormal_duration_s(rng, median_s, log_sigma))
         st.node_repairing[n] = False
         del self.open_repairs[rid]
         self.repair_times_s.append(self.env.now - t0)
