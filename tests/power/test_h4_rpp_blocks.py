@@ -48,7 +48,9 @@ def _differ(a, b) -> list[str]:
 @pytest.mark.parametrize("m", [1, 3, 8])
 @pytest.mark.parametrize("t", [1, 2, 7, 40])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_block_sums_equal_the_csr_product(m, t, dtype, monkeypatch):
+@pytest.mark.parametrize("chunk", [1, 50, 1 << 16])
+def test_block_sums_equal_the_csr_product(m, t, dtype, chunk, monkeypatch):
+    monkeypatch.setattr(tree_mod, "_RPP_BLOCK_VALUES", chunk)
     rng = np.random.default_rng(10 * m + t)
     tree = _block_tree(24, m)
     assert tree._route((True, True)).rpp_block == m

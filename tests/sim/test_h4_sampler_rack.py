@@ -108,3 +108,34 @@ def test_rack_max_without_the_odd_racks_is_caught():
     ref = s._rack_max(gpu_t, first, 4)
     s._lead_t = (gpu_t, t_lead, odd[:0])
     assert not _same(s._rack_max(gpu_t, first, 4), ref)
+
+
+@pytest.mark.parametrize("k", range(2, 9))
+@pytest.mark.parametrize("odd_fraction", [0.0, 0.01, 0.3, 1.0])
+def test_rack_split_by_words_equals_the_columns(k, odd_fraction, monkeypatch):
+    """Racks of one-byte codes compared as one word (k = 2, 4, 8) find the same odd nodes as
+    the column compares, codes of every byte value included."""
+    import twin.sim.sampler as sampler_mod
+    rng = np.random.default_rng(31 * k + int(100 * odd_fraction))
+    for racks in (1, 7, 3000):
+        lead = rng.integers(-128, 128, racks).astype(np.int8)
+        phase = np.repeat(lead, k)
+        flip = rng.random(racks * k) < odd_fraction
+        phase[flip] = rng.integers(-128, 128, int(flip.sum()))
+        phase.flags.writeable = False
+        got = _sampler()._rack_split(phase, k)
+        monkeypatch.setattr(sampler_mod, "_RACK_WORDS", {})
+        ref = _sampler()._rack_split(phase, k)
+        monkeypatch.undo()
+        assert _same(got[0], ref[0]) and _same(got[1], ref[1])
+
+
+def test_rack_split_by_words_of_the_wrong_width_is_caught(monkeypatch):
+    import twin.sim.sampler as sampler_mod
+    rng = np.random.default_rng(2)
+    phase = np.repeat(rng.integers(0, 7, 500).astype(np.int8), 4)
+    flip = rng.random(2000) < 0.05
+    phase[flip] = (phase[flip] + 1) % 7
+    ref = _sampler()._rack_split(phase, 4)
+    monkeypatch.setattr(sampler_mod, "_RACK_WORDS", {4: (np.uint32, np.uint32(0x00010101))})
+    assert not _same(_sampler()._rack_split(phase, 4)[1], ref[1])

@@ -32,6 +32,10 @@ class PhysicsResult(NamedTuple):
 #: last steps move the inlets by round-off only (Blue Vela nine months: most moves of the
 #: inlet-only evaluations are below 1e-9 K, bench/RESULTS.md); sensors read to +-0.5 K
 INLET_TOLERANCE_K = 1e-6
+#: nodes a rack -> (the unsigned integer of that many bytes, its byte-repeating multiplier):
+#: a rack's one-byte phase codes compared as one word (:meth:`Sampler._rack_split`)
+_RACK_WORDS = {2: (np.uint16, np.uint16(0x0101)), 4: (np.uint32, np.uint32(0x01010101)),
+               8: (np.uint64, np.uint64(0x0101010101010101))}
 #: the most nodes per rack for which a rack's hottest GPU is taken column by column (one
 #: ``maximum`` call per node of a rack instead of ``reduceat``'s segment loop)
 RACK_MAX_COLUMNS = 8
@@ -322,11 +326,19 @@ class Sampler(Component):
         if sp is None or sp[0] is not phase:
             ph = phase.reshape(-1, k)
             lead = ph[:, 0]
-            # the racks with a node unlike the first (a column at a time: a broadcast compare
-            # over the strided (R, k) view costs ~10x more), then those racks' nodes
-            mixed = ph[:, 1] != lead
-            for j in range(2, k):
-                mixed |= ph[:, j] != lead
+            word = _RACK_WORDS.get(k) if phase.dtype.itemsize == 1 and phase.flags.c_contiguous else None
+            if word is not None:
+                # one-byte codes, k of them a rack: the rack is one k-byte word, uniform when
+                # it equals its first byte repeated (one compare a rack; issue 19)
+                rep = lead.view(np.uint8).astype(word[0])
+                rep *= word[1]
+                mixed = phase.view(word[0]) != rep
+            else:
+                # the racks with a node unlike the first (a column at a time: a broadcast compare
+                # over the strided (R, k) view costs ~10x more), then those racks' nodes
+                mixed = ph[:, 1] != lead
+                for j in range(2, k):
+                    mixed |= ph[:, j] != lead
             racks = np.flatnonzero(mixed)
             sub = ph[racks]
             pos = np.flatnonzero(sub != sub[:, :1])     # (m, k) positions, ascending
