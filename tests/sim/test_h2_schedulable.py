@@ -237,3 +237,51 @@ def test_writes_of_one_node_by_any_index_kind_are_seen():
             want = fresh(s)
             for mask in want:
                 np.testing.assert_array_equal(getattr(s, mask), want[mask], err_msg=f"{mask}, {name}[{key!r}]")
+
+
+def test_healthy_units_are_kept_only_with_a_fixed_array():
+    """The healthy-unit mask is kept with a read-only array that owns its data (the
+    scheduler's copy per write of su_degraded), never with a writeable one or a view: a
+    writeable array changed in place, or a read-only view of one, gives the new answer."""
+    deg = np.zeros(6, int)
+    assert sched._healthy_units(deg) is None
+    deg[2] = 1                                              # changed in place: seen
+    np.testing.assert_array_equal(sched._healthy_units(deg), deg == 0)
+    fixed = np.array([0, 1, 0, 0, 2, 0])
+    fixed.flags.writeable = False
+    first = sched._healthy_units(fixed)
+    np.testing.assert_array_equal(first, fixed == 0)
+    assert sched._healthy_units(fixed) is first             # kept
+    base = np.zeros(6, int)
+    view = base[:]
+    view.flags.writeable = False
+    assert sched._healthy_units(view) is None
+    base[4] = 3                                             # written through its base: seen
+    np.testing.assert_array_equal(sched._healthy_units(view), base == 0)
+    np.testing.assert_array_equal(sched._healthy_units(fixed), fixed == 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_grouped_placement_with_kept_healthy_units_is_the_reference(seed):
+    """Placements against read-only failed-rail arrays, a new one after each change (as the
+    scheduler passes them), interleaved with writeable ones: the reference's nodes."""
+    rng = np.random.default_rng(seed)
+    su_nodes, n_sus = 8, 24
+    node_su = np.arange(su_nodes * n_sus) // su_nodes
+    deg = np.zeros(n_sus, int)
+    for _ in range(12):
+        if rng.random() < 0.4:
+            deg = deg.copy()
+            deg[int(rng.integers(n_sus))] = int(rng.integers(0, 3))
+        arg = deg.copy()
+        if rng.random() < 0.7:
+            arg.flags.writeable = False
+        p_unit = rng.choice([0.0, 0.5, 1.0], size=n_sus, p=[0.3, 0.2, 0.5])
+        free = rng.random(su_nodes * n_sus) < np.repeat(p_unit, su_nodes)
+        want = int(rng.integers(1, 8 * su_nodes))
+        ref = sched.place_nodes_reference(free, node_su, arg, want)
+        got = sched.place_nodes_grouped(free, su_nodes, arg, want)
+        assert (got is None) == (ref is None)
+        if ref is not None:
+            np.testing.assert_array_equal(got, ref)
