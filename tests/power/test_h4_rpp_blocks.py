@@ -109,3 +109,17 @@ def test_block_sums_in_another_layout_are_caught(monkeypatch):
     real = tree_mod._rpp_sum_blocks
     monkeypatch.setattr(tree_mod, "_rpp_sum_blocks", lambda w, m: np.ascontiguousarray(real(w, m)))
     assert "rpp_w" in _differ(_flows(tree, x, monkeypatch, True), ref)
+
+
+def test_copy_false_hands_the_window_over(monkeypatch):
+    """``copy=False``: a float64 window becomes the flow's rack power itself, the rest of the
+    flow as with a copy; a float32 window is converted either way."""
+    rng = np.random.default_rng(12)
+    tree = _block_tree(8, 4)
+    x = _window(rng, 6, 32, np.float64)
+    kept = evaluate_power_tree(tree, x, copy=False)
+    ref = evaluate_power_tree(tree, x)
+    assert np.shares_memory(kept.rack_w, x) and not np.shares_memory(ref.rack_w, x)
+    assert _differ(kept, ref) == []
+    x32 = x.astype(np.float32)
+    assert _differ(evaluate_power_tree(tree, x32, copy=False), evaluate_power_tree(tree, x32)) == []

@@ -139,3 +139,17 @@ def test_rack_split_by_words_of_the_wrong_width_is_caught(monkeypatch):
     ref = _sampler()._rack_split(phase, 4)
     monkeypatch.setattr(sampler_mod, "_RACK_WORDS", {4: (np.uint32, np.uint32(0x00010101))})
     assert not _same(_sampler()._rack_split(phase, 4)[1], ref[1])
+
+
+@pytest.mark.parametrize("m", range(1, RACK_MAX_COLUMNS + 2))
+def test_rpp_load_by_blocks_equals_bincount(m):
+    """The RPP loads the breakers check: column adds where the racks of each RPP are one
+    contiguous block of m (m above RACK_MAX_COLUMNS, or racks out of order: bincount)."""
+    import types
+    rng = np.random.default_rng(50 + m)
+    for rack_rpp in (np.repeat(np.arange(40), m), rng.permutation(np.repeat(np.arange(40), m))):
+        s = _sampler()
+        s._rpp_m = None
+        s.__dict__["plant"] = types.SimpleNamespace(rack_rpp=rack_rpp, rpp_limit_w=np.ones(40))
+        w = _values(rng, 40 * m)
+        assert _same(s._rpp_load_w(w), np.bincount(rack_rpp, weights=w, minlength=40))

@@ -375,7 +375,7 @@ _RPP_BLOCK_VALUES = 1 << 16
 RPP_BLOCK_SUMS = True
 
 
-def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
+def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None, *, copy: bool = True) -> PowerFlow:
     """Push rack IT power through the tree [W] and return every stage's flow and loss.
 
     Parameters
@@ -387,6 +387,9 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
     feed_up : (F,) bool, optional
         Which utility feeds are live; default all. The survivors carry everything their
         RPPs and racks can move onto them; ``PowerFlow.holds`` says whether they hold.
+    copy : bool
+        False: a float64 ``rack_it_w`` may become the flow's ``rack_w`` itself (the caller
+        hands it over: no copy of a (T, R) window); True copies it.
 
     Equations: cord share ``w_rs = share_rs u_rs / sum_s share_rs u_rs`` (u = cord's RPP
     live); ``P_rpp = sum_r P_r w_rs``; RPP input ``P_rpp + f_r P_rpp^2 / P_rating``;
@@ -401,8 +404,8 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None) -> PowerFlow:
     route = tree._route(key)
     up, vshare, dropped = route.up, route.rpp_feed, route.dropped
     # a conversion made x ours: no second copy (a float64 caller's array is copied)
-    rack_w = np.where(dropped, 0.0, x) if route.any_dropped else (x if x is not rack_it_w
-                                                                   and x.base is None else x.copy())
+    rack_w = np.where(dropped, 0.0, x) if route.any_dropped else (x if not copy or (x is not rack_it_w
+                                                                                  and x.base is None) else x.copy())
     if x.ndim == 1:
         rpp_w = np.bincount(tree.rack_rpp.ravel(), weights=(rack_w[:, None] * route.cord_w).ravel(),
                             minlength=tree.n_rpps)
