@@ -318,13 +318,18 @@ class ClusterState:
         self._mask_ver[0] += 1
         if name in _RACK_DEP_SET:
             self._rack_ver[0] += 1
-        if key is None:
-            log.append((name, None, 0))
-            n = 0
+        idx: np.ndarray | int | None
+        if type(key) is np.ndarray and key.ndim == 1 and key.dtype.kind in "iu":
+            idx = key.astype(np.intp)           # a copy: the caller may reuse its index array
+            n = idx.size                        # (the commonest write: a job's nodes, inline)
+        elif key is None:
+            idx, n = None, 0
+        elif type(key) is int or isinstance(key, np.integer):
+            idx, n = int(key), 1
         else:
-            idx = int(key) if type(key) is int or isinstance(key, np.integer) else _node_indices(key)
-            log.append((name, idx, _job_hint(value) if name == "node_job" and idx is not None else 0))
+            idx = _node_indices(key)
             n = _size(idx)
+        log.append((name, idx, _job_hint(value) if name == "node_job" and idx is not None else 0))
         held = self._held
         held[0] += n
         if len(log) > _LOG_MAX or held[0] > self._held_max:
