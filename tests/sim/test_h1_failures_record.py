@@ -30,3 +30,27 @@ def test_record_counts_equal_the_reference_through_waves(monkeypatch):
     twin.simulate(twin.load_scenario(BV, ["simulation.duration_days=30", "failures.rate_scale=20"]))
     assert seen["samples"] > 500
     assert len(seen["failed"]) > 5 and len(seen["delivered"]) > 1
+
+
+def test_detection_delays_equal_the_draws_and_leave_the_stream():
+    """``Failures.detection_delay_s`` (an immediate class answers 0 without the call) gives
+    what ``sample_detection_delay_s`` gives, class by class, with the stream in step."""
+    import numpy as np
+
+    from twin import reliability
+    from twin.sim.engine import Engine
+
+    eng = Engine(twin.load_scenario(BV.parent / "lenovo_small.yaml", ["simulation.duration_days=1"]))
+    f, fs = eng.failures, eng.s.failures
+    ref = np.random.default_rng(0)
+    eng.rng["detect"] = np.random.default_rng(0)
+    kinds = set()
+    for _ in range(20):
+        for c in f.classes:
+            kinds.add(c.detection)
+            want = float(reliability.sample_detection_delay_s(
+                ref, c.detection, health_check_interval_s=fs.health_check_interval_s,
+                watchdog_timeout_s=fs.watchdog_timeout_s, sdc_mean_s=fs.sdc_detection_mean_s))
+            assert f.detection_delay_s(c) == want
+    assert eng.rng["detect"].random() == ref.random()
+    assert {"immediate", "health_check", "silent"} <= kinds

@@ -80,23 +80,25 @@ def _pick_blocked(blocks: np.ndarray, ends: np.ndarray, n: int, u: float) -> int
     ``cum`` is nondecreasing, so searchsorted returns j. Otherwise (a chance of about
     n^2 * 3e-15 per pick when the weights are alike) the caller sums sequentially.
     """
-    total = float(ends[-1])
+    total = ends.item(-1)
     if not 1e-280 < total < 1e280:        # also NaN: no relative bound to lean on
         return -1
     x = u * total
     margin = 16.0 * (n + 2) * _EPS * total
-    # the methods, not the np.* wrappers: this runs ~180,000 times in the million-GPU year
+    # the methods, not the np.* wrappers, and Python floats (item): this runs ~180,000
+    # times in the million-GPU year
     b = int(ends.searchsorted(x, "right"))
     if b >= ends.size:
         return -1
-    start = float(ends[b - 1]) if b else 0.0
+    start = ends.item(b - 1) if b else 0.0
+    # the block's prefix sums are start + c[k]; the search below only proposes the
+    # bracket (x - start rounds), the test after it decides on start + c[k] themselves
     c = _accumulate(blocks[b])
-    c += start
-    i = int(c.searchsorted(x, "right"))
+    i = int(c.searchsorted(x - start, "right"))
     if i >= c.size:
         return -1
-    lo = float(c[i - 1]) if i else start
-    if lo + margin < x < float(c[i]) - margin:
+    lo = start + c.item(i - 1) if i else start
+    if lo + margin < x < start + c.item(i) - margin:
         return b * blocks.shape[1] + i
     return -1
 
@@ -179,6 +181,7 @@ class ClusterFailureSampler:
         self.n_nodes = int(n_nodes)
         self._base = class_rates_per_node_s(self.classes)
         self._thermal = thermal_mask(self.classes)
+        self._thermal_of = tuple(bool(t) for t in self._thermal)      # the same, read per failure
         # the two node weights live in zero-padded buffers of whole blocks, so the blocked
         # pick sees them as (B, L) without a copy
         n_blocks = -(-self.n_nodes // _BLOCK)
@@ -280,7 +283,7 @@ class ClusterFailureSampler:
         finds in the sequential cumulative weights (``_pick``), found without that O(N)
         sequential sum (436 us at 131,072 nodes, rebuilt at every sample with a failure,
         issue 19) by :func:`_pick_blocked` when its bounds decide it, else by ``_pick``."""
-        thermal = bool(self._thermal[k])
+        thermal = self._thermal_of[k]
         if self.n_nodes >= self.blocked_from_nodes:
             if thermal:
                 if self._ends_thermal is None:
@@ -307,9 +310,12 @@ class ClusterFailureSampler:
         ``(dt_s, node_index, class_index)`` with the class and node drawn from ``rng``."""
         if dt_s > horizon_s:
             return None
-        u = rng.random(2)
-        k = _pick(self._cum_class, float(u[0]))
-        return dt_s, self._node_for(k, float(u[1])), k
+        u_class, u_node = rng.random(2).tolist()        # the two draws, as Python floats
+        # _pick(self._cum_class, u_class), whose total is total_rate_per_s (the same float)
+        k = int(self._cum_class.searchsorted(u_class * self.total_rate_per_s, "right"))
+        if k >= self._cum_class.size:
+            k = _pick(self._cum_class, u_class)
+        return dt_s, self._node_for(k, u_node), k
 
     def sample_until(
         self, rng: np.random.Generator, horizon_s: float

@@ -215,6 +215,8 @@ class Failures(Component):
         return order[bounds[u]:bounds[u + 1]]
 
     def detection_delay_s(self, c) -> float:
+        if c.detection == "immediate":
+            return 0.0      # what the draw below returns for it, without a draw (most classes)
         f = self.s.failures
         return float(reliability.sample_detection_delay_s(
             self.e.rng["detect"], c.detection, health_check_interval_s=f.health_check_interval_s,
