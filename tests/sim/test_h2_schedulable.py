@@ -285,3 +285,64 @@ def test_grouped_placement_with_kept_healthy_units_is_the_reference(seed):
         assert (got is None) == (ref is None)
         if ref is not None:
             np.testing.assert_array_equal(got, ref)
+
+
+def test_read_only_index_arrays_are_logged_without_a_copy_and_others_with_one():
+    """A read-only index array that owns its memory (or a view of one: a job's nodes) is
+    logged as is; a writeable one, or a read-only view of a writeable array, is copied, so
+    that the caller writing its indices afterwards does not change what the log says (the
+    masks stay equal to their rule)."""
+    from test_state_cache import fresh
+
+    s = _state(256, 4)
+    s.node_phase                                                # noqa: B018 (first evaluations)
+    s.node_schedulable                                          # noqa: B018
+    owned = np.arange(40, 72, dtype=np.intp)
+    owned.flags.writeable = False
+    s.node_job[owned[:16]] = 2
+    assert s._log[-1][1].base is owned                          # the view itself, no copy
+    loose = np.arange(100, 110)
+    s.node_job[loose] = 3
+    view = loose[:5]
+    view.flags.writeable = False
+    s.node_job_phase[view] = 4
+    assert s._log[-2][1] is not loose and s._log[-1][1] is not view
+    loose[:] = np.arange(500, 510)                              # the caller reuses its array
+    want = fresh(s)
+    for name in ("node_schedulable", "node_phase", "node_busy"):
+        np.testing.assert_array_equal(getattr(s, name), want[name], err_msg=name)
+
+
+def test_the_scheduler_hands_out_read_only_placements():
+    """Every placement in a run with failures is a read-only intp array of its own (the
+    jobs' nodes and spares are views of it), and the run equals one where the state copies
+    every index array it logs."""
+    s = twin.load_scenario(SCENARIOS / "vela.yaml", ["simulation.duration_days=10", "failures.rate_scale=10"])
+    from twin.sim.engine import Engine
+
+    eng = Engine(s)
+    seen = []
+    real = sched._frozen_copy
+
+    def frozen_copy(nodes):
+        out = real(nodes)
+        seen.append(out)
+        return out
+    sched._frozen_copy = frozen_copy
+    try:
+        fast = eng.run()
+    finally:
+        sched._frozen_copy = real
+    assert len(seen) > 10
+    for out in seen:
+        assert not out.flags.writeable and out.base is None and out.dtype == np.intp
+    real_frozen = state_mod._frozen
+    state_mod._frozen = lambda a: False
+    try:
+        slow = twin.simulate(s)
+    finally:
+        state_mod._frozen = real_frozen
+    (a, ea, ka), (b, eb, kb) = _fingerprint(fast), _fingerprint(slow)
+    assert ea == eb and str(ka) == str(kb)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)

@@ -230,6 +230,15 @@ def place_nodes_grouped(free: np.ndarray, su_nodes: int, su_degraded: np.ndarray
     return (sel[row] * su_nodes + col)[:want]
 
 
+def _frozen_copy(nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` as a read-only array of its own (intp): a job's nodes are never written in
+    place, and the state logs writes at a read-only index array without copying it (each
+    phase change of the job writes its nodes; speed only, issue 19)."""
+    out = np.array(nodes, np.intp)
+    out.flags.writeable = False
+    return out
+
+
 class Scheduler(Component):
     """Highest priority first; each job packed into as few scalable units as possible,
     fullest healthy units first, units with a failed rail last. Elastic jobs shrink to the
@@ -321,7 +330,7 @@ class Scheduler(Component):
                     job.process.interrupt(("preempted", 0.0))
                     job.status = "waiting"
                 continue
-            nodes = np.asarray(d.nodes, int)
+            nodes = _frozen_copy(np.asarray(d.nodes, int))
             jobs.advance(job)
             job.nodes, job.spares = nodes[:job.spec.nodes], nodes[job.spec.nodes:]
             st.node_job[nodes] = job.index
@@ -347,6 +356,7 @@ class Scheduler(Component):
                 continue
             self.queue.remove(job)
             self.e.jobs.advance(job)            # nothing accrues while queued; start the clock now
+            nodes = _frozen_copy(nodes)
             job.nodes, job.spares = nodes[:job.spec.nodes], nodes[job.spec.nodes:]
             st.node_job[nodes] = job.index
             st.node_job_phase[nodes] = Phase.IDLE

@@ -174,6 +174,15 @@ def _node_indices(key) -> np.ndarray | None:
     return None
 
 
+def _frozen(a: np.ndarray) -> bool:
+    """Nothing can write the array ``a`` (short of setting a flag back): it is read-only,
+    and so is the plain array that owns its memory, if it is a view."""
+    if a.flags.writeable:
+        return False
+    base = a.base
+    return base is None or (type(base) is np.ndarray and not base.flags.writeable and base.base is None)
+
+
 def _size(key: np.ndarray | int | None) -> int:
     """Nodes a log entry's key names: an index array's length, 1 for an int, 0 for None."""
     return 0 if key is None else 1 if isinstance(key, int) else key.size
@@ -320,8 +329,11 @@ class ClusterState:
             self._rack_ver[0] += 1
         idx: np.ndarray | int | None
         if type(key) is np.ndarray and key.ndim == 1 and key.dtype.kind in "iu":
-            idx = key.astype(np.intp)           # a copy: the caller may reuse its index array
-            n = idx.size                        # (the commonest write: a job's nodes, inline)
+            # (the commonest write, a job's nodes, inline) a copy, the caller may reuse its
+            # index array; not when nobody can write it (:func:`_frozen`: the scheduler hands
+            # out each placement read-only, and a job's phases are written at those nodes)
+            idx = key if key.dtype == np.intp and _frozen(key) else key.astype(np.intp)
+            n = idx.size
         elif key is None:
             idx, n = None, 0
         elif type(key) is int or isinstance(key, np.integer):
