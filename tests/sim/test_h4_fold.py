@@ -116,3 +116,22 @@ def test_buffers_are_kept_between_folds():
     w, flow = _window(np.random.default_rng(5), 4, True, False)
     agg.fold(60 - 4, w, flow, HALL)
     assert agg._buf["f64"] is buf
+
+
+@pytest.mark.parametrize("t", [1, 2, 97, 255, 256, 300, 65535, 65536, 70000])
+def test_column_counts_equal_the_sum(t):
+    rng = np.random.default_rng(t)
+    r = 3 if t > 1000 else 40
+    for p in (0.0, 0.3, 1.0):
+        mask = rng.random((t, r)) < p
+        got = recorder._column_counts(mask)
+        assert np.array_equal(got, mask.sum(axis=0)) and got.dtype.kind == "u" or t >= 1 << 16
+        agg = np.zeros(r, np.int64)
+        agg += got
+        assert agg.dtype == np.int64 and np.array_equal(agg, mask.sum(axis=0))
+
+
+def test_column_counts_in_bytes_that_wrap_are_caught(monkeypatch):
+    """Counts past 255 in one byte wrap: a window of 300 samples sees it."""
+    mask = np.ones((300, 4), bool)
+    assert not np.array_equal(mask.view(np.uint8).sum(axis=0, dtype=np.uint8), mask.sum(axis=0))

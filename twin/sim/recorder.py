@@ -41,6 +41,18 @@ def _powered(codes: np.ndarray) -> np.ndarray:
     return on
 
 
+def _column_counts(mask: np.ndarray) -> np.ndarray:
+    """True values in each column of a (T, R) bool mask [(R,)]: the bytes (0 or 1) summed in
+    the narrowest unsigned integer that holds T, not cast to int64 one by one (exact counts,
+    ~50x faster than ``mask.sum(axis=0)``; speed only, issue 19)."""
+    t = mask.shape[0]
+    if t < 1 << 8:
+        return mask.view(np.uint8).sum(axis=0, dtype=np.uint8)
+    if t < 1 << 16:
+        return mask.view(np.uint8).sum(axis=0, dtype=np.uint16)
+    return mask.sum(axis=0)
+
+
 class _Window:
     """A (K, ...) array addressed by absolute sample index: ``w[i]`` is sample ``i`` while
     ``i`` is in the recorder's current window (an IndexError otherwise, never a wrap)."""
@@ -135,17 +147,17 @@ class RackAggregates:
         above = np.greater(inlet, ASHRAE_RECOMMENDED_MAX_C, out=b[0])
         if not all_on:
             above &= on
-        self.n_above += above.sum(axis=0)
+        self.n_above += _column_counts(above)
         outside = np.less(inlet, ASHRAE_RECOMMENDED_MIN_C, out=b[1])
         if not all_on:
             outside &= on
         outside |= above
-        self.n_outside += outside.sum(axis=0)
+        self.n_outside += _column_counts(outside)
         nan = np.isnan(inlet)
         if not all_on:
             nan &= on
         nan |= outside
-        self.n_ashrae_out += nan.sum(axis=0)
+        self.n_ashrae_out += _column_counts(nan)
         power = self._fold_series_shared(w, flow, on, all_on, inlet)
         if self.hall_power_w is not None and self.hall_inlet_max_c is not None and rack_hall is not None:
             order, halls, starts = self._hall_runs(rack_hall)
