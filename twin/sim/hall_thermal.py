@@ -25,6 +25,7 @@ shuts itself down (:meth:`HallThermal.protect_racks`).
 from __future__ import annotations
 
 import math
+import operator
 import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -662,8 +663,7 @@ class HallThermal(Component):
         them, so their ids stay theirs)."""
         models = [hall.model for hall in self.halls]
         memo = self._groups_memo
-        if memo is not None and len(memo[0]) == len(models) and all(
-                a is b for a, b in zip(memo[0], models, strict=True)):
+        if memo is not None and _same_objects(memo[0], models):
             return memo[1]
         by: dict[int, list[int]] = {}
         for h, m in enumerate(models):
@@ -813,10 +813,10 @@ class HallThermal(Component):
         actives = [hall.active for hall in halls]
         models = [hall.model for hall in halls]
         memo = self._record_memo.get(-1)
-        if not (memo is not None and memo[0] is heat and all(a is b for a, b in zip(memo[1], models, strict=True))
-                and all(a is b for a, b in zip(memo[2], actives, strict=True))):
+        if not (memo is not None and memo[0] is heat and _same_objects(memo[1], models)
+                and _same_objects(memo[2], actives)):
             run = self._run_cap.get(-1)
-            if run is None or not all(a is b for a, b in zip(run[0], actives, strict=True)):
+            if run is None or not _same_objects(run[0], actives):
                 cap = np.array([hall.geom.cooling_capacity_w for hall in halls], float).reshape(n_h, n_u)
                 on = np.array(actives, bool).reshape(n_h, n_u)
                 run_w = np.array([float(cap[h][on[h]].sum()) for h in range(n_h)])
@@ -905,6 +905,13 @@ def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.nda
     return float(np.sum(np.where(active, crah_fan_power_w(
         flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
         static_pressure_fraction=fans.static_pressure_fraction, design_power_w=design_power_w), 0.0)))
+
+
+def _same_objects(a: list, b: list) -> bool:
+    """The two lists hold the same objects in the same order (identity, as ``all(x is y for
+    ...)`` over equal lengths; a length mismatch is False): ``operator.is_`` mapped in C,
+    the check the per-sample paths make over every hall (speed only, issue 19)."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def _matvec_rows(m: np.ndarray, x: np.ndarray) -> np.ndarray:
