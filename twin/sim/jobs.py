@@ -4,6 +4,7 @@ hot spares, silent-corruption roll-back, and the step rate from the compute mode
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,7 +140,17 @@ class Jobs(Component):
         self._share_cache: dict = {}
         self._step_cache: dict = {}
         self._interval_cache: dict = {}
-        self._spread: dict[int, tuple] = {}   # id(node array) -> (its nodes, fabric cache key, units spanned)
+        self._spread: dict[int, tuple] = {}   # id(node array) -> (a copy of it, fabric cache key, nodes per unit, units, it)
+        self._spread_held, self._spread_max = 0, 8 * self.plant.n_nodes     # nodes the kept spreads hold
+        #: node >> shift is its scalable unit, its rack, when those are runs of 2^k nodes in
+        #: order (None: read the plant's table); cold tables cost more than the shift
+        self._su_shift = _run_shift(self.plant.node_su)
+        self._rack_shift = _run_shift(self.plant.node_rack)
+        self._degraded_ver = -1     # _worst_degraded: su_degraded's write count, and its non-zero units
+        self._degraded: list[tuple[int, int]] = []     # (unit, failed rails) of each unit with any
+        self._clock_ver, self._clock_full = -1, False          # _full_clock: node_clock's write count
+        #: the last job start's node_power_w keywords as read, and as kept (_record_swing)
+        self._swing_kw_last: tuple | None = None
         self._write_s_memo: dict[tuple[float, int], float] = {}    # (bytes, writers) -> write time [s]
         self._read_s_memo: dict[float, float] = {}                 # bytes -> reload time [s]
         # GPUs per node when every node model has the same count (None: look it up per job)
@@ -239,27 +250,77 @@ class Jobs(Component):
         leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
         """
         spread = self._spread.get(id(nodes))
-        if spread is not None and np.array_equal(spread[0], nodes):
-            key, sus = spread[1], spread[2]
+        if spread is not None and spread[4] is nodes and np.array_equal(spread[0], nodes):
+            key, counts, n_sus = spread[1], spread[2], spread[3]
         else:
-            # nodes per unit by counting, not sorting (what np.unique(..., return_counts) gives)
-            counts = np.bincount(self.plant.node_su[nodes])
-            sus = np.flatnonzero(counts)
-            key = (len(nodes), len(sus), int(counts.max())) if len(sus) else (0, 0, 0)
+            # nodes per unit by counting, not sorting (what np.unique(..., return_counts) gives);
+            # each node's unit by a shift when the units are runs of 2^k nodes (reads no table)
+            shift = self._su_shift if isinstance(nodes, np.ndarray) else None
+            counts = np.bincount(nodes >> shift if shift is not None else self.plant.node_su[nodes])
+            n_sus = int(np.count_nonzero(counts))
+            key = (len(nodes), n_sus, int(counts.max())) if n_sus else (0, 0, 0)
             if self.s.fabric.site_tier is not None:     # crossing halls climbs the site tier
                 key += (int(np.count_nonzero(np.bincount(self.plant.rack_hall[self.plant.node_rack[nodes]]))),)
-            # kept per node array (a job's placement), checked against a copy of its nodes
-            if len(self._spread) > 4096:
+            # kept per node array (a job's placement), checked against a copy of its nodes; the
+            # entry holds the array itself, so its id names no other array while it is kept
+            # (a new array at a freed one's address would cost a comparison of the two); all
+            # are dropped past 4096 entries or eight times the site's nodes (live placements
+            # hold each node at most once), so the copies stay a few MB
+            held = self._spread_held + len(nodes)
+            if len(self._spread) >= 4096 or held > self._spread_max:
                 self._spread.clear()
-            self._spread[id(nodes)] = (nodes.copy(), key, sus)
+                held = len(nodes)
+            self._spread_held = held
+            self._spread[id(nodes)] = (nodes.copy(), key, counts, n_sus, nodes)
         if key not in self._fabric_cache:
             hops = fabric.placement_hops(self.e.graph, nodes)
             bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes)
             self._fabric_cache[key] = (float(hops["max_hops"]), float(bw))
         hops, bw = self._fabric_cache[key]
-        worst = int(self.state.su_degraded.view(np.ndarray)[sus].max()) if len(sus) else 0   # plain view: reads only
         rails = self.s.fabric.rails
-        return hops, bw * max(rails - worst, 0) / rails
+        return hops, bw * max(rails - self._worst_degraded(counts, n_sus), 0) / rails
+
+    def _worst_degraded(self, counts: np.ndarray, n_sus: int) -> int:
+        """Most failed rails of any scalable unit the job uses (``counts``: its nodes per
+        unit, ``n_sus`` of them non-zero), as ``su_degraded[np.flatnonzero(counts)].max()``.
+
+        Few units have a failed rail at a time: they are listed per write count of
+        ``su_degraded``, and the job's count is read at those units only (~1 us where listing
+        the job's units was ~8 us; issue 19). The units it spans that are not listed hold 0."""
+        if not n_sus:
+            return 0
+        st = self.state
+        ver = st.version("su_degraded")
+        if ver != self._degraded_ver:
+            deg = st.su_degraded.view(np.ndarray)       # plain view: reads only
+            units = np.flatnonzero(deg)
+            self._degraded_ver, self._degraded = ver, list(zip(units.tolist(), deg[units].tolist(), strict=True))
+        if len(self._degraded) > 32:        # many: list the job's units as before
+            return int(st.su_degraded.view(np.ndarray)[np.flatnonzero(counts)].max())
+        hit = [v for u, v in self._degraded if u < len(counts) and counts[u] > 0]
+        if not hit:
+            return 0
+        worst = max(hit)
+        return worst if len(hit) == n_sus else max(worst, 0)    # else some unit it spans holds 0
+
+    def _min_clock(self, nodes: np.ndarray) -> float:
+        """Lowest clock fraction [-] of ``nodes`` (1 for none): 1 at once while every node
+        runs at full clock (kept per write count of ``node_clock``; issue 19)."""
+        if not len(nodes):
+            return 1.0
+        if self._full_clock():
+            return 1.0      # the minimum of ones
+        return float(self.state.node_clock.view(np.ndarray)[nodes].min())
+
+    def _full_clock(self) -> bool:
+        """Every node's clock fraction is exactly 1, checked once per write count of
+        ``node_clock`` (the sampler writes it only when a clock moved)."""
+        st = self.state
+        ver = st.version("node_clock")
+        if ver != self._clock_ver:
+            nc = st.node_clock.view(np.ndarray)
+            self._clock_ver, self._clock_full = ver, bool(nc.size) and bool((nc == 1.0).all())
+        return self._clock_full
 
     def shared_fraction(self, job: JobState) -> float:
         """Factor [-] on the job's alone, adaptive bandwidth from ``fabric.routing`` and
@@ -301,7 +362,7 @@ class Jobs(Component):
         # reads through a plain view of the tracked arrays: the same values, no tracking cost
         brake = float(st.brake_clock) if _one_number(st.brake_clock) else (
             float(np.asarray(st.brake_clock)[nodes].min()) if len(nodes) else 1.0)     # (N,) with mixed models
-        clock = (float(st.node_clock.view(np.ndarray)[nodes].min()) if len(nodes) else 1.0) * brake
+        clock = self._min_clock(nodes) * brake
         clock *= self.e.power.cap_clock_fraction if m == 0 else float(self.e.power.cap_clock_fraction_by_model[m])
         hops, bw = self.fabric_figures(nodes)
         bw *= self.shared_fraction(job)
@@ -747,16 +808,38 @@ class Jobs(Component):
         load steps by nodes x (P_train - P_phase) at every exposed all-reduce
         (COMMUNICATION) and every checkpoint (CHECKPOINT). Keeps the inputs of one typical
         node (its inlet and clock, the node model's figures, the PSU capacity) as they are
-        now; :attr:`peak_swing_w` evaluates them, all at once."""
+        now; :attr:`peak_swing_w` evaluates them, all at once.
+
+        The means are ``np.add.reduce(x) / len(x)``, what ``x.mean()`` computes for a
+        float64 array (the same pairwise sum, then one division) without its ~3 us of
+        wrapping; at full clock the clock's mean is 1 (a sum of n ones is exactly n). The
+        keywords are the same objects start after start: when the power chain hands out
+        the very objects it handed out last time, the dict kept then is kept again
+        (:func:`_swing_phase_w` then groups the starts by that dict; issue 19)."""
         nodes, st, pc = job.nodes, self.state, self.e.power
         # plain views of the tracked arrays (reads only: the same values, no tracking cost)
-        inlet_c, node_clock = st.rack_inlet_c.view(np.ndarray), st.node_clock.view(np.ndarray)
-        inlet = inlet_c[self.plant.node_rack[nodes]].mean()     # one typical node
-        clock = node_clock[nodes].mean() * st.brake_clock if _one_number(st.brake_clock) \
-            else (node_clock[nodes] * np.asarray(st.brake_clock)[nodes]).mean()   # (N,): mixed models
-        one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
-        kw = {k: (v if _one_number(v) else np.asarray(v)[one]) for k, v in pc.node_kwargs().items()}
-        cap = pc.gpu_cap_w if _one_number(pc.gpu_cap_w) else np.asarray(pc.gpu_cap_w)[one]
+        shift = self._rack_shift
+        x = st.rack_inlet_c.view(np.ndarray)[nodes >> shift if shift is not None else self.plant.node_rack[nodes]]
+        inlet = np.add.reduce(x) / len(x) if x.dtype == np.float64 and len(x) else x.mean()    # one typical node
+        brake = st.brake_clock
+        if not _one_number(brake):      # (N,): mixed models
+            clock = (st.node_clock.view(np.ndarray)[nodes] * np.asarray(brake)[nodes]).mean()
+        elif len(nodes) and self._full_clock():
+            clock = _ONE * brake
+        else:
+            x = st.node_clock.view(np.ndarray)[nodes]
+            clock = (np.add.reduce(x) / len(x) if x.dtype == np.float64 and len(x) else x.mean()) * brake
+        raw, cap = pc.node_kwargs(), pc.gpu_cap_w
+        last = self._swing_kw_last
+        if (last is not None and last[0] is cap and len(raw) == len(last[1])
+                and all(map(operator.is_, raw.values(), last[1])) and all(map(operator.eq, raw, last[2]))):
+            kw = last[3]        # the same objects as last time, all of them plain numbers
+        else:
+            one = nodes[0] if len(nodes) else 0      # the job's nodes share one model
+            kw = {k: (v if _one_number(v) else np.asarray(v)[one]) for k, v in raw.items()}
+            plain = _one_number(cap) and all(v is raw[k] for k, v in kw.items())
+            self._swing_kw_last = (cap, tuple(raw.values()), tuple(raw), kw) if plain else None
+            cap = cap if _one_number(cap) else np.asarray(cap)[one]
         self._swings.append((len(nodes), inlet, clock, cap, kw))
 
     @property
@@ -856,8 +939,12 @@ class Jobs(Component):
 
     def release(self, job: JobState) -> None:
         """Give every node of the job back and look for work for them."""
-        held = np.concatenate([job.nodes, job.spares])
-        held = held[self.state.node_job[held] == job.index]
+        held = np.concatenate([job.nodes, job.spares]) if len(job.spares) else job.nodes
+        # read through a plain view (the same values, no tracking cost); the write is tracked
+        # (and the state keeps its own copy of the indices)
+        own = self.state.node_job.view(np.ndarray)[held] == job.index
+        if not own.all():
+            held = held[own]
         self.state.node_job[held] = -1
         job.nodes = np.empty(0, int)
         job.spares = np.empty(0, int)
@@ -911,7 +998,7 @@ class Jobs(Component):
     def interrupt_nodes(self, nodes: np.ndarray, cause: str, detect_s: float = 0.0) -> None:
         """Interrupt every job running on any of ``nodes``; a job whose hot spare is hit
         just loses that spare. The job relaunches after ``detect_s`` [s]."""
-        owner = self.state.node_job[nodes]
+        owner = self.state.node_job.view(np.ndarray)[nodes]     # plain view: reads only
         for j in (owner if len(owner) == 1 else np.unique(owner)):
             if j < 0:
                 continue
@@ -989,10 +1076,23 @@ def _swing_phase_w(todo: list[tuple]) -> np.ndarray:
     """AC power [W (starts, 3)] of one typical node of each job start in TRAINING,
     COMMUNICATION and CHECKPOINT, from the starts' ``(nodes, inlet [C], clock [-], GPU cap
     [W], node_power_w keywords)``: one :func:`twin.power.node_power_w` call per group of
-    starts with the same cap and keywords, phases (k, 3) against inlets and clocks (k, 1)."""
+    starts with the same cap and keywords, phases (k, 3) against inlets and clocks (k, 1).
+
+    A start whose cap and keyword dict are the very objects of the start before it joins
+    that start's group without its key being made again (~15 us a start; issue 19): the key
+    of the same objects is the same, unless it holds a NaN (a new one each time it is made,
+    equal to none), which :func:`_reusable_key` tells by making the key twice."""
     groups: dict[tuple, list[int]] = {}
+    prev_cap = prev_kw = None
+    members: list[int] = []
     for k, (_, _, _, cap, kw) in enumerate(todo):
-        groups.setdefault(tuple(_same_value_key(v) for v in (cap, *kw.items())), []).append(k)
+        if kw is prev_kw and cap is prev_cap:
+            members.append(k)
+            continue
+        key = _swing_key(cap, kw)
+        members = groups.setdefault(key, [])
+        members.append(k)
+        prev_cap, prev_kw = (cap, kw) if _reusable_key(key, cap, kw) else (None, None)
     w = np.empty((len(todo), 3))
     for ks in groups.values():
         _, _, _, cap, kw = todo[ks[0]]
@@ -1000,6 +1100,30 @@ def _swing_phase_w(todo: list[tuple]) -> np.ndarray:
         w[ks] = power.node_power_w(np.tile(_SWING_PHASES, (len(ks), 1)), cap, col[:, :1],
                                    clock_fraction=col[:, 1:], **kw)
     return w
+
+
+def _swing_key(cap, kw: dict) -> tuple:
+    """The grouping key of a job start's swing figures (:func:`_swing_phase_w`)."""
+    return tuple(_same_value_key(v) for v in (cap, *kw.items()))
+
+
+def _reusable_key(key: tuple, cap, kw: dict) -> bool:
+    """Whether the grouping key ``key`` made from ``cap`` and ``kw`` is the key they give
+    every time (no NaN in it: each making of a NaN's key gives a new NaN)."""
+    return key == _swing_key(cap, kw)
+
+
+def _run_shift(table: np.ndarray) -> int | None:
+    """``k`` when ``table[i] == i >> k`` for every node ``i`` (units of ``2**k`` nodes, in
+    node order: a node's unit is a shift of its index), else None."""
+    n = len(table)
+    if not n or table.dtype.kind not in "iu":
+        return None
+    first = int(np.count_nonzero(table == 0))
+    k = first.bit_length() - 1
+    if not first or first != 1 << k or not np.array_equal(table, np.arange(n) >> k):
+        return None
+    return k
 
 
 def _one_number(v) -> bool:
@@ -1064,6 +1188,9 @@ class _Parked(simpy.Event):
 #: a node's TRAINING phase as the one byte of an int8 phase array (:meth:`Jobs._all_training`:
 #: comparing bytes is ~0.3 us where ``== Phase.TRAINING``, an IntEnum numpy must convert, was ~4.5 us)
 _TRAINING_BYTE = np.array([int(Phase.TRAINING)], np.int8).tobytes()
+
+#: a clock fraction of one as a numpy float, as the mean of clocks that are all ones gives it
+_ONE = np.float64(1.0)
 
 #: the phases of a synchronous job's swing (:meth:`Jobs._record_swing`)
 _SWING_PHASES = np.array([int(Phase.TRAINING), int(Phase.COMMUNICATION), int(Phase.CHECKPOINT)])
