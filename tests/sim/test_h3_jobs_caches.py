@@ -139,6 +139,34 @@ def test_spread_entry_holds_its_array_and_sees_writes_in_place():
     assert first == _reference_figures(e, np.flatnonzero(su == 0))
 
 
+def test_a_read_only_placement_is_kept_without_a_copy():
+    """A placement nobody can write (read-only, its memory owner too: what the scheduler hands
+    out) is kept as itself; made writeable again it is no longer trusted."""
+    e = _engine()
+    jobs, su = e.jobs, e.plant.node_su
+    owner = np.array(np.flatnonzero(su <= 1))                 # owns its memory
+    owner.flags.writeable = False
+    nodes = owner[:len(owner) - 3]                          # a read-only view of a read-only owner
+    assert jobs_mod._unwritable(nodes) and jobs_mod._unwritable(owner)
+    ref = _reference_figures(e, nodes)
+    assert jobs.fabric_figures(nodes) == ref and jobs._spread[id(nodes)][0] is nodes
+    assert jobs.fabric_figures(nodes) == ref                # a hit
+    # writeable again and written: seen as a new placement, not the kept one
+    owner.flags.writeable = True
+    assert not jobs_mod._unwritable(nodes)
+    owner[:len(nodes)] = np.concatenate([np.flatnonzero(su == u)[:10] for u in (2, 3, 4)])[:len(nodes)]
+    moved = jobs.fabric_figures(nodes)
+    assert moved == _reference_figures(e, nodes)
+    assert jobs._spread[id(nodes)][1][1] == 3 and jobs._spread[id(nodes)][0] is not nodes
+    # a read-only view of a writeable array is copied
+    base = np.array(np.flatnonzero(su == 0))
+    view = base[:]
+    view.flags.writeable = False
+    assert not jobs_mod._unwritable(view)
+    jobs.fabric_figures(view)
+    assert jobs._spread[id(view)][0] is not view
+
+
 def test_spread_store_is_bounded_by_nodes_held():
     e = _engine()
     jobs, n = e.jobs, e.plant.n_nodes

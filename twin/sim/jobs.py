@@ -250,7 +250,8 @@ class Jobs(Component):
         leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
         """
         spread = self._spread.get(id(nodes))
-        if spread is not None and spread[4] is nodes and np.array_equal(spread[0], nodes):
+        if spread is not None and spread[4] is nodes and (
+                _unwritable(nodes) if spread[0] is nodes else np.array_equal(spread[0], nodes)):
             key, counts, n_sus = spread[1], spread[2], spread[3]
         else:
             # nodes per unit by counting, not sorting (what np.unique(..., return_counts) gives);
@@ -261,8 +262,9 @@ class Jobs(Component):
             key = (len(nodes), n_sus, int(counts.max())) if n_sus else (0, 0, 0)
             if self.s.fabric.site_tier is not None:     # crossing halls climbs the site tier
                 key += (int(np.count_nonzero(np.bincount(self.plant.rack_hall[self.plant.node_rack[nodes]]))),)
-            # kept per node array (a job's placement), checked against a copy of its nodes; the
-            # entry holds the array itself, so its id names no other array while it is kept
+            # kept per node array (a job's placement), checked against a copy of its nodes (none
+            # for an array nobody can write, :func:`_unwritable`: the scheduler's placements);
+            # the entry holds the array itself, so its id names no other array while it is kept
             # (a new array at a freed one's address would cost a comparison of the two); all
             # are dropped past 4096 entries or eight times the site's nodes (live placements
             # hold each node at most once), so the copies stay a few MB
@@ -271,7 +273,8 @@ class Jobs(Component):
                 self._spread.clear()
                 held = len(nodes)
             self._spread_held = held
-            self._spread[id(nodes)] = (nodes.copy(), key, counts, n_sus, nodes)
+            frozen = isinstance(nodes, np.ndarray) and _unwritable(nodes)
+            self._spread[id(nodes)] = (nodes if frozen else nodes.copy(), key, counts, n_sus, nodes)
         if key not in self._fabric_cache:
             hops = fabric.placement_hops(self.e.graph, nodes)
             bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes)
@@ -1111,6 +1114,16 @@ def _reusable_key(key: tuple, cap, kw: dict) -> bool:
     """Whether the grouping key ``key`` made from ``cap`` and ``kw`` is the key they give
     every time (no NaN in it: each making of a NaN's key gives a new NaN)."""
     return key == _swing_key(cap, kw)
+
+
+def _unwritable(a: np.ndarray) -> bool:
+    """Nothing can write the array ``a`` (short of setting a flag back): it is read-only, and
+    so is the plain array that owns its memory if it is a view (the rule the state's write
+    log trusts, ``twin.sim.state._frozen``: the scheduler hands out placements so)."""
+    if a.flags.writeable:
+        return False
+    base = a.base
+    return base is None or (type(base) is np.ndarray and not base.flags.writeable and base.base is None)
 
 
 def _run_shift(table: np.ndarray) -> int | None:
