@@ -15,6 +15,12 @@ from twin.power.node import PSU_TITANIUM_EFFICIENCY, PSU_TITANIUM_LOAD_FRACTION,
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
+@pytest.fixture(autouse=True)
+def _segments(monkeypatch):
+    """The segment path is off by default (it did not pay); these tests pin it when on."""
+    monkeypatch.setattr(node, "PSU_CURVE_BY_SEGMENTS", True)
+
+
 def _bits(a) -> bytes:
     a = np.asarray(a)
     return a.dtype.str.encode() + str(a.shape).encode() + a.tobytes()
@@ -56,8 +62,10 @@ def test_segments_equal_interp_around_each_point(knot):
         np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY))
 
 
+@pytest.mark.parametrize("segments", [True, False])
 @pytest.mark.parametrize("seed", range(8))
-def test_psu_ac_equals_the_first_expression(seed):
+def test_psu_ac_equals_the_first_expression(seed, segments, monkeypatch):
+    monkeypatch.setattr(node, "PSU_CURVE_BY_SEGMENTS", segments)
     rng = np.random.default_rng(100 + seed)
     for _ in range(40):
         n = int(rng.integers(0, 3000))
