@@ -130,3 +130,27 @@ def test_memory_estimate_follows_the_level():
     with pytest.raises(twin.ScenarioError, match="outputs.rack_series") as exc:
         validate_data(data)
     assert "rack_series: none" in str(exc.value)
+
+
+def test_a_run_larger_than_the_machine_is_refused_naming_its_memory(monkeypatch):
+    """Without TWIN_MAX_MEMORY_GB the limit is the smaller of 8 GiB and the machine's physical
+    memory (issue 19: refused before the run, with the estimate): the million-GPU year at
+    `none` (~1 GiB estimated) passes on this machine and is refused on a 0.5 GiB one, the
+    message naming that machine's memory; TWIN_MAX_MEMORY_GB still overrides."""
+    import yaml
+
+    from twin.scenario import validate_data
+    data = yaml.safe_load((ROOT / "scenarios" / "scale" / "million_gpu.yaml").read_text())
+    monkeypatch.delenv("TWIN_MAX_MEMORY_GB", raising=False)
+    est = sum(bounds.memory_estimate_bytes(validate_data(data)).values())
+    assert 0.5 * 2**30 < est < bounds.MAX_RUN_MEMORY_BYTES
+    phys = bounds.machine_memory_bytes()
+    assert phys is not None and phys > 2**30          # sysconf answers on Linux
+    monkeypatch.setattr(bounds, "machine_memory_bytes", lambda: 2**29)
+    assert bounds.run_memory_limit() == (2**29, "this machine's memory (0.5 GiB)")
+    with pytest.raises(twin.ScenarioError, match=r"fits in 0\.5 GiB, set by this machine's memory") as exc:
+        validate_data(data)
+    assert f"estimated {est / 2**30:.3g} GiB" in str(exc.value)
+    monkeypatch.setenv("TWIN_MAX_MEMORY_GB", "8")
+    assert bounds.run_memory_limit()[1] == "TWIN_MAX_MEMORY_GB"
+    validate_data(data)                                # the override wins over the machine

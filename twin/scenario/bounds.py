@@ -13,7 +13,8 @@ Each function takes a validated :class:`~twin.scenario.schema.Scenario` and retu
   it (rack overlaps, faces against a wall or blocked), racks clear of obstacles and cooling
   units, a grid cell no larger than a rack;
 - :func:`work_problems`: an up-front estimate of the memory a run needs and of the events
-  it will process, refused above :data:`MAX_RUN_MEMORY_BYTES` and :data:`MAX_EVENTS` with
+  it will process, refused above :func:`run_memory_limit` (8 GiB or the machine's memory,
+  the smaller) and :data:`MAX_EVENTS` with
   the parameter that drives it named.
 """
 
@@ -32,8 +33,30 @@ from twin.scenario.schema import LATEST_DATE, Scenario
 Found = list[tuple[str, object, str]]
 
 DAY_S = 86400.0
-#: memory a run may need before validation refuses it [B]; ``TWIN_MAX_MEMORY_GB`` overrides
+#: memory a run may need before validation refuses it [B], unless the machine has less
+#: (:func:`run_memory_limit`); ``TWIN_MAX_MEMORY_GB`` overrides both
 MAX_RUN_MEMORY_BYTES = int(float(os.environ.get("TWIN_MAX_MEMORY_GB", "8")) * 2**30)
+
+
+def machine_memory_bytes() -> int | None:
+    """Physical memory of this machine [B] (``sysconf``: pages x page size), None where the
+    platform does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def run_memory_limit() -> tuple[int, str]:
+    """(the memory a run may need [B], what sets it): ``TWIN_MAX_MEMORY_GB`` when set, else
+    the smaller of :data:`MAX_RUN_MEMORY_BYTES` and this machine's physical memory (a run
+    that cannot fit in the machine is refused before it starts, issue 19)."""
+    if os.environ.get("TWIN_MAX_MEMORY_GB"):
+        return MAX_RUN_MEMORY_BYTES, "TWIN_MAX_MEMORY_GB"
+    phys = machine_memory_bytes()
+    if phys is not None and phys < MAX_RUN_MEMORY_BYTES:
+        return phys, f"this machine's memory ({phys / 2**30:.3g} GiB)"
+    return MAX_RUN_MEMORY_BYTES, "the default limit"
 #: simulated events a run may be expected to process (a few minutes of engine time) ...
 MAX_EVENTS = 2_000_000
 #: ... or, on a larger site, this many per node and simulated day (the default failure mix
@@ -296,11 +319,12 @@ def work_problems(s: Scenario) -> Found:
         return out
     mem = memory_estimate_bytes(s)
     total = sum(mem.values())
-    if not total <= MAX_RUN_MEMORY_BYTES:
+    limit, why = run_memory_limit()
+    if not total <= limit:
         key = max(mem, key=lambda k: mem[k])
         out.append((key, _value_at(s, key),
-                    f"a run that fits in {MAX_RUN_MEMORY_BYTES / 2**30:g} GiB (estimated {total / 2**30:.3g} GiB, "
-                    f"most of it from {key}; TWIN_MAX_MEMORY_GB raises the limit"
+                    f"a run that fits in {limit / 2**30:.3g} GiB, set by {why} (estimated {total / 2**30:.3g} GiB, "
+                    f"most of it from {key}; TWIN_MAX_MEMORY_GB sets the limit"
                     + ("; outputs.rack_series: none keeps per-rack run aggregates instead of series"
                        if key == "outputs.rack_series" and s.outputs.rack_series == "full" else "") + ")"))
     ev = event_estimate(s)
