@@ -215,15 +215,7 @@ class RackAggregates:
             top = fin.max() if fin.size else None
         if top is not None:
             self.inlet_peak_max_c = float(np.fmax(self.inlet_peak_max_c, top))
-        power = w["rack_power_w"]
-        self.power_max_w = np.maximum(self.power_max_w, power.max(axis=0))
-        self.power_sum_w += power.sum(axis=0, dtype=np.float64)
-        it = np.asarray(flow.it_w, float)
-        k = int(np.argmax(it))
-        if it[k] > self.it_peak_w:
-            self.it_peak_w, self.power_at_peak_w = float(it[k]), power[k].copy()
-        self.rpp_lf_max = np.maximum(self.rpp_lf_max, np.asarray(flow.rpp_load_fraction, np.float32).max(axis=0))
-        return power
+        return self._fold_power(w, flow)
 
     def _fold_series(self, w: dict[str, np.ndarray], flow, on: np.ndarray, inlet: np.ndarray) -> np.ndarray:
         """Fold the powered inlets' histogram, the peak inlets, the rack power and the
@@ -236,6 +228,11 @@ class RackAggregates:
         fin = peak[np.isfinite(peak)]
         if fin.size:
             self.inlet_peak_max_c = float(np.fmax(self.inlet_peak_max_c, fin.max()))
+        return self._fold_power(w, flow)
+
+    def _fold_power(self, w: dict[str, np.ndarray], flow) -> np.ndarray:
+        """Fold the window's rack power (peak and sum per rack), the power tree's IT peak (and
+        the rack power at it) and the RPP load fractions; returns the window's rack power."""
         power = w["rack_power_w"]
         self.power_max_w = np.maximum(self.power_max_w, power.max(axis=0))
         self.power_sum_w += power.sum(axis=0, dtype=np.float64)
