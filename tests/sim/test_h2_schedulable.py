@@ -346,3 +346,23 @@ def test_the_scheduler_hands_out_read_only_placements():
     assert ea == eb and str(ka) == str(kb)
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_the_log_counts_the_indices_it_holds_through_trims():
+    """The write log's count of the node indices it holds (which bounds its memory) equals the
+    indices in its entries after trims caused by writes to fields no mask reads (logged
+    without nodes: on a large site those fill the log to its length limit first) as well as by
+    mask fields: a trim from such a write once reset the count as if the log had held none."""
+    from twin.sim import state as state_mod
+    s = _state(n_racks=1024)
+    n = len(s.node_rack)
+    rng = np.random.default_rng(5)
+    for i in range(3 * state_mod._LOG_MAX):
+        if i % 20:
+            s.node_clock[int(rng.integers(0, n))] = 0.9            # no mask reads it
+        else:
+            s.node_job[int(rng.integers(0, n))] = int(rng.integers(-1, 3))
+        if i % 97 == 0:
+            assert s._held[0] == sum(state_mod._size(k) for _, k, _ in s._log)
+    assert s._held[0] == sum(state_mod._size(k) for _, k, _ in s._log)
+    assert s._log_base > 0 and s._held[0] > 0                     # trimmed along the way

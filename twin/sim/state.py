@@ -322,7 +322,7 @@ class ClusterState:
         if name not in _MASK_DEP_SET:
             log.append((name, None, 0))
             if len(log) > _LOG_MAX:
-                self._trim(0)
+                self._trim()
             return
         self._mask_ver[0] += 1
         if name in _RACK_DEP_SET:
@@ -345,14 +345,14 @@ class ClusterState:
         held = self._held
         held[0] += n
         if len(log) > _LOG_MAX or held[0] > self._held_max:
-            self._trim(held[0])
+            self._trim()
 
-    def _trim(self, held: int) -> None:
+    def _trim(self) -> None:
         """Drop the oldest half of the write log (a cache older than what is left re-evaluates
-        whole)."""
+        whole), and their indices from the count the log holds."""
         log = self._log
         drop = len(log) // 2
-        self._held[0] = held - sum(_size(k) for _, k, _ in log[:drop])
+        self._held[0] -= sum(_size(k) for _, k, _ in log[:drop])
         del log[:drop]
         object.__setattr__(self, "_log_base", self._log_base + drop)
 
