@@ -1,0 +1,123 @@
+"""More held-out multi-node NCCL measurements (issue 16): the transcription and the twin's errors.
+
+Tables in assets/reference/nccl_multinode_heldout2.csv (sources and assumptions in
+nccl_multinode_heldout2_sources.md; the twin's figure per row from nccl_multinode_heldout2.py).
+Each table's mean and worst |error| are pinned at the measured values (0.5 percentage points),
+so a change of the collective model shows here; nothing is fitted on these rows.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from twin.compute.collectives import bus_factor
+
+REF = Path(__file__).resolve().parents[2] / "assets/reference"
+sys.path.insert(0, str(REF))
+try:
+    import nccl_multinode_heldout2 as hd
+finally:
+    sys.path.remove(str(REF))
+
+PP = 0.005  # 0.5 percentage points
+
+
+def test_transcription():
+    rows = hd.rows()
+    count: dict[str, int] = {}
+    for r in rows:
+        count[r["table"]] = count.get(r["table"], 0) + 1
+    assert count == {"NT290_DEFAULT": 8, "NT290_RING": 8, "NCCL1244": 4, "VOLTAGE_PARK": 2,
+                     "NCCL1368": 2, "NT283": 1, "NEBIUS_TORCH_1": 2, "NEBIUS_TORCH_2": 2}
+    assert sum(r["role"] == "validate" for r in rows) == 11
+    assert {r["table"] for r in rows if r["role"] == "degraded"} == {"NT290_DEFAULT", "NT290_RING"}
+    # spot values as printed in the sources
+    spot = {("NT290_DEFAULT", 2**33): 155.57, ("NT290_DEFAULT", 2**26): 137.01,
+            ("NT290_RING", 2**32): 89.90, ("NT290_RING", 2**27): 99.88,
+            ("NCCL1244", 2**27): 227.14, ("NCCL1244", 2**29): 312.75,
+            ("NCCL1368", 2**30): 190.0, ("NT283", 2**29): 350.0,
+            ("NEBIUS_TORCH_1", 1000 * 2**20): 434.99, ("NEBIUS_TORCH_2", 100 * 2**20): 307.84}
+    got = {(r["table"], int(r["bytes"])): float(r["busbw_gb_s"]) for r in rows
+           if r["bytes"] and r["algo"] != "tree"}
+    for k, v in spot.items():
+        assert got[k] == v, k
+    vp = {r["op"]: float(r["busbw_gb_s"]) for r in rows if r["table"] == "VOLTAGE_PARK"}
+    assert vp == {"allreduce": 330.93, "all_gather": 323.53}
+    # nccl-tests' definitions hold on every printed row: busbw = 2(n-1)/n algbw, algbw = S / t
+    # (the Nebius rows print no algbw: their busbw is 2(n-1)/n S / t, which fixes their units)
+    checked = 0
+    for r in rows:
+        if not r["time_us"]:
+            continue
+        f = float(bus_factor(r["op"], int(r["nodes"]) * int(r["gpus_per_node"])))
+        s, t = float(r["bytes"]), float(r["time_us"]) * 1e-6
+        assert float(r["busbw_gb_s"]) == pytest.approx(f * s / t / 1e9, rel=0.01), r
+        if r["algbw_gb_s"]:
+            assert float(r["busbw_gb_s"]) == pytest.approx(f * float(r["algbw_gb_s"]),
+                                                           rel=0.002, abs=0.02), r
+        checked += 1
+    assert checked == 24
+
+
+def test_errors_pinned_per_table():
+    # (rows within 10 %, mean |error|, worst |error|) per table, as measured on 1 Dec 2026
+    pinned = {"NCCL1244": (1, 0.4028, 0.6531), "VOLTAGE_PARK": (2, 0.0250, 0.0331),
+              "NCCL1368": (1, 0.1067, 0.2096), "NT283": (1, 0.0981, 0.0981),
+              "NEBIUS_TORCH_1": (2, 0.0607, 0.0643), "NEBIUS_TORCH_2": (2, 0.0530, 0.0549),
+              "NT290_DEFAULT": (0, 1.7472, 2.0824), "NT290_RING": (0, 2.0636, 2.6523)}
+    got = hd.summary(hd.errors())
+    assert set(got) == set(pinned)
+    for t, (within, mean, worst) in pinned.items():
+        assert got[t]["within"] == within, t
+        assert got[t]["mean"] == pytest.approx(mean, abs=PP), t
+        assert got[t]["worst"] == pytest.approx(worst, abs=PP), t
+
+
+def test_goal_rows_and_named_misses():
+    errs = hd.errors()
+    goal = [e for e in errs if e["role"] == "validate"]
+    miss = {(e["table"], e["algo"], e["bytes"]): e["error"] for e in goal
+            if abs(e["error"]) > hd.GOAL}
+    assert len(goal) == 11 and len(goal) - len(miss) == 7
+    # the twin high on H20 after the measured dip at 128 MiB (its NVLSTree; that NCCL ran
+    # another algorithm there), low on the 4-NIC RoCE ring (0.95 of line rate measured)
+    assert miss == pytest.approx({("NCCL1244", "", "134217728"): 0.535,
+                                  ("NCCL1244", "", "268435456"): 0.653,
+                                  ("NCCL1244", "", "536870912"): 0.408,
+                                  ("NCCL1368", "ring", "1073741824"): -0.210}, abs=PP)
+    # the 248-node H200 row is within the goal by 0.2 points, the twin low
+    nt283 = [e for e in goal if e["table"] == "NT283"][0]
+    assert -0.10 < nt283["error"] < -0.095 and nt283["twin_algo"] == "nvls_tree"
+
+
+def test_h20_curve_follows_ring_or_tree_after_its_dip():
+    # the measured H20 curve falls from 268.9 to 227.1 GB/s between 64 and 128 MiB, as a curve
+    # does where NCCL's tuner changes algorithm; the twin's NVLSTree meets 64 MiB (+1.5 %) and
+    # either the twin's Ring or its classic Tree meets 128-512 MiB within 10 %
+    by = hd.nccl1244_by_algorithm()
+    meas = by["measured"]
+    assert meas[1] < meas[0]
+    assert by["nvls_tree"][0] / meas[0] - 1 == pytest.approx(0.015, abs=PP)
+    for algo in ("ring", "tree"):
+        assert np.all(np.abs(by[algo][1:] / meas[1:] - 1) < 0.10), algo
+    assert np.all(by["nvls_tree"][1:] / meas[1:] - 1 > 0.40)
+
+
+def test_forced_rings_share_of_line_rate():
+    errs = hd.errors()
+    ring290 = [e for e in errs if e["table"] == "NT290_RING"]
+    ring1368 = [e for e in errs if e["table"] == "NCCL1368" and e["algo"] == "ring"][0]
+    # NDR: NVIDIA's 46-48 GB/s per NIC (nccl-tests issue 290) is 0.92-0.96 of line rate; the
+    # degraded system's forced ring reaches 0.22 of it, the 4-NIC RoCE ring 0.95
+    assert hd.line_rate_share(ring290[-1]) == pytest.approx(0.225, abs=0.002)
+    assert hd.line_rate_share(ring1368) == pytest.approx(0.95, abs=0.002)
+    assert all(e["error"] > 0.6 for e in ring290)
+    # not shipped: a ring limited by its channels (41.4 GB/s per GPU) would bring the 4-NIC
+    # ring to -7.8 % and move the forced Tree row from -0.4 % to +16.7 %
+    what_if = hd.channel_limited_ring_what_if()
+    assert what_if["ring"] / 190.0 - 1 == pytest.approx(-0.078, abs=PP)
+    assert what_if["tree"] / 150.0 - 1 == pytest.approx(0.167, abs=PP)
