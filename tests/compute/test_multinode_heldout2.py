@@ -32,15 +32,18 @@ def test_transcription():
     for r in rows:
         count[r["table"]] = count.get(r["table"], 0) + 1
     assert count == {"NT290_DEFAULT": 8, "NT290_RING": 8, "NCCL1244": 4, "VOLTAGE_PARK": 2,
-                     "NCCL1368": 2, "NT283": 1, "NEBIUS_TORCH_1": 2, "NEBIUS_TORCH_2": 2}
+                     "NCCL1368": 2, "NT283": 1, "NEBIUS_TORCH_1": 2, "NEBIUS_TORCH_2": 2,
+                     "AZ_NDV5_TORCH": 3, "AZ_NDV5_TUNED": 2}
     assert sum(r["role"] == "validate" for r in rows) == 11
     assert {r["table"] for r in rows if r["role"] == "degraded"} == {"NT290_DEFAULT", "NT290_RING"}
+    assert {r["role"] for r in rows} == {"validate", "degraded", "repeat", "tuned", "other"}
     # spot values as printed in the sources
     spot = {("NT290_DEFAULT", 2**33): 155.57, ("NT290_DEFAULT", 2**26): 137.01,
             ("NT290_RING", 2**32): 89.90, ("NT290_RING", 2**27): 99.88,
             ("NCCL1244", 2**27): 227.14, ("NCCL1244", 2**29): 312.75,
             ("NCCL1368", 2**30): 190.0, ("NT283", 2**29): 350.0,
-            ("NEBIUS_TORCH_1", 1000 * 2**20): 434.99, ("NEBIUS_TORCH_2", 100 * 2**20): 307.84}
+            ("NEBIUS_TORCH_1", 1000 * 2**20): 434.99, ("NEBIUS_TORCH_2", 100 * 2**20): 307.84,
+            ("AZ_NDV5_TORCH", 2**29): 136.0}
     got = {(r["table"], int(r["bytes"])): float(r["busbw_gb_s"]) for r in rows
            if r["bytes"] and r["algo"] != "tree"}
     for k, v in spot.items():
@@ -48,19 +51,20 @@ def test_transcription():
     vp = {r["op"]: float(r["busbw_gb_s"]) for r in rows if r["table"] == "VOLTAGE_PARK"}
     assert vp == {"allreduce": 330.93, "all_gather": 323.53}
     # nccl-tests' definitions hold on every printed row: busbw = 2(n-1)/n algbw, algbw = S / t
-    # (the Nebius rows print no algbw: their busbw is 2(n-1)/n S / t, which fixes their units)
-    checked = 0
+    # (the Nebius and Azure PyTorch rows print no algbw: their busbw is 2(n-1)/n S / t, which
+    # fixes their units: MiB and GiB sizes, nccl-tests' bus bandwidth)
+    timed = with_algbw = 0
     for r in rows:
-        if not r["time_us"]:
-            continue
         f = float(bus_factor(r["op"], int(r["nodes"]) * int(r["gpus_per_node"])))
-        s, t = float(r["bytes"]), float(r["time_us"]) * 1e-6
-        assert float(r["busbw_gb_s"]) == pytest.approx(f * s / t / 1e9, rel=0.01), r
+        if r["time_us"]:
+            s, t = float(r["bytes"]), float(r["time_us"]) * 1e-6
+            assert float(r["busbw_gb_s"]) == pytest.approx(f * s / t / 1e9, rel=0.01), r
+            timed += 1
         if r["algbw_gb_s"]:
             assert float(r["busbw_gb_s"]) == pytest.approx(f * float(r["algbw_gb_s"]),
-                                                           rel=0.002, abs=0.02), r
-        checked += 1
-    assert checked == 24
+                                                           rel=0.005, abs=0.02), r
+            with_algbw += 1
+    assert timed == 27 and with_algbw == 22
 
 
 def test_errors_pinned_per_table():
@@ -68,7 +72,8 @@ def test_errors_pinned_per_table():
     pinned = {"NCCL1244": (1, 0.4028, 0.6531), "VOLTAGE_PARK": (2, 0.0250, 0.0331),
               "NCCL1368": (1, 0.1067, 0.2096), "NT283": (1, 0.0981, 0.0981),
               "NEBIUS_TORCH_1": (2, 0.0607, 0.0643), "NEBIUS_TORCH_2": (2, 0.0530, 0.0549),
-              "NT290_DEFAULT": (0, 1.7472, 2.0824), "NT290_RING": (0, 2.0636, 2.6523)}
+              "NT290_DEFAULT": (0, 1.7472, 2.0824), "NT290_RING": (0, 2.0636, 2.6523),
+              "AZ_NDV5_TORCH": (0, 2.0958, 2.4249), "AZ_NDV5_TUNED": (1, 0.0844, 0.1637)}
     got = hd.summary(hd.errors())
     assert set(got) == set(pinned)
     for t, (within, mean, worst) in pinned.items():
@@ -121,3 +126,19 @@ def test_forced_rings_share_of_line_rate():
     what_if = hd.channel_limited_ring_what_if()
     assert what_if["ring"] / 190.0 - 1 == pytest.approx(-0.078, abs=PP)
     assert what_if["tree"] / 150.0 - 1 == pytest.approx(0.167, abs=PP)
+
+
+def test_same_system_tuned_and_pytorch_rows():
+    # Azure ND H100 v5 (8x NDR per node, NCCL 2.28.9), one author: nccl-tests with
+    # NCCL_MIN_NCHANNELS=32 and 4 QPs reaches 482 GB/s on 2 nodes (the twin's default NVLSTree
+    # -0.5 %) and 392 on 3 nodes, where the twin's default ring gives 328 (-16.4 %: tuned
+    # channels lift the ring to 0.98 of the NICs, as cluster B's tuned rows); the same system
+    # through a PyTorch loop with defaults reaches 140 GB/s at 8 GiB, 0.29 of its nccl-tests
+    # figure, so those rows measure the harness and are not counted
+    err = {(e["table"], int(e["nodes"]), int(e["bytes"])): e["error"] for e in hd.errors()
+           if e["table"].startswith("AZ_NDV5")}
+    assert err[("AZ_NDV5_TUNED", 2, 2**33)] == pytest.approx(-0.005, abs=PP)
+    assert err[("AZ_NDV5_TUNED", 3, 2**33)] == pytest.approx(-0.164, abs=PP)
+    assert 392.0 / 400.0 == pytest.approx(0.98)
+    torch_8g = [r for r in hd.rows() if r["table"] == "AZ_NDV5_TORCH" and r["bytes"] == str(2**33)]
+    assert float(torch_8g[0]["busbw_gb_s"]) / 482.0 == pytest.approx(0.29, abs=0.005)
