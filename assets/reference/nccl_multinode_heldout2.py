@@ -8,7 +8,8 @@ defaults: NVLink 4 at 450 GB/s one way with NVLS, NCCL's tuner with the default 
 on each row's system: nodes, GPUs per node, the node's NICs (count x rate), the transport and the
 algorithm where the row forced one (``NCCL_ALGO``).  H200 and H20 have no catalogue entry; they
 share the H100's NVLink 4 and NVSwitch baseboard, so they run as H100 (the GPU's compute does not
-enter a collective's time in the model).  A row without a size (a source's summary figure, the
+enter a collective's time in the model); A100 rows take the catalogue A100 node's NVLink 3 and
+no NVLS (``GPU_KW``).  A row without a size (a source's summary figure, the
 peak of its sweep) is compared with the twin's peak over the nccl-tests sizes 64 MiB-16 GiB.
 Nothing is fitted here; the tests pin the errors this prints
 (``tests/compute/test_multinode_heldout2.py``).
@@ -21,7 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from twin.compute.collectives import collective_algorithm, collective_bandwidths_gb_s
+from twin.compute.collectives import (
+    TRANSPORTS,
+    collective_algorithm,
+    collective_bandwidths_gb_s,
+)
 
 CSV = Path(__file__).with_name("nccl_multinode_heldout2.csv")
 #: sizes over which a summary figure without a size is compared with the twin's peak [B]
@@ -36,10 +41,16 @@ def rows() -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+#: the node's NVLink for GPUs other than the H100 class (the H100 defaults): A100 as the
+#: catalogue's A100 node (twin/catalog/nodes.yaml, vela_a100: NVLink 3 at 300 GB/s one way,
+#: NVSwitch, no NVLS); its NICs come from the row
+GPU_KW: dict[str, dict] = {"A100": {"nvlink_gb_s": 300.0, "nvls": False}}
+
+
 def twin_kwargs(r: dict) -> dict:
     """Keywords of ``collective_bandwidths_gb_s`` for a row's system."""
     kw: dict = dict(inter_node_gbps=float(r["nics"]) * float(r["nic_gbps"]),
-                    transport=r["transport"])
+                    transport=r["transport"], **GPU_KW.get(r["gpu"], {}))
     if r["algo"]:
         kw["algorithm"] = r["algo"]
         # NCCL_ALGO=Tree is the classic double binary tree (no NVLS in the node)
@@ -99,21 +110,23 @@ def nccl1244_by_algorithm() -> dict[str, np.ndarray]:
     return out
 
 
-def channel_limited_ring_what_if() -> dict[str, float]:
-    """Not the shipped model: the nccl issue 1368 rows (5 nodes, 4 x 400 Gb/s RoCE for 8 GPUs)
-    under the ring law named in docs/validation.md for the A100 rows, a ring limited by its
-    channels rather than by a fixed share of the NIC, ``eta = min(0.97, 41.4 GB/s / NIC share
-    per GPU)`` (41.4 = 0.827 x 50 GB/s, the H100 fit; 0.97 perftest's line rate), times RoCE's
-    0.97 of InfiniBand [GB/s]."""
-    r = [e for e in rows() if e["table"] == "NCCL1368"]
-    per_gpu_gb_s = float(r[0]["nics"]) * float(r[0]["nic_gbps"]) / 8.0 / int(r[0]["gpus_per_node"])
-    eta = min(0.97, 0.827 * 50.0 / per_gpu_gb_s) * 0.97
-    out = {}
-    for e in r:
-        kw = twin_kwargs(e)
-        kw["inter_node_gbps"] *= eta / 0.802  # 0.802: the shipped RoCE share of line rate
-        out[e["algo"]] = float(collective_bandwidths_gb_s(
-            "allreduce", float(e["bytes"]), int(e["nodes"]), 8, **kw)["busbw_gb_s"])
+def channel_limited_ring_what_if(table: str) -> list[tuple[dict, float]]:
+    """Not the shipped model: a table's rows under the ring law named in docs/validation.md for
+    the A100 rows, a network share limited by the ring's channels rather than a fixed share of
+    the NIC, ``eta = min(0.97, 41.4 GB/s / NIC share per GPU)`` (41.4 = 0.827 x 50 GB/s, the
+    H100 fit; 0.97 perftest's line rate), times the transport's share of InfiniBand (RoCE 0.97).
+    Returns (row, the twin's bus bandwidth [GB/s]) for each row of ``table``."""
+    ib = TRANSPORTS["ib_rdma"][0]
+    out = []
+    for r in (e for e in rows() if e["table"] == table):
+        per_gpu_gb_s = float(r["nics"]) * float(r["nic_gbps"]) / 8.0 / int(r["gpus_per_node"])
+        shipped = TRANSPORTS[r["transport"]][0]
+        eta = min(0.97, ib * 50.0 / per_gpu_gb_s) * shipped / ib
+        kw = twin_kwargs(r)
+        kw["inter_node_gbps"] *= eta / shipped
+        out.append((r, float(collective_bandwidths_gb_s(
+            r["op"], float(r["bytes"]), int(r["nodes"]), int(r["gpus_per_node"]),
+            **kw)["busbw_gb_s"])))
     return out
 
 
@@ -142,9 +155,12 @@ def main() -> None:
     print("\nNCCL1244 (H20, 2 nodes, 64-512 MiB) with each algorithm forced [GB/s]:")
     for k, v in nccl1244_by_algorithm().items():
         print(f"  {k:10} " + " ".join(f"{x:6.1f}" for x in v))
-    print("\nNCCL1368 under a channel-limited ring (not shipped) [GB/s]:")
-    for algo, gb_s in channel_limited_ring_what_if().items():
-        print(f"  {algo:5} {gb_s:6.1f}")
+    print("\nunder a channel-limited ring share of the NICs (not shipped): measured / twin [GB/s]")
+    for t in ("NCCL1368", "AZ_NDMV4_AKS"):
+        for r, gb_s in channel_limited_ring_what_if(t):
+            size = f"{int(r['bytes']) >> 20} MiB"
+            print(f"  {t:14} {r['algo'] or '-':5} {size:>10} {float(r['busbw_gb_s']):8.2f} "
+                  f"{gb_s:8.1f} {100 * (gb_s / float(r['busbw_gb_s']) - 1):+7.1f}%")
 
 
 if __name__ == "__main__":
