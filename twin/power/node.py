@@ -471,14 +471,16 @@ def node_power_w(
 
 def _fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w) -> np.ndarray:
     """``heat + node_fan_power_w(_fan_speed(term, ...)) * on`` [W (N,)], the same operations
-    in place on ``s`` = ``T_ctl - T_in`` [K (N,), float, overwritten]."""
+    in place on ``s`` = ``T_ctl - T_in`` [K (N,), float, overwritten]. ``on`` None: every
+    flag is 1.0, whose product is the fan power itself (``x * 1.0 == x`` for every double)."""
     np.maximum(s, 1e-6, out=s)
     np.divide(term, s, out=s)
     np.maximum(s, fan_min_speed_fraction, out=s)
     np.minimum(s, 1.0, out=s)
     np.power(s, 3, out=s)
     np.multiply(s, fan_max_w, out=s)
-    np.multiply(s, on, out=s)
+    if on is not None:
+        np.multiply(s, on, out=s)
     return np.add(heat, s, out=s)
 
 
@@ -567,6 +569,34 @@ def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
     return np.minimum(ac, node_max_w, out=ac)
 
 
+def _psu_ac_known_off_w(dc, cap_psu, node_max_w, off) -> np.ndarray:
+    """:func:`_psu_ac_w` of DC loads ``dc`` [W (N,)] where the nodes ``off`` [bool (N,), or
+    None: none] are known to draw nothing (their load is 0 or NaN, which the reference reads
+    as unloaded), without finding the unloaded nodes again (issue 14, speed only).
+
+    When every other load fraction is at or above the curve's first point (no NaN: the
+    minimum says so) those loads are > 0, so the unloaded nodes are exactly ``off`` and the
+    reference's operations run on the same numbers; otherwise the reference runs."""
+    x = np.divide(dc, cap_psu)
+    if off is not None:
+        np.copyto(x, PSU_TITANIUM_LOAD_FRACTION[0], where=off)
+    if x.size and np.minimum.reduce(x) >= PSU_TITANIUM_LOAD_FRACTION[0]:
+        ac = np.divide(dc, _titanium_efficiency(x))
+        if off is not None:
+            np.copyto(ac, 0.0, where=off)
+        return np.minimum(ac, node_max_w, out=ac)
+    return _psu_ac_w(dc, cap_psu, node_max_w)
+
+
+def _frozen(a: np.ndarray) -> bool:
+    """Nothing can write ``a`` short of setting a flag back: it is read-only and so is the
+    plain array owning its memory, if it is a view (the cluster state's derived arrays)."""
+    if a.flags.writeable:
+        return False
+    base = a.base
+    return base is None or (type(base) is np.ndarray and not base.flags.writeable and base.base is None)
+
+
 def node_power_plan(
     gpu_power_cap_w,
     *,
@@ -600,13 +630,38 @@ def node_power_plan(
     table = _node_phase_tables(float(gpu_power_cap_w), gpu_count, float(gpu_tdp_w), float(gpu_idle_w),
                                float(host_idle_w), float(host_active_w), float(fan_control_temp_c),
                                float(fan_design_inlet_c))
+    # what a phase array gives (its table rows, the powered flags unless all 1, the nodes
+    # known to draw nothing or None), kept with the last phase array nothing can write: a
+    # caller evaluates one phase array at many inlets (issue 14, speed only)
+    memo: list = [None, None]
+
+    def rows(phase: np.ndarray) -> tuple:
+        if memo[0] is phase:
+            return memo[1]
+        heat, term, on = table.take(phase, axis=1)
+        off = (heat <= 0.0) & (on == 0.0)       # heat 0 (or less) and no fan: load 0 or NaN
+        got = (heat, term, None if bool((on == 1.0).all()) else on, off if off.any() else None)
+        if type(phase) is np.ndarray and _frozen(phase):
+            memo[0], memo[1] = phase, got
+        return got
 
     def node_power_at_full_clock_w(phase: np.ndarray, inlet_temp_c: np.ndarray) -> np.ndarray:
-        heat, term, on = table.take(phase, axis=1)
+        if not node_power_plan_rows:
+            heat, term, on = table.take(phase, axis=1)
+            s = np.subtract(fan_control_temp_c, inlet_temp_c, dtype=float)
+            return _psu_ac_w(_fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w), cap_psu,
+                             node_max_w)
+        heat, term, on, off = rows(phase)
         s = np.subtract(fan_control_temp_c, inlet_temp_c, dtype=float)
-        return _psu_ac_w(_fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w), cap_psu,
-                         node_max_w)
+        return _psu_ac_known_off_w(_fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w),
+                                   cap_psu, node_max_w, off)
     return node_power_at_full_clock_w
+
+
+#: a node power plan keeps what a phase array gives (table rows, powered and unloaded nodes)
+#: with the last phase array nothing can write, and finds the unloaded nodes from it rather
+#: than from the loads (issue 14); False: each call as first written, the reference
+node_power_plan_rows = True
 
 
 def node_power_breakdown_w(

@@ -8,6 +8,7 @@ import numpy as np
 
 from twin import power, thermal
 from twin.power.node import _scalar
+from twin.thermal.properties import BOLTZMANN_EV_K
 
 
 def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
@@ -68,6 +69,41 @@ def full_clock_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu
     ``T = inlet + R_th P`` (:func:`thermal.gpu_temp_c`); ``inlet_temp_c`` [degC] as float."""
     p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w, clock_fraction=1.0)
     return p, thermal.gpu_temp_c(np.asarray(inlet_temp_c, float), p, thermal_resistance_k_per_w)
+
+
+def full_clock_gpu_temp_rise_k(phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
+                               thermal_resistance_k_per_w) -> np.ndarray:
+    """The GPU temperature rise over the inlet at full clock [K], ``R_th P`` of
+    :func:`full_clock_gpu_state` (a function of the phase alone for fixed figures): its
+    temperature is ``inlet + rise`` bit for bit (:func:`thermal.gpu_temp_c` adds this very
+    product to the inlet), so a caller with many inlets for one phase array computes the
+    rise once (issue 14, speed only; tests/sim/test_hb_physics.py)."""
+    p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w, clock_fraction=1.0)
+    return np.asarray(thermal_resistance_k_per_w, float) * np.asarray(p, float)
+
+
+def arrhenius_plan(ref_temp_c, activation_energy_ev):
+    """:func:`thermal.arrhenius_acceleration` prepared for one reference temperature [degC]
+    and activation energy [eV] (scalars), or None for per-node figures.
+
+    Returns ``f(temp_c)`` of a float64 array of temperatures [degC] giving
+    ``exp(Ea / k_B * (1 / T_ref - 1 / T))`` (T in kelvin) bit for bit: the scalar factors
+    ``Ea / k_B`` and ``1 / T_ref`` computed once, as the law computes them, and the array
+    operations in the law's order, in place on one new array (issue 14, speed only: the
+    law's conversions of its scalars cost more than its arithmetic on a few hundred nodes;
+    tests/sim/test_hb_physics.py)."""
+    if not (_scalar(ref_temp_c) and _scalar(activation_energy_ev)):
+        return None
+    inv_ref_k = 1.0 / (np.asarray(ref_temp_c, dtype=float) + 273.15)
+    ea_over_k = np.asarray(activation_energy_ev, float) / BOLTZMANN_EV_K
+
+    def acceleration(temp_c: np.ndarray) -> np.ndarray:
+        t = np.add(temp_c, 273.15)
+        np.divide(1.0, t, out=t)
+        np.subtract(inv_ref_k, t, out=t)
+        np.multiply(ea_over_k, t, out=t)
+        return np.exp(t, out=t)
+    return acceleration
 
 
 def keeps_full_clock(gpu_temp_max_c, slowdown_c, shutdown_c) -> bool:

@@ -39,6 +39,13 @@ _RACK_WORDS = {2: (np.uint16, np.uint16(0x0101)), 4: (np.uint32, np.uint32(0x010
 #: the most nodes per rack for which a rack's hottest GPU is taken column by column (one
 #: ``maximum`` call per node of a rack instead of ``reduceat``'s segment loop)
 RACK_MAX_COLUMNS = 8
+#: the fewest nodes for which node power, GPU temperature and failure acceleration are
+#: evaluated per rack (:meth:`Sampler._by_rack`): the per-rack path saves elementwise work on
+#: ``N - R`` elements but costs ~20 more numpy calls an evaluation (the split, the odd nodes),
+#: so below this the per-node path is the faster one (Blue Vela, 256 nodes in 128 racks: 40
+#: against 60-120 us an evaluation; 512 nodes in 128 racks: even; Frontier-size, 9,216 nodes:
+#: 155 against 230 us; issue 14)
+PER_RACK_FROM_NODES = 2048
 
 
 class Sampler(Component):
@@ -47,6 +54,14 @@ class Sampler(Component):
     are unchanged."""
 
     name = "sampler"
+    #: see :data:`PER_RACK_FROM_NODES` (0: per rack at every size, as ``node_power_per_rack`` says)
+    per_rack_from_nodes = PER_RACK_FROM_NODES
+    #: the full-clock GPU temperature per node as the inlet plus the phase's rise kept with the
+    #: phase array, and the Arrhenius law prepared once (issue 14; False: the coupling's
+    #: ``equilibrium_gpu_state`` and ``thermal.arrhenius_acceleration`` each time, the reference)
+    gpu_rise_per_phase = True
+    _rise_c: tuple | None = None        # (phase array, GPU cap, rise [K (N,)])
+    _arr: tuple | None = None           # (reference temperature, energy, the prepared law or None)
     reads = ("node_phase", "rack_on", "rack_inlet_c", "node_clock", "brake_clock", "psu_capacity_w")
     writes = ("rack_inlet_c", "node_clock", "node_accel")
     outputs = ("rack_power_w", "rack_gpu_temp_max_c", "rack_state", "gpus_powered", "gpus_healthy",
@@ -407,8 +422,39 @@ class Sampler(Component):
                     accel[odd] = thermal.arrhenius_acceleration(t_odd, ref_c, ea_ev)
                 self._lead_t = (gpu_t, t_lead, odd)     # (for the racks' hottest GPU: _rack_max_by_rack)
                 return coupling.full_clock(gpu_t.shape), gpu_t, accel
+        if (split is None and self.gpu_rise_per_phase and _scalar(cap) and inlet_c.dtype == np.float64
+                and all(_scalar(v) for v in gpu_kw.values())):
+            # the coupling's full-clock shortcut with the phase's part (the rise R_th P over
+            # the inlet) kept with the phase array: one gather and one add an evaluation
+            gpu_t = inlet_c[node_rack]
+            np.add(gpu_t, self._rise(phase, cap, gpu_kw), out=gpu_t)
+            if gpu_t.size and coupling.keeps_full_clock(np.maximum.reduce(gpu_t), gpu_kw["slowdown_c"],
+                                                        gpu_kw["shutdown_c"]):
+                arr = self._arrhenius(ref_c, ea_ev)
+                accel = (arr(gpu_t) if arr is not None
+                         else np.asarray(thermal.arrhenius_acceleration(gpu_t, ref_c, ea_ev), float))
+                return coupling.full_clock(gpu_t.shape), gpu_t, accel
         clock, _, gpu_t = coupling.equilibrium_gpu_state(inlet_c[node_rack], phase, cap, **gpu_kw)
         return clock, gpu_t, np.asarray(thermal.arrhenius_acceleration(gpu_t, ref_c, ea_ev), float)
+
+    def _arrhenius(self, ref_c, ea_ev):
+        """:func:`coupling.arrhenius_plan` of the figures, kept while they are the same objects
+        (the scenario's, for a run; None: per-node figures)."""
+        a = self._arr
+        if a is None or a[0] is not ref_c or a[1] is not ea_ev:
+            a = self._arr = (ref_c, ea_ev, coupling.arrhenius_plan(ref_c, ea_ev))
+        return a[2]
+
+    def _rise(self, phase: np.ndarray, cap, gpu_kw: dict) -> np.ndarray:
+        """:func:`coupling.full_clock_gpu_temp_rise_k` of the (cached, read-only) phase array
+        [K (N,)], kept while the phase array and the GPU cap are the same objects."""
+        r = self._rise_c
+        if r is None or r[0] is not phase or r[1] is not cap:
+            rise = coupling.full_clock_gpu_temp_rise_k(
+                phase, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
+                thermal_resistance_k_per_w=gpu_kw["thermal_resistance_k_per_w"])
+            r = self._rise_c = (phase, cap, rise)
+        return r[2]
 
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
@@ -416,7 +462,7 @@ class Sampler(Component):
         e, st = self.e, self.state
         node_rack, n_racks, first, k, gpu_kw, ref_c, ea_ev, net_w = self._stat or self._static()
         phase = st.node_phase
-        split = self._rack_split(phase, k)
+        split = self._rack_split(phase, k) if len(phase) >= self.per_rack_from_nodes else None
         cap = e.power.gpu_cap_w
         clock_fraction, kw = self._clock_fraction(), self._node_kwargs()
         # (a float: 1.0, every product of clock and brake at or above 1; else per node)
