@@ -129,8 +129,16 @@ def test_gpu_state_by_rack_without_the_odd_nodes_is_caught():
 
 
 def _run(patch=None):
+    """Blue Vela's first days with the per-rack path on: its 256 nodes are below
+    ``Sampler.per_rack_from_nodes``, where a run evaluates per node, so the threshold is set
+    to 0 here (the per-node shortcut is compared with this path in ``test_hb_physics.py``)."""
     from test_sampler_speed import _patched_run
-    return _patched_run(BV, SHORT, patch)
+
+    def both(mp):
+        mp.setattr(Sampler, "per_rack_from_nodes", 0)
+        if patch is not None:
+            patch(mp)
+    return _patched_run(BV, SHORT, both)
 
 
 @pytest.fixture(scope="module")
