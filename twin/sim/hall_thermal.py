@@ -94,6 +94,11 @@ class HallThermal(Component):
     #: the CRAH fan law with its per-hall constants kept (:class:`_HallFans`); False:
     #: :func:`_crah_fans_w` at every new airflow state, the reference (the same numbers)
     fan_law_kept = True
+    #: physical model, per sample: a hall's racks indexed by a slice when they are a run (views,
+    #: not copies), the state's inlets read as a plain array and the airflow check written out
+    #: (issue 14); False: the racks' index array, the tracked array and :func:`airflow_changed`,
+    #: the reference (the same numbers)
+    sample_views = True
     #: legacy model, halls that tile the racks in plant order with equal rack and unit counts
     #: (a campus of equal halls): the inlets and the record evaluate the halls together, one
     #: batched product per distinct model (:meth:`_stacked_inlets_c`, :meth:`_record_stacked`;
@@ -125,6 +130,8 @@ class HallThermal(Component):
         self._plant_kw: dict[int, dict] = {}     # per hall: the plant's fixed settings
         #: per hall: (the airflow its models hold, the move beyond which it changes [m3/s])
         self._airflow_thr: dict[int, tuple] = {}
+        #: per hall: (its running-unit flags, their tuple: the model keys' first part)
+        self._active_key: dict[int, tuple] = {}
         #: each hall's share of the chilled-water plant's capacity [W] (inf: unlimited), and
         #: the share the record's hall margin reads (inf also under the legacy model)
         cap_kw = self.cs.plant.capacity_kw
@@ -218,7 +225,10 @@ class HallThermal(Component):
             self._select_model(hall)
 
     def _select_model(self, hall: HallModel) -> None:
-        key = tuple(hall.active)
+        keyed = self._active_key.get(id(hall))
+        if keyed is None or keyed[0] is not hall.active:    # hall.active is replaced on a change
+            keyed = self._active_key[id(hall)] = (hall.active, tuple(hall.active))
+        key = keyed[1]
         if self.physical:
             assert hall.airflow is not None  # set when the hall is built
             key = key + (round(float(hall.airflow.sum()), 6),)
@@ -383,7 +393,7 @@ class HallThermal(Component):
         :mod:`twin.invariants`) shuts down; its jobs are interrupted and its power and heat
         go. Called by the sampler with the inlets of every rack [degC (R,)]; the physical
         model also shuts racks between samples, at the step their inlet crosses the limit."""
-        hot = self.state.rack_on & (np.asarray(inlet_c, float) >= self.cs.server_inlet_shutdown_c)
+        hot = self.state.rack_on.view(np.ndarray) & (np.asarray(inlet_c, float) >= self.cs.server_inlet_shutdown_c)
         if hot.any():
             self._shut_racks(np.flatnonzero(hot), np.asarray(inlet_c, float))
 
@@ -484,27 +494,34 @@ class HallThermal(Component):
                 f"inlet {seg.max_inlet_temp_c.max():.1f} C")
 
     def _fan_law_inputs(self, hall: HallModel) -> tuple:
-        """(nodes per rack, design heat [W], full-speed airflow [m3/s]) of the hall's racks:
-        fixed by the plant, so worked out once per hall."""
+        """(nodes per rack, design heat [W], full-speed airflow [m3/s], the hall's racks as an
+        index: a slice when they are a contiguous ascending run, so a view, else hall.idx) of
+        the hall's racks: fixed by the plant, so worked out once per hall."""
         key = id(hall)
         if key not in self._fan_law:
             p = self.plant
             n = p.rack_nodes[hall.idx] if not p.homogeneous else int(p.rack_nodes[0])
             design = p.model_param("gpu_count") * p.model_param("gpu_tdp_w") + p.model_param("host_active_w")
-            self._fan_law[key] = (n, _of_racks(p, design, hall.idx), _of_racks(p, "airflow_m3_s_at_max", hall.idx))
+            self._fan_law[key] = (n, _of_racks(p, design, hall.idx), _of_racks(p, "airflow_m3_s_at_max", hall.idx),
+                                  _rack_index(hall.idx) if self.sample_views else hall.idx)
         return self._fan_law[key]
 
     def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
         if self.cs.rack_airflow != "fan_model":
             return
-        n, design_w, v_max = self._fan_law_inputs(hall)
-        v = rack_airflow_from_fans_m3_s(
-            np.maximum(rack_w[hall.idx] / n, 0.0), self.state.rack_inlet_c[hall.idx], nodes_per_rack=n,
-            design_heat_w=design_w, airflow_max_m3_s=v_max)
+        n, design_w, v_max, racks = self._fan_law_inputs(hall)
+        views = self.sample_views
+        # the inlets as a plain array (the state's tracked array would wrap every ufunc result)
+        inlet = self.state.rack_inlet_c.view(np.ndarray)[racks] if views else self.state.rack_inlet_c[racks]
+        v = rack_airflow_from_fans_m3_s(np.maximum(rack_w[racks] / n, 0.0), inlet, nodes_per_rack=n,
+                                        design_heat_w=design_w, airflow_max_m3_s=v_max)
         thr = self._airflow_thr.get(id(hall))
         if thr is None or thr[0] is not hall.airflow:     # the airflow the models hold changed
             thr = self._airflow_thr[id(hall)] = (hall.airflow, airflow_change_threshold_m3_s(hall.airflow, 0.05))
-        if airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1]):
+        # airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1]) written out: its
+        # operations on the float arrays it would convert to (both are already)
+        if (bool((np.abs(v - hall.airflow) > thr[1]).any()) if views
+                else airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1])):
             if hall.hstate is not None:
                 self._advance(hall)
             hall.airflow = v
@@ -515,7 +532,7 @@ class HallThermal(Component):
         is in one, else its carried state advanced to now."""
         self._resolve(hall)
         self._update_airflow(hall, rack_w)
-        heat = rack_w[hall.idx]
+        heat = rack_w[self._fan_law_inputs(hall)[3]]      # a view when the racks are a run
         cs = None
         if hall.model is not None:
             cs = capped_steady_state(hall.model, heat, plant_capacity_w=self._plant_fixed(hall)["chiller_capacity_w"])
@@ -764,14 +781,14 @@ class HallThermal(Component):
                     assert hall.unit_load_w is not None  # set when the hall is built, then by each update
                     load = hall.unit_load_w
                     demand = hall.unit_demand_w if hall.unit_demand_w is not None else load
-                spare = cap - demand
-                if not hall.active.all():
-                    spare = spare[hall.active]
-                unit_m = float(spare.min()) if spare.size else np.inf
                 run = self._run_cap.get(h)
                 if run is None or run[0] is not hall.active:   # hall_cooling_margin_w, its sum kept
-                    run = self._run_cap[h] = (hall.active, float(cap[hall.active].sum()))
-                hall_m = cooling_margin_w(run[1], float(np.sum(heat[racks])), plant_w)
+                    run = self._run_cap[h] = (hall.active, float(cap[hall.active].sum()), bool(hall.active.all()))
+                spare = cap - demand
+                if not run[2]:
+                    spare = spare[hall.active]
+                unit_m = float(spare.min()) if spare.size else np.inf
+                hall_m = cooling_margin_w(run[1], float(heat[racks].sum()), plant_w)    # np.sum's reduction
                 self._record_memo[h] = (heat, hall.model, hall.active, hall.unit_load_w, hall.unit_demand_w,
                                         load, unit_m, hall_m)
             loads[i, hall.first_unit:hall.first_unit + len(hall.units)] = load
@@ -782,7 +799,8 @@ class HallThermal(Component):
             if no_peaks:
                 continue
             # fmax(x, x) = x and fmax(NaN, g) = g: without a peak the sampled row is the peak
-            inlet = self.state.rack_inlet_c[racks]
+            inlet = (self.state.rack_inlet_c.view(np.ndarray) if self.sample_views      # (plain: no wrapping)
+                     else self.state.rack_inlet_c)[racks]
             rec["rack_inlet_peak_c"][i, racks] = (np.fmax(hall.peak_inlet_c, inlet) if hall.peak_inlet_c is not None
                                                   else inlet)
             gpu = rec["rack_gpu_temp_max_c"][i, racks]
@@ -905,6 +923,14 @@ def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.nda
     return float(np.sum(np.where(active, crah_fan_power_w(
         flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
         static_pressure_fraction=fans.static_pressure_fraction, design_power_w=design_power_w), 0.0)))
+
+
+def _rack_index(idx: np.ndarray):
+    """Racks ``idx`` as an index: a slice when they are a contiguous ascending run (indexing
+    gives a view, not a copy), else ``idx``; the same elements either way."""
+    if idx.size > 0 and bool(np.all(np.diff(idx) == 1)):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
 
 
 def _same_objects(a: list, b: list) -> bool:

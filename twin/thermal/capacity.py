@@ -154,7 +154,9 @@ _COIL_CONSTANTS_SIZE = 32
 def _constants(model: InletModel, setpoint_c, capacity_w, unit_fan_heat_w) -> _CoilConstants:
     """The :class:`_CoilConstants` of ``model``'s units (kept for the default settings; a
     model's arrays are not changed once built)."""
-    default = setpoint_c is None and capacity_w is None and np.ndim(unit_fan_heat_w) == 0 and unit_fan_heat_w == 0
+    # (a float fan heat is 0-d: np.ndim's dispatch only for other types)
+    default = setpoint_c is None and capacity_w is None and (
+        type(unit_fan_heat_w) is float or np.ndim(unit_fan_heat_w) == 0) and unit_fan_heat_w == 0
     last = _COIL_CONSTANTS.get(None)    # the last hit: the models of one family share their unit arrays
     if (default and last is not None and last[0][0] is model.cooling_active and last[0][1] is
             model.cooling_airflow_m3_s and last[0][2] is model.cooling_supply_temp_c and last[0][3] is
@@ -202,7 +204,8 @@ def _unsaturated(model: InletModel, q: np.ndarray, k: _CoilConstants, plant_capa
     call of a run, issue 19). None when a unit saturates or the hall is short: the caller
     iterates."""
     rq = model.return_k_per_w @ q
-    if cooling_margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w) < 0:
+    # cooling_margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w) < 0, written out
+    if min(k.run_cap, float(plant_capacity_w)) - (float(q.sum()) + k.fan_sum) < 0:
         return None
     ret = model.return_mix @ k.s_free + rq
     load = k.g * (ret - k.c_out_free)   # c_out_free is s_free - fan_rise, the iteration's s - fan_rise
@@ -212,7 +215,7 @@ def _unsaturated(model: InletModel, q: np.ndarray, k: _CoilConstants, plant_capa
     out.__dict__.update(
         feasible=True, limiting="", deficit_w=0.0, supply_temp_c=k.supply_free.copy(), return_temp_c=ret,
         inlet_temp_c=model.supply_mix @ k.s_free + model.recirculation_k_per_w @ q, unit_load_w=load,
-        unit_capacity_w=k.cap.copy(), unit_demand_w=model.cooling_load_w(q) + k.fan,
+        unit_capacity_w=k.cap.copy(), unit_demand_w=(model.cooling_base_w + model.cooling_heat_share @ q) + k.fan,
         saturated=np.zeros(k.act.size, bool), iterations=1)
     return out
 

@@ -102,6 +102,22 @@ def rack_airflow_from_fans_m3_s(node_heat_w, inlet_temp_c, *, nodes_per_rack, de
     move V = V_max s (affinity law); a rack of n nodes moves n V. node_heat_w (R,) [W] is
     the DC heat of one node of each rack (GPU + host), inlet_temp_c (R,) [C].
     """
+    law = _NODE_FAN_LAW or _node_fan_law()
+    speed = law[0](node_heat_w, inlet_temp_c, design_heat_w=design_heat_w,
+                   fan_min_speed_fraction=law[2] if fan_min_speed_fraction is None else fan_min_speed_fraction,
+                   fan_control_temp_c=law[3] if fan_control_temp_c is None else fan_control_temp_c,
+                   fan_design_inlet_c=law[4] if fan_design_inlet_c is None else fan_design_inlet_c)
+    return nodes_per_rack * law[1](speed, airflow_max_m3_s=airflow_max_m3_s)
+
+
+#: (node_fan_speed_fraction, node_airflow_m3_s, FAN_MIN_SPEED_FRACTION, FAN_CONTROL_TEMP_C,
+#: FAN_DESIGN_INLET_C) of :mod:`twin.power.node`, imported on first use (twin.power imports
+#: this package) and kept: :func:`rack_airflow_from_fans_m3_s` runs at every physics sample
+_NODE_FAN_LAW: tuple = ()
+
+
+def _node_fan_law() -> tuple:
+    global _NODE_FAN_LAW
     from twin.power.node import (
         FAN_CONTROL_TEMP_C,
         FAN_DESIGN_INLET_C,
@@ -110,13 +126,9 @@ def rack_airflow_from_fans_m3_s(node_heat_w, inlet_temp_c, *, nodes_per_rack, de
         node_fan_speed_fraction,
     )
 
-    kw = {
-        "fan_min_speed_fraction": FAN_MIN_SPEED_FRACTION if fan_min_speed_fraction is None else fan_min_speed_fraction,
-        "fan_control_temp_c": FAN_CONTROL_TEMP_C if fan_control_temp_c is None else fan_control_temp_c,
-        "fan_design_inlet_c": FAN_DESIGN_INLET_C if fan_design_inlet_c is None else fan_design_inlet_c,
-    }
-    speed = node_fan_speed_fraction(node_heat_w, inlet_temp_c, design_heat_w=design_heat_w, **kw)
-    return nodes_per_rack * node_airflow_m3_s(speed, airflow_max_m3_s=airflow_max_m3_s)
+    _NODE_FAN_LAW = (node_fan_speed_fraction, node_airflow_m3_s, FAN_MIN_SPEED_FRACTION, FAN_CONTROL_TEMP_C,
+                     FAN_DESIGN_INLET_C)
+    return _NODE_FAN_LAW
 
 
 def fan_free_delivery_airflow_m3_s(fan_rpm, *, rated_airflow_m3_s, rated_rpm, fans=1):

@@ -362,6 +362,10 @@ class HallProblem:
     duct_m3_s: np.ndarray  # (C,) flow each unit draws from the hot-aisle return plenum
     _csr: sp.csr_matrix | None = field(default=None, repr=False)
     _block_lu: dict = field(default_factory=dict, repr=False)  # factors of the diagonal blocks
+    #: the room block of A as canonical CSC when build_problem made it with A (else sliced)
+    _room_block: sp.csc_matrix | None = field(default=None, repr=False)
+    #: factors shared by every problem of one fixed part (:class:`_FixedPart`): the plenum's
+    _shared_lu: dict = field(default_factory=dict, repr=False)
 
     @property
     def a_csr(self) -> sp.csr_matrix:
@@ -386,10 +390,17 @@ class HallProblem:
         :func:`twin.thermal.inlet.linear_maps`. The plenum block does not see the room's
         flow, so the Picard passes of a buoyant flow share one factor (:func:`factorised`)."""
         if block not in self._block_lu:
+            if block == "plenum" and "plenum" in self._shared_lu:
+                # the plenum block is assembled from the fixed part's terms alone (the room's
+                # faces join room cells only), so every problem of that part has the same one
+                self._block_lu[block] = self._shared_lu["plenum"]
+                return self._block_lu[block]
             nr, n_p = self.n_room, self.plenum_pressure.size
             sl = slice(0, nr) if block == "room" else slice(nr, nr + n_p)
-            a = self.a_csr[sl, sl]
+            a = self._room_block if block == "room" and self._room_block is not None else self.a_csr[sl, sl]
             self._block_lu[block] = factorised(a, _ordering(self.geometry), memo=block == "plenum")
+            if block == "plenum":
+                self._shared_lu["plenum"] = self._block_lu[block]
         return self._block_lu[block]
 
     def solve(self, rack_heat_w: np.ndarray) -> np.ndarray:
@@ -446,6 +457,7 @@ class _FixedPart:
     B: sp.csr_matrix
     W: sp.csr_matrix
     M: sp.csr_matrix
+    lu: dict = field(default_factory=dict)   # factors its problems share (HallProblem._shared_lu)
 
     @property
     def nbytes(self) -> int:
@@ -632,7 +644,7 @@ def build_problem(
     t.r.append(fx.heat_r)
     t.c.append(fx.heat_c)
     t.v.append(fx.heat_v)
-    A = t.matrix(fx.n_unknowns)
+    A, room_block = _assembled(t, fx.n_unknowns, n_room, geometry_key, g.scheme)
     return HallProblem(
         geometry=g,
         grid=grid,
@@ -655,7 +667,99 @@ def build_problem(
         W=fx.W.copy(),
         M=fx.M.copy(),
         duct_m3_s=fx.duct_c.copy(),
+        _room_block=room_block,
+        _shared_lu=fx.lu,
     )
+
+
+#: build_problem assembles the power-law heat operator from a kept assembly plan
+#: (:class:`_AssemblyPlan`) when the triplets' rows and columns are those the plan was made
+#: for; False: ``_Triplets.matrix`` every time (the reference; the same matrix)
+ASSEMBLY_PLAN = True
+_PLAN_MEMO: OrderedDict[bytes, _AssemblyPlan] = OrderedDict()
+
+
+@dataclass(frozen=True, eq=False)
+class _AssemblyPlan:
+    """How the triplets (rows, cols) of a heat operator become its canonical CSC matrix, as
+    ``scipy.sparse.csc_matrix((v, (rows, cols)))`` does it: the triplets bucketed by column
+    in their order (``coo_tocsr``), each column sorted by row (``csr_sort_indices``, whose
+    order of equal rows depends on the rows alone), and equal (row, column) runs summed left
+    to right (``csr_sum_duplicates``: x = v0; x += v1; ...). ``data(v)`` repeats those sums for
+    new values in the same order, so the same floats; the plan is checked against scipy's
+    matrix when made. ``room``: the entries of the room block (rows and columns < n_room),
+    which are a prefix of each of its columns."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    n: int
+    first: np.ndarray          # per entry, its first triplet
+    ranks: tuple               # per further duplicate k = 1, 2, ...: (entries, their k-th triplets)
+    indices: np.ndarray
+    indptr: np.ndarray
+    room: np.ndarray           # entries in the room block, in order
+    room_indices: np.ndarray
+    room_indptr: np.ndarray
+
+    def data(self, vals: np.ndarray) -> np.ndarray:
+        out = vals[self.first]
+        for entries, trip in self.ranks:    # each entry at most once per rank: a plain add
+            out[entries] += vals[trip]
+        return out
+
+    @classmethod
+    def of(cls, rows: np.ndarray, cols: np.ndarray, n: int, n_room: int) -> _AssemblyPlan:
+        order = np.argsort(cols, kind="stable")            # coo_tocsr's buckets
+        nnz = rows.size
+        idx = np.int32 if max(nnz, n) <= np.iinfo(np.int32).max else np.int64
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=n))]).astype(idx)
+        tagged = sp.csc_matrix((order.astype(np.float64), rows[order].astype(idx), indptr), shape=(n, n))
+        tagged.sort_indices()                               # scipy's own sort, triplet numbers as values
+        trip = tagged.data.astype(np.int64)
+        r_sorted = tagged.indices
+        col = np.repeat(np.arange(n), np.diff(tagged.indptr))
+        new = np.ones(nnz, bool)
+        new[1:] = (r_sorted[1:] != r_sorted[:-1]) | (col[1:] != col[:-1])
+        entry = np.cumsum(new) - 1
+        starts = np.flatnonzero(new)
+        rank = np.arange(nnz) - starts[entry]
+        ranks = tuple((entry[rank == k], trip[rank == k]) for k in range(1, int(rank.max(initial=0)) + 1))
+        col_u, row_u = col[starts], r_sorted[starts]
+        room = np.flatnonzero((col_u < n_room) & (row_u < n_room))
+        return cls(rows, cols, n, trip[starts], ranks, row_u.astype(idx),
+                   np.concatenate([[0], np.cumsum(np.bincount(col_u, minlength=n))]).astype(idx), room,
+                   row_u[room].astype(idx),
+                   np.concatenate([[0], np.cumsum(np.bincount(col_u[room], minlength=n_room))]).astype(idx))
+
+
+def _assembled(t: _Triplets, n: int, n_room: int, geometry_key: bytes, scheme: str):
+    """(A, its room block or None) of the triplets ``t``: ``t.matrix(n)``, from the kept
+    :class:`_AssemblyPlan` of the hall when ``t`` has its rows and columns (the power-law
+    operator's pattern is the same at every airflow knot and Picard pass of a hall; QUICK's
+    follows the flux's signs, so it always takes the reference)."""
+    if not ASSEMBLY_PLAN or scheme != "power_law":
+        return t.matrix(n), None
+    rows, cols = np.concatenate(t.r), np.concatenate(t.c)
+    plan = _PLAN_MEMO.get(geometry_key)
+    if plan is not None and plan.n == n and np.array_equal(plan.rows, rows) and np.array_equal(plan.cols, cols):
+        _PLAN_MEMO.move_to_end(geometry_key)
+        a = sp.csc_matrix((plan.data(np.concatenate(t.v)), plan.indices.copy(), plan.indptr.copy()), shape=(n, n))
+        a.has_canonical_format = True
+        room = sp.csc_matrix((a.data[plan.room], plan.room_indices.copy(), plan.room_indptr.copy()),
+                             shape=(n_room, n_room))
+        room.has_canonical_format = True
+        return a, room
+    a = t.matrix(n)                                         # the reference, and the plan's check
+    plan = _AssemblyPlan.of(rows, cols, n, n_room)
+    ref_room = _canonical_csc(a.tocsr()[:n_room, :n_room])
+    if (np.array_equal(plan.indptr, a.indptr) and np.array_equal(plan.indices, a.indices)
+            and plan.data(np.concatenate(t.v)).tobytes() == a.data.tobytes()
+            and np.array_equal(plan.room_indptr, ref_room.indptr) and np.array_equal(plan.room_indices, ref_room.indices)
+            and a.data[plan.room].tobytes() == ref_room.data.tobytes()):
+        _PLAN_MEMO[geometry_key] = plan
+        while len(_PLAN_MEMO) > 4:
+            _PLAN_MEMO.popitem(last=False)
+    return a, None
 
 
 #: build_problem assembles the rack terms in one vectorised pass (:func:`_rack_terms`);
