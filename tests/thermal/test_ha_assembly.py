@@ -129,3 +129,47 @@ def test_problems_of_one_fixed_part_share_its_plenum_factor(layered_hall):
     for prob in (first, second, other):
         own = solver_mod.factorised(prob.a_csr[nr:nr + n_p, nr:nr + n_p], solver_mod._ordering(g), memo=False)
         assert prob.block_lu("plenum").solve(b).tobytes() == own.solve(b).tobytes()
+
+
+def test_linear_maps_read_the_exhaust_rows_as_the_whole_product(layered_hall):
+    """D = (B^T Y)^T from the rows of B and Y at the exhaust cells equals the product over
+    every room cell, bit for bit (and is not all zeros: the racks' exhaust reaches inlets)."""
+    from twin.thermal.inlet import linear_maps
+
+    g, heat, v = layered_hall
+    prob = buoyant_flow(g, heat, v).problem
+    d_all, _ = linear_maps(prob)
+    nr = prob.n_room
+    rows = sp.vstack([prob.W, prob.M]).tocsr()
+    y = prob.block_lu("room").solve(rows[:, :nr].T.toarray(), trans="T")
+    ref = (prob.B.tocsr()[:nr].T @ y).T
+    assert d_all.tobytes() == ref.tobytes()
+    assert np.count_nonzero(d_all) > d_all.size // 2
+
+
+@pytest.mark.parametrize("kw", [dict(n_layers=3), dict(containment="cold_aisle"), dict(containment="hot_aisle"),
+                                dict(supply="overhead")])
+def test_kept_plenum_layout_and_room_faces_equal_a_fresh_build(kw, monkeypatch):
+    """The plenum's layout and the room's faces kept per geometry are what _fixed_part built
+    each time: a problem from the kept layout equals one built with the memos emptied (every
+    array, the operator and the temperatures), and the kept arrays cannot be written."""
+    g = row_hall(4, 6, cooling_per_wall=2, cooling_airflow_m3_s=6.1, containment_leakage_fraction=0.05, **kw)
+    heat = np.full(g.n_racks, 9e3)
+    v = rack_airflow_m3_s(heat, 15.0)
+    build_problem(g, 0.8 * v)                      # fills the layout memos
+    got = build_problem(g, v)
+    with monkeypatch.context() as mp:
+        for name in ("_PLENUM_MEMO", "_FACE_MEMO", "_FIXED_MEMO", "_ROOM_MEMO", "_PLAN_MEMO"):
+            mp.setattr(solver_mod, name, type(getattr(solver_mod, name))())
+        ref = build_problem(g, v)
+    for name in ("plenum_pressure", "floor_flow_m3_s", "plenum_source_m3_s", "enclosure_supply_m3_s",
+                 "room_share", "room_source_m3_s"):
+        assert getattr(got, name).tobytes() == getattr(ref, name).tobytes(), name
+    for a, b in zip(got.room_face + got.plenum_face, ref.room_face + ref.plenum_face, strict=True):
+        assert a.tobytes() == b.tobytes()
+    assert got.A.data.tobytes() == ref.A.data.tobytes() and got.A.indices.tobytes() == ref.A.indices.tobytes()
+    assert got.solve(heat).tobytes() == ref.solve(heat).tobytes()
+    key = solver_mod._geometry_digest(g)
+    kept = solver_mod._PLENUM_MEMO[key][0]
+    with pytest.raises(ValueError):
+        kept[0] = 1.0

@@ -79,6 +79,11 @@ def linear_maps(prob: HallProblem, block_size: int = 512):
     a_nr = a[nn, rr] if has_n else None
     b = prob.B.tocsr()
     b_r, b_n = b[rr], b[nn]
+    # B^T Y reads Y only on the room cells that receive a rack's exhaust: the product of those
+    # rows of B (each row's entries in its order) with those rows of Y adds the same terms in
+    # the same order (csc_matvecs runs over B's rows, ascending) without copying all of Y
+    ex = np.flatnonzero(np.diff(b_r.indptr))
+    b_ex_t = b_r[ex].T
     for start in range(0, n_out, block_size):
         stop = min(start + block_size, n_out)
         w = rows[start:stop]
@@ -87,10 +92,10 @@ def linear_maps(prob: HallProblem, block_size: int = 512):
             assert a_nr is not None  # set whenever has_n
             y_n = w[:, nn].T.toarray() / a_nn[:, None]
             y_r = lu_r.solve(w_r - (a_nr.T @ y_n), trans="T")
-            d_all[start:stop] = (b_r.T @ y_r + b_n.T @ y_n).T
+            d_all[start:stop] = (b_ex_t @ y_r[ex] + b_n.T @ y_n).T
         else:
             y_r = lu_r.solve(w_r, trans="T")
-            d_all[start:stop] = (b_r.T @ y_r).T
+            d_all[start:stop] = (b_ex_t @ y_r[ex]).T
     e = prob.E.tocsr()
     t_p = lu_p.solve(e[pp].toarray())
     t_r = lu_r.solve(e[rr].toarray() - a[rr, pp] @ t_p)

@@ -811,34 +811,9 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
     for c in np.flatnonzero(~wall_jet).tolist():
         cells = grid.cooling_cells[c]
         np.add.at(s_p, cells, v_c[c] / len(cells))
-    g_open = np.zeros(n)
-    for cells in grid.tile_cells:
-        if len(cells):
-            np.add.at(g_open, cells, 1.0 / len(cells))
     zone = cells_of.zone
-    aisle = np.full(n, -1)  # the contained aisle over each plan cell (containment.py)
-    for z, cz in cells_of.zone_cells.items() if g.containment == "cold_aisle" else ():
-        aisle[cz] = z
-    tiled = np.isin(zone, aisle[(aisle >= 0) & (g_open > 0)])  # racks whose contained aisle has tiles (tile_xy_m)
-    g_enc = np.zeros(n)  # an enclosure opens one tile onto the plenum per rack (its intake cells), unless tiled
-    for r in np.flatnonzero(enclosed & ~tiled).tolist():
-        np.add.at(g_enc, grid.intake_cells[r], 1.0 / len(grid.intake_cells[r]))
-    n_tiles = g_open.sum() + g_enc.sum()
-    overhead = g.supply == "overhead"
-    if overhead and n_tiles == 0:
-        raise ValueError("overhead supply needs diffuser positions (tile_xy_m) or racks with open intakes")
-    lf = g.floor_leakage_fraction
-    # per floor cell: the plenum is the plan, whatever the room's layers (not n_room)
-    g_leak = lf / (1 - lf) * n_tiles / fluid.sum() if n_tiles > 0 else 1.0
-    if not overhead:
-        g_open = g_open + np.where(fluid, g_leak, 0.0)
-    # overhead ducts: a stiff supply network, every diffuser at the same pressure
-    spread = g.plenum_spread_m if not overhead else 20.0 * max(g.width_m, g.depth_m)
-    k_lat = (g_open.sum() + g_enc.sum()) / n * (spread / h) ** 2
-    pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
-    a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open + g_enc)).tocsc()
+    g_open, g_enc, aisle, k_lat, pi, pj, pax, a_p = _plenum_layout(geometry_key, g, grid, cells_of, enclosed, fluid)
     p = factorised(a_p).solve(s_p)  # the same operator at every airflow: factorised once
-    g_enc, g_open = np.where(aisle >= 0, g_enc + g_open, g_enc), np.where(aisle >= 0, 0.0, g_open)  # into the aisle
     q_floor = g_open * p
     # every source of the plenum is a unit's supply (s_p >= 0) and every outlet a conductance
     # to the room (tiles, leaks, enclosures), so p >= 0 (an M-matrix), no room air enters the
@@ -877,10 +852,7 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
             np.add.at(s_room_full, jet.end_cells, jet.end_source_m3_s(v_c[c]))
             np.add.at(s_room_full, jet.path_cells, -jet.entrained_m3_s * jet.path_weight)
     s_room = s_room_full[fluid3]
-    fi, fj, fax = _grid_faces(nx, ny, fluid3, nz)
-    ri, rj = room_id[fi], room_id[fj]
-    # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
-    w_face = np.where(fax == 2, h * h / dz, dz)
+    fi, fj, fax, ri, rj, w_face = _room_faces(geometry_key, nx, ny, fluid3, nz, room_id, h, dz)
     n_comp, labels, potential_lu = _room_potential_operator(geometry_key, n_room, ri, rj, w_face)
     pins = np.empty(n_comp, np.int64)
     for comp in range(n_comp):
@@ -996,6 +968,74 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
         E=coo(e_r, e_c, e_v, (n_u, n_c)), B=coo(b_r, b_c, b_v, (n_u, n_r)), W=coo(w_r, w_c, w_v, (n_r, n_u)),
         M=coo(m_r, m_c, m_v, (n_c, n_u)),
     )
+
+
+_PLENUM_MEMO: OrderedDict[bytes, tuple] = OrderedDict()
+
+
+def _frozen(*arrays: np.ndarray) -> tuple:
+    """The arrays, made read-only (kept per layout and shared by every fixed part of it)."""
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def _plenum_layout(geometry_key: bytes, g: HallGeometry, grid: HallGrid, cells_of: _RackCells,
+                   enclosed: np.ndarray, fluid: np.ndarray) -> tuple:
+    """The plenum's layout, kept per process by the geometry's digest (the last 16): (open
+    conductance of each plan cell after its contained aisle took its tiles, the enclosures'
+    conductance likewise, the contained aisle over each cell, the lateral conductance k, the
+    plan faces (i, j, axis), the operator k L + diag(G)). Everything here is the layout's:
+    every airflow knot of a hall has the same (the plenum's sources are the running units')."""
+    def make():
+        nx, ny, h = grid.nx, grid.ny, grid.cell_m
+        n = nx * ny
+        g_open = np.zeros(n)
+        for cells in grid.tile_cells:
+            if len(cells):
+                np.add.at(g_open, cells, 1.0 / len(cells))
+        zone = cells_of.zone
+        aisle = np.full(n, -1)  # the contained aisle over each plan cell (containment.py)
+        for z, cz in cells_of.zone_cells.items() if g.containment == "cold_aisle" else ():
+            aisle[cz] = z
+        tiled = np.isin(zone, aisle[(aisle >= 0) & (g_open > 0)])  # racks whose contained aisle has tiles (tile_xy_m)
+        g_enc = np.zeros(n)  # an enclosure opens one tile onto the plenum per rack (its intake cells), unless tiled
+        for r in np.flatnonzero(enclosed & ~tiled).tolist():
+            np.add.at(g_enc, grid.intake_cells[r], 1.0 / len(grid.intake_cells[r]))
+        n_tiles = g_open.sum() + g_enc.sum()
+        overhead = g.supply == "overhead"
+        if overhead and n_tiles == 0:
+            raise ValueError("overhead supply needs diffuser positions (tile_xy_m) or racks with open intakes")
+        lf = g.floor_leakage_fraction
+        # per floor cell: the plenum is the plan, whatever the room's layers (not n_room)
+        g_leak = lf / (1 - lf) * n_tiles / fluid.sum() if n_tiles > 0 else 1.0
+        if not overhead:
+            g_open = g_open + np.where(fluid, g_leak, 0.0)
+        # overhead ducts: a stiff supply network, every diffuser at the same pressure
+        spread = g.plenum_spread_m if not overhead else 20.0 * max(g.width_m, g.depth_m)
+        k_lat = (g_open.sum() + g_enc.sum()) / n * (spread / h) ** 2
+        pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
+        a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open + g_enc)).tocsc()
+        g_enc, g_open = np.where(aisle >= 0, g_enc + g_open, g_enc), np.where(aisle >= 0, 0.0, g_open)  # into the aisle
+        return (*_frozen(g_open, g_enc, aisle), k_lat, *_frozen(pi, pj, pax), a_p)
+    return _kept(_PLENUM_MEMO, geometry_key, make, 16)
+
+
+_FACE_MEMO: OrderedDict[bytes, tuple] = OrderedDict()
+
+
+def _room_faces(geometry_key: bytes, nx: int, ny: int, fluid3: np.ndarray, nz: int, room_id: np.ndarray,
+                h: float, dz: float) -> tuple:
+    """(i, j, axis) of the room's faces in flat 3-D cells, (i, j) in room unknowns and each
+    face's "conductance" area / distance [m] (h dz sideways, h^2 / dz vertically): the layout's,
+    kept per process by the geometry's digest (the last 16)."""
+    def make():
+        fi, fj, fax = _grid_faces(nx, ny, fluid3, nz)
+        ri, rj = room_id[fi], room_id[fj]
+        # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
+        w_face = np.where(fax == 2, h * h / dz, dz)
+        return _frozen(fi, fj, fax, ri, rj, w_face)
+    return _kept(_FACE_MEMO, geometry_key, make, 16)
 
 
 def _ordering(geometry: HallGeometry) -> str:
