@@ -634,13 +634,21 @@ def node_power_plan(
     # known to draw nothing or None), kept with the last phase array nothing can write: a
     # caller evaluates one phase array at many inlets (issue 14, speed only)
     memo: list = [None, None]
+    # per phase code: a powered flag other than 1.0 (the fan power is multiplied by it), and
+    # no heat (0 or less) with no fan (flag 0): a load of 0 or NaN, which the PSU step reads
+    # as unloaded
+    odd_code = table[2] != 1.0
+    off_code = (table[0] <= 0.0) & (table[2] == 0.0)
 
     def rows(phase: np.ndarray) -> tuple:
         if memo[0] is phase:
             return memo[1]
         heat, term, on = table.take(phase, axis=1)
-        off = (heat <= 0.0) & (on == 0.0)       # heat 0 (or less) and no fan: load 0 or NaN
-        got = (heat, term, None if bool((on == 1.0).all()) else on, off if off.any() else None)
+        if np.count_nonzero(odd_code.take(phase)):
+            off = off_code.take(phase)
+            got = (heat, term, on, off if np.count_nonzero(off) else None)
+        else:                                   # every flag 1.0: no product, no unloaded node
+            got = (heat, term, None, None)
         if type(phase) is np.ndarray and _frozen(phase):
             memo[0], memo[1] = phase, got
         return got

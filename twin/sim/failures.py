@@ -10,12 +10,16 @@ import simpy
 from twin import reliability
 from twin.reliability.repair import lognormal_duration_s, repair_lognormal_params
 from twin.sim.component import Component, repeat_record
+from twin.sim.state import _RACK_ON_DEPS
 
 H = 3600.0
 DAY = 86400.0
 #: standard exponentials drawn at once for the per-sample failure draws (issue 19)
 _EXP_BLOCK = 256
 _NO_BLOCK = np.empty(0)
+#: the state's fields :meth:`Failures.rate_scale` reads, through ``node_up`` (its rack's
+#: ``rack_on``, the node's grid drop and health) and the racks' on-times
+_SCALE_READS = _RACK_ON_DEPS + ("node_grid_down", "node_healthy", "rack_on_since")
 
 
 class Failures(Component):
@@ -54,7 +58,7 @@ class Failures(Component):
         self._next_repair = 0
         self._scale: tuple | None = None               # (up mask, rate scale) while no node is young
         self._newest: tuple | None = None              # (racks on, on-time version, newest on-time)
-        self._still: tuple | None = None               # (write count, rate scale) with no young rack
+        self._still: tuple | None = None               # (write counts read, rate scale, time [s]) with no young rack
         #: the block of standard exponentials :meth:`draw` takes its waiting times from, the
         #: next one to use and the stream's state before the block was drawn
         self._exp_block, self._exp_next = _NO_BLOCK, 0
@@ -80,25 +84,29 @@ class Failures(Component):
     def rate_scale(self) -> np.ndarray:
         """Per-node multiplier on the class rates: scenario scale x node up x burn-in."""
         p, f, st = self.plant, self.s.failures, self.state
-        seq = st.write_count()
-        if self._still is not None and self._still[0] == seq:
-            # nothing written since a call that found no young rack: the clock only moved on,
-            # and a rack that was not young does not become so (speed only)
-            return self._still[1]
+        # the writes to what the scale reads: node_up's and rack_on's fields and the racks'
+        # on-times (the jobs' writes of their nodes and phases, and the sampler's of inlets,
+        # clocks and acceleration, between two draws are none of them: issue 14)
+        seq = tuple([st.version(name) for name in _SCALE_READS])
+        still = self._still
+        if still is not None and still[0] == seq and self.env.now >= still[2]:
+            # none of them written since a call that found no young rack, and the clock only
+            # moved on: a rack that was not young does not become so (speed only)
+            return still[1]
         up = st.node_up
         burn_s = self.s.ramp.burn_in_days * DAY
         burning = burn_s > 0 and f.burn_in_expected_failures_per_node > 0
         if burning and not self.env.now - self._newest_on_since_s() < burn_s:
             burning = False                 # no powered rack is young: no node is (speed only)
         if not burning and self._scale is not None and self._scale[0] is up:
-            self._still = (seq, self._scale[1])
+            self._still = (seq, self._scale[1], self.env.now)
             return self._scale[1]           # the same up mask (the state caches it): the same scale
         scale = up.astype(float)
         if f.rate_scale != 1.0:     # 1.0 * x is x: the same scale without a second pass
             scale = f.rate_scale * scale
         if not burning:
             self._scale = (up, scale)
-            self._still = (seq, scale)
+            self._still = (seq, scale, self.env.now)
         if burning:
             age_s = self.env.now - st.rack_on_since[p.node_rack]
             young = up & (age_s < burn_s)
