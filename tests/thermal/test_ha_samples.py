@@ -105,3 +105,31 @@ def test_capped_steady_state_equals_the_iteration(family, fan_heat, monkeypatch)
                 assert (fast.feasible, fast.limiting, fast.deficit_w) == (ref.feasible, ref.limiting, ref.deficit_w)
                 for name in ("supply_temp_c", "return_temp_c", "inlet_temp_c", "unit_load_w", "unit_demand_w"):
                     assert getattr(fast, name).tobytes() == getattr(ref, name).tobytes(), name
+
+
+def test_interpolation_follows_a_replaced_knot(family):
+    """The flattened knot maps are kept per knot model and its arrays: a knot whose model is
+    replaced (other arrays) is read anew, so the interpolation equals the formula on the new
+    maps, bit for bit; the returned maps are views of one array per pair."""
+    from dataclasses import replace
+
+    fam, v0 = family
+    m = fam.model(0.6 * v0)                              # between the 0.5 and 0.75 knots
+    assert m.recirculation_k_per_w.base is m.return_k_per_w.base is not None
+    k = fam.scales.index(0.75)
+    old = fam.exact(k)
+    fam._models[k] = replace(old, recirculation_k_per_w=1.5 * old.recirculation_k_per_w,
+                             supply_mix=0.5 * old.supply_mix)
+    try:
+        got = fam.model(0.6 * v0)
+        a, b = fam.exact(k - 1), fam.exact(k)
+        s = float((0.6 * v0).sum() / v0.sum())
+        w = (s - 0.5) / (0.75 - 0.5)
+        want_d = np.multiply(a.recirculation_k_per_w, (1 - w) * 0.5)
+        want_d += np.multiply(b.recirculation_k_per_w, w * 0.75)
+        want_d /= s
+        assert got.recirculation_k_per_w.tobytes() == want_d.tobytes()
+        assert got.supply_mix.tobytes() == ((1 - w) * a.supply_mix + w * b.supply_mix).tobytes()
+        assert got.recirculation_k_per_w.tobytes() != m.recirculation_k_per_w.tobytes()
+    finally:
+        fam._models[k] = old

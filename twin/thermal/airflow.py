@@ -77,6 +77,22 @@ class RecirculationFamily:
             self._models = [None] * len(self.scales)
         self._nominal_sum = self.nominal_rack_airflow_m3_s.sum()    # scale_of's denominator, once
         self._unit_vol: dict[int, np.ndarray] = {}    # per knot: rho cp V of its running units
+        self._flat: dict[int, tuple] = {}             # per knot model: its maps flattened (_stacked)
+
+    def _stacked(self, m: InletModel) -> tuple[np.ndarray, np.ndarray]:
+        """A knot's (D then R_k, S then R0), each pair flattened into one array, so that
+        :meth:`model` interpolates both maps of a pair in one pass of each operation (the
+        same elementwise operations on the same numbers; the maps it returns are views of
+        the result). Kept while the model holds the same map arrays (the knots' models are
+        the family's own, never written)."""
+        hit = self._flat.get(id(m))
+        if hit is None or not (hit[0] is m.recirculation_k_per_w and hit[1] is m.return_k_per_w
+                               and hit[2] is m.supply_mix and hit[3] is m.return_mix):
+            hit = self._flat[id(m)] = (
+                m.recirculation_k_per_w, m.return_k_per_w, m.supply_mix, m.return_mix,
+                np.concatenate([np.ravel(m.recirculation_k_per_w), np.ravel(m.return_k_per_w)]).astype(float, copy=False),
+                np.concatenate([np.ravel(m.supply_mix), np.ravel(m.return_mix)]).astype(float, copy=False))
+        return hit[4], hit[5]
 
     def exact(self, k: int) -> InletModel:
         """The model derived exactly at scale ``scales[k]`` (derived on first use, then kept:
@@ -130,20 +146,19 @@ class RecirculationFamily:
             else:
                 a, b = self.exact(k), self.exact(k + 1)
 
-        def mix(xa, xb):
-            return (1 - w) * xa + w * xb
-
-        def mix_scaled(xa, xb):  # interpolate s X, return X at the actual scale s
-            # ((1 - w) sa xa + w sb xb) / s, in place (the same operations, no temporaries)
-            out = np.multiply(xa, (1 - w) * sa)
-            out += np.multiply(xb, w * sb)
-            out /= s
-            return out
-
-        d = mix_scaled(a.recirculation_k_per_w, b.recirculation_k_per_w)
-        s_mix = mix(a.supply_mix, b.supply_mix)
-        r0 = mix(a.return_mix, b.return_mix)
-        rk = mix_scaled(a.return_k_per_w, b.return_k_per_w)
+        (scaled_a, mixed_a), (scaled_b, mixed_b) = self._stacked(a), self._stacked(b)
+        # s D and s R_k: ((1 - w) sa xa + w sb xb) / s, in place (the same operations, no temporaries)
+        scaled = np.multiply(scaled_a, (1 - w) * sa)
+        scaled += np.multiply(scaled_b, w * sb)
+        scaled /= s
+        # S and R0: (1 - w) xa + w xb
+        mixed = np.multiply(mixed_a, 1 - w)
+        mixed += np.multiply(mixed_b, w)
+        n_d, n_s = a.recirculation_k_per_w.size, a.supply_mix.size
+        d = scaled[:n_d].reshape(a.recirculation_k_per_w.shape)
+        rk = scaled[n_d:].reshape(a.return_k_per_w.shape)
+        s_mix = mixed[:n_s].reshape(a.supply_mix.shape)
+        r0 = mixed[n_s:].reshape(a.return_mix.shape)
         vol = self._unit_vol.get(ka)
         if vol is None:
             vol = self._unit_vol[ka] = AIR_VOLUMETRIC_HEAT_J_M3_K * np.where(a.cooling_active, a.cooling_airflow_m3_s,
