@@ -18,25 +18,38 @@ from twin.power.node import (
     node_fan_speed_fraction,
 )
 from twin.scenario import load_scenario
-from twin.sim.hall_thermal import HallThermal, _rack_index
+from twin.sim.hall_thermal import HallThermal, _crah_fans_w, _rack_index
 from twin.thermal import capacity, rack_airflow_m3_s, row_hall
 from twin.thermal.airflow import RecirculationFamily
-from twin.thermal.fans import rack_airflow_from_fans_m3_s
+from twin.thermal.fans import fan_design_power_w, rack_airflow_from_fans_m3_s
 
 BV = Path(__file__).resolve().parents[2] / "scenarios" / "blue_vela.yaml"
 
 
-def _run(views: bool, monkeypatch):
+def _reference_fan_power_w(self, h, hall):
+    """The CRAH fan law evaluated at every record (no memo): the reference of the kept figure."""
+    fans, v_c = self.cs.crah_fans, hall.geom.cooling_airflow_m3_s
+    return _crah_fans_w(fans, hall.airflow, hall.active, v_c, fan_design_power_w(
+        v_c, fans.design_pressure_pa, fans.fan_efficiency))
+
+
+def _run(views: bool, control: str, monkeypatch):
     # the first training jobs load the hall from day 7; a unit trips for an hour on day 9, so
     # the hall carries its state (peaks, _advance) too
     fault = 'site.cooling_faults.events=[{time: "2024-01-10T10:20:00", unit: "crah_w1", duration_s: 3600}]'
     with monkeypatch.context() as mp:
         mp.setattr(HallThermal, "sample_views", views)
-        return twin.simulate(load_scenario(BV, ["simulation.duration_days=11", fault]))
+        if not views:
+            mp.setattr(HallThermal, "_hall_fan_power_w", _reference_fan_power_w)
+        return twin.simulate(load_scenario(BV, ["simulation.duration_days=11", fault,
+                                                f"site.cooling_system.crah_fans.control={control}"]))
 
 
-def test_views_give_the_reference_run_bit_for_bit(monkeypatch):
-    fast, ref = _run(True, monkeypatch), _run(False, monkeypatch)
+@pytest.mark.parametrize("control", ["constant", "vfd"])
+def test_views_give_the_reference_run_bit_for_bit(control, monkeypatch):
+    """Also the CRAH fan power kept per running-unit set (and airflow state for VFD fans)
+    against the fan law evaluated at every record."""
+    fast, ref = _run(True, control, monkeypatch), _run(False, control, monkeypatch)
     assert set(fast.dataset.variables) == set(ref.dataset.variables)
     for name in ref.dataset.variables:
         a, b = fast.dataset[name].values, ref.dataset[name].values
@@ -49,6 +62,9 @@ def test_views_give_the_reference_run_bit_for_bit(monkeypatch):
     assert "cooling_fault" in fast.events.to_csv()   # the carried-state path ran too
     power = fast.dataset.rack_power_w.values
     assert power[-1].sum() > 100e3 and np.ptp(power[-1]) > 1e3     # loaded, unevenly across racks
+    fans = fast.dataset.cooling_fan_power_w.values
+    # constant-speed fans: one figure per running-unit set (all, one tripped); VFD: many
+    assert (len(np.unique(fans)) > 3) == (control == "vfd")
 
 
 def test_rack_index_is_a_slice_over_a_run_only():

@@ -728,12 +728,15 @@ class HallThermal(Component):
     # ------------------------------------------------------------------ outputs
     def _hall_fan_power_w(self, h: int, hall: HallModel) -> float:
         """CRAH fan power of hall ``h`` [W] (:func:`_crah_fans_w`), kept while the hall's
-        rack airflow and running units are the same arrays (they are replaced on a change).
+        rack airflow (VFD fans only: constant-speed fans ignore it) and running units are the
+        same arrays (they are replaced on a change).
         With :attr:`fan_law_kept` the fan law's per-hall constants are worked out once
         (:class:`_HallFans`); else :func:`_crah_fans_w` evaluates it, the reference."""
         assert hall.airflow is not None  # set when the hall is built
         memo = self._fan_memo.get(h)
-        if memo is None or memo[0] is not hall.airflow or memo[1] is not hall.active:
+        # constant-speed fans draw their design power whatever the racks' airflow: a new
+        # airflow state keeps the figure (both the kept law and the reference ignore it)
+        if memo is None or memo[1] is not hall.active or (memo[0] is not hall.airflow and memo[3].vfd):
             fans, v_c = self.cs.crah_fans, hall.geom.cooling_airflow_m3_s
             law = memo[3] if memo is not None else _HallFans.of(fans, v_c)      # fixed per hall
             memo = (hall.airflow, hall.active, law.power_w(hall.airflow, hall.active) if self.fan_law_kept
