@@ -243,6 +243,8 @@ def reference():
         mp.setattr(Sampler, "per_rack_from_nodes", 0)
         mp.setattr(Sampler, "gpu_rise_per_phase", False)
         mp.setattr(node_mod, "node_power_plan_rows", False)
+        mp.setattr(Sampler, "row_accumulate_from", sampler_mod.RACK_MAX_COLUMNS + 1)
+        mp.setattr(Sampler, "all_on_kept", False)
     return _run(off)
 
 
@@ -288,3 +290,50 @@ def test_a_broken_rack_split_in_a_per_rack_run_is_caught(reference):
         mp.setattr(Sampler, "per_rack_from_nodes", 0)
         mp.setattr(Sampler, "_rack_split", uniform)
     assert _differ(_run(patch), _run()) != []
+
+
+def test_a_stale_all_racks_on_in_a_run_is_caught(reference):
+    """Racks taken as all on during the ramp (some are off): their hottest GPU is not NaN."""
+    from test_sampler_speed import _differ
+
+    def patch(mp):
+        mp.setattr(Sampler, "_all_on", lambda self, rack_on: True)
+    assert _differ(_run(patch), reference) != []
+
+
+# ------------------------------------------------------------------ row sums
+def _rows(rng, racks: int, k: int) -> np.ndarray:
+    v = rng.uniform(0.0, 1.0, racks * k) * 10.0 ** rng.integers(-3, 12, racks * k)
+    pick = rng.random(racks * k)
+    v[pick < 0.04] = -0.0
+    v[(pick >= 0.04) & (pick < 0.06)] = np.nan
+    v[(pick >= 0.06) & (pick < 0.08)] = np.inf
+    v[(pick >= 0.08) & (pick < 0.10)] = -np.inf
+    v[(pick >= 0.10) & (pick < 0.30)] *= -1.0
+    return v
+
+
+@pytest.mark.parametrize("k", range(1, sampler_mod.RACK_MAX_COLUMNS + 1))
+def test_row_sums_equal_bincount(k):
+    """Racks of k nodes (RPPs of k racks) summed by one running sum along each row: the
+    additions of bincount in its order, bit for bit (NaN, infinities, signed zeros), for
+    several shapes in turn (the buffers kept per shape)."""
+    rng = np.random.default_rng(40 + k)
+    s = _sampler(rack_sum_columns=True, row_accumulate_from=1)
+    for racks in (1, 2, 16, 128, 301, 16, 1):
+        for _ in range(10):
+            v = _rows(rng, racks, k)
+            node_rack = np.repeat(np.arange(racks), k)
+            got = s._rack_sum(v, node_rack, racks, k)
+            assert _same(got, np.bincount(node_rack, weights=v, minlength=racks))
+            assert got.flags.c_contiguous and got.base is None
+
+
+def test_row_sums_without_the_zero_column_are_caught():
+    """Summing from the first value (no 0.0 first: -0.0 stays -0.0) differs from bincount."""
+    v = np.array([-0.0, -0.0, -0.0, -0.0, 1.0, 2.0, 3.0, 4.0])
+    node_rack = np.repeat(np.arange(2), 4)
+    broken = np.add.accumulate(v.reshape(2, 4), axis=1)[:, -1].copy()
+    ref = np.bincount(node_rack, weights=v, minlength=2)
+    assert _same(_sampler(rack_sum_columns=True, row_accumulate_from=1)._rack_sum(v, node_rack, 2, 4), ref)
+    assert not _same(broken, ref)

@@ -39,6 +39,9 @@ _RACK_WORDS = {2: (np.uint16, np.uint16(0x0101)), 4: (np.uint32, np.uint32(0x010
 #: the most nodes per rack for which a rack's hottest GPU is taken column by column (one
 #: ``maximum`` call per node of a rack instead of ``reduceat``'s segment loop)
 RACK_MAX_COLUMNS = 8
+#: the fewest columns :meth:`Sampler._rack_sum` sums by one running sum along each row (fewer:
+#: k column adds, as cheap; Blue Vela's RPP loads, 8 racks each: 3 numpy calls instead of 9)
+ROW_ACCUMULATE_FROM = 4
 #: the fewest nodes for which node power, GPU temperature and failure acceleration are
 #: evaluated per rack (:meth:`Sampler._by_rack`): the per-rack path saves elementwise work on
 #: ``N - R`` elements but costs ~20 more numpy calls an evaluation (the split, the odd nodes),
@@ -62,6 +65,14 @@ class Sampler(Component):
     gpu_rise_per_phase = True
     _rise_c: tuple | None = None        # (phase array, GPU cap, rise [K (N,)])
     _arr: tuple | None = None           # (reference temperature, energy, the prepared law or None)
+    #: columns from which :meth:`_rack_sum` sums a row by one running sum (see there; a number
+    #: above RACK_MAX_COLUMNS: the column adds, the reference)
+    row_accumulate_from = ROW_ACCUMULATE_FROM
+    _acc_bufs: dict | None = None       # (rows, columns) -> (zero-led buffer, its value columns, sums)
+    #: each rack's hottest GPU as the fold's own array while every rack is on (issue 14; False:
+    #: ``np.where(rack_on, ..., nan)`` at every evaluation, the reference)
+    all_on_kept = True
+    _on_all: tuple | None = None        # (rack_on array, every rack on)
     reads = ("node_phase", "rack_on", "rack_inlet_c", "node_clock", "brake_clock", "psu_capacity_w")
     writes = ("rack_inlet_c", "node_clock", "node_accel")
     outputs = ("rack_power_w", "rack_gpu_temp_max_c", "rack_state", "gpus_powered", "gpus_healthy",
@@ -314,14 +325,34 @@ class Sampler(Component):
         starting from 0.0, in node order; with the same ``k`` contiguous nodes in every rack
         (``k`` of :meth:`_static`, at most :data:`RACK_MAX_COLUMNS`) the same additions run as
         ``k`` adds of the columns of the (R, k) view into zeros (speed only, issue 19;
-        ``rack_sum_columns = False`` is the reference, ``bincount``)."""
+        ``rack_sum_columns = False`` is the reference, ``bincount``). From
+        :data:`ROW_ACCUMULATE_FROM` columns on, the same additions as one running sum along
+        each row of a buffer whose first column is 0.0 (``np.add.accumulate`` adds left to
+        right: 0 + v0, then + v1, ...): three numpy calls instead of ``k + 1`` (issue 14)."""
         if not (self.rack_sum_columns and 0 < k <= RACK_MAX_COLUMNS):
             return np.bincount(node_rack, weights=node_w, minlength=n_racks)
         v = np.asarray(node_w, float).reshape(-1, k)
+        if k >= self.row_accumulate_from:
+            return self._row_sums(v)
         acc = np.zeros(n_racks)
         for j in range(k):
             acc += v[:, j]
         return acc
+
+    def _row_sums(self, v: np.ndarray) -> np.ndarray:
+        """The sums ``((0.0 + v[:, 0]) + v[:, 1]) + ...`` of the rows of ``v`` (R, k) [(R,)],
+        a new array: the rows copied after a column of zeros into a buffer kept per shape,
+        summed along by ``np.add.accumulate``, the last column taken."""
+        bufs = self._acc_bufs
+        if bufs is None:
+            bufs = self._acc_bufs = {}
+        b = bufs.get(v.shape)
+        if b is None:
+            z = np.zeros((v.shape[0], v.shape[1] + 1))
+            b = bufs[v.shape] = (z, z[:, 1:], np.empty_like(z))
+        np.copyto(b[1], v)
+        np.add.accumulate(b[0], axis=1, out=b[2])
+        return b[2][:, -1].copy()
 
     def _node_power_plan(self, kw: dict, cap):
         """``node_power_plan(cap, **kw)``, kept while the keywords (renewed with the PSU
@@ -492,7 +523,10 @@ class Sampler(Component):
         inlet_c = e.thermal.inlets_c(rack_w)
         self._lead_t = None
         clock, gpu_t, accel = self._gpu_state(split, inlet_c, phase, cap, node_rack, k, gpu_kw, ref_c, ea_ev)
-        rack_gpu_max_c = np.where(rack_on, self._rack_max(gpu_t, first, k), np.nan)
+        rack_gpu_max_c = self._rack_max(gpu_t, first, k)
+        if not (rack_gpu_max_c.base is None and rack_gpu_max_c.dtype == np.float64 and self._all_on(rack_on)):
+            # (every rack on: the fold's own new array is what np.where would copy)
+            rack_gpu_max_c = np.where(rack_on, rack_gpu_max_c, np.nan)
         self._lead_t = None
         # every GPU at full clock (the coupling's shared ones): no shutdown, without a look
         shutdown = clock is not coupling.full_clock(clock.shape) and bool((clock <= 0.0).any())
@@ -567,6 +601,14 @@ class Sampler(Component):
         self._recorders = tuple(c for c in self.e.components if c is not self)
         return self._recorders
 
+    def _all_on(self, rack_on: np.ndarray) -> bool:
+        """Every rack of the state's (cached, read-only) ``rack_on`` is on, kept with the array;
+        False with ``all_on_kept`` off (the reference: ``np.where`` at every evaluation)."""
+        a = self._on_all
+        if a is None or a[0] is not rack_on:
+            a = self._on_all = (rack_on, self.all_on_kept and bool(np.logical_and.reduce(rack_on, axis=None)))
+        return a[1]
+
     def _inlets_settled(self, inlet_c: np.ndarray) -> bool:
         """True when no inlet of ``inlet_c`` [degC (R,)] is more than ``inlet_tolerance_k``
         from the state's; False with tolerance 0 and on any NaN (the move is written)."""
@@ -574,7 +616,7 @@ class Sampler(Component):
         if tol <= 0.0:
             return False
         d = np.abs(inlet_c - self.state.rack_inlet_c.view(np.ndarray))
-        return bool(d.size) and bool(d.max() <= tol)
+        return bool(d.size) and bool(np.maximum.reduce(d, axis=None) <= tol)
 
     def _clocks_changed(self, clock: np.ndarray) -> bool:
         """True when the evaluation's clocks differ from the state's. Every GPU at full clock
