@@ -702,6 +702,7 @@ class _AssemblyPlan:
     room_indptr: np.ndarray
 
     def data(self, vals: np.ndarray) -> np.ndarray:
+        """The matrix's entries (canonical CSC order) for the triplets' values ``vals``."""
         out = vals[self.first]
         for entries, trip in self.ranks:    # each entry at most once per rank: a plain add
             out[entries] += vals[trip]
@@ -709,6 +710,8 @@ class _AssemblyPlan:
 
     @classmethod
     def of(cls, rows: np.ndarray, cols: np.ndarray, n: int, n_room: int) -> _AssemblyPlan:
+        """The plan of an n x n operator from the triplets' rows and columns: scipy's own
+        sort (``sort_indices``) run with each triplet's number as its value."""
         order = np.argsort(cols, kind="stable")            # coo_tocsr's buckets
         nnz = rows.size
         idx = np.int32 if max(nnz, n) <= np.iinfo(np.int32).max else np.int64
