@@ -109,6 +109,19 @@ def test_gpu_state_per_node_equals_the_coupling(hot):
         assert all(_same(a, b) for a, b in zip(off, want, strict=True))
 
 
+def test_gpu_state_rise_not_kept_for_a_writable_phase_array():
+    """A phase array that can be written, written between two evaluations: the rise follows."""
+    rng = np.random.default_rng(8)
+    s = _sampler()
+    node_rack = np.repeat(np.arange(64), 2)
+    inlet = rng.uniform(15.0, 30.0, 64)
+    phase = np.full(128, int(Phase.IDLE), np.int8)
+    s._gpu_state(None, inlet, phase, 700.0, node_rack, 2, GPU_KW, 40.0, 0.7)
+    phase[:] = int(Phase.TRAINING)
+    _, t, _ = s._gpu_state(None, inlet, phase, 700.0, node_rack, 2, GPU_KW, 40.0, 0.7)
+    assert _same(t, _reference_gpu_state(inlet, phase, 700.0, node_rack)[1])
+
+
 def test_gpu_state_with_a_stale_rise_is_caught():
     """A rise kept past a change of the phase array gives other temperatures."""
     rng = np.random.default_rng(9)
@@ -118,7 +131,7 @@ def test_gpu_state_with_a_stale_rise_is_caught():
     first = _frozen(np.full(128, int(Phase.IDLE), np.int8))
     s._gpu_state(None, inlet, first, 700.0, node_rack, 2, GPU_KW, 40.0, 0.7)
     second = _frozen(np.full(128, int(Phase.TRAINING), np.int8))
-    s._rise_c = (second, 700.0, s._rise_c[2])       # broken: the idle rise under the new array
+    s._rise_c = (second, 700.0, GPU_KW, s._rise_c[3])   # broken: the idle rise under the new array
     _, t, _ = s._gpu_state(None, inlet, second, 700.0, node_rack, 2, GPU_KW, 40.0, 0.7)
     assert not _same(t, _reference_gpu_state(inlet, second, 700.0, node_rack)[1])
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from twin import power, thermal
-from twin.power.node import _scalar, node_power_plan
+from twin.power.node import _frozen, _scalar, node_power_plan
 from twin.sim import coupling
 from twin.sim.component import Component
 
@@ -63,7 +63,7 @@ class Sampler(Component):
     #: phase array, and the Arrhenius law prepared once (issue 14; False: the coupling's
     #: ``equilibrium_gpu_state`` and ``thermal.arrhenius_acceleration`` each time, the reference)
     gpu_rise_per_phase = True
-    _rise_c: tuple | None = None        # (phase array, GPU cap, rise [K (N,)])
+    _rise_c: tuple | None = None        # (phase array, GPU cap, GPU figures, rise [K (N,)])
     _arr: tuple | None = None           # (reference temperature, energy, the prepared law or None)
     #: columns from which :meth:`_rack_sum` sums a row by one running sum (see there; a number
     #: above RACK_MAX_COLUMNS: the column adds, the reference)
@@ -477,15 +477,18 @@ class Sampler(Component):
         return a[2]
 
     def _rise(self, phase: np.ndarray, cap, gpu_kw: dict) -> np.ndarray:
-        """:func:`coupling.full_clock_gpu_temp_rise_k` of the (cached, read-only) phase array
-        [K (N,)], kept while the phase array and the GPU cap are the same objects."""
+        """:func:`coupling.full_clock_gpu_temp_rise_k` of the phase array [K (N,)], kept while
+        the phase array (the state's: nothing can write it), the GPU cap and the figures are
+        the same objects; a phase array that can be written is not kept."""
         r = self._rise_c
-        if r is None or r[0] is not phase or r[1] is not cap:
-            rise = coupling.full_clock_gpu_temp_rise_k(
-                phase, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
-                thermal_resistance_k_per_w=gpu_kw["thermal_resistance_k_per_w"])
-            r = self._rise_c = (phase, cap, rise)
-        return r[2]
+        if r is not None and r[0] is phase and r[1] is cap and r[2] is gpu_kw:
+            return r[3]
+        rise = coupling.full_clock_gpu_temp_rise_k(
+            phase, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
+            thermal_resistance_k_per_w=gpu_kw["thermal_resistance_k_per_w"])
+        if type(phase) is np.ndarray and _frozen(phase):
+            self._rise_c = (phase, cap, gpu_kw, rise)
+        return rise
 
     def physics(self) -> PhysicsResult:
         """Node power -> rack power -> inlet temperature -> GPU clock, temperature and
