@@ -63,3 +63,20 @@ def test_a_field_left_out_of_the_key_is_caught(every_draw):
     def patch(mp):
         mp.setattr(failures_mod, "_SCALE_READS", tuple(n for n in failures_mod._SCALE_READS if n != "node_healthy"))
     assert _differ(_run(patch), every_draw) != []
+
+
+def test_versions_are_the_fields_write_counts():
+    """``ClusterState.versions`` gives each field's :meth:`version`, in order, one name or many,
+    and follows later writes."""
+    import numpy as np
+
+    from twin.sim.state import TRACKED_FIELDS, ClusterState
+
+    st = ClusterState(node_rack=np.repeat(np.arange(4), 2), n_feeds=2, n_sus=1, psu_capacity_w=6000.0)
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        name = str(rng.choice(["node_healthy", "rack_powered", "rack_on_since", "node_grid_down", "node_job"]))
+        arr = getattr(st, name)
+        arr[int(rng.integers(len(arr)))] = arr[0]
+        for names in (failures_mod._SCALE_READS, ("node_job",), tuple(rng.permutation(TRACKED_FIELDS)[:3])):
+            assert st.versions(names) == tuple(st.version(n) for n in names)

@@ -87,7 +87,7 @@ class Failures(Component):
         # the writes to what the scale reads: node_up's and rack_on's fields and the racks'
         # on-times (the jobs' writes of their nodes and phases, and the sampler's of inlets,
         # clocks and acceleration, between two draws are none of them: issue 14)
-        seq = tuple([st.version(name) for name in _SCALE_READS])
+        seq = st.versions(_SCALE_READS)
         still = self._still
         if still is not None and still[0] == seq and self.env.now >= still[2]:
             # none of them written since a call that found no young rack, and the clock only

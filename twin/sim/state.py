@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from operator import itemgetter
 from typing import ClassVar
 
 import numpy as np
@@ -98,6 +99,8 @@ _PARTIAL_MAX = 0.25
 #: "no node written since": one shared read-only empty index (no allocation per read)
 _NO_NODES = np.empty(0, np.intp)
 _NO_NODES.flags.writeable = False
+#: field names -> the getter of their write counts (:meth:`ClusterState.versions`)
+_GETTERS: dict[tuple[str, ...], Callable] = {}
 
 
 def _pick_int8(cond: np.ndarray, a, b) -> np.ndarray:
@@ -363,6 +366,14 @@ class ClusterState:
     def version(self, name: str) -> int:
         """How many writes the field ``name`` has had (changes whenever it may have changed)."""
         return self._ver[name]
+
+    def versions(self, names: tuple[str, ...]) -> tuple[int, ...]:
+        """:meth:`version` of each field of ``names`` [tuple], in one look-up (a caller keying a
+        cache on several fields at every sample; issue 14)."""
+        get = _GETTERS.get(names)
+        if get is None:
+            get = _GETTERS[names] = (lambda ver: (ver[names[0]],)) if len(names) == 1 else itemgetter(*names)
+        return get(self._ver)
 
     def mask_version(self) -> int:
         """Writes so far to the fields the derived arrays read (equal counts: every derived
