@@ -52,7 +52,8 @@ class JobState:
     step: compute.StepEstimate | None = None
     process: simpy.Process | None = None
     placed: simpy.Event | None = None
-    # completed checkpoints: time [s], tokens, GPU-s and wall-s made safe by then
+    # completed checkpoints: time [s]; tokens, GPU-s and wall-s made safe by then, three
+    # floats a checkpoint in one flat list (no tuple per checkpoint for the collector to scan)
     ckpt_time_s: list = field(default_factory=list)
     ckpt_state: list = field(default_factory=list)
     # a job of a stream or trace (twin.workload): submit time [s], training time it needs,
@@ -78,21 +79,24 @@ class JobState:
         self.gpu_s_pending = self.wall_s_pending = 0.0
         if now_s is not None:
             self.ckpt_time_s.append(now_s)
-            self.ckpt_state.append((self.tokens_committed, self.gpu_s_useful, self.wall_s_useful))
+            state = self.ckpt_state
+            state.append(self.tokens_committed)
+            state.append(self.gpu_s_useful)
+            state.append(self.wall_s_useful)
 
     def roll_back_before(self, corruption_s: float) -> float:
         """Silent data corruption at ``corruption_s``: checkpoints written since then hold
         corrupt state; fall back to the last clean one (``reliability.last_clean_checkpoint_index``).
         Returns the tokens of committed work thrown away."""
         i = reliability.last_clean_checkpoint_index(np.array(self.ckpt_time_s), corruption_s)
-        tokens, gpu_s, wall_s = self.ckpt_state[i] if i >= 0 else (0.0, 0.0, 0.0)
+        tokens, gpu_s, wall_s = self.ckpt_state[3 * i:3 * i + 3] if i >= 0 else (0.0, 0.0, 0.0)
         thrown = self.tokens_committed - tokens
         if thrown > 0:
             self.gpu_s_lost += self.gpu_s_useful - gpu_s
             self.tokens_lost += thrown
             self.tokens -= thrown              # work since the last checkpoint stays pending
             self.tokens_committed, self.gpu_s_useful, self.wall_s_useful = tokens, gpu_s, wall_s
-            del self.ckpt_time_s[i + 1:], self.ckpt_state[i + 1:]
+            del self.ckpt_time_s[i + 1:], self.ckpt_state[3 * (i + 1):]
         return max(thrown, 0.0)
 
     def lose(self) -> float:
@@ -455,11 +459,28 @@ class Jobs(Component):
         job.t_last = now
 
     def advance_all(self) -> None:
-        """Bring every job that holds nodes (or is between phases) up to now."""
-        advance = self.advance
+        """Bring every job that holds nodes (or is between phases) up to now: :meth:`advance`
+        of each, written out (the same operations; one call per sample, not per job)."""
+        now = self.env._now
+        gpn = self._gpn
         for job in self._live():
-            if job.nodes.size or job.status in ("running", "checkpointing", "starting"):
-                advance(job)
+            status = job.status
+            n = len(job.nodes)
+            if not (n or status == "running" or status == "checkpointing" or status == "starting"):
+                continue
+            dt = now - job.t_last
+            if dt > 0:
+                per_node = gpn if gpn is not None else self.gpus_per_node_of(job)
+                job.gpu_s_allocated += (n + len(job.spares)) * per_node * dt
+                if status == "running":
+                    job.tokens += job.rate_tok_s * dt
+                    job.gpu_s_pending += n * per_node * dt
+                    job.wall_s_pending += dt
+                elif status == "checkpointing":
+                    job.checkpoint_s += dt
+                elif status == "starting":
+                    job.restart_s += dt
+            job.t_last = now
 
     def _live(self) -> list[JobState]:
         """The fixed jobs, then the stream jobs that have started and are not done (the
@@ -568,24 +589,82 @@ class Jobs(Component):
         "done") or an interruption (raised at its wait): what :meth:`_lifecycle`'s loop does
         for a stream job, statement for statement the same arithmetic, events and order of
         wake-ups, with its per-wake-up costs cut (issues 19 and 14): the attributes, the
-        checkpoint interval (fixed while the job runs on the same nodes) and the methods
-        are looked up once, and a checkpoint that can be written in closed form is written
-        by :meth:`_checkpoint_closed_form` without a sub-generator. ``Jobs.stream_fast = False`` runs the loop of :meth:`_lifecycle`,
-        the reference this path is tested against (tests/sim/test_stream_speed.py)."""
+        checkpoint interval (fixed while the job runs on the same nodes), the token target's
+        threshold and the methods are looked up once, and a checkpoint that can be written
+        in closed form is written here, :meth:`_checkpoint_closed_form` and
+        :meth:`_checkpoint_done` in line (the write's time alone on the storage kept, the
+        queue's head read as ``env.peek()`` does). ``Jobs.stream_fast = False`` runs the
+        loop of :meth:`_lifecycle`, the reference this path is tested against
+        (tests/sim/test_stream_speed.py)."""
         env, advance, timeout = self.env, self.advance, self.env.timeout
         run_s = job.stream.run_s                            # type: ignore[union-attr]
         interval = self.checkpoint_interval_s(job)
+        tgt = job.spec.tokens_target
+        reach = tgt * _DONE_SHARE if tgt is not None and tgt != 0 else None    # _target_reached
+        queue, closed, version = env._queue, self.closed_form_checkpoints, self.state.version
+        shared = self.s.fabric.sharing != "none"            # _fabric_changed
+        events, name = self.e.events, job.spec.name          # Engine.log
+        per_node = self._gpn if self._gpn is not None else self.gpus_per_node_of(job)   # its nodes' model
+        alone_s = self.checkpoint_write_s(job, 1)
+        dur_text: dict[float, str] = {}                     # write time [s] -> its text in the log
         while True:
             now = env._now
-            eta = now + max(run_s - job.wall_s_useful - job.wall_s_pending, 0.0)
-            wake = min(next_ckpt, eta)      # neither moves with the step rate
-            yield timeout(max(wake - now, 0.0))
-            advance(job)
-            if _target_reached(job) or job.wall_s_useful + job.wall_s_pending >= run_s - 1e-6:
+            # max() and min() written as the comparisons they make (the first argument unless
+            # the second is strictly larger, smaller)
+            left = run_s - job.wall_s_useful - job.wall_s_pending
+            eta = now + (0.0 if 0.0 > left else left)
+            wake = eta if eta < next_ckpt else next_ckpt    # neither moves with the step rate
+            delay = wake - now
+            yield timeout(0.0 if 0.0 > delay else delay)
+            now = env._now
+            if job.status == "running":     # advance(job), written out
+                dt = now - job.t_last
+                if dt > 0:
+                    n = len(job.nodes)
+                    job.gpu_s_allocated += (n + len(job.spares)) * per_node * dt
+                    job.tokens += job.rate_tok_s * dt
+                    job.gpu_s_pending += n * per_node * dt
+                    job.wall_s_pending += dt
+                job.t_last = now
+            else:
+                advance(job)
+            if ((reach is not None and job.tokens >= reach)
+                    or job.wall_s_useful + job.wall_s_pending >= run_s - 1e-6):
                 self._finish(job)
                 return
-            if env._now >= next_ckpt:
-                if not self._checkpoint_closed_form(job):
+            if now >= next_ckpt:
+                writers = self.writers
+                dur = alone_s if not writers else self.checkpoint_write_s(job, writers + 1)
+                end = now + dur
+                if (closed and end < (queue[0][0] if queue else math.inf)
+                        and (job.training_ver == version("node_job_phase") or self._all_training(job))):
+                    # _checkpoint_closed_form, then _checkpoint_done: advance(job) through the
+                    # write (CHECKPOINT) and job.commit(end), written out
+                    job.status = "checkpointing"
+                    _skip_to(env, end)
+                    self.checkpoints_closed_form += 1
+                    dt = end - job.t_last
+                    if dt > 0:
+                        job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * per_node * dt
+                        job.checkpoint_s += dt
+                    job.t_last = end
+                    job.tokens_committed = tokens = job.tokens
+                    job.gpu_s_useful = gpu_s = job.gpu_s_useful + job.gpu_s_pending
+                    job.wall_s_useful = wall_s = job.wall_s_useful + job.wall_s_pending
+                    job.gpu_s_pending = job.wall_s_pending = 0.0
+                    job.ckpt_time_s.append(end)
+                    state = job.ckpt_state
+                    state.append(tokens)
+                    state.append(gpu_s)
+                    state.append(wall_s)
+                    job.status = "running"
+                    if shared:
+                        self.rates_changed()
+                    text = dur_text.get(dur)
+                    if text is None:
+                        text = dur_text[dur] = f"{dur:.1f} s"
+                    events.append((end, "checkpoint", name, f"{tokens:.4g} tokens, {text}"))
+                else:
                     yield from self._checkpoint(job)
                 next_ckpt = env._now + interval
 
@@ -1025,13 +1104,15 @@ class Jobs(Component):
     def record(self, i: int, rec) -> None:
         """Tokens, token rate and GPUs of every fixed job and every stream job started and
         not done (a finished stream job's tokens are filled forward in :meth:`finish`)."""
-        tokens, rate, gpus = rec["job_tokens"], rec["job_tokens_per_s"], rec["job_gpus"]
-        gpn, every = self._gpn, self.all
-        for j in (*range(self.n_fixed), *self.active):
-            job = every[j]
-            tokens[i, j] = job.tokens
-            rate[i, j] = job.rate_tok_s if job.status == "running" else 0.0
-            gpus[i, j] = len(job.nodes) * (gpn if gpn is not None else self.gpus_per_node_of(job))
+        # row i of each series as a 1-d view: one scalar store per value (a (i, j) store
+        # costs about twice as much); the jobs are those of _live(), fixed then active
+        tokens, rate, gpus = rec["job_tokens"][i], rec["job_tokens_per_s"][i], rec["job_gpus"][i]
+        gpn = self._gpn
+        for job in self._live():
+            j = job.index
+            tokens[j] = job.tokens
+            rate[j] = job.rate_tok_s if job.status == "running" else 0.0
+            gpus[j] = len(job.nodes) * (gpn if gpn is not None else self.gpus_per_node_of(job))
 
     def job_records(self) -> list:
         """Per-job totals for :class:`twin.outputs.RunRecord` (one per job, in job order)."""
@@ -1063,10 +1144,8 @@ class Jobs(Component):
     def finish(self, rec) -> None:
         """Fill each finished stream job's tokens forward from its end (record() writes only
         running jobs), and write the per-job records (class, state, submit, start, end)."""
-        tokens = rec["job_tokens"]
-        for job in self.all[self.n_fixed:]:
-            if job.end_sample >= 0:
-                tokens[job.end_sample:, job.index] = job.tokens
+        _fill_forward(rec["job_tokens"], [(job.end_sample, job.index, job.tokens)
+                                          for job in self.all[self.n_fixed:] if job.end_sample >= 0])
         recs = self.job_records()
         rec.set("job_class", [r.job_class for r in recs])
         rec.set("job_state", [r.state for r in recs])
@@ -1074,6 +1153,26 @@ class Jobs(Component):
         rec.set("job_start_s", [r.first_start_s for r in recs])
         rec.set("job_end_s", [r.end_s for r in recs])
         rec.set("job_gpus_requested", [r.gpus for r in recs])
+
+
+def _fill_forward(series: np.ndarray, ends: list[tuple[int, int, float]]) -> None:
+    """``series[first:, column] = value`` for each ``(first, column, value)`` of ``ends``
+    (distinct columns), written a block of rows at a time: the rows from one ``first`` to
+    the next hold the values of every column whose ``first`` is at or before them, so each
+    block is one store into whole rows (row by row in memory) where a column at a time
+    strides across every row (a page per element)."""
+    if not ends:
+        return
+    first, cols, vals = (np.array(x) for x in zip(*sorted(ends, key=operator.itemgetter(0)), strict=True))
+    bounds = np.append(np.minimum(first, len(series)), len(series))
+    for k in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+        series[bounds[k]:bounds[k + 1], cols[:k + 1]] = vals[:k + 1]
+
+
+def _fill_forward_reference(series: np.ndarray, ends: list[tuple[int, int, float]]) -> None:
+    """:func:`_fill_forward` a column at a time, the reference it is tested against."""
+    for first, col, value in ends:
+        series[first:, col] = value
 
 
 def _swing_phase_w(todo: list[tuple]) -> np.ndarray:

@@ -230,7 +230,7 @@ def place_nodes_grouped(free: np.ndarray, su_nodes: int, su_degraded: np.ndarray
     return (sel[row] * su_nodes + col)[:want]
 
 
-def _frozen_copy(nodes: np.ndarray) -> np.ndarray:
+def _frozen_copy(nodes: np.ndarray | tuple[int, ...]) -> np.ndarray:
     """``nodes`` as a read-only array of its own (intp): a job's nodes are never written in
     place, and the state logs writes at a read-only index array without copying it (each
     phase change of the job writes its nodes; speed only, issue 19)."""
@@ -330,7 +330,7 @@ class Scheduler(Component):
                     job.process.interrupt(("preempted", 0.0))
                     job.status = "waiting"
                 continue
-            nodes = _frozen_copy(np.asarray(d.nodes, int))
+            nodes = _frozen_copy(d.nodes)
             jobs.advance(job)
             job.nodes, job.spares = nodes[:job.spec.nodes], nodes[job.spec.nodes:]
             st.node_job[nodes] = job.index

@@ -165,10 +165,13 @@ def _engine_jobs(s: Scenario, df: pd.DataFrame, gpus_per_node: int) -> list[Engi
     fallback = "normal" if "normal" in queues else s.workload.scheduler.queues[0].name
     cache: dict[tuple[str, int], Job] = {}
     jobs = []
-    cols = zip(df["job_class"].astype(str), df["user"].astype(str), df["project"].astype(str),
-               df["queue"].astype(str), df["nodes"].astype(int), df["submit_s"].astype(float),
-               df["duration_s"].astype(float), df["runlimit_s"].astype(float), df["state"].astype(str),
-               strict=True)
+    # each column as a list of Python values (what iterating the Series yields, at a
+    # fraction of its per-element cost)
+    cols = zip(df["job_class"].astype(str).tolist(), df["user"].astype(str).tolist(),
+               df["project"].astype(str).tolist(), df["queue"].astype(str).tolist(),
+               df["nodes"].astype(int).tolist(), df["submit_s"].astype(float).tolist(),
+               df["duration_s"].astype(float).tolist(), df["runlimit_s"].astype(float).tolist(),
+               df["state"].astype(str).tolist(), strict=True)
     for i, (c, user, project, queue, nodes, submit, run, limit, state) in enumerate(cols):
         key = (c, nodes)
         if key not in cache:
