@@ -128,6 +128,9 @@ class Scheduler:
         self.free_gpus = n * gpn
         self.spill_su = -1
         self.node_jobs: list[set[int]] = [set() for _ in range(n)]
+        #: ``(node, gpus_per_node)`` of every node, made once: a whole-node placement's
+        #: allocation lists these (a job holds them while it runs; no tuple per node per start)
+        self._whole_alloc = [(i, gpn) for i in range(n)]
         # queues, highest priority first
         self.queues = sorted(c.queues, key=lambda q: -q.priority)
         self.qindex = {q.name: i for i, q in enumerate(self.queues)}
@@ -663,7 +666,8 @@ class Scheduler:
             nodes: list[int] = []
             for u in units:
                 nodes.extend(sorted(sets[u])[:need - len(nodes)])
-            return [(n, gpn) for n in nodes]        # whole nodes: every GPU of each is held
+            whole = self._whole_alloc               # (n, gpn): whole nodes, every GPU of each held
+            return [whole[n] for n in nodes]
         g = job.gpus
         for k in range(g, gpn):
             for cand in partial[k]:             # best fit: the fullest node that holds it
@@ -696,6 +700,9 @@ class Scheduler:
         reservation stand (:attr:`pool_ver`, the same ``avoid`` object): a backfill scan
         asks it once per candidate."""
         own = full is self.full and self.cache_avoided
+        c = self._avoid_cache
+        if own and c is not None and c[0] is avoid and c[1] == self.pool_ver:
+            return c[2], c[3]           # (before the copy below, which it does not need)
         base = self.full_count if full is self.full else np.fromiter((len(s) for s in full), np.int64, self.n_su)
         counts = base.copy()
         hit: dict[int, set[int]] = {}
@@ -707,10 +714,7 @@ class Scheduler:
                     counts[u] -= 1
                     hit.setdefault(u, set()).add(n)
             return counts, hit
-        c = self._avoid_cache
         if c is not None and c[0] is avoid:
-            if c[1] == self.pool_ver:
-                return c[2], c[3]
             by_unit = c[4]
         else:           # the avoided nodes of each unit, once per reservation
             by_unit = {}
