@@ -122,6 +122,24 @@ def test_gpu_state_rise_not_kept_for_a_writable_phase_array():
     assert _same(t, _reference_gpu_state(inlet, phase, 700.0, node_rack)[1])
 
 
+def test_gpu_state_follows_the_cap_and_a_stale_code_table_is_caught():
+    """One phase array under caps in turn (the rise of each code renewed with the cap): the
+    coupling's temperatures; a code table of another cap kept under this one is caught."""
+    rng = np.random.default_rng(12)
+    s = _sampler()
+    node_rack = np.repeat(np.arange(64), 2)
+    inlet = rng.uniform(15.0, 30.0, 64)
+    phase = _frozen(_phases(rng, 128, 0.05))
+    for cap in (700.0, 450.0, 700.0, 300.0):
+        _, t, _ = s._gpu_state(None, inlet, phase, cap, node_rack, 2, GPU_KW, 40.0, 0.7)
+        assert _same(t, _reference_gpu_state(inlet, phase, cap, node_rack)[1])
+    cap = 500.0
+    s._rise_t = (cap, GPU_KW, s._rise_t[2])          # broken: the 300 W table under 500 W
+    s._rise_c = None
+    _, t, _ = s._gpu_state(None, inlet, phase, cap, node_rack, 2, GPU_KW, 40.0, 0.7)
+    assert not _same(t, _reference_gpu_state(inlet, phase, cap, node_rack)[1])
+
+
 def test_gpu_state_with_a_stale_rise_is_caught():
     """A rise kept past a change of the phase array gives other temperatures."""
     rng = np.random.default_rng(9)
@@ -264,12 +282,12 @@ def reference():
 def test_run_per_node_equals_the_reference(reference, monkeypatch):
     from test_sampler_speed import _differ
     calls = []
-    real = coupling.full_clock_gpu_temp_rise_k
+    real = Sampler._rise
 
     def counted(*a, **kw):
         calls.append(1)
         return real(*a, **kw)
-    monkeypatch.setattr(coupling, "full_clock_gpu_temp_rise_k", counted)
+    monkeypatch.setattr(Sampler, "_rise", counted)
     assert sampler_mod.PER_RACK_FROM_NODES > 256            # Blue Vela's 256 nodes per node
     res = _run()
     assert len(calls) > 50                                  # the per-node shortcut ran

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from twin import power, thermal
-from twin.power.node import _frozen, _scalar, node_power_plan
+from twin.power.node import _N_PHASES, _frozen, _scalar, node_power_plan
 from twin.sim import coupling
 from twin.sim.component import Component
 
@@ -64,6 +64,7 @@ class Sampler(Component):
     #: ``equilibrium_gpu_state`` and ``thermal.arrhenius_acceleration`` each time, the reference)
     gpu_rise_per_phase = True
     _rise_c: tuple | None = None        # (phase array, GPU cap, GPU figures, rise [K (N,)])
+    _rise_t: tuple | None = None        # (GPU cap, GPU figures, rise of each phase code [K])
     _arr: tuple | None = None           # (reference temperature, energy, the prepared law or None)
     #: columns from which :meth:`_rack_sum` sums a row by one running sum (see there; a number
     #: above RACK_MAX_COLUMNS: the column adds, the reference)
@@ -479,13 +480,18 @@ class Sampler(Component):
     def _rise(self, phase: np.ndarray, cap, gpu_kw: dict) -> np.ndarray:
         """:func:`coupling.full_clock_gpu_temp_rise_k` of the phase array [K (N,)], kept while
         the phase array (the state's: nothing can write it), the GPU cap and the figures are
-        the same objects; a phase array that can be written is not kept."""
+        the same objects; a phase array that can be written is not kept. Taken from the rise
+        of each phase code (the law is elementwise: the same product of the same numbers)."""
         r = self._rise_c
         if r is not None and r[0] is phase and r[1] is cap and r[2] is gpu_kw:
             return r[3]
-        rise = coupling.full_clock_gpu_temp_rise_k(
-            phase, cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
-            thermal_resistance_k_per_w=gpu_kw["thermal_resistance_k_per_w"])
+        t = self._rise_t
+        if t is None or t[0] is not cap or t[1] is not gpu_kw:
+            # the rise of every phase code (the law elementwise: a node's rise is its code's)
+            t = self._rise_t = (cap, gpu_kw, coupling.full_clock_gpu_temp_rise_k(
+                np.arange(_N_PHASES), cap, gpu_tdp_w=gpu_kw["gpu_tdp_w"], gpu_idle_w=gpu_kw["gpu_idle_w"],
+                thermal_resistance_k_per_w=gpu_kw["thermal_resistance_k_per_w"]))
+        rise = t[2].take(phase)
         if type(phase) is np.ndarray and _frozen(phase):
             self._rise_c = (phase, cap, gpu_kw, rise)
         return rise
