@@ -601,7 +601,7 @@ class Jobs(Component):
         interval = self.checkpoint_interval_s(job)
         tgt = job.spec.tokens_target
         reach = tgt * _DONE_SHARE if tgt is not None and tgt != 0 else None    # _target_reached
-        queue, closed, version = env._queue, self.closed_form_checkpoints, self.state.version
+        queue, version = env._queue, self.state.version
         shared = self.s.fabric.sharing != "none"            # _fabric_changed
         events, name = self.e.events, job.spec.name          # Engine.log
         per_node = self._gpn if self._gpn is not None else self.gpus_per_node_of(job)   # its nodes' model
@@ -636,7 +636,7 @@ class Jobs(Component):
                 writers = self.writers
                 dur = alone_s if not writers else self.checkpoint_write_s(job, writers + 1)
                 end = now + dur
-                if (closed and end < (queue[0][0] if queue else math.inf)
+                if (self.closed_form_checkpoints and end < (queue[0][0] if queue else math.inf)
                         and (job.training_ver == version("node_job_phase") or self._all_training(job))):
                     # _checkpoint_closed_form, then _checkpoint_done: advance(job) through the
                     # write (CHECKPOINT) and job.commit(end), written out
