@@ -1,7 +1,7 @@
 """Issue 14 (Blue Vela's nine months in a few seconds): the jobs' per-sample and end-of-run
 paths written for speed give what their references give, value for value: the forward fill
 of finished jobs' tokens a block of rows at a time (:func:`twin.sim.jobs._fill_forward`)
-against a column at a time, :meth:`Jobs.advance_all` (advance written out) against
+against a column at a time, :meth:`Jobs.advance_all` (which jobs it brings up to now) against
 :meth:`Jobs.advance` of each job, and :meth:`Jobs.record` (row views) against a store per
 ``(sample, job)``. Each comparison fails when the fast path is broken on purpose. The
 stream jobs' training loop with its checkpoints written in line is pinned to the reference

@@ -459,28 +459,13 @@ class Jobs(Component):
         job.t_last = now
 
     def advance_all(self) -> None:
-        """Bring every job that holds nodes (or is between phases) up to now: :meth:`advance`
-        of each, written out (the same operations; one call per sample, not per job)."""
-        now = self.env._now
-        gpn = self._gpn
+        """Bring every job that holds nodes (or is between phases) up to now (:meth:`advance`
+        of each; the accrual rule lives in one place)."""
+        advance = self.advance
         for job in self._live():
             status = job.status
-            n = len(job.nodes)
-            if not (n or status == "running" or status == "checkpointing" or status == "starting"):
-                continue
-            dt = now - job.t_last
-            if dt > 0:
-                per_node = gpn if gpn is not None else self.gpus_per_node_of(job)
-                job.gpu_s_allocated += (n + len(job.spares)) * per_node * dt
-                if status == "running":
-                    job.tokens += job.rate_tok_s * dt
-                    job.gpu_s_pending += n * per_node * dt
-                    job.wall_s_pending += dt
-                elif status == "checkpointing":
-                    job.checkpoint_s += dt
-                elif status == "starting":
-                    job.restart_s += dt
-            job.t_last = now
+            if len(job.nodes) or status == "running" or status == "checkpointing" or status == "starting":
+                advance(job)
 
     def _live(self) -> list[JobState]:
         """The fixed jobs, then the stream jobs that have started and are not done (the
