@@ -576,9 +576,10 @@ class Jobs(Component):
         wake-ups, with its per-wake-up costs cut (issues 19 and 14): the attributes, the
         checkpoint interval (fixed while the job runs on the same nodes), the token target's
         threshold and the methods are looked up once, and a checkpoint that can be written
-        in closed form is written here, :meth:`_checkpoint_closed_form` and
-        :meth:`_checkpoint_done` in line (the write's time alone on the storage kept, the
-        queue's head read as ``env.peek()`` does). ``Jobs.stream_fast = False`` runs the
+        in closed form is written here: the test of :meth:`_checkpoint_closed_form` and the
+        steps of :meth:`_checkpoint_done` in line (the write's time alone on the storage kept,
+        the queue's head read as ``env.peek()`` does), the accrual and the commit by the same
+        :meth:`advance` and :meth:`JobState.commit` they call. ``Jobs.stream_fast = False`` runs the
         loop of :meth:`_lifecycle`, the reference this path is tested against
         (tests/sim/test_stream_speed.py)."""
         env, advance, timeout = self.env, self.advance, self.env.timeout
@@ -589,7 +590,6 @@ class Jobs(Component):
         queue, version = env._queue, self.state.version
         shared = self.s.fabric.sharing != "none"            # _fabric_changed
         events, name = self.e.events, job.spec.name          # Engine.log
-        per_node = self._gpn if self._gpn is not None else self.gpus_per_node_of(job)   # its nodes' model
         alone_s = self.checkpoint_write_s(job, 1)
         dur_text: dict[float, str] = {}                     # write time [s] -> its text in the log
         while True:
@@ -602,17 +602,7 @@ class Jobs(Component):
             delay = wake - now
             yield timeout(0.0 if 0.0 > delay else delay)
             now = env._now
-            if job.status == "running":     # advance(job), written out
-                dt = now - job.t_last
-                if dt > 0:
-                    n = len(job.nodes)
-                    job.gpu_s_allocated += (n + len(job.spares)) * per_node * dt
-                    job.tokens += job.rate_tok_s * dt
-                    job.gpu_s_pending += n * per_node * dt
-                    job.wall_s_pending += dt
-                job.t_last = now
-            else:
-                advance(job)
+            advance(job)
             if ((reach is not None and job.tokens >= reach)
                     or job.wall_s_useful + job.wall_s_pending >= run_s - 1e-6):
                 self._finish(job)
@@ -623,32 +613,20 @@ class Jobs(Component):
                 end = now + dur
                 if (self.closed_form_checkpoints and end < (queue[0][0] if queue else math.inf)
                         and (job.training_ver == version("node_job_phase") or self._all_training(job))):
-                    # _checkpoint_closed_form, then _checkpoint_done: advance(job) through the
-                    # write (CHECKPOINT) and job.commit(end), written out
+                    # _checkpoint_closed_form, then _checkpoint_done: the write (CHECKPOINT)
+                    # accrued by advance() and committed by JobState.commit, as there
                     job.status = "checkpointing"
                     _skip_to(env, end)
                     self.checkpoints_closed_form += 1
-                    dt = end - job.t_last
-                    if dt > 0:
-                        job.gpu_s_allocated += (len(job.nodes) + len(job.spares)) * per_node * dt
-                        job.checkpoint_s += dt
-                    job.t_last = end
-                    job.tokens_committed = tokens = job.tokens
-                    job.gpu_s_useful = gpu_s = job.gpu_s_useful + job.gpu_s_pending
-                    job.wall_s_useful = wall_s = job.wall_s_useful + job.wall_s_pending
-                    job.gpu_s_pending = job.wall_s_pending = 0.0
-                    job.ckpt_time_s.append(end)
-                    state = job.ckpt_state
-                    state.append(tokens)
-                    state.append(gpu_s)
-                    state.append(wall_s)
+                    advance(job)
+                    job.commit(end)
                     job.status = "running"
                     if shared:
                         self.rates_changed()
                     text = dur_text.get(dur)
                     if text is None:
                         text = dur_text[dur] = f"{dur:.1f} s"
-                    events.append((end, "checkpoint", name, f"{tokens:.4g} tokens, {text}"))
+                    events.append((end, "checkpoint", name, f"{job.tokens_committed:.4g} tokens, {text}"))
                 else:
                     yield from self._checkpoint(job)
                 next_ckpt = env._now + interval
