@@ -8,7 +8,7 @@ import numpy as np
 
 from twin import power, thermal
 from twin.power.node import _scalar
-from twin.thermal.properties import BOLTZMANN_EV_K
+from twin.thermal.properties import arrhenius_factors, arrhenius_from_factors
 
 
 def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
@@ -86,23 +86,17 @@ def arrhenius_plan(ref_temp_c, activation_energy_ev):
     """:func:`thermal.arrhenius_acceleration` prepared for one reference temperature [degC]
     and activation energy [eV] (scalars), or None for per-node figures.
 
-    Returns ``f(temp_c)`` of a float64 array of temperatures [degC] giving
-    ``exp(Ea / k_B * (1 / T_ref - 1 / T))`` (T in kelvin) bit for bit: the scalar factors
-    ``Ea / k_B`` and ``1 / T_ref`` computed once, as the law computes them, and the array
-    operations in the law's order, in place on one new array (issue 14, speed only: the
-    law's conversions of its scalars cost more than its arithmetic on a few hundred nodes;
-    tests/sim/test_hb_physics.py)."""
+    Returns ``f(temp_c)`` giving the law's factor for temperatures [degC]: its scalar parts
+    (:func:`thermal.properties.arrhenius_factors`) converted once, then the law itself
+    (:func:`thermal.properties.arrhenius_from_factors`), so bit for bit the same (issue 14,
+    speed only: the law's conversions of its scalars cost more than its arithmetic on a few
+    hundred nodes; tests/sim/test_hb_physics.py)."""
     if not (_scalar(ref_temp_c) and _scalar(activation_energy_ev)):
         return None
-    inv_ref_k = 1.0 / (np.asarray(ref_temp_c, dtype=float) + 273.15)
-    ea_over_k = np.asarray(activation_energy_ev, float) / BOLTZMANN_EV_K
+    ea_over_k, inv_ref_k = arrhenius_factors(ref_temp_c, activation_energy_ev)
 
     def acceleration(temp_c: np.ndarray) -> np.ndarray:
-        t = np.add(temp_c, 273.15)
-        np.divide(1.0, t, out=t)
-        np.subtract(inv_ref_k, t, out=t)
-        np.multiply(ea_over_k, t, out=t)
-        return np.exp(t, out=t)
+        return arrhenius_from_factors(temp_c, ea_over_k, inv_ref_k)
     return acceleration
 
 

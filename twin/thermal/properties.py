@@ -146,9 +146,22 @@ def arrhenius_acceleration(temp_c, ref_temp_c, activation_energy_ev=GPU_ACTIVATI
     by AF. Default Ea = 0.7 eV (see ``GPU_ACTIVATION_ENERGY_EV``: AMD/Xilinx UG116,
     JEDEC JESD85 / JEP122). Example: 0.7 eV, 60 -> 70 C gives AF = 2.04.
     """
+    return arrhenius_from_factors(temp_c, *arrhenius_factors(ref_temp_c, activation_energy_ev))
+
+
+def arrhenius_factors(ref_temp_c, activation_energy_ev=GPU_ACTIVATION_ENERGY_EV):
+    """The temperature-independent parts of :func:`arrhenius_acceleration`: ``(Ea / k_B [K],
+    1 / T_ref [1/K])``, so that a caller evaluating many temperatures against the same
+    reference converts its figures once."""
+    return (np.asarray(activation_energy_ev, float) / BOLTZMANN_EV_K,
+            1.0 / (np.asarray(ref_temp_c, dtype=float) + 273.15))
+
+
+def arrhenius_from_factors(temp_c, ea_over_k, inv_ref_k):
+    """:func:`arrhenius_acceleration` of ``temp_c`` [C] from :func:`arrhenius_factors`:
+    exp(Ea / k_B * (1 / T_ref - 1 / T)), T in kelvin."""
     t_k = np.asarray(temp_c, dtype=float) + 273.15
-    ref_k = np.asarray(ref_temp_c, dtype=float) + 273.15
-    return np.exp(np.asarray(activation_energy_ev, float) / BOLTZMANN_EV_K * (1.0 / ref_k - 1.0 / t_k))
+    return np.exp(ea_over_k * (inv_ref_k - 1.0 / t_k))
 
 
 def ashrae_class(inlet_temp_c):
