@@ -8,7 +8,7 @@ import numpy as np
 
 from twin import power, thermal
 from twin.power.node import _scalar
-from twin.thermal.properties import arrhenius_factors, arrhenius_from_factors
+from twin.thermal.properties import arrhenius_factors, arrhenius_from_factors, gpu_temp_rise_k
 
 
 def equilibrium_gpu_state(inlet_temp_c, phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
@@ -75,11 +75,11 @@ def full_clock_gpu_temp_rise_k(phase, gpu_power_cap_w, *, gpu_tdp_w, gpu_idle_w,
                                thermal_resistance_k_per_w) -> np.ndarray:
     """The GPU temperature rise over the inlet at full clock [K], ``R_th P`` of
     :func:`full_clock_gpu_state` (a function of the phase alone for fixed figures): its
-    temperature is ``inlet + rise`` bit for bit (:func:`thermal.gpu_temp_c` adds this very
-    product to the inlet), so a caller with many inlets for one phase array computes the
-    rise once (issue 14, speed only; tests/sim/test_hb_physics.py)."""
+    temperature is ``inlet + rise`` bit for bit (:func:`thermal.gpu_temp_c` adds the same
+    :func:`thermal.properties.gpu_temp_rise_k` to the inlet), so a caller with many inlets
+    for one phase array computes the rise once (issue 14, speed only; tests/sim/test_hb_physics.py)."""
     p = power.gpu_power_w(phase, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w, clock_fraction=1.0)
-    return np.asarray(thermal_resistance_k_per_w, float) * np.asarray(p, float)
+    return gpu_temp_rise_k(p, thermal_resistance_k_per_w)
 
 
 def arrhenius_plan(ref_temp_c, activation_energy_ev):

@@ -105,9 +105,12 @@ def gpu_temp_c(inlet_temp_c, gpu_power_w, thermal_resistance_k_per_w):
     per-node catalog figure. Steady state; the die time constant (seconds) is far below
     the sampling interval of the simulation.
     """
-    return np.asarray(inlet_temp_c, float) + np.asarray(
-        thermal_resistance_k_per_w, float
-    ) * np.asarray(gpu_power_w, float)
+    return np.asarray(inlet_temp_c, float) + gpu_temp_rise_k(gpu_power_w, thermal_resistance_k_per_w)
+
+
+def gpu_temp_rise_k(gpu_power_w, thermal_resistance_k_per_w):
+    """The GPU die's rise over its inlet [K], R_th * P_gpu (:func:`gpu_temp_c`)."""
+    return np.asarray(thermal_resistance_k_per_w, float) * np.asarray(gpu_power_w, float)
 
 
 def gpu_clock_fraction(
