@@ -484,58 +484,12 @@ def _fan_dc_in_place(heat, term, on, s, fan_min_speed_fraction, fan_max_w) -> np
     return np.add(heat, s, out=s)
 
 
-_TI_CURVE: tuple = ()      # (the curve's arrays, their points, efficiencies and slopes) in use
-
-
-def _ti_curve() -> tuple[tuple, tuple, tuple]:
-    """The Titanium curve's points, efficiencies and segment slopes as Python floats (IEEE
-    doubles, the values ``np.interp`` works with): ``slope_i = (e_{i+1} - e_i) /
-    (x_{i+1} - x_i)``, as it computes them; kept while the module's arrays are the same."""
-    global _TI_CURVE
-    c = _TI_CURVE
-    if not c or c[0] is not PSU_TITANIUM_LOAD_FRACTION or c[1] is not PSU_TITANIUM_EFFICIENCY:
-        xs = tuple(float(v) for v in PSU_TITANIUM_LOAD_FRACTION)
-        es = tuple(float(v) for v in PSU_TITANIUM_EFFICIENCY)
-        slopes = tuple((es[i + 1] - es[i]) / (xs[i + 1] - xs[i]) for i in range(len(xs) - 1))
-        c = _TI_CURVE = (PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY, xs, es, slopes)
-    return c[2], c[3], c[4]
-
-
-#: the Titanium efficiency of loads at or above the curve's first point segment by segment
-#: (:func:`_titanium_efficiency`) when True; False (default): ``np.interp``, the reference.
-#: The same bits either way (tests/power/test_h4_psu_curve.py). Off because it did not pay:
-#: isolated, np.interp took 1.06 ms against 1.8 ms for 131,072 loads and 1.7 against 9.4 us
-#: for 256; in situ the two were within noise on Blue Vela and the million-GPU case (issue 19)
-PSU_CURVE_BY_SEGMENTS = False
-
-
 def _titanium_efficiency(x: np.ndarray) -> np.ndarray:
-    """``np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY)`` [fraction] of load
-    fractions ``x`` [fraction (N,)] that are all at or above the first point (none NaN).
-
-    ``np.interp`` finds each value's segment ``j`` (``x_j <= x < x_{j+1}``) and returns
-    ``slope_j * (x - x_j) + e_j`` (``e_j`` itself at ``x == x_j``, where the formula gives the
-    same), ``e_last`` from the last point on. Here each segment's formula runs over the
-    whole array (three passes) and is put where ``x >= x_j``, segment after segment, and
-    only for the segments the largest value reaches: the same operations on the same
-    doubles, without a search per value (speed only, issue 19)."""
-    if not PSU_CURVE_BY_SEGMENTS or x.ndim == 0:
-        return np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY)
-    xs, es, slopes = _ti_curve()
-    top = x.max() if x.size else xs[0]
-    out = np.subtract(x, xs[0])
-    np.multiply(slopes[0], out, out=out)
-    np.add(out, es[0], out=out)
-    for j in range(1, len(slopes)):
-        if not top >= xs[j]:
-            return out
-        seg = np.subtract(x, xs[j])
-        np.multiply(slopes[j], seg, out=seg)
-        np.add(seg, es[j], out=seg)
-        np.putmask(out, x >= xs[j], seg)      # (the cheapest masked select numpy has)
-    if top >= xs[-1]:
-        np.copyto(out, es[-1], where=x >= xs[-1])
-    return out
+    """The Titanium curve's efficiency [fraction] of load fractions ``x`` [fraction (N,)]
+    that are all at or above its first point (none NaN): ``np.interp`` on the curve. (A
+    segment-by-segment evaluation with the same bits was built for issue 19 and removed: it
+    measured slower, 1.8 against 1.06 ms for 131,072 loads, and within noise in whole runs.)"""
+    return np.interp(x, PSU_TITANIUM_LOAD_FRACTION, PSU_TITANIUM_EFFICIENCY)
 
 
 def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
@@ -551,8 +505,7 @@ def _psu_ac_w(dc, cap_psu, node_max_w) -> np.ndarray:
     else:
         # the division with the unloaded entries set after (a np.where with a scalar costs
         # several times a sparse masked copy), at the curve's first point rather than full
-        # load: their efficiency is never used, either value passes the test below and the
-        # curve is then evaluated up to the loaded nodes' highest segment only (issue 19)
+        # load: their efficiency is never used and either value passes the test below (issue 19)
         x = np.divide(dc, cap_psu)
         np.copyto(x, PSU_TITANIUM_LOAD_FRACTION[0], where=off)
     if x.size and x.min() >= PSU_TITANIUM_LOAD_FRACTION[0]:
