@@ -15,10 +15,10 @@ from simpy.events import NORMAL
 from twin import compute, fabric, power, reliability, storage
 from twin.phases import Phase
 from twin.plant import seconds_since, step_estimate_for
+from twin.power.node import _frozen as _unwritable  # nothing can write it (the write log's rule)
 from twin.power.node import _scalar
 from twin.scenario.schema import Job
 from twin.sim.component import Component
-from twin.sim.state import _frozen as _unwritable  # the write log's rule: nothing can write it
 from twin.workload.engine_jobs import EngineJob, stream_engine_jobs, trace_engine_jobs
 
 

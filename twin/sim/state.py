@@ -42,6 +42,7 @@ from typing import ClassVar
 import numpy as np
 
 from twin.phases import Phase
+from twin.power.node import _frozen  # nothing can write the array (the write log's rule)
 
 
 class RackState(IntEnum):
@@ -175,15 +176,6 @@ def _node_indices(key) -> np.ndarray | None:
         if kind in "iu":
             return key.astype(np.intp)      # a copy: the caller may reuse its index array
     return None
-
-
-def _frozen(a: np.ndarray) -> bool:
-    """Nothing can write the array ``a`` (short of setting a flag back): it is read-only,
-    and so is the plain array that owns its memory, if it is a view."""
-    if a.flags.writeable:
-        return False
-    base = a.base
-    return base is None or (type(base) is np.ndarray and not base.flags.writeable and base.base is None)
 
 
 def _size(key: np.ndarray | int | None) -> int:
