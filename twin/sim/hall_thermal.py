@@ -95,9 +95,8 @@ class HallThermal(Component):
     #: :func:`_crah_fans_w` at every new airflow state, the reference (the same numbers)
     fan_law_kept = True
     #: physical model, per sample: a hall's racks indexed by a slice when they are a run (views,
-    #: not copies), the state's inlets read as a plain array and the airflow check written out
-    #: (issue 14); False: the racks' index array, the tracked array and :func:`airflow_changed`,
-    #: the reference (the same numbers)
+    #: not copies) and the state's inlets read as a plain array (issue 14); False: the racks'
+    #: index array and the tracked array, the reference (the same numbers)
     sample_views = True
     #: legacy model, halls that tile the racks in plant order with equal rack and unit counts
     #: (a campus of equal halls): the inlets and the record evaluate the halls together, one
@@ -510,18 +509,14 @@ class HallThermal(Component):
         if self.cs.rack_airflow != "fan_model":
             return
         n, design_w, v_max, racks = self._fan_law_inputs(hall)
-        views = self.sample_views
         # the inlets as a plain array (the state's tracked array would wrap every ufunc result)
-        inlet = self.state.rack_inlet_c.view(np.ndarray)[racks] if views else self.state.rack_inlet_c[racks]
+        inlet = (self.state.rack_inlet_c.view(np.ndarray) if self.sample_views else self.state.rack_inlet_c)[racks]
         v = rack_airflow_from_fans_m3_s(np.maximum(rack_w[racks] / n, 0.0), inlet, nodes_per_rack=n,
                                         design_heat_w=design_w, airflow_max_m3_s=v_max)
         thr = self._airflow_thr.get(id(hall))
         if thr is None or thr[0] is not hall.airflow:     # the airflow the models hold changed
             thr = self._airflow_thr[id(hall)] = (hall.airflow, airflow_change_threshold_m3_s(hall.airflow, 0.05))
-        # airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1]) written out: its
-        # operations on the float arrays it would convert to (both are already)
-        if (bool((np.abs(v - hall.airflow) > thr[1]).any()) if views
-                else airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1])):
+        if airflow_changed(hall.airflow, v, 0.05, threshold_m3_s=thr[1]):
             if hall.hstate is not None:
                 self._advance(hall)
             hall.airflow = v

@@ -204,8 +204,7 @@ def _unsaturated(model: InletModel, q: np.ndarray, k: _CoilConstants, plant_capa
     call of a run, issue 19). None when a unit saturates or the hall is short: the caller
     iterates."""
     rq = model.return_k_per_w @ q
-    # cooling_margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w) < 0, written out
-    if min(k.run_cap, float(plant_capacity_w)) - (float(q.sum()) + k.fan_sum) < 0:
+    if cooling_margin_w(k.run_cap, float(q.sum()) + k.fan_sum, plant_capacity_w) < 0:
         return None
     ret = model.return_mix @ k.s_free + rq
     load = k.g * (ret - k.c_out_free)   # c_out_free is s_free - fan_rise, the iteration's s - fan_rise
@@ -215,7 +214,7 @@ def _unsaturated(model: InletModel, q: np.ndarray, k: _CoilConstants, plant_capa
     out.__dict__.update(
         feasible=True, limiting="", deficit_w=0.0, supply_temp_c=k.supply_free.copy(), return_temp_c=ret,
         inlet_temp_c=model.supply_mix @ k.s_free + model.recirculation_k_per_w @ q, unit_load_w=load,
-        unit_capacity_w=k.cap.copy(), unit_demand_w=(model.cooling_base_w + model.cooling_heat_share @ q) + k.fan,
+        unit_capacity_w=k.cap.copy(), unit_demand_w=model.cooling_load_w(q) + k.fan,
         saturated=np.zeros(k.act.size, bool), iterations=1)
     return out
 

@@ -976,7 +976,7 @@ def _fixed_part(g: HallGeometry, geometry_key: bytes, v_r: np.ndarray, active: n
 _PLENUM_MEMO: OrderedDict[bytes, tuple] = OrderedDict()
 
 
-def _frozen(*arrays: np.ndarray) -> tuple:
+def _read_only(*arrays: np.ndarray) -> tuple:
     """The arrays, made read-only (kept per layout and shared by every fixed part of it)."""
     for a in arrays:
         a.setflags(write=False)
@@ -1020,7 +1020,7 @@ def _plenum_layout(geometry_key: bytes, g: HallGeometry, grid: HallGrid, cells_o
         pi, pj, pax = _grid_faces(nx, ny, np.ones(n, bool))
         a_p = (k_lat * _laplacian(n, pi, pj) + sp.diags(g_open + g_enc)).tocsc()
         g_enc, g_open = np.where(aisle >= 0, g_enc + g_open, g_enc), np.where(aisle >= 0, 0.0, g_open)  # into the aisle
-        return (*_frozen(g_open, g_enc, aisle), k_lat, *_frozen(pi, pj, pax), a_p)
+        return (*_read_only(g_open, g_enc, aisle), k_lat, *_read_only(pi, pj, pax), a_p)
     return _kept(_PLENUM_MEMO, geometry_key, make, 16)
 
 
@@ -1037,7 +1037,7 @@ def _room_faces(geometry_key: bytes, nx: int, ny: int, fluid3: np.ndarray, nz: i
         ri, rj = room_id[fi], room_id[fj]
         # face "conductance" area / distance: h dz / h sideways, h^2 / dz vertically [m]
         w_face = np.where(fax == 2, h * h / dz, dz)
-        return _frozen(fi, fj, fax, ri, rj, w_face)
+        return _read_only(fi, fj, fax, ri, rj, w_face)
     return _kept(_FACE_MEMO, geometry_key, make, 16)
 
 
