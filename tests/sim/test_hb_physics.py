@@ -7,10 +7,11 @@ the shortcut is broken on purpose."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+
+# the per-rack tests' Blue Vela case, GPU figures, phase codes and bit-for-bit comparison
+from test_sample_speed_rack import BV, GPU_KW, PHASES, SHORT, _same
 
 from twin import power, thermal
 from twin.phases import Phase
@@ -19,22 +20,11 @@ from twin.sim import coupling
 from twin.sim import sampler as sampler_mod
 from twin.sim.sampler import Sampler
 
-ROOT = Path(__file__).resolve().parents[2]
-BV = ROOT / "scenarios" / "blue_vela.yaml"
-SHORT = ["simulation.duration_days=12", "failures.rate_scale=30"]
 #: an 8 x H100 SXM node (catalog figures of the XE9680 class, issue 3)
 NODE = dict(gpu_count=8, gpu_tdp_w=700.0, gpu_idle_w=70.0, host_idle_w=1100.0, host_active_w=1900.0,
             fan_max_w=1600.0, node_max_w=10200.0)
-GPU_KW = dict(gpu_tdp_w=700.0, gpu_idle_w=70.0, thermal_resistance_k_per_w=0.05, slowdown_c=87.0,
-              hw_slowdown_c=90.0, shutdown_c=92.0)
-PHASES = np.array([int(p) for p in Phase], np.int8)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-
-
-def _same(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
