@@ -162,6 +162,95 @@ NVLS_TREE_TUNER_FRACTION = 0.96
 #: Algorithms NCCL's tuner chooses from for an all-reduce across nodes.
 ALGORITHMS = ("nvls", "ring", "tree", "nvls_tree", "collnet")
 
+#: NIC-share law (issue 16, docs/validation.md "A ring share that follows the NIC bandwidth
+#: per GPU"): switch of the law below, the module default of the ``nic_share_law`` keyword.
+NIC_SHARE_LAW = False
+#: The ring's network throughput per GPU is bounded twice: by its channels and by the wire.
+#: Channels: NCCL gives a GPU a fixed number of ring channels (16 on an 8-GPU node, two per
+#: GPU), each moving at most a per-channel speed, so a GPU's ring traffic across nodes is
+#: at most ``C = eta_t x RING_CHANNEL_REF_NIC_GB_S`` [GB/s]: the transport's fitted ring share
+#: (``TRANSPORTS``) times the NIC bandwidth per GPU of the rows it was fitted on (one
+#: 400 Gb/s NDR NIC per GPU, 50 GB/s; C = 41.4 GB/s on InfiniBand, 2 x 20.7 GB/s, the
+#: per-channel speed NCCL's topology search reports on such nodes, 20 GB/s on cluster B).
+#: Wire: one GPU's share of the NICs moves at most the point-to-point efficiency
+#: (:func:`p2p_efficiency`, 0.94 of line rate on NDR: NVIDIA, nccl-tests issue 290; the IB
+#: headers alone, LRH 8 + BTH 12 + ICRC 4 + VCRC 2 bytes per 4096-byte MTU, would allow
+#: 0.994, RoCEv2 with Ethernet framing 0.980, ``WIRE_HEADER_EFFICIENCY``).  So
+#: ``eta(b) = min(p2p_t, C / b)`` for a NIC share ``b`` [GB/s] per GPU: 0.827 at one NDR NIC
+#: per GPU (the fit rows, bit for bit), 0.94 below ``b* = C / 0.94 = 44 GB/s`` (A100 with one
+#: HDR NIC per GPU, two GPUs per 400G NIC).
+RING_CHANNEL_REF_NIC_GB_S = 50.0
+#: Header efficiency of one MTU-sized RDMA write packet [-] (payload / bytes on the wire):
+#: InfiniBand 4096 / (4096 + 26); RoCEv2 4096 / (4096 + 82) (preamble and SFD 8, Ethernet
+#: 14, IPv4 20, UDP 8, BTH 12, ICRC 4, FCS 4, inter-frame gap 12).  An upper bound, shown
+#: beside the law (the measured single-NIC figure, 0.94, includes PCIe and the NIC).
+WIRE_HEADER_EFFICIENCY = {"ib_rdma": 4096.0 / 4122.0, "roce": 4096.0 / 4178.0}
+#: NCCL's per-channel ceiling of the classic Tree's all-reduce bus bandwidth [GB/s], by GPU
+#: generation (compute capability 70, 80, 90, 100) and node count (1, 2, > 2 nodes):
+#: ``perChMaxTreeBws`` of src/graph/tuning.cc, NCCL v2.19.3-1 to v2.30.7-1 for Volta, Ampere
+#: and Hopper (Hopper > 2 nodes was 33.0 in v2.17.1-1), v2.29.2-1 to v2.30.7-1 for
+#: Blackwell; the tuner caps the Tree at ``min(0.92 nChannels bw, nChannels x ceiling)``.
+NCCL_TREE_PER_CHANNEL_GB_S: dict[int, tuple[float, float, float]] = {
+    70: (26.5, 18.5, 10.0),
+    80: (24.0, 23.6, 17.8),
+    90: (38.7, 41.4, 36.0),
+    100: (70.0, 42.8, 24.0),
+}
+
+
+def nccl_compute_capability_index(compute_capability: int) -> int:
+    """NCCL's GPU-generation row [70, 80, 90 or 100] for a compute capability (sm x 10).
+
+    src/graph/tuning.cc: ``>= 100`` Blackwell, ``>= 90`` Hopper, ``>= 80`` Ampere (Ada, sm89,
+    too), else Volta.
+    """
+    cc = int(compute_capability)
+    return 100 if cc >= 100 else 90 if cc >= 90 else 80 if cc >= 80 else 70
+
+
+def compute_capability_of(nvlink_gb_s: float, nvswitch: bool = True) -> int:
+    """GPU generation (sm x 10) of a node from its NVLink, when it is not given.
+
+    The catalogue's nodes (twin/catalog/nodes.yaml) differ in NVLink: NVLink 5 (900 GB/s one
+    way, B200) -> 100; NVLink 4 (450, H100/H200/H20) -> 90; 300 GB/s with an NVSwitch (NVLink 3,
+    A100 SXM) -> 80; 300 without one (H100 NVL bridges) -> 90; PCIe-only cards (L40S) -> 80
+    (NCCL's Ampere row covers sm80-89).  Pass ``compute_capability`` to override.
+    """
+    if nvlink_gb_s >= 900.0:
+        return 100
+    if nvlink_gb_s >= 450.0:
+        return 90
+    if nvlink_gb_s >= 300.0:
+        return 80 if nvswitch else 90
+    return 80
+
+
+def nccl_tree_ceiling_gb_s(compute_capability: int, n_nodes: int, channels: int) -> float:
+    """NCCL's cap on a classic Tree's all-reduce bus bandwidth [GB/s]: ``channels`` x the
+    per-channel ceiling of the GPU generation and node count (``NCCL_TREE_PER_CHANNEL_GB_S``).
+
+    channels [-]: the tree's channels; one per NIC of the node (NCCL's topology search adds
+    tree channels until each NIC carries one, src/graph/search.cc), so 8 on a DGX, 4 where
+    two GPUs share a NIC.
+    """
+    row = NCCL_TREE_PER_CHANNEL_GB_S[nccl_compute_capability_index(compute_capability)]
+    n = int(n_nodes)
+    return int(channels) * row[0 if n <= 1 else 1 if n == 2 else 2]
+
+
+def ring_nic_share(transport: str, nic_gb_s_per_gpu: float) -> float:
+    """Fraction [-] of the NICs' line rate a ring across nodes reaches (NIC-share law).
+
+    ``eta = min(p2p_t, eta_t RING_CHANNEL_REF_NIC_GB_S / b)``: bounded by the wire (one
+    NIC's point-to-point efficiency, :func:`p2p_efficiency`) and by the ring's channels
+    (``eta_t x 50 GB/s`` per GPU, ``TRANSPORTS``); ``b`` = nic_gb_s_per_gpu [GB/s], the
+    node's NIC bandwidth over its GPUs.  Equals ``transport_efficiency`` at 50 GB/s.
+    """
+    eff = transport_efficiency(transport)
+    if not nic_gb_s_per_gpu > 0.0:
+        return eff
+    return min(p2p_efficiency(transport), eff * (RING_CHANNEL_REF_NIC_GB_S / nic_gb_s_per_gpu))
+
 
 def bus_factor(op: str, n_ranks) -> np.ndarray:
     """Bus-bandwidth factor [-]: ``2(n-1)/n`` all-reduce, ``(n-1)/n`` the others (nccl-tests)."""
@@ -203,7 +292,9 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                 nvlink_gb_s: float, nvls: bool, inter_node_gbps: float, transport: str,
                 hops: float, latency_s: float, nvswitch: bool, pcie_gb_s: float,
                 in_network_reduction: bool, nvls_tree_tuner_fraction: float | None = None,
-                tuner: bool = True) -> tuple[list[str], list[np.ndarray]]:
+                tuner: bool = True, nic_share_law: bool | None = None,
+                compute_capability: int | None = None,
+                nics_per_node: int | None = None) -> tuple[list[str], list[np.ndarray]]:
     """(names, times [s]) of every algorithm/protocol NCCL's tuner weighs for ``op``.
 
     With ``tuner`` (no forced algorithm) a multi-node all-reduce with NVLS runs Ring/Simple
@@ -211,6 +302,9 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
     as the measured performance would: the other one is dropped.
     """
     r = int(ranks_per_node)
+    share_law = NIC_SHARE_LAW if nic_share_law is None else bool(nic_share_law)
+    cc = compute_capability_of(nvlink_gb_s, nvswitch) if compute_capability is None \
+        else int(compute_capability)
     if not nvswitch and r > 2:
         nvlink_gb_s = min(nvlink_gb_s, pcie_gb_s)
         nvls = False
@@ -229,6 +323,9 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
         if use_nvls:
             algos.append(("nvls", b_nvls, latency_s, "nvls"))
     else:
+        if share_law:
+            # NIC-share law: the ring's share of the NICs follows their bandwidth per GPU
+            eff = ring_nic_share(transport, inter_node_gbps / 8.0 / gpus_per_node)
         net = r / gpus_per_node * inter_node_gbps / 8.0 * eff * 1e9  # B/s for this group
         a_net = alpha_t + hops * alpha_sw + NET_STEP_LATENCY_S  # one network step [s]
         b_nvl = ring_intra * r / max(r - 1, 1) if r > 1 else math.inf
@@ -262,8 +359,20 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                 lat_tree = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * a_net
                 intra = b_nvls if use_nvls else ring_intra
                 net_tree = net * NVLS_TREE_NET_GAIN if use_nvls else net
-                algos.append(("nvls_tree" if use_nvls else "tree",
-                              min(intra, net_tree * float(f) / passes), lat_tree, "net"))
+                b_tree = min(intra, net_tree * float(f) / passes)
+                if share_law:
+                    if use_nvls:
+                        # NVLSTree's larger share still cannot pass the wire
+                        wire = r / gpus_per_node * inter_node_gbps / 8.0 * 1e9 \
+                            * p2p_efficiency(transport)
+                        b_tree = min(intra, min(net_tree, wire) * float(f) / passes)
+                    else:
+                        # the classic Tree is held to NCCL's per-channel Tree ceiling, one
+                        # channel per NIC (the group gets its share of them)
+                        nics = gpus_per_node if nics_per_node is None else int(nics_per_node)
+                        b_tree = min(b_tree, 1e9 * r / gpus_per_node
+                                     * nccl_tree_ceiling_gb_s(cc, n_nodes, nics))
+                algos.append(("nvls_tree" if use_nvls else "tree", b_tree, lat_tree, "net"))
                 if in_network_reduction:
                     # SHARP / CollNet: the switches reduce, each GPU's shard crosses its
                     # NIC once up and once down
@@ -374,6 +483,9 @@ def group_collective_time_s(
     in_network_reduction: bool = False,
     algorithm: str | None = None,
     nvls_tree_tuner_fraction: float | None = None,
+    nic_share_law: bool | None = None,
+    compute_capability: int | None = None,
+    nics_per_node: int | None = None,
 ):
     """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
 
@@ -406,6 +518,12 @@ def group_collective_time_s(
     nvls_tree_tuner_fraction [-]: NCCL's modelled NVLSTree over Ring bus bandwidth, which
     decides where its tuner leaves NVLSTree for Ring (:func:`nccl_tuner_prefers_ring`;
     default ``NVLS_TREE_TUNER_FRACTION``, >= 1 keeps NVLSTree at every size).
+    nic_share_law: the ring's share of the NICs follows their bandwidth per GPU
+    (:func:`ring_nic_share`), NVLSTree stays below the wire and the classic Tree below NCCL's
+    per-channel Tree ceiling (:func:`nccl_tree_ceiling_gb_s`); default ``NIC_SHARE_LAW``.
+    compute_capability [-]: the GPU generation (80 A100, 90 H100, 100 B200) for NCCL's Tree
+    ceiling; default from the NVLink (:func:`compute_capability_of`).  nics_per_node [-]: the
+    node's NICs (the Tree's channels); default one per GPU.
 
     References
     ----------
@@ -423,7 +541,8 @@ def group_collective_time_s(
                            latency_s=latency_s, nvswitch=nvswitch, pcie_gb_s=pcie_gb_s,
                            in_network_reduction=in_network_reduction,
                            nvls_tree_tuner_fraction=nvls_tree_tuner_fraction,
-                           tuner=algorithm is None)
+                           tuner=algorithm is None, nic_share_law=nic_share_law,
+                           compute_capability=compute_capability, nics_per_node=nics_per_node)
     if algorithm is not None:  # NCCL_ALGO: that algorithm, the protocols still chosen
         algos = {name.split("/")[0] for name in names}
         if algorithm not in algos:
@@ -450,7 +569,8 @@ def collective_algorithm(op: str, message_bytes, n_nodes: int, gpus_per_node: in
         nodes=n_nodes, ranks_per_node=gpus_per_node, gpus_per_node=gpus_per_node,
         nvlink_gb_s=450.0, nvls=True, inter_node_gbps=3200.0, transport="ib_rdma",
         hops=4.0, latency_s=INTRA_LATENCY_S, nvswitch=True, pcie_gb_s=64.0,
-        in_network_reduction=False, nvls_tree_tuner_fraction=None)
+        in_network_reduction=False, nvls_tree_tuner_fraction=None, nic_share_law=None,
+        compute_capability=None, nics_per_node=None)
     args.update(kw)
     names, times = _candidates(op, s, **args)
     return np.asarray(names)[np.argmin(np.vstack(times), axis=0)]
@@ -472,6 +592,9 @@ def collective_time_s(
     in_network_reduction: bool = False,
     algorithm: str | None = None,
     nvls_tree_tuner_fraction: float | None = None,
+    nic_share_law: bool | None = None,
+    compute_capability: int | None = None,
+    nics_per_node: int | None = None,
 ):
     """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
 
@@ -484,7 +607,8 @@ def collective_time_s(
         gpus_per_node=gpus_per_node, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
         inter_node_gbps=inter_node_gbps, transport=transport, hops=hops, nvswitch=nvswitch,
         pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction, algorithm=algorithm,
-        nvls_tree_tuner_fraction=nvls_tree_tuner_fraction)
+        nvls_tree_tuner_fraction=nvls_tree_tuner_fraction, nic_share_law=nic_share_law,
+        compute_capability=compute_capability, nics_per_node=nics_per_node)
 
 
 def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,
