@@ -1,0 +1,160 @@
+"""Held-out multi-node NCCL measurements where a GPU does not have one 400G NIC of its own
+(issue 16, helper HG): the transcription and the twin's errors.
+
+Tables in assets/reference/nccl_multinode_heldout3.csv (sources and assumptions in
+nccl_multinode_heldout3_sources.md; the twin's figure per row from nccl_multinode_heldout3.py).
+Each table's rows within 10 %, mean and worst |error| are pinned in ``PINNED`` below (0.5
+percentage points), twice: with the NIC-share law of twin.compute.collectives off and on
+(``nic_share_law``, commit 38e8f77; each set is run with the switch given explicitly, so the pins
+do not depend on the module's default).  A change of the model shows here and is re-pinned in
+one place; nothing is fitted on these rows.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from twin.compute.collectives import bus_factor
+
+REF = Path(__file__).resolve().parents[2] / "assets/reference"
+sys.path.insert(0, str(REF))
+try:
+    import nccl_multinode_heldout3 as hg
+finally:
+    sys.path.remove(str(REF))
+
+PP = 0.005  # 0.5 percentage points
+
+#: (rows within 10 %, mean |error|, worst |error|) per table, as measured on 1 Dec 2026 with
+#: the collective model of commit 38e8f77: "law_off" the fitted ring share (0.827 of line rate
+#: on IB, 0.802 on RoCE, NVLSTree x1.121, fill 39.1 MB), "law_on" the same with
+#: ``nic_share_law=True`` (ring share min(0.94, 41.4 GB/s / NIC share per GPU), classic Tree
+#: at NCCL's per-channel ceiling).  Re-pin here when the model changes.
+PINNED: dict[str, dict[str, tuple[int, float, float]]] = {
+    "law_off": {
+        "KESTREL_AR": (0, 0.2149, 0.4240),
+        "KESTREL_AG": (0, 0.4093, 0.4839),
+        "NT100": (1, 0.0960, 0.0960),
+        "NT277_4NIC": (1, 0.0576, 0.0576),
+        "NT277_2NIC": (1, 0.0833, 0.0833),
+        "NT169": (0, 0.4161, 0.9912),
+        "NCCL812_RING": (0, 0.3747, 0.3747),
+    },
+    "law_on": {
+        "KESTREL_AR": (5, 0.1097, 0.3482),
+        "KESTREL_AG": (0, 0.3398, 0.4256),
+        "NT100": (1, 0.0274, 0.0274),
+        "NT277_4NIC": (0, 0.2021, 0.2021),
+        "NT277_2NIC": (1, 0.0419, 0.0419),
+        "NT169": (1, 0.5547, 1.2625),
+        "NCCL812_RING": (0, 0.5625, 0.5625),
+    },
+}
+LAW = {"law_off": False, "law_on": True}
+
+
+def test_transcription():
+    rows = hg.rows()
+    count: dict[str, int] = {}
+    for r in rows:
+        count[r["table"]] = count.get(r["table"], 0) + 1
+    assert count == {"KESTREL_AR": 7, "KESTREL_AG": 2, "NT100": 1, "NT277_4NIC": 1,
+                     "NT277_2NIC": 1, "NT169": 5, "NCCL812_RING": 1}
+    assert {r["role"] for r in rows} == {"validate", "other", "degraded"}
+    assert sum(r["role"] == "validate" for r in rows) == 8
+    # every row from 64 MiB up, or a figure for a sweep that starts there or above
+    assert all(float(r["bytes"] or r["min_bytes"]) >= 2**26 for r in rows)
+    # spot values as printed in the sources
+    got = {(r["table"], r["nodes"], r["bytes"]): float(r["busbw_gb_s"]) for r in rows}
+    spot = {("KESTREL_AR", "16", str(2**26)): 41.91, ("KESTREL_AR", "16", str(2**29)): 45.26,
+            ("KESTREL_AR", "16", str(2**32)): 45.72, ("KESTREL_AG", "16", str(2**27)): 41.92,
+            ("NT100", "2", ""): 91.0, ("NT277_4NIC", "2", ""): 78.0,
+            ("NT277_2NIC", "2", ""): 45.0, ("NT169", "3", ""): 70.0, ("NT169", "6", ""): 40.0,
+            ("NCCL812_RING", "2", ""): 60.0}
+    for k, v in spot.items():
+        assert got[k] == v, k
+    kestrel = [r for r in rows if r["table"].startswith("KESTREL")]
+    assert {(r["nics"], r["nic_gbps"], r["gpus_per_node"], r["nccl"]) for r in kestrel} == {
+        ("2", "200", "4", "2.21.5")}
+    # nccl-tests' definitions hold on every printed row: busbw = F(n) S / t and F(n) algbw,
+    # F = 2(n-1)/n for all-reduce, (n-1)/n for all-gather (n = 64 ranks)
+    timed = 0
+    for r in rows:
+        if not r["time_us"]:
+            continue
+        f = float(bus_factor(r["op"], int(r["nodes"]) * int(r["gpus_per_node"])))
+        s, t = float(r["bytes"]), float(r["time_us"]) * 1e-6
+        assert float(r["busbw_gb_s"]) == pytest.approx(f * s / t / 1e9, rel=0.005), r
+        assert float(r["algbw_gb_s"]) == pytest.approx(s / t / 1e9, rel=0.005), r
+        assert float(r["busbw_gb_s"]) == pytest.approx(f * float(r["algbw_gb_s"]), abs=0.02), r
+        timed += 1
+    assert timed == 9
+
+
+@pytest.mark.parametrize("state", sorted(PINNED))
+def test_errors_pinned_per_table(state):
+    if LAW[state] and not hg.law_available():
+        pytest.skip("the model in the tree has no nic_share_law switch")
+    got = hg.summary(hg.errors(law=LAW[state]))
+    pinned = PINNED[state]
+    assert set(got) == set(pinned)
+    for t, (within, mean, worst) in pinned.items():
+        assert got[t]["within"] == within, t
+        assert got[t]["mean"] == pytest.approx(mean, abs=PP), t
+        assert got[t]["worst"] == pytest.approx(worst, abs=PP), t
+
+
+def test_sweep_rows_take_the_twins_peak_over_their_sweep():
+    r = [x for x in hg.rows() if x["table"] == "NT100"][0]
+    s = hg.sizes_bytes(r)
+    assert s[0] == 2**30 and s[-1] == 2**33 and len(s) == 4
+    r2 = [x for x in hg.rows() if x["table"] == "NT277_4NIC"][0]
+    assert hg.sizes_bytes(r2)[-1] == 2**34
+    bw, _, size = hg.twin_gb_s(r)
+    assert size in s and bw > 0
+
+
+def test_shares_of_line_rate():
+    errs = {(e["table"], e["nodes"], e["bytes"]): e for e in hg.errors(law=False)}
+    # Kestrel: 2 GPUs per 200G NIC (12.5 GB/s per GPU), 16 nodes, the ring at 4 GiB carries
+    # 0.914 of the NICs' line rate, where the twin's ring (RoCE share 0.802) gives 0.79
+    k = errs[("KESTREL_AR", "16", str(2**32))]
+    assert k["share"] == pytest.approx(0.914, abs=0.002)
+    assert k["twin_algo"] == "ring" and k["twin_share"] < 0.80
+    # the 2-node A100 figures with fewer NICs than GPUs reach 0.90-0.91 of line rate, with one
+    # NIC per GPU 0.78 (nccl-tests issue 277: same author, same nodes, 2 against 4 NICs)
+    assert errs[("NT100", "2", "")]["share"] == pytest.approx(0.91)
+    assert errs[("NT277_2NIC", "2", "")]["share"] == pytest.approx(0.90)
+    assert errs[("NT277_4NIC", "2", "")]["share"] == pytest.approx(0.78)
+    # 8x 100G RoCE A100: the share falls with the node count (0.70 on 3 nodes, 0.40 on 6),
+    # which no fixed or per-GPU-bandwidth share reproduces
+    nt169 = [errs[("NT169", str(n), "")]["share"] for n in (3, 4, 5, 6)]
+    assert nt169 == pytest.approx([0.70, 0.58, 0.58, 0.40])
+    sh = {(t, n, kind): share for t, _, _, n, share, kind, _ in hg.shares()}
+    assert sh[("B", 8, "ring")] == pytest.approx(0.802, abs=0.002)
+    assert sh[("NCCL1368", 5, "ring")] == pytest.approx(0.95, abs=0.002)
+
+
+def test_named_misses():
+    # the goal rows that miss, law off: the 8x 100G RoCE A100 cluster on 2-6 nodes (its
+    # measured share falls from 1.00 on 2 nodes to 0.40 on 6; the twin's stays at 0.80)
+    miss = {(e["table"], e["nodes"]): e["error"] for e in hg.errors(law=False)
+            if e["role"] == "validate" and abs(e["error"]) > hg.GOAL}
+    assert miss == pytest.approx({("NT169", "2"): -0.202, ("NT169", "3"): 0.139,
+                                  ("NT169", "4"): 0.374, ("NT169", "5"): 0.374,
+                                  ("NT169", "6"): 0.991}, abs=PP)
+    if not hg.law_available():
+        return
+    # law on: NT169 on 2 nodes comes within 10 % (-9.3 %), the rest move further out, and the
+    # 4-NIC run of nccl-tests issue 277 (0.78 of line rate measured) leaves the goal (+20.2 %);
+    # Kestrel's ring from 1 GiB comes to -1.7 to -2.9 % (from -11.7 to -14.5 %)
+    law = {(e["table"], e["nodes"], e["bytes"]): e["error"] for e in hg.errors(law=True)}
+    assert law[("NT169", "2", "")] == pytest.approx(-0.093, abs=PP)
+    assert law[("NT169", "6", "")] == pytest.approx(1.262, abs=PP)
+    assert law[("NT277_4NIC", "2", "")] == pytest.approx(0.202, abs=PP)
+    assert law[("KESTREL_AR", "16", str(2**32))] == pytest.approx(-0.017, abs=PP)
+    off = {(e["table"], e["nodes"], e["bytes"]): e["error"] for e in hg.errors(law=False)}
+    assert off[("KESTREL_AR", "16", str(2**32))] == pytest.approx(-0.135, abs=PP)
