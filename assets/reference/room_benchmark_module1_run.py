@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from twin.thermal.buoyancy import MIXING_LAW, buoyant_flow
+from twin.thermal.buoyancy import MIXING_LAW, PLUME_COEFFICIENT, buoyant_flow
 from twin.thermal.geometry import HallGeometry
 from twin.thermal.mixing import MIXING_LAWS
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
@@ -213,13 +213,14 @@ class Result:
     cpu_s: float
 
 
-def run(c: Case, lay: dict | None = None, mixing: str = MIXING_LAW, **overrides) -> Result:
-    """The twin's buoyant layered field on one case (shipped defaults: c_b 0.3, eddy
-    diffusivity 0.1 m2/s, ``mixing`` the vertical mixing law)."""
+def run(c: Case, lay: dict | None = None, mixing: str = MIXING_LAW, coefficient: float = PLUME_COEFFICIENT,
+        **overrides) -> Result:
+    """The twin's buoyant layered field on one case (shipped defaults: c_b = ``coefficient``
+    0.3, eddy diffusivity 0.1 m2/s, ``mixing`` the vertical mixing law)."""
     lay = layout() if lay is None else lay
     t0 = time.process_time()
     g = geometry(c, lay, **overrides)
-    bf = buoyant_flow(g, c.rack_heat_w, c.rack_airflow_m3_s, mixing=mixing)
+    bf = buoyant_flow(g, c.rack_heat_w, c.rack_airflow_m3_s, coefficient=coefficient, mixing=mixing)
     p = bf.problem
     inlet = p.inlet_temp_c(bf.temp_c, c.rack_heat_w)
     n = p.grid.nx * p.grid.ny
@@ -386,11 +387,12 @@ def _main() -> None:
     if "--checks" in sys.argv:
         print("\n| model check (door) | front MAE / bias [K] | inlet MAE | back MAE | inlet rise mean / max |")
         print("|---|---|---|---|---|")
-        for name, kw in (("as shipped", {}), ("6 layers", {"n_layers": 6}), ("8 layers", {"n_layers": 8}),
-                         ("eddy diffusivity 0.05 m2/s", {"eddy_diffusivity_m2_s": 0.05}),
-                         ("eddy diffusivity 0.2 m2/s", {"eddy_diffusivity_m2_s": 0.2}),
-                         ("floor supply (no jets)", {"cooling_outlet_z_m": None, "cooling_outlet_width_m": None,
-                                                     "cooling_throw_dir": None})):
+        checks: tuple[tuple[str, dict], ...] = (
+            ("as shipped", {}), ("6 layers", {"n_layers": 6}), ("8 layers", {"n_layers": 8}),
+            ("c_b 0 (potential flow)", {"coefficient": 0.0}), ("c_b 0.6", {"coefficient": 0.6}),
+            *((f"eddy diffusivity {d} m2/s", {"eddy_diffusivity_m2_s": d}) for d in (0.05, 0.2, 0.4, 1.0)),
+            ("floor supply (no jets)", {"cooling_outlet_z_m": None, "cooling_outlet_width_m": None, "cooling_throw_dir": None}))
+        for name, kw in checks:
             r = run(case("door"), None, mixing, **kw)
             e = errors(r.front_c, mf)
             print(f"| {name} | {e.mae_k:.2f} / {e.bias_k:+.2f} | {errors(r.inlet_c, mf).mae_k:.2f} | {errors(r.exhaust_c, mb).mae_k:.2f} | "
