@@ -52,8 +52,12 @@ finally:
 #: per-table node keywords on top of the GPU's: Kestrel's 4-GPU HGX H100 board has NVLink
 #: between its GPUs but no NVSwitch, hence no NVLS (NVLink SHARP needs the switch)
 SYSTEM_KW: dict[str, dict] = {"KESTREL_AR": {"nvls": False}, "KESTREL_AG": {"nvls": False}}
+#: node keywords of GPUs the twin's catalogue and heldout2 do not describe: the A800 is an A100
+#: with its NVLink cut to 8 links (400 GB/s both ways, 200 one way), NVSwitch, no NVLS; the
+#: H200 runs as the H100 (the same NVLink 4 / NVSwitch baseboard, as in heldout2)
+EXTRA_GPU_KW: dict[str, dict] = {"A800": {"nvlink_gb_s": 200.0, "nvls": False}}
 #: GPU generation (compute capability x 10) per GPU, for the keywords of the model that use it
-COMPUTE_CAPABILITY = {"A100": 80, "H100": 90}
+COMPUTE_CAPABILITY = {"A100": 80, "A800": 80, "H100": 90, "H200": 90}
 #: keywords the collective model in the tree accepts (the NIC-share law's, commit 38e8f77,
 #: are passed only where they exist, so this script runs on the model before and after it)
 _MODEL_KW = set(inspect.signature(collective_time_s).parameters)
@@ -68,8 +72,9 @@ def rows() -> list[dict]:
 def twin_kwargs(r: dict, law: bool | None = None) -> dict:
     """Keywords of ``collective_bandwidths_gb_s`` for a row's system; ``law`` switches the
     NIC-share law (``nic_share_law``) on or off, None leaves the model's default."""
+    gpu_kw = _hd2.GPU_KW.get(r["gpu"], EXTRA_GPU_KW.get(r["gpu"], {}))
     kw: dict = dict(inter_node_gbps=float(r["nics"]) * float(r["nic_gbps"]),
-                    transport=r["transport"], **_hd2.GPU_KW.get(r["gpu"], {}))
+                    transport=r["transport"], **gpu_kw)
     kw.update(SYSTEM_KW.get(r["table"], {}))
     extra = {"nics_per_node": int(r["nics"]),
              "compute_capability": COMPUTE_CAPABILITY.get(r["gpu"])}
@@ -151,7 +156,8 @@ def summary(errs: list[dict]) -> dict[str, dict]:
 def _no_nvls(r: dict) -> bool:
     """Whether the row's node runs without NVLS (so NCCL's default across nodes is a ring or a
     classic tree, not NVLSTree)."""
-    kw = {**_hd2.GPU_KW.get(r["gpu"], {}), **SYSTEM_KW.get(r["table"], {})}
+    kw = {**_hd2.GPU_KW.get(r["gpu"], EXTRA_GPU_KW.get(r["gpu"], {})),
+          **SYSTEM_KW.get(r["table"], {})}
     return kw.get("nvls", True) is False
 
 

@@ -42,6 +42,11 @@ PINNED: dict[str, dict[str, tuple[int, float, float]]] = {
         "NT277_2NIC": (1, 0.0833, 0.0833),
         "NT169": (0, 0.4161, 0.9912),
         "NCCL812_RING": (0, 0.3747, 0.3747),
+        "NT156_BM": (0, 0.1668, 0.1668),
+        "NT156_VM": (1, 0.0525, 0.0525),
+        "NCCL949_RING": (0, 0.1407, 0.1407),
+        "NT380_BM": (1, 0.0834, 0.0834),
+        "NT380_VM": (0, 0.9260, 0.9260),
     },
     "law_on": {
         "KESTREL_AR": (5, 0.1097, 0.3482),
@@ -51,6 +56,11 @@ PINNED: dict[str, dict[str, tuple[int, float, float]]] = {
         "NT277_2NIC": (1, 0.0419, 0.0419),
         "NT169": (1, 0.5547, 1.2625),
         "NCCL812_RING": (0, 0.5625, 0.5625),
+        "NT156_BM": (1, 0.0530, 0.0530),
+        "NT156_VM": (0, 0.1962, 0.1962),
+        "NCCL949_RING": (1, 0.0233, 0.0233),
+        "NT380_BM": (1, 0.0985, 0.0985),
+        "NT380_VM": (0, 0.9529, 0.9529),
     },
 }
 LAW = {"law_off": False, "law_on": True}
@@ -62,9 +72,12 @@ def test_transcription():
     for r in rows:
         count[r["table"]] = count.get(r["table"], 0) + 1
     assert count == {"KESTREL_AR": 7, "KESTREL_AG": 2, "NT100": 1, "NT277_4NIC": 1,
-                     "NT277_2NIC": 1, "NT169": 5, "NCCL812_RING": 1}
+                     "NT277_2NIC": 1, "NT169": 5, "NCCL812_RING": 1, "NT156_BM": 1,
+                     "NT156_VM": 1, "NCCL949_RING": 1, "NT380_BM": 1, "NT380_VM": 1}
     assert {r["role"] for r in rows} == {"validate", "other", "degraded"}
-    assert sum(r["role"] == "validate" for r in rows) == 8
+    assert sum(r["role"] == "validate" for r in rows) == 11
+    assert {r["table"] for r in rows if r["role"] == "degraded"} == {
+        "NCCL812_RING", "NT156_VM", "NT380_VM"}
     # every row from 64 MiB up, or a figure for a sweep that starts there or above
     assert all(float(r["bytes"] or r["min_bytes"]) >= 2**26 for r in rows)
     # spot values as printed in the sources
@@ -73,7 +86,9 @@ def test_transcription():
             ("KESTREL_AR", "16", str(2**32)): 45.72, ("KESTREL_AG", "16", str(2**27)): 41.92,
             ("NT100", "2", ""): 91.0, ("NT277_4NIC", "2", ""): 78.0,
             ("NT277_2NIC", "2", ""): 45.0, ("NT169", "3", ""): 70.0, ("NT169", "6", ""): 40.0,
-            ("NCCL812_RING", "2", ""): 60.0}
+            ("NCCL812_RING", "2", ""): 60.0, ("NT156_BM", "2", ""): 96.0,
+            ("NT156_VM", "2", ""): 76.0, ("NCCL949_RING", "2", ""): 48.0,
+            ("NT380_BM", "2", ""): 320.0, ("NT380_VM", "2", ""): 180.0}
     for k, v in spot.items():
         assert got[k] == v, k
     kestrel = [r for r in rows if r["table"].startswith("KESTREL")]
@@ -140,18 +155,29 @@ def test_shares_of_line_rate():
 
 def test_named_misses():
     # the goal rows that miss, law off: the 8x 100G RoCE A100 cluster on 2-6 nodes (its
-    # measured share falls from 1.00 on 2 nodes to 0.40 on 6; the twin's stays at 0.80)
+    # measured share falls from 1.00 on 2 nodes to 0.40 on 6; the twin's stays at 0.80), the
+    # A800 with 4x 200G RoCE on bare metal and the A100 VMs' forced Ring over 2x HDR, both at
+    # 0.96 of line rate where the twin's ring takes 0.80-0.83
     miss = {(e["table"], e["nodes"]): e["error"] for e in hg.errors(law=False)
             if e["role"] == "validate" and abs(e["error"]) > hg.GOAL}
     assert miss == pytest.approx({("NT169", "2"): -0.202, ("NT169", "3"): 0.139,
                                   ("NT169", "4"): 0.374, ("NT169", "5"): 0.374,
-                                  ("NT169", "6"): 0.991}, abs=PP)
+                                  ("NT169", "6"): 0.991, ("NT156_BM", "2"): -0.167,
+                                  ("NCCL949_RING", "2"): -0.141}, abs=PP)
+    goal = [e for e in hg.errors(law=False) if e["role"] == "validate"]
+    assert len(goal) == 11 and sum(abs(e["error"]) <= hg.GOAL for e in goal) == 4
     if not hg.law_available():
         return
-    # law on: NT169 on 2 nodes comes within 10 % (-9.3 %), the rest move further out, and the
-    # 4-NIC run of nccl-tests issue 277 (0.78 of line rate measured) leaves the goal (+20.2 %);
-    # Kestrel's ring from 1 GiB comes to -1.7 to -2.9 % (from -11.7 to -14.5 %)
-    law = {(e["table"], e["nodes"], e["bytes"]): e["error"] for e in hg.errors(law=True)}
+    # law on: 6 of 11 goal rows within 10 %; NT169 on 2 nodes, the A800 and the forced Ring
+    # over 2x HDR come in, NT169 from 3 nodes moves further out and the 4-NIC run of nccl-tests
+    # issue 277 (0.78 of line rate measured) leaves the goal (+20.2 %); Kestrel's ring from
+    # 1 GiB comes to -1.7 to -2.9 % (from -11.7 to -14.5 %)
+    errs_on = hg.errors(law=True)
+    goal_on = [e for e in errs_on if e["role"] == "validate"]
+    assert sum(abs(e["error"]) <= hg.GOAL for e in goal_on) == 6
+    law = {(e["table"], e["nodes"], e["bytes"]): e["error"] for e in errs_on}
+    assert law[("NT156_BM", "2", "")] == pytest.approx(-0.053, abs=PP)
+    assert law[("NCCL949_RING", "2", "")] == pytest.approx(-0.023, abs=PP)
     assert law[("NT169", "2", "")] == pytest.approx(-0.093, abs=PP)
     assert law[("NT169", "6", "")] == pytest.approx(1.262, abs=PP)
     assert law[("NT277_4NIC", "2", "")] == pytest.approx(0.202, abs=PP)
