@@ -7,7 +7,11 @@ Three parameters, fitted once (log least squares on the fit rows from 64 MB: clu
 4 nodes, cluster B at 8 nodes): the ring efficiency ``TRANSPORTS["ib_rdma"][0]``, the
 NVLSTree gain over it ``NVLS_TREE_NET_GAIN`` and the pipeline fill ``NET_FILL_S0_BYTES``.
 Each row is computed with its cluster's ``nvls_tree_tuner_fraction`` (which algorithm NCCL's
-tuner runs; an input per system, see the CSV header).  The printed values are what the
+tuner runs; an input per system, see the CSV header).  The fit runs with the model's default,
+the NIC-share law (``coll.NIC_SHARE_LAW``): every fit row has one 400 Gb/s NIC per GPU
+(``b = 50 GB/s``), where the law's share ``min(0.94, eta C_ref / b)`` is the ring efficiency
+itself, so the law leaves the fit unchanged (0.827, 1.121, 39.1 MB before and after it); the
+script prints the ring channel limit per GPU it implies and the crossover ``b*``.  The printed values are what the
 module holds; the held-out rows of both tables (nccl_multinode_h100_10node.csv too) are
 reported with them.  Last, every ring curve is written as ``t = a + F S / B`` (a straight
 line through the measured times): the fixed cost ``a`` measured, the twin's and NCCL's
@@ -127,7 +131,12 @@ def main() -> None:
     res = least_squares(resid, [0.85, 1.1, 30e6], bounds=([0.5, 0.8, 0.0], [1.0, 1.5, 1e9]),
                         diff_step=1e-3)
     print(f"fitted: ib_rdma ring efficiency {res.x[0]:.3f}, NVLS_TREE_NET_GAIN {res.x[1]:.3f}, "
-          f"NET_FILL_S0_BYTES {res.x[2] / 1e6:.1f} MB")
+          f"NET_FILL_S0_BYTES {res.x[2] / 1e6:.1f} MB (NIC-share law "
+          f"{'on' if coll.NIC_SHARE_LAW else 'off'})")
+    c_gpu = res.x[0] * coll.RING_CHANNEL_REF_NIC_GB_S
+    print(f"ring channel limit per GPU C = {c_gpu:.1f} GB/s; the wire bound "
+          f"{coll.P2P_NIC_EFFICIENCY_IB:.2f} takes over below b* = "
+          f"{c_gpu / coll.P2P_NIC_EFFICIENCY_IB:.1f} GB/s of NIC per GPU")
     _set(res.x)
     # what cluster C's all-to-all curve alone would give for the all-to-all's fill
     a2a = [r for r in rows(TABLES[1]) if r["op"] == "all_to_all" and r["run"] == "1"

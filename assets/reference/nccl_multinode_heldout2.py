@@ -5,8 +5,9 @@
 Reads ``nccl_multinode_heldout2.csv`` (sources and assumptions: ``nccl_multinode_heldout2_sources.md``)
 and runs the shipped collective model (:func:`twin.compute.collectives.collective_bandwidths_gb_s`,
 defaults: NVLink 4 at 450 GB/s one way with NVLS, NCCL's tuner with the default NVLSTree fraction)
-on each row's system: nodes, GPUs per node, the node's NICs (count x rate), the transport and the
-algorithm where the row forced one (``NCCL_ALGO``).  H200 and H20 have no catalogue entry; they
+on each row's system: nodes, GPUs per node, the node's NICs (count x rate; the count is also the
+classic Tree's channels under the NIC-share law), the transport and the algorithm where the row
+forced one (``NCCL_ALGO``).  H200 and H20 have no catalogue entry; they
 share the H100's NVLink 4 and NVSwitch baseboard, so they run as H100 (the GPU's compute does not
 enter a collective's time in the model); A100 rows take the catalogue A100 node's NVLink 3 and
 no NVLS (``GPU_KW``).  A row without a size (a source's summary figure, the
@@ -50,7 +51,8 @@ GPU_KW: dict[str, dict] = {"A100": {"nvlink_gb_s": 300.0, "nvls": False}}
 def twin_kwargs(r: dict) -> dict:
     """Keywords of ``collective_bandwidths_gb_s`` for a row's system."""
     kw: dict = dict(inter_node_gbps=float(r["nics"]) * float(r["nic_gbps"]),
-                    transport=r["transport"], **GPU_KW.get(r["gpu"], {}))
+                    transport=r["transport"], nics_per_node=int(r["nics"]),
+                    **GPU_KW.get(r["gpu"], {}))
     if r["algo"]:
         kw["algorithm"] = r["algo"]
         # NCCL_ALGO=Tree is the classic double binary tree (no NVLS in the node)
@@ -111,7 +113,8 @@ def nccl1244_by_algorithm() -> dict[str, np.ndarray]:
 
 
 def channel_limited_ring_what_if(table: str) -> list[tuple[dict, float]]:
-    """Not the shipped model: a table's rows under the ring law named in docs/validation.md for
+    """Not the shipped model (HD's what-if, run on the model before the NIC-share law, which
+    replaced it): a table's rows under the ring law named in docs/validation.md for
     the A100 rows, a network share limited by the ring's channels rather than a fixed share of
     the NIC, ``eta = min(0.97, 41.4 GB/s / NIC share per GPU)`` (41.4 = 0.827 x 50 GB/s, the
     H100 fit; 0.97 perftest's line rate), times the transport's share of InfiniBand (RoCE 0.97).
@@ -124,6 +127,7 @@ def channel_limited_ring_what_if(table: str) -> list[tuple[dict, float]]:
         eta = min(0.97, ib * 50.0 / per_gpu_gb_s) * shipped / ib
         kw = twin_kwargs(r)
         kw["inter_node_gbps"] *= eta / shipped
+        kw["nic_share_law"] = False  # HD's what-if on the model before the NIC-share law
         out.append((r, float(collective_bandwidths_gb_s(
             r["op"], float(r["bytes"]), int(r["nodes"]), int(r["gpus_per_node"]),
             **kw)["busbw_gb_s"])))
@@ -147,15 +151,16 @@ def main() -> None:
     for role in dict.fromkeys(e["role"] for e in errs):
         sel = [e for e in errs if e["role"] == role]
         print(f"  {role:9} {sum(abs(e['error']) <= GOAL for e in sel):3d} of {len(sel)}")
-    print("\nforced rings at their largest size, share of the NICs' line rate (the twin's ring: "
-          "0.827 x the transport's share of IB):")
+    print("\nforced rings at their largest size, share of the NICs' line rate (the twin's ring, "
+          "NIC-share law: min(0.94, 41.4 GB/s / NIC per GPU) x the transport's ratio to IB):")
     for t in ("NT290_RING", "NCCL1368"):
         r = [e for e in errs if e["table"] == t and e["algo"] == "ring"][-1]
         print(f"  {t:14} {line_rate_share(r):.3f}")
     print("\nNCCL1244 (H20, 2 nodes, 64-512 MiB) with each algorithm forced [GB/s]:")
     for k, v in nccl1244_by_algorithm().items():
         print(f"  {k:10} " + " ".join(f"{x:6.1f}" for x in v))
-    print("\nunder a channel-limited ring share of the NICs (not shipped): measured / twin [GB/s]")
+    print("\nHD's what-if on the model before the NIC-share law (a channel-limited ring share, "
+          "no Tree ceiling; not shipped): measured / twin [GB/s]")
     for t in ("NCCL1368", "AZ_NDMV4_AKS"):
         for r, gb_s in channel_limited_ring_what_if(t):
             size = f"{int(r['bytes']) >> 20} MiB"

@@ -195,10 +195,10 @@ def test_mpt_a100_fsdp_step_times_held_out():
     # A100 40 GB, nothing fitted on it: the H100 fit carried over (whole GEMMs at the H100
     # ratio 0.797 / 0.705 of the A100 table's 0.750, the Triton attention, the serial
     # backward).  The 14 runs with micro-batches >= 16,384 tokens (7b, 13b, 8..128 GPUs,
-    # 512..16,384 tokens): mean 1.87 %, worst 5.4 %; with the A100 table's GEMM efficiency
-    # they are 5-11 % slow.  Smaller micro-batches: 30b / 70b on 32-128 GPUs within 4.5 %; 13b
+    # 512..16,384 tokens): mean 1.96 %, worst 5.4 %; with the A100 table's GEMM efficiency
+    # they are 5-11 % slow.  Smaller micro-batches: 30b / 70b on 32-128 GPUs within 4.8 %; 13b
     # on 8 GPUs (16 micro-batches of 8,192 tokens, at the memory edge) -10 .. -16 %, 70b on
-    # 64 GPUs (two sequences) -24 %: not matched
+    # 64 GPUs (two sequences) -25.5 %: not matched
     a100 = _by(_rows(), gpu="a100_40gb")
     big = [r for r in a100 if _mb_tokens(r) >= 16384]
     e = _err(big)
@@ -211,10 +211,13 @@ def test_mpt_a100_fsdp_step_times_held_out():
              zip([r for r in a100 if _mb_tokens(r) < 16384],
                  _err([r for r in a100 if _mb_tokens(r) < 16384]), strict=True)}
     assert len(small) == 9
-    assert small["mpt_70b", "64", "2048"] == pytest.approx(-0.245, abs=0.004)
+    # 70b on 64 and 128 GPUs: -25.5 and -4.8 % under the NIC-share law (the FSDP rings at
+    # 0.94 of the 8x HDR NICs' line rate), -24.2 and -3.9 % before it
+    assert small["mpt_70b", "64", "2048"] == pytest.approx(-0.255, abs=0.003)
+    assert small["mpt_70b", "128", "2048"] == pytest.approx(-0.048, abs=0.003)
     on8 = [v for (m, g, _), v in small.items() if m == "mpt_13b" and g == "8"]
     assert len(on8) == 5 and all(-0.165 < v < -0.095 for v in on8), on8
-    assert all(abs(v) < 0.045 for (m, g, _), v in small.items() if g in ("128", "32"))
+    assert all(abs(v) < 0.05 for (m, g, _), v in small.items() if g in ("128", "32"))
     # the Megatron 2021 table (unfused attention) stays far off
     assert _err(big, kernels=A100_SXM).min() > 0.05
 
@@ -250,9 +253,9 @@ def test_torchtitan_fsdp2_a100_step_times():
     # torchtitan docs/performance.md (0413364): 64 A100 80 GB, FSDP2, one micro-batch of 1-2
     # sequences per GPU, attention by PyTorch SDPA (FlashAttention-2 class).  With the
     # PyTorch-FSDP A100 entry (a100_sxm_fsdp: whole GEMMs, serial backward collectives;
-    # nothing fitted on A100), full checkpointing: Llama 3 70B (8,192) -2.2 %, Llama 2 70B
-    # (4,096) -2.3 % (-2.9 / -3.1 % with a100_sxm_modern and the collectives hidden);
-    # Llama 2 13B without checkpointing -6.2 % (was -10.6 %).  The op-level and
+    # nothing fitted on A100), full checkpointing: Llama 3 70B (8,192) -3.4 %, Llama 2 70B
+    # (4,096) -3.6 % (-2.9 / -3.1 % with a100_sxm_modern and the collectives hidden);
+    # Llama 2 13B without checkpointing -7.7 % (was -10.6 %).  The op-level and
     # every-other-layer selective schemes are not the twin's "selective" (attention core
     # only) and are not estimated.
     with open(ROOT / "assets/reference/fsdp_step_times_torchtitan.csv") as f:
@@ -273,9 +276,13 @@ def test_torchtitan_fsdp2_a100_step_times():
             assert (e.breakdown["dp_comm_exposed"] > 0.0) == (ke is A100_SXM_FSDP)
             err[name, r["model"], r["recompute"]] = e.step_time_s / float(r["step_time_s"]) - 1
     new, old = "fsdp", "modern"
-    assert err[new, "llama3_70b", "full"] == pytest.approx(-0.025, abs=0.004)
-    assert err[new, "llama2_70b", "full"] == pytest.approx(-0.026, abs=0.004)
-    assert err[new, "llama2_13b", "none"] == pytest.approx(-0.066, abs=0.005)
+    # under the NIC-share law (docs/validation.md, collectives): a GPU has 25 GB/s of the
+    # 8x HDR NICs, below the law's crossover, so the FSDP rings run at 0.94 of line rate
+    # instead of 0.827 and these rows move 1.2-1.5 points further low (before the law:
+    # -2.2, -2.3, -6.2 %)
+    assert err[new, "llama3_70b", "full"] == pytest.approx(-0.034, abs=0.003)
+    assert err[new, "llama2_70b", "full"] == pytest.approx(-0.036, abs=0.003)
+    assert err[new, "llama2_13b", "none"] == pytest.approx(-0.077, abs=0.003)
     assert err[old, "llama3_70b", "full"] == pytest.approx(-0.029, abs=0.002)
     assert err[old, "llama2_13b", "none"] == pytest.approx(-0.106, abs=0.002)
 
