@@ -437,3 +437,35 @@ def test_more_channels_do_not_raise_the_ring_fixed_cost():
     assert a2_tuned < 0.5 * (a4 - 32 * dt)  # B's default law at 30 steps: 0.235 ms
     assert a8_tuned == pytest.approx(0.29e-3, abs=0.01e-3) and a8_tuned < 0.6 * a8
     assert 392.0 < b2_tuned < 395.0 and 392.0 < b8_tuned < 395.0
+
+
+def test_nic_share_law_decision_rule_rows():
+    # docs/validation.md, "A ring share that follows the NIC bandwidth per GPU": the law met its
+    # decision rule, written before it was run on the held-out rows.  (a) goal rows within 10 %
+    # 76 -> 86 of 107 (fit rows 14 of 17 both; held out 62 -> 72 of 90); (c) the 4x HDR A100 row
+    # of nccl-tests issue 175 -4.8 -> +8.1 %, the forced classic Tree of nccl issue 1368 -0.4 ->
+    # -8.2 %.  The wire at the header efficiency alone (0.994 IB) would give 88 of 107 but
+    # issue 175 at +14.3 %, failing (c).  (Step times, (b): tests/compute/test_step.py,
+    # test_moe_fsdp.py.)
+    sys.path.insert(0, str(REF))
+    try:
+        import nccl_multinode_alternatives as alt
+    finally:
+        sys.path.remove(str(REF))
+    got = {}
+    for name in alt.NIC_SHARE_VARIANTS:
+        sc = alt.nic_share_law_scores(name)
+        e = {t: np.abs(v) for t, v in sc["errors"].items()}
+        assert sum(v.size for v in e.values()) == 107 and e["A/B fit"].size == 17
+        got[name] = (int((e["A/B fit"] <= 0.10).sum()),
+                     sum(int((v <= 0.10).sum()) for v in e.values()),
+                     round(sc["checks"]["nccl-tests 175: 2 x 8 A100, 4x HDR, 4 GiB"][1], 3),
+                     round(sc["errors"]["heldout2 NCCL1368"][1], 3))
+    off, law, header = alt.NIC_SHARE_VARIANTS
+    assert got[off] == (14, 76, -0.048, -0.004)
+    assert got[law] == (14, 86, 0.081, -0.082)
+    assert got[header] == (14, 88, 0.143, -0.082)
+    # the Vela-like sanity check: 100 GbE RoCE per GPU is far below the crossover, the ring
+    # runs at 0.94 x 0.97 of line rate instead of 0.802 (1 GiB all-reduce, 2 nodes)
+    vela = alt.nic_share_law_scores(law)["checks"]["Vela-like: 2 x 8 A100, 8x 100G RoCE, 1 GiB"][0]
+    assert vela == pytest.approx(87.4, abs=0.1)
