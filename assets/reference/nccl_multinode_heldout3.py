@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+import twin.compute.collectives as _collectives
 from twin.compute.collectives import (
     collective_algorithm,
     collective_bandwidths_gb_s,
@@ -59,7 +60,8 @@ EXTRA_GPU_KW: dict[str, dict] = {"A800": {"nvlink_gb_s": 200.0, "nvls": False}}
 #: GPU generation (compute capability x 10) per GPU, for the keywords of the model that use it
 COMPUTE_CAPABILITY = {"A100": 80, "A800": 80, "H100": 90, "H200": 90}
 #: keywords the collective model in the tree accepts (the NIC-share law's, commit 38e8f77,
-#: are passed only where they exist, so this script runs on the model before and after it)
+#: the default since 7b12f87, are passed only where they exist, so this script runs on the
+#: model before and after it)
 _MODEL_KW = set(inspect.signature(collective_time_s).parameters)
 
 
@@ -212,11 +214,16 @@ def print_errors(errs: list[dict]) -> None:
 
 
 def main() -> None:
-    print("== the collective model as the tree runs it by default ==")
-    print_errors(errors())
-    if law_available():
-        print("\n== with the NIC-share law switched on (nic_share_law=True) ==")
-        print_errors(errors(law=True))
+    if not law_available():
+        print("== the collective model in the tree ==")
+        print_errors(errors())
+    else:
+        default = getattr(_collectives, "NIC_SHARE_LAW", None)
+        for law, name in ((False, "NIC-share law off (the model before commit 7b12f87)"),
+                          (True, "NIC-share law on (the default since commit 7b12f87)")):
+            mark = " - the tree's default now" if law == default else ""
+            print(f"\n== {name}{mark} ==")
+            print_errors(errors(law=law))
     print("\nshare of line rate at each table's largest size, against the NIC line rate per GPU "
           "(this file, heldout2, cluster B):")
     for t, gpu, per_gpu, n, share, kind, role in shares():
