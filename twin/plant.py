@@ -393,7 +393,8 @@ def gpu_spec(node: NodeModel) -> GpuSpec:
     """The step and memory models' record of a catalog node's GPUs (``twin.compute.specs``)."""
     return GpuSpec(peak_bf16_tflops=node.gpu_peak_bf16_tflops, peak_fp8_tflops=node.gpu_peak_fp8_tflops,
                    hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
-                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count, memory_gb=node.gpu_memory_gb)
+                   nvswitch=node.nvswitch, gpus_per_node=node.gpu_count, memory_gb=node.gpu_memory_gb,
+                   compute_capability=node.gpu_compute_capability)
 
 
 def model_spec(job) -> ModelSpec:
@@ -424,10 +425,14 @@ def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *,
                       inter_node_gbps: float, hops: float):
     """``compute.step_time`` of a scenario job on ``n_nodes`` nodes of the catalog node,
     at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
-    bandwidth [Gb/s], switch hops). The one translation of a job into the step model."""
+    bandwidth [Gb/s], switch hops). The one translation of a job into the step model.
+    NICs per node: the catalog node's compute NICs, else the fabric's (``rails``: one NIC per
+    rail; ``ports_per_nic`` counts cables, not NICs)."""
     gpu, par = gpu_spec(node), parallel_spec(job)
+    nics = node.compute_nics or scenario.fabric.rails
     return step_time(model_spec(job), par, gpu, FabricSpec(inter_node_gbps=inter_node_gbps,
-                                                          transport=scenario.fabric.transport, hops=hops),
+                                                          transport=scenario.fabric.transport, hops=hops,
+                                                          nics_per_node=nics),
                      gpus=usable_gpus(par, n_nodes * gpu.gpus_per_node), clock_fraction=clock_fraction,
                      deployment=scenario.hardware.deployment)
 

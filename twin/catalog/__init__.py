@@ -37,6 +37,8 @@ class NodeModel(_Entry):
     gpu_peak_fp8_tflops: float = Field(gt=0)
     gpu_memory_gb: float = Field(gt=0)
     gpu_hbm_bw_tb_s: float = Field(gt=0)
+    #: sm x 10 (NVIDIA's CUDA compute-capability table); None = guessed from the NVLink
+    gpu_compute_capability: int | None = Field(None, ge=70)
     nvlink_gb_s: float = Field(gt=0)
     nvswitch: bool
     nvls: bool

@@ -4,7 +4,8 @@
                        [--json]
     twin estimate collective --op allreduce|reduce_scatter|all_gather|all_to_all
                              --bytes N --nodes K [--gpus-per-node 8]
-                             [--in-network-reduction] [--cluster SCENARIO] [--json]
+                             [--in-network-reduction] [--compute-capability CC]
+                             [--nics-per-node N] [--cluster SCENARIO] [--json]
     twin estimate fabric-study [--nodes 128] [--seed 0] [--qps 4] [--json]
 
 ``FILE`` is an estimate file (:mod:`twin.compute.estimate_file`) or a scenario (then the
@@ -13,7 +14,10 @@ takes the cluster (GPU, node, fabric, transport, deployment) from a scenario thr
 :data:`CLUSTER_LOADER`; the default loader reads the scenario with
 ``twin.scenario.load_scenario`` and the node catalog.  Without ``--cluster`` the
 collective runs on the Blue Vela compute fabric (DGX H100 nodes, 8x NDR 400 Gb/s,
-GPUDirect RDMA over InfiniBand).
+GPUDirect RDMA over InfiniBand).  The GPU generation (compute capability) and the NICs per
+node, which set NCCL's classic Tree ceiling, come from the node catalog with ``--cluster``
+(``gpu_compute_capability``, ``compute_nics``); ``--compute-capability`` and
+``--nics-per-node`` override them.
 
 Bad input exits 2 with one line per problem on stderr, never a traceback.
 """
@@ -25,6 +29,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,12 +45,13 @@ from twin.compute.estimate_file import (
     load_estimate,
     memory_from_file,
 )
+from twin.compute.step import COMPUTE_CAPABILITIES
 
 #: Blue Vela compute node and fabric (arXiv 2407.05467; NVIDIA H100 SXM datasheet).
 BLUE_VELA_CLUSTER = Cluster(
     gpus=8, gpus_per_node=8,
     gpu=Gpu(peak_bf16_tflops=989, peak_fp8_tflops=1979, hbm_bw_tb_s=3.35, nvlink_gb_s=450,
-            nvls=True, kernel_efficiency="h100_sxm"),
+            nvls=True, kernel_efficiency="h100_sxm", compute_capability=90),
     fabric=FabricSpec(kind="rail_optimized", su_nodes=32, rails=8, link_gbps=400,
                       switch_ports=64, transport="ib_rdma"),
 )
@@ -79,11 +85,15 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
         gpu=Gpu(peak_bf16_tflops=node.gpu_peak_bf16_tflops,
                 peak_fp8_tflops=getattr(node, "gpu_peak_fp8_tflops", None),
                 hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
-                nvswitch=_has_nvswitch(node), memory_gb=node.gpu_memory_gb),
+                nvswitch=_has_nvswitch(node), memory_gb=node.gpu_memory_gb,
+                compute_capability=getattr(node, "gpu_compute_capability", None)),
+        # the catalog's NIC count where it has one (the engine's step_estimate_for does the
+        # same), else the fabric's rails
         fabric=FabricSpec(kind=f.kind, su_nodes=f.su_nodes, rails=f.rails, link_gbps=f.link_gbps,
                           switch_ports=f.switch_ports, oversubscription=f.oversubscription,
                           tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines,
-                          transport=f.transport),
+                          transport=f.transport,
+                          nics_per_node=getattr(node, "compute_nics", None) or f.rails),
         deployment=s.hardware.deployment,
     )
 
@@ -161,6 +171,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus-per-node", type=_positive_int, default=None)
     p.add_argument("--in-network-reduction", action="store_true",
                    help="all-reduce in the switches (InfiniBand SHARP)")
+    p.add_argument("--compute-capability", type=int, choices=COMPUTE_CAPABILITIES, default=None,
+                   metavar="CC", help="GPU generation, sm x 10 (80 A100, 90 H100, 100 B200); "
+                                      "default the cluster's")
+    p.add_argument("--nics-per-node", type=_positive_int, default=None, metavar="N",
+                   help="compute NICs per node (NCCL's Tree: one channel each); default the "
+                        "cluster's")
     p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("fabric-study", help="dense and MoE jobs, alone and sharing, on four "
@@ -268,23 +284,23 @@ def _cmd_collective(args) -> dict:
     except EstimateFileError as exc:
         raise EstimateFileError([f"twin estimate collective: --nodes {args.nodes}: "
                                  + "; ".join(exc.problems)]) from None
-    t = float(collective_time_s(args.op, args.bytes, args.nodes, g, nvlink_gb_s=c.gpu.nvlink_gb_s,
-                                nvls=c.gpu.nvls, inter_node_gbps=bw,
-                                transport=c.fabric.transport, hops=hops,
-                                nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
-                                in_network_reduction=(args.in_network_reduction
-                                                      or c.fabric.in_network_reduction)))
+    cc = args.compute_capability if args.compute_capability is not None \
+        else c.gpu.compute_capability
+    nics = args.nics_per_node if args.nics_per_node is not None else c.fabric.nics()
+    kw: dict[str, Any] = dict(nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls, inter_node_gbps=bw,
+                              transport=c.fabric.transport, hops=hops,
+                              nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
+                              in_network_reduction=(args.in_network_reduction
+                                                    or c.fabric.in_network_reduction),
+                              compute_capability=cc, nics_per_node=nics)
+    t = float(collective_time_s(args.op, args.bytes, args.nodes, g, **kw))
     n = args.nodes * g
-    algo = str(collective_algorithm(args.op, args.bytes, args.nodes, g,
-                                    nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,
-                                    inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
-                                    nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
-                                    in_network_reduction=(args.in_network_reduction
-                                                          or c.fabric.in_network_reduction))[0])
+    algo = str(collective_algorithm(args.op, args.bytes, args.nodes, g, **kw)[0])
     alg = args.bytes / t / 1e9 if t > 0 else float("inf")
     return {"op": args.op, "bytes": args.bytes, "nodes": args.nodes, "gpus_per_node": g,
             "time_s": t, "algbw_gb_s": alg, "busbw_gb_s": alg * float(bus_factor(args.op, n)),
-            "inter_node_gbps": bw, "transport": c.fabric.transport, "algorithm": algo}
+            "inter_node_gbps": bw, "transport": c.fabric.transport, "algorithm": algo,
+            "compute_capability": cc, "nics_per_node": nics}
 
 
 def _print_step(out: dict) -> None:

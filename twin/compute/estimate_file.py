@@ -10,13 +10,17 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
       gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, nvswitch,
-               pcie_gb_s, kernel_efficiency}
+               pcie_gb_s, kernel_efficiency, compute_capability}
       fabric: {kind, su_nodes, rails, link_gbps, switch_ports, oversubscription,
-               tor_uplinks_per_spine, spines, transport, inter_node_gbps, hops}
+               tor_uplinks_per_spine, spines, transport, inter_node_gbps, hops, nics_per_node}
     reference:    {step_time_s, mfu, tokens_per_s_per_gpu, source}   # optional
 
 ``fabric.inter_node_gbps`` / ``fabric.hops`` left null are computed by building the
 fabric for ``gpus / gpus_per_node`` nodes and placing the job on the first nodes.
+``gpu.compute_capability`` (sm x 10) and ``fabric.nics_per_node`` go to the collective
+model (NCCL's Tree ceiling per channel, one channel per NIC); left null, the NICs are the
+fabric's ``rails`` when the file states them, else one per GPU, and the generation is
+guessed from the NVLink.
 All models are frozen and forbid unknown keys, so a typo is an error, not a default.
 """
 
@@ -32,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, V
 from twin.compute import specs
 from twin.compute.memory import MemoryBreakdown, memory_fit_problem
 from twin.compute.specs import GpuSpec, ModelSpec, ParallelSpec, memory_per_gpu, step_time
-from twin.compute.step import KERNEL_EFFICIENCY, StepEstimate
+from twin.compute.step import COMPUTE_CAPABILITIES, KERNEL_EFFICIENCY, StepEstimate
 
 _Frac = Annotated[float, Field(gt=0.0, le=1.0)]
 #: the C-accelerated safe loader when libyaml is there (same safety: no Python tags)
@@ -96,6 +100,9 @@ class Gpu(_Model):
                           "not fit is refused")
     kernel_efficiency: Literal[tuple(KERNEL_EFFICIENCY)] | None = Field(  # type: ignore[valid-type]
         None, description="per-kernel efficiency table; null = from the peak")
+    compute_capability: Literal[COMPUTE_CAPABILITIES] | None = Field(  # type: ignore[valid-type]
+        None, description="GPU generation, sm x 10 (80 A100, 90 H100, 100 B200; NVIDIA's CUDA "
+                          "compute-capability table); null = guessed from the NVLink")
 
 
 class FabricSpec(_Model):
@@ -113,6 +120,16 @@ class FabricSpec(_Model):
         None, description="per-node achievable bandwidth [Gb/s]; null = from the fabric")
     hops: Annotated[float, Field(ge=0.0)] | None = Field(
         None, description="switch hops between the job's nodes; null = from the fabric")
+    nics_per_node: PositiveInt | None = Field(
+        None, description="compute NICs per node (NCCL's Tree: one channel each); null = "
+                          "rails when stated, else one per GPU")
+
+    def nics(self) -> int | None:
+        """NICs per node the collective model takes: ``nics_per_node``, else ``rails`` when
+        the file states it (the fabric builds one NIC per rail), else None (one per GPU)."""
+        if self.nics_per_node is not None:
+            return self.nics_per_node
+        return self.rails if "rails" in self.model_fields_set else None
 
 
 class Cluster(_Model):
@@ -269,7 +286,7 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
                   hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,
                   nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,
                   gpus_per_node=c.gpus_per_node, memory_gb=c.gpu.memory_gb,
-                  kernel_efficiency=ke)
+                  kernel_efficiency=ke, compute_capability=c.gpu.compute_capability)
     return model, par, gpu
 
 
@@ -299,7 +316,8 @@ def estimate_from_file(est: EstimateFile) -> StepEstimate:
     if t.precision == "fp8" and c.gpu.peak_fp8_tflops is None:
         raise EstimateFileError(["cluster.gpu.peak_fp8_tflops: needed for precision fp8"])
     bw, hops = fabric_figures(c)
-    fabric = specs.FabricSpec(inter_node_gbps=bw, transport=c.fabric.transport, hops=hops)
+    fabric = specs.FabricSpec(inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
+                              nics_per_node=c.fabric.nics())
     model, par, gpu = job_specs(est)
     try:
         return step_time(model, par, gpu, fabric, gpus=c.gpus, clock_fraction=c.clock_fraction,

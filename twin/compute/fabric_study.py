@@ -29,9 +29,11 @@ FABRICS: dict[str, dict] = {
                                 tor_uplinks_per_spine=2, su_nodes=16, transport="roce"),
 }
 
-#: DGX H100 GPUs: NVLink4 450 GB/s one way, NVLS
+#: DGX H100 GPUs: NVLink4 450 GB/s one way, NVLS, Hopper (compute capability 9.0)
 H100_GPU = GpuSpec(peak_bf16_tflops=989.0, peak_fp8_tflops=1979.0, hbm_bw_tb_s=3.35,
-                   nvlink_gb_s=450.0, nvls=True, gpus_per_node=8)
+                   nvlink_gb_s=450.0, nvls=True, gpus_per_node=8, compute_capability=90)
+#: DGX H100 compute NICs (eight ConnectX-7, one per GPU), one per rail of every fabric here
+H100_NICS_PER_NODE = 8
 
 
 def _job(kind: str, nodes: int) -> tuple[ModelSpec, ParallelSpec, str]:
@@ -83,7 +85,8 @@ def fabric_study(n_nodes: int = 128, *, routings=("adaptive", "ecmp"), seed: int
                     bw = float(share["bandwidth_gbps"][j])
                     hops = float(placement_hops(g, n)["max_hops"])
                     e = step_time(model, par, H100_GPU,
-                                  FabricSpec(inter_node_gbps=bw, transport=transport, hops=hops),
+                                  FabricSpec(inter_node_gbps=bw, transport=transport, hops=hops,
+                                             nics_per_node=H100_NICS_PER_NODE),
                                   gpus=len(n) * H100_GPU.gpus_per_node)
                     rows.append(dict(fabric=fname, workload=wname, routing=routing, job=j,
                                      kind=kind, nodes=int(len(n)), bandwidth_gbps=bw,

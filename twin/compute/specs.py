@@ -10,9 +10,9 @@ is written here once:
 * :class:`ModelSpec`: the network's shape (dense or mixture of experts);
 * :class:`ParallelSpec`: how the job is split and run (tensor, pipeline, context, expert
   parallelism, batch, precision, recompute, optimizer sharding);
-* :class:`GpuSpec`: a node's GPUs and their NVLink domain;
+* :class:`GpuSpec`: a node's GPUs, their generation and their NVLink domain;
 * :class:`FabricSpec`: the fabric as the job's placement sees it (per-node bandwidth,
-  transport, switch hops).
+  the NICs that carry it, transport, switch hops).
 """
 
 from __future__ import annotations
@@ -97,7 +97,12 @@ class GpuSpec:
     """A node's GPUs: dense peaks [TFLOP/s], HBM bandwidth [TB/s] and capacity [GiB],
     NVLink one way per GPU [GB/s], NVSwitch and in-switch reduction (NVLS), PCIe per
     direction [GB/s], GPUs per node, and the per-kernel efficiency table (None = from the
-    peak)."""
+    peak).
+
+    compute_capability [-]: the GPU generation, sm x 10 (80 A100, 90 H100/H200, 100 B200;
+    NVIDIA's CUDA compute-capability table), which picks NCCL's per-channel Tree ceiling in
+    the collective model; None = guessed from the NVLink
+    (:func:`twin.compute.collectives.compute_capability_of`)."""
 
     peak_bf16_tflops: float
     peak_fp8_tflops: float | None
@@ -109,6 +114,7 @@ class GpuSpec:
     gpus_per_node: int = 8
     memory_gb: float = 80.0
     kernel_efficiency: KernelEfficiency | None = None
+    compute_capability: int | None = None
 
     def peak_tflops(self, precision: str) -> float:
         """Dense peak [TFLOP/s] at the job's precision (fp8 or bf16)."""
@@ -123,11 +129,17 @@ class GpuSpec:
 class FabricSpec:
     """The fabric as a job's placement sees it: achievable bandwidth per node [Gb/s] (all
     NICs; 0 = partitioned), transport (``ib_rdma``, ``roce``, ``roce_host``, ``tcp``)
-    and switch hops [-] between the job's nodes."""
+    and switch hops [-] between the job's nodes.
+
+    nics_per_node [-]: the compute NICs that carry ``inter_node_gbps`` (NCCL's classic Tree
+    gets one channel per NIC, so a node with two GPUs per NIC has half the Tree ceiling);
+    None = one NIC per GPU.  Here rather than on :class:`GpuSpec` because it describes the
+    node's attachment to the fabric, beside the bandwidth it splits."""
 
     inter_node_gbps: float
     transport: str = "ib_rdma"
     hops: float = 4.0
+    nics_per_node: int | None = None
 
 
 def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricSpec, *,
@@ -151,7 +163,8 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
         moe_ep=par.ep, moe_capacity_factor=model.capacity_factor, zero_stage=par.zero_stage,
         fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
-        param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter)
+        param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter,
+        compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node)
 
 
 def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,

@@ -273,6 +273,13 @@ KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100_sxm_fa2": H100_SXM_FA2, "a100_s
 DEPLOYMENT_STEP_FACTOR = {"bare_metal": 1.00, "container": 1.03, "vm": 1.05}
 
 PRECISIONS = ("bf16", "fp8")
+#: GPU generations (compute capability, sm x 10) the collective model takes: those NVIDIA's
+#: CUDA compute-capability table lists from Volta on (developer.nvidia.com/cuda-gpus and its
+#: legacy page: 7.0 V100, 7.2, 7.5, 8.0 A100, 8.6, 8.7, 8.9 L40S, 9.0 H100/H200, 10.0 B200,
+#: 10.3 B300, 11.0, 12.0, 12.1), each of which NCCL's per-channel Tree table
+#: (``twin.compute.collectives.NCCL_TREE_PER_CHANNEL_GB_S``: Volta, Ampere, Hopper, Blackwell
+#: rows) places; older GPUs (Pascal and before) have no row of their own there.
+COMPUTE_CAPABILITIES = (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121)
 
 
 @dataclass(frozen=True)
@@ -383,6 +390,8 @@ def step_estimate(
     grad_bytes: float = 4.0,
     param_gather_bytes: float = 2.0,
     tp_fp8_reduce_scatter: bool = False,
+    compute_capability: int | None = None,
+    nics_per_node: int | None = None,
 ) -> StepEstimate:
     """Estimate one optimizer step of a transformer (dense or mixture of experts) [s], MFU.
 
@@ -426,6 +435,13 @@ def step_estimate(
     all-gather (2: bf16; 1: FP8 weights, NeMo's ``fp8_params``).  tp_fp8_reduce_scatter:
     the forward sequence-parallel reduce-scatters carry FP8 (Transformer Engine userbuffers
     with ``fp8_buf`` on the pipelined reduce-scatters, FP8 runs only).
+
+    compute_capability [-] (sm x 10: 80 A100, 90 H100, 100 B200; one of
+    :data:`COMPUTE_CAPABILITIES`) and nics_per_node [-] (the node's compute NICs, >= 1) go to
+    every collective (:func:`twin.compute.collectives.group_collective_time_s`): the GPU
+    generation picks NCCL's per-channel Tree ceiling and the NICs count the Tree's channels
+    (one per NIC).  None: the collective model's defaults (generation from the NVLink, one
+    NIC per GPU).
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -443,6 +459,13 @@ def step_estimate(
     _check(grad_bytes > 0, f"grad_bytes must be > 0, got {grad_bytes!r}")
     _check(param_gather_bytes > 0,
            f"param_gather_bytes must be > 0, got {param_gather_bytes!r}")
+    _check(compute_capability is None or compute_capability in COMPUTE_CAPABILITIES,
+           f"compute_capability must be one of {COMPUTE_CAPABILITIES} (sm x 10) or None, got "
+           f"{compute_capability!r}")
+    _check(nics_per_node is None or (not isinstance(nics_per_node, bool)
+                                     and int(nics_per_node) == nics_per_node
+                                     and nics_per_node >= 1),
+           f"nics_per_node must be a positive integer or None, got {nics_per_node!r}")
     mp = tp * pp * cp
     _check(gpus % mp == 0, f"gpus={gpus} is not a multiple of tp*pp*cp={mp}")
     dp = gpus // mp
@@ -563,7 +586,9 @@ def step_estimate(
     net = inter_node_gbps if inter_node_gbps > 0 else 1e-9
     coll: dict[str, Any] = dict(gpus_per_node=g, nvlink_gb_s=nvlink_gb_s, nvls=nvls,
                                 inter_node_gbps=net, transport=transport, hops=hops,
-                                nvswitch=nvswitch, pcie_gb_s=pcie_gb_s)
+                                nvswitch=nvswitch, pcie_gb_s=pcie_gb_s,
+                                compute_capability=compute_capability,
+                                nics_per_node=None if nics_per_node is None else int(nics_per_node))
     # point-to-point inside a node: NVLink through the switch, else PCIe beyond a pair
     p2p_intra = nvlink_gb_s if nvswitch else min(nvlink_gb_s, pcie_gb_s)
     if tp > 1:
