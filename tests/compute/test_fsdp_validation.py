@@ -212,7 +212,8 @@ def test_mpt_a100_fsdp_step_times_held_out():
                  _err([r for r in a100 if _mb_tokens(r) < 16384]), strict=True)}
     assert len(small) == 9
     # 70b on 64 and 128 GPUs: -25.5 and -4.8 % under the NIC-share law (the FSDP rings at
-    # 0.94 of the 8x HDR NICs' line rate), -24.2 and -3.9 % before it
+    # 0.91 of the 8x 200G NICs' line rate: the wire's 0.94 times RoCE's ratio to InfiniBand,
+    # A100_40, the table's 1600 Gb/s RoCE), -24.2 and -3.9 % before it
     assert small["mpt_70b", "64", "2048"] == pytest.approx(-0.255, abs=0.003)
     assert small["mpt_70b", "128", "2048"] == pytest.approx(-0.048, abs=0.003)
     on8 = [v for (m, g, _), v in small.items() if m == "mpt_13b" and g == "8"]
