@@ -29,7 +29,7 @@ MIN_BYTES = 64e6
 
 _RING = ("            algos.append((\"ring\", min(net, b_nvl), lat_ring, \"net\"))\n")
 _TREE = "                lat_tree = latency_s + 2.0 * math.ceil(math.log2(n_nodes)) * a_net\n"
-_FILL = "            t = lat + f * s / b_inf * (1.0 + NET_FILL_S0_BYTES / np.maximum(s, 1.0))\n"
+_FILL = "            t = lat + f * s / b_inf * (1.0 + s0_net / np.maximum(s, 1.0))\n"
 
 #: name -> (patches (old, new), extra parameter (name, start, lower, upper) or None)
 ALTERNATIVES: dict[str, tuple[list[tuple[str, str]], tuple | None]] = {
@@ -50,11 +50,11 @@ ALTERNATIVES: dict[str, tuple[list[tuple[str, str]], tuple | None]] = {
             "            if op == \"allreduce\":\n"
             "                lat_ring = TUNER_RING_PLATEAU * lat_ring\n") + _RING)], None),
     "ring fill per rank (S_0,ring = n x s_0, bytes per rank and step)": ([(_FILL, (
-        "            s0 = ALT_X * n if name == \"ring\" else NET_FILL_S0_BYTES\n"
+        "            s0 = ALT_X * n if name == \"ring\" else s0_net\n"
         "            t = lat + f * s / b_inf * (1.0 + s0 / np.maximum(s, 1.0))\n"))],
         ("s_0 per rank [MB]", 1.0, 0.0, 100.0)),
     "tree fill per tree level (S_0 x ceil(log2 N))": ([(_FILL, (
-        "            s0 = NET_FILL_S0_BYTES * (math.ceil(math.log2(n_nodes)) if name == "
+        "            s0 = s0_net * (math.ceil(math.log2(n_nodes)) if name == "
         "\"nvls_tree\" else 1.0)\n"
         "            t = lat + f * s / b_inf * (1.0 + s0 / np.maximum(s, 1.0))\n"))], None),
     "network-step latency fitted (with the fill)": ([], ("network step [us]", 14.0, 0.0, 200.0)),
@@ -62,7 +62,7 @@ ALTERNATIVES: dict[str, tuple[list[tuple[str, str]], tuple | None]] = {
         "            if name == \"ring\":\n"
         "                t = nccl_ring_latency_us(op, n, n_nodes) * 1e-6 + f * s / b_inf\n"
         "            else:\n"
-        "                t = lat + f * s / b_inf * (1.0 + NET_FILL_S0_BYTES / np.maximum(s, 1.0))\n"
+        "                t = lat + f * s / b_inf * (1.0 + s0_net / np.maximum(s, 1.0))\n"
         ))], None),
 }
 

@@ -61,6 +61,11 @@ rows' one NDR NIC per GPU at ``eta``): the same as before at one 400G NIC per GP
 44 GB/s per GPU (A100 with 200G NICs: 0.93-0.95 measured).  NVLSTree stays below the wire; the
 classic Tree is held to NCCL's per-channel Tree ceiling by GPU generation (``src/graph/tuning.cc``)
 times one channel per NIC.  Goal rows within 10 %: 76 -> 86 of 107.
+
+Fill-time law (``FILL_TIME_LAW``, docs/validation.md "A fill that is a time, not a size"): the
+network fill's ``S_0`` grows with the NIC line rate the group drives per node,
+``S_0 = 39.1 MB x B / 400 GB/s`` (:func:`net_fill_s0_bytes`), so the start-up costs the fit
+rows' time on every fabric; the fitted size bit for bit at 400 GB/s.
 """
 
 from __future__ import annotations
@@ -127,6 +132,20 @@ TRANSPORTS: dict[str, tuple[float, float, float]] = {
 #: pipeline of NIC, proxy and NVLink stages).  Fitted once with the IB efficiency (see
 #: TRANSPORTS): 39.1 MB.
 NET_FILL_S0_BYTES = 39.1e6
+#: Fill-time law (issue 16, docs/validation.md "A fill that is a time, not a size"): switch, the
+#: module default of the ``fill_time_law`` keyword.  With it the network fill above is a time,
+#: not a size: the pipeline's start-up (NCCL's chunks in flight before the steady state, each
+#: network step a fixed proxy/completion time rather than a transfer) costs the same time on a
+#: slower fabric, so ``S_0`` scales with the NIC line rate the group drives per node:
+#: ``S_0(B) = NET_FILL_S0_BYTES x B / NET_FILL_REF_NIC_GB_S`` with ``B = r/g x`` the node's NIC
+#: line rate [GB/s] (the fill time ``F S_0 / (eta B)`` is then the fit rows' at every ``B``).
+#: Off: ``S_0`` is the fitted size at every bandwidth (the model before it), bit for bit.
+#: The pairwise all-to-all keeps its own size (``A2A_FILL_S0_BYTES``): point-to-point sends,
+#: a fill that was not fitted on the all-reduce rows.
+FILL_TIME_LAW = False
+#: NIC line rate per node of the rows ``NET_FILL_S0_BYTES`` was fitted on [GB/s]: eight
+#: 400 Gb/s NDR NICs (clusters A and B), a full node's group.
+NET_FILL_REF_NIC_GB_S = 400.0
 #: Fill of the pairwise all-to-all across nodes [B] (each rank's send size at which it
 #: reaches half its asymptote).  Kept at 30.4 MB, the value the all-reduce fit gave before
 #: the Ring/NVLSTree split (the all-to-all was not refitted with it): cluster C's own
@@ -297,6 +316,23 @@ def transport_efficiency(transport: str) -> float:
                          f"{tuple(TRANSPORTS)}") from None
 
 
+def net_fill_s0_bytes(group_nic_gb_s: float, fill_time_law: bool | None = None) -> float:
+    """Fill size ``S_0`` [B] of the Simple protocol across nodes (ring, Tree, NVLSTree, CollNet).
+
+    ``t = lat + F S / B_alg (1 + S_0 / S)``.  Without the fill-time law ``S_0`` is the fitted
+    ``NET_FILL_S0_BYTES`` at every bandwidth (a size: the fill time ``F S_0 / B_alg`` grows as
+    the fabric slows).  With it the fill is a time, the same as on the fit rows:
+    ``S_0 = NET_FILL_S0_BYTES x B / NET_FILL_REF_NIC_GB_S`` for ``B`` = group_nic_gb_s [GB/s],
+    the NIC line rate per node the group drives (``r/g`` of the node's NICs); at 400 GB/s it is
+    the fitted size bit for bit, at 100 GB/s a quarter of it.  fill_time_law: default
+    ``FILL_TIME_LAW``.
+    """
+    on = FILL_TIME_LAW if fill_time_law is None else bool(fill_time_law)
+    if not on:
+        return NET_FILL_S0_BYTES
+    return NET_FILL_S0_BYTES * (float(group_nic_gb_s) / NET_FILL_REF_NIC_GB_S)
+
+
 def _fill_factor(message_bytes, s0_bytes: float = FILL_S0_BYTES):
     s = np.maximum(np.asarray(message_bytes, dtype=float), 1.0)
     return 1.0 + (s0_bytes / s) ** FILL_GAMMA
@@ -308,7 +344,8 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                 in_network_reduction: bool, nvls_tree_tuner_fraction: float | None = None,
                 tuner: bool = True, nic_share_law: bool | None = None,
                 compute_capability: int | None = None,
-                nics_per_node: int | None = None) -> tuple[list[str], list[np.ndarray]]:
+                nics_per_node: int | None = None,
+                fill_time_law: bool | None = None) -> tuple[list[str], list[np.ndarray]]:
     """(names, times [s]) of every algorithm/protocol NCCL's tuner weighs for ``op``.
 
     With ``tuner`` (no forced algorithm) a multi-node all-reduce with NVLS runs Ring/Simple
@@ -395,6 +432,8 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                                   "net"))
     names: list[str] = []
     times: list[np.ndarray] = []
+    # the network fill: a size, or with the fill-time law a time (S_0 with the group's NICs)
+    s0_net = net_fill_s0_bytes(r / gpus_per_node * inter_node_gbps / 8.0, fill_time_law)
     if n_nodes == 1:
         # small messages: LL (8-byte flags) and LL128 on the node's fastest links (fit)
         b_top = max(b for _, b, _, _ in algos)
@@ -412,7 +451,7 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                           lat + (LL128_LATENCY_S - INTRA_LATENCY_S) * latency_s / INTRA_LATENCY_S
                           + f * s / (LL128_BW_FRACTION * b_inf)]
             # Simple: pipeline fill across nodes, a fixed fill time F S_0 / B
-            t = lat + f * s / b_inf * (1.0 + NET_FILL_S0_BYTES / np.maximum(s, 1.0))
+            t = lat + f * s / b_inf * (1.0 + s0_net / np.maximum(s, 1.0))
         else:
             s0 = FILL_S0_BYTES if law == "nvls" else RING_FILL_S0_BYTES
             t = np.maximum(f * s / b_inf * _fill_factor(s, s0), 2.0 * latency_s)
@@ -501,6 +540,7 @@ def group_collective_time_s(
     nic_share_law: bool | None = None,
     compute_capability: int | None = None,
     nics_per_node: int | None = None,
+    fill_time_law: bool | None = None,
 ):
     """Time [s] of a collective on a group of ``nodes * ranks_per_node`` GPUs.
 
@@ -538,7 +578,9 @@ def group_collective_time_s(
     per-channel Tree ceiling (:func:`nccl_tree_ceiling_gb_s`); default ``NIC_SHARE_LAW``.
     compute_capability [-]: the GPU generation (80 A100, 90 H100, 100 B200) for NCCL's Tree
     ceiling; default from the NVLink (:func:`compute_capability_of`).  nics_per_node [-]: the
-    node's NICs (the Tree's channels); default one per GPU.
+    node's NICs (the Tree's channels); default one per GPU.  fill_time_law: the network fill
+    is a time, ``S_0`` in proportion to the group's NIC line rate per node
+    (:func:`net_fill_s0_bytes`); default ``FILL_TIME_LAW``.
 
     References
     ----------
@@ -557,7 +599,8 @@ def group_collective_time_s(
                            in_network_reduction=in_network_reduction,
                            nvls_tree_tuner_fraction=nvls_tree_tuner_fraction,
                            tuner=algorithm is None, nic_share_law=nic_share_law,
-                           compute_capability=compute_capability, nics_per_node=nics_per_node)
+                           compute_capability=compute_capability, nics_per_node=nics_per_node,
+                           fill_time_law=fill_time_law)
     if algorithm is not None:  # NCCL_ALGO: that algorithm, the protocols still chosen
         algos = {name.split("/")[0] for name in names}
         if algorithm not in algos:
@@ -585,7 +628,7 @@ def collective_algorithm(op: str, message_bytes, n_nodes: int, gpus_per_node: in
         nvlink_gb_s=450.0, nvls=True, inter_node_gbps=3200.0, transport="ib_rdma",
         hops=4.0, latency_s=INTRA_LATENCY_S, nvswitch=True, pcie_gb_s=64.0,
         in_network_reduction=False, nvls_tree_tuner_fraction=None, nic_share_law=None,
-        compute_capability=None, nics_per_node=None)
+        compute_capability=None, nics_per_node=None, fill_time_law=None)
     args.update(kw)
     names, times = _candidates(op, s, **args)
     return np.asarray(names)[np.argmin(np.vstack(times), axis=0)]
@@ -610,6 +653,7 @@ def collective_time_s(
     nic_share_law: bool | None = None,
     compute_capability: int | None = None,
     nics_per_node: int | None = None,
+    fill_time_law: bool | None = None,
 ):
     """Time [s] of a collective over all ``gpus_per_node`` GPUs of ``n_nodes`` nodes.
 
@@ -623,7 +667,8 @@ def collective_time_s(
         inter_node_gbps=inter_node_gbps, transport=transport, hops=hops, nvswitch=nvswitch,
         pcie_gb_s=pcie_gb_s, in_network_reduction=in_network_reduction, algorithm=algorithm,
         nvls_tree_tuner_fraction=nvls_tree_tuner_fraction, nic_share_law=nic_share_law,
-        compute_capability=compute_capability, nics_per_node=nics_per_node)
+        compute_capability=compute_capability, nics_per_node=nics_per_node,
+        fill_time_law=fill_time_law)
 
 
 def collective_bandwidths_gb_s(op: str, message_bytes, n_nodes: int, gpus_per_node: int = 8,
