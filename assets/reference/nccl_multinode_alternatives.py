@@ -1,7 +1,7 @@
 """Alternative laws for the multi-node collectives, each refitted on the fit rows and scored
 on every row from 64 MB (the 82 rows of docs/validation.md).
 
-    .venv/bin/python assets/reference/nccl_multinode_alternatives.py
+    .venv/bin/python assets/reference/nccl_multinode_alternatives.py [--fill-time]
 
 Issue 16 asks where the remaining misses come from.  Each alternative below changes one law of
 twin/compute/collectives.py (applied as a text patch to a private copy of the module; the
@@ -10,7 +10,9 @@ gain, fill ``S_0``; plus the alternative's own parameter where it has one) on th
 rows (cluster A at 4 nodes, B at 8) and reports the fit rows, the held-out A/B rows, cluster
 C and the RoCE rows.  None of them improves the held-out rows, so none is shipped
 (docs/validation.md, "where the misses come from").  Last, the NIC-share law (shipped) against
-the model before it and against a wire bound at the header efficiency, on all 107 goal rows.
+the model before it and against a wire bound at the header efficiency, on all 107 goal rows;
+and the fill-time law (``--fill-time`` prints only that; opt-in, docs/validation.md "A fill that
+is a time, not a size") on the 107 goal rows and on nccl_multinode_heldout3.csv.
 """
 
 from __future__ import annotations
@@ -236,7 +238,77 @@ def print_nic_share_law() -> None:
             print(f"    {label:44s} {bw:6.1f} GB/s{tail}")
 
 
+#: Fill-time law (docs/validation.md, "A fill that is a time, not a size"): the network fill's
+#: S_0 in proportion to the group's NIC line rate per node (S_0 = 39.1 MB x B / 400 GB/s), with
+#: the NIC-share law on (the default) in both; nothing refitted (every fit row has B = 400 GB/s)
+FILL_TIME_VARIANTS: dict[str, bool] = {
+    "fill a size (S_0 = 39.1 MB at every bandwidth)": False,
+    "fill a time (S_0 = 39.1 MB x B / 400 GB/s)": True,
+}
+
+
+def _heldout3():
+    sys.path.insert(0, str(HERE))
+    try:
+        import nccl_multinode_heldout3 as hg
+    finally:
+        sys.path.remove(str(HERE))
+    return hg
+
+
+def fill_time_law_scores(on: bool) -> dict:
+    """{"errors": {table: [errors]} of the 107 goal rows, "heldout3": {table: [errors]} of
+    nccl_multinode_heldout3.csv (every row, with its role in "roles")} with the fill-time law
+    ``on`` or off (NIC-share law on), on a private copy of the module."""
+    mod = _module([])
+    mod.__dict__["NIC_SHARE_LAW"] = True
+    mod.__dict__["FILL_TIME_LAW"] = on
+    errs: dict[str, list[float]] = {}
+    for t, r, kw in _goal_rows():
+        errs.setdefault(t, []).append(_goal_error(mod, r, kw))
+    hg = _heldout3()
+    h3: dict[str, list[float]] = {}
+    roles: dict[str, list[str]] = {}
+    for r in hg.rows():
+        kw = hg.twin_kwargs(r, True)
+        s = hg.sizes_bytes(r)
+        bw = np.atleast_1d(mod.collective_bandwidths_gb_s(
+            r["op"], s, int(r["nodes"]), int(r["gpus_per_node"]), **kw)["busbw_gb_s"])
+        h3.setdefault(r["table"], []).append(float(bw.max()) / float(r["busbw_gb_s"]) - 1.0)
+        roles.setdefault(r["table"], []).append(r["role"])
+    return {"errors": errs, "heldout3": h3, "roles": roles}
+
+
+def print_fill_time_law() -> None:
+    print("\nFill-time law (NIC-share law on in both): goal rows within 10 % (fit / held out / "
+          "all of 107), HG's 11 goal rows, and each changed table")
+    runs = {name: fill_time_law_scores(on) for name, on in FILL_TIME_VARIANTS.items()}
+    for name, sc in runs.items():
+        e = {t: np.abs(v) for t, v in sc["errors"].items()}
+        fit = int((e["A/B fit"] <= 0.10).sum())
+        total = sum(int((v <= 0.10).sum()) for v in e.values())
+        n = sum(v.size for v in e.values())
+        g3 = np.abs([x for t, v in sc["heldout3"].items() for x, role in
+                     zip(v, sc["roles"][t], strict=True) if role == "validate"])
+        print(f"{name}: {fit}/{e['A/B fit'].size} / {total - fit}/{n - e['A/B fit'].size} / "
+              f"{total}/{n}; HG's goal rows {int((g3 <= 0.10).sum())}/{g3.size}")
+    base, law = runs.values()
+    for key in ("errors", "heldout3"):
+        for t in base[key]:
+            a, b = np.asarray(base[key][t]), np.asarray(law[key][t])
+            if np.array_equal(a, b):
+                continue
+            print(f"    {t:26s} {int((np.abs(a) <= 0.10).sum())} -> {int((np.abs(b) <= 0.10).sum())}"
+                  f" of {a.size}; mean {100 * np.abs(a).mean():.1f} -> {100 * np.abs(b).mean():.1f} %,"
+                  f" worst {100 * np.abs(a).max():.1f} -> {100 * np.abs(b).max():.1f} %")
+            print("        rows " + ", ".join(f"{100 * x:+.1f} -> {100 * y:+.1f}"
+                                              for x, y in zip(a, b, strict=True)))
+
+
 def main() -> None:
+    if "--fill-time" in sys.argv:
+        print_fill_time_law()
+        return
     order = ("A/B fit",) + HELD_OUT
     print("alternative | fitted (eff, gain, S_0 MB[, extra]) | " + " | ".join(
         f"{t} within 10 % / mean / worst" for t in order)
@@ -253,6 +325,7 @@ def main() -> None:
         print(f"{name} | {', '.join(f'{v:.3g}' for v in ev['x'])} | " + " | ".join(cells)
               + f" | {int((h <= 0.10).sum())}/{h.size} {100 * h.mean():.2f} % | {total}/82")
     print_nic_share_law()
+    print_fill_time_law()
 
 
 if __name__ == "__main__":

@@ -335,3 +335,49 @@ def test_classic_tree_held_to_nccl_per_channel_ceiling():
     f64 = float(bus_factor("allreduce", 64))
     assert nt == pytest.approx(0.94 * 200.0 * f64 / 2 / fill, rel=1e-3)
     assert nt < coll.NVLS_TREE_NET_GAIN * 0.94 * 200.0 * f64 / 2 / fill
+
+
+def test_fill_time_law_limits_by_hand():
+    # Fill-time law (docs/validation.md, "A fill that is a time, not a size"), opt-in: its
+    # decision rule failed on HG's 11 goal rows (6 -> 6), so the default keeps the fill a size
+    assert coll.FILL_TIME_LAW is False
+    s0, ref = coll.NET_FILL_S0_BYTES, coll.NET_FILL_REF_NIC_GB_S
+    assert (s0, ref) == (39.1e6, 400.0)
+    # S_0 = 39.1 MB x B / 400 GB/s, B the NIC line rate per node the group drives; off: 39.1 MB
+    assert coll.net_fill_s0_bytes(400.0, True) == s0  # eight NDR NICs: the fitted size exactly
+    assert coll.net_fill_s0_bytes(100.0, True) == pytest.approx(9.775e6, rel=1e-12)
+    assert coll.net_fill_s0_bytes(50.0, True) == pytest.approx(4.8875e6, rel=1e-12)
+    for b in (25.0, 100.0, 400.0, 1600.0):
+        assert coll.net_fill_s0_bytes(b, False) == s0
+        assert coll.net_fill_s0_bytes(b) == s0  # the module default (off)
+    # at B_ref the law is the former model bit for bit: full 8x NDR nodes, every algorithm
+    sizes = [2**20, 2**26, 2**30, 16 * 2**30]
+    for op in ("allreduce", "reduce_scatter", "all_gather", "all_to_all"):
+        for n in (2, 4, 16):
+            old = collective_time_s(op, sizes, n, fill_time_law=False)
+            assert np.array_equal(old, collective_time_s(op, sizes, n, fill_time_law=True))
+    for algo, nvls in (("ring", True), ("tree", False), ("nvls_tree", True), ("collnet", True)):
+        kw = dict(algorithm=algo, in_network_reduction=True, nvls=nvls)
+        assert np.array_equal(collective_time_s("allreduce", sizes, 4, fill_time_law=True, **kw),
+                              collective_time_s("allreduce", sizes, 4, fill_time_law=False, **kw))
+    # a quarter of B_ref: a 2-node all-gather ring of 8 H100 with 8x 100G IB (100 GB/s per
+    # node; 12.5 GB/s per GPU, below b* = 44, so the ring runs at the wire's 0.94: 94 GB/s).
+    # t = lat + F S / B (1 + S_0 / S) with lat = 13 + 14 x 3.4 + (3 + 4 x 0.13 + 14) = 78.12 us,
+    # F = 15/16; at 64 MiB the fill factor is 1 + 9.775 / 67.108864 = 1.145659 (0.8729 of the
+    # plateau), against 1 + 39.1 / 67.108864 = 1.582635 (0.6319) with the fill a size
+    s, lat, f, b = 2.0**26, 78.12e-6, 15.0 / 16.0, 0.94 * 100e9
+    kw = dict(inter_node_gbps=800.0, algorithm="ring")
+    for on, factor in ((True, 1.145659), (False, 1.582635)):
+        t = float(collective_time_s("all_gather", s, 2, fill_time_law=on, **kw))
+        assert (t - lat) / (f * s / b) == pytest.approx(factor, abs=2e-6)
+    # the group's share of the NICs sets B: one GPU per node of 8x NDR drives 50 GB/s, so its
+    # ring fills in the full node's time (S_0 = 4.8875 MB), not in eight times that
+    g = dict(nodes=4, ranks_per_node=1, gpus_per_node=8)
+    t_on = float(group_collective_time_s("all_gather", s, fill_time_law=True, **g))
+    t_off = float(group_collective_time_s("all_gather", s, fill_time_law=False, **g))
+    b1, f1 = TRANSPORTS["ib_rdma"][0] * 50e9, 3.0 / 4.0
+    assert t_off - t_on == pytest.approx(f1 * (39.1e6 - 4.8875e6) / b1, rel=1e-9)
+    # the pairwise all-to-all keeps its own fill (30.4 MB) at every bandwidth
+    a2a = dict(inter_node_gbps=800.0)
+    assert np.array_equal(collective_time_s("all_to_all", sizes, 4, fill_time_law=True, **a2a),
+                          collective_time_s("all_to_all", sizes, 4, fill_time_law=False, **a2a))
