@@ -11,8 +11,8 @@ rows (cluster A at 4 nodes, B at 8) and reports the fit rows, the held-out A/B r
 C and the RoCE rows.  None of them improves the held-out rows, so none is shipped
 (docs/validation.md, "where the misses come from").  Last, the NIC-share law (shipped) against
 the model before it and against a wire bound at the header efficiency, on all 107 goal rows;
-and the fill-time law (``--fill-time`` prints only that; opt-in, docs/validation.md "A fill that
-is a time, not a size") on the 107 goal rows and on nccl_multinode_heldout3.csv.
+and the fill-time law (``--fill-time`` prints only that; docs/validation.md "A fill time per
+algorithm", its second version) on the 107 goal rows and on nccl_multinode_heldout3.csv.
 """
 
 from __future__ import annotations
@@ -238,12 +238,14 @@ def print_nic_share_law() -> None:
             print(f"    {label:44s} {bw:6.1f} GB/s{tail}")
 
 
-#: Fill-time law (docs/validation.md, "A fill that is a time, not a size"): the network fill's
-#: S_0 in proportion to the group's NIC line rate per node (S_0 = 39.1 MB x B / 400 GB/s), with
-#: the NIC-share law on (the default) in both; nothing refitted (every fit row has B = 400 GB/s)
+#: Fill-time law, second version (docs/validation.md, "A fill time per algorithm"): the network
+#: fill's S_0 in proportion to the algorithm's own bandwidth over the same group's on one NDR NIC
+#: per GPU (S_0 = 39.1 MB x B_alg / B_alg,ref), with the NIC-share law on (the default) in both;
+#: nothing refitted (every fit row is at the reference NICs).  The first version (S_0 with the
+#: NIC line rate) is at commit 2f46369.
 FILL_TIME_VARIANTS: dict[str, bool] = {
     "fill a size (S_0 = 39.1 MB at every bandwidth)": False,
-    "fill a time (S_0 = 39.1 MB x B / 400 GB/s)": True,
+    "fill a time per algorithm (S_0 = 39.1 MB x B_alg / B_alg,ref)": True,
 }
 
 

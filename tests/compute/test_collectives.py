@@ -338,46 +338,91 @@ def test_classic_tree_held_to_nccl_per_channel_ceiling():
 
 
 def test_fill_time_law_limits_by_hand():
-    # Fill-time law (docs/validation.md, "A fill that is a time, not a size"), opt-in: its
-    # decision rule failed on HG's 11 goal rows (6 -> 6), so the default keeps the fill a size
-    assert coll.FILL_TIME_LAW is False
-    s0, ref = coll.NET_FILL_S0_BYTES, coll.NET_FILL_REF_NIC_GB_S
-    assert (s0, ref) == (39.1e6, 400.0)
-    # S_0 = 39.1 MB x B / 400 GB/s, B the NIC line rate per node the group drives; off: 39.1 MB
-    assert coll.net_fill_s0_bytes(400.0, True) == s0  # eight NDR NICs: the fitted size exactly
-    assert coll.net_fill_s0_bytes(100.0, True) == pytest.approx(9.775e6, rel=1e-12)
-    assert coll.net_fill_s0_bytes(50.0, True) == pytest.approx(4.8875e6, rel=1e-12)
-    for b in (25.0, 100.0, 400.0, 1600.0):
-        assert coll.net_fill_s0_bytes(b, False) == s0
-        assert coll.net_fill_s0_bytes(b) == s0  # the module default (off)
-    # at B_ref the law is the former model bit for bit: full 8x NDR nodes, every algorithm
-    sizes = [2**20, 2**26, 2**30, 16 * 2**30]
+    # Fill-time law, second version (docs/validation.md, "A fill time per algorithm"): S_0 in
+    # proportion to the algorithm's own bandwidth over the same group's on one NDR NIC per GPU
+    s0, ref = coll.NET_FILL_S0_BYTES, coll.NET_FILL_REF_NIC_GB_S_PER_GPU
+    assert (s0, ref) == (39.1e6, 50.0)
+    assert coll.net_fill_s0_bytes(94e9, 330.8e9, True) == pytest.approx(11.110641e6, rel=1e-6)
+    assert coll.net_fill_s0_bytes(330.8e9, 330.8e9, True) == s0
+    for b in (25e9, 94e9, 400e9):
+        assert coll.net_fill_s0_bytes(b, 330.8e9, False) == s0
+    # at the reference NICs (8x NDR, one per GPU) the law is the former model bit for bit:
+    # every op, node count, algorithm and group (partial groups too)
+    sizes = [2**10, 2**20, 2**26, 2**30, 16 * 2**30]
     for op in ("allreduce", "reduce_scatter", "all_gather", "all_to_all"):
         for n in (2, 4, 16):
-            old = collective_time_s(op, sizes, n, fill_time_law=False)
-            assert np.array_equal(old, collective_time_s(op, sizes, n, fill_time_law=True))
+            for r in (1, 2, 8):
+                g = dict(nodes=n, ranks_per_node=r)
+                assert np.array_equal(group_collective_time_s(op, sizes, fill_time_law=True, **g),
+                                      group_collective_time_s(op, sizes, fill_time_law=False, **g))
     for algo, nvls in (("ring", True), ("tree", False), ("nvls_tree", True), ("collnet", True)):
         kw = dict(algorithm=algo, in_network_reduction=True, nvls=nvls)
         assert np.array_equal(collective_time_s("allreduce", sizes, 4, fill_time_law=True, **kw),
                               collective_time_s("allreduce", sizes, 4, fill_time_law=False, **kw))
-    # a quarter of B_ref: a 2-node all-gather ring of 8 H100 with 8x 100G IB (100 GB/s per
-    # node; 12.5 GB/s per GPU, below b* = 44, so the ring runs at the wire's 0.94: 94 GB/s).
-    # t = lat + F S / B (1 + S_0 / S) with lat = 13 + 14 x 3.4 + (3 + 4 x 0.13 + 14) = 78.12 us,
-    # F = 15/16; at 64 MiB the fill factor is 1 + 9.775 / 67.108864 = 1.145659 (0.8729 of the
-    # plateau), against 1 + 39.1 / 67.108864 = 1.582635 (0.6319) with the fill a size
-    s, lat, f, b = 2.0**26, 78.12e-6, 15.0 / 16.0, 0.94 * 100e9
-    kw = dict(inter_node_gbps=800.0, algorithm="ring")
-    for on, factor in ((True, 1.145659), (False, 1.582635)):
-        t = float(collective_time_s("all_gather", s, 2, fill_time_law=on, **kw))
-        assert (t - lat) / (f * s / b) == pytest.approx(factor, abs=2e-6)
-    # the group's share of the NICs sets B: one GPU per node of 8x NDR drives 50 GB/s, so its
-    # ring fills in the full node's time (S_0 = 4.8875 MB), not in eight times that
-    g = dict(nodes=4, ranks_per_node=1, gpus_per_node=8)
-    t_on = float(group_collective_time_s("all_gather", s, fill_time_law=True, **g))
-    t_off = float(group_collective_time_s("all_gather", s, fill_time_law=False, **g))
-    b1, f1 = TRANSPORTS["ib_rdma"][0] * 50e9, 3.0 / 4.0
-    assert t_off - t_on == pytest.approx(f1 * (39.1e6 - 4.8875e6) / b1, rel=1e-9)
+    # Ring: a 2-node all-gather of 8 H100 on 8x 100G and 8x 200G IB (12.5 and 25 GB/s per GPU,
+    # below b* = 44, so the ring runs at the wire's 0.94: 94 and 188 GB/s); reference 0.827 x
+    # 400 = 330.8 GB/s.  t = lat + F S / B + F S_0 / B with lat = 13 + 14 x 3.4 + (3 + 4 x 0.13
+    # + 14) = 78.12 us, F = 15/16, and the fill F S_0 / B = 15/16 x 39.1 MB / 330.8 GB/s =
+    # 110.811 us at both (with the fill a size: 390.0 and 195.0 us)
+    s, lat, f = 2.0**26, 78.12e-6, 15.0 / 16.0
+    fill = f * 39.1e6 / 330.8e9
+    assert fill == pytest.approx(110.8109e-6, rel=1e-6)
+    for gbps, b in ((800.0, 94e9), (1600.0, 188e9)):
+        kw = dict(inter_node_gbps=gbps, algorithm="ring")
+        t_on = float(collective_time_s("all_gather", s, 2, fill_time_law=True, **kw))
+        t_off = float(collective_time_s("all_gather", s, 2, fill_time_law=False, **kw))
+        assert t_on - lat - f * s / b == pytest.approx(fill, abs=1e-12)
+        assert t_off - lat - f * s / b == pytest.approx(f * 39.1e6 / b, abs=1e-12)
+    # classic Tree, 4 nodes, 1 GiB all-reduce, F = 62/32; lat = 13 + 2 x 2 x 17.52 = 83.08 us.
+    # H100 (NCCL ceiling 8 x 36 = 288 GB/s on > 2 nodes): on 8x 100G / 8x 200G the NICs bind
+    # (0.94 x 100 x F / 2 = 91.0625, 182.125 GB/s), on the reference NDR NICs the ceiling does
+    # (0.827 x 400 x F / 2 = 320.5 > 288): fill F 39.1 MB / 288 GB/s = 263.04 us at both.
+    # A100 with 4x / 8x HDR (NVLink 300, ceiling 17.8 GB/s per channel, one channel per NIC):
+    # the ceiling binds everywhere, 71.2 and 142.4 GB/s against 142.4 at the reference, so
+    # S_0 = 19.55 and 39.1 MB: fill F 39.1 MB / 142.4 GB/s = 532.00 us at both
+    s, lat, f = 2.0**30, 83.08e-6, 62.0 / 32.0
+    cases = {  # name: (fill [s] by hand, [(keywords, B_alg [B/s])])
+        "H100": (263.0425e-6, [(dict(inter_node_gbps=800.0), 91.0625e9),
+                               (dict(inter_node_gbps=1600.0), 182.125e9)]),
+        "A100": (531.9961e-6, [(dict(inter_node_gbps=800.0, nics_per_node=4), 71.2e9),
+                               (dict(inter_node_gbps=1600.0, nics_per_node=8), 142.4e9)]),
+    }
+    for gpu, (fill, runs) in cases.items():
+        nvl = 450.0 if gpu == "H100" else 300.0
+        exact = f * 39.1e6 / (288e9 if gpu == "H100" else 142.4e9)
+        assert exact == pytest.approx(fill, rel=1e-6)
+        for kw, b in runs:
+            kw = dict(kw, algorithm="tree", nvls=False, nvlink_gb_s=nvl)
+            t = float(collective_time_s("allreduce", s, 4, fill_time_law=True, **kw))
+            assert t - lat - f * s / b == pytest.approx(exact, abs=1e-12)
     # the pairwise all-to-all keeps its own fill (30.4 MB) at every bandwidth
     a2a = dict(inter_node_gbps=800.0)
     assert np.array_equal(collective_time_s("all_to_all", sizes, 4, fill_time_law=True, **a2a),
                           collective_time_s("all_to_all", sizes, 4, fill_time_law=False, **a2a))
+
+
+@settings(max_examples=300, deadline=None)
+@given(op=st.sampled_from(["allreduce", "reduce_scatter", "all_gather", "all_to_all"]),
+       algo=st.sampled_from([None, "ring", "tree", "nvls_tree", "collnet"]),
+       nodes=st.integers(2, 64), r=st.sampled_from([1, 2, 4, 8]),
+       s=st.floats(1.0, 2.0**35), lo=st.integers(0, 6), steps=st.integers(1, 6),
+       gpu=st.sampled_from([(450.0, True), (450.0, False), (300.0, False), (900.0, True)]),
+       transport=st.sampled_from(["ib_rdma", "roce", "tcp"]),
+       half_nics=st.booleans(), frac=st.sampled_from([None, 0.8, 1.0]))
+def test_fill_time_law_slower_nics_never_faster(op, algo, nodes, r, s, lo, steps, gpu,
+                                                transport, half_nics, frac):
+    # rule (e) of the fill-time law: nodes, group and bytes held, a collective never gets
+    # faster when its NICs get slower (line rates 6.25-800 GB/s per GPU's share, doubling);
+    # includes NCCL's tuner choice between Ring and NVLSTree (algo None)
+    nvl, nvls = gpu
+    per_gpu = [6.25 * 2.0**k for k in range(8)]
+    slow, fast = per_gpu[lo], per_gpu[min(lo + steps, 7)]
+    kw = dict(nodes=nodes, ranks_per_node=r, nvlink_gb_s=nvl, nvls=nvls, transport=transport,
+              algorithm=algo, in_network_reduction=True, nvls_tree_tuner_fraction=frac,
+              nics_per_node=4 if half_nics else 8, fill_time_law=True)
+    try:
+        t_slow = float(group_collective_time_s(op, s, inter_node_gbps=64.0 * slow, **kw))
+    except ValueError:
+        return  # the algorithm does not exist for this group
+    t_fast = float(group_collective_time_s(op, s, inter_node_gbps=64.0 * fast, **kw))
+    assert t_slow >= t_fast * (1.0 - 1e-12)

@@ -63,10 +63,12 @@ classic Tree is held to NCCL's per-channel Tree ceiling by GPU generation (``src
 times one channel per NIC.  Goal rows within 10 %: 76 -> 86 of 107.
 
 Fill-time law (``FILL_TIME_LAW``, docs/validation.md "A fill that is a time, not a size"): the
-network fill's ``S_0`` grows with the NIC line rate the group drives per node,
-``S_0 = 39.1 MB x B / 400 GB/s`` (:func:`net_fill_s0_bytes`), so the start-up costs the fit
-rows' time on every fabric; the fitted size bit for bit at 400 GB/s.  Opt-in: its decision
-rule failed (goal rows 86 -> 89 of 107, HG's 6 -> 6 of 11).
+network fill is a time per algorithm, not a size: ``S_0`` in proportion to the algorithm's own
+bandwidth ``B_alg`` over the same group's on the fit rows' NICs (one 400 Gb/s NDR NIC per GPU),
+``S_0 = 39.1 MB x B_alg / B_alg,ref`` (:func:`net_fill_s0_bytes`), so the fill time
+``F S_0 / B_alg`` does not change with the NICs; the fitted size bit for bit at one NDR NIC
+per GPU.  Second version (HM2), after the first (``S_0`` with the NIC line rate, whose fill
+time fell where the NIC-share law raised ``eta``).
 """
 
 from __future__ import annotations
@@ -136,21 +138,21 @@ NET_FILL_S0_BYTES = 39.1e6
 #: Fill-time law (issue 16, docs/validation.md "A fill that is a time, not a size"): switch, the
 #: module default of the ``fill_time_law`` keyword.  With it the network fill above is a time,
 #: not a size: the pipeline's start-up (NCCL's chunks in flight before the steady state, each
-#: network step a fixed proxy/completion time rather than a transfer) costs the same time on a
-#: slower fabric, so ``S_0`` scales with the NIC line rate the group drives per node:
-#: ``S_0(B) = NET_FILL_S0_BYTES x B / NET_FILL_REF_NIC_GB_S`` with ``B = r/g x`` the node's NIC
-#: line rate [GB/s] (the fill time ``F S_0 / (eta B)`` is then the fit rows' at every ``B``).
-#: Off: ``S_0`` is the fitted size at every bandwidth (the model before it), bit for bit.
-#: The pairwise all-to-all keeps its own size (``A2A_FILL_S0_BYTES``): point-to-point sends,
-#: a fill that was not fitted on the all-reduce rows.  Off by default: its decision rule failed
-#: on HG's 11 goal rows (6 -> 6 within 10 %, sweep peaks the fill hardly touches) though the 107
-#: goal rows went 86 -> 89 and the step times held; and with the NIC-share law the fill time
-#: ``F S_0 / (eta B)`` falls where ``eta`` rises, so a slower NIC can make a small collective
-#: ~1 % faster (docs/validation.md).
+#: network step a fixed proxy/completion time rather than a transfer) costs an algorithm the
+#: same time on any NICs, so ``S_0`` follows the algorithm's own bandwidth across nodes
+#: ``B_alg`` (the ring's ``eta x`` line rate, NVLSTree's below the wire, the classic Tree's at
+#: NCCL's ceiling where that binds, each bounded by NVLink):
+#: ``S_0 = NET_FILL_S0_BYTES x B_alg / B_alg,ref`` with ``B_alg,ref`` the same algorithm's on
+#: the same group, op, nodes, GPU and transport with one ``NET_FILL_REF_NIC_GB_S_PER_GPU`` NIC
+#: per GPU (the fit rows' NICs), so the fill time ``F S_0 / B_alg = F NET_FILL_S0_BYTES /
+#: B_alg,ref`` is that reference's at every NIC rate, and a slower NIC never makes a collective
+#: faster.  Off: ``S_0`` is the fitted size at every bandwidth (the model before it), bit for
+#: bit.  The pairwise all-to-all keeps its own size (``A2A_FILL_S0_BYTES``): point-to-point
+#: sends, a fill that was not fitted on the all-reduce rows.
 FILL_TIME_LAW = False
-#: NIC line rate per node of the rows ``NET_FILL_S0_BYTES`` was fitted on [GB/s]: eight
-#: 400 Gb/s NDR NICs (clusters A and B), a full node's group.
-NET_FILL_REF_NIC_GB_S = 400.0
+#: NIC line rate per GPU of the rows ``NET_FILL_S0_BYTES`` was fitted on [GB/s]: one 400 Gb/s
+#: NDR NIC per GPU (clusters A and B, eight per node).
+NET_FILL_REF_NIC_GB_S_PER_GPU = 50.0
 #: Fill of the pairwise all-to-all across nodes [B] (each rank's send size at which it
 #: reaches half its asymptote).  Kept at 30.4 MB, the value the all-reduce fit gave before
 #: the Ring/NVLSTree split (the all-to-all was not refitted with it): cluster C's own
@@ -321,21 +323,22 @@ def transport_efficiency(transport: str) -> float:
                          f"{tuple(TRANSPORTS)}") from None
 
 
-def net_fill_s0_bytes(group_nic_gb_s: float, fill_time_law: bool | None = None) -> float:
+def net_fill_s0_bytes(alg_bw_b_s, ref_alg_bw_b_s, fill_time_law: bool | None = None):
     """Fill size ``S_0`` [B] of the Simple protocol across nodes (ring, Tree, NVLSTree, CollNet).
 
     ``t = lat + F S / B_alg (1 + S_0 / S)``.  Without the fill-time law ``S_0`` is the fitted
     ``NET_FILL_S0_BYTES`` at every bandwidth (a size: the fill time ``F S_0 / B_alg`` grows as
-    the fabric slows).  With it the fill is a time, the same as on the fit rows:
-    ``S_0 = NET_FILL_S0_BYTES x B / NET_FILL_REF_NIC_GB_S`` for ``B`` = group_nic_gb_s [GB/s],
-    the NIC line rate per node the group drives (``r/g`` of the node's NICs); at 400 GB/s it is
-    the fitted size bit for bit, at 100 GB/s a quarter of it.  fill_time_law: default
-    ``FILL_TIME_LAW``.
+    the fabric slows).  With it the fill is a time, the algorithm's on the fit rows' NICs:
+    ``S_0 = NET_FILL_S0_BYTES x B_alg / B_alg,ref`` for ``B_alg`` = alg_bw_b_s [B/s], the
+    algorithm's asymptotic bus bandwidth, and ``B_alg,ref`` = ref_alg_bw_b_s [B/s], the same
+    algorithm's with one NDR NIC per GPU (``NET_FILL_REF_NIC_GB_S_PER_GPU``); so the fill time
+    is ``F NET_FILL_S0_BYTES / B_alg,ref`` whatever the NICs, and at the reference ``S_0`` is
+    the fitted size bit for bit.  fill_time_law: default ``FILL_TIME_LAW``.
     """
     on = FILL_TIME_LAW if fill_time_law is None else bool(fill_time_law)
     if not on:
         return NET_FILL_S0_BYTES
-    return NET_FILL_S0_BYTES * (float(group_nic_gb_s) / NET_FILL_REF_NIC_GB_S)
+    return NET_FILL_S0_BYTES * (alg_bw_b_s / ref_alg_bw_b_s)
 
 
 def _fill_factor(message_bytes, s0_bytes: float = FILL_S0_BYTES):
@@ -372,13 +375,11 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
     ring_intra = RING_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
     b_nvls = NVLS_BUSBW_OVER_NVLINK * nvlink_gb_s * 1e9
     use_nvls = op == "allreduce" and nvls and r > 2
-    # (name, asymptotic bus bandwidth [B/s], latency [s], pipeline-fill law)
-    algos: list[tuple[str, float, float, str]] = []
-    if n_nodes == 1:
-        algos.append(("ring", ring_intra, latency_s, "ring"))
-        if use_nvls:
-            algos.append(("nvls", b_nvls, latency_s, "nvls"))
-    else:
+    def net_algos(line_gbps: float, nics: int | None) -> list[tuple[str, float, float, str]]:
+        # the algorithms across nodes on NICs of line_gbps [Gb/s] per node, nics of them
+        # (name, asymptotic bus bandwidth [B/s], latency [s], pipeline-fill law)
+        inter_node_gbps, nics_per_node = line_gbps, nics
+        algos: list[tuple[str, float, float, str]] = []
         # NIC-share law: the ring's share of the NICs follows their bandwidth per GPU (the
         # pairwise all-to-all below keeps the transport's point-to-point share)
         eff_ring = ring_nic_share(transport, inter_node_gbps / 8.0 / gpus_per_node) \
@@ -435,10 +436,23 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                     # NIC once up and once down
                     algos.append(("collnet", min(intra, net * float(f)), latency_s + 2.0 * a_net,
                                   "net"))
+        return algos
+
+    algos: list[tuple[str, float, float, str]] = []
+    if n_nodes == 1:
+        algos.append(("ring", ring_intra, latency_s, "ring"))
+        if use_nvls:
+            algos.append(("nvls", b_nvls, latency_s, "nvls"))
+    else:
+        algos = net_algos(inter_node_gbps, nics_per_node)
+    # the network fill: a size, or with the fill-time law a time per algorithm (S_0 with
+    # the algorithm's bandwidth over the same group's on one NDR NIC per GPU)
+    fill_on = FILL_TIME_LAW if fill_time_law is None else bool(fill_time_law)
+    b_ref = {name: b for name, b, _, _ in net_algos(
+        8.0 * NET_FILL_REF_NIC_GB_S_PER_GPU * gpus_per_node, gpus_per_node)} \
+        if fill_on and n_nodes > 1 else {}
     names: list[str] = []
     times: list[np.ndarray] = []
-    # the network fill: a size, or with the fill-time law a time (S_0 with the group's NICs)
-    s0_net = net_fill_s0_bytes(r / gpus_per_node * inter_node_gbps / 8.0, fill_time_law)
     if n_nodes == 1:
         # small messages: LL (8-byte flags) and LL128 on the node's fastest links (fit)
         b_top = max(b for _, b, _, _ in algos)
@@ -455,7 +469,9 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                 times += [lat + f * s / (LL_BW_FRACTION * b_inf),
                           lat + (LL128_LATENCY_S - INTRA_LATENCY_S) * latency_s / INTRA_LATENCY_S
                           + f * s / (LL128_BW_FRACTION * b_inf)]
-            # Simple: pipeline fill across nodes, a fixed fill time F S_0 / B
+            # Simple: pipeline fill across nodes, a fill time F S_0 / B
+            s0_net = net_fill_s0_bytes(b_inf, b_ref[name], True) if fill_on \
+                else NET_FILL_S0_BYTES
             t = lat + f * s / b_inf * (1.0 + s0_net / np.maximum(s, 1.0))
         else:
             s0 = FILL_S0_BYTES if law == "nvls" else RING_FILL_S0_BYTES
@@ -584,8 +600,8 @@ def group_collective_time_s(
     compute_capability [-]: the GPU generation (80 A100, 90 H100, 100 B200) for NCCL's Tree
     ceiling; default from the NVLink (:func:`compute_capability_of`).  nics_per_node [-]: the
     node's NICs (the Tree's channels); default one per GPU.  fill_time_law: the network fill
-    is a time, ``S_0`` in proportion to the group's NIC line rate per node
-    (:func:`net_fill_s0_bytes`); default ``FILL_TIME_LAW``.
+    is a time per algorithm, ``S_0`` in proportion to the algorithm's bandwidth over the same
+    group's with one NDR NIC per GPU (:func:`net_fill_s0_bytes`); default ``FILL_TIME_LAW``.
 
     References
     ----------
