@@ -40,6 +40,28 @@ def test_a_hall_with_short_cooling_is_rejected_however_well_it_scores():
     assert "130% of the cooling units' capacity" in t.loc["tight", "rejected"]
     assert set(t.loc[["cheap", "tight"], "overall_rank"]) == {2, 3}
     assert "cooling" in t.loc["cheap", "binds"] and "cooling" in t.loc["tight", "binds"]
+    # its units saturate, but the hall is short as a whole: no neighbour takes the rest
+    assert t.loc["cheap", "cooling_note"] == "a cooling unit saturates (by 250.0 kW for 400 h)"
+
+
+def test_the_note_of_a_short_hall_names_no_neighbours_and_skips_an_overload_below_its_resolution():
+    from twin.studies.tables import UNIT_SATURATION_RESOLUTION_KW
+
+    assert UNIT_SATURATION_RESOLUTION_KW == 0.1
+    # the audit's table: a hall rejected for short cooling whose worst unit read -0.03 kW
+    # printed "a cooling unit saturates (by 0.0 kW ...); its neighbours take the rest"
+    assert cooling_note(-0.03, 2.0, -1081.0, 66.0) == ""
+    assert cooling_note(-0.03, 2.0) == ""                  # at capacity, not beyond, either way
+    assert cooling_note(-0.1, 2.0) == "a cooling unit saturates (by 0.1 kW for 2 h); its neighbours take the rest"
+    # the hall short by its margin or by its hours: the note keeps the saturation, not the neighbours
+    assert cooling_note(-12.0, 5.0, -50.0, np.nan) == "a cooling unit saturates (by 12.0 kW for 5 h)"
+    assert cooling_note(-12.0, 5.0, np.nan, 3.0) == "a cooling unit saturates (by 12.0 kW for 5 h)"
+    assert cooling_note(-12.0, 5.0, 40.0, 0.0) == ("a cooling unit saturates (by 12.0 kW for 5 h); its neighbours "
+                                                   "take the rest")
+    # in the table: rejected, and the note does not contradict the rejection
+    rows = {"short": [2048, 2048, 80, 9e12, 30, 0.1e6, 0.8e6, 1000, 0.8, 0.9, 0.9, 5, 0, -1081.0, 66.0, -0.03, 2.0]}
+    t = _table(rows)
+    assert t.loc["short", "rejected"].startswith("cooling short") and t.loc["short", "cooling_note"] == ""
 
 
 def test_a_saturated_unit_with_neighbours_compensating_is_noted_not_rejected():

@@ -206,15 +206,32 @@ def cooling_rejection(cooling_use_fraction=math.nan, cooling_capacity_margin_kw=
     return ("cooling short: " + "; ".join(why)) if why else ""
 
 
-def cooling_note(cooling_unit_margin_kw=math.nan, hours_cooling_unit_saturated=math.nan) -> str:
+#: smallest unit overload the siting note reports [kW]. The note prints one decimal, so a smaller
+#: overload reads "by 0.0 kW"; and a coil held at its capacity (a hall whose units are all
+#: saturated) reads its demand from the event-driven state, whose coil outlet lags a step, so
+#: its margin sits tens of watts either side of zero (-0.03 kW in a siting table of a short
+#: hall): below this resolution the unit is at its capacity, not beyond it
+UNIT_SATURATION_RESOLUTION_KW = 0.1
+
+
+def cooling_note(cooling_unit_margin_kw=math.nan, hours_cooling_unit_saturated=math.nan,
+                 cooling_capacity_margin_kw=math.nan, hours_cooling_over_capacity=math.nan) -> str:
     """What a siting table notes about a hall's cooling without rejecting it ('' if nothing):
-    a unit beyond its own capacity (``cooling_unit_margin_kw`` < 0): it supplies warmer air
-    and its neighbours take the rest; the inlets say whether that costs the racks anything."""
-    if not (np.isfinite(cooling_unit_margin_kw) and cooling_unit_margin_kw < 0):
+    a unit beyond its own capacity by at least :data:`UNIT_SATURATION_RESOLUTION_KW`
+    (``cooling_unit_margin_kw`` <= -0.1): it supplies warmer air and, while the hall's running
+    units together have capacity to spare, its neighbours take the rest; the inlets say
+    whether that costs the racks anything. When the hall itself is short
+    (``cooling_capacity_margin_kw`` < 0 or ``hours_cooling_over_capacity`` > 0, the case
+    :func:`cooling_rejection` rejects) no neighbour can take the rest, and the note says only
+    that a unit saturates."""
+    if not (np.isfinite(cooling_unit_margin_kw) and cooling_unit_margin_kw <= -UNIT_SATURATION_RESOLUTION_KW):
         return ""
     hours = (f" for {hours_cooling_unit_saturated:,.0f} h" if np.isfinite(hours_cooling_unit_saturated)
              and hours_cooling_unit_saturated > 0 else "")
-    return f"a cooling unit saturates (by {-cooling_unit_margin_kw:,.1f} kW{hours}); its neighbours take the rest"
+    text = f"a cooling unit saturates (by {-cooling_unit_margin_kw:,.1f} kW{hours})"
+    hall_short = ((np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0)
+                  or (np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0))
+    return text if hall_short else text + "; its neighbours take the rest"
 
 
 def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None = None) -> pd.DataFrame:
@@ -245,7 +262,9 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
                                           g.get("hours_cooling_over_capacity", math.nan),
                                           g.get("max_rack_inlet_c", math.nan))
         g["cooling_note"] = cooling_note(g.get("cooling_unit_margin_kw", math.nan),
-                                         g.get("hours_cooling_unit_saturated", math.nan))
+                                         g.get("hours_cooling_unit_saturated", math.nan),
+                                         g.get("cooling_capacity_margin_kw", math.nan),
+                                         g.get("hours_cooling_over_capacity", math.nan))
         if g["rejected"] and "cooling" not in g["binds"]:
             g["binds"] = "cooling" if g["binds"] == "none" else g["binds"] + " + cooling"
         rows.append({dim: str(lab), **g})
