@@ -209,6 +209,9 @@ def nic_share_law_scores(name: str) -> dict:
     patches, on = NIC_SHARE_VARIANTS[name]
     mod = _module(patches)
     mod.__dict__["NIC_SHARE_LAW"] = on
+    # the NIC-share law's rule was written and run with the fill a size (before the fill-time
+    # law became the default): its record stays that comparison
+    mod.__dict__["FILL_TIME_LAW"] = False
     errs: dict[str, list[float]] = {}
     for t, r, kw in _goal_rows():
         errs.setdefault(t, []).append(_goal_error(mod, r, kw))

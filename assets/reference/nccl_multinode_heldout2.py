@@ -128,6 +128,7 @@ def channel_limited_ring_what_if(table: str) -> list[tuple[dict, float]]:
         kw = twin_kwargs(r)
         kw["inter_node_gbps"] *= eta / shipped
         kw["nic_share_law"] = False  # HD's what-if on the model before the NIC-share law
+        kw["fill_time_law"] = False  # and before the fill-time law (its fill a size)
         out.append((r, float(collective_bandwidths_gb_s(
             r["op"], float(r["bytes"]), int(r["nodes"]), int(r["gpus_per_node"]),
             **kw)["busbw_gb_s"])))

@@ -71,9 +71,10 @@ def rows() -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
-def twin_kwargs(r: dict, law: bool | None = None) -> dict:
+def twin_kwargs(r: dict, law: bool | None = None, fill_time: bool | None = None) -> dict:
     """Keywords of ``collective_bandwidths_gb_s`` for a row's system; ``law`` switches the
-    NIC-share law (``nic_share_law``) on or off, None leaves the model's default."""
+    NIC-share law (``nic_share_law``) on or off, ``fill_time`` the fill-time law
+    (``fill_time_law``, the default since HM2's commit); None leaves the model's default."""
     gpu_kw = _hd2.GPU_KW.get(r["gpu"], EXTRA_GPU_KW.get(r["gpu"], {}))
     kw: dict = dict(inter_node_gbps=float(r["nics"]) * float(r["nic_gbps"]),
                     transport=r["transport"], **gpu_kw)
@@ -82,6 +83,8 @@ def twin_kwargs(r: dict, law: bool | None = None) -> dict:
              "compute_capability": COMPUTE_CAPABILITY.get(r["gpu"])}
     if law is not None:
         extra["nic_share_law"] = law
+    if fill_time is not None:
+        extra["fill_time_law"] = fill_time
     kw.update({k: v for k, v in extra.items() if k in _MODEL_KW and v is not None})
     if r["algo"]:
         kw["algorithm"] = r["algo"]
@@ -99,11 +102,12 @@ def sizes_bytes(r: dict) -> np.ndarray:
     return 2.0 ** np.arange(np.ceil(np.log2(lo)), np.floor(np.log2(hi)) + 1)
 
 
-def twin_gb_s(r: dict, law: bool | None = None) -> tuple[float, str, float]:
+def twin_gb_s(r: dict, law: bool | None = None,
+              fill_time: bool | None = None) -> tuple[float, str, float]:
     """(the twin's bus bandwidth [GB/s], its algorithm, the size it is read at [B]) for a row;
     a row without a size gets the twin's peak over its sweep."""
     s = sizes_bytes(r)
-    n, g, kw = int(r["nodes"]), int(r["gpus_per_node"]), twin_kwargs(r, law)
+    n, g, kw = int(r["nodes"]), int(r["gpus_per_node"]), twin_kwargs(r, law, fill_time)
     bw = np.atleast_1d(collective_bandwidths_gb_s(r["op"], s, n, g, **kw)["busbw_gb_s"])
     i = int(np.argmax(bw))
     if "algorithm" in kw:
@@ -133,12 +137,12 @@ def law_available() -> bool:
     return "nic_share_law" in _MODEL_KW
 
 
-def errors(law: bool | None = None) -> list[dict]:
+def errors(law: bool | None = None, fill_time: bool | None = None) -> list[dict]:
     """Each row with the twin's figure, algorithm, size, share of line rate and the relative
-    error (twin / measured - 1); ``law`` as :func:`twin_kwargs`."""
+    error (twin / measured - 1); ``law`` and ``fill_time`` as :func:`twin_kwargs`."""
     out = []
     for r in rows():
-        bw, algo, size = twin_gb_s(r, law)
+        bw, algo, size = twin_gb_s(r, law, fill_time)
         out.append({**r, "twin_gb_s": bw, "twin_algo": algo, "twin_bytes": size,
                     "error": bw / float(r["busbw_gb_s"]) - 1.0,
                     "share": line_rate_share(r), "twin_share": bw / line_rate_gb_s(r)})
@@ -218,12 +222,20 @@ def main() -> None:
         print("== the collective model in the tree ==")
         print_errors(errors())
     else:
-        default = getattr(_collectives, "NIC_SHARE_LAW", None)
-        for law, name in ((False, "NIC-share law off (the model before commit 7b12f87)"),
-                          (True, "NIC-share law on (the default since commit 7b12f87)")):
-            mark = " - the tree's default now" if law == default else ""
+        fill = "fill_time_law" in _MODEL_KW
+        default = (getattr(_collectives, "NIC_SHARE_LAW", None),
+                   getattr(_collectives, "FILL_TIME_LAW", False))
+        states = [((False, False), "NIC-share law off, fill a size (the model before commit "
+                   "7b12f87)"),
+                  ((True, False), "NIC-share law on, fill a size (the default from commit "
+                   "7b12f87 to the fill-time law)")]
+        if fill:
+            states.append(((True, True), "NIC-share law on, fill-time law on (its second "
+                           "version, the default since HM2)"))
+        for (law, ft), name in states:
+            mark = " - the tree's default now" if (law, ft) == default else ""
             print(f"\n== {name}{mark} ==")
-            print_errors(errors(law=law))
+            print_errors(errors(law=law, fill_time=ft if fill else None))
     print("\nshare of line rate at each table's largest size, against the NIC line rate per GPU "
           "(this file, heldout2, cluster B):")
     for t, gpu, per_gpu, n, share, kind, role in shares():
