@@ -82,6 +82,12 @@ class HallModel:
     pending: bool = False                 # running set changed, model not derived yet (physical)
     ops: dict = field(default_factory=dict)  # event operators by (active flags, airflow key)
     derive: Any = None                    # (airflow, active) -> buoyant inlet model, or None (plan view)
+    wake_gen: int = 0                     # trip forecasts made so far: a wake of an older one is stale
+    wakes: int = 0                        # trip wakes since the last sample (bounded: _arm_trip_wake)
+    #: the last trip forecast that found no trip: (state, model, operator, duration [s], heat,
+    #: plant and GPU arguments, its segment), the next _advance's own integration when those match
+    forecast: tuple | None = None
+    rearm: bool = False                   # a forecast is due once this instant's restores are done
 
 
 class HallThermal(Component):
@@ -258,10 +264,18 @@ class HallThermal(Component):
             self._begin_dynamic(hall, dur)
             self.set_unit(h, u, False)
             self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {self._outlook(hall, dur)}")
+            self._arm_trip_wake(hall)
             yield self.env.timeout(dur)
             self._begin_dynamic(hall, 0.0)
             self.set_unit(h, u, True)
             self.e.log("cooling_restored", name, "")
+            # forecast once every unit back at this instant is running: the model of a set
+            # that lasts no time is never derived (the trips' outlooks derive theirs anyway)
+            hall.rearm = True
+            yield self.env.timeout(0.0)
+            if hall.rearm:
+                hall.rearm = False
+                self._arm_trip_wake(hall)
             return
         before = hall.model
         if hall.transient is not None and self.env.now - hall.transient[0] <= hall.transient[1].time_s[-1]:
@@ -318,6 +332,7 @@ class HallThermal(Component):
         if pl.fans_on_ups:
             for hall in self.halls:
                 self._begin_dynamic(hall, pl.restart_delay_s)
+                self._arm_trip_wake(hall)
             return
         saved = [hall.active.copy() for hall in self.halls]
         for h, hall in enumerate(self.halls):
@@ -325,10 +340,12 @@ class HallThermal(Component):
             for u in range(len(hall.units)):
                 if hall.active[u]:
                     self.set_unit(h, u, False)
+            self._arm_trip_wake(hall)
         yield self.env.timeout(gen_s)
         for h, was in enumerate(saved):
             for k in np.flatnonzero(was):
                 self.set_unit(h, int(k), True)
+            self._arm_trip_wake(self.halls[h])
 
     # ------------------------------------------------------------------ physical model
     def _buoyant_deriver(self, geom, idx: np.ndarray):
@@ -410,9 +427,16 @@ class HallThermal(Component):
 
     def _rack_restart(self, racks: np.ndarray):
         yield self.env.timeout(H)      # operators let the room recover, then power the rack up
+        # a hall that carries its state does so up to now without these racks' heat, and
+        # forecasts its next trip with it (physical model)
+        carried = [hall for hall in self.halls if hall.hstate is not None and np.isin(hall.idx, racks).any()]
+        for hall in carried:
+            self._advance(hall)
         self.state.rack_thermal_off[racks] = False
         self.e.log("rack_thermal_restart", f"{len(racks)} racks", "")
         self.e.scheduler.schedule()
+        for hall in carried:
+            self._arm_trip_wake(hall)
 
     def _begin_dynamic(self, hall: HallModel, hold_s: float) -> None:
         """Make the hall carry its thermal state from now for ``hold_s`` plus the time the
@@ -449,12 +473,16 @@ class HallThermal(Component):
             return
         self._resolve(hall)
         heat = self._heat(hall)
-        # racks whose GPUs shut down drop their heat within a segment; across segments the
-        # engine's node state (failures, repairs) decides, through the rack heat it passes
-        st = replace(st, rack_on=np.ones(len(hall.idx), bool))
-        seg = hall_events.advance(st, hall.model, self.env.now - st.time_s, heat, hall.masses,
-                                  operator=self._operator(hall), **self._plant_kwargs(hall),
-                                  **self._gpu_kwargs(hall))
+        op, pk, gk, dur = self._operator(hall), self._plant_kwargs(hall), self._gpu_kwargs(hall), self.env.now - st.time_s
+        fc, hall.forecast = hall.forecast, None
+        if (fc is not None and fc[0] is st and fc[1] is hall.model and fc[2] is op and fc[3] == dur
+                and np.array_equal(fc[4], heat) and _same_arguments(fc[5], pk) and _same_arguments(fc[6], gk)):
+            seg = fc[7]          # the forecast made from this state was this very integration
+        else:
+            # racks whose GPUs shut down drop their heat within a segment; across segments the
+            # engine's node state (failures, repairs) decides, through the rack heat it passes
+            seg = hall_events.advance(replace(st, rack_on=np.ones(len(hall.idx), bool)), hall.model, dur, heat,
+                                      hall.masses, operator=op, **pk, **gk)
         hall.hstate = seg.state
         hall.unit_load_w = seg.unit_load_w
         hall.unit_demand_w = seg.unit_load_w
@@ -469,6 +497,88 @@ class HallThermal(Component):
             inlet = np.zeros(self.plant.n_racks)
             inlet[hall.idx] = seg.max_inlet_temp_c
             self._shut_racks(tripped, inlet)
+
+    def _arm_trip_wake(self, hall: HallModel, heat: np.ndarray | None = None) -> None:
+        """Forecast the hall's next inlet-protection trip and wake the hall then (physical
+        model, while it carries its state): ``hall_events.advance`` from the carried state
+        with the heat in force [W (R_h,)] (default :meth:`_heat`) up to the next sample, the
+        same integration the next :meth:`_advance` makes; the first time a running rack's inlet
+        reaches ``server_inlet_shutdown_c`` (``time_to_inlet_shutdown_s``, interpolated within
+        the solver's step) is when :meth:`_trip_wake` shuts it, with every running rack that
+        crosses within that step. Every call makes the forecasts before it stale (the heat, the
+        running units or the racks have changed); the caller calls it again after each such
+        change.
+
+        Bounded: each wake that acts shuts at least one running rack of the hall, and a rack
+        comes back only by its restart an hour after its trip (or a repair), so between two
+        samples a hall has at most R_h (1 + dt / 1 h) acting wakes; past that many (plus a
+        margin) the forecast stops until the next sample, which resets the count."""
+        hall.wake_gen += 1
+        hall.forecast = None
+        st = hall.hstate
+        if not self.physical or st is None:
+            return
+        e = self.e
+        end = e.sampler.next_sample_s
+        if end is None or end <= self.env.now:         # (before the first sample)
+            end = (math.floor(self.env.now / e.dt_s) + 1) * e.dt_s
+        end = min(end, e.horizon_s)
+        if end <= st.time_s or hall.wakes > len(hall.idx) * (1 + e.dt_s / H) + 8:
+            return
+        heat = self._heat(hall) if heat is None else heat
+        running = self.state.rack_on.view(np.ndarray)[hall.idx]
+        if not running.any():
+            return
+        limit = self.cs.server_inlet_shutdown_c
+        self._resolve(hall)
+        pk = self._plant_kwargs(hall)
+        # nothing can reach the limit by the next sample: every node, and the supply air the
+        # coils and the chilled water can deliver, warm at most at the racks' source rate
+        # (hall_events.adiabatic_temperature_bound_c); the integration is skipped
+        supply_top = max(float(np.max(hall.geom.cooling_supply_temp_c)),
+                         st.chilled_water_temp_c + float(pk["coil_approach_k"]))
+        dur = end - st.time_s
+        bound = max(hall_events.adiabatic_temperature_bound_c(st, heat, hall.masses, dur),
+                    supply_top + dur * float(np.max(heat / hall.masses.it_heat_capacity_j_k)))
+        if bound < limit:
+            return
+        op, gk = self._operator(hall), self._gpu_kwargs(hall)
+        seg = hall_events.advance(replace(st, rack_on=np.ones(len(hall.idx), bool)), hall.model, dur, heat,
+                                  hall.masses, operator=op, **pk, **gk, stop_on_trip=running)
+        assert seg.time_to_inlet_shutdown_s is not None  # inlet_shutdown_c is passed (finite)
+        t_trip = np.where(running, seg.time_to_inlet_shutdown_s, np.inf)
+        if not np.isfinite(t_trip).any():
+            # integrated to the next sample without a trip: the next _advance's own segment
+            # while nothing it reads changes (the same arguments give the same floats)
+            hall.forecast = (st, hall.model, op, dur, np.array(heat, float), pk, gk, seg)
+            return
+        first = float(t_trip.min())
+        step_s = float(seg.time_s[1] - seg.time_s[0]) if seg.time_s.size > 1 else 0.0
+        racks = np.flatnonzero(t_trip < first + step_s) if step_s > 0 else np.flatnonzero(t_trip <= first)
+        self.env.process(self._trip_wake(hall, hall.wake_gen, max(first, self.env.now), racks))
+
+    def _trip_wake(self, hall: HallModel, gen: int, at_s: float, racks: np.ndarray):
+        """At the forecast trip ``at_s`` [s]: carry the hall's state there and shut its racks
+        ``racks`` (hall-local) that still run, then forecast the next trip. A newer forecast
+        (``hall.wake_gen`` moved on) makes this one stale: it does nothing."""
+        if at_s > self.env.now:
+            yield self.env.timeout(at_s - self.env.now)
+        if hall.wake_gen != gen or hall.hstate is None:
+            return
+        hall.wakes += 1
+        self._advance(hall)          # the state to the trip (racks that crossed before it shut)
+        on = self.state.rack_on.view(np.ndarray)[hall.idx[racks]]
+        if on.any():
+            inlet = np.zeros(self.plant.n_racks)
+            inlet[hall.idx] = self.cs.server_inlet_shutdown_c
+            if hall.last_inlet_c is not None:
+                inlet[hall.idx] = np.maximum(hall.last_inlet_c, self.cs.server_inlet_shutdown_c)
+            self._shut_racks(hall.idx[racks[on]], inlet)
+            gen = hall.wake_gen
+            yield self.env.timeout(0.0)  # the interrupted jobs leave the racks' nodes first
+            if hall.wake_gen != gen:
+                return
+        self._arm_trip_wake(hall)
 
     def _outlook(self, hall: HallModel, dur: float) -> str:
         """A look ahead from the hall's current state (not a fresh steady state): the fault
@@ -557,6 +667,10 @@ class HallThermal(Component):
                  else self.state.rack_inlet_c[hall.idx].copy())
         if self.env.now >= hall.dynamic_until and feasible:
             hall.hstate = None                          # settled: back to the steady model
+        # the heat of this sample holds until the next one: forecast the next trip with it (a
+        # settled hall only makes the forecasts before it stale)
+        hall.wakes = 0
+        self._arm_trip_wake(hall, heat * ~self.state.rack_thermal_off.view(np.ndarray)[hall.idx])
         return inlet
 
     def plant_power(self, rec, building_heat_w: np.ndarray, t_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -929,6 +1043,11 @@ def _rack_index(idx: np.ndarray):
     if idx.size > 0 and bool(np.all(np.diff(idx) == 1)):
         return slice(int(idx[0]), int(idx[-1]) + 1)
     return idx
+
+
+def _same_arguments(a: dict, b: dict) -> bool:
+    """The two keyword sets hold equal values (arrays element by element, exactly)."""
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def _same_objects(a: list, b: list) -> bool:

@@ -176,6 +176,9 @@ class FaultSegment:
     heat_produced_j: float  # rack heat released in the segment
     chiller_heat_j: float  # heat the chiller took out of the water
     clock_fraction: np.ndarray  # (R,) GPU clock fraction at the end
+    #: (R,) absolute time the inlet first reached ``inlet_shutdown_c`` [s] (inf: not reached,
+    #: or no inlet protection): the rack's own trip, its heat gone from the next step on
+    time_to_inlet_shutdown_s: np.ndarray | None = None
 
 
 @dataclass(eq=False)
@@ -306,6 +309,7 @@ def advance(
     inlet_shutdown_c: float = np.inf,
     step_s: float = 10.0,
     operator: _Operator | None = None,
+    stop_on_trip=None,
 ) -> FaultSegment:
     """Carry a hall's thermal state through one segment between two events.
 
@@ -324,7 +328,9 @@ def advance(
     (ASHRAE A1 allowable, 32 C). inlet_shutdown_c: a rack whose inlet reaches it shuts
     down for the rest of the segment (the servers' own protection,
     :data:`twin.thermal.properties.SERVER_INLET_SHUTDOWN_C`; inf = none). step_s: largest step [s]. operator: a cached
-    ``_operator(model, masses, airflow, step_s)`` for speed.
+    ``_operator(model, masses, airflow, step_s)`` for speed. stop_on_trip (R,) bool: end
+    the segment early, at the end of the first step in which the inlet of one of these racks
+    reaches ``inlet_shutdown_c`` (a forecast of the next trip needs no more).
     """
     q_full = np.asarray(rack_heat_w, float)
     n_r = q_full.size
@@ -385,8 +391,12 @@ def advance(
     t_lim = np.full(n_r, np.inf)
     t_slow = np.full(n_r, np.inf)
     t_shut = np.full(n_r, np.inf)
-    for arr, thr, v in ((t_lim, limit_c, z), (t_slow, slowdown_c, gpu), (t_shut, shutdown_c, gpu)):
+    t_trip = np.full(n_r, np.inf)
+    protect = bool(np.isfinite(inlet_shutdown_c))
+    for arr, thr, v in ((t_lim, limit_c, z), (t_slow, slowdown_c, gpu), (t_shut, shutdown_c, gpu),
+                        (t_trip, inlet_shutdown_c, z)):
         arr[v >= thr] = t
+    watch = None if stop_on_trip is None or not protect else np.asarray(stop_on_trip, bool)
     times = np.empty(n_steps + 1)
     series = np.empty(n_steps + 1)
     times[0], series[0] = t, z.max()
@@ -431,7 +441,12 @@ def advance(
         _first_crossing(t_prev, t, z_prev, z, limit_c, t_lim)
         _first_crossing(t_prev, t, gpu_prev, gpu, slowdown_c, t_slow)
         _first_crossing(t_prev, t, gpu_prev, gpu, shutdown_c, t_shut)
+        if protect:
+            _first_crossing(t_prev, t, z_prev, z, inlet_shutdown_c, t_trip)
         times[k], series[k] = t, z.max()
+        if watch is not None and np.isfinite(t_trip[watch]).any():
+            times, series = times[:k + 1], series[:k + 1]
+            break
     air = np.empty(n_c)
     if op.running:
         air[act] = x[n_r:]
@@ -446,6 +461,7 @@ def advance(
         time_to_inlet_limit_s=t_lim, time_to_gpu_slowdown_s=t_slow, time_to_gpu_shutdown_s=t_shut,
         inlet_temp_c=z, rack_heat_w=q_full * ((1.0 - a_gpu) + a_gpu * f) * on, unit_load_w=load,
         max_unit_load_w=max_load, heat_produced_j=heat_j, chiller_heat_j=chiller_j, clock_fraction=f * on,
+        time_to_inlet_shutdown_s=t_trip,
     )
 
 
