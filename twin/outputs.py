@@ -156,6 +156,18 @@ OUTPUTS: tuple[Output, ...] = (
     Output("cooling_fan_power_w", _T, "float64", "W", "CRAH fan power on the affinity laws (physical cooling "
            "model; 0 in the legacy model, whose fans are a share of the heat)"),
     Output("economizer_fraction", _T, "float64", "1", "share of the heat the water-side economizer removes"),
+    # the forecast made at each cooling-unit fault (twin.sim.hall_thermal.FaultForecast, the
+    # same numbers as the cooling_fault event's text); units that fail at one instant share
+    # the forecast made with all of them off
+    Output("cooling_fault_minutes_to_a1", ("cooling_unit",), "float64", "min",
+           "shortest forecast at the unit's faults: minutes until the first rack inlet reaches the ASHRAE "
+           "A1 allowable limit (32 C); NaN: not within the fault (at most 2 h) or no fault"),
+    Output("cooling_fault_minutes_to_gpu_slowdown", ("cooling_unit",), "float64", "min",
+           "shortest forecast at the unit's faults: minutes until the first GPU reaches its slowdown "
+           "temperature; NaN: not within the fault (at most 2 h) or no fault"),
+    Output("cooling_fault_minutes_to_rack_shutdown", ("cooling_unit",), "float64", "min",
+           "shortest forecast at the unit's faults: minutes until the first rack inlet reaches the servers' "
+           "protection (server_inlet_shutdown_c) and the rack shuts down; NaN: not within the fault or no fault"),
     Output("rack_inlet_peak_c", _R, "float32", "degC", "hottest inlet since the previous sample "
            "(event-driven between samples in the physical cooling model)", keep="full"),
     Output("rack_gpu_temp_peak_c", _R, "float32", "degC", "hottest GPU since the previous sample (NaN when off)",
@@ -349,6 +361,15 @@ def _hours_negative(name: str):
     return reduce
 
 
+def _shortest(name: str) -> Callable[[RunRecord], float]:
+    """The smallest finite value of a per-unit forecast output, NaN when there is none."""
+    def reduce(r: RunRecord) -> float:
+        x = np.asarray(r.series[name], float)
+        x = x[np.isfinite(x)]
+        return float(x.min()) if x.size else math.nan
+    return reduce
+
+
 def _max_inlet_peak(r: RunRecord) -> float:
     if r.rack_agg is not None:
         return r.rack_agg.inlet_peak_max_c
@@ -404,6 +425,15 @@ KPIS: tuple[Kpi, ...] = (
         _hours_negative("cooling_unit_margin_w")),
     Kpi("max_rack_inlet_peak_c", "degC", "hottest inlet between samples (event-driven in the physical "
         "cooling model)", _max_inlet_peak),
+    Kpi("cooling_fault_min_minutes_to_a1", "min", "shortest forecast over the run's cooling faults of the "
+        "minutes until a rack inlet passes the ASHRAE A1 allowable limit (NaN: never)",
+        _shortest("cooling_fault_minutes_to_a1")),
+    Kpi("cooling_fault_min_minutes_to_gpu_slowdown", "min", "shortest forecast over the run's cooling faults of "
+        "the minutes until a GPU reaches its slowdown temperature (NaN: never)",
+        _shortest("cooling_fault_minutes_to_gpu_slowdown")),
+    Kpi("cooling_fault_min_minutes_to_rack_shutdown", "min", "shortest forecast over the run's cooling faults of "
+        "the minutes until a rack's inlet protection shuts it down (NaN: never)",
+        _shortest("cooling_fault_minutes_to_rack_shutdown")),
     Kpi("peak_facility_power_kw", "kW", "highest sampled utility power",
         lambda r: float(r.series["facility_total_power_w"].max() / 1e3)),
     Kpi("peak_sample_ramp_kw_per_s", "kW/s", "largest facility power change between samples / sample step "

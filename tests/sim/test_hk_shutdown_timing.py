@@ -42,17 +42,17 @@ def _run():
     forecast starts from: (time [s], state, heat, model, operator, plant and GPU arguments,
     masses)."""
     seen = []
-    outlook = HallThermal._outlook
+    forecast = HallThermal._forecast
 
     def spy(self, hall, dur):
-        self._resolve(hall)                         # the running units' model, as _outlook takes it
+        self._resolve(hall)                         # the running units' model, as _forecast takes it
         seen.append((self.env.now, hall.hstate, self._heat(hall).copy(), hall.model, self._operator(hall),
                      self._plant_kwargs(hall), self._gpu_kwargs(hall), hall.masses))
-        return outlook(self, hall, dur)
+        return forecast(self, hall, dur)
 
     events = ",".join(f'{{time: "{FAULT}", unit: "{u}", duration_s: 7200}}' for u in UNITS)
     mp = pytest.MonkeyPatch()
-    mp.setattr(HallThermal, "_outlook", spy)
+    mp.setattr(HallThermal, "_forecast", spy)
     try:
         r = twin.simulate(load_scenario(BV, ["simulation.start=2024-09-01", "simulation.duration_days=16",
                                              f"site.cooling_faults.events=[{events}]"]))

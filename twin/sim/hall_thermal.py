@@ -90,6 +90,77 @@ class HallModel:
     rearm: bool = False                   # a forecast is due once this instant's restores are done
 
 
+NO_LOAD = "no IT load in the hall"
+#: the per-unit outputs of :meth:`HallThermal.finish`, in the order of
+#: :meth:`FaultForecast.shortest_minutes`
+FORECAST_OUTPUTS = ("cooling_fault_minutes_to_a1", "cooling_fault_minutes_to_gpu_slowdown",
+                    "cooling_fault_minutes_to_rack_shutdown")
+
+
+@dataclass(frozen=True)
+class FaultForecast:
+    """What a cooling fault will do, forecast at the trip: per rack, minutes [min] from the
+    forecast's start until its inlet reaches the ASHRAE A1 allowable limit ``limit_c``, its
+    GPU the slowdown and shutdown temperatures, and its inlet the servers' protection
+    ``rack_shutdown_c`` (the rack shuts down); inf: not within the forecast. One object
+    gives both the ``cooling_fault`` event's text and the data (``cooling_fault_minutes_to_*``
+    per unit, ``cooling_fault_min_minutes_to_*`` KPIs), so they cannot disagree."""
+
+    start_s: float                   # [s] since the run's start
+    units_running: int | None        # physical model: units running in the forecast (legacy: None)
+    limit_c: float
+    rack_shutdown_c: float
+    to_a1_min: np.ndarray            # (R_h,)
+    to_gpu_slowdown_min: np.ndarray
+    to_gpu_shutdown_min: np.ndarray
+    to_rack_shutdown_min: np.ndarray
+    hottest_inlet_c: float | None    # physical model: the hottest inlet of the forecast [degC]
+
+    @classmethod
+    def of_segment(cls, seg, start_s: float, *, units_running: int,
+                   rack_shutdown_c: float = thermal.SERVER_INLET_SHUTDOWN_C,
+                   limit_c: float = hall_events.ASHRAE_ALLOWABLE_C["A1"][1]) -> FaultForecast:
+        """From a ``hall_events.advance`` segment started at ``start_s`` [s] (run with
+        ``limit_c`` and ``inlet_shutdown_c`` = ``rack_shutdown_c``): its first-crossing times."""
+        def minutes(t):
+            return (np.asarray(t, float) - start_s) / 60.0
+        trip = seg.time_to_inlet_shutdown_s
+        return cls(float(start_s), units_running, float(limit_c), float(rack_shutdown_c),
+                   minutes(seg.time_to_inlet_limit_s), minutes(seg.time_to_gpu_slowdown_s),
+                   minutes(seg.time_to_gpu_shutdown_s),
+                   minutes(trip) if trip is not None else np.full(seg.max_inlet_temp_c.size, np.inf),
+                   float(seg.max_inlet_temp_c.max()))
+
+    @classmethod
+    def of_transient(cls, tr, rack_shutdown_c: float = thermal.SERVER_INLET_SHUTDOWN_C) -> FaultForecast:
+        """From the legacy model's ``thermal.fault_transient`` result (times from the trip)."""
+        shut_s = tr.rack_shutdown_s if tr.rack_shutdown_s is not None else np.full(tr.minutes_to_limit.size, np.inf)
+        return cls(0.0, None, float(tr.limit_c), float(rack_shutdown_c), np.asarray(tr.minutes_to_limit, float),
+                   np.asarray(tr.minutes_to_gpu_slowdown, float), np.asarray(tr.minutes_to_gpu_shutdown, float),
+                   np.asarray(shut_s, float) / 60.0, None)
+
+    def shortest_minutes(self) -> tuple[float, float, float]:
+        """(A1 limit, GPU slowdown, rack shutdown): the first rack's minutes [min], NaN when
+        no rack gets there within the forecast."""
+        def first(x):
+            x = x[np.isfinite(x)]
+            return float(x.min()) if x.size else math.nan
+        return first(self.to_a1_min), first(self.to_gpu_slowdown_min), first(self.to_rack_shutdown_min)
+
+    def text(self) -> str:
+        """The forecast as the ``cooling_fault`` event's detail."""
+        def first(x):
+            ok = np.isfinite(x)
+            return f"{x[ok].min():.1f} min ({int(ok.sum())} racks)" if ok.any() else "never"
+        body = (f"inlet above {self.limit_c:g} C: {first(self.to_a1_min)}; GPU slowdown: "
+                f"{first(self.to_gpu_slowdown_min)}; GPU shutdown: {first(self.to_gpu_shutdown_min)}; rack "
+                f"shutdown ({self.rack_shutdown_c:g} C inlet): {first(self.to_rack_shutdown_min)}")
+        if self.units_running is None:
+            return body
+        return (f"from the hall's state at {self.start_s / H:.2f} h, {self.units_running} units running: {body}; "
+                f"hottest inlet {self.hottest_inlet_c:.1f} C")
+
+
 class HallThermal(Component):
     """Inlet temperatures from rack heat, one mat-vec per hall; a cooling fault switches
     the hall's recirculation model (re-derived or reused per set of running units) and
@@ -115,7 +186,9 @@ class HallThermal(Component):
     emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer",
              "rack_thermal_shutdown", "rack_thermal_restart")
     outputs = ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_unit_margin_w", "cooling_fan_power_w",
-               "rack_inlet_peak_c", "rack_gpu_temp_peak_c", "economizer_fraction")
+               "rack_inlet_peak_c", "rack_gpu_temp_peak_c", "economizer_fraction",
+               "cooling_fault_minutes_to_a1", "cooling_fault_minutes_to_gpu_slowdown",
+               "cooling_fault_minutes_to_rack_shutdown")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
@@ -184,6 +257,8 @@ class HallThermal(Component):
         self._groups_memo: tuple | None = None
         self.chiller_available_s = -np.inf
         self.economizer_fraction: np.ndarray | None = None
+        #: (time [s], hall, unit, forecast or None) of every cooling-unit fault, as logged
+        self.fault_forecasts: list[tuple[float, int, int, FaultForecast | None]] = []
 
     def processes(self):
         yield self._faults()
@@ -263,7 +338,9 @@ class HallThermal(Component):
         if self.physical:
             self._begin_dynamic(hall, dur)
             self.set_unit(h, u, False)
-            self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {self._outlook(hall, dur)}")
+            fc = self._forecast(hall, dur)
+            self.fault_forecasts.append((self.env.now, h, u, fc))
+            self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {fc.text() if fc else NO_LOAD}")
             self._arm_trip_wake(hall)
             yield self.env.timeout(dur)
             self._begin_dynamic(hall, 0.0)
@@ -290,7 +367,9 @@ class HallThermal(Component):
             # the lumped-capacitance transient sets the inlets until the hall settles
             hall.transient = (self.env.now, tr)
             hall.transient_before = before
-        self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {self.fault_outlook(tr)}")
+        fc = FaultForecast.of_transient(tr, self.cs.server_inlet_shutdown_c) if tr is not None else None
+        self.fault_forecasts.append((self.env.now, h, u, fc))
+        self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {fc.text() if fc else NO_LOAD}")
         yield self.env.timeout(dur)
         self.set_unit(h, u, True)
         if hall.transient is not None and hall.transient[1] is tr:
@@ -580,27 +659,39 @@ class HallThermal(Component):
                 return
         self._arm_trip_wake(hall)
 
-    def _outlook(self, hall: HallModel, dur: float) -> str:
+    def _forecast(self, hall: HallModel, dur: float) -> FaultForecast | None:
         """A look ahead from the hall's current state (not a fresh steady state): the fault
-        evaluated at its own time with the units now running, over its duration (at most
-        two hours): minutes until the first inlet reaches the ASHRAE A1 limit and the first
-        GPU its slowdown and shutdown temperatures, and the hottest inlet."""
+        evaluated at its own time with the units now running, over its duration (at most two
+        hours), by ``hall_events.advance`` with the heat and GPU power of the moment
+        (:class:`FaultForecast`: minutes to the ASHRAE A1 limit, GPU slowdown and shutdown,
+        rack shutdown, and the hottest inlet). None with no IT load in the hall."""
         if hall.hstate is None or self._heat(hall).sum() <= 0:
-            return "no IT load in the hall"
+            return None
         self._resolve(hall)
         seg = hall_events.advance(hall.hstate, hall.model, min(dur, 2 * H), self._heat(hall), hall.masses,
                                   operator=self._operator(hall), **self._plant_kwargs(hall),
                                   **self._gpu_kwargs(hall))
-        t0 = hall.hstate.time_s
+        return FaultForecast.of_segment(seg, hall.hstate.time_s, units_running=int(hall.active.sum()),
+                                        rack_shutdown_c=self.cs.server_inlet_shutdown_c)
 
-        def first(t):
-            t = np.asarray(t, float)
-            ok = np.isfinite(t)
-            return f"{(t[ok].min() - t0) / 60:.1f} min ({int(ok.sum())} racks)" if ok.any() else "never"
-        return (f"from the hall's state at {t0 / H:.2f} h, {int(hall.active.sum())} units running: inlet above "
-                f"{hall_events.ASHRAE_ALLOWABLE_C['A1'][1]:g} C: {first(seg.time_to_inlet_limit_s)}; GPU slowdown: "
-                f"{first(seg.time_to_gpu_slowdown_s)}; GPU shutdown: {first(seg.time_to_gpu_shutdown_s)}; hottest "
-                f"inlet {seg.max_inlet_temp_c.max():.1f} C")
+    def finish(self, rec) -> None:
+        """Per cooling unit, the shortest forecast at its faults of the minutes to the ASHRAE
+        A1 limit, to GPU slowdown and to rack shutdown (NaN: never within a fault, or no
+        fault). Units that trip at one instant share the forecast of the last of them, made
+        with every one of them off: the forecasts before it (with units still running that
+        stop at the same instant) describe states that last no time."""
+        out = np.full((3, self.n_units), np.nan)
+        last: dict[tuple[float, int], FaultForecast | None] = {}
+        units: dict[tuple[float, int], list[int]] = {}
+        for t, h, u, fc in self.fault_forecasts:
+            last[(t, h)] = fc
+            units.setdefault((t, h), []).append(self.halls[h].first_unit + u)
+        for key, fc in last.items():
+            if fc is not None:
+                cols = units[key]
+                out[:, cols] = np.fmin(out[:, cols], np.array(fc.shortest_minutes())[:, None])
+        for name, row in zip(FORECAST_OUTPUTS, out, strict=True):
+            rec.set(name, row)
 
     def _fan_law_inputs(self, hall: HallModel) -> tuple:
         """(nodes per rack, design heat [W], full-speed airflow [m3/s], the hall's racks as an
@@ -731,17 +822,9 @@ class HallThermal(Component):
             rack_shutdown_inlet_c=self.cs.server_inlet_shutdown_c)
 
     @staticmethod
-    def fault_outlook(tr) -> str:
-        """Minutes until the first rack inlet crosses the ASHRAE A1 allowable limit and the
-        first GPU reaches its slowdown and shutdown temperatures."""
-        if tr is None:
-            return "no IT load in the hall"
-
-        def first(x):
-            x = np.asarray(x, float)
-            return f"{x.min():.1f} min ({int(np.isfinite(x).sum())} racks)" if np.isfinite(x).any() else "never"
-        return (f"inlet above {tr.limit_c:g} C: {first(tr.minutes_to_limit)}; GPU slowdown: "
-                f"{first(tr.minutes_to_gpu_slowdown)}; GPU shutdown: {first(tr.minutes_to_gpu_shutdown)}")
+    def fault_outlook(tr, rack_shutdown_c: float = thermal.SERVER_INLET_SHUTDOWN_C) -> str:
+        """The legacy fault transient's :class:`FaultForecast` as text ("no IT load" for None)."""
+        return FaultForecast.of_transient(tr, rack_shutdown_c).text() if tr is not None else NO_LOAD
 
     def hall_inlets_c(self, hall: HallModel, rack_w: np.ndarray) -> np.ndarray:
         """Inlet temperatures of a hall's racks [degC]: the fault transient while one runs
