@@ -506,16 +506,29 @@ class HallThermal(Component):
 
     def _rack_restart(self, racks: np.ndarray):
         yield self.env.timeout(H)      # operators let the room recover, then power the rack up
-        # a hall that carries its state does so up to now without these racks' heat, and
-        # forecasts its next trip with it (physical model)
-        carried = [hall for hall in self.halls if hall.hstate is not None and np.isin(hall.idx, racks).any()]
-        for hall in carried:
-            self._advance(hall)
+        # a hall that carries its state (physical model): the racks' heat in it is the last
+        # sample's, zero when they were off then (the usual case: a sample lies between the
+        # trip and the restart). Then nothing the physics reads changes and the forecast in
+        # hand holds, now watching these racks too; else the state is carried to now
+        # without their heat and the trip forecast again
+        last = self.e.sampler.last_rack_power_w()
+        carried, held = [], []
+        for hall in self.halls:
+            back = np.isin(hall.idx, racks)
+            if hall.hstate is None or not back.any():
+                continue
+            if np.any(last[hall.idx[back]] != 0.0):
+                self._advance(hall)
+                carried.append(hall)
+            else:
+                held.append(hall)
         self.state.rack_thermal_off[racks] = False
         self.e.log("rack_thermal_restart", f"{len(racks)} racks", "")
         self.e.scheduler.schedule()
         for hall in carried:
             self._arm_trip_wake(hall)
+        for hall in held:
+            self._rewatch(hall)
 
     def _begin_dynamic(self, hall: HallModel, hold_s: float) -> None:
         """Make the hall carry its thermal state from now for ``hold_s`` plus the time the
@@ -631,8 +644,29 @@ class HallThermal(Component):
             # while nothing it reads changes (the same arguments give the same floats)
             hall.forecast = (st, hall.model, op, dur, np.array(heat, float), pk, gk, seg)
             return
+        self._wake_at_first(hall, t_trip, float(seg.time_s[1] - seg.time_s[0]) if seg.time_s.size > 1 else 0.0)
+
+    def _rewatch(self, hall: HallModel) -> None:
+        """The running racks changed but nothing the physics reads did (racks back on with
+        no heat in the model): the forecast in hand, which found no trip among the racks
+        running then, gives every rack's crossing; wake the hall at the first of the racks
+        running now. Without such a forecast, forecast again (:meth:`_arm_trip_wake`)."""
+        fc = hall.forecast
+        if fc is None or fc[0] is not hall.hstate:
+            self._arm_trip_wake(hall)
+            return
+        seg = fc[7]
+        running = self.state.rack_on.view(np.ndarray)[hall.idx]
+        t_trip = np.where(running, seg.time_to_inlet_shutdown_s, np.inf)
+        if not np.isfinite(t_trip).any():
+            return                       # no trip by the next sample: the forecast stands
+        self._wake_at_first(hall, t_trip, float(seg.time_s[1] - seg.time_s[0]) if seg.time_s.size > 1 else 0.0)
+
+    def _wake_at_first(self, hall: HallModel, t_trip: np.ndarray, step_s: float) -> None:
+        """Wake the hall at the first finite crossing of ``t_trip`` [s (R_h,)] (now if it is
+        past) for the racks that cross within that step of it."""
+        hall.wake_gen += 1
         first = float(t_trip.min())
-        step_s = float(seg.time_s[1] - seg.time_s[0]) if seg.time_s.size > 1 else 0.0
         racks = np.flatnonzero(t_trip < first + step_s) if step_s > 0 else np.flatnonzero(t_trip <= first)
         self.env.process(self._trip_wake(hall, hall.wake_gen, max(first, self.env.now), racks))
 
