@@ -825,8 +825,10 @@ class HallThermal(Component):
                     else min(float(np.min(h.geom.cooling_supply_temp_c)) for h in self.halls))
         heat = np.asarray(building_heat_w, float)
         fans = rec["cooling_fan_power_w"]
+        # building heat is IT + RPP + UPS losses (PowerFlow.building_heat_w): the CRAH fans' heat
+        # is not in it, and cooling_plant_power_w adds it to the chiller load itself
         r = cooling_plant.cooling_plant_power_w(
-            np.maximum(heat - fans, 0.0), out_c, wet_c, supply_air_setpoint_c=setpoint,
+            heat, out_c, wet_c, supply_air_setpoint_c=setpoint,
             coil_approach_k=pl.coil_approach_k, chilled_water_rise_k=pl.chilled_water_rise_k,
             heat_rejection=pl.heat_rejection, tower_approach_k=pl.tower_approach_k,
             chiller_cop_at_25c=pl.chiller_cop_at_25c, crah_fan_w=fans, pump_fraction=pl.pump_fraction)
