@@ -341,11 +341,28 @@ def _count(kind: str) -> Callable[[RunRecord], int]:
 
 
 _HOT = f"{ASHRAE_RECOMMENDED_MAX_C:g} C"
-def _pue_peak(r: RunRecord) -> float:
-    it = np.asarray(r.series["facility_it_power_w"], float)
-    tot = np.asarray(r.series["facility_total_power_w"], float)
-    ok = it > 0
+#: Share of the run's peak IT power above which a sample counts as "at load" for
+#: ``pue_peak_at_load`` [-]: a design-day PUE is read at the design IT load, not in the low-load
+#: hours of a ramp, where fixed overheads (CRAH fans, losses) divide a small IT power.
+PUE_AT_LOAD_FRACTION = 0.9
+
+
+def pue_peak(it_w, total_w, at_load_fraction: float = 0.0) -> float:
+    """Highest sampled PUE [-], facility power / IT power, over the samples whose IT power is
+    positive and at least ``at_load_fraction`` of the run's peak IT power (0: every sample with
+    IT above zero); NaN without such a sample. it_w, total_w [W (T,)]."""
+    it = np.asarray(it_w, float)
+    tot = np.asarray(total_w, float)
+    ok = (it > 0) & (it >= at_load_fraction * (np.max(it) if it.size else 0.0))
     return float(np.max(tot[ok] / it[ok])) if ok.any() else math.nan
+
+
+def _pue_peak(r: RunRecord) -> float:
+    return pue_peak(r.series["facility_it_power_w"], r.series["facility_total_power_w"])
+
+
+def _pue_peak_at_load(r: RunRecord) -> float:
+    return pue_peak(r.series["facility_it_power_w"], r.series["facility_total_power_w"], PUE_AT_LOAD_FRACTION)
 
 
 def _lowest_kw(name: str):
@@ -410,7 +427,10 @@ KPIS: tuple[Kpi, ...] = (
         lambda r: r.energy_mwh("facility_total_power_w")),
     Kpi("ups_loss_mwh", "MWh", "UPS conversion loss", lambda r: r.energy_mwh("ups_loss_w")),
     Kpi("pue_mean", "1", "energy_facility_mwh / energy_it_mwh", _pue),
-    Kpi("pue_peak", "1", "highest sampled PUE, facility / IT power (the design-day reading)", _pue_peak),
+    Kpi("pue_peak", "1", "highest sampled PUE, facility / IT power, at any IT load above zero (in a ramp "
+                         "the low-load hours read high)", _pue_peak),
+    Kpi("pue_peak_at_load", "1", "highest sampled PUE over the samples at 90 % or more of the run's peak IT "
+                                 "power (the design-day reading at design load)", _pue_peak_at_load),
     Kpi("economizer_hours", "h", "hours of free cooling (a partial economizer counts by its share)",
         lambda r: float(np.sum(r.series["economizer_fraction"]) * r.dt_s / H)),
     Kpi("cooling_capacity_margin_kw", "kW", "lowest hall margin over the run: what a hall's running cooling "
