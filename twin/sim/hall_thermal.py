@@ -370,6 +370,9 @@ class HallThermal(Component):
         fc = FaultForecast.of_transient(tr, self.cs.server_inlet_shutdown_c) if tr is not None else None
         self.fault_forecasts.append((self.env.now, h, u, fc))
         self.e.log("cooling_fault", name, f"for {dur / H:.2f} h; {fc.text() if fc else NO_LOAD}")
+        if tr is not None:
+            hall.wakes = 0               # a new transient: its own bound on wakes
+            self._arm_transient_wake(hall)
         yield self.env.timeout(dur)
         self.set_unit(h, u, True)
         if hall.transient is not None and hall.transient[1] is tr:
@@ -486,8 +489,9 @@ class HallThermal(Component):
         reaches ``site.cooling_system.server_inlet_shutdown_c`` (default
         :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C`, 43 C, below the 45 C ceiling of
         :mod:`twin.invariants`) shuts down; its jobs are interrupted and its power and heat
-        go. Called by the sampler with the inlets of every rack [degC (R,)]; the physical
-        model also shuts racks between samples, at the step their inlet crosses the limit."""
+        go. Called by the sampler with the inlets of every rack [degC (R,)]; both models also
+        shut racks between samples: the physical one at the step their inlet crosses the limit,
+        the legacy one at the fault transient's ``rack_shutdown_s`` (:meth:`_arm_transient_wake`)."""
         hot = self.state.rack_on.view(np.ndarray) & (np.asarray(inlet_c, float) >= self.cs.server_inlet_shutdown_c)
         if hot.any():
             self._shut_racks(np.flatnonzero(hot), np.asarray(inlet_c, float))
@@ -524,6 +528,8 @@ class HallThermal(Component):
                 held.append(hall)
         self.state.rack_thermal_off[racks] = False
         self.e.log("rack_thermal_restart", f"{len(racks)} racks", "")
+        if not self.physical:
+            self._restart_into_transient(racks)
         self.e.scheduler.schedule()
         for hall in carried:
             self._arm_trip_wake(hall)
@@ -615,7 +621,7 @@ class HallThermal(Component):
         if end is None or end <= self.env.now:         # (before the first sample)
             end = (math.floor(self.env.now / e.dt_s) + 1) * e.dt_s
         end = min(end, e.horizon_s)
-        if end <= st.time_s or hall.wakes > len(hall.idx) * (1 + e.dt_s / H) + 8:
+        if end <= st.time_s or self._wakes_spent(hall):
             return
         heat = self._heat(hall) if heat is None else heat
         running = self.state.rack_on.view(np.ndarray)[hall.idx]
@@ -646,6 +652,54 @@ class HallThermal(Component):
             return
         self._wake_at_first(hall, t_trip, float(seg.time_s[1] - seg.time_s[0]) if seg.time_s.size > 1 else 0.0)
 
+    def _wakes_spent(self, hall: HallModel) -> bool:
+        """The bound on a hall's trip wakes (:meth:`_arm_trip_wake`): R_h (1 + dt / 1 h) + 8."""
+        return hall.wakes > len(hall.idx) * (1 + self.e.dt_s / H) + 8
+
+    def _arm_transient_wake(self, hall: HallModel) -> None:
+        """Legacy model: wake the hall when the next running rack's inlet protection cuts
+        it out in the fault transient in force (``FaultTransient.rack_shutdown_s`` [s from the
+        trip], the solver's event time), so it shuts then and not at the next sample. Called
+        at the fault and after each wake (:meth:`_trip_wake`); each call makes the wakes before
+        it stale. Racks not running now are not watched: one off at its time that comes back
+        later is shut by the next sample's :meth:`protect_racks`, as before. Each acting wake
+        shuts at least one rack and the transient's times are fixed, so its wakes are at most
+        R_h; the bound of :meth:`_wakes_spent` (reset at each fault) holds too."""
+        hall.wake_gen += 1
+        if hall.transient is None or self._wakes_spent(hall):
+            return
+        t0, tr = hall.transient
+        if tr.rack_shutdown_s is None:
+            return
+        t_trip = t0 + tr.rack_shutdown_s
+        t_trip = np.where(self.state.rack_on.view(np.ndarray)[hall.idx] & (t_trip >= self.env.now), t_trip, np.inf)
+        if np.isfinite(t_trip).any():
+            # racks the transient cuts out at one instant share its event time: one wake
+            self._wake_at_first(hall, t_trip, 0.0)
+
+    def _restart_into_transient(self, racks: np.ndarray) -> None:
+        """Legacy model: racks ``racks`` just restarted into a hall whose fault transient
+        still sets the inlets (:meth:`hall_inlets_c`) shut again at once if their inlet there
+        is at the protection limit (the room has not recovered), and the hall's wakes are
+        re-armed with them running. Only halls whose transient cuts racks out (finite
+        ``rack_shutdown_s``: else no inlet of it reaches the limit) are looked at."""
+        limit = self.cs.server_inlet_shutdown_c
+        for hall in self.halls:
+            if hall.transient is None:
+                continue
+            t0, tr = hall.transient
+            back = np.isin(hall.idx, racks)
+            if (not back.any() or tr.rack_shutdown_s is None or not np.isfinite(tr.rack_shutdown_s).any()
+                    or (hall.model is not None and self.env.now - t0 > tr.time_s[-1])):
+                continue
+            inlet_h = tr.inlet_at(self.env.now - t0)
+            hot = back & self.state.rack_on.view(np.ndarray)[hall.idx] & (inlet_h >= limit)
+            if hot.any():
+                inlet = np.zeros(self.plant.n_racks)
+                inlet[hall.idx] = inlet_h
+                self._shut_racks(hall.idx[hot], inlet)
+            self._arm_transient_wake(hall)
+
     def _rewatch(self, hall: HallModel) -> None:
         """The running racks changed but nothing the physics reads did (racks back on with
         no heat in the model): the forecast in hand, which found no trip among the racks
@@ -673,25 +727,34 @@ class HallThermal(Component):
     def _trip_wake(self, hall: HallModel, gen: int, at_s: float, racks: np.ndarray):
         """At the forecast trip ``at_s`` [s]: carry the hall's state there and shut its racks
         ``racks`` (hall-local) that still run, then forecast the next trip. A newer forecast
-        (``hall.wake_gen`` moved on) makes this one stale: it does nothing."""
+        (``hall.wake_gen`` moved on) makes this one stale: it does nothing. Legacy model: the
+        fault transient in force gives the inlets (:meth:`_arm_transient_wake`)."""
         if at_s > self.env.now:
             yield self.env.timeout(at_s - self.env.now)
-        if hall.wake_gen != gen or hall.hstate is None:
+        if hall.wake_gen != gen or (hall.hstate is None if self.physical else hall.transient is None):
             return
         hall.wakes += 1
-        self._advance(hall)          # the state to the trip (racks that crossed before it shut)
+        if self.physical:
+            self._advance(hall)      # the state to the trip (racks that crossed before it shut)
         on = self.state.rack_on.view(np.ndarray)[hall.idx[racks]]
         if on.any():
             inlet = np.zeros(self.plant.n_racks)
             inlet[hall.idx] = self.cs.server_inlet_shutdown_c
-            if hall.last_inlet_c is not None:
+            if self.physical and hall.last_inlet_c is not None:
                 inlet[hall.idx] = np.maximum(hall.last_inlet_c, self.cs.server_inlet_shutdown_c)
+            elif not self.physical:
+                assert hall.transient is not None  # checked above
+                t0, tr = hall.transient
+                inlet[hall.idx] = np.maximum(tr.inlet_at(self.env.now - t0), self.cs.server_inlet_shutdown_c)
             self._shut_racks(hall.idx[racks[on]], inlet)
             gen = hall.wake_gen
             yield self.env.timeout(0.0)  # the interrupted jobs leave the racks' nodes first
             if hall.wake_gen != gen:
                 return
-        self._arm_trip_wake(hall)
+        if self.physical:
+            self._arm_trip_wake(hall)
+        else:
+            self._arm_transient_wake(hall)
 
     def _forecast(self, hall: HallModel, dur: float) -> FaultForecast | None:
         """A look ahead from the hall's current state (not a fresh steady state): the fault
