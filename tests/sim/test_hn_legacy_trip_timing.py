@@ -114,3 +114,20 @@ def test_rack_restarts_an_hour_after_its_trip_and_nothing_starts_before():
     starts = _of(r, "job_start")
     assert starts[(starts["time_s"] > trip) & (starts["time_s"] < back)].empty
     assert len(starts[starts["time_s"] >= back]) == 1
+
+
+def test_next_crossing_of_a_transient_trajectory_by_hand():
+    # a rack restarted after its cut-out is watched at the transient's next crossing of the
+    # limit after now (linear between the output samples, as FaultTransient.inlet_at)
+    from twin.sim.hall_thermal import _next_crossing_s
+
+    t = np.array([0.0, 10.0, 20.0, 30.0])
+    z = np.array([[40.0, 40.0, 44.0, 44.0],
+                  [42.0, 40.0, 44.0, 42.0],
+                  [44.0, 40.0, 44.0, 42.0],
+                  [45.0, 40.0, 44.0, 42.0]])
+    got = _next_crossing_s(t, z, 5.0, 43.0)
+    # rising 42 -> 44 C over 10-20 s: 43 C at 15 s; never; already there at 5 s: 5 s;
+    # above the limit only before 5 s: never after
+    np.testing.assert_array_equal(got, [15.0, np.inf, 5.0, np.inf])
+    assert np.isinf(_next_crossing_s(t, z, 30.0, 43.0)).all()     # nothing after the end

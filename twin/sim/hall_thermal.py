@@ -661,18 +661,26 @@ class HallThermal(Component):
         it out in the fault transient in force (``FaultTransient.rack_shutdown_s`` [s from the
         trip], the solver's event time), so it shuts then and not at the next sample. Called
         at the fault and after each wake (:meth:`_trip_wake`); each call makes the wakes before
-        it stale. Racks not running now are not watched: one off at its time that comes back
-        later is shut by the next sample's :meth:`protect_racks`, as before. Each acting wake
-        shuts at least one rack and the transient's times are fixed, so its wakes are at most
-        R_h; the bound of :meth:`_wakes_spent` (reset at each fault) holds too."""
+        it stale. A running rack the transient cut out before now (restarted since, below the
+        limit then: :meth:`_restart_into_transient`) is watched at the transient's next crossing
+        of the limit by its inlet (:func:`_next_crossing_s`; the transient holds no heat of it
+        after its cut-out, as at the samples). Racks not running now are not watched: one off
+        at its time that comes back later is looked at when it restarts. Each acting wake
+        shuts at least one rack and comes later than the one before, so its wakes are few; the
+        bound of :meth:`_wakes_spent` (reset at each fault) holds too."""
         hall.wake_gen += 1
         if hall.transient is None or self._wakes_spent(hall):
             return
         t0, tr = hall.transient
-        if tr.rack_shutdown_s is None:
+        if tr.rack_shutdown_s is None or not np.isfinite(tr.rack_shutdown_s).any():
             return
         t_trip = t0 + tr.rack_shutdown_s
-        t_trip = np.where(self.state.rack_on.view(np.ndarray)[hall.idx] & (t_trip >= self.env.now), t_trip, np.inf)
+        running = self.state.rack_on.view(np.ndarray)[hall.idx]
+        past = running & (t_trip < self.env.now)
+        if past.any():
+            t_trip = np.where(past, t0 + _next_crossing_s(tr.time_s, tr.inlet_temp_c, self.env.now - t0,
+                                                          self.cs.server_inlet_shutdown_c), t_trip)
+        t_trip = np.where(running, t_trip, np.inf)
         if np.isfinite(t_trip).any():
             # racks the transient cuts out at one instant share its event time: one wake
             self._wake_at_first(hall, t_trip, 0.0)
@@ -1217,6 +1225,27 @@ def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.nda
     return float(np.sum(np.where(active, crah_fan_power_w(
         flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
         static_pressure_fraction=fans.static_pressure_fraction, design_power_w=design_power_w), 0.0)))
+
+
+def _next_crossing_s(time_s: np.ndarray, inlet_c: np.ndarray, after_s: float, limit_c: float) -> np.ndarray:
+    """Per rack, the first time [s] after ``after_s`` at which the trajectory ``inlet_c``
+    [degC (K, R)] sampled at ``time_s`` [s (K,)] reaches ``limit_c`` (linear between samples,
+    as ``FaultTransient.inlet_at``; ``after_s`` if it is there already); inf if never."""
+    z = np.asarray(inlet_c, float)
+    out = np.full(z.shape[1], np.inf)
+    i0 = int(np.searchsorted(time_s, after_s, side="right"))
+    if i0 >= len(time_s):
+        return out
+    hot = z[i0:] >= limit_c
+    has = hot.any(axis=0)
+    i = i0 + np.argmax(hot, axis=0)
+    prev = np.maximum(i - 1, 0)
+    z0, z1 = z[prev, np.arange(z.shape[1])], z[i, np.arange(z.shape[1])]
+    rising = has & (i > 0) & (z0 < limit_c)      # then z1 >= limit_c > z0
+    frac = np.where(rising, (limit_c - z0) / np.where(rising, z1 - z0, 1.0), 0.0)
+    t = time_s[prev] + frac * (time_s[i] - time_s[prev])
+    out[has] = np.maximum(t[has], after_s)
+    return out
 
 
 def _rack_index(idx: np.ndarray):
