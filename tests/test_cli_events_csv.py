@@ -31,8 +31,9 @@ def _table(rows) -> pd.DataFrame:
     in front of the recorder's (time_s, kind, target, detail) rows."""
     ev = pd.DataFrame(rows, columns=COLUMNS)
     start = np.datetime64("2024-01-01T00:00:00", "s")
-    ms = np.nan_to_num(ev["time_s"].to_numpy(float), nan=0.0, posinf=0.0, neginf=0.0) * 1e3
-    ev.insert(0, "time", (start + ms.clip(-1e15, 1e15).astype("timedelta64[ms]")).astype(str))
+    # clipped to +-1e12 s before the scaling to ms, so huge drawn times do not overflow to inf
+    ms = np.nan_to_num(ev["time_s"].to_numpy(float), nan=0.0, posinf=0.0, neginf=0.0).clip(-1e12, 1e12) * 1e3
+    ev.insert(0, "time", (start + ms.astype("timedelta64[ms]")).astype(str))
     return ev
 
 
