@@ -452,9 +452,13 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
     # the network fill: a size, or with the fill-time law a time per algorithm (S_0 with
     # the algorithm's bandwidth over the same group's on one NDR NIC per GPU)
     fill_on = FILL_TIME_LAW if fill_time_law is None else bool(fill_time_law)
-    b_ref = {name: b for name, b, _, _ in net_algos(
-        8.0 * NET_FILL_REF_NIC_GB_S_PER_GPU * gpus_per_node, gpus_per_node)} \
-        if fill_on and n_nodes > 1 else {}
+    b_ref: dict[str, float] = {}
+    if fill_on and n_nodes > 1:
+        ref_gbps = 8.0 * NET_FILL_REF_NIC_GB_S_PER_GPU * gpus_per_node
+        on_ref = inter_node_gbps == ref_gbps and nics_per_node in (None, gpus_per_node)
+        # on the reference NICs already (one NDR NIC per GPU, the common case) the reference
+        # algorithms are the ones just built: not built twice
+        b_ref = {name: b for name, b, _, _ in (algos if on_ref else net_algos(ref_gbps, gpus_per_node))}
     names: list[str] = []
     times: list[np.ndarray] = []
     if n_nodes == 1:
@@ -474,8 +478,7 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
                           lat + (LL128_LATENCY_S - INTRA_LATENCY_S) * latency_s / INTRA_LATENCY_S
                           + f * s / (LL128_BW_FRACTION * b_inf)]
             # Simple: pipeline fill across nodes, a fill time F S_0 / B
-            s0_net = net_fill_s0_bytes(b_inf, b_ref[name], True) if fill_on \
-                else NET_FILL_S0_BYTES
+            s0_net = net_fill_s0_bytes(b_inf, b_ref.get(name, b_inf), fill_on)
             t = lat + f * s / b_inf * (1.0 + s0_net / np.maximum(s, 1.0))
         else:
             s0 = FILL_S0_BYTES if law == "nvls" else RING_FILL_S0_BYTES
