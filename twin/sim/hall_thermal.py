@@ -928,11 +928,6 @@ class HallThermal(Component):
             gpu_shutdown_c=_of_racks(p, "gpu_shutdown_c", hall.idx), output_step_s=10.0,
             rack_shutdown_inlet_c=self.cs.server_inlet_shutdown_c)
 
-    @staticmethod
-    def fault_outlook(tr, rack_shutdown_c: float = thermal.SERVER_INLET_SHUTDOWN_C) -> str:
-        """The legacy fault transient's :class:`FaultForecast` as text ("no IT load" for None)."""
-        return FaultForecast.of_transient(tr, rack_shutdown_c).text() if tr is not None else NO_LOAD
-
     def hall_inlets_c(self, hall: HallModel, rack_w: np.ndarray) -> np.ndarray:
         """Inlet temperatures of a hall's racks [degC]: the fault transient while one runs
         (or while no cooling is left), else the steady recirculation model, one mat-vec."""
