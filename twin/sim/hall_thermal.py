@@ -37,6 +37,7 @@ from twin.plant import hall_geometries, seconds_since
 from twin.power import cooling_plant
 from twin.sim.component import Component, repeat_record
 from twin.thermal import events as hall_events
+from twin.thermal import transient as thermal_transient
 from twin.thermal import weather as thermal_weather
 from twin.thermal.airflow import RecirculationFamily, airflow_change_threshold_m3_s, airflow_changed
 from twin.thermal.capacity import capped_steady_state, cooling_margin_w
@@ -1226,21 +1227,8 @@ def _next_crossing_s(time_s: np.ndarray, inlet_c: np.ndarray, after_s: float, li
     """Per rack, the first time [s] after ``after_s`` at which the trajectory ``inlet_c``
     [degC (K, R)] sampled at ``time_s`` [s (K,)] reaches ``limit_c`` (linear between samples,
     as ``FaultTransient.inlet_at``; ``after_s`` if it is there already); inf if never."""
-    z = np.asarray(inlet_c, float)
-    out = np.full(z.shape[1], np.inf)
     i0 = int(np.searchsorted(time_s, after_s, side="right"))
-    if i0 >= len(time_s):
-        return out
-    hot = z[i0:] >= limit_c
-    has = hot.any(axis=0)
-    i = i0 + np.argmax(hot, axis=0)
-    prev = np.maximum(i - 1, 0)
-    z0, z1 = z[prev, np.arange(z.shape[1])], z[i, np.arange(z.shape[1])]
-    rising = has & (i > 0) & (z0 < limit_c)      # then z1 >= limit_c > z0
-    frac = np.where(rising, (limit_c - z0) / np.where(rising, z1 - z0, 1.0), 0.0)
-    t = time_s[prev] + frac * (time_s[i] - time_s[prev])
-    out[has] = np.maximum(t[has], after_s)
-    return out
+    return np.maximum(thermal_transient.first_crossing_s(time_s, inlet_c, limit_c, start=i0), after_s)
 
 
 def _rack_index(idx: np.ndarray):

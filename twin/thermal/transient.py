@@ -101,21 +101,33 @@ class FaultTransient:
         return (1 - w) * self.inlet_temp_c[k] + w * self.inlet_temp_c[k + 1]
 
 
+def first_crossing_s(time_s, values, threshold, start: int = 0) -> np.ndarray:
+    """First time [s] each column of ``values`` [(K, R)], sampled at ``time_s`` [s (K,)],
+    reaches ``threshold`` at or after sample ``start``, linear between samples: from the
+    sample before the first one at or above it when that one is below (so a crossing just
+    before sample ``start`` is found at its interpolated time), else that sample's time;
+    inf if never."""
+    time_s = np.asarray(time_s, float)
+    z = np.asarray(values, float)
+    out = np.full(z.shape[1], np.inf)
+    if start >= len(time_s):
+        return out
+    hot = z[start:] >= threshold
+    has = hot.any(axis=0)
+    i = start + np.argmax(hot, axis=0)
+    prev = np.maximum(i - 1, 0)
+    cols = np.arange(z.shape[1])
+    z0, z1 = z[prev, cols], z[i, cols]
+    rising = has & (i > 0) & (z0 < threshold)      # then z1 >= threshold > z0
+    frac = np.where(rising, (threshold - z0) / np.where(rising, z1 - z0, 1.0), 0.0)
+    t = time_s[prev] + frac * (time_s[i] - time_s[prev])
+    out[has] = t[has]
+    return out
+
+
 def _first_crossing_min(time_s, values, threshold):
     """First time [min] each column of values (K, R) reaches threshold (linear interp.)."""
-    above = values >= threshold
-    out = np.full(values.shape[1], np.inf)
-    hit = above.any(axis=0)
-    k = np.argmax(above, axis=0)
-    for r in np.flatnonzero(hit):
-        i = k[r]
-        if i == 0:
-            out[r] = time_s[0] / 60.0
-            continue
-        v0, v1 = values[i - 1, r], values[i, r]
-        frac = (threshold - v0) / (v1 - v0) if v1 != v0 else 0.0
-        out[r] = (time_s[i - 1] + frac * (time_s[i] - time_s[i - 1])) / 60.0
-    return out
+    return first_crossing_s(time_s, values, threshold) / 60.0
 
 
 def fault_transient(
