@@ -421,15 +421,21 @@ def usable_gpus(par: ParallelSpec, gpus: int) -> int:
     return gpus - gpus % unit
 
 
+def node_nics(node: NodeModel, fabric) -> int:
+    """Compute NICs per node the collective model takes (NCCL's classic Tree gets one channel
+    each): the catalog node's ``compute_nics``, else the fabric's ``rails`` (the fabric builds
+    one NIC per rail; ``ports_per_nic`` counts cables, not NICs)."""
+    return node.compute_nics or fabric.rails
+
+
 def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *, clock_fraction: float,
                       inter_node_gbps: float, hops: float):
     """``compute.step_time`` of a scenario job on ``n_nodes`` nodes of the catalog node,
     at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
     bandwidth [Gb/s], switch hops). The one translation of a job into the step model.
-    NICs per node: the catalog node's compute NICs, else the fabric's (``rails``: one NIC per
-    rail; ``ports_per_nic`` counts cables, not NICs)."""
+    NICs per node: :func:`node_nics`."""
     gpu, par = gpu_spec(node), parallel_spec(job)
-    nics = node.compute_nics or scenario.fabric.rails
+    nics = node_nics(node, scenario.fabric)
     return step_time(model_spec(job), par, gpu, FabricSpec(inter_node_gbps=inter_node_gbps,
                                                           transport=scenario.fabric.transport, hops=hops,
                                                           nics_per_node=nics),

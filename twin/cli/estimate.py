@@ -74,6 +74,7 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
     it; the estimate file's ``cluster.gpus`` wins in ``twin estimate step``.
     """
     from twin.catalog import node_model
+    from twin.plant import node_nics
     from twin.scenario import load_scenario
 
     s = load_scenario(path, overrides)
@@ -87,13 +88,12 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
                 hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
                 nvswitch=_has_nvswitch(node), memory_gb=node.gpu_memory_gb,
                 compute_capability=getattr(node, "gpu_compute_capability", None)),
-        # the catalog's NIC count where it has one (the engine's step_estimate_for does the
-        # same), else the fabric's rails
+        # the NIC count the engine's step_estimate_for takes (twin.plant.node_nics)
         fabric=FabricSpec(kind=f.kind, su_nodes=f.su_nodes, rails=f.rails, link_gbps=f.link_gbps,
                           switch_ports=f.switch_ports, oversubscription=f.oversubscription,
                           tor_uplinks_per_spine=f.tor_uplinks_per_spine, spines=f.spines,
                           transport=f.transport,
-                          nics_per_node=getattr(node, "compute_nics", None) or f.rails),
+                          nics_per_node=node_nics(node, f)),
         deployment=s.hardware.deployment,
     )
 
