@@ -168,6 +168,13 @@ def criterion_score(values, low_is_good: bool) -> np.ndarray:
 INLET_REJECT_C = ASHRAE_RECOMMENDED_MAX_C
 
 
+def _hall_cooling_short(cooling_capacity_margin_kw, hours_cooling_over_capacity) -> tuple[bool, bool]:
+    """(short in kW, short in hours): a run found heat the hall cannot remove, by its lowest
+    hall margin (< 0) or by its hours over capacity (> 0); NaN counts as not short."""
+    return (bool(np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0),
+            bool(np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0))
+
+
 def cooling_rejection(cooling_use_fraction=math.nan, cooling_capacity_margin_kw=math.nan,
                       hours_cooling_over_capacity=math.nan, max_rack_inlet_c=math.nan) -> str:
     """Why a candidate hall's cooling cannot host its racks ('' when it can).
@@ -190,8 +197,7 @@ def cooling_rejection(cooling_use_fraction=math.nan, cooling_capacity_margin_kw=
     why = []
     if np.isfinite(cooling_use_fraction) and cooling_use_fraction > 1.0:
         why.append(f"worst-case rack heat is {cooling_use_fraction:.0%} of the cooling units' capacity")
-    short_kw = np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0
-    short_h = np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0
+    short_kw, short_h = _hall_cooling_short(cooling_capacity_margin_kw, hours_cooling_over_capacity)
     if short_kw or short_h:
         text = "the running cooling units (or the plant) cannot remove the hall's heat"
         if short_kw:
@@ -229,8 +235,7 @@ def cooling_note(cooling_unit_margin_kw=math.nan, hours_cooling_unit_saturated=m
     hours = (f" for {hours_cooling_unit_saturated:,.0f} h" if np.isfinite(hours_cooling_unit_saturated)
              and hours_cooling_unit_saturated > 0 else "")
     text = f"a cooling unit saturates (by {-cooling_unit_margin_kw:,.1f} kW{hours})"
-    hall_short = ((np.isfinite(cooling_capacity_margin_kw) and cooling_capacity_margin_kw < 0)
-                  or (np.isfinite(hours_cooling_over_capacity) and hours_cooling_over_capacity > 0))
+    hall_short = any(_hall_cooling_short(cooling_capacity_margin_kw, hours_cooling_over_capacity))
     return text if hall_short else text + "; its neighbours take the rest"
 
 
