@@ -135,6 +135,21 @@ def channel_limited_ring_what_if(table: str) -> list[tuple[dict, float]]:
     return out
 
 
+def print_summary(errs: list[dict], table_width: int = 14, pct_width: int = 5,
+                  role_note: str = "") -> None:
+    """Print :func:`summary`'s table (a table's name in ``table_width`` columns, its mean and
+    worst |error| [%] in ``pct_width``) and the rows within the goal per role; heldout3's
+    printout calls it with its own widths."""
+    print("\nper table: rows, within 10 %, mean / worst |error|")
+    for t, s in summary(errs).items():
+        print(f"  {t:{table_width}} {s['rows']:3d} {s['within']:3d}  "
+              f"{100 * s['mean']:{pct_width}.1f} % / {100 * s['worst']:{pct_width}.1f} %")
+    print(f"within 10 % by role{role_note}:")
+    for role in dict.fromkeys(e["role"] for e in errs):
+        sel = [e for e in errs if e["role"] == role]
+        print(f"  {role:9} {sum(abs(e['error']) <= GOAL for e in sel):3d} of {len(sel)}")
+
+
 def main() -> None:
     errs = errors()
     print(f"{'table':14} {'N':>4} {'op':10} {'algo':5} {'size':>10} {'meas':>8} {'twin':>8} "
@@ -144,14 +159,7 @@ def main() -> None:
         print(f"{e['table']:14} {e['nodes']:>4} {e['op']:10} {e['algo'] or '-':5} {size:>10} "
               f"{float(e['busbw_gb_s']):8.2f} {e['twin_gb_s']:8.1f} {100 * e['error']:+7.1f}%  "
               f"{e['twin_algo']:16} {e['role']}")
-    print("\nper table: rows, within 10 %, mean / worst |error|")
-    for t, s in summary(errs).items():
-        print(f"  {t:14} {s['rows']:3d} {s['within']:3d}  {100 * s['mean']:5.1f} % / "
-              f"{100 * s['worst']:5.1f} %")
-    print("within 10 % by role (validate: the issue-16 goal rows; the others are not counted):")
-    for role in dict.fromkeys(e["role"] for e in errs):
-        sel = [e for e in errs if e["role"] == role]
-        print(f"  {role:9} {sum(abs(e['error']) <= GOAL for e in sel):3d} of {len(sel)}")
+    print_summary(errs, role_note=" (validate: the issue-16 goal rows; the others are not counted)")
     print("\nforced rings at their largest size, share of the NICs' line rate (the twin's ring, "
           "NIC-share law: min(0.94, 41.4 GB/s / NIC per GPU) x the transport's ratio to IB):")
     for t in ("NT290_RING", "NCCL1368"):

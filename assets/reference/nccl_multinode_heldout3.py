@@ -203,14 +203,7 @@ def print_errors(errs: list[dict]) -> None:
               f"{e['algo'] or '-':4} {size:>10} {float(e['busbw_gb_s']):7.2f} "
               f"{e['twin_gb_s']:7.1f} {100 * e['error']:+6.1f}%  {e['share']:5.3f} "
               f"{e['twin_share']:5.3f}  {e['twin_algo']:11} {e['role']}")
-    print("\nper table: rows, within 10 %, mean / worst |error|")
-    for t, s in summary(errs).items():
-        print(f"  {t:13} {s['rows']:3d} {s['within']:3d}  {100 * s['mean']:6.1f} % / "
-              f"{100 * s['worst']:6.1f} %")
-    print("within 10 % by role:")
-    for role in dict.fromkeys(e["role"] for e in errs):
-        sel = [e for e in errs if e["role"] == role]
-        print(f"  {role:9} {sum(abs(e['error']) <= GOAL for e in sel):3d} of {len(sel)}")
+    _hd2.print_summary(errs, table_width=13, pct_width=6)
 
 
 def main() -> None:
