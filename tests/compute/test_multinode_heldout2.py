@@ -8,29 +8,22 @@ so a change of the collective model shows here; nothing is fitted on these rows.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from collections import Counter
 
 import numpy as np
 import pytest
+from reference_scripts import assert_table_summary, reference_script
 
 from twin.compute.collectives import bus_factor
 
-REF = Path(__file__).resolve().parents[2] / "assets/reference"
-sys.path.insert(0, str(REF))
-try:
-    import nccl_multinode_heldout2 as hd
-finally:
-    sys.path.remove(str(REF))
+hd = reference_script("nccl_multinode_heldout2")
 
 PP = 0.005  # 0.5 percentage points
 
 
 def test_transcription():
     rows = hd.rows()
-    count: dict[str, int] = {}
-    for r in rows:
-        count[r["table"]] = count.get(r["table"], 0) + 1
+    count = Counter(r["table"] for r in rows)
     assert count == {"NT290_DEFAULT": 8, "NT290_RING": 8, "NCCL1244": 4, "VOLTAGE_PARK": 2,
                      "NCCL1368": 2, "NT283": 1, "NEBIUS_TORCH_1": 2, "NEBIUS_TORCH_2": 2,
                      "AZ_NDV5_TORCH": 3, "AZ_NDV5_TUNED": 2, "AZ_NDMV4_AKS": 8, "NT322_TUNED": 5}
@@ -81,11 +74,7 @@ def test_errors_pinned_per_table():
               "AZ_NDV5_TORCH": (0, 2.0958, 2.4249), "AZ_NDV5_TUNED": (1, 0.0844, 0.1637),
               "AZ_NDMV4_AKS": (7, 0.0314, 0.1363), "NT322_TUNED": (1, 0.2151, 0.3371)}
     got = hd.summary(hd.errors())
-    assert set(got) == set(pinned)
-    for t, (within, mean, worst) in pinned.items():
-        assert got[t]["within"] == within, t
-        assert got[t]["mean"] == pytest.approx(mean, abs=PP), t
-        assert got[t]["worst"] == pytest.approx(worst, abs=PP), t
+    assert_table_summary(got, pinned, PP)
 
 
 def test_goal_rows_and_named_misses():

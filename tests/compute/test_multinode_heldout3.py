@@ -14,19 +14,14 @@ one place; nothing is fitted on these rows.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from collections import Counter
 
 import pytest
+from reference_scripts import assert_table_summary, reference_script
 
 from twin.compute.collectives import bus_factor
 
-REF = Path(__file__).resolve().parents[2] / "assets/reference"
-sys.path.insert(0, str(REF))
-try:
-    import nccl_multinode_heldout3 as hg
-finally:
-    sys.path.remove(str(REF))
+hg = reference_script("nccl_multinode_heldout3")
 
 PP = 0.005  # 0.5 percentage points
 
@@ -89,9 +84,7 @@ LAW = {"law_off": (False, False), "law_on": (True, False), "fill_time": (True, T
 
 def test_transcription():
     rows = hg.rows()
-    count: dict[str, int] = {}
-    for r in rows:
-        count[r["table"]] = count.get(r["table"], 0) + 1
+    count = Counter(r["table"] for r in rows)
     assert count == {"KESTREL_AR": 7, "KESTREL_AG": 2, "NT100": 1, "NT277_4NIC": 1,
                      "NT277_2NIC": 1, "NT169": 5, "NCCL812_RING": 1, "NT156_BM": 1,
                      "NT156_VM": 1, "NCCL949_RING": 1, "NT380_BM": 1, "NT380_VM": 1}
@@ -137,11 +130,7 @@ def test_errors_pinned_per_table(state):
         pytest.skip("the model in the tree has no nic_share_law switch")
     got = hg.summary(hg.errors(law=law, fill_time=fill_time))
     pinned = PINNED[state]
-    assert set(got) == set(pinned)
-    for t, (within, mean, worst) in pinned.items():
-        assert got[t]["within"] == within, t
-        assert got[t]["mean"] == pytest.approx(mean, abs=PP), t
-        assert got[t]["worst"] == pytest.approx(worst, abs=PP), t
+    assert_table_summary(got, pinned, PP)
 
 
 def test_sweep_rows_take_the_twins_peak_over_their_sweep():

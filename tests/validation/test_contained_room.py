@@ -12,21 +12,14 @@ settings; the tests pin its errors so that a model change that moves them fails 
 docs/validation.md ("A contained room: SICS ICE Module 2") must follow.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from reference_scripts import reference_script
 
 from twin.thermal.properties import AIR_DENSITY_KG_M3, AIR_VOLUMETRIC_HEAT_J_M3_K
 from twin.thermal.solver import build_problem
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "room_benchmark_contained_run", ROOT / "assets/reference/room_benchmark_contained_run.py")
-bench = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(bench)
+bench = reference_script("room_benchmark_contained_run")
 
 
 @pytest.fixture(scope="module")

@@ -10,21 +10,13 @@ Nothing is fitted. The tests pin the twin's errors as measured (not targets), so
 that moves them fails here and the Module 1 section of docs/validation.md must follow.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from reference_scripts import reference_script
 
 from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "room_benchmark_module1_run", ROOT / "assets/reference/room_benchmark_module1_run.py")
-assert _spec is not None and _spec.loader is not None
-bench = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(bench)
+bench = reference_script("room_benchmark_module1_run")
 
 
 @pytest.fixture(scope="module")
