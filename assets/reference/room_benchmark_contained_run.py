@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from room_figure import save_figure
 
 from twin.studies.room_benchmark import pod2_geometry
 from twin.thermal.buoyancy import MIXING_LAW, buoyant_flow
@@ -239,12 +240,8 @@ def figure(res: list[Result], out: Path = HERE / "room_benchmark_contained_ci.pn
         ax.set_ylabel("capture index [%]")
     axes[0, 0].legend(fontsize=8, loc="lower right")
     axes[1, 0].legend(handles=axes[1, 0].get_lines()[-1:], fontsize=8, loc="lower right")
-    fig.suptitle("SICS ICE Module 2 (Wibron et al., Energies 12 (2019) 1473, tables 5-6): "
-                 "share of each rack's intake air from the cooling units", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, "SICS ICE Module 2 (Wibron et al., Energies 12 (2019) 1473, tables "
+                       "5-6): share of each rack's intake air from the cooling units", out)
 
 
 def _main() -> None:

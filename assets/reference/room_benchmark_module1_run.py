@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from room_figure import save_figure
 
 from twin.thermal.buoyancy import MIXING_LAW, PLUME_COEFFICIENT, buoyant_flow
 from twin.thermal.geometry import HallGeometry
@@ -324,12 +325,8 @@ def figure(res: dict[str, Result], out: Path = HERE / "room_benchmark_module1_fr
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("temperature [C]")
     axes[0].legend(fontsize=8)
-    fig.suptitle("SICS ICE Module 1 (Wibron et al., Energies 11 (2018) 644, fig. 6): twin against "
-                 "measurement; supply 19.7-20.0 C", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, "SICS ICE Module 1 (Wibron et al., Energies 11 (2018) 644, fig. 6): "
+                       "twin against measurement; supply 19.7-20.0 C", out)
 
 
 def _row(name: str, front: Errors, inlet: Errors | None, back: Errors, extra: str = "") -> str:
