@@ -143,8 +143,9 @@ def test_llama3_405b_at_16k_gpus_in_the_reported_mfu_band():
         e = est("405b", gpus, 2048, tp=8, pp=16, cp=1, vpp=4, transport="roce")
         mfu.append(e.mfu)
     assert 0.36 < mfu[1] < mfu[0] < 0.48
-    assert mfu[0] == pytest.approx(0.43, rel=0.12)
-    assert mfu[1] == pytest.approx(0.41, rel=0.12)
+    # within the step-time goal's 8 % (measured 46.2 % / 42.2 %: +7.4 % / +2.9 %)
+    assert mfu[0] == pytest.approx(0.43, rel=0.08)
+    assert mfu[1] == pytest.approx(0.41, rel=0.08)
 
 
 def test_fp8_is_faster_but_less_than_twice():
