@@ -1,6 +1,7 @@
 """The fabric study: where the fabric choice matters (dense vs MoE, alone vs sharing)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,27 @@ def test_cli_json_and_bad_node_count(capsys):
     assert {"fabric", "workload", "routing", "vs_ib_rail"} <= set(out["rows"][0])
     assert run_estimate_cli(["fabric-study", "--nodes", "12"]) == 2
     assert "--nodes 12" in capsys.readouterr().err
+
+
+FABRIC_NAMES = {"ib_fat_tree_400g": "fat tree, IB 400G", "roce_clos_400g_2to1": "CLOS 2:1, RoCE 400G",
+                "vela_roce_clos_100g": "Vela-like CLOS, RoCE 100G"}
+
+
+def docs_table_lines(rows) -> list[str]:
+    """docs/validation.md's fabric-study table body: tokens per GPU against rail-optimised
+    IB, each job kind's lowest (the shared dense jobs coincide)."""
+    def vs(fab, workload, routing="adaptive", kind=None):
+        return min(r["vs_ib_rail"] for r in _get(rows, fab, workload, routing, kind))
+    lines = []
+    for fab, name in FABRIC_NAMES.items():
+        shared = [f"{vs(fab, 'shared_3dense_1moe', 'adaptive', k):.2f} / "
+                  f"{vs(fab, 'shared_3dense_1moe', 'ecmp', k):.2f}" for k in ("dense", "moe")]
+        lines.append(f"| {name} | {vs(fab, 'dense_alone'):.2f} | {vs(fab, 'moe_alone'):.2f} | "
+                     f"{shared[0]} | {shared[1]} |")
+    return lines
+
+
+def test_the_docs_table_is_the_studys(rows):
+    docs = set((Path(__file__).resolve().parents[2] / "docs/validation.md").read_text().splitlines())
+    stale = [line for line in docs_table_lines(rows) if line not in docs]
+    assert not stale, "re-print the fabric-study table in docs/validation.md:\n" + "\n".join(stale)
