@@ -267,24 +267,6 @@ def ev_a2a_share(x: Row, same: list[Row]) -> tuple[list[str], dict]:
     return lines, d
 
 
-def ev_a100_ramp(x: Row, same: list[Row]) -> tuple[list[str], dict]:
-    """AKS NDm A100 v4 at 64 MiB: neither of NCCL's two-node algorithms reaches it in the twin."""
-    text, d = _agreement(x, same)
-    kw = {k: v for k, v in x.kw.items() if k != "algorithm"}
-    s = float(x.row["bytes"])
-    ring = _bw("allreduce", s, 2, algorithm="ring", **kw)
-    tree = _bw("allreduce", s, 2, algorithm="tree", **kw)
-    nxt = [y for y in goal_rows() if y.table == x.table and int(y.row["bytes"]) == 2 * int(s)][0]
-    lines = [text, f"algorithm not stated (two nodes without NVLS: Ring or Tree); the twin forced "
-             f"Ring {ring:.1f} ({_pct(ring / x.measured - 1)}), Tree {tree:.1f} "
-             f"({_pct(tree / x.measured - 1)}): neither reaches it, so the choice does not explain "
-             f"it; the same curve at 128 MiB {_pct(nxt.error)}, from 256 MiB within 2 %: the "
-             f"twin's ramp (the fill time an A100 ring has at one NDR NIC per GPU) is slower than "
-             f"this A100's"]
-    d.update(ring=ring, tree=tree)
-    return lines, d
-
-
 def ev_nt277(x: Row, same: list[Row]) -> tuple[list[str], dict]:
     """nccl-tests 277, 4 A100 with 4x HDR per node: 0.78 of line rate, rounded, no size."""
     text, d = _agreement(x, same)
@@ -359,7 +341,6 @@ CAUSES: dict[str, tuple[str, Callable]] = {
     "c_ring_fixed_cost": ("c", ev_c_ring_fixed_cost),
     "a2a_fill": ("c", ev_a2a_fill),
     "a2a_share_a100": ("c", ev_a2a_share),
-    "a100_ramp": ("c", ev_a100_ramp),
     "nt277_share": ("c", ev_nt277),
     "node_nvls": ("b", ev_node_nvls),
     "algorithm_run": ("b", ev_algorithm_run),
@@ -379,7 +360,6 @@ CLASSES: dict[str, str] = {
     "C 10n all_to_all 63 MiB": "a2a_fill",
     "NDMV4 2n all_to_all 1024 MiB": "a2a_share_a100",
     "NDMV4 2n all_to_all 4096 MiB": "a2a_share_a100",
-    "AZ_NDMV4_AKS 2n allreduce 64 MiB": "a100_ramp",
     "NT277_4NIC 2n allreduce peak": "nt277_share",
     "RoCE NVLS 2n allreduce 8192 MiB": "node_nvls",
     "NCCL1244 2n allreduce 128 MiB": "algorithm_run",

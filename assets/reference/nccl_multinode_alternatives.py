@@ -278,6 +278,9 @@ def fill_time_law_scores(on: bool) -> dict:
     mod = _module([])
     mod.__dict__["NIC_SHARE_LAW"] = True
     mod.__dict__["FILL_TIME_LAW"] = on
+    # HM2's rule was written and run with the reference at the group's own NVLink (before HR's
+    # fit-node reference): its record stays that comparison
+    mod.__dict__["FILL_REF_NVLINK_GB_S"] = None
     errs: dict[str, list[float]] = {}
     for t, r, kw in _goal_rows():
         errs.setdefault(t, []).append(_goal_error(mod, r, kw))
@@ -344,28 +347,78 @@ def print_fill_time_law() -> None:
 #:  (7) no refit: fit_nccl_multinode.py prints 0.827, 1.121, 39.1 MB;
 #:  (8) `twin estimate step` stays a few ms.
 #: Otherwise nothing ships in twin/ and the figures are reported.
-_FILL_REF = ("        b_ref = {name: b for name, b, _, _ in (algos if on_ref else "
-             "net_algos(ref_gbps, gpus_per_node))}\n")
-FILL_REF_NODE_PATCH = [(_FILL_REF, (
-    "        if nvlink_gb_s != FILL_REF_NVLINK_GB_S:\n"
-    "            # the reference node's NVLink (read by net_algos through its closure)\n"
-    "            ring_intra = RING_BUSBW_OVER_NVLINK * FILL_REF_NVLINK_GB_S * 1e9\n"
-    "            b_nvls = NVLS_BUSBW_OVER_NVLINK * FILL_REF_NVLINK_GB_S * 1e9\n"
-    "            on_ref = False\n") + _FILL_REF)]
-#: NVLink one way of the fit rows' node [GB/s] (DGX H100)
+#: The variant was first run as a text patch of a private copy (commit a6dad89, with this rule);
+#: it passed and is the shipped default since (``FILL_REF_NVLINK_GB_S`` of the module; None is
+#: the reference before it, the group's own NVLink).
 FILL_REF_NVLINK_GB_S = 450.0
 
 
 def fill_ref_node_module(on: bool) -> types.ModuleType:
-    """A private copy of the module with the fill-ref-node variant on (or the shipped model)."""
-    mod = _module(FILL_REF_NODE_PATCH if on else [])
-    mod.__dict__["FILL_REF_NVLINK_GB_S"] = FILL_REF_NVLINK_GB_S
+    """A private copy of the module with the fill-ref-node variant on (the default now) or off
+    (the fill-time law's reference at the group's own NVLink, the model before it)."""
+    mod = _module([])
+    mod.__dict__["FILL_REF_NVLINK_GB_S"] = FILL_REF_NVLINK_GB_S if on else None
     return mod
+
+
+def fill_ref_node_scores(on: bool) -> dict:
+    """{"errors": {table: [errors]} of the 107 goal rows, "heldout3": {table: [errors]} (every row
+    of nccl_multinode_heldout3.csv, roles in "roles"), "checks": {label: (twin [GB/s], error)}}
+    with the fill-ref-node variant ``on`` or the shipped model, on a private copy of the module."""
+    mod = fill_ref_node_module(on)
+    errs: dict[str, list[float]] = {}
+    for t, r, kw in goal_rows():
+        errs.setdefault(t, []).append(_goal_error(mod, r, kw))
+    hg = _heldout3()
+    h3: dict[str, list[float]] = {}
+    roles: dict[str, list[str]] = {}
+    for r in hg.rows():
+        bw = np.atleast_1d(mod.collective_bandwidths_gb_s(
+            r["op"], hg.sizes_bytes(r), int(r["nodes"]), int(r["gpus_per_node"]),
+            **hg.twin_kwargs(r))["busbw_gb_s"])
+        h3.setdefault(r["table"], []).append(float(bw.max()) / float(r["busbw_gb_s"]) - 1.0)
+        roles.setdefault(r["table"], []).append(r["role"])
+    checks = {}
+    for label, op, size, n, meas, kw in NIC_SHARE_CHECKS:
+        gb_s = float(mod.collective_bandwidths_gb_s(op, size, n, 8, **kw)["busbw_gb_s"])
+        checks[label] = (gb_s, None if meas is None else gb_s / meas - 1.0)
+    return {"errors": errs, "heldout3": h3, "roles": roles, "checks": checks}
+
+
+def print_fill_ref_node() -> None:
+    print("\nFill time of the fit rows' node (HR's variant, shipped): goal rows within 10 % (fit / held "
+          "out / all of 107), HG's 11 goal rows, and each changed table")
+    runs = {on: fill_ref_node_scores(on) for on in (False, True)}
+    for on, sc in runs.items():
+        e = {t: np.abs(v) for t, v in sc["errors"].items()}
+        fit = int((e["A/B fit"] <= 0.10).sum())
+        total = sum(int((v <= 0.10).sum()) for v in e.values())
+        n = sum(v.size for v in e.values())
+        g3 = np.abs([x for t, v in sc["heldout3"].items() for x, role in
+                     zip(v, sc["roles"][t], strict=True) if role == "validate"])
+        print(f"{'fit node (shipped)' if on else 'own NVLink (before)'}: {fit}/{e['A/B fit'].size} / "
+              f"{total - fit}/{n - e['A/B fit'].size} / {total}/{n}; HG's goal rows "
+              f"{int((g3 <= 0.10).sum())}/{g3.size}")
+        for label, (bw, err) in sc["checks"].items():
+            tail = "" if err is None else f"  {100 * err:+.2f} %"
+            print(f"    {label:44s} {bw:6.1f} GB/s{tail}")
+    base, law = runs[False], runs[True]
+    for key in ("errors", "heldout3"):
+        for t in base[key]:
+            a, b = np.asarray(base[key][t]), np.asarray(law[key][t])
+            if np.array_equal(a, b):
+                continue
+            print(f"    {t:26s} {int((np.abs(a) <= 0.10).sum())} -> {int((np.abs(b) <= 0.10).sum())}"
+                  f" of {a.size}; rows " + ", ".join(f"{100 * x:+.2f} -> {100 * y:+.2f}"
+                                                    for x, y in zip(a, b, strict=True)))
 
 
 def main() -> None:
     if "--fill-time" in sys.argv:
         print_fill_time_law()
+        return
+    if "--fill-ref-node" in sys.argv:
+        print_fill_ref_node()
         return
     order = ("A/B fit",) + HELD_OUT
     print("alternative | fitted (eff, gain, S_0 MB[, extra]) | " + " | ".join(

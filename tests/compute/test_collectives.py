@@ -409,6 +409,51 @@ def test_fill_time_law_limits_by_hand():
                           collective_time_s("all_to_all", sizes, 4, fill_time_law=False, **a2a))
 
 
+def test_fill_time_reference_is_the_fit_node(monkeypatch):
+    # HR (docs/validation.md, "the last misses"): the fill-time law's reference is the fit rows'
+    # node, one NDR NIC per GPU AND NVLink 4, so a node's own NVLink bound does not lengthen its
+    # network fill.  A 2-node all-gather of 8 A100 (NVLink 3, 300 GB/s) on 8x HDR: the ring runs
+    # at the wire's 0.94 x 200 = 188 GB/s; lat = 78.12 us as on H100 (no NVLink term); the fill
+    # F S_0 / B = 15/16 x 39.1 MB / 330.8 GB/s = 110.811 us, the H100 ring's (S_0 = 39.1 x 188 /
+    # 330.8 = 22.22 MB).  With the group's own NVLink in the reference (None, HM2's), the A100
+    # ring at one NDR NIC per GPU is NVLink-bound at 0.8 x 300 x 8/7 = 274.29 GB/s: 133.64 us
+    assert coll.FILL_REF_NVLINK_GB_S == 450.0
+    s, lat, f, b = 2.0**26, 78.12e-6, 15.0 / 16.0, 188e9
+    kw = dict(inter_node_gbps=1600.0, algorithm="ring", nvlink_gb_s=300.0, nvls=False)
+    t = float(collective_time_s("all_gather", s, 2, **kw))
+    assert t - lat - f * s / b == pytest.approx(f * 39.1e6 / 330.8e9, abs=1e-12)
+    assert f * 39.1e6 / 330.8e9 == pytest.approx(110.8109e-6, rel=1e-6)
+    monkeypatch.setattr(coll, "FILL_REF_NVLINK_GB_S", None)
+    t_own = float(collective_time_s("all_gather", s, 2, **kw))
+    assert t_own - lat - f * s / b == pytest.approx(f * 39.1e6 / (0.8 * 300e9 * 8 / 7), abs=1e-12)
+    assert t_own - lat - f * s / b == pytest.approx(133.6426e-6, rel=1e-6)
+    # NVLS too: a B200 pair (NVLink 5, 900 GB/s) on 8x NDR, 2-node NVLSTree, F = 1.875: B_alg =
+    # min(1.072 x 900, min(330.8 x 1.121, 0.94 x 400) x F) = 370.8268 x 1.875 = 695.30 GB/s, at the
+    # fit node NVLink-bound at 1.072 x 450 = 482.4 GB/s; lat = 13 + 2 x 17.52 = 48.04 us: the fill
+    # F 39.1 MB / 482.4 GB/s = 151.97 us (at its own NVLink, 105.44 us)
+    s, f = 2.0**30, 1.875
+    b_tree = 330.8e9 * 1.121 * f
+    kw = dict(nvlink_gb_s=900.0, algorithm="nvls_tree")
+    monkeypatch.setattr(coll, "FILL_REF_NVLINK_GB_S", 450.0)
+    t = float(collective_time_s("allreduce", s, 2, **kw))
+    assert t - 48.04e-6 - f * s / b_tree == pytest.approx(f * 39.1e6 / 482.4e9, abs=1e-11)
+    assert f * 39.1e6 / 482.4e9 == pytest.approx(151.97e-6, rel=1e-4)
+    monkeypatch.setattr(coll, "FILL_REF_NVLINK_GB_S", None)
+    t = float(collective_time_s("allreduce", s, 2, **kw))
+    assert t - 48.04e-6 - f * s / b_tree == pytest.approx(f * 39.1e6 / b_tree, abs=1e-11)
+    # on an NVLink-4 node the reference is the node itself: bit for bit, every op, algorithm,
+    # group and NIC rate
+    sizes = [2**10, 2**20, 2**26, 2**30, 16 * 2**30]
+    cases = [(op, n, r, gbps) for op in ("allreduce", "reduce_scatter", "all_gather")
+             for n in (2, 4, 16) for r in (1, 8) for gbps in (800.0, 3200.0)]
+    own = [group_collective_time_s(op, sizes, nodes=n, ranks_per_node=r, inter_node_gbps=gbps)
+           for op, n, r, gbps in cases]
+    monkeypatch.setattr(coll, "FILL_REF_NVLINK_GB_S", 450.0)
+    for (op, n, r, gbps), t_own in zip(cases, own, strict=True):
+        assert np.array_equal(group_collective_time_s(op, sizes, nodes=n, ranks_per_node=r,
+                                                      inter_node_gbps=gbps), t_own)
+
+
 @settings(max_examples=300, deadline=None)
 @given(op=st.sampled_from(["allreduce", "reduce_scatter", "all_gather", "all_to_all"]),
        algo=st.sampled_from([None, "ring", "tree", "nvls_tree", "collnet"]),

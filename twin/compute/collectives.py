@@ -70,7 +70,10 @@ bandwidth ``B_alg`` over the same group's on the fit rows' NICs (one 400 Gb/s ND
 per GPU.  Second version (HM2), after the first (``S_0`` with the NIC line rate, whose fill
 time fell where the NIC-share law raised ``eta``); the default since its decision rule passed:
 goal rows within 10 % 86 -> 88 of 107 (HG's 11: 6 -> 6), step-time goals held, and a slower NIC
-never makes a collective faster.
+never makes a collective faster.  The reference is the fit rows' node, NVLink 4 included
+(``FILL_REF_NVLINK_GB_S``, helper HR): an A100 ring's fill time is the H100 ring's, not 1.21
+times it from its NVLink 3 bound (goal rows 88 -> 89 of 107: AKS NDm A100 v4 at 64 MiB; every
+NVLink-4 node bit for bit).
 """
 
 from __future__ import annotations
@@ -157,6 +160,18 @@ FILL_TIME_LAW = True
 #: NIC line rate per GPU of the rows ``NET_FILL_S0_BYTES`` was fitted on [GB/s]: one 400 Gb/s
 #: NDR NIC per GPU (clusters A and B, eight per node).
 NET_FILL_REF_NIC_GB_S_PER_GPU = 50.0
+#: NVLink one way of the node ``NET_FILL_S0_BYTES`` was fitted on [GB/s] (DGX/HGX H100, NVLink 4),
+#: the NVLink of the fill-time law's reference (helper HR, "fill time of the fit rows' node"):
+#: ``B_alg,ref`` is the algorithm on the fit rows' node, so a node with slower NVLink (A100's
+#: NVLink 3, an H100 NVL's PCIe) does not get a longer network fill from its NVLink bound.  The fit
+#: rows are network-bound (A on 4 nodes, B on 8: NVLSTree beyond two nodes and rings), so the time
+#: they fix is the network pipeline's start-up, which the NVLink speed does not enter; on an
+#: NVLink-4 node it is HM2's reference bit for bit.  None: the group's own NVLink (HM2's reference,
+#: the default before HR; its decision rule and record are run with None).  Its own decision rule
+#: (nccl_multinode_alternatives.py, commit a6dad89, written before it was run on the goal rows)
+#: passed: goal rows 88 -> 89 of 107 (AKS NDm A100 v4 at 64 MiB -13.6 -> -9.8 %), HG's 11 6 -> 6,
+#: none moved out, the 82 H100 rows bit for bit, step-time goals held.
+FILL_REF_NVLINK_GB_S: float | None = 450.0
 #: Fill of the pairwise all-to-all across nodes [B] (each rank's send size at which it
 #: reaches half its asymptote).  Kept at 30.4 MB, the value the all-reduce fit gave before
 #: the Ring/NVLSTree split (the all-to-all was not refitted with it): cluster C's own
@@ -335,9 +350,10 @@ def net_fill_s0_bytes(alg_bw_b_s, ref_alg_bw_b_s, fill_time_law: bool | None = N
     the fabric slows).  With it the fill is a time, the algorithm's on the fit rows' NICs:
     ``S_0 = NET_FILL_S0_BYTES x B_alg / B_alg,ref`` for ``B_alg`` = alg_bw_b_s [B/s], the
     algorithm's asymptotic bus bandwidth, and ``B_alg,ref`` = ref_alg_bw_b_s [B/s], the same
-    algorithm's with one NDR NIC per GPU (``NET_FILL_REF_NIC_GB_S_PER_GPU``); so the fill time
-    is ``F NET_FILL_S0_BYTES / B_alg,ref`` whatever the NICs, and at the reference ``S_0`` is
-    the fitted size bit for bit.  fill_time_law: default ``FILL_TIME_LAW``.
+    algorithm's on the fit rows' node: one NDR NIC per GPU (``NET_FILL_REF_NIC_GB_S_PER_GPU``)
+    and NVLink 4 (``FILL_REF_NVLINK_GB_S``); so the fill time is ``F NET_FILL_S0_BYTES /
+    B_alg,ref`` whatever the NICs and the NVLink, and at the reference ``S_0`` is the fitted size
+    bit for bit.  fill_time_law: default ``FILL_TIME_LAW``.
     """
     on = FILL_TIME_LAW if fill_time_law is None else bool(fill_time_law)
     if not on:
@@ -456,8 +472,15 @@ def _candidates(op: str, s: np.ndarray, *, nodes: int, ranks_per_node: int, gpus
     if fill_on and n_nodes > 1:
         ref_gbps = 8.0 * NET_FILL_REF_NIC_GB_S_PER_GPU * gpus_per_node
         on_ref = inter_node_gbps == ref_gbps and nics_per_node in (None, gpus_per_node)
-        # on the reference NICs already (one NDR NIC per GPU, the common case) the reference
-        # algorithms are the ones just built: not built twice
+        if FILL_REF_NVLINK_GB_S is not None and nvlink_gb_s != FILL_REF_NVLINK_GB_S:
+            # the reference is the fit rows' node: its NVLink, not this node's, bounds the
+            # reference algorithms (net_algos reads these two through its closure; the group's
+            # own algorithms are built already)
+            ring_intra = RING_BUSBW_OVER_NVLINK * FILL_REF_NVLINK_GB_S * 1e9
+            b_nvls = NVLS_BUSBW_OVER_NVLINK * FILL_REF_NVLINK_GB_S * 1e9
+            on_ref = False
+        # on the reference node already (one NDR NIC per GPU, NVLink 4: the common case) the
+        # reference algorithms are the ones just built: not built twice
         b_ref = {name: b for name, b, _, _ in (algos if on_ref else net_algos(ref_gbps, gpus_per_node))}
     names: list[str] = []
     times: list[np.ndarray] = []
@@ -608,7 +631,8 @@ def group_collective_time_s(
     ceiling; default from the NVLink (:func:`compute_capability_of`).  nics_per_node [-]: the
     node's NICs (the Tree's channels); default one per GPU.  fill_time_law: the network fill
     is a time per algorithm, ``S_0`` in proportion to the algorithm's bandwidth over the same
-    group's with one NDR NIC per GPU (:func:`net_fill_s0_bytes`); default ``FILL_TIME_LAW``.
+    group's with one NDR NIC per GPU on an NVLink-4 node (:func:`net_fill_s0_bytes`); default
+    ``FILL_TIME_LAW``.
 
     References
     ----------
