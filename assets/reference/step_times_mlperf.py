@@ -3,6 +3,7 @@ helper HT), every row held out: nothing here is fitted.
 
     .venv/bin/python assets/reference/step_times_mlperf.py
     .venv/bin/python assets/reference/step_times_mlperf.py --derive ROUND=GITDIR ...
+    .venv/bin/python assets/reference/step_times_mlperf.py --per-release
 
 Reads ``step_times_mlperf.csv`` (sources and assumptions: ``step_times_mlperf_sources.md``)
 and runs :func:`twin.compute.step_estimate` on each row through the same row reader as the
@@ -14,6 +15,13 @@ FP8 forward reduce-scatters, recompute), with the node's NVLS as the run set it
 ``--derive v3.1=/path/to/training_results_v3.1 ...`` re-reads the MLPerf result logs from a
 clone (or bare git directory) of each round's repository and prints the measured columns
 next to the CSV's, so the transcription can be checked: see :func:`derive_step_s`.
+
+``--per-release`` runs a what-if (helper HT2; no twin change): one multiplier per MLPerf
+round on the compute kernels' efficiencies of ``H100_SXM`` (:data:`SCALED_FIELDS`), fitted
+by log least squares on each round's smallest-GPU rows (:func:`fit_rows`) and checked on the
+other 16, beside one multiplier for all rounds fitted on the same rows.  The decision rule
+was fixed before the fit: ``step_times_mlperf_sources.md``, "What-if: one kernel-efficiency
+multiplier per MLPerf round".
 """
 
 from __future__ import annotations
@@ -25,9 +33,12 @@ import math
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from twin.compute import step_estimate
+from scipy.optimize import minimize_scalar
+
+from twin.compute import H100_SXM, KernelEfficiency, step_estimate
 
 HERE = Path(__file__).resolve().parent
 CSV = HERE / "step_times_mlperf.csv"
@@ -35,6 +46,13 @@ CSV = HERE / "step_times_mlperf.csv"
 #: (conf/custom.yaml ``val_check_interval``), the first of which the derivation skips.
 SEQ_LEN = 2048
 EVAL_INTERVAL_SEQUENCES = 24576
+#: The kernel-table fields the per-round multiplier scales: the compute-bound kernels (BF16
+#: GEMMs -- in these FP8 runs the output layer only --, FP8 GEMMs, flash attention forward
+#: and backward).  HBM, launch gaps, jitter and the overlaps stay as fitted.
+SCALED_FIELDS = ("gemm", "gemm_fp8", "attention_fwd", "attention_bwd")
+#: MLPerf rounds in release order (results published Jun 2023, Nov 2023, Jun 2024, Nov 2024;
+#: NeMo 23.04, 23.09, 24.04, 24.09).
+ROUNDS = ("v3.0", "v3.1", "v4.0", "v4.1")
 
 
 def _test_step_module():
@@ -63,13 +81,94 @@ def kwargs(r: dict) -> dict:
     return kw
 
 
-def twin_step_s(r: dict) -> float:
-    return step_estimate(**kwargs(r)).step_time_s
+def scaled_table(multiplier: float, base: KernelEfficiency = H100_SXM) -> KernelEfficiency:
+    """``base`` with the compute kernels' efficiencies (:data:`SCALED_FIELDS`) times
+    ``multiplier`` [-]: the what-if's software-release (or clock) preset."""
+    return replace(base, **{f: getattr(base, f) * multiplier for f in SCALED_FIELDS})
 
 
-def error(r: dict) -> float:
+def twin_step_s(r: dict, multiplier: float = 1.0) -> float:
+    """The twin's step [s] of one row, its compute kernels' efficiencies times
+    ``multiplier`` (1: the twin as it is)."""
+    return step_estimate(**kwargs(r), kernel_efficiency=scaled_table(multiplier)).step_time_s
+
+
+def error(r: dict, multiplier: float = 1.0) -> float:
     """Relative error of the twin against the row's measured step [-]."""
-    return twin_step_s(r) / float(r["step_time_s"]) - 1.0
+    return twin_step_s(r, multiplier) / float(r["step_time_s"]) - 1.0
+
+
+def fit_rows(data: list[dict]) -> list[dict]:
+    """The what-if's fit subset, by GPU count only: every row at its round's smallest GPU
+    count (v4.0 has two at 512 GPUs)."""
+    least = {rd: min(int(r["gpus"]) for r in data if r["round"] == rd)
+             for rd in {r["round"] for r in data}}
+    return [r for r in data if int(r["gpus"]) == least[r["round"]]]
+
+
+def fit_multiplier(fit: list[dict]) -> float:
+    """Multiplier [-] minimising ``sum ln(twin / measured)^2`` over ``fit`` (log least
+    squares; bounded scalar search on [0.5, 2])."""
+    def cost(m: float) -> float:
+        return sum(math.log(twin_step_s(r, m) / float(r["step_time_s"])) ** 2 for r in fit)
+    res = minimize_scalar(cost, bounds=(0.5, 2.0), method="bounded",
+                          options={"xatol": 1e-6})
+    return float(res.x)
+
+
+def per_release(data: list[dict] | None = None) -> dict:
+    """The what-if: per-round multipliers and one for all rounds, each fitted on
+    :func:`fit_rows`, with every row's error under each (``errors_round``,
+    ``errors_one``, by config), the held-out configs and the summaries (mean and worst
+    |error| [-] per round and over the held-out rows)."""
+    data = rows() if data is None else data
+    fit = fit_rows(data)
+    fit_names = {r["config"] for r in fit}
+    m_round = {rd: fit_multiplier([r for r in fit if r["round"] == rd]) for rd in ROUNDS}
+    m_one = fit_multiplier(fit)
+    e_round = {r["config"]: error(r, m_round[r["round"]]) for r in data}
+    e_one = {r["config"]: error(r, m_one) for r in data}
+    held = [r["config"] for r in data if r["config"] not in fit_names]
+
+    def summary(errs: dict[str, float]) -> dict[str, tuple[float, float]]:
+        out = {}
+        groups = {rd: [r["config"] for r in data if r["round"] == rd and r["config"] in held]
+                  for rd in ROUNDS}
+        groups["held-out"] = held
+        groups["all"] = [r["config"] for r in data]
+        for k, names in groups.items():
+            a = [abs(errs[n]) for n in names]
+            out[k] = (statistics.mean(a), max(a))
+        return out
+
+    return dict(m_round=m_round, m_one=m_one, fit=sorted(fit_names), held_out=held,
+                errors_round=e_round, errors_one=e_one,
+                summary_round=summary(e_round), summary_one=summary(e_one))
+
+
+def _print_per_release() -> None:
+    data = rows()
+    w = per_release(data)
+    base = {r["config"]: error(r) for r in data}
+    print("multipliers on H100_SXM " + ", ".join(SCALED_FIELDS) + " (fit: "
+          + ", ".join(w["fit"]) + ")")
+    for rd in ROUNDS:
+        print(f"  {rd}: {w['m_round'][rd]:.4f}")
+    print(f"  one for all rounds: {w['m_one']:.4f}")
+    print(f"\n{'config':20s} {'GPUs':>6s} {'role':>8s} {'measured':>9s} {'twin':>7s} "
+          f"{'per-round':>9s} {'one':>7s}")
+    for r in data:
+        c = r["config"]
+        role = "held-out" if c in w["held_out"] else "fit"
+        print(f"{c:20s} {int(r['gpus']):6d} {role:>8s} {float(r['step_time_s']):9.4f} "
+              f"{100 * base[c]:+6.1f}% {100 * w['errors_round'][c]:+8.1f}% "
+              f"{100 * w['errors_one'][c]:+6.1f}%")
+    print(f"\n{'mean / worst |error|':22s} {'per-round':>15s} {'one multiplier':>15s}")
+    for k in (*ROUNDS, "held-out", "all"):
+        a, b = w["summary_round"][k], w["summary_one"][k]
+        label = f"{k} held-out" if k in ROUNDS else k
+        print(f"{label:22s} {100 * a[0]:6.2f} / {100 * a[1]:5.2f} % "
+              f"{100 * b[0]:6.2f} / {100 * b[1]:5.2f} %")
 
 
 def derive_step_s(log_lines: list[str]) -> dict:
@@ -134,6 +233,9 @@ def _derive(repos: dict[str, str]) -> None:
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--derive"]:
         _derive(dict(a.split("=", 1) for a in argv[1:]))
+        return
+    if argv[:1] == ["--per-release"]:
+        _print_per_release()
         return
     data = rows()
     print(f"{'config':20s} {'GPUs':>6s} {'GBS':>5s} {'PP-VP-mb':>8s} {'measure':>8s} "
