@@ -175,3 +175,53 @@ def test_published_a100_megatron_configurations_fit_in_80_gb():
                                             activation_recompute="none",
                                             sequence_parallel=False, **kw)
                 assert none.activations > m.activations
+
+
+def test_context_parallel_kv_term_by_hand():
+    # Ring attention (the module doc): each rank double-buffers the K and V block it
+    # receives and, backward, the dK and dV it passes on, bf16:
+    #   2 (K, V) x 2 (double buffer) x 2 (forward K/V + backward dK/dV) x h_kv/tp x b s/cp x 2 B
+    # = 16 h_kv/tp x b s/cp bytes.  Llama 3 70B: h 8192, 64 heads, 8 KV heads -> h_kv 1024.
+    # tp 8, cp 2, b 1, s 8192: 16 x 1024/8 x 4096 = 8,388,608 B = 8 MiB exactly.
+    kw = dict(SHAPES["70b"], micro_batch=1, dp=4, microbatches=8, vpp=1)
+    assert SHAPES["70b"]["hidden"] * SHAPES["70b"]["kv_heads"] // SHAPES["70b"]["heads"] == 1024
+    m = memory_per_gpu_bytes(**dict(kw, seq_len=8192), tp=8, pp=1, cp=2)
+    assert m.cp_kv == 8 * 2**20
+    # it is part of the total the fit check sees
+    parts = ("weights", "gradients", "optimizer", "activations", "logits", "buffers")
+    assert m.total - sum(getattr(m, k) for k in parts) == 8 * 2**20
+    # halves with cp (fewer tokens per rank), doubles with half the tp, grows with b s
+    assert memory_per_gpu_bytes(**dict(kw, seq_len=8192), tp=8, pp=1, cp=4).cp_kv == 4 * 2**20
+    assert memory_per_gpu_bytes(**dict(kw, seq_len=8192), tp=4, pp=1, cp=2).cp_kv == 16 * 2**20
+    big = memory_per_gpu_bytes(**dict(kw, seq_len=131072, micro_batch=2), tp=8, pp=2, cp=16)
+    assert big.cp_kv == 16 * 1024 / 8 * (2 * 131072 / 16)  # 32 MiB
+    # no context parallelism, no KV exchange
+    assert memory_per_gpu_bytes(**dict(kw, seq_len=8192), tp=8, pp=1, cp=1).cp_kv == 0.0
+
+
+def _breakdown_of_total(total_gib):
+    from twin.compute.memory import MemoryBreakdown
+    return MemoryBreakdown(weights=(total_gib - 2.0) * GIB, gradients=0.0, optimizer=0.0,
+                           activations=0.0, cp_kv=0.0, logits=0.0, buffers=2.0 * GIB,
+                           stage="first")
+
+
+def test_estimates_above_the_gpu_but_within_the_margin_get_a_note():
+    from twin.compute.memory import memory_limit_gib, memory_margin_note
+    # 80 / (1 - 0.134) = 92.3788 GiB: the largest estimate accepted on an 80 GiB GPU
+    assert memory_limit_gib(80) == pytest.approx(92.3788, abs=1e-4)
+    # the two shipped estimate files above 80 GiB: Nemotron-4 340B (128 GPUs) 92.30 GiB,
+    # Llama 3 405B on 16,384 GPUs 85.58 GiB
+    for total, ratio in ((92.30, "1.154x"), (85.58, "1.070x")):
+        m = _breakdown_of_total(total)
+        assert memory_fit_problem(m, 80) is None  # accepted, as before
+        note = memory_margin_note(m, 80)
+        assert note is not None
+        assert f"{total:.1f} GiB per GPU" in note and "80 GiB" in note and ratio in note
+        assert "MEMORY_MODEL_MARGIN = 0.134" in note and "above 92.4 GiB are refused" in note
+        assert "published as running" in note and "may not fit" in note
+    # at or below the GPU: nothing to say; above the limit: refused, the refusal says why
+    assert memory_margin_note(_breakdown_of_total(80.0), 80) is None
+    assert memory_margin_note(_breakdown_of_total(64.2), 80) is None
+    over = _breakdown_of_total(92.4)
+    assert memory_fit_problem(over, 80) is not None and memory_margin_note(over, 80) is None

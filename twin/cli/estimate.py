@@ -17,7 +17,14 @@ collective runs on the Blue Vela compute fabric (DGX H100 nodes, 8x NDR 400 Gb/s
 GPUDirect RDMA over InfiniBand).  The GPU generation (compute capability) and the NICs per
 node, which set NCCL's classic Tree ceiling, come from the node catalog with ``--cluster``
 (``gpu_compute_capability``, ``compute_nics``); ``--compute-capability`` and
-``--nics-per-node`` override them.
+``--nics-per-node`` override them.  With ``--cluster`` the job may use at most the nodes the
+scenario delivers (its ramp's racks of its node model): ``--nodes`` or the estimate file's
+``cluster.gpus`` above that is an error.
+
+``twin estimate step`` reports the per-GPU memory of the most loaded pipeline stage.  An
+estimate above the GPU's memory that the memory model's margin still accepts
+(:data:`twin.compute.memory.MEMORY_MODEL_MARGIN`) comes with a ``memory_note`` saying so;
+above the margin the job is refused (exit 2, naming the capacity and the breakdown).
 
 Bad input exits 2 with one line per problem on stderr, never a traceback.
 """
@@ -45,6 +52,7 @@ from twin.compute.estimate_file import (
     load_estimate,
     memory_from_file,
 )
+from twin.compute.memory import MEMORY_MODEL_MARGIN, memory_limit_gib, memory_margin_note
 from twin.compute.step import COMPUTE_CAPABILITIES
 
 #: Blue Vela compute node and fabric (arXiv 2407.05467; NVIDIA H100 SXM datasheet).
@@ -70,19 +78,25 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
     """Cluster of a scenario file: node model from the catalog, fabric, deployment.
 
     The hook the ``--cluster`` option calls (replace :data:`CLUSTER_LOADER` to change it).
-    ``gpus`` is the scenario's node count times GPUs per node when the scenario states
-    it; the estimate file's ``cluster.gpus`` wins in ``twin estimate step``.
+    ``gpus`` is the scenario's size: the nodes of its node model that its ramp delivers,
+    times GPUs per node.  It bounds ``--nodes`` and the estimate file's ``cluster.gpus``,
+    which is the job's size in ``twin estimate step``.
     """
     from twin.catalog import node_model
     from twin.plant import node_nics
     from twin.scenario import load_scenario
+    from twin.scenario.racks import delivered_nodes_by_model
 
     s = load_scenario(path, overrides)
     node = node_model(s.hardware.node_model)
     f = s.fabric
     g = int(node.gpu_count)
+    nodes = delivered_nodes_by_model(s).get(s.hardware.node_model, 0)
+    if nodes < 1:
+        raise EstimateFileError([f"{path}: the ramp delivers no {s.hardware.node_model} nodes "
+                                 "(hardware.node_model)"])
     return Cluster(
-        gpus=g, gpus_per_node=g,
+        gpus=nodes * g, gpus_per_node=g,
         gpu=Gpu(peak_bf16_tflops=node.gpu_peak_bf16_tflops,
                 peak_fp8_tflops=getattr(node, "gpu_peak_fp8_tflops", None),
                 hbm_bw_tb_s=node.gpu_hbm_bw_tb_s, nvlink_gb_s=node.nvlink_gb_s, nvls=node.nvls,
@@ -156,19 +170,40 @@ def _parser() -> argparse.ArgumentParser:
                  description="step-time and collective estimates without a simulation")
     sub = ap.add_subparsers(dest="what", metavar="{step,collective,fabric-study}",
                             parser_class=_Parser)
-    p = sub.add_parser("step", help="training step time, MFU and breakdown of a job")
+    p = sub.add_parser(
+        "step", help="training step time, MFU, breakdown and memory per GPU of a job",
+        description="Step time [s], MFU, tokens per second per GPU and a breakdown [s] of "
+                    "one training job, and its memory per GPU [GiB] on the most loaded "
+                    "pipeline stage (weights, gradients, optimizer, activations, "
+                    "context-parallel KV, logits, buffers, total) against the GPU's memory. "
+                    "An estimate above the GPU's memory but within the memory model's "
+                    f"{100 * MEMORY_MODEL_MARGIN:.1f} % margin (up to "
+                    f"{memory_limit_gib(80.0):.1f} GiB on an 80 GiB GPU) is accepted with a "
+                    "memory note (JSON: memory_note); beyond the margin the job does not fit "
+                    "and the command exits 2 naming the capacity and the breakdown. Bad "
+                    "input exits 2 with one line per problem.")
     p.add_argument("file", help="estimate file (scenarios/estimates/*.yaml) or a scenario")
     p.add_argument("--job", help="job name when FILE is a scenario (default: the first)")
     p.add_argument("--set", action="append", default=[], metavar="dotted.path=value",
                    help="override a field, e.g. --set cluster.gpus=128")
-    p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
+    p.add_argument("--cluster", metavar="SCENARIO",
+                   help="take the cluster (GPU, node, fabric, transport, deployment) from a "
+                        "scenario; cluster.gpus must fit in the nodes it delivers")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
-    p.add_argument("--op", required=True, choices=OPS)
-    p.add_argument("--bytes", required=True, type=_positive_float, metavar="N",
-                   help="buffer size [B] (nccl-tests convention)")
-    p.add_argument("--nodes", required=True, type=_positive_int, metavar="K")
-    p.add_argument("--gpus-per-node", type=_positive_int, default=None)
+    p.add_argument("--op", required=True, choices=OPS,
+                   help="collective operation (nccl-tests' all_reduce_perf, "
+                        "reduce_scatter_perf, all_gather_perf, alltoall_perf); bus bandwidth "
+                        "= algorithm bandwidth x 2(n-1)/n for allreduce, x (n-1)/n for the "
+                        "others, n = GPUs")
+    p.add_argument("--bytes", required=True, type=_byte_count, metavar="N",
+                   help="buffer size [B], at least 1 (nccl-tests convention: the size "
+                        "printed in its 'size' column), e.g. 1e9 or 1073741824")
+    p.add_argument("--nodes", required=True, type=_positive_int, metavar="K",
+                   help="nodes the collective spans [nodes]; with --cluster at most the "
+                        "nodes the scenario delivers")
+    p.add_argument("--gpus-per-node", type=_positive_int, default=None, metavar="G",
+                   help="GPUs per node taking part [GPUs]; default the cluster's (8)")
     p.add_argument("--in-network-reduction", action="store_true",
                    help="all-reduce in the switches (InfiniBand SHARP)")
     p.add_argument("--compute-capability", type=int, choices=COMPUTE_CAPABILITIES, default=None,
@@ -177,7 +212,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nics-per-node", type=_positive_int, default=None, metavar="N",
                    help="compute NICs per node (NCCL's Tree: one channel each); default the "
                         "cluster's")
-    p.add_argument("--cluster", metavar="SCENARIO", help="take the cluster from a scenario")
+    p.add_argument("--cluster", metavar="SCENARIO",
+                   help="take the cluster from a scenario (default: Blue Vela's DGX H100 "
+                        "nodes on 8x 400 Gb/s InfiniBand)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("fabric-study", help="dense and MoE jobs, alone and sharing, on four "
                                             "fabrics (twin.compute.fabric_study)")
@@ -212,14 +249,23 @@ def _positive_int(text: str) -> int:
     return v
 
 
-def _positive_float(text: str) -> float:
+def _byte_count(text: str) -> float:
+    """A buffer size [B]: finite and at least one byte (a smaller buffer holds no element)."""
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not np.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a size of at least 1 B, got {text!r}") from None
+    if not np.isfinite(v) or v < 1:
+        raise argparse.ArgumentTypeError(f"expected a size of at least 1 B, got {text!r}")
     return v
+
+
+def _check_cluster_nodes(what: str, nodes: int, cluster: Cluster, path: str) -> None:
+    """``nodes`` at most the ``--cluster`` scenario's delivered nodes (its ``gpus``)."""
+    have = cluster.gpus // cluster.gpus_per_node
+    if nodes > have:
+        raise EstimateFileError([f"{what}: expected at most the {have} nodes that {path} "
+                                 f"delivers (--cluster)"])
 
 
 def _load_cluster(path: str) -> Cluster:
@@ -256,6 +302,9 @@ def _cmd_step(args) -> dict:
         est = load_estimate(args.file, args.set)
     if args.cluster:
         c = _load_cluster(args.cluster)
+        nodes = -(-est.cluster.gpus // c.gpus_per_node)
+        _check_cluster_nodes(f"{est.name}: cluster.gpus = {est.cluster.gpus} needs {nodes} "
+                             f"nodes of {c.gpus_per_node} GPUs", nodes, c, args.cluster)
         c = c.model_copy(update={"gpus": est.cluster.gpus,
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
@@ -265,7 +314,8 @@ def _cmd_step(args) -> dict:
     out = {"name": est.name, **r.as_dict(),
            "memory_gib": {k: (v / 2**30 if isinstance(v, float) else v)
                           for k, v in mem.as_dict().items()},
-           "gpu_memory_gib": est.cluster.gpu.memory_gb}
+           "gpu_memory_gib": est.cluster.gpu.memory_gb,
+           "memory_note": memory_margin_note(mem, est.cluster.gpu.memory_gb)}
     if est.reference is not None:
         out["reference"] = est.reference.model_dump()
     return out
@@ -273,6 +323,9 @@ def _cmd_step(args) -> dict:
 
 def _cmd_collective(args) -> dict:
     c = _load_cluster(args.cluster) if args.cluster else BLUE_VELA_CLUSTER
+    if args.cluster:
+        _check_cluster_nodes(f"twin estimate collective: --nodes {args.nodes}", args.nodes, c,
+                             args.cluster)
     g = args.gpus_per_node or c.gpus_per_node
     if args.nodes * g < 2:
         raise EstimateFileError(["twin estimate collective: needs at least 2 GPUs "
@@ -317,6 +370,8 @@ def _print_step(out: dict) -> None:
     for k, v in mem.items():
         if k != "stage":
             print(f"    {k:22s} {v:10.2f}")
+    if out.get("memory_note"):
+        print(f"  memory note: {out['memory_note']}")
     ref = out.get("reference")
     if ref:
         for key in ("step_time_s", "mfu", "tokens_per_s_per_gpu"):

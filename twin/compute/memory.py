@@ -293,3 +293,31 @@ def memory_fit_problem(mem: MemoryBreakdown, capacity_gib: float,
     return (f"does not fit in GPU memory: needs {mem.describe_gib()} "
             f"per GPU, the GPU has {capacity_gib:g} GiB")
 
+
+def memory_limit_gib(capacity_gib: float, margin: float = MEMORY_MODEL_MARGIN) -> float:
+    """Largest estimate [GiB] accepted on a GPU of ``capacity_gib`` [GiB]:
+    ``capacity / (1 - margin)`` (92.4 GiB on an 80 GiB GPU at the fitted margin)."""
+    return capacity_gib / (1.0 - margin)
+
+
+def memory_margin_note(mem: MemoryBreakdown, capacity_gib: float,
+                       margin: float = MEMORY_MODEL_MARGIN) -> str | None:
+    """One line when the estimate exceeds the GPU's capacity yet is accepted, else ``None``.
+
+    Accepted means within :func:`memory_limit_gib`: the margin is fitted so that no
+    configuration published as running is refused, so an estimate between the capacity
+    and that limit is a layout at the edge of fitting, which the user should be told
+    about rather than shown a total above the GPU without comment.  ``None`` when the
+    estimate fits outright, and when it is refused (:func:`memory_fit_problem` says why).
+    """
+    total_gib = mem.total / GIB
+    limit_gib = memory_limit_gib(capacity_gib, margin)
+    if total_gib <= capacity_gib or memory_fit_problem(mem, capacity_gib, margin) is not None:
+        return None
+    return (f"the estimate, {total_gib:.1f} GiB per GPU, is above the GPU's {capacity_gib:g} GiB "
+            f"({total_gib / capacity_gib:.3f}x) but within the memory model's margin, so it is "
+            f"accepted: MEMORY_MODEL_MARGIN = {margin:g} is fitted so that no configuration "
+            f"published as running is refused (they estimate up to {1 / (1 - margin):.3f}x "
+            f"their GPU's memory), and only estimates above {limit_gib:.1f} GiB are refused; "
+            f"this layout may not fit")
+
