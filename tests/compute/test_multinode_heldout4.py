@@ -28,11 +28,13 @@ finally:
 PP = 0.005  # 0.5 percentage points
 
 #: (rows within 10 %, mean |error|, worst |error|) per table, measured on 1 Dec 2026 with the
-#: collective model of commit 3ae0c86 and its defaults (NIC-share law and fill-time law on: the
+#: collective model of commit 1dc85fc and its defaults (NIC-share law and fill-time law on, the
+#: fill time referred to the fit rows' node with NVLink 4; 3ae0c86 pinned 2219 at (2, 0.1727,
+#: 0.2573), its 64 / 128 MiB misses at -25.7 / -14.2 %:
 #: ring at min(0.94, 41.4 GB/s / 12.5 GB/s of NIC per GPU) x RoCE's 0.97 of line rate; a
 #: classic Tree held to the NICs on 2 nodes).  Re-pin here when the model changes.
 PINNED: dict[str, tuple[int, float, float]] = {
-    "OCI_A100_2219": (2, 0.1727, 0.2573),
+    "OCI_A100_2219": (2, 0.1657, 0.2370),
     "OCI_A100_2214": (2, 0.0181, 0.0275),
     "OCI_A100_2225": (3, 0.0544, 0.0596),
     "OCI_A100_2229": (3, 0.0448, 0.0481),
@@ -106,8 +108,8 @@ def test_named_misses():
     # at 64 and 128 MiB, and from 1 GiB it runs a Tree above the NICs (next test)
     miss = {int(e["bytes"]): e["error"] for e in hp.errors()
             if e["role"] == "validate" and abs(e["error"]) > hp.GOAL}
-    assert miss == pytest.approx({2**26: -0.257, 2**27: -0.142, 2**30: -0.198,
-                                  2**31: -0.187, 2**32: -0.233, 2**33: -0.237}, abs=PP)
+    assert miss == pytest.approx({2**26: -0.230, 2**27: -0.123, 2**30: -0.195,
+                                  2**31: -0.186, 2**32: -0.233, 2**33: -0.237}, abs=PP)
 
 
 def test_two_node_tree_above_the_nics():
