@@ -177,7 +177,10 @@ def test_cli_takes_both_from_the_catalog_and_the_options(capsys):
     est = estimate_from_scenario(str(LENOVO))
     assert (est.cluster.gpu.compute_capability, est.cluster.fabric.nics()) == (90, 4)
     base = ["collective", "--op", "allreduce", "--bytes", "1e6", "--nodes", "16", "--json"]
-    assert run_estimate_cli([*base, "--cluster", str(LENOVO)]) == 0
+    # lenovo_small delivers 4 nodes: --cluster bounds --nodes (16 exits 2)
+    assert run_estimate_cli([*base, "--cluster", str(LENOVO)]) == 2
+    capsys.readouterr()
+    assert run_estimate_cli([*base[:6], "4", "--json", "--cluster", str(LENOVO)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["compute_capability"], out["nics_per_node"]) == (90, 4)
     assert run_estimate_cli(base) == 0  # Blue Vela: DGX H100, 8 NICs
