@@ -143,3 +143,31 @@ def test_bad_collective_input_exits_2(capsys, args, expect):
     assert run_estimate_cli(["collective", "--op", "all_to_all", *args]) == 2
     err = capsys.readouterr().err
     assert expect in err and "Traceback" not in err
+
+
+def test_expert_tensor_parallelism_places_and_splits_the_experts():
+    # Megatron-core's --expert-tensor-parallel-size (MoE parallel folding): expert groups are
+    # drawn in the order ETP, EP, EDP over a stage's tp x cp x dp ranks
+    shape = dict(MOE_SHAPES["mixtral_8x22b"])
+    e_, k = shape.pop("experts"), shape.pop("top_k")
+    kw = dict(shape, gpus=128, global_batch=256, micro_batch=1, tp=2, pp=8, cp=1, vpp=7,
+              peak_tflops=989.0, moe_experts=e_, moe_top_k=k, moe_ep=8, **H100)
+    legacy = step_estimate(**kw)
+    # given as tp (cp = 1) it is the legacy layout bit for bit
+    same = step_estimate(**dict(kw, moe_expert_tp=2))
+    assert same.step_time_s == legacy.step_time_s and same.breakdown == legacy.breakdown
+    folded = step_estimate(**dict(kw, moe_expert_tp=1))
+    # EP8 on 8 adjacent ranks (one node, NVLink) instead of 8 ranks 2 apart (two nodes)
+    assert folded.breakdown["moe_a2a_exposed"] < 0.25 * legacy.breakdown["moe_a2a_exposed"]
+    # whole experts on T/tp tokens: the same expert FLOPs, so GEMM time within wave effects
+    assert folded.breakdown["gemm"] == pytest.approx(legacy.breakdown["gemm"], rel=0.01)
+    # no tensor-parallel collectives around the experts: less TP communication exposed
+    assert folded.breakdown["tp_comm_exposed"] < legacy.breakdown["tp_comm_exposed"]
+    # the same FLOPs: MFU differs only by the step
+    assert folded.mfu * folded.step_time_s == pytest.approx(legacy.mfu * legacy.step_time_s)
+    with pytest.raises(ValueError, match="moe_expert_tp=4 must be 1 or tp=2"):
+        step_estimate(**dict(kw, moe_expert_tp=4))
+    # 32 GPUs at PP8 leave tp x dp = 4 ranks a stage: EP8 cannot be folded into them
+    with pytest.raises(ValueError, match="moe_expert_tp x moe_ep = 8 does not divide the "
+                                         "tensor x context x data parallel ranks 4"):
+        step_estimate(**dict(kw, gpus=32, moe_expert_tp=1))

@@ -385,6 +385,7 @@ def step_estimate(
     moe_top_k: int = 2,
     moe_ep: int = 1,
     moe_capacity_factor: float = 1.0,
+    moe_expert_tp: int | None = None,
     zero_stage: int = 1,
     fsdp_shard: int | None = None,
     grad_bytes: float = 4.0,
@@ -421,7 +422,17 @@ def step_estimate(
     the data x context parallel group (Megatron order: TP, CP, EP, DP), and each layer
     pays two all-to-alls forward (dispatch, combine) and two backward over the EP group,
     not overlapped (Megatron-core's default dispatcher); expert weights are TP-split as the
-    dense ones and their gradients reduce over ``dp cp / ep`` ranks.
+    dense ones and their gradients reduce over ``dp cp / ep`` ranks.  moe_expert_tp (None,
+    1 or ``tp``): Megatron-core's expert tensor parallelism (``--expert-tensor-parallel-size``,
+    "MoE parallel folding", Megatron-LM ``parallel_state.initialize_model_parallel`` since
+    Nov 2024).  None keeps the layout above.  Given, the experts are split over
+    ``moe_expert_tp`` ranks and the expert groups are drawn from all ``tp cp dp`` ranks of a
+    pipeline stage in the order ETP, EP, EDP, so the EP ranks are ``moe_expert_tp`` apart (a
+    node holds ``gpus_per_node / moe_expert_tp`` of them); with 1 each expert's GEMMs run
+    whole on its rank over the routed copies of the tokens of its sequence-parallel shard
+    (the same FLOPs as the TP-split experts), the expert MLP has no tensor-parallel
+    collectives (its tokens stay on their sequence-parallel shard, the all-to-all moves them),
+    and expert gradients reduce over ``tp cp dp / (moe_expert_tp ep)`` ranks.
 
     zero_stage: 1 (default) keeps Megatron's distributed optimizer (ZeRO-1, weights whole
     on every rank); 3 is FSDP / ZeRO-3: each layer's weights are all-gathered (bf16) for
@@ -482,8 +493,16 @@ def step_estimate(
                f"moe_top_k={moe_top_k!r} must be between 1 and moe_experts={moe_experts}")
         _check(int(moe_ep) == moe_ep and moe_ep >= 1 and moe_experts % moe_ep == 0,
                f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep!r}")
-        _check((dp * cp) % moe_ep == 0,
-               f"moe_ep={moe_ep} does not divide the data x context parallel ranks {dp * cp}")
+        if moe_expert_tp is None:
+            _check((dp * cp) % moe_ep == 0,
+                   f"moe_ep={moe_ep} does not divide the data x context parallel ranks "
+                   f"{dp * cp}")
+        else:
+            _check(not isinstance(moe_expert_tp, bool) and moe_expert_tp in (1, tp),
+                   f"moe_expert_tp={moe_expert_tp!r} must be 1 or tp={tp}")
+            _check((tp * cp * dp) % (moe_expert_tp * moe_ep) == 0,
+                   f"moe_expert_tp x moe_ep = {moe_expert_tp * moe_ep} does not divide the "
+                   f"tensor x context x data parallel ranks {tp * cp * dp}")
         _check(moe_capacity_factor > 0, f"moe_capacity_factor must be > 0, got "
                                         f"{moe_capacity_factor!r}")
     _check(zero_stage in (0, 1, 2, 3), f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
@@ -530,9 +549,13 @@ def step_estimate(
     mats = 3 if gated_mlp else 2
     # MoE: each rank's experts process top_k x capacity routed copies of its tokens
     Tm = T * moe_top_k * moe_capacity_factor if moe_experts else T
-    fm = np.array([T, T, Tm, Tm])
-    fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * F / tp, h])
-    fk = np.array([h, h / tp, h, F / tp])
+    # expert tensor parallelism: ``etp`` = tp unless given (moe_expert_tp); with 1 an expert
+    # runs whole on the routed copies of its rank's sequence-parallel shard (T / tp tokens)
+    etp = tp if (not moe_experts or moe_expert_tp is None) else int(moe_expert_tp)
+    Te = Tm if etp == tp else Tm * etp / tp
+    fm = np.array([T, T, Te, Te])
+    fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * F / etp, h])
+    fk = np.array([h, h / tp, h, F / etp])
     kw: dict[str, Any] = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
     # BF16 GEMMs of an FP8 run (the MoE router) and of unfused attention
     bkw: dict[str, Any] = dict(kw, peak_flops=peak_bf16, eff=ke.gemm, bytes_per_el=2.0)
@@ -609,11 +632,15 @@ def step_estimate(
             comm = np.array([t_ag, t_rs_f, t_ag, t_rs_f, t_ag, t_ag, t_rs_b, t_ag, t_ag, t_rs_b])
             gemm = np.array([g_fwd[0], g_fwd[1], g_fwd[2], g_fwd[3], g_dgrad[3], g_dgrad[2],
                              g_wgrad[2], g_dgrad[1], g_dgrad[0], g_wgrad[0]])
+            if etp != tp:  # experts not TP-split: the MLP's five collectives do not run
+                comm[[2, 3, 4, 5, 6]] = 0.0
         else:  # 2 all-reduces forward (after proj, fc2), 2 backward (after qkv, fc1 dgrad)
             t_ar = float(group_collective_time_s("allreduce", T * h * 2.0, nodes=tp_nodes,
                                                  ranks_per_node=tp_rpn, **coll))
             comm = np.full(4, t_ar)
             gemm = np.array([g_fwd[1], g_fwd[3], g_wgrad[0], g_wgrad[2]])
+            if etp != tp:  # experts not TP-split: no all-reduce after fc2 and fc1 dgrad
+                comm[[1, 3]] = 0.0
         if not ke.tp_comm_overlap:
             t_tp_exposed = float(comm.sum())
         else:
@@ -650,7 +677,10 @@ def step_estimate(
     # group holds g / (tp cp) ranks of a node at most
     if moe_experts and moe_ep > 1:
         a2a_bytes = T / sp * moe_top_k * moe_capacity_factor * h * 2.0
-        ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
+        if moe_expert_tp is None:
+            ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
+        else:  # folded expert groups (order ETP, EP, EDP): EP ranks are etp apart
+            ep_rpn = max(1, min(moe_ep, g // etp)) if etp <= g else 1
         t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes,
                                               nodes=math.ceil(moe_ep / ep_rpn),
                                               ranks_per_node=ep_rpn, **coll))
@@ -716,8 +746,8 @@ def step_estimate(
 
     # ---- data parallel: distributed optimizer (or FSDP) over the DP x CP group ------
     attn_params = h * (h + 2 * hkv) + h * h
-    if moe_experts:  # expert weights: moe_experts / ep experts per rank, TP-split
-        p_exp = layers_per_stage * (moe_experts / moe_ep) * mats * h * F / tp
+    if moe_experts:  # expert weights: moe_experts / ep experts per rank, split over etp
+        p_exp = layers_per_stage * (moe_experts / moe_ep) * mats * h * F / etp
         p_dense = (layers_per_stage * (attn_params + h * moe_experts) / tp + vocab * h / tp
                    + 2 * h * layers_per_stage)
     else:
@@ -729,8 +759,8 @@ def step_estimate(
     t_mb_bwd = (2.0 / 3.0) * t_stage_max
     t_mb_fwd = (1.0 / 3.0) * t_stage_max
 
-    def _dp_group(ranks: int) -> dict:
-        rpn = max(1, min(ranks, g // tp)) if tp <= g else 1
+    def _dp_group(ranks: int, stride: int = tp) -> dict:
+        rpn = max(1, min(ranks, g // stride)) if stride <= g else 1
         return dict(nodes=math.ceil(ranks / rpn), ranks_per_node=rpn, **coll)
 
     if zero_stage == 3:
@@ -759,10 +789,10 @@ def step_estimate(
             t_dp_exposed += max(0.0, t_rep - t_mb_bwd - bubble / 2.0)
         opt_shards = shard
     elif n_dp > 1:
-        def _sync(params: float, ranks: int) -> tuple[float, float]:
+        def _sync(params: float, ranks: int, stride: int = tp) -> tuple[float, float]:
             if ranks <= 1 or params <= 0:
                 return 0.0, 0.0
-            grp = _dp_group(ranks)
+            grp = _dp_group(ranks, stride)
             if ke.distributed_optimizer:
                 return (float(group_collective_time_s("reduce_scatter", params * grad_bytes,
                                                       **grp)),
@@ -771,7 +801,10 @@ def step_estimate(
             # gradient all-reduce, overlapped with the last backward
             return float(group_collective_time_s("allreduce", params * grad_bytes, **grp)), 0.0
         rs_d, ag_d = _sync(p_dense, n_dp)
-        rs_e, ag_e = _sync(p_exp, n_dp // moe_ep if moe_experts else 1)
+        if moe_experts and moe_expert_tp is not None:  # expert DP ranks, etp x ep apart
+            rs_e, ag_e = _sync(p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
+        else:
+            rs_e, ag_e = _sync(p_exp, n_dp // moe_ep if moe_experts else 1)
         t_grad_rs, t_param_ag = rs_d + rs_e, ag_d + ag_e
         t_dp_exposed = (max(0.0, t_grad_rs - t_mb_bwd - bubble / 2.0)
                         + max(0.0, t_param_ag - t_mb_fwd - bubble / 2.0))
