@@ -173,3 +173,16 @@ def test_a_new_miss_needs_a_class(gm, result, monkeypatch):
     monkeypatch.delitem(gm.CLASSES, "B 8n allreduce 256 MiB")
     with pytest.raises(KeyError, match="B 8n allreduce 256 MiB"):
         gm.classify(rows)
+
+
+def test_docs_state_the_counts(gm, result):
+    # docs/validation.md's collective summary and README's known limits say what the model gives
+    rows, misses, _ = result
+    c = gm.counts(rows, misses)
+    docs = (Path(__file__).resolve().parents[2] / "docs/validation.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for text in (docs, readme):
+        flat = " ".join(text.split())
+        assert f"{c['107']['within']} of 107" in flat
+        assert f"{c['136']['within']} of 136" in flat
+    assert f"**{c['118']['within']} of 118**" in docs
