@@ -225,3 +225,89 @@ def test_estimates_above_the_gpu_but_within_the_margin_get_a_note():
     assert memory_margin_note(_breakdown_of_total(64.2), 80) is None
     over = _breakdown_of_total(92.4)
     assert memory_fit_problem(over, 80) is not None and memory_margin_note(over, 80) is None
+
+
+# Mixtral 8x22B as Megatron-core's model zoo ran it on 128 H100 80 GB (16 DGX H100):
+# TP2 PP8 VPP7 EP8, expert tensor parallel 1, MBS 1, GBS 256, sequence 4096, bf16 with fp32
+# gradients and the distributed optimizer (assets/reference/step_times_moe2_sources.md)
+MIXTRAL_8X22B = dict(layers=56, hidden=6144, ffn_hidden=16384, heads=48, kv_heads=8,
+                     vocab=32768, seq_len=4096, micro_batch=1, tp=2, pp=8, cp=1, vpp=7, dp=8,
+                     microbatches=32, moe_experts=8, moe_ep=8, moe_top_k=2)
+
+
+def test_mixtral_8x22b_parameters_are_141_billion():
+    # the shape above holds Mixtral's 141 B parameters (Mistral AI model card): 56 layers of
+    # 8 experts of 3 x 6144 x 16384, attention h (h + 2 h_kv) + h^2, router h E, two norms,
+    # untied embedding and output layer V h each
+    h, hkv, F, L, E, V = 6144, 1024, 16384, 56, 8, 32768
+    total = L * (E * 3 * h * F + h * (h + 2 * hkv) + h * h + h * E + 2 * h) + 2 * V * h + h
+    assert total / 1e9 == pytest.approx(140.6, abs=0.05)
+    assert L * E * 3 * h * F == 135_291_469_824  # expert weights: 96 % of the model
+
+
+def test_expert_tensor_parallel_memory_by_hand():
+    # First pipeline stage (the most loaded: its in-flight micro-batches), 7 layers, by hand:
+    #   dense per GPU  P_d = 7 [h (h + 2 h_kv) + h^2 + 2 h] / tp + V h / tp
+    #                      = 7 x 88,092,672 / 2 + 100,663,296 = 408,987,648
+    #   experts per GPU P_e = 7 [E/ep x 3 h F / etp + h E / tp]
+    #      etp 1:         7 (301,989,888 + 24,576) = 2,114,101,248
+    #      etp = tp = 2:  7 (150,994,944 + 24,576) = 1,057,136,640
+    #   model states (distributed optimizer, fp32 gradients): 2 + 4 + 12/d B a parameter, with
+    #   d = dp cp = 8 for the dense part and the expert-data-parallel ranks
+    #   edp = tp cp dp / (etp ep) for the experts: 2 with etp 1, 1 with etp 2
+    #   activations: (pp + (pp-1)/vpp) = 9 micro-batches x 7 layers x 4096 tokens x
+    #   [8 h/tp (norms) + 2 (h + 2 h_kv + h + 3 F)/tp + 2 x 3 F/tp (k c - 1)] = 137,216 B,
+    #   + the embedding output 2 x 4096 h / tp x 9, whatever etp is; buffers 2 GiB
+    p_d, p_e1, p_e2 = 408_987_648, 2_114_101_248, 1_057_136_640
+    acts = 9 * 7 * 4096 * 137_216 + 2 * 4096 * 6144 // 2 * 9
+    folded = memory_per_gpu_bytes(**MIXTRAL_8X22B, moe_expert_tp=1)
+    assert folded.stage == "first"
+    assert folded.weights == 2 * (p_d + p_e1) == 5_046_177_792
+    assert folded.gradients == 4 * (p_d + p_e1) == 10_092_355_584
+    assert folded.optimizer == 12 * p_d / 8 + 12 * p_e1 / 2 == 13_298_088_960
+    assert folded.activations == acts == 35_634_806_784
+    assert folded.logits == 0.0 and folded.cp_kv == 0.0 and folded.buffers == 2 * GIB
+    assert folded.total == 66_218_912_768  # 61.67 GiB
+    split = memory_per_gpu_bytes(**MIXTRAL_8X22B, moe_expert_tp=2)
+    assert split.weights == 2 * (p_d + p_e2) and split.gradients == 4 * (p_d + p_e2)
+    assert split.optimizer == 12 * p_d / 8 + 12 * p_e2 / 1
+    assert split.activations == acts
+    # expert tensor parallel = tp is the former layout (experts split over tp, EP from DP)
+    assert split == memory_per_gpu_bytes(**MIXTRAL_8X22B)
+    # whole experts: 5.9 GiB more weights and gradients; the optimizer the same but for the
+    # router (tp times the parameters over tp times the shards)
+    assert (folded.total - split.total) / GIB == pytest.approx(5.906, abs=1e-3)
+    assert folded.optimizer - split.optimizer == pytest.approx(12 * 7 * 24_576 / 2 - 12 * 7 *
+                                                               24_576, abs=1.0)
+    # the run ran on 80 GB GPUs: it fits outright
+    assert memory_fit_problem(folded, 80) is None and folded.total < 80 * GIB
+
+
+@pytest.mark.parametrize("zero_stage", [0, 1, 2, 3])
+def test_expert_tensor_parallel_under_every_zero_stage(zero_stage):
+    # per-parameter states of model_state_bytes_per_parameter: dense over d = 8, experts over
+    # edp = 2 (etp 1) or 1 (etp = tp = 2); ZeRO-3 adds the gathered working set of two
+    # layers, 2 B x 2 x [dense + experts] per layer
+    p_d, lay_d = 408_987_648, 88_092_672 / 2
+    kw = dict(MIXTRAL_8X22B, zero_stage=zero_stage)
+    for etp, p_e, lay_e, edp in ((1, 2_114_101_248, 301_989_888 + 24_576, 2),
+                                 (2, 1_057_136_640, 150_994_944 + 24_576, 1)):
+        m = memory_per_gpu_bytes(**kw, moe_expert_tp=etp)
+        wd, gd, od = model_state_bytes_per_parameter(8, zero_stage=zero_stage)
+        we, ge, oe = model_state_bytes_per_parameter(edp, zero_stage=zero_stage)
+        gathered = 2 * 2.0 * (lay_d + lay_e) if zero_stage == 3 else 0.0
+        assert m.weights == pytest.approx(p_d * wd + p_e * we + gathered, rel=1e-12)
+        assert m.gradients == pytest.approx(p_d * gd + p_e * ge, rel=1e-12)
+        assert m.optimizer == pytest.approx(p_d * od + p_e * oe, rel=1e-12)
+
+
+def test_expert_tensor_parallel_input_errors():
+    with pytest.raises(ValueError, match="moe_expert_tp x moe_ep = 32 does not divide the "
+                                         "tensor x context x data parallel ranks 16"):
+        memory_per_gpu_bytes(**MIXTRAL_8X22B, moe_expert_tp=4)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="moe_expert_tp must be a positive integer"):
+            memory_per_gpu_bytes(**MIXTRAL_8X22B, moe_expert_tp=bad)
+    # a dense model ignores it, as the step model does
+    dense = dict(MIXTRAL_8X22B, moe_experts=0, moe_ep=1)
+    assert memory_per_gpu_bytes(**dense, moe_expert_tp=1) == memory_per_gpu_bytes(**dense)

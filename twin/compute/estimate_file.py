@@ -6,7 +6,7 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
     name: llama31_70b_bf16_64gpu
     model:        {layers, hidden, ffn_hidden, heads, kv_heads, vocab, gated_mlp}
     training:     {seq_len, global_batch, micro_batch, precision, activation_recompute}
-    parallelism:  {tp, pp, cp, vpp}
+    parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp}
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
       gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, nvswitch,
@@ -15,6 +15,9 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
                tor_uplinks_per_spine, spines, transport, inter_node_gbps, hops, nics_per_node}
     reference:    {step_time_s, mfu, tokens_per_s_per_gpu, source}   # optional
 
+``parallelism.moe_expert_tp`` (Megatron-core's expert tensor parallel size, 1 or ``tp``;
+null = the experts split over ``tp``) folds the expert groups over a stage's tp x cp x dp
+ranks; etp x ep must divide them (Megatron-core's ``initialize_model_parallel``).
 ``fabric.inter_node_gbps`` / ``fabric.hops`` left null are computed by building the
 fabric for ``gpus / gpus_per_node`` nodes and placing the job on the first nodes.
 ``gpu.compute_capability`` (sm x 10) and ``fabric.nics_per_node`` go to the collective
@@ -31,7 +34,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    StrictInt,
+    ValidationError,
+)
 
 from twin.compute import specs
 from twin.compute.memory import MemoryBreakdown, memory_fit_problem
@@ -85,6 +96,12 @@ class Parallelism(_Model):
     vpp: PositiveInt = Field(1, description="virtual pipeline stages per pipeline rank")
     ep: PositiveInt = Field(1, description="expert parallel ranks (from the data x context "
                                            "parallel group)")
+    # strict: a YAML ``true`` is not a size
+    moe_expert_tp: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="expert tensor parallel size (Megatron-core "
+                          "--expert-tensor-parallel-size): 1 or tp, expert groups folded over "
+                          "the tp x cp x dp ranks; null = experts split over tp, EP from the "
+                          "data x context ranks")
 
 
 class Gpu(_Model):
@@ -252,6 +269,9 @@ def layout_problems(est: EstimateFile) -> list[str]:
         if p.ep != 1:
             out.append(f"{est.name}: parallelism.ep = {p.ep} needs a mixture of experts "
                        "(model.experts > 0)")
+        if p.moe_expert_tp is not None:
+            out.append(f"{est.name}: parallelism.moe_expert_tp = {p.moe_expert_tp} needs a "
+                       "mixture of experts (model.experts > 0)")
     else:
         if m.top_k > m.experts:
             out.append(f"{est.name}: model.top_k = {m.top_k} is more than model.experts = "
@@ -259,9 +279,22 @@ def layout_problems(est: EstimateFile) -> list[str]:
         if m.experts % p.ep:
             out.append(f"{est.name}: model.experts = {m.experts} is not a multiple of "
                        f"parallelism.ep = {p.ep}")
-        if dpcp % p.ep:
-            out.append(f"{est.name}: parallelism.ep = {p.ep} does not divide the data x "
-                       f"context parallel ranks ({dpcp})")
+        if p.moe_expert_tp is None:
+            if dpcp % p.ep:
+                out.append(f"{est.name}: parallelism.ep = {p.ep} does not divide the data x "
+                           f"context parallel ranks ({dpcp})")
+        else:
+            # Megatron-core (parallel_state.initialize_model_parallel) requires the world
+            # size to be a multiple of etp x ep x pp, i.e. etp x ep dividing a stage's
+            # tp x cp x dp ranks; the step model takes etp = 1 or tp only
+            etp = p.moe_expert_tp
+            if etp not in (1, p.tp):
+                out.append(f"{est.name}: parallelism.moe_expert_tp = {etp} must be 1 or "
+                           f"parallelism.tp = {p.tp}")
+            elif (dpcp * p.tp) % (etp * p.ep):
+                out.append(f"{est.name}: parallelism.moe_expert_tp x ep = {etp * p.ep} does "
+                           f"not divide the tensor x context x data parallel ranks "
+                           f"({dpcp * p.tp})")
     if t.fsdp_shard is not None and (t.zero_stage != 3 or dpcp % t.fsdp_shard):
         out.append(f"{est.name}: training.fsdp_shard = {t.fsdp_shard} needs "
                    f"training.zero_stage = 3 and must divide the data x context parallel "
@@ -277,7 +310,8 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
     model = ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
                       kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp,
                       experts=m.experts, top_k=m.top_k, capacity_factor=m.capacity_factor)
-    par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep, seq_len=t.seq_len,
+    par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep,
+                       moe_expert_tp=p.moe_expert_tp, seq_len=t.seq_len,
                        global_batch=t.global_batch, micro_batch=t.micro_batch,
                        precision=t.precision, activation_recompute=t.activation_recompute,
                        zero_stage=t.zero_stage, fsdp_shard=t.fsdp_shard,

@@ -13,6 +13,26 @@ One pipeline stage's share on one GPU, as bytes [B]:
   optimizer with bf16 weights and fp32 gradients: ``6 + 12/d`` bytes per parameter (the
   table of the Megatron docs); FP8 training keeps an FP8 copy of the GEMM weights
   (+1 B each, Transformer Engine).
+* **mixture of experts**: ``E`` experts of ``mats h F`` parameters per layer, ``E / ep`` of
+  them on each GPU.  Without expert tensor parallelism given (``moe_expert_tp`` None: the
+  experts split over ``tp`` as the dense MLP, EP taken from the data x context group) a GPU
+  holds ``E/ep x mats h F / tp`` expert parameters per layer, and their states shard over
+  the ``d / ep`` ranks that hold the same experts.  With ``moe_expert_tp = etp``
+  (Megatron-core's ``--expert-tensor-parallel-size``, "MoE parallel folding": expert
+  groups drawn over a stage's ``tp cp dp`` ranks in the order ETP, EP, expert-DP;
+  Megatron-LM ``megatron/core/parallel_state.py``, ``initialize_model_parallel``) a GPU
+  holds ``E/ep x mats h F / etp`` and the states shard over the expert-data-parallel
+  ``edp = tp cp dp / (etp ep)`` ranks (Megatron-LM
+  ``megatron/training/theoretical_memory_usage.py``: expert parameters ``/ (etp ep)``,
+  ``6 + 12/edp`` bytes each with the distributed optimizer).  With ``etp = 1`` each GPU
+  keeps ``tp`` times the expert weights and gradients of the TP-split layout; the
+  optimizer state is the same, ``tp`` times the parameters over ``tp`` times the shards.
+  Expert activations count the routed copies a GPU computes: ``b s/cp x k c etp / tp``
+  copies of ``mats F / etp`` each, ``k c`` (top-k x capacity factor) copies of a
+  ``mats F / tp`` MLP per token of the micro-batch whatever ``etp`` is (with ``etp = tp``
+  the sequence-parallel shards are gathered and the experts split; with 1 each GPU runs
+  whole experts on its own shard's copies).  The router (``h E``) stays with the
+  TP-split part.
 * **activations** saved for backward per token and layer (Korthikanti et al., "Reducing
   Activation Recomputation in Large Transformer Models", MLSys 2023, arXiv 2205.05198,
   generalised to grouped-query attention and gated MLPs), bf16::
@@ -186,6 +206,7 @@ def memory_per_gpu_bytes(
     moe_ep: int = 1,
     moe_top_k: int = 2,
     moe_capacity_factor: float = 1.0,
+    moe_expert_tp: int | None = None,
     shard_ranks: int | None = None,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its first and last stage.
@@ -198,8 +219,13 @@ def memory_per_gpu_bytes(
     ``ffn_hidden`` each, split over ``moe_ep`` expert-parallel ranks (weights,
     gradients and optimizer of ``moe_experts / moe_ep`` experts per GPU; expert
     activations for ``moe_top_k x moe_capacity_factor`` routed copies of each token).
+    moe_expert_tp: expert tensor parallel size (None: the experts split over ``tp``, the
+    former layout; else a positive integer with ``moe_expert_tp x moe_ep`` dividing
+    ``tp x cp x dp``, as Megatron-core requires): ``moe_experts / moe_ep`` experts split
+    over ``moe_expert_tp`` ranks, their states sharded over the ``tp cp dp / (moe_expert_tp
+    moe_ep)`` expert-data-parallel ranks (module doc).
     shard_ranks: ranks the sharded states are split over (ZeRO-3 / FSDP shard group;
-    default ``dp * cp``).
+    default ``dp * cp``; the expert states over ``shard_ranks x tp / (etp ep)``).
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -211,6 +237,16 @@ def memory_per_gpu_bytes(
     if activation_recompute not in RECOMPUTE_CHOICES:
         raise ValueError(f"activation_recompute must be one of {RECOMPUTE_CHOICES}, "
                          f"got {activation_recompute!r}")
+    if moe_experts > 0 and moe_expert_tp is not None:
+        if isinstance(moe_expert_tp, bool) or int(moe_expert_tp) != moe_expert_tp \
+                or moe_expert_tp < 1:
+            raise ValueError(f"moe_expert_tp must be a positive integer or None, got "
+                             f"{moe_expert_tp!r}")
+        if (tp * cp * dp) % (moe_expert_tp * moe_ep):
+            raise ValueError(f"moe_expert_tp x moe_ep = {moe_expert_tp * moe_ep} does not divide "
+                             f"the tensor x context x data parallel ranks {tp * cp * dp}")
+    # experts split over etp ranks: tp unless expert tensor parallelism is given
+    etp = tp if (moe_experts == 0 or moe_expert_tp is None) else int(moe_expert_tp)
     h, F = float(hidden), float(ffn_hidden)
     hkv = h * kv_heads / heads
     mats = 3 if gated_mlp else 2
@@ -220,7 +256,9 @@ def memory_per_gpu_bytes(
         if moe_experts % moe_ep:
             raise ValueError(f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep}")
         dense_mlp = 0.0
-        expert_params = moe_experts / moe_ep * mats * h * F + h * moe_experts  # + router
+        # TP-split equivalent (the code divides by tp below): the experts' tp / etp times
+        # their TP-split share (exactly 1.0 without expert tensor parallelism), + router
+        expert_params = moe_experts / moe_ep * mats * h * F * (tp / etp) + h * moe_experts
     else:
         dense_mlp = mats * h * F
         expert_params = 0.0
@@ -231,8 +269,12 @@ def memory_per_gpu_bytes(
     opt_b = 12.0 + (4.0 if grad_bytes < 4.0 else 0.0)
     w_b, g_b, o_b = model_state_bytes_per_parameter(d, zero_stage=zero_stage,
                                                     grad_bytes=grad_bytes, optimizer_bytes=opt_b)
-    # expert weights are replicated over dp*cp/ep ranks only (EP takes ranks from DP)
-    d_exp = max(1, d // moe_ep) if moe_experts > 0 else d
+    # expert weights are replicated over dp*cp/ep ranks only (EP takes ranks from DP);
+    # folded (etp given): over the tp cp dp / (etp ep) expert-data-parallel ranks
+    if moe_experts > 0 and moe_expert_tp is not None:
+        d_exp = max(1, d * tp // (etp * moe_ep))
+    else:
+        d_exp = max(1, d // moe_ep) if moe_experts > 0 else d
     we, ge, oe = model_state_bytes_per_parameter(d_exp, zero_stage=zero_stage,
                                                  grad_bytes=grad_bytes, optimizer_bytes=opt_b)
     fp8_extra = 1.0 if precision == "fp8" else 0.0
@@ -243,7 +285,8 @@ def memory_per_gpu_bytes(
         tp=tp, cp=cp, gated_mlp=gated_mlp, sequence_parallel=sequence_parallel,
         flash_attention=flash_attention, recompute=activation_recompute)
     if moe_experts > 0 and activation_recompute != "full":
-        # expert MLP activations for top_k x capacity routed copies instead of one MLP
+        # expert MLP activations for top_k x capacity routed copies instead of one MLP: a
+        # GPU computes k c etp/tp copies per token of mats F/etp each, so etp drops out
         a_tok += 2.0 * mats * F / tp * (moe_top_k * moe_capacity_factor - 1.0)
     a_full = activation_bytes_per_token_layer(
         hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len,

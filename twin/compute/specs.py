@@ -57,7 +57,13 @@ class ParallelSpec:
     """How a job is split and run.
 
     tp, pp, cp: tensor, pipeline, context parallel sizes; vpp: virtual stages per pipeline
-    rank; ep: expert-parallel ranks (taken from the data x context group).  seq_len
+    rank; ep: expert-parallel ranks (taken from the data x context group).
+    moe_expert_tp: expert tensor parallel size (Megatron-core's
+    ``--expert-tensor-parallel-size``, "MoE parallel folding"): None keeps the experts split
+    over ``tp`` with EP taken from the data x context group; 1 or ``tp`` draws the expert
+    groups over a stage's ``tp x cp x dp`` ranks in the order ETP, EP, expert-DP
+    (:func:`twin.compute.step_estimate`, :func:`twin.compute.memory.memory_per_gpu_bytes`).
+    seq_len
     [tokens], global_batch and micro_batch [sequences].  precision "bf16" or "fp8";
     activation_recompute one of :data:`RECOMPUTE_CHOICES`; zero_stage 1 (Megatron's
     distributed optimizer) or 3 (FSDP / ZeRO-3, shard group ``fsdp_shard`` ranks, None =
@@ -74,6 +80,7 @@ class ParallelSpec:
     global_batch: int
     micro_batch: int = 1
     ep: int = 1
+    moe_expert_tp: int | None = None
     precision: str = "bf16"
     activation_recompute: str = "none"
     zero_stage: int = 1
@@ -161,7 +168,8 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         transport=fabric.transport, hops=fabric.hops,
         activation_recompute=par.activation_recompute, clock_fraction=clock_fraction,
         deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
-        moe_ep=par.ep, moe_capacity_factor=model.capacity_factor, zero_stage=par.zero_stage,
+        moe_ep=par.ep, moe_capacity_factor=model.capacity_factor,
+        moe_expert_tp=par.moe_expert_tp, zero_stage=par.zero_stage,
         fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
         param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter,
         compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node)
@@ -185,7 +193,7 @@ def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
         precision=par.precision, activation_recompute=par.activation_recompute,
         zero_stage=par.zero_stage if par.zero_stage != 1 or distributed else 0,
         moe_experts=model.experts, moe_ep=par.ep, moe_top_k=model.top_k,
-        moe_capacity_factor=model.capacity_factor,
+        moe_capacity_factor=model.capacity_factor, moe_expert_tp=par.moe_expert_tp,
         shard_ranks=par.fsdp_shard if par.zero_stage == 3 else None,
         grad_bytes=par.grad_bytes,
         sequence_parallel=ke.sequence_parallel if ke else True,
