@@ -11,6 +11,7 @@ from twin.cli.estimate import run_estimate_cli
 from twin.compute import step_estimate
 from twin.compute.collectives import collective_bandwidths_gb_s
 from twin.compute.shapes import MODEL_SHAPES, MOE_SHAPES
+from twin.compute.step import MOE_DROPLESS_BUSIEST_LOAD
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
@@ -171,3 +172,61 @@ def test_expert_tensor_parallelism_places_and_splits_the_experts():
     with pytest.raises(ValueError, match="moe_expert_tp x moe_ep = 8 does not divide the "
                                          "tensor x context x data parallel ranks 4"):
         step_estimate(**dict(kw, gpus=32, moe_expert_tp=1))
+
+
+def test_dropless_routing_loads_the_busiest_rank():
+    # dropless routing (Megatron-core without --moe-expert-capacity-factor): the busiest EP
+    # rank processes f times its even share of routed copies and the layer waits for it
+    shape = dict(MOE_SHAPES["mixtral_8x7b"])
+    e_, k = shape.pop("experts"), shape.pop("top_k")
+    kw = dict(shape, gpus=64, global_batch=256, micro_batch=1, tp=1, pp=4, cp=1, vpp=8,
+              peak_tflops=989.0, moe_experts=e_, moe_top_k=k, moe_ep=8, **H100)
+    balanced = step_estimate(**kw)  # capacity routing at 1.0: every expert its exact share
+    assert step_estimate(**dict(kw, moe_routing="capacity")).step_time_s == balanced.step_time_s
+    f = 1.2
+    drop = step_estimate(**dict(kw, moe_routing="dropless", moe_dropless_load=f))
+    # the busiest rank's T top_k f copies are the load a capacity factor f pads to: the same
+    # expert GEMMs, activation, permutation and all-to-all volume, bit for bit
+    pad = step_estimate(**dict(kw, moe_capacity_factor=f))
+    assert drop.step_time_s == pad.step_time_s and drop.breakdown == pad.breakdown
+    # what scales: the expert side; what does not: attention, output layer, TP/CP traffic
+    for part in ("gemm", "elementwise", "moe_a2a_exposed"):
+        assert drop.breakdown[part] > balanced.breakdown[part], part
+    for part in ("attention", "output_layer", "tp_comm_exposed", "cp_comm_exposed"):
+        assert drop.breakdown[part] == balanced.breakdown[part], part
+    # the expert GEMMs are ~93 % of this layer's GEMM time: +20 % load, +18.6 % GEMM time
+    assert drop.breakdown["gemm"] / balanced.breakdown["gemm"] == pytest.approx(1.186, abs=0.01)
+    # MFU counts model FLOPs: the imbalance costs time, not FLOPs
+    assert drop.mfu * drop.step_time_s == pytest.approx(balanced.mfu * balanced.step_time_s)
+    # unset, the load is the constant fitted on Megatron-core's 8x22B pair (465 / 445)
+    fitted = step_estimate(**dict(kw, moe_routing="dropless"))
+    assert fitted.step_time_s == step_estimate(
+        **dict(kw, moe_capacity_factor=MOE_DROPLESS_BUSIEST_LOAD)).step_time_s
+    # +4.2 % on this layout (Megatron-LM's Mixtral 8x7B mapping): more than the 3.4 % load,
+    # because the busiest rank's expert GEMMs of N = h = 4,096 (16 tile columns of 256) go
+    # from 8 to 9 waves of 132 SMs once M = 8,192 f passes 66 x 128 = 8,448 (f = 33/32)
+    assert fitted.step_time_s / balanced.step_time_s == pytest.approx(1.042, abs=0.003)
+    # a dense model ignores the routing
+    dense = dict(MODEL_SHAPES["llama31_8b"], gpus=8, global_batch=8, micro_batch=1, tp=1, pp=1,
+                 cp=1, vpp=1, peak_tflops=989.0, **H100)
+    assert step_estimate(**dense).step_time_s == step_estimate(
+        **dict(dense, moe_routing="dropless")).step_time_s
+    for bad, msg in (({"moe_routing": "token_drop"}, "moe_routing must be one of"),
+                     ({"moe_routing": "dropless", "moe_capacity_factor": 1.25},
+                      "applies to capacity routing"),
+                     ({"moe_routing": "dropless", "moe_dropless_load": 0.9},
+                      "moe_dropless_load must be >= 1"),
+                     ({"moe_dropless_load": 1.1}, "applies to moe_routing='dropless' only")):
+        with pytest.raises(ValueError, match=msg):
+            step_estimate(**dict(kw, **bad))
+
+
+def test_grok1_recipe_is_capacity_routing():
+    # dgxc-benchmarking grok1/grok1_314b.yaml at 35a9aec, lines 53-54:
+    # moe_pad_expert_input_to_capacity: true, moe_expert_capacity_factor: 1.0 (configure.sh
+    # overrides no MoE key): capacity routing, so the dropless term never acts on the Grok
+    # rows, whose estimates use the default routing
+    r = [r for r in _rows() if r["model"] == "grok1_314b"][4]
+    assert _estimate(r).step_time_s == _estimate(r, moe_routing="capacity",
+                                                 moe_capacity_factor=1.0).step_time_s
+    assert _estimate(r, moe_routing="dropless").step_time_s > _estimate(r).step_time_s

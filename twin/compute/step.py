@@ -273,6 +273,24 @@ KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100_sxm_fa2": H100_SXM_FA2, "a100_s
 DEPLOYMENT_STEP_FACTOR = {"bare_metal": 1.00, "container": 1.03, "vm": 1.05}
 
 PRECISIONS = ("bf16", "fp8")
+#: Routing of a mixture-of-experts layer: "capacity" (each expert computes
+#: ``moe_capacity_factor`` times its even share, padded: Megatron-core's
+#: ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``, and forced
+#: balancing at 1.0) or "dropless" (no capacity: each expert takes what the router sends it).
+MOE_ROUTINGS = ("capacity", "dropless")
+#: Load of the busiest expert-parallel rank in dropless routing, over its even share of
+#: routed token copies [-] (the layer waits for it at the combine all-to-all).  Aux-loss
+#: routing (coefficient 1e-2) of Mixtral-type models, one expert per EP rank.  Fitted once on
+#: the one pair that isolates it: Megatron-core's Mixtral 8x22B on 128 H100 (Megatron-MoE-
+#: ModelZoo b09773a, best_practice/Mixtral/run_mixtral_8x22B.sh lines 27-31), dropless 445
+#: against forced balance 465 TFLOP/s, same code, layout and FLOPs: the twin's dropless step
+#: over its balanced step = 465 / 445 (assets/reference/step_times_moe2.py --fit-dropless;
+#: decision rule in step_times_moe2_sources.md): 1.034, inside the 1.0-1.25 capacity factors
+#: that aux-loss routing is run with (Switch Transformer, Fedus et al. 2021).  The twin's step
+#: is a sawtooth in this load (wave quantisation of the busiest rank's expert GEMMs: on both
+#: Mixtral layouts M = 4,096 or 8,192 routed copies steps up a wave at 33/32 of it); the fit
+#: lies just above that step, where the mean slope (0.8 of the step per unit load) gives ~1.055.
+MOE_DROPLESS_BUSIEST_LOAD = 1.034
 #: GPU generations (compute capability, sm x 10) the collective model takes: those NVIDIA's
 #: CUDA compute-capability table lists from Volta on (developer.nvidia.com/cuda-gpus and its
 #: legacy page: 7.0 V100, 7.2, 7.5, 8.0 A100, 8.6, 8.7, 8.9 L40S, 9.0 H100/H200, 10.0 B200,
@@ -386,6 +404,8 @@ def step_estimate(
     moe_ep: int = 1,
     moe_capacity_factor: float = 1.0,
     moe_expert_tp: int | None = None,
+    moe_routing: str = "capacity",
+    moe_dropless_load: float | None = None,
     zero_stage: int = 1,
     fsdp_shard: int | None = None,
     grad_bytes: float = 4.0,
@@ -433,6 +453,13 @@ def step_estimate(
     (the same FLOPs as the TP-split experts), the expert MLP has no tensor-parallel
     collectives (its tokens stay on their sequence-parallel shard, the all-to-all moves them),
     and expert gradients reduce over ``tp cp dp / (moe_expert_tp ep)`` ranks.
+    moe_routing (:data:`MOE_ROUTINGS`): "capacity" (default) pads every expert to
+    ``moe_capacity_factor`` times its share as above (forced balancing is capacity 1.0);
+    "dropless" routes without capacity, and the busiest EP rank of each layer, which the
+    others wait for, processes ``moe_dropless_load`` times its even share of routed copies
+    (None: :data:`MOE_DROPLESS_BUSIEST_LOAD`): its expert GEMMs, expert activation and
+    permutation, and the all-to-all volume it receives scale by it, i.e.
+    ``T top_k load`` copies where capacity routing has ``T top_k moe_capacity_factor``.
 
     zero_stage: 1 (default) keeps Megatron's distributed optimizer (ZeRO-1, weights whole
     on every rank); 3 is FSDP / ZeRO-3: each layer's weights are all-gathered (bf16) for
@@ -505,6 +532,18 @@ def step_estimate(
                    f"tensor x context x data parallel ranks {tp * cp * dp}")
         _check(moe_capacity_factor > 0, f"moe_capacity_factor must be > 0, got "
                                         f"{moe_capacity_factor!r}")
+        _check(moe_routing in MOE_ROUTINGS,
+               f"moe_routing must be one of {MOE_ROUTINGS}, got {moe_routing!r}")
+        if moe_routing == "dropless":
+            _check(moe_capacity_factor == 1.0,
+                   f"moe_capacity_factor={moe_capacity_factor!r} applies to capacity routing; "
+                   "dropless routing has no capacity (leave it at 1.0)")
+            _check(moe_dropless_load is None or moe_dropless_load >= 1.0,
+                   f"moe_dropless_load must be >= 1 (the busiest rank carries at least the "
+                   f"mean), got {moe_dropless_load!r}")
+        else:
+            _check(moe_dropless_load is None,
+                   "moe_dropless_load applies to moe_routing='dropless' only")
     _check(zero_stage in (0, 1, 2, 3), f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
     shard = dp * cp if fsdp_shard is None else fsdp_shard
     _check(int(shard) == shard and shard >= 1 and (dp * cp) % shard == 0,
@@ -547,8 +586,13 @@ def step_estimate(
     # ---- one transformer layer, one micro-batch, one GPU --------------------------
     # forward GEMMs (M, N, K); backward = data-grad (M, K, N) + weight-grad (K, N, M)
     mats = 3 if gated_mlp else 2
-    # MoE: each rank's experts process top_k x capacity routed copies of its tokens
-    Tm = T * moe_top_k * moe_capacity_factor if moe_experts else T
+    # MoE: each rank's experts process top_k x capacity routed copies of its tokens; in
+    # dropless routing the busiest rank's load sets the pace
+    if moe_routing == "dropless":
+        moe_load = MOE_DROPLESS_BUSIEST_LOAD if moe_dropless_load is None else moe_dropless_load
+    else:
+        moe_load = moe_capacity_factor
+    Tm = T * moe_top_k * moe_load if moe_experts else T
     # expert tensor parallelism: ``etp`` = tp unless given (moe_expert_tp); with 1 an expert
     # runs whole on the routed copies of its rank's sequence-parallel shard (T / tp tokens)
     etp = tp if (not moe_experts or moe_expert_tp is None) else int(moe_expert_tp)
@@ -676,7 +720,7 @@ def step_estimate(
     # two forward and two backward per layer; EP ranks are strided by tp x cp, so an EP
     # group holds g / (tp cp) ranks of a node at most
     if moe_experts and moe_ep > 1:
-        a2a_bytes = T / sp * moe_top_k * moe_capacity_factor * h * 2.0
+        a2a_bytes = T / sp * moe_top_k * moe_load * h * 2.0
         if moe_expert_tp is None:
             ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
         else:  # folded expert groups (order ETP, EP, EDP): EP ranks are etp apart
