@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from twin.scenario.cooling import CoolingSystem
 from twin.scenario.power_chain import PowerChain
@@ -322,6 +322,52 @@ class SiteTier(Model):
                          "(1 = non-blocking between halls)")
 
 
+class FabricFault(Model):
+    """A dated fault of the fabric above the leaves: a spine (or core) switch, or cables of
+    one leaf-spine (or spine-core) bundle, out of service for a window. Traffic re-routes
+    over the working paths (:func:`twin.fabric.bottleneck_bandwidth_gbps`); no job stops.
+    Leaf (rail) switch failures are drawn by the failure model (class ``leaf_switch``)."""
+
+    kind: Literal["spine_switch", "fabric_link"]
+    switch: str | None = Field(None, description="spine_switch: the switch, spine:p<plane>:<pod>:<index> "
+                                                 "or core:p<plane>:<group>:<index>")
+    link: tuple[str, str] | None = Field(None, description="fabric_link: the two switches the cables join "
+                                                           "(a leaf and a spine, or a spine and a core)")
+    cables: PositiveInt = Field(1, description="fabric_link: cables of that bundle that fail")
+    time: DateTime = Field(description="start of the fault")
+    duration_s: PositiveFloat = Field(description="time until it is repaired [s]")
+
+    @model_validator(mode="after")
+    def _names_its_part(self):
+        if self.kind == "spine_switch" and (self.switch is None or self.link is not None):
+            raise ValueError("a spine_switch fault names its switch (and no link)")
+        if self.kind == "fabric_link" and (self.link is None or self.switch is not None):
+            raise ValueError("a fabric_link fault names its link (and no switch)")
+        if self.kind == "spine_switch" and self.cables != 1:
+            raise ValueError("cables is for a fabric_link fault (a spine_switch takes all its cables)")
+        return self
+
+
+def _fault_windows_overlap(faults: list[FabricFault]) -> list[FabricFault]:
+    """Fabric faults of one part (switch, or bundle) whose windows overlap: their windows
+    must follow one another (as a cooling unit's)."""
+    by_part: dict[tuple, list[tuple[float, float, int]]] = {}
+    for i, f in enumerate(faults):
+        part = (f.switch,) if f.link is None else tuple(sorted(f.link))
+        t0 = f.time.timestamp()
+        by_part.setdefault(part, []).append((t0, t0 + f.duration_s, i))
+    for win in by_part.values():
+        win.sort()
+        for (_, end, i), (start, _, k) in zip(win, win[1:], strict=False):
+            if start < end:
+                shown = faults[k].switch or list(faults[k].link or ())
+                raise ValidationError.from_exception_data("FabricFault", [dict(
+                    type="value_error", loc=(k, "time"), input=faults[k].time.isoformat(),
+                    ctx={"error": ValueError(f"a fault window of {shown} that starts after the one of "
+                                             f"fabric.faults.{i} ends (they overlap)")})])
+    return faults
+
+
 class Fabric(Model):
     kind: Literal["rail_optimized", "clos", "fat_tree"]
     su_nodes: PositiveInt = Field(32, description="nodes per scalable unit")
@@ -350,6 +396,9 @@ class Fabric(Model):
         "none", description="none: each job's collectives see the fabric alone; max_min: running "
                             "jobs share links max-min fairly, recomputed when jobs start or stop "
                             "or switches fail")
+    faults: Annotated[list[FabricFault], AfterValidator(_fault_windows_overlap)] = Field(
+        [], description="dated spine switch and leaf-spine cable faults; while one is in force every "
+                        "job's bandwidth (alone and shared) is routed around it")
 
 
 # --------------------------------------------------------------------------- workload
@@ -511,3 +560,70 @@ class Scenario(Model):
     failures: Failures = Failures()
     ramp: Ramp
     outputs: Outputs = Outputs()
+
+    @model_validator(mode="after")
+    def _fabric_faults_exist(self):
+        if self.fabric.faults:
+            problems = fabric_fault_problems(self)
+            if problems:
+                raise ValidationError.from_exception_data("Scenario", [
+                    dict(type="value_error", loc=loc, input=value, ctx={"error": ValueError(expected)})
+                    for loc, value, expected in problems])
+        return self
+
+
+def fabric_fault_problems(s: Scenario) -> list[tuple[tuple, object, str]]:
+    """``(loc, value, expected)`` of each fabric fault that names no part of the scenario's
+    fabric: a switch that is not a spine or core switch of it, a link that is no leaf-spine or
+    spine-core bundle of it, or more cables than the bundle has. A fabric that cannot be built
+    for the scenario's nodes is reported by :func:`twin.fabric.fabric_problems` instead."""
+    from twin.fabric import build_scenario_fabric
+    from twin.plant import rack_hardware
+
+    try:
+        g = build_scenario_fabric(s.fabric, [sum(rack_hardware(h, s.hardware)[1]) for h in s.site.halls], 8)
+    except ValueError:
+        return []
+    lay = g.graph["layout"]
+    above = [n for n in lay.vertex_names if n.startswith(("spine:", "core:"))]
+    out: list[tuple[tuple, object, str]] = []
+    for i, f in enumerate(s.fabric.faults):
+        if f.switch is not None and f.switch not in above:
+            shown = ", ".join(above[:4]) + (", ..." if len(above) > 4 else "")
+            out.append((("fabric", "faults", i, "switch"), f.switch,
+                        f"a spine or core switch of this fabric ({len(above)}: {shown})" if above
+                        else "a spine or core switch: this fabric has none (one leaf per plane)"))
+        elif f.link is not None:
+            cables = _bundle_cables(lay, *f.link)
+            if not cables:
+                out.append((("fabric", "faults", i, "link"), list(f.link),
+                            "a leaf-spine or spine-core bundle of this fabric, e.g. "
+                            f"[{lay.leaf_names[0]}, {above[0] if above else 'none'}]"))
+            elif f.cables > cables:
+                out.append((("fabric", "faults", i, "cables"), f.cables,
+                            f"at most the {cables} cables of that bundle"))
+    return out
+
+
+def _bundle_cables(lay, a: str, b: str) -> int:
+    """Cables between switches ``a`` and ``b`` of a fabric layout (a leaf and a spine of its
+    pod, or a spine ``j`` and a core of group ``j``, in one plane); 0 when they are not joined."""
+    import numpy as np
+
+    idx = lay.vertex_index
+    if a not in idx or b not in idx:
+        return 0
+    va, vb = idx[a], idx[b]
+    for p_i, pl in enumerate(lay.planes):
+        sp = lay.spine_vid[p_i]
+        if pl.spines_per_pod == 0:
+            continue
+        leaf_pods = {int(lay.leaf_vid[leaf]): int(pod) for leaf, pod in zip(pl.leaves, pl.leaf_pod, strict=True)}
+        for x, y in ((va, vb), (vb, va)):
+            if x in leaf_pods and y in sp[leaf_pods[x]]:
+                return int(pl.m1)
+            if pl.cores_per_group and len(lay.core_vid[p_i]):
+                hit = np.argwhere(sp == x)
+                if hit.size and y in lay.core_vid[p_i][int(hit[0][1])]:
+                    return int(pl.m2)
+    return 0

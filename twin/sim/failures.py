@@ -8,6 +8,7 @@ import numpy as np
 import simpy
 
 from twin import reliability
+from twin.plant import seconds_since
 from twin.reliability.repair import lognormal_duration_s, repair_lognormal_params
 from twin.sim.component import Component, repeat_record
 from twin.sim.state import _RACK_ON_DEPS
@@ -32,7 +33,7 @@ class Failures(Component):
     reads = ("node_up", "rack_on_since", "node_accel", "node_job")
     writes = ("node_healthy", "node_repairing", "su_degraded")
     emits = ("failure", "detected", "rollback", "repair_start", "repair_end", "thermal_shutdown",
-             "thermal_recovered")
+             "thermal_recovered", "fabric_fault", "fabric_restored")
     outputs = ("nodes_failed", "nodes_in_repair", "spares_in_stock")
 
     def __init__(self, engine) -> None:
@@ -77,9 +78,59 @@ class Failures(Component):
         self._last: tuple | None = None
         self._wake: simpy.Event | None = None
         self.after_sample = False
+        #: the fabric faults in force (``fabric.faults``): failed spine/core switches and
+        #: failed leaf-spine/spine-core cables (a ``(a, b)`` pair per cable), as the fabric
+        #: library takes them; both empty while none is, the jobs' fault-free path
+        self.failed_switches: tuple[str, ...] = ()
+        self.failed_links: tuple[tuple[str, str], ...] = ()
 
     def processes(self):
         yield self._failures()
+        if self.s.fabric.faults:        # no process without them: runs without stay event for event
+            yield self._fabric_faults()
+
+    def fabric_fault_times(self) -> list[tuple[float, int, int]]:
+        """(time [s], +1 at a fault's start / -1 at its end, index in ``fabric.faults``) of
+        every scheduled fabric fault, in time order (an end before a start at one instant)."""
+        start = self.s.simulation.start
+        out = []
+        for i, f in enumerate(self.s.fabric.faults):
+            t0 = seconds_since(start, f.time)
+            out += [(t0, 1, i), (t0 + f.duration_s, -1, i)]
+        return sorted(out)
+
+    def _fabric_faults(self):
+        """Spine switches and inter-switch cables out of service for their windows: at each
+        start or end the set in force changes and every running job takes the bandwidth of
+        its placement routed around it (:meth:`Jobs.fabric_faults_changed`). No job stops:
+        the fabric re-routes (adaptive routing, or the subnet manager's new ECMP tables)."""
+        e = self.e
+        times = self.fabric_fault_times()
+        in_force: dict[int, bool] = {}
+        k = 0
+        while k < len(times):
+            t = times[k][0]
+            if t > e.horizon_s:
+                return
+            if t > self.env.now:
+                yield self.env.timeout(t - self.env.now)
+            while k < len(times) and times[k][0] == t:      # every change at this instant, then one update
+                _, sign, i = times[k]
+                f = self.s.fabric.faults[i]
+                part = f.switch if f.switch is not None else "-".join(f.link or ())
+                if sign > 0:
+                    in_force[i] = True
+                    e.log("fabric_fault", part, f"{f.kind}" + (f", {f.cables} cables" if f.link else "")
+                          + f", {f.duration_s / H:.2f} h")
+                else:
+                    in_force.pop(i, None)
+                    e.log("fabric_restored", part, f.kind)
+                k += 1
+            faults = [self.s.fabric.faults[i] for i in sorted(in_force)]
+            self.failed_switches = tuple(f.switch for f in faults if f.switch is not None)
+            self.failed_links = tuple(tuple(f.link) for f in faults if f.link is not None
+                                      for _ in range(f.cables))
+            e.jobs.fabric_faults_changed()
 
     def rate_scale(self) -> np.ndarray:
         """Per-node multiplier on the class rates: scenario scale x node up x burn-in."""

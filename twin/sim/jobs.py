@@ -142,6 +142,10 @@ class Jobs(Component):
         self._peak_swing_w = {"communication": 0.0, "checkpoint": 0.0}
         self._swings: list[tuple] = []      # job starts whose swing is not yet evaluated
         self._fabric_cache: dict = {}
+        #: the fabric faults in force as the fabric library takes them, ``(failed switches,
+        #: failed links)``, or None while none is (the fault-free path: figures by spread)
+        self._fabric_fails: tuple | None = None
+        self._faulted_cache: dict = {}      # (faults, nodes per unit) -> per-node bandwidth [Gb/s]
         self._share_cache: dict = {}
         self._step_cache: dict = {}
         self._interval_cache: dict = {}
@@ -253,6 +257,11 @@ class Jobs(Component):
         unit's uplinks once per rail whatever the unit holds, so a job that swaps a node for
         a spare keeps its figures instead of re-routing thousands of flows. A failed
         leaf switch (rail) of a unit the job uses scales the bandwidth by the rails left.
+
+        While spine switches or inter-switch cables are down (``fabric.faults``) the fabric is
+        no longer symmetric: the bandwidth is routed around them for the job's nodes per unit
+        (:func:`twin.fabric.bottleneck_bandwidth_gbps` with ``failed_switches`` and
+        ``failed_links``), cached by the faults in force and those counts.
         """
         spread = self._spread.get(id(nodes))
         if spread is not None and spread[4] is nodes and (
@@ -285,8 +294,35 @@ class Jobs(Component):
             bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes)
             self._fabric_cache[key] = (float(hops["max_hops"]), float(bw))
         hops, bw = self._fabric_cache[key]
+        if self._fabric_fails is not None:
+            bw = self._faulted_bandwidth_gbps(nodes, counts)
         rails = self.s.fabric.rails
         return hops, bw * max(rails - self._worst_degraded(counts, n_sus), 0) / rails
+
+    def _faulted_bandwidth_gbps(self, nodes: np.ndarray, counts: np.ndarray) -> float:
+        """Per-node bottleneck bandwidth [Gb/s] of the job on ``nodes`` (``counts``: its
+        nodes per unit) with the fabric faults in force routed around. A unit's nodes hang
+        off the same leaves, so the nodes per unit (which units, how many in each) fix the
+        leaf-to-leaf traffic of the ring: they and the faults are the key."""
+        assert self._fabric_fails is not None      # called only while faults are in force
+        key = (self._fabric_fails, counts.tobytes())
+        bw = self._faulted_cache.get(key)
+        if bw is None:
+            if len(self._faulted_cache) > 4096:
+                self._faulted_cache.clear()
+            switches, links = self._fabric_fails
+            bw = self._faulted_cache[key] = float(fabric.bottleneck_bandwidth_gbps(
+                self.e.graph, nodes, links, failed_switches=switches))
+        return bw
+
+    def fabric_faults_changed(self) -> None:
+        """The spine switches or inter-switch cables out of service changed
+        (:meth:`Failures._fabric_faults <twin.sim.failures.Failures._fabric_faults>`): every
+        running job takes the bandwidth of its placement routed around those in force now."""
+        f = self.e.failures
+        fails = (f.failed_switches, f.failed_links)
+        self._fabric_fails = fails if fails[0] or fails[1] else None
+        self.rates_changed()
 
     def _worst_degraded(self, counts: np.ndarray, n_sus: int) -> int:
         """Most failed rails of any scalable unit the job uses (``counts``: its nodes per
@@ -335,8 +371,9 @@ class Jobs(Component):
         ``fabric.sharing``: its rate under static ECMP hashing, and with ``max_min`` its
         max-min fair share of the links it shares with the other jobs on the fabric
         (running or checkpointing, 2+ nodes), over its alone adaptive rate
-        (:func:`twin.fabric.fair_share_bandwidths_gbps`). Cached by the set of placements;
-        1 with the defaults (adaptive, no sharing) or on one node."""
+        (:func:`twin.fabric.fair_share_bandwidths_gbps`), both with the fabric faults in
+        force routed around. Cached by the set of placements (and the faults); 1 with the
+        defaults (adaptive, no sharing) or on one node."""
         f = self.s.fabric
         if (f.sharing == "none" and f.routing == "adaptive") or len(job.nodes) < 2:
             return 1.0
@@ -344,15 +381,21 @@ class Jobs(Component):
         if f.sharing == "max_min":
             group = [j for j in self._live() if j.status in ("running", "checkpointing")
                      and len(j.nodes) >= 2 and j is not job] + [job]
-        key = tuple(sorted(j.nodes.tobytes() for j in group))
+        key: tuple = tuple(sorted(j.nodes.tobytes() for j in group))
+        fails = self._fabric_fails
+        if fails is not None:
+            key = (fails, *key)
         if key not in self._share_cache:
             if len(self._share_cache) > 4096:
                 self._share_cache.clear()
             g = self.e.graph
+            switches, links = fails if fails is not None else ((), ())
             r = fabric.fair_share_bandwidths_gbps(
                 g, [j.nodes for j in group], seed=self.s.simulation.seed,
-                routing="ecmp" if f.routing == "static_ecmp" else "adaptive")
-            alone = np.array([fabric.bottleneck_fraction(g, j.nodes) for j in group])
+                routing="ecmp" if f.routing == "static_ecmp" else "adaptive",
+                failed_links=links, failed_switches=switches)
+            alone = np.array([fabric.bottleneck_fraction(g, j.nodes, links, failed_switches=switches)
+                              for j in group])
             ratio = np.divide(r["fraction"], alone, out=np.zeros(len(group)), where=alone > 0)
             self._share_cache[key] = {j.nodes.tobytes(): float(x) for j, x in zip(group, ratio, strict=True)}
         return self._share_cache[key][job.nodes.tobytes()]
