@@ -443,12 +443,9 @@ def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *,
                      deployment=scenario.hardware.deployment)
 
 
-def job_memory_problem(job, gpus: int, node: NodeModel) -> str | None:
-    """Memory check of a scenario job on ``gpus`` GPUs of the catalog node: ``None`` when it
-    fits (or when the parallel layout is invalid, which other checks report), else the reason
-    naming the GPU's capacity and the breakdown (:func:`twin.compute.memory.memory_fit_problem`)."""
-    from twin.compute.memory import memory_fit_problem
-
+def _job_memory(job, gpus: int, node: NodeModel):
+    """(per-GPU memory breakdown, GPU capacity [GiB]) of a scenario job on ``gpus`` GPUs of
+    the catalog node; ``None`` when the parallel layout is invalid (other checks report it)."""
     par = parallel_spec(job)
     if gpus < par.model_parallel or gpus % par.model_parallel:
         return None
@@ -457,4 +454,34 @@ def job_memory_problem(job, gpus: int, node: NodeModel) -> str | None:
         mem = memory_per_gpu(model_spec(job), par, gpu, gpus=gpus)
     except ValueError:
         return None
-    return memory_fit_problem(mem, gpu.memory_gb)
+    return mem, gpu.memory_gb
+
+
+def job_memory_gib(job, gpus: int, node: NodeModel) -> float | None:
+    """Per-GPU memory estimate [GiB] of a scenario job on ``gpus`` GPUs of the catalog node
+    (its most loaded pipeline stage); ``None`` when the parallel layout is invalid."""
+    from twin.compute.memory import GIB
+
+    est = _job_memory(job, gpus, node)
+    return None if est is None else est[0].total / GIB
+
+
+def job_memory_problem(job, gpus: int, node: NodeModel) -> str | None:
+    """Memory check of a scenario job on ``gpus`` GPUs of the catalog node: ``None`` when it
+    fits (or when the parallel layout is invalid, which other checks report), else the reason
+    naming the GPU's capacity and the breakdown (:func:`twin.compute.memory.memory_fit_problem`)."""
+    from twin.compute.memory import memory_fit_problem
+
+    est = _job_memory(job, gpus, node)
+    return None if est is None else memory_fit_problem(*est)
+
+
+def job_memory_note(job, gpus: int, node: NodeModel) -> str | None:
+    """The note when a scenario job on ``gpus`` GPUs of the catalog node is estimated above
+    the GPU's capacity yet accepted, within the memory model's margin
+    (:func:`twin.compute.memory.memory_margin_note`); ``None`` when it fits outright, when
+    :func:`job_memory_problem` refuses it, or when the layout is invalid."""
+    from twin.compute.memory import memory_margin_note
+
+    est = _job_memory(job, gpus, node)
+    return None if est is None else memory_margin_note(*est)

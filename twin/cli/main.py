@@ -1,7 +1,9 @@
 """The ``twin`` command: run, validate, schema, estimate, render, sweep, report.
 
 Bad scenarios exit with code 2 and one line per problem (file, dotted path, value, what
-was expected), never a traceback, and nothing is written.
+was expected), never a traceback, and nothing is written.  Notes of a valid scenario (things
+a planner must see that do not stop it, :class:`twin.scenario.loader.Note`) are printed as
+``note:`` lines: after ``twin validate``'s ``ok:`` line, and on stderr before ``twin run`` runs.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING
 from twin.errors import EXIT_BAD_INPUT, ScenarioError
 
 if TYPE_CHECKING:
-    from twin.scenario.schema import Scenario
+    from twin.scenario.loader import CheckedScenario, Note
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -65,12 +67,18 @@ def _report_problems(err: ScenarioError) -> int:
     return EXIT_BAD_INPUT
 
 
-def _load(args) -> Scenario:
-    from twin.scenario.loader import load_scenario
+def _load(args) -> CheckedScenario:
+    """The scenario of ``args`` (file, ``--set``, ``--seed``) and its validation notes."""
+    from twin.scenario.loader import check_scenario
     overrides = list(args.set or [])
     if getattr(args, "seed", None) is not None:
         overrides.append(f"simulation.seed={args.seed}")
-    return load_scenario(args.scenario, overrides)
+    return check_scenario(args.scenario, overrides)
+
+
+def _print_notes(notes: tuple[Note, ...], stream) -> None:
+    for note in notes:
+        print(f"note: {note}", file=stream)
 
 
 def _default_out(name: str) -> str:
@@ -135,15 +143,17 @@ def _prepare_run(args):
     from twin.errors import OutputError
     from twin.store_io import check_output
     try:
-        scenario = _load(args)
+        checked = _load(args)
     except ScenarioError as err:
         return _report_problems(err)
+    scenario = checked.scenario
     try:
         out = args.out or _default_out(scenario.name)
         check_output(out, force=args.force)        # refuse before the run, not after it
     except OutputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    _print_notes(checked.notes, sys.stderr)        # stdout carries the run's summary and KPIs
     from twin.sim.engine import Engine
     bar = ProgressBar(f"twin run {scenario.name}")
     t0 = time.perf_counter()
@@ -182,9 +192,10 @@ def _finish_run(args, scenario, out, engine, results, wall: float) -> int:
 
 def cmd_validate(args) -> int:
     try:
-        s = _load(args)
+        checked = _load(args)
     except ScenarioError as err:
         return _report_problems(err)
+    s = checked.scenario
     from twin.plant import rack_gpus
     racks = sum(r.racks for h in s.site.halls for r in h.rows)
     delivered = sum(w.racks for w in s.ramp.waves)
@@ -205,6 +216,7 @@ def cmd_validate(args) -> int:
         work = [f"a trace of {len(tr.jobs)} jobs ({tr.rows_read} rows, {skipped} skipped)"]
     print(f"ok: {args.scenario}: scenario {s.name!r}, {racks} rack positions, {delivered} racks "
           f"delivered ({gpus} GPUs), {' and '.join(work)}, {s.simulation.duration_days:g} days")
+    _print_notes(checked.notes, sys.stdout)
     return 0
 
 

@@ -1,5 +1,12 @@
 """Read scenario YAML (safe loader only), resolve ``extends:``, apply ``--set`` overrides,
-validate, and report every problem with file, dotted path, value and expectation."""
+validate, and report every problem with file, dotted path, value and expectation.
+
+Validation has two channels.  A :class:`~twin.errors.Problem` stops the scenario (the CLI
+exits 2).  A :class:`Note` is something a planner must see that does not stop the run (a
+job whose memory estimate is above its GPU's capacity but within the memory model's
+margin); :func:`check_scenario` returns the notes beside the scenario, while
+:func:`load_scenario` and :func:`validate_data` return the scenario alone, as before.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ import hashlib
 import json
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -417,6 +425,105 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class Note:
+    """Something a planner must see about a valid scenario that does not stop the run:
+    the file that set the part it is about, its dotted path, and what to know."""
+
+    file: str
+    path: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}: {self.text}"
+
+
+@dataclass(frozen=True)
+class CheckedScenario:
+    """A valid scenario and the notes its validation found (:func:`check_scenario`)."""
+
+    scenario: Scenario
+    notes: tuple[Note, ...] = ()
+
+
+def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
+    """Notes on a valid scenario, as (dotted path, text): each fixed job whose memory
+    estimate is above its GPU's capacity but within the memory model's margin
+    (:func:`twin.plant.job_memory_note`; above the margin it is a problem of
+    :func:`semantic_problems`), and each training class of a job stream with jobs estimated
+    above their GPU's capacity (one note per class, for the largest estimate, not one per
+    job; above the margin too, since a stream's jobs are not refused)."""
+    from twin.plant import job_memory_note
+    from twin.scenario.racks import delivered_nodes_by_model, job_node_model
+
+    out: list[tuple[str, str]] = []
+    catalog = load_catalog()
+    by_model = delivered_nodes_by_model(s)
+    for j, job in enumerate(s.workload.jobs):
+        jm = job_node_model(s, job, by_model)      # the node model semantic_problems checks
+        if jm in catalog.nodes:
+            note = job_memory_note(job, job.nodes * catalog.nodes[jm].gpu_count, catalog.nodes[jm])
+            if note is not None:
+                out.append((f"workload.jobs.{j}", note))
+    if s.workload.stream is not None:
+        out += _stream_memory_notes(s, catalog)
+    return out
+
+
+def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+    """One note per training class of the stream whose jobs, on some GPU count the class asks
+    for, are estimated above their GPU's memory: each job as the engine builds it (the class's
+    model on whole nodes of the default node model,
+    :func:`twin.workload.engine_jobs.fit_parallelism`).  The note lists those GPU counts and
+    speaks for the largest estimate: the margin note, or, above the margin, the reason a fixed
+    job would be refused (a stream's jobs are drawn during the run, and run).  Evaluation and
+    debug jobs train nothing and are not estimated."""
+    import math
+
+    from twin.plant import job_memory_gib, job_memory_note, job_memory_problem, rack_gpus
+    from twin.workload.config import stream_params_for
+    from twin.workload.engine_jobs import TRAINING_CLASSES, class_templates, fit_parallelism
+
+    stream = s.workload.stream
+    if stream is None or s.hardware.node_model not in catalog.nodes:
+        return []
+    gpn = catalog.nodes[s.hardware.node_model].gpu_count    # the engine's gpus_per_node
+    delivered = int(rack_gpus(s)[:sum(w.racks for w in s.ramp.waves)].sum())
+    params = stream_params_for(stream, max_gpus=delivered)
+    templates = class_templates(s)
+    index = {c.name: k for k, c in enumerate(stream.classes)}
+    out = []
+    for name in TRAINING_CLASSES:
+        try:
+            counts = params.cls(name).gpus
+        except KeyError:                # a class the cluster cannot host is not drawn
+            continue
+        found: list[tuple[float, int, str]] = []
+        for gpus in counts:
+            job = fit_parallelism(templates[name], math.ceil(gpus / gpn), gpn)
+            node = catalog.nodes.get(job.node_model or s.hardware.node_model)
+            if node is None:
+                continue
+            on = job.nodes * node.gpu_count
+            total = job_memory_gib(job, on, node)
+            if total is None or total <= node.gpu_memory_gb:
+                continue
+            note = job_memory_note(job, on, node)
+            if note is None:
+                note = (f"it {job_memory_problem(job, on, node)}; validation refuses a fixed job "
+                        f"like this, but the stream's jobs are drawn during the run and run")
+            found.append((total, gpus, note))
+        if found:
+            _, worst_gpus, text = max(found)
+            sizes = sorted(g for _, g, _ in found)
+            which = (f"its jobs of {sizes[0]:,} GPUs" if len(sizes) == 1 else
+                     f"its jobs of {', '.join(f'{g:,}' for g in sizes)} GPUs (the largest "
+                     f"estimate, on {worst_gpus:,} GPUs)")
+            path = f"workload.stream.classes.{index[name]}" if name in index else "workload.stream"
+            out.append((path, f"job class {name!r}, {which}: {text}"))
+    return out
+
+
 def _stand_in(err: dict, i: int, variant: int) -> Any:
     """A value that passes the field's own check, to go on to the cross-field checks; or
     _MISSING to drop the key (the field's default), e.g. for an unknown key. Two variants
@@ -527,20 +634,39 @@ def validate_data(data: dict, file: str = "<scenario>", origins: dict[str, str] 
     return scenario
 
 
-def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
-    """Load, merge (``extends:``), override (``a.b.c=value``) and validate a scenario file.
-
-    Raises :class:`twin.errors.ScenarioError` listing every problem (file, dotted path, value,
-    what was expected). YAML is read with ``yaml.safe_load`` only.
-    """
-    path = Path(path)
+def _resolved(path: Path, overrides: list[str] | None) -> tuple[dict, dict[str, str]]:
+    """The merged mapping of a scenario file with its overrides, and where each value came from."""
     origins: dict[str, str] = {}
     data = _resolve(path, (), origins)
     for text in overrides or []:
         parts, value = parse_override(text)
         apply_override(data, parts, value)
         origins[".".join(parts)] = f"--set {text}"
+    return data, origins
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Load, merge (``extends:``), override (``a.b.c=value``) and validate a scenario file.
+
+    Raises :class:`twin.errors.ScenarioError` listing every problem (file, dotted path, value,
+    what was expected). YAML is read with ``yaml.safe_load`` only.  The notes of a valid
+    scenario are not computed here: :func:`check_scenario` returns them.
+    """
+    path = Path(path)
+    data, origins = _resolved(path, overrides)
     return validate_data(data, str(path), origins)
+
+
+def check_scenario(path: str | Path, overrides: list[str] | None = None) -> CheckedScenario:
+    """:func:`load_scenario` plus the notes of the valid scenario (:func:`semantic_notes`),
+    each naming the file that set the part it is about.  Raises :class:`ScenarioError` as
+    :func:`load_scenario` does; the notes never stop a scenario."""
+    path = Path(path)
+    data, origins = _resolved(path, overrides)
+    scenario = validate_data(data, str(path), origins)
+    notes = tuple(Note(_origin_of(where, origins, str(path)), where, text)
+                  for where, text in semantic_notes(scenario))
+    return CheckedScenario(scenario, notes)
 
 
 def scenario_hash(scenario: Scenario) -> str:
