@@ -17,7 +17,9 @@ validation only (tests/compute/test_fsdp_validation.py).
 
 The PyTorch FSDP backward is modelled with its all-gather and reduce-scatter serialised
 with each layer's compute (``fsdp_backward_overlap=False``), not fitted.  Prints the fitted
-values and the errors per row.
+values and the errors per row.  The fit runs on the H100 table of twin/compute/step.py (its rank
+jitter, overlap and collectives), so it is re-run after fit_step_h100.py; :func:`fit_constants`
+is what tests/compute/test_fits_reproduce_constants.py compares the constants with.
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ def fit(rows) -> np.ndarray:
     res = minimize(lambda x: float(np.sum(log_errors(x, rows) ** 2)), [1.6, 0.75],
                    method="Nelder-Mead", options=dict(xatol=1e-5, fatol=1e-12, maxiter=600))
     return res.x
+
+
+def fit_constants() -> tuple[float, float]:
+    """(TRITON_FLASH_ATTENTION_SLOWDOWN, FSDP_WHOLE_GEMM_EFFICIENCY) fitted on the 19 rows."""
+    slowdown, gemm = fit(_fit_rows())
+    return float(slowdown), float(gemm)
 
 
 if __name__ == "__main__":

@@ -14,30 +14,31 @@ ht = reference_script("step_times_mlperf")
 PP = 0.005  # 0.5 percentage points
 
 #: twin / measured - 1 per configuration, measured on 1 Dec 2026 with twin/compute/step.py as
-#: of commit 6ab82c1 (kernel table fitted on the NeMo dgxc rows only).  Re-pin here when the
-#: step model changes.
+#: of commit 6ab82c1 (kernel table fitted on the NeMo dgxc rows only), re-pinned after the
+#: H100 table's refit of 1 Dec 2026 (0.7050 / 0.5587 / 0.7020 / 0.0517 -> 0.7020 / 0.5565 /
+#: 0.6950 / 0.0496: every row 0.2-0.3 points lower).  Re-pin here when the step model changes.
 PINNED: dict[str, float] = {
-    "v3.0_nvidia_n64": -0.0306,
-    "v3.0_nvidia_n96": -0.0301,
-    "v3.0_coreweave_n96": -0.0441,
-    "v3.0_coreweave_n192": -0.0501,
-    "v3.0_coreweave_n448": -0.0752,
-    "v3.1_nvidia_n64": +0.0593,
-    "v3.1_nvidia_n96": +0.0620,
-    "v3.1_nvidia_n512": +0.0390,
-    "v3.1_nvidia_n768": +0.0394,
-    "v3.1_nvidia_n1024": +0.0403,
-    "v3.1_nvidia_n1280": +0.0236,
-    "v3.1_nvidia_n1344": +0.0198,
-    "v3.1_azure_n1344": +0.0003,
-    "v4.0_nvidia_n64": +0.1631,
-    "v4.0_nvidia_n1344": -0.0165,
-    "v4.0_nvidia_n1452": -0.0163,
-    "v4.0_smc_n64": +0.0548,
-    "v4.1_nvidia_n32": +0.2085,
-    "v4.1_nvidia_n64": +0.1792,
-    "v4.1_oracle_n192": +0.1234,
-    "v4.1_oracle_n384": -0.0746,
+    "v3.0_nvidia_n64": -0.0325,
+    "v3.0_nvidia_n96": -0.0321,
+    "v3.0_coreweave_n96": -0.0461,
+    "v3.0_coreweave_n192": -0.0523,
+    "v3.0_coreweave_n448": -0.0776,
+    "v3.1_nvidia_n64": +0.0572,
+    "v3.1_nvidia_n96": +0.0598,
+    "v3.1_nvidia_n512": +0.0364,
+    "v3.1_nvidia_n768": +0.0366,
+    "v3.1_nvidia_n1024": +0.0375,
+    "v3.1_nvidia_n1280": +0.0209,
+    "v3.1_nvidia_n1344": +0.0172,
+    "v3.1_azure_n1344": -0.0024,
+    "v4.0_nvidia_n64": +0.1609,
+    "v4.0_nvidia_n1344": -0.0192,
+    "v4.0_nvidia_n1452": -0.0190,
+    "v4.0_smc_n64": +0.0528,
+    "v4.1_nvidia_n32": +0.2065,
+    "v4.1_nvidia_n64": +0.1770,
+    "v4.1_oracle_n192": +0.1210,
+    "v4.1_oracle_n384": -0.0765,
 }
 
 
@@ -55,17 +56,17 @@ def test_each_rows_error_is_pinned(errors):
 def test_the_goals_hold_from_4096_gpus_and_not_over_all_rows(errors):
     rows = {r["config"]: r for r in ht.rows()}
     a = np.abs(list(errors.values()))
-    # all 21: issue 16's goals (mean <= 3 %, worst <= 8 %) NOT met; measured 6.43 % and
-    # 20.9 % (v4.1 NVIDIA on 256 GPUs: the tuned MLPerf runs of 2024 on 256-512 GPUs are
+    # all 21: issue 16's goals (mean <= 3 %, worst <= 8 %) NOT met; measured 6.39 % and
+    # 20.7 % (v4.1 NVIDIA on 256 GPUs: the tuned MLPerf runs of 2024 on 256-512 GPUs are
     # 16-21 % faster than the twin, see the sources file); these pin what is measured
-    assert a.mean() == pytest.approx(0.0643, abs=PP / 5)
-    assert a.max() == pytest.approx(0.2085, abs=PP)
+    assert a.mean() == pytest.approx(0.0639, abs=PP / 5)
+    assert a.max() == pytest.approx(0.2065, abs=PP)
     assert a.mean() > 0.03 and a.max() > 0.08
-    # the eight runs on 4,096 to 11,616 GPUs meet both goals: mean 2.44 %, worst 4.03 %
+    # the eight runs on 4,096 to 11,616 GPUs meet both goals: mean 2.37 %, worst 3.75 %
     big = np.abs([e for k, e in errors.items() if int(rows[k]["gpus"]) >= 4096])
     assert len(big) == 8
     assert big.mean() <= 0.03 and big.max() <= 0.08
-    assert big.mean() == pytest.approx(0.0244, abs=PP / 5)
+    assert big.mean() == pytest.approx(0.0237, abs=PP / 5)
 
 
 def test_transcription():
@@ -119,37 +120,39 @@ def test_derivation_reads_the_per_step_timer_after_the_first_eval_interval():
 #: gemm_fp8, attention_fwd and attention_bwd, fitted by log least squares on each round's
 #: smallest-GPU rows; beside it one multiplier for all rounds on the same rows.  Rule fixed
 #: before the fit (step_times_mlperf_sources.md); measured 1 Dec 2026 on the twin of commit
-#: a015d03.  Errors = twin / measured - 1 on the 16 held-out rows; summaries = (mean, worst)
+#: a015d03, re-pinned after the H100 table's refit of 1 Dec 2026 (multipliers were 0.9651,
+#: 1.0685, 1.1208, 1.2360, one 1.1017; held out 4.33 / 23.48 %, one multiplier 7.22 /
+#: 15.23 %).  Errors = twin / measured - 1 on the 16 held-out rows; summaries = (mean, worst)
 #: |error| of the held-out rows of each round and of all 16.
 PER_RELEASE: dict = {
     "fit": ["v3.0_nvidia_n64", "v3.1_nvidia_n64", "v4.0_nvidia_n64", "v4.0_smc_n64",
             "v4.1_nvidia_n32"],
-    "m_round": {"v3.0": 0.9651, "v3.1": 1.0685, "v4.0": 1.1208, "v4.1": 1.2360},
-    "m_one": 1.1017,
+    "m_round": {"v3.0": 0.9630, "v3.1": 1.0661, "v4.0": 1.1185, "v4.1": 1.2337},
+    "m_one": 1.0993,
     "errors_round": {
-        "v3.0_nvidia_n96": +0.0006, "v3.0_coreweave_n96": -0.0139,
-        "v3.0_coreweave_n192": -0.0208, "v3.0_coreweave_n448": -0.0487,
-        "v3.1_nvidia_n96": +0.0026, "v3.1_nvidia_n512": -0.0107, "v3.1_nvidia_n768": -0.0104,
-        "v3.1_nvidia_n1024": -0.0095, "v3.1_nvidia_n1280": -0.0177,
-        "v3.1_nvidia_n1344": -0.0213, "v3.1_azure_n1344": -0.0401,
-        "v4.0_nvidia_n1344": -0.0831, "v4.0_nvidia_n1452": -0.0828,
-        "v4.1_nvidia_n64": -0.0244, "v4.1_oracle_n192": -0.0713, "v4.1_oracle_n384": -0.2348,
+        "v3.0_nvidia_n96": +0.0004, "v3.0_coreweave_n96": -0.0141,
+        "v3.0_coreweave_n192": -0.0212, "v3.0_coreweave_n448": -0.0495,
+        "v3.1_nvidia_n96": +0.0024, "v3.1_nvidia_n512": -0.0116, "v3.1_nvidia_n768": -0.0114,
+        "v3.1_nvidia_n1024": -0.0105, "v3.1_nvidia_n1280": -0.0189,
+        "v3.1_nvidia_n1344": -0.0225, "v3.1_azure_n1344": -0.0413, "v4.0_nvidia_n1344": -0.0844,
+        "v4.0_nvidia_n1452": -0.0842, "v4.1_nvidia_n64": -0.0246, "v4.1_oracle_n192": -0.0717,
+        "v4.1_oracle_n384": -0.2351,
     },
     "errors_one": {
-        "v3.0_nvidia_n96": -0.1078, "v3.0_coreweave_n96": -0.1208,
-        "v3.0_coreweave_n192": -0.1246, "v3.0_coreweave_n448": -0.1425,
-        "v3.1_nvidia_n96": -0.0231, "v3.1_nvidia_n512": -0.0323, "v3.1_nvidia_n768": -0.0319,
-        "v3.1_nvidia_n1024": -0.0311, "v3.1_nvidia_n1280": -0.0356,
-        "v3.1_nvidia_n1344": -0.0391, "v3.1_azure_n1344": -0.0576,
-        "v4.0_nvidia_n1344": -0.0735, "v4.0_nvidia_n1452": -0.0732,
-        "v4.1_nvidia_n64": +0.0804, "v4.1_oracle_n192": +0.0289, "v4.1_oracle_n384": -0.1523,
+        "v3.0_nvidia_n96": -0.1081, "v3.0_coreweave_n96": -0.1210,
+        "v3.0_coreweave_n192": -0.1251, "v3.0_coreweave_n448": -0.1433,
+        "v3.1_nvidia_n96": -0.0234, "v3.1_nvidia_n512": -0.0332, "v3.1_nvidia_n768": -0.0330,
+        "v3.1_nvidia_n1024": -0.0322, "v3.1_nvidia_n1280": -0.0368,
+        "v3.1_nvidia_n1344": -0.0404, "v3.1_azure_n1344": -0.0588, "v4.0_nvidia_n1344": -0.0748,
+        "v4.0_nvidia_n1452": -0.0746, "v4.1_nvidia_n64": +0.0804, "v4.1_oracle_n192": +0.0288,
+        "v4.1_oracle_n384": -0.1525,
     },
-    "summary_round": {"v3.0": (0.0210, 0.0487), "v3.1": (0.0161, 0.0401),
-                      "v4.0": (0.0829, 0.0831), "v4.1": (0.1102, 0.2348),
-                      "held-out": (0.0433, 0.2348)},
-    "summary_one": {"v3.0": (0.1239, 0.1425), "v3.1": (0.0358, 0.0576),
-                    "v4.0": (0.0733, 0.0735), "v4.1": (0.0872, 0.1523),
-                    "held-out": (0.0722, 0.1523)},
+    "summary_round": {"v3.0": (0.0213, 0.0495), "v3.1": (0.0169, 0.0413),
+                      "v4.0": (0.0843, 0.0844), "v4.1": (0.1105, 0.2351),
+                      "held-out": (0.0440, 0.2351)},
+    "summary_one": {"v3.0": (0.1244, 0.1433), "v3.1": (0.0368, 0.0588),
+                    "v4.0": (0.0747, 0.0748), "v4.1": (0.0872, 0.1525),
+                    "held-out": (0.0729, 0.1525)},
 }
 
 
@@ -179,12 +182,12 @@ def test_per_release_what_if_fails_its_rule(what_if):
     m = [w["m_round"][rd] for rd in ht.ROUNDS]
     # the multipliers order with the release dates (rule 2a holds) ...
     assert all(b >= a - 0.01 for a, b in zip(m[:-1], m[1:], strict=True))
-    # ... but v4.1's 1.236 is above the 1.15 that cuBLAS FP8 GEMMs reach (rule 2b fails),
-    # and the held-out goals fail: worst 23.5 % (Oracle RoCE, 3,072 GPUs), mean 4.3 %
+    # ... but v4.1's 1.234 is above the 1.15 that cuBLAS FP8 GEMMs reach (rule 2b fails),
+    # and the held-out goals fail: worst 23.5 % (Oracle RoCE, 3,072 GPUs), mean 4.4 %
     assert not all(0.85 <= x <= 1.15 for x in m)
     mean, worst = w["summary_round"]["held-out"]
     assert mean > 0.03 and worst > 0.08
-    # one multiplier for all rounds (1.10, plausible) fails further: 7.2 % / 15.2 %
+    # one multiplier for all rounds (1.10, plausible) fails further: 7.3 % / 15.3 %
     mean, worst = w["summary_one"]["held-out"]
     assert 0.85 <= w["m_one"] <= 1.15 and mean > 0.03 and worst > 0.08
 

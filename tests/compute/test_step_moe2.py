@@ -24,19 +24,21 @@ _spec.loader.exec_module(moe2)
 #: pinned to 0.5 points.  The goal rows are scored against issue 16's step goals below; the
 #: blockwise-FP8 row is left out of them (a recipe the twin has no term for) and pinned so that
 #: a change to it shows.  The 8x22B dropless row is the fit row of the term (its error equals
-#: the forced-balance row's by construction); the 8x7B rows are held out.
+#: the forced-balance row's by construction); the 8x7B rows are held out.  Re-pinned after the
+#: H100 table's refit of 2026-12-01 (every row 0.05-0.09 points lower; were -0.7, -7.1, -1.8,
+#: -1.8, -0.8, -12.6 and without the term -4.7, -10.8, -6.0).
 PINNED = {
-    "mixtral_8x7b/mcore_v0.9": -0.7,
-    "mixtral_8x7b/mcore_v0.8": -7.1,
-    "mixtral_8x22b/dropless": -1.8,
-    "mixtral_8x22b/forced_balance": -1.8,
-    "mixtral_8x22b/token_drop_cf1": -0.8,
-    "mixtral_8x22b/fp8_blockwise": -12.6,
+    "mixtral_8x7b/mcore_v0.9": -0.77,
+    "mixtral_8x7b/mcore_v0.8": -7.13,
+    "mixtral_8x22b/dropless": -1.91,
+    "mixtral_8x22b/forced_balance": -1.91,
+    "mixtral_8x22b/token_drop_cf1": -0.85,
+    "mixtral_8x22b/fp8_blockwise": -12.69,
 }
 #: The same without the term (every row as balanced routing; HU's figures, e43eda3).
-PINNED_WITHOUT_TERM = dict(PINNED, **{"mixtral_8x7b/mcore_v0.9": -4.7,
-                                      "mixtral_8x7b/mcore_v0.8": -10.8,
-                                      "mixtral_8x22b/dropless": -6.0})
+PINNED_WITHOUT_TERM = dict(PINNED, **{"mixtral_8x7b/mcore_v0.9": -4.76,
+                                      "mixtral_8x7b/mcore_v0.8": -10.87,
+                                      "mixtral_8x22b/dropless": -6.12})
 
 
 def _rows():
@@ -89,16 +91,16 @@ def test_goal_set_mean_and_worst():
     err = np.abs(np.array(list(moe2.goal_errors().values())))
     assert err.size == 5
     # issue 16's step goals (mean <= 3 %, worst <= 8 %) hold on this set with the dropless
-    # term: mean 2.4 %, worst 7.1 % (Mixtral 8x7B on MCore v0.8, PyTorch 24.04: older software
+    # term: mean 2.5 %, worst 7.1 % (Mixtral 8x7B on MCore v0.8, PyTorch 24.04: older software
     # than the NeMo 24.09-24.11 rows the kernel table is fitted on; the same layout ran 6.8 %
     # faster on v0.9)
-    assert err.mean() == pytest.approx(0.024, abs=0.005)
+    assert err.mean() == pytest.approx(0.025, abs=0.005)
     assert err.max() == pytest.approx(0.071, abs=0.005)
     assert err.mean() <= moe2.GOAL_MEAN and err.max() <= moe2.GOAL_WORST
-    # the decision rule's held-out rows (all but the fit row): mean 2.6 %, worst 7.1 %
+    # the decision rule's held-out rows (all but the fit row): mean 2.7 %, worst 7.1 %
     held = np.abs([e for k, e in moe2.goal_errors().items() if k != moe2.FIT_PAIR[0]])
     assert held.size == 4
-    assert held.mean() == pytest.approx(0.026, abs=0.005) and held.max() <= moe2.GOAL_WORST
+    assert held.mean() == pytest.approx(0.027, abs=0.005) and held.max() <= moe2.GOAL_WORST
     balanced = [abs(e) for k, e in moe2.goal_errors().items()
                 if k.endswith(("forced_balance", "token_drop_cf1"))]
     assert max(balanced) <= 0.02
@@ -110,7 +112,7 @@ def test_dropless_term_fit_and_what_it_moves():
     # the decision rule's plausible range [1.0, 1.5]
     f = moe2.fit_dropless_load()
     assert f == pytest.approx(MOE_DROPLESS_BUSIEST_LOAD, abs=5e-4)
-    assert MOE_DROPLESS_BUSIEST_LOAD == pytest.approx(1.034, abs=5e-4)
+    assert MOE_DROPLESS_BUSIEST_LOAD == pytest.approx(1.0341, abs=5e-5)
     assert 1.0 <= f <= 1.5
     rows = _rows()
     drop, bal = (rows[k] for k in moe2.FIT_PAIR)

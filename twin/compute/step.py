@@ -141,41 +141,45 @@ class KernelEfficiency:
 #: forward reduce-scatters, selective recompute for Nemotron-4 340B;
 #: assets/reference/fit_step_h100.py reproduces these values), which include the
 #: calibration point of calibration.yaml (training.llama31_70b_bf16_64gpu): mean |error|
-#: 2.4 % on them, worst 6.7 %; on the 50 held-out rows (intermediate scales, Nemotron-4
+#: 2.3 % on them, worst 6.7 %; on the 50 held-out rows (intermediate scales, Nemotron-4
 #: 15B, 405B reduced-depth proxies) 2.1 %, worst 7.4 % (405B FP8 on 192 GPUs: Llama 3.1
 #: 405B FP8 stays 6-7 % slow while 70B FP8 is 2-4 % fast, docs/validation.md).  The
 #: tensor-parallel overlap is not fitted (until 2026-11-30 a hidden share, 0.678): each
 #: collective hides behind its paired GEMM by the recipe's overlap method
-#: (``tp_comm_overlap``, ``tp_rs_splits``).  The rank jitter (5.2 % of the compute-bound
+#: (``tp_comm_overlap``, ``tp_rs_splits``).  The rank jitter (5.0 % of the compute-bound
 #: time) also carries what else grows with the job's size.  The fitted values sit inside
 #: the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain ~650-800 TFLOP/s on H100
 #: SXM at 700 W (0.66-0.81 of 989), FP8 GEMMs ~1,100-1,300 of 1,979; fused BF16
 #: attention forward up to 740 TFLOP/s (0.75 of 989, FlashAttention-3, Shah et al.
-#: 2024; the fit: 694), less backward.  HBM3 streaming ~2.7 of 3.35 TB/s.
+#: 2024; the fit: 687), less backward.  HBM3 streaming ~2.7 of 3.35 TB/s.  Refitted on
+#: 2026-12-01 with the script and rows unchanged, after the collective model (NIC-share and
+#: fill-time laws) had moved the optimum: 0.7050 / 0.5587 / 0.7020 / 0.0517 -> the values
+#: below (tests/compute/test_fits_reproduce_constants.py keeps them equal to the fit).
 H100_SXM = KernelEfficiency(
-    gemm=0.7050, gemm_fp8=0.5587, attention_fwd=0.7020, attention_bwd=0.5756,
+    gemm=0.7020, gemm_fp8=0.5565, attention_fwd=0.6950, attention_bwd=0.82 * 0.6950,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
-    pp_overlap=0.7, rank_jitter_fraction=0.0517,
+    pp_overlap=0.7, rank_jitter_fraction=0.0496,
     source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
 #: A100 SXM with the Megatron-LM software of the public A100 measurements: unfused
 #: attention, tensor-parallel all-reduce (or sequence-parallel rings) without overlap,
-#: data-parallel all-reduce.  ``gemm`` = 0.7503 fitted (1 parameter, log least squares;
+#: data-parallel all-reduce.  ``gemm`` = 0.7495 fitted (1 parameter, log least squares;
 #: refitted on 2026-11-30: 0.764 -> 0.7549 when the rank jitter came to act on
 #: compute-bound kernels only, -> 0.7503 when the unfused attention stopped counting a
-#: micro-batch's sequences twice and each row got its own tensor-parallel scheme;
+#: micro-batch's sequences twice and each row got its own tensor-parallel scheme; on
+#: 2026-12-01 -> 0.7495 after the collective-model changes;
 #: assets/reference/fit_step_h100.py reproduces it) on
 #: 18 A100 step times: Narayanan et al., "Efficient Large-Scale Language Model Training
 #: on GPU Clusters Using Megatron-LM", SC21, Table 1 (GPT 1.7B..1T on 32..3,072 A100,
-#: full recompute, no sequence parallelism (2021); mean |error| 3.8 %, worst 6.4 %) and
+#: full recompute, no sequence parallelism (2021); mean |error| 3.7 %, worst 6.5 %) and
 #: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
 #: 2022 (22B..1T on 8..512 A100, full recompute without and selective recompute with
-#: sequence parallelism, micro-batches as their Table 3; mean |error| 3.7 %, worst
+#: sequence parallelism, micro-batches as their Table 3; mean |error| 3.8 %, worst
 #: 5.7 %); SC21 rows at the best micro-batch / virtual stages, as the paper tuned them.  Attention and HBM efficiencies as measured for
 #: A100 kernels (FlashAttention-2, Dao 2023; HBM2e ~1.6 of 2.0 TB/s).  The default for
 #: GPUs below 600 dense BF16 TFLOP/s.
 A100_SXM = KernelEfficiency(
-    gemm=0.7503, gemm_fp8=0.7503, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7495, gemm_fp8=0.7495, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     tp_comm_overlap=False, pp_overlap=0.0, rank_jitter_fraction=0.020, flash_attention=False,
     sequence_parallel=True, distributed_optimizer=False,
@@ -185,7 +189,7 @@ A100_SXM = KernelEfficiency(
 #: optimizer, TP overlap as fitted on H100): the same kernels, nothing fitted.  PyTorch FSDP
 #: runs take A100_SXM_FSDP / A100_SXM_FSDP_TRITON below (docs/validation.md).
 A100_SXM_MODERN = KernelEfficiency(
-    gemm=0.7503, gemm_fp8=0.7503, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7495, gemm_fp8=0.7495, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     pp_overlap=0.7, rank_jitter_fraction=0.020,
     source="A100 kernels with the H100 software stack, see comment")
@@ -210,19 +214,22 @@ H100_SXM_FA2 = replace(
 #: is published.  Fitted once (log least squares, jointly with FSDP_WHOLE_GEMM_EFFICIENCY) on
 #: the 19 H100 MPT runs with micro-batches of >= 16,384 tokens and activation
 #: checkpointing whose sequences are <= 2,048 (14) or >= 8,192 tokens (5), with the
-#: backward collectives serialised (``fsdp_backward_overlap=False``): 1.68, inside the
-#: published range.  assets/reference/fit_fsdp_llm_foundry.py reproduces it.
-TRITON_FLASH_ATTENTION_SLOWDOWN = 1.68
+#: backward collectives serialised (``fsdp_backward_overlap=False``): 1.6830, inside the
+#: published range (1.68 until the H100 table's refit of 2026-12-01).
+#: assets/reference/fit_fsdp_llm_foundry.py reproduces it.
+TRITON_FLASH_ATTENTION_SLOWDOWN = 1.6830
 
 #: BF16 GEMM efficiency on H100 SXM of whole GEMMs (tp = 1: FSDP / ZeRO-3 runs each layer's
 #: GEMM on one GPU, M = micro-batch tokens up to 65 k, N x K = h x 3h .. 4h x h) [-], where
-#: the H100 table's 0.705 is fitted on NeMo's tensor-parallel GEMMs (N or K split 4-8 ways,
+#: the H100 table's 0.702 is fitted on NeMo's tensor-parallel GEMMs (N or K split 4-8 ways,
 #: userbuffer chunks).  Fitted once with TRITON_FLASH_ATTENTION_SLOWDOWN on the same 19 runs:
-#: 0.797 (788 TFLOP/s), inside the 650-800 TFLOP/s cuBLAS range quoted for H100 SXM at 700 W
-#: (the top of it: one GEMM per layer and micro-batch, M up to 65 k tokens).  Without the
+#: 0.7921 (783 TFLOP/s; 0.797 before the H100 table's refit of 2026-12-01, whose rank
+#: jitter and collectives the FSDP entries inherit), inside the 650-800 TFLOP/s cuBLAS range
+#: quoted for H100 SXM at 700 W (the top of it: one GEMM per layer and micro-batch, M up to
+#: 65 k tokens).  Without the
 #: serial backward collectives the fit gives 0.734 and leaves the runs without activation
 #: checkpointing 13-26 % fast (docs/validation.md).
-FSDP_WHOLE_GEMM_EFFICIENCY = 0.797
+FSDP_WHOLE_GEMM_EFFICIENCY = 0.7921
 
 #: PyTorch FSDP stacks (whole GEMMs, no tensor parallelism) on H100 SXM: with
 #: FlashAttention-2 (llm-foundry's large-scale 7b / 70b runs, ``attn_impl: flash``,
@@ -249,8 +256,9 @@ H100_SXM_FSDP_TRITON = replace(
     attention_bwd=H100_SXM_FA2.attention_bwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
     source="H100, whole GEMMs and Triton FlashAttention, fitted on MPT FSDP runs")
 #: The same two changes carried to A100 (nothing fitted on A100): whole GEMMs at the H100
-#: ratio 0.734 / 0.705 over the A100 table's GEMM efficiency, attention as a100_sxm_modern
-#: (FlashAttention-2 class; PyTorch SDPA in torchtitan) or slower by the Triton factor.
+#: ratio FSDP_WHOLE_GEMM_EFFICIENCY / H100_SXM.gemm (0.7921 / 0.7020) over the A100 table's
+#: GEMM efficiency, attention as a100_sxm_modern (FlashAttention-2 class; PyTorch SDPA in
+#: torchtitan) or slower by the Triton factor.
 A100_SXM_FSDP = replace(
     A100_SXM_MODERN, gemm=A100_SXM_MODERN.gemm * FSDP_WHOLE_GEMM_EFFICIENCY / H100_SXM.gemm,
     fsdp_backward_overlap=False, source="A100 modern with the H100 whole-GEMM ratio, see comment")
@@ -285,12 +293,13 @@ MOE_ROUTINGS = ("capacity", "dropless")
 #: ModelZoo b09773a, best_practice/Mixtral/run_mixtral_8x22B.sh lines 27-31), dropless 445
 #: against forced balance 465 TFLOP/s, same code, layout and FLOPs: the twin's dropless step
 #: over its balanced step = 465 / 445 (assets/reference/step_times_moe2.py --fit-dropless;
-#: decision rule in step_times_moe2_sources.md): 1.034, inside the 1.0-1.25 capacity factors
+#: decision rule in step_times_moe2_sources.md): 1.0341 (1.034 before the H100 table's
+#: refit of 2026-12-01), inside the 1.0-1.25 capacity factors
 #: that aux-loss routing is run with (Switch Transformer, Fedus et al. 2021).  The twin's step
 #: is a sawtooth in this load (wave quantisation of the busiest rank's expert GEMMs: on both
 #: Mixtral layouts M = 4,096 or 8,192 routed copies steps up a wave at 33/32 of it); the fit
 #: lies just above that step, where the mean slope (0.8 of the step per unit load) gives ~1.055.
-MOE_DROPLESS_BUSIEST_LOAD = 1.034
+MOE_DROPLESS_BUSIEST_LOAD = 1.0341
 #: GPU generations (compute capability, sm x 10) the collective model takes: those NVIDIA's
 #: CUDA compute-capability table lists from Volta on (developer.nvidia.com/cuda-gpus and its
 #: legacy page: 7.0 V100, 7.2, 7.5, 8.0 A100, 8.6, 8.7, 8.9 L40S, 9.0 H100/H200, 10.0 B200,
