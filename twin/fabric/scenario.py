@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import networkx as nx
+import numpy as np
 
 from twin.fabric.topology import build_fabric, max_fabric_nodes
 
@@ -100,3 +101,59 @@ def fabric_problems(fabric, hall_nodes: Sequence[int]) -> list[tuple[str, object
                     f"of {k}-port switches ({fabric.su_nodes} nodes per scalable unit, three "
                     f"tiers) holds at most {cap} nodes; use switches with more ports{hint}"))
     return out
+
+
+def fabric_fault_problems(fabric, hall_nodes: Sequence[int]) -> list[tuple[str, object, str]]:
+    """``(path, value, expected)`` of each fault of ``fabric.faults`` (a scenario's ``fabric``,
+    its halls holding ``hall_nodes`` nodes) that names no part of that fabric: a switch that is
+    not a spine or core switch of it, a link that is no leaf-spine or spine-core bundle of it,
+    or more cables than the bundle has. A fabric that cannot be built for the scenario's nodes
+    is reported by :func:`fabric_problems` instead (the loader runs this check only when that
+    one finds nothing)."""
+    if not fabric.faults:
+        return []
+    try:
+        g = build_scenario_fabric(fabric, hall_nodes, 8)
+    except ValueError:
+        return []
+    lay = g.graph["layout"]
+    above = [n for n in lay.vertex_names if n.startswith(("spine:", "core:"))]
+    out: list[tuple[str, object, str]] = []
+    for i, f in enumerate(fabric.faults):
+        if f.switch is not None and f.switch not in above:
+            shown = ", ".join(above[:4]) + (", ..." if len(above) > 4 else "")
+            out.append((f"fabric.faults.{i}.switch", f.switch,
+                        f"a spine or core switch of this fabric ({len(above)}: {shown})" if above
+                        else "a spine or core switch: this fabric has none (one leaf per plane)"))
+        elif f.link is not None:
+            cables = _bundle_cables(lay, *f.link)
+            if not cables:
+                out.append((f"fabric.faults.{i}.link", list(f.link),
+                            "a leaf-spine or spine-core bundle of this fabric, e.g. "
+                            f"[{lay.leaf_names[0]}, {above[0] if above else 'none'}]"))
+            elif f.cables > cables:
+                out.append((f"fabric.faults.{i}.cables", f.cables,
+                            f"at most the {cables} cables of that bundle"))
+    return out
+
+
+def _bundle_cables(lay, a: str, b: str) -> int:
+    """Cables between switches ``a`` and ``b`` of a fabric layout (a leaf and a spine of its
+    pod, or a spine ``j`` and a core of group ``j``, in one plane); 0 when they are not joined."""
+    idx = lay.vertex_index
+    if a not in idx or b not in idx:
+        return 0
+    va, vb = idx[a], idx[b]
+    for p_i, pl in enumerate(lay.planes):
+        sp = lay.spine_vid[p_i]
+        if pl.spines_per_pod == 0:
+            continue
+        leaf_pods = {int(lay.leaf_vid[leaf]): int(pod) for leaf, pod in zip(pl.leaves, pl.leaf_pod, strict=True)}
+        for x, y in ((va, vb), (vb, va)):
+            if x in leaf_pods and y in sp[leaf_pods[x]]:
+                return int(pl.m1)
+            if pl.cores_per_group and len(lay.core_vid[p_i]):
+                hit = np.argwhere(sp == x)
+                if hit.size and y in lay.core_vid[p_i][int(hit[0][1])]:
+                    return int(pl.m2)
+    return 0

@@ -285,9 +285,13 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     if s.fabric.switch_model not in catalog.switches:
         out.append(("fabric.switch_model", s.fabric.switch_model,
                     f"a switch model in the catalog: {sorted(catalog.switches)}"))
-    from twin.fabric.scenario import fabric_problems
+    from twin.fabric.scenario import fabric_fault_problems, fabric_problems
     from twin.plant import rack_hardware
-    out += fabric_problems(s.fabric, [sum(rack_hardware(h, s.hardware)[1]) for h in s.site.halls])
+    hall_nodes = [sum(rack_hardware(h, s.hardware)[1]) for h in s.site.halls]
+    fabric_out = fabric_problems(s.fabric, hall_nodes)
+    out += fabric_out
+    if not fabric_out:      # faults name parts of a fabric that can be built
+        out += fabric_fault_problems(s.fabric, hall_nodes)
     n_racks = 0
     for h, hall in enumerate(s.site.halls):
         hw, hd = hall.rack_width_m / 2, hall.rack_depth_m / 2
