@@ -88,7 +88,7 @@ def watched_run(tmp_path_factory):
             return orig(*a, **k)
         mp.setattr(module, name, wrapped)
 
-    watch(twin.scenario.loader, "load_scenario", "load")
+    watch(twin.scenario.loader, "check_scenario", "load")   # the CLI's loader (scenario + notes)
     watch(twin.sim.engine.Engine, "__init__", "engine")
     watch(twin.sim.engine.Engine, "run", "run")
     watch(twin.store_io, "save_results", "save")
