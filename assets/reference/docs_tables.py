@@ -3,6 +3,7 @@ of experts and FSDP" sections, from the model as it is in the tree.
 
     .venv/bin/python assets/reference/docs_tables.py            # print every table
     .venv/bin/python assets/reference/docs_tables.py --write    # rewrite them in the docs
+    .venv/bin/python assets/reference/docs_tables.py --prose    # figures the prose quotes
 
 Each printer takes its rows from the script or test that owns them (``step_tables``,
 ``step_times_mlperf``, ``step_times_moe2``, ``fit_fsdp_llm_foundry`` and the test modules
@@ -402,9 +403,73 @@ def write(path: Path = DOCS) -> int:
     return changed
 
 
+def prose_figures() -> dict[str, str]:
+    """Figures the prose next to the tables quotes that no table prints (``--prose``), to
+    set by hand after a re-print: constants, set summaries, shares of the step."""
+    import dataclasses
+
+    import twin.compute.step as step
+
+    out: dict[str, str] = {}
+    h = step.H100_SXM
+    out["H100 gemm / gemm_fp8 / attention_fwd / rank jitter"] = (
+        f"{h.gemm:.4f} / {h.gemm_fp8:.4f} / {h.attention_fwd:.4f} / "
+        f"{100 * h.rank_jitter_fraction:.2f} %")
+    out["A100 gemm; Triton slowdown; FSDP whole GEMM [of 989 TFLOP/s]; dropless f"] = (
+        f"{step.A100_SXM.gemm:.4f}; 1/{step.TRITON_FLASH_ATTENTION_SLOWDOWN:.4f}; "
+        f"{step.FSDP_WHOLE_GEMM_EFFICIENCY:.4f} ({989 * step.FSDP_WHOLE_GEMM_EFFICIENCY:.0f}); "
+        f"{step.MOE_DROPLESS_BUSIEST_LOAD:.4f}")
+    h100 = step_tables.h100_rows()
+    fp8_405 = [e for r, _, e in h100 if r["model"] == "llama31_405b" and r["precision"] == "fp8"]
+    out["405B FP8 rows"] = ", ".join(_pct(e) for e in fp8_405)
+    rest = max(((r, e) for r, _, e in h100
+                if not (r["model"] == "llama31_405b" and r["precision"] == "fp8")),
+               key=lambda x: abs(x[1]))
+    out["worst other H100 row"] = (f"{rest[0]['model']} {rest[0]['precision']} "
+                                   f"{rest[0]['gpus']} {_pct(rest[1])}")
+    est = step_tables.ROWS.est
+    mfu = [est("405b", g, 2048, tp=8, pp=16, cp=1, vpp=4, transport="roce").mfu
+           for g in (8192, 16384)]
+    out["Llama 3 405B MFU 8,192 / 16,384 (reported 43 / 41 %)"] = (
+        f"{100 * mfu[0]:.1f} / {100 * mfu[1]:.1f} % ({_pct(mfu[0] / 0.43 - 1)} / "
+        f"{_pct(mfu[1] / 0.41 - 1)})")
+    w = mlperf.per_release()
+    out["MLPerf per-round multipliers (one for all)"] = ", ".join(
+        f"{k} {v:.4f}" for k, v in w["m_round"].items()) + f" ({w['m_one']:.4f})"
+    grok = [(r, moe_fsdp._estimate(r)) for r in moe_fsdp._rows() if r["model"] == "grok1_314b"]
+    mean, worst = _mean_worst([e.step_time_s / float(r["step_time_s"]) - 1 for r, e in grok])
+    r5, e5 = grok[4]
+    out["Grok-1 mean / worst; a2a share and error without it (BF16 512)"] = (
+        f"{100 * mean:.1f} / {100 * worst:.1f} %; "
+        f"{100 * e5.breakdown['moe_a2a_exposed'] / e5.step_time_s:.0f} %, "
+        f"{_pct((e5.step_time_s - e5.breakdown['moe_a2a_exposed']) / float(r5['step_time_s']) - 1)}")
+    goal = [r for r in moe2.rows() if r["role"] == "goal"]
+    for term in (False, True):
+        e = {f"{r['model']}/{r['row']}": _moe2_step_s(r, term) / moe2.measured_step_s(r) - 1
+             for r in goal}
+        held = [v for k, v in e.items() if k != moe2.FIT_PAIR[0]]
+        a, b = _mean_worst(list(e.values())), _mean_worst(held)
+        out[f"Megatron-core goal rows, dropless term {'on' if term else 'off'}: all / held out"] = (
+            f"{100 * a[0]:.1f} / {100 * a[1]:.1f} %; {100 * b[0]:.1f} / {100 * b[1]:.1f} %")
+    for prec in ("bf16", "fp8"):
+        sel = [r for r in moe_fsdp._rows()
+               if r["model"] == "llama3_70b" and r["precision"] == prec]
+        t = [moe_fsdp._estimate(r).step_time_s for r in sel]
+        nj = [moe_fsdp._estimate(r, kernel_efficiency=dataclasses.replace(
+            h, rank_jitter_fraction=0.0)).step_time_s / float(r["step_time_s"]) - 1 for r in sel]
+        err = [x / float(r["step_time_s"]) - 1 for r, x in zip(sel, t, strict=True)]
+        out[f"MaxText {prec}: errors; 128 -> 2,048 scaling; without jitter"] = (
+            f"{_span(err)}; {_pct(t[-1] / t[0] - 1)}; {_span(nj)}")
+    return out
+
+
 def main(argv: list[str]) -> None:
     if argv == ["--write"]:
         print(f"{write()} lines changed in {DOCS}")
+        return
+    if argv == ["--prose"]:
+        for k, v in prose_figures().items():
+            print(f"{k}: {v}")
         return
     for name, lines in printed().items():
         print(f"{name}:\n" + "\n".join(lines), end="\n\n")
