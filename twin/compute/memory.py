@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 #: bytes per GiB
 GIB = 2.0**30
@@ -154,12 +155,16 @@ def activation_bytes_per_token_layer(*, hidden: int, ffn_hidden: int, heads: int
                                      kv_heads: int, seq_len: int, tp: int = 1, cp: int = 1,
                                      gated_mlp: bool = True, sequence_parallel: bool = True,
                                      flash_attention: bool = True,
-                                     recompute: str = "none") -> float:
+                                     recompute: str = "none",
+                                     attention_width: float | None = None) -> float:
     """Activation bytes saved for backward per token and layer [B] (bf16; module doc).
 
     recompute: "none", "selective" (attention scores recomputed), "save_qkv_proj"
     (MaxText's remat policy: the layer input and the Q, K, V projections kept, the rest
-    recomputed) or "full" (only the layer input kept).
+    recomputed) or "full" (only the layer input kept).  attention_width: elements per token
+    of the saved queries, keys, values and attention output, TP-split (None: ``3 h + 2 h_kv``
+    less nothing, i.e. ``(h + 2 h_kv) + h``; multi-head latent attention passes its own,
+    :func:`mla_activation_width`).
     """
     h, F = float(hidden), float(ffn_hidden)
     hkv = h * kv_heads / heads
@@ -169,12 +174,29 @@ def activation_bytes_per_token_layer(*, hidden: int, ffn_hidden: int, heads: int
     if recompute == "save_qkv_proj":
         return 2.0 * h / sp + 2.0 * (h + 2.0 * hkv) / tp
     norms = 2.0 * 4.0 * h / sp
-    body = 2.0 * ((h + 2.0 * hkv) + h + (3.0 if gated_mlp else 2.0) * F) / tp
+    if attention_width is None:
+        body = 2.0 * ((h + 2.0 * hkv) + h + (3.0 if gated_mlp else 2.0) * F) / tp
+    else:
+        body = 2.0 * (attention_width + (3.0 if gated_mlp else 2.0) * F) / tp
     scores = 0.0
     if not flash_attention and recompute != "selective":
         # softmax out (2 B), dropout mask (1 B), dropout out (2 B) per score and head
         scores = 5.0 * heads * (seq_len / cp) / tp
     return norms + body + scores
+
+
+def mla_activation_width(*, heads: int, q_lora_rank: int, kv_lora_rank: int,
+                         qk_nope_head_dim: int, qk_rope_head_dim: int, v_head_dim: int,
+                         tp: int = 1) -> float:
+    """Elements per token a multi-head latent attention block saves for backward, in the
+    TP-split units of :func:`activation_bytes_per_token_layer` (DeepSeek-V2 arXiv 2405.04434
+    sec. 2.1): queries and keys ``n (d_nope + d_rope)`` each, values and the attention output
+    ``n d_v`` each (split over ``tp``), and the normed query and KV latents with the shared
+    RoPE key, ``q_lora + kv_lora + d_rope``, whole on every TP rank (duplicated down
+    projections), hence ``x tp`` here."""
+    d_qk = qk_nope_head_dim + qk_rope_head_dim
+    return float(heads * (2 * d_qk + 2 * v_head_dim)
+                 + (q_lora_rank + kv_lora_rank + qk_rope_head_dim) * tp)
 
 
 def memory_per_gpu_bytes(
@@ -208,6 +230,15 @@ def memory_per_gpu_bytes(
     moe_capacity_factor: float = 1.0,
     moe_expert_tp: int | None = None,
     shard_ranks: int | None = None,
+    moe_ffn_hidden: int | None = None,
+    moe_shared_experts: int = 0,
+    moe_shared_ffn_hidden: int | None = None,
+    moe_dense_layers: int = 0,
+    mla_q_lora_rank: int = 0,
+    mla_kv_lora_rank: int = 0,
+    mla_qk_nope_head_dim: int = 0,
+    mla_qk_rope_head_dim: int = 0,
+    mla_v_head_dim: int = 0,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its first and last stage.
 
@@ -226,6 +257,16 @@ def memory_per_gpu_bytes(
     moe_ep)`` expert-data-parallel ranks (module doc).
     shard_ranks: ranks the sharded states are split over (ZeRO-3 / FSDP shard group;
     default ``dp * cp``; the expert states over ``shard_ranks x tp / (etp ep)``).
+
+    DeepSeek-style terms (defaults give the model above unchanged; names and meaning as
+    :func:`twin.compute.step_estimate`): moe_ffn_hidden (expert inner size; ``ffn_hidden``
+    is then the dense MLP), moe_shared_experts of moe_shared_ffn_hidden (default the expert
+    size: TP-split weights with the dense part, activations for every token),
+    moe_dense_layers (the first layers dense, on the first stage(s)), and multi-head latent
+    attention (``mla_kv_lora_rank`` > 0: its projections' weights,
+    :func:`twin.compute.step.mla_parameters_per_layer`, the down projections whole on each TP
+    rank; activations :func:`mla_activation_width`; context-parallel KV blocks of the
+    per-head keys and values).
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -237,6 +278,14 @@ def memory_per_gpu_bytes(
     if activation_recompute not in RECOMPUTE_CHOICES:
         raise ValueError(f"activation_recompute must be one of {RECOMPUTE_CHOICES}, "
                          f"got {activation_recompute!r}")
+    from twin.compute.step import _check_deepseek_terms  # step imports this module
+    _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
+                          moe_shared_experts=moe_shared_experts,
+                          moe_shared_ffn_hidden=moe_shared_ffn_hidden,
+                          moe_dense_layers=moe_dense_layers, mla_q_lora_rank=mla_q_lora_rank,
+                          mla_kv_lora_rank=mla_kv_lora_rank,
+                          mla_qk_nope_head_dim=mla_qk_nope_head_dim,
+                          mla_qk_rope_head_dim=mla_qk_rope_head_dim, mla_v_head_dim=mla_v_head_dim)
     if moe_experts > 0 and moe_expert_tp is not None:
         if isinstance(moe_expert_tp, bool) or int(moe_expert_tp) != moe_expert_tp \
                 or moe_expert_tp < 1:
@@ -252,13 +301,27 @@ def memory_per_gpu_bytes(
     mats = 3 if gated_mlp else 2
     lps = math.ceil(layers / pp)
     attn_params = h * (h + 2 * hkv) + h * h + 2 * h
+    mla = mla_kv_lora_rank > 0
+    if mla:
+        from twin.compute.step import mla_parameters_per_layer  # step imports this module
+        mla_kw: dict[str, Any] = dict(hidden=hidden, heads=heads, q_lora_rank=mla_q_lora_rank,
+                      kv_lora_rank=mla_kv_lora_rank, qk_nope_head_dim=mla_qk_nope_head_dim,
+                      qk_rope_head_dim=mla_qk_rope_head_dim, v_head_dim=mla_v_head_dim)
+        p_mla = mla_parameters_per_layer(**mla_kw)
+        d_qk = mla_qk_nope_head_dim + mla_qk_rope_head_dim
+        # duplicated over TP (the code divides by tp below): the down projections + norms
+        p_down = h * ((mla_q_lora_rank if mla_q_lora_rank else 0) + mla_kv_lora_rank
+                      + mla_qk_rope_head_dim) + mla_q_lora_rank + mla_kv_lora_rank
+        attn_params = p_down * tp + (p_mla - p_down) + 2 * h
+    Fe = F if moe_ffn_hidden is None else float(moe_ffn_hidden)
+    Fs = moe_shared_experts * (Fe if moe_shared_ffn_hidden is None else moe_shared_ffn_hidden)
     if moe_experts > 0:
         if moe_experts % moe_ep:
             raise ValueError(f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep}")
-        dense_mlp = 0.0
+        dense_mlp = mats * h * Fs if Fs else 0.0  # shared experts, TP-split
         # TP-split equivalent (the code divides by tp below): the experts' tp / etp times
         # their TP-split share (exactly 1.0 without expert tensor parallelism), + router
-        expert_params = moe_experts / moe_ep * mats * h * F * (tp / etp) + h * moe_experts
+        expert_params = moe_experts / moe_ep * mats * h * Fe * (tp / etp) + h * moe_experts
     else:
         dense_mlp = mats * h * F
         expert_params = 0.0
@@ -280,19 +343,37 @@ def memory_per_gpu_bytes(
     fp8_extra = 1.0 if precision == "fp8" else 0.0
 
     tokens = micro_batch * seq_len / cp
-    a_tok = activation_bytes_per_token_layer(
-        hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len,
-        tp=tp, cp=cp, gated_mlp=gated_mlp, sequence_parallel=sequence_parallel,
-        flash_attention=flash_attention, recompute=activation_recompute)
+    act_kw: dict[str, Any] = dict(heads=heads, kv_heads=kv_heads, seq_len=seq_len, tp=tp,
+                                  cp=cp, gated_mlp=gated_mlp,
+                                  sequence_parallel=sequence_parallel,
+                                  flash_attention=flash_attention)
+    if mla:
+        act_kw["attention_width"] = mla_activation_width(
+            heads=heads, q_lora_rank=mla_q_lora_rank, kv_lora_rank=mla_kv_lora_rank,
+            qk_nope_head_dim=mla_qk_nope_head_dim, qk_rope_head_dim=mla_qk_rope_head_dim,
+            v_head_dim=mla_v_head_dim, tp=tp)
+    # a layer's MLP: one expert's inner size in MoE layers, the dense one otherwise
+    Fl = int(Fe) if moe_experts > 0 else ffn_hidden
+    a_tok = activation_bytes_per_token_layer(hidden=hidden, ffn_hidden=Fl,
+                                             recompute=activation_recompute, **act_kw)
     if moe_experts > 0 and activation_recompute != "full":
         # expert MLP activations for top_k x capacity routed copies instead of one MLP: a
         # GPU computes k c etp/tp copies per token of mats F/etp each, so etp drops out
-        a_tok += 2.0 * mats * F / tp * (moe_top_k * moe_capacity_factor - 1.0)
-    a_full = activation_bytes_per_token_layer(
-        hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len,
-        tp=tp, cp=cp, gated_mlp=gated_mlp, sequence_parallel=sequence_parallel,
-        flash_attention=flash_attention, recompute="none")
-    cp_kv = 8.0 * 2.0 * hkv / tp * tokens if cp > 1 else 0.0
+        a_tok += 2.0 * mats * Fe / tp * (moe_top_k * moe_capacity_factor - 1.0)
+        if Fs:  # shared experts on every token, TP-split
+            a_tok += 2.0 * mats * Fs / tp
+    a_full = activation_bytes_per_token_layer(hidden=hidden, ffn_hidden=Fl, recompute="none",
+                                              **act_kw)
+    nd = moe_dense_layers if moe_experts > 0 else 0
+    if nd:  # the first layers' dense MLP of ffn_hidden
+        a_dense = activation_bytes_per_token_layer(hidden=hidden, ffn_hidden=ffn_hidden,
+                                                   recompute=activation_recompute, **act_kw)
+        a_full = max(a_full, activation_bytes_per_token_layer(
+            hidden=hidden, ffn_hidden=ffn_hidden, recompute="none", **act_kw))
+    if mla:  # ring attention passes the per-head keys and values
+        cp_kv = 8.0 * heads * (d_qk + mla_v_head_dim) / 2.0 / tp * tokens if cp > 1 else 0.0
+    else:
+        cp_kv = 8.0 * 2.0 * hkv / tp * tokens if cp > 1 else 0.0
 
     stages = {}
     for stage in (("first", "last") if pp > 1 else ("only",)):
@@ -300,6 +381,14 @@ def memory_per_gpu_bytes(
         last = stage in ("last", "only")
         p_dense = lps * p_layer_tp + (p_embed if first else 0.0) + (p_embed if last else 0.0)
         p_exp = lps * expert_params / (tp if moe_experts > 0 else 1)
+        # dense layers first: the first stage's (all of them with pp = 1), the last's if
+        # they spill past the other stages
+        nd_s = (min(nd, lps) if first else 0) if pp > 1 or not last else nd
+        if last and pp > 1:
+            nd_s = max(nd_s, max(0, nd - (pp - 1) * lps))
+        if nd_s:  # a dense MLP in place of the shared experts, router and routed experts
+            p_dense += nd_s * (mats * h * F - dense_mlp) / tp
+            p_exp = (lps - nd_s) * expert_params / tp
         weights = p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra)
         if zero_stage >= 3:  # gathered working set of the layers being computed
             weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0
@@ -311,7 +400,10 @@ def memory_per_gpu_bytes(
                 in_flight = min(in_flight, float(microbatches))
         else:
             in_flight = 1.0
-        acts = in_flight * lps * tokens * a_tok
+        if nd_s:
+            acts = in_flight * tokens * ((lps - nd_s) * a_tok + nd_s * a_dense)
+        else:
+            acts = in_flight * lps * tokens * a_tok
         if activation_recompute in ("full", "save_qkv_proj"):
             acts += tokens * a_full  # one layer rebuilt during its backward
         if first:

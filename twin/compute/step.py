@@ -326,18 +326,154 @@ class StepEstimate:
 
 
 def model_flops_per_sequence(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len,
-                             gated_mlp: bool = True, moe_top_k: int = 1):
+                             gated_mlp: bool = True, moe_top_k: int = 1,
+                             moe_ffn_hidden: int | None = None, moe_shared_experts: int = 0,
+                             moe_shared_ffn_hidden: int | None = None, moe_dense_layers: int = 0,
+                             mla_q_lora_rank: int = 0, mla_kv_lora_rank: int = 0,
+                             mla_qk_nope_head_dim: int = 0, mla_qk_rope_head_dim: int = 0,
+                             mla_v_head_dim: int = 0):
     """Forward+backward model FLOPs per sequence [FLOP] (calibration.yaml formula).
 
     ``s (12 L h^2 (1 + kv/heads + s/h) + 18 k L F h + 6 V h)``: grouped-query attention,
     SwiGLU MLP (three F x h matrices; ``12 k L F h`` for a plain two-matrix MLP), ``k``
     experts per token for a mixture of experts (1 for dense), untied output layer; no
     causal discount, no recompute, no capacity padding (MFU counts model FLOPs only).
+
+    DeepSeek-style terms (all off by default; the formula above is then returned as is):
+    ``moe_ffn_hidden`` ``F_e`` (expert inner size), ``moe_shared_experts`` ``n_s`` of
+    ``moe_shared_ffn_hidden`` ``F_s`` (default ``F_e``), ``moe_dense_layers`` ``L_d`` (the
+    first layers, dense MLP of ``F``), and multi-head latent attention (``mla_kv_lora_rank``
+    > 0; :func:`mla_parameters_per_layer` for its projections).  Each weight of a GEMM
+    costs 6 FLOPs per token (2 forward, 4 backward)::
+
+        s [ L (6 P_attn + 6 s n (d_qk + d_v)) + 6 mats h (L_d F + (L - L_d)(k F_e + n_s F_s))
+            + 6 V h ]
+
+    with ``P_attn`` the attention projections' weights and ``n (d_qk + d_v)`` the per-token
+    score and value width (``2 h`` for MHA, which gives the ``12 s h`` term above; full
+    score matrix, as above).
     """
     L, h, F, s = layers, hidden, ffn_hidden, seq_len
     mats = 3.0 if gated_mlp else 2.0
-    return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h)
-                + 6.0 * mats * moe_top_k * L * F * h + 6.0 * vocab * h)
+    plain = (moe_ffn_hidden is None and not moe_shared_experts and not moe_dense_layers
+             and not mla_kv_lora_rank)
+    if plain:
+        return s * (12.0 * L * h * h * (1.0 + kv_heads / heads + s / h)
+                    + 6.0 * mats * moe_top_k * L * F * h + 6.0 * vocab * h)
+    if mla_kv_lora_rank:
+        p_attn = mla_parameters_per_layer(
+            hidden=h, heads=heads, q_lora_rank=mla_q_lora_rank, kv_lora_rank=mla_kv_lora_rank,
+            qk_nope_head_dim=mla_qk_nope_head_dim, qk_rope_head_dim=mla_qk_rope_head_dim,
+            v_head_dim=mla_v_head_dim, norms=False)
+        width = heads * (mla_qk_nope_head_dim + mla_qk_rope_head_dim + mla_v_head_dim)
+    else:
+        p_attn = h * (h + 2.0 * h * kv_heads / heads) + h * h
+        width = 2.0 * h
+    Fe = F if moe_ffn_hidden is None else moe_ffn_hidden
+    Fs = moe_shared_experts * (Fe if moe_shared_ffn_hidden is None else moe_shared_ffn_hidden)
+    Ld = moe_dense_layers
+    mlp = 6.0 * mats * h * (Ld * F + (L - Ld) * (moe_top_k * Fe + Fs))
+    return s * (L * (6.0 * p_attn + 6.0 * s * width) + mlp + 6.0 * vocab * h)
+
+
+def mla_parameters_per_layer(*, hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
+                             qk_rope_head_dim, v_head_dim, norms: bool = True) -> float:
+    """Weights of one multi-head latent attention block [-] (DeepSeek-V2, arXiv 2405.04434,
+    sec. 2.1.2-2.1.3, eqs. 9-14; the projections of DeepSeek's published modelling code).
+
+    Query: ``h x q_lora`` down, ``q_lora x n (d_nope + d_rope)`` up (without query
+    compression, ``q_lora_rank`` 0: ``h x n (d_nope + d_rope)``); key/value: ``h x (kv_lora +
+    d_rope)`` down (the latent and the shared RoPE key), ``kv_lora x n (d_nope + d_v)`` up;
+    output ``n d_v x h``; with ``norms`` the two latents' RMSNorm weights.
+    """
+    h, n = hidden, heads
+    d_qk = qk_nope_head_dim + qk_rope_head_dim
+    if q_lora_rank:
+        q = h * q_lora_rank + q_lora_rank * n * d_qk + (q_lora_rank if norms else 0)
+    else:
+        q = h * n * d_qk
+    kv = h * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank * n * (qk_nope_head_dim + v_head_dim)
+    return float(q + kv + n * v_head_dim * h + (kv_lora_rank if norms else 0))
+
+
+def moe_parameter_counts(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab, experts, top_k,
+                         gated_mlp: bool = True, moe_ffn_hidden: int | None = None,
+                         moe_shared_experts: int = 0, moe_shared_ffn_hidden: int | None = None,
+                         moe_dense_layers: int = 0, mla_q_lora_rank: int = 0,
+                         mla_kv_lora_rank: int = 0, mla_qk_nope_head_dim: int = 0,
+                         mla_qk_rope_head_dim: int = 0, mla_v_head_dim: int = 0,
+                         router_bias: bool = False) -> tuple[float, float]:
+    """(total, activated per token) parameters of a mixture-of-experts decoder [-].
+
+    Counts the input embedding and the untied output layer (``2 V h``), the final norm and
+    two norms per layer, each layer's attention (GQA, or MLA with its latent norms:
+    :func:`mla_parameters_per_layer`), the ``moe_dense_layers`` dense MLPs of ``ffn_hidden``,
+    and in each MoE layer the router (``h E``, plus ``E`` bias terms with ``router_bias``:
+    DeepSeek-V3's auxiliary-loss-free balancing bias), the ``E`` routed experts of
+    ``moe_ffn_hidden`` (activated: ``top_k`` of them) and the shared experts (always
+    active).  No multi-token-prediction module (DeepSeek-V3 reports its 14 B apart from the
+    671 B).  Activated: the weights a token's forward multiplies, i.e. the total less the
+    unselected routed experts and less the input embedding (a table lookup); the output
+    layer counts.  DeepSeek-V3 / V2 / V2-Lite: 36.6 / 20.9 / 2.45 B against the 37 / 21 /
+    2.4 B of their papers (with the input embedding 37.6 / 21.4 / 2.66 B).
+    """
+    h = hidden
+    mats = 3 if gated_mlp else 2
+    if mla_kv_lora_rank:
+        attn = mla_parameters_per_layer(
+            hidden=h, heads=heads, q_lora_rank=mla_q_lora_rank, kv_lora_rank=mla_kv_lora_rank,
+            qk_nope_head_dim=mla_qk_nope_head_dim, qk_rope_head_dim=mla_qk_rope_head_dim,
+            v_head_dim=mla_v_head_dim)
+    else:
+        attn = h * (h + 2 * h * kv_heads / heads) + h * h
+    Fe = ffn_hidden if moe_ffn_hidden is None else moe_ffn_hidden
+    Fs = moe_shared_experts * (Fe if moe_shared_ffn_hidden is None else moe_shared_ffn_hidden)
+    router = h * experts + (experts if router_bias else 0)
+    Ld, Lm = moe_dense_layers, layers - moe_dense_layers
+    common = layers * (attn + 2 * h) + Ld * mats * h * ffn_hidden + Lm * (router + mats * h * Fs) \
+        + 2 * vocab * h + h
+    return (float(common + Lm * experts * mats * h * Fe),
+            float(common + Lm * top_k * mats * h * Fe - vocab * h))
+
+
+def _check_deepseek_terms(*, layers, moe_experts, moe_ffn_hidden, moe_shared_experts,
+                          moe_shared_ffn_hidden, moe_dense_layers, mla_q_lora_rank,
+                          mla_kv_lora_rank, mla_qk_nope_head_dim, mla_qk_rope_head_dim,
+                          mla_v_head_dim) -> None:
+    """ValueError naming the parameter when a DeepSeek-style input is malformed."""
+    def _int(name: str, v: Any, lo: int) -> None:
+        _check(not isinstance(v, bool) and int(v) == v and v >= lo,
+               f"{name} must be a whole number >= {lo}, got {v!r}")
+    for name, v in (("moe_ffn_hidden", moe_ffn_hidden),
+                    ("moe_shared_ffn_hidden", moe_shared_ffn_hidden)):
+        if v is not None:
+            _int(name, v, 1)
+    _int("moe_shared_experts", moe_shared_experts, 0)
+    _int("moe_dense_layers", moe_dense_layers, 0)
+    if not moe_experts:
+        for name, v in (("moe_ffn_hidden", moe_ffn_hidden),
+                        ("moe_shared_ffn_hidden", moe_shared_ffn_hidden)):
+            _check(v is None, f"{name} applies to mixture-of-experts models (moe_experts > 0)")
+        for name, v in (("moe_shared_experts", moe_shared_experts),
+                        ("moe_dense_layers", moe_dense_layers)):
+            _check(v == 0, f"{name} applies to mixture-of-experts models (moe_experts > 0)")
+    _check(moe_dense_layers < layers,
+           f"moe_dense_layers={moe_dense_layers!r} must be below layers={layers}")
+    _check(moe_shared_ffn_hidden is None or moe_shared_experts > 0,
+           "moe_shared_ffn_hidden needs moe_shared_experts > 0")
+    for name, v in (("mla_q_lora_rank", mla_q_lora_rank), ("mla_kv_lora_rank", mla_kv_lora_rank),
+                    ("mla_qk_nope_head_dim", mla_qk_nope_head_dim),
+                    ("mla_qk_rope_head_dim", mla_qk_rope_head_dim),
+                    ("mla_v_head_dim", mla_v_head_dim)):
+        _int(name, v, 0)
+    dims = (mla_qk_nope_head_dim, mla_qk_rope_head_dim, mla_v_head_dim)
+    if mla_kv_lora_rank:
+        _check(all(d >= 1 for d in dims),
+               "multi-head latent attention (mla_kv_lora_rank > 0) needs mla_qk_nope_head_dim, "
+               f"mla_qk_rope_head_dim and mla_v_head_dim >= 1, got {dims}")
+    else:
+        _check(mla_q_lora_rank == 0 and not any(dims),
+               "mla_q_lora_rank and the mla head dims need mla_kv_lora_rank > 0")
 
 
 def parameter_count(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab,
@@ -415,6 +551,15 @@ def step_estimate(
     moe_expert_tp: int | None = None,
     moe_routing: str = "capacity",
     moe_dropless_load: float | None = None,
+    moe_ffn_hidden: int | None = None,
+    moe_shared_experts: int = 0,
+    moe_shared_ffn_hidden: int | None = None,
+    moe_dense_layers: int = 0,
+    mla_q_lora_rank: int = 0,
+    mla_kv_lora_rank: int = 0,
+    mla_qk_nope_head_dim: int = 0,
+    mla_qk_rope_head_dim: int = 0,
+    mla_v_head_dim: int = 0,
     zero_stage: int = 1,
     fsdp_shard: int | None = None,
     grad_bytes: float = 4.0,
@@ -469,6 +614,22 @@ def step_estimate(
     (None: :data:`MOE_DROPLESS_BUSIEST_LOAD`): its expert GEMMs, expert activation and
     permutation, and the all-to-all volume it receives scale by it, i.e.
     ``T top_k load`` copies where capacity routing has ``T top_k moe_capacity_factor``.
+
+    DeepSeek-style terms (DeepSeekMoE and MLA: DeepSeek-V2 arXiv 2405.04434 sec. 2,
+    DeepSeek-V3 arXiv 2412.19437 sec. 2.1; names after their config.json), each off by
+    default so that the model above is unchanged bit for bit: moe_ffn_hidden (expert inner
+    size, ``moe_intermediate_size``; None: ``ffn_hidden``), moe_shared_experts (experts every
+    token passes through, ``n_shared_experts``, each of moe_shared_ffn_hidden, default the
+    expert size: one TP-split SwiGLU MLP of their summed size on all ``T`` tokens, its GEMMs
+    and SwiGLU traffic added to the MoE layer; their sequence-parallel collectives are not
+    modelled), moe_dense_layers (``first_k_dense_replace``: the first layers keep a dense MLP
+    of ``ffn_hidden``, no router or all-to-all; they sit on the first pipeline stage, which
+    then runs its own per-layer times) and multi-head latent attention (mla_kv_lora_rank > 0
+    with mla_q_lora_rank (0: no query compression), mla_qk_nope_head_dim,
+    mla_qk_rope_head_dim, mla_v_head_dim): the down projections (query latent, KV latent and
+    the shared RoPE key) as one GEMM on the gathered norm output, duplicated over TP ranks as
+    Megatron-core does, the query and key/value up-projections and the output projection
+    split over TP, and causal attention of ``2 (d_qk + d_v)`` FLOPs per query, key and head.
 
     zero_stage: 1 (default) keeps Megatron's distributed optimizer (ZeRO-1, weights whole
     on every rank); 3 is FSDP / ZeRO-3: each layer's weights are all-gathered (bf16) for
@@ -553,6 +714,13 @@ def step_estimate(
         else:
             _check(moe_dropless_load is None,
                    "moe_dropless_load applies to moe_routing='dropless' only")
+    _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
+                          moe_shared_experts=moe_shared_experts,
+                          moe_shared_ffn_hidden=moe_shared_ffn_hidden,
+                          moe_dense_layers=moe_dense_layers, mla_q_lora_rank=mla_q_lora_rank,
+                          mla_kv_lora_rank=mla_kv_lora_rank,
+                          mla_qk_nope_head_dim=mla_qk_nope_head_dim,
+                          mla_qk_rope_head_dim=mla_qk_rope_head_dim, mla_v_head_dim=mla_v_head_dim)
     _check(zero_stage in (0, 1, 2, 3), f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
     shard = dp * cp if fsdp_shard is None else fsdp_shard
     _check(int(shard) == shard and shard >= 1 and (dp * cp) % shard == 0,
@@ -601,62 +769,17 @@ def step_estimate(
         moe_load = MOE_DROPLESS_BUSIEST_LOAD if moe_dropless_load is None else moe_dropless_load
     else:
         moe_load = moe_capacity_factor
-    Tm = T * moe_top_k * moe_load if moe_experts else T
     # expert tensor parallelism: ``etp`` = tp unless given (moe_expert_tp); with 1 an expert
     # runs whole on the routed copies of its rank's sequence-parallel shard (T / tp tokens)
     etp = tp if (not moe_experts or moe_expert_tp is None) else int(moe_expert_tp)
-    Te = Tm if etp == tp else Tm * etp / tp
-    fm = np.array([T, T, Te, Te])
-    fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * F / etp, h])
-    fk = np.array([h, h / tp, h, F / etp])
+    # expert inner size (fine-grained experts: DeepSeek's moe_intermediate_size) and the
+    # shared experts' total inner size (always active, TP-split as a dense MLP)
+    Fe = F if moe_ffn_hidden is None else moe_ffn_hidden
+    Fs = moe_shared_experts * (Fe if moe_shared_ffn_hidden is None else moe_shared_ffn_hidden)
     kw: dict[str, Any] = dict(peak_flops=peak, eff=gemm_eff, ke=ke, hbm_b_s=hbm, bytes_per_el=el)
     # BF16 GEMMs of an FP8 run (the MoE router) and of unfused attention
     bkw: dict[str, Any] = dict(kw, peak_flops=peak_bf16, eff=ke.gemm, bytes_per_el=2.0)
-    # per GEMM [qkv, proj, fc1, fc2]: forward, data-grad, weight-grad (each TP collective
-    # overlaps with one of them, below)
-    g_fwd = _gemm_time_s(fm, fn, fk, **kw)
-    g_dgrad = _gemm_time_s(fm, fk, fn, **kw)
-    g_wgrad = _gemm_time_s(fk, fn, fm, **kw)
-    t_gemm_f = float(g_fwd.sum())
-    t_gemm_b = float(g_dgrad.sum() + g_wgrad.sum())
-    if moe_experts:  # router: T x h @ h x E, forward and two backward GEMMs (bf16)
-        t_gemm_f += float(_gemm_time_s(T, moe_experts, h, **bkw))
-        t_gemm_b += 2.0 * float(_gemm_time_s(T, moe_experts, h, **bkw))
-    # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp
-    if ke.flash_attention:
-        attn_f_flops = 4.0 * b * (s * s / (2.0 * cp)) * (h / tp)
-        kv_len = s / cp
-        seq_eff = kv_len / (kv_len + ke.attention_seq_half)
-        t_attn_f = attn_f_flops / (peak_bf16 * ke.attention_fwd * seq_eff)
-        t_attn_b = 2.5 * attn_f_flops / (peak_bf16 * ke.attention_bwd * seq_eff)
-    else:
-        # unfused: QK^T and AV batched GEMMs over all s x s scores of each local head
-        # (masked half included), softmax + mask + dropout streamed through HBM
-        # (~9 B per score forward, ~11 B backward: fp16 scores, 1 B dropout mask)
-        hl = heads / tp
-        d = h / heads
-        kvl = s / cp
-        bat = hl  # T already counts the micro-batch's b sequences
-        t_qk = float(_gemm_time_s(T * bat, kvl, d, **bkw))
-        t_av = float(_gemm_time_s(T * bat, d, kvl, **bkw))
-        scores = bat * T * kvl
-        t_attn_f = t_qk + t_av + 9.0 * scores / (hbm * ke.hbm) + 4 * ke.kernel_gap_s
-        t_attn_b = 2.0 * (t_qk + t_av) + 11.0 * scores / (hbm * ke.hbm) + 6 * ke.kernel_gap_s
-    # memory-bound kernels [bytes]: norms + residuals on T/tp tokens (sequence parallel),
-    # RoPE on q,k, SwiGLU on F/tp; backward ~2x forward; FP8 adds casts of GEMM inputs
-    # (read 2 B, write 1 B): the two normed inputs on the sequence-parallel shard (the
-    # norm writes FP8 before the all-gather, Transformer Engine's LayerNormLinear), the
-    # attention output and the MLP activation on the TP shard
     sp = tp if ke.sequence_parallel else 1
-    mem_f = 2.0 * (T / sp * 10.0 * h + T * 2.0 * (h + hkv) / tp + Tm * mats * F / tp)
-    if moe_experts:  # softmax/top-k over E, permute and un-permute the routed copies
-        mem_f += 2.0 * (T * moe_experts * 4.0 / 2.0 + 2.0 * 2.0 * Tm * h / sp)
-    if precision == "fp8":
-        mem_f += 3.0 * T * (2.0 * h / sp + h / tp + F / tp)
-    t_mem_f = mem_f / (hbm * ke.hbm) + 14 * ke.kernel_gap_s
-    t_mem_b = 2.0 * mem_f / (hbm * ke.hbm) + 28 * ke.kernel_gap_s
-
-    # tensor parallel (sequence parallel AG/RS of T x h activations): 4 fwd + 6 bwd
     tp_nodes = math.ceil(tp / g)
     tp_rpn = min(tp, g)
     net = inter_node_gbps if inter_node_gbps > 0 else 1e-9
@@ -667,99 +790,198 @@ def step_estimate(
                                 nics_per_node=None if nics_per_node is None else int(nics_per_node))
     # point-to-point inside a node: NVLink through the switch, else PCIe beyond a pair
     p2p_intra = nvlink_gb_s if nvswitch else min(nvlink_gb_s, pcie_gb_s)
-    if tp > 1:
-        def _tp(op: str, el_bytes: float) -> float:
-            return float(group_collective_time_s(op, T * h * el_bytes, nodes=tp_nodes,
-                                                 ranks_per_node=tp_rpn, **coll))
-        if ke.sequence_parallel:
-            # each collective against the GEMM it is overlapped with (Transformer Engine
-            # userbuffers): forward AG -> qkv, RS <- proj, AG -> fc1, RS <- fc2; backward
-            # AG(dY) -> fc2 dgrad, AG(ln2 out) with fc1 dgrad, RS(dX) with fc1 wgrad,
-            # AG(dY) -> proj dgrad, AG(ln1 out) with qkv dgrad, RS(dX) with qkv wgrad.
-            # FP8 runs gather FP8 (1 B); the forward reduce-scatters carry FP8 only with
-            # ``tp_fp8_reduce_scatter``; the backward ones bf16
-            fp8 = precision == "fp8"
-            t_ag = _tp("all_gather", 1.0 if fp8 else 2.0)
-            t_rs_f = _tp("reduce_scatter", 1.0 if fp8 and tp_fp8_reduce_scatter else 2.0)
-            t_rs_b = _tp("reduce_scatter", 2.0)
-            comm = np.array([t_ag, t_rs_f, t_ag, t_rs_f, t_ag, t_ag, t_rs_b, t_ag, t_ag, t_rs_b])
-            gemm = np.array([g_fwd[0], g_fwd[1], g_fwd[2], g_fwd[3], g_dgrad[3], g_dgrad[2],
-                             g_wgrad[2], g_dgrad[1], g_dgrad[0], g_wgrad[0]])
-            if etp != tp:  # experts not TP-split: the MLP's five collectives do not run
-                comm[[2, 3, 4, 5, 6]] = 0.0
-        else:  # 2 all-reduces forward (after proj, fc2), 2 backward (after qkv, fc1 dgrad)
-            t_ar = float(group_collective_time_s("allreduce", T * h * 2.0, nodes=tp_nodes,
-                                                 ranks_per_node=tp_rpn, **coll))
-            comm = np.full(4, t_ar)
-            gemm = np.array([g_fwd[1], g_fwd[3], g_wgrad[0], g_wgrad[2]])
-            if etp != tp:  # experts not TP-split: no all-reduce after fc2 and fc1 dgrad
-                comm[[1, 3]] = 0.0
-        if not ke.tp_comm_overlap:
-            t_tp_exposed = float(comm.sum())
+    mla = mla_kv_lora_rank > 0
+    if mla:  # multi-head latent attention (DeepSeek-V2 arXiv 2405.04434 sec. 2.1)
+        d_qk = mla_qk_nope_head_dim + mla_qk_rope_head_dim
+        n_q_up = heads * d_qk / tp  # per-head queries (nope + rope), column-parallel
+        n_kv_up = heads * (mla_qk_nope_head_dim + mla_v_head_dim) / tp  # keys (nope), values
+        # down projections, duplicated over the TP ranks (Megatron-core MLA): the query
+        # latent (or, without query compression, the whole queries) and the KV latent with
+        # the shared RoPE key
+        n_down = (mla_q_lora_rank if mla_q_lora_rank else heads * d_qk) \
+            + mla_kv_lora_rank + mla_qk_rope_head_dim
+        k_o = heads * mla_v_head_dim / tp
+
+    def _layer(moe_layer: bool) -> tuple[dict[str, float], tuple[float, ...]]:
+        """One layer's times per micro-batch [s] (an MoE layer or, ``moe_layer`` False, a
+        dense one) and (gemm_f, attn_f, mem_f, gemm_b, attn_b, mem_b, rec) for FSDP."""
+        E = moe_experts if moe_layer else 0
+        Fl = Fe if E else F  # the layer's MLP inner size: one expert's, or the dense MLP's
+        Tm = T * moe_top_k * moe_load if E else T
+        etp_l = etp if E else tp
+        Te = Tm if etp_l == tp else Tm * etp_l / tp
+        fm = np.array([T, T, Te, Te])
+        fn = np.array([(h + 2 * hkv) / tp, h, (mats - 1) * Fl / etp_l, h])
+        fk = np.array([h, h / tp, h, Fl / etp_l])
+        if mla:  # [0]: the down projections (their input is the gathered norm output)
+            fn[0], fk[1] = n_down, k_o
+        # per GEMM [qkv, proj, fc1, fc2]: forward, data-grad, weight-grad (each TP collective
+        # overlaps with one of them, below)
+        g_fwd = _gemm_time_s(fm, fn, fk, **kw)
+        g_dgrad = _gemm_time_s(fm, fk, fn, **kw)
+        g_wgrad = _gemm_time_s(fk, fn, fm, **kw)
+        t_gemm_f = float(g_fwd.sum())
+        t_gemm_b = float(g_dgrad.sum() + g_wgrad.sum())
+        extra: list[tuple[float, float, float]] = []  # GEMMs without a TP collective (M, N, K)
+        if mla:  # query up-projection from its latent, key/value up-projection
+            if mla_q_lora_rank:
+                extra.append((T, n_q_up, mla_q_lora_rank))
+            extra.append((T, n_kv_up, mla_kv_lora_rank))
+        if E and Fs:  # shared experts: every token, TP-split as a dense MLP
+            extra += [(T, (mats - 1) * Fs / tp, h), (T, h, Fs / tp)]
+        for em, en, ek in extra:
+            t_gemm_f += float(_gemm_time_s(em, en, ek, **kw))
+            t_gemm_b += float(_gemm_time_s(em, ek, en, **kw) + _gemm_time_s(ek, en, em, **kw))
+        if E:  # router: T x h @ h x E, forward and two backward GEMMs (bf16)
+            t_gemm_f += float(_gemm_time_s(T, E, h, **bkw))
+            t_gemm_b += 2.0 * float(_gemm_time_s(T, E, h, **bkw))
+        # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp;
+        # MLA: scores over d_qk, values of v_head_dim per head, i.e. 2 (d_qk + d_v) FLOPs
+        # per query, key and head where MHA has 4 d
+        if ke.flash_attention:
+            if mla:
+                attn_f_flops = 2.0 * b * (s * s / (2.0 * cp)) * (heads / tp) \
+                    * (d_qk + mla_v_head_dim)
+            else:
+                attn_f_flops = 4.0 * b * (s * s / (2.0 * cp)) * (h / tp)
+            kv_len = s / cp
+            seq_eff = kv_len / (kv_len + ke.attention_seq_half)
+            t_attn_f = attn_f_flops / (peak_bf16 * ke.attention_fwd * seq_eff)
+            t_attn_b = 2.5 * attn_f_flops / (peak_bf16 * ke.attention_bwd * seq_eff)
         else:
-            # ring-exchange (forward gathers, data-grad gathers) and bulk (backward gathers
-            # and reduce-scatters beside the other GEMM) overlaps hide a collective as far as
-            # its GEMM lasts; the pipelined forward reduce-scatters (``pipe``) run chunk i's
-            # reduce-scatter under chunk i+1's GEMM, so the last of n chunks is exposed
-            # (Transformer Engine userbuffers; NeMo recipes: ring_exchange for qkv/fc1
-            # fprop and proj/fc2 dgrad, pipeline with num_splits 4 for proj/fc2 fprop, bulk
-            # for qkv/fc1 dgrad and wgrad)
-            excess = np.maximum(0.0, comm - gemm)
+            # unfused: QK^T and AV batched GEMMs over all s x s scores of each local head
+            # (masked half included), softmax + mask + dropout streamed through HBM
+            # (~9 B per score forward, ~11 B backward: fp16 scores, 1 B dropout mask)
+            hl = heads / tp
+            d = h / heads
+            kvl = s / cp
+            bat = hl  # T already counts the micro-batch's b sequences
+            t_qk = float(_gemm_time_s(T * bat, kvl, d_qk if mla else d, **bkw))
+            t_av = float(_gemm_time_s(T * bat, mla_v_head_dim if mla else d, kvl, **bkw))
+            scores = bat * T * kvl
+            t_attn_f = t_qk + t_av + 9.0 * scores / (hbm * ke.hbm) + 4 * ke.kernel_gap_s
+            t_attn_b = 2.0 * (t_qk + t_av) + 11.0 * scores / (hbm * ke.hbm) \
+                + 6 * ke.kernel_gap_s
+        # memory-bound kernels [bytes]: norms + residuals on T/tp tokens (sequence
+        # parallel), RoPE on q,k, SwiGLU on F/tp; backward ~2x forward; FP8 adds casts of
+        # GEMM inputs (read 2 B, write 1 B): the two normed inputs on the sequence-parallel
+        # shard (the norm writes FP8 before the all-gather, Transformer Engine's
+        # LayerNormLinear), the attention output and the MLP activation on the TP shard
+        if mla:  # latent norms, RoPE and assembly of the per-head queries and keys
+            qk = mla_q_lora_rank + mla_kv_lora_rank + 2.0 * heads * d_qk / tp
+            mem_f = 2.0 * (T / sp * 10.0 * h + T * 2.0 * qk + Tm * mats * Fl / tp)
+        else:
+            mem_f = 2.0 * (T / sp * 10.0 * h + T * 2.0 * (h + hkv) / tp + Tm * mats * Fl / tp)
+        if E:  # softmax/top-k over E, permute and un-permute the routed copies
+            mem_f += 2.0 * (T * E * 4.0 / 2.0 + 2.0 * 2.0 * Tm * h / sp)
+            if Fs:
+                mem_f += 2.0 * T * mats * Fs / tp
+        if precision == "fp8":
+            mem_f += 3.0 * T * (2.0 * h / sp + h / tp + Fl / tp)
+        t_mem_f = mem_f / (hbm * ke.hbm) + 14 * ke.kernel_gap_s
+        t_mem_b = 2.0 * mem_f / (hbm * ke.hbm) + 28 * ke.kernel_gap_s
+
+        # tensor parallel (sequence parallel AG/RS of T x h activations): 4 fwd + 6 bwd
+        if tp > 1:
+            def _tp(op: str, el_bytes: float) -> float:
+                return float(group_collective_time_s(op, T * h * el_bytes, nodes=tp_nodes,
+                                                     ranks_per_node=tp_rpn, **coll))
             if ke.sequence_parallel:
-                n = float(ke.tp_rs_splits)
-                pipe = np.zeros(comm.size, dtype=bool)
-                pipe[[1, 3]] = True
-                excess = np.where(pipe, comm / n + (1.0 - 1.0 / n) * excess, excess)
-            t_tp_exposed = float(excess.sum())
-    else:
-        t_tp_exposed = 0.0
+                # each collective against the GEMM it is overlapped with (Transformer
+                # Engine userbuffers): forward AG -> qkv, RS <- proj, AG -> fc1, RS <- fc2;
+                # backward AG(dY) -> fc2 dgrad, AG(ln2 out) with fc1 dgrad, RS(dX) with fc1
+                # wgrad, AG(dY) -> proj dgrad, AG(ln1 out) with qkv dgrad, RS(dX) with qkv
+                # wgrad.  FP8 runs gather FP8 (1 B); the forward reduce-scatters carry FP8
+                # only with ``tp_fp8_reduce_scatter``; the backward ones bf16
+                fp8 = precision == "fp8"
+                t_ag = _tp("all_gather", 1.0 if fp8 else 2.0)
+                t_rs_f = _tp("reduce_scatter", 1.0 if fp8 and tp_fp8_reduce_scatter else 2.0)
+                t_rs_b = _tp("reduce_scatter", 2.0)
+                comm = np.array([t_ag, t_rs_f, t_ag, t_rs_f, t_ag, t_ag, t_rs_b, t_ag, t_ag,
+                                 t_rs_b])
+                gemm = np.array([g_fwd[0], g_fwd[1], g_fwd[2], g_fwd[3], g_dgrad[3],
+                                 g_dgrad[2], g_wgrad[2], g_dgrad[1], g_dgrad[0], g_wgrad[0]])
+                if etp_l != tp:  # experts not TP-split: the MLP's five collectives do not run
+                    comm[[2, 3, 4, 5, 6]] = 0.0
+            else:  # 2 all-reduces forward (after proj, fc2), 2 backward (after qkv, fc1 dgrad)
+                t_ar = float(group_collective_time_s("allreduce", T * h * 2.0, nodes=tp_nodes,
+                                                     ranks_per_node=tp_rpn, **coll))
+                comm = np.full(4, t_ar)
+                gemm = np.array([g_fwd[1], g_fwd[3], g_wgrad[0], g_wgrad[2]])
+                if etp_l != tp:  # experts not TP-split: no all-reduce after fc2 and fc1 dgrad
+                    comm[[1, 3]] = 0.0
+            if not ke.tp_comm_overlap:
+                t_tp_exposed = float(comm.sum())
+            else:
+                # ring-exchange (forward gathers, data-grad gathers) and bulk (backward
+                # gathers and reduce-scatters beside the other GEMM) overlaps hide a
+                # collective as far as its GEMM lasts; the pipelined forward reduce-scatters
+                # (``pipe``) run chunk i's reduce-scatter under chunk i+1's GEMM, so the last
+                # of n chunks is exposed (Transformer Engine userbuffers; NeMo recipes:
+                # ring_exchange for qkv/fc1 fprop and proj/fc2 dgrad, pipeline with
+                # num_splits 4 for proj/fc2 fprop, bulk for qkv/fc1 dgrad and wgrad)
+                excess = np.maximum(0.0, comm - gemm)
+                if ke.sequence_parallel:
+                    n = float(ke.tp_rs_splits)
+                    pipe = np.zeros(comm.size, dtype=bool)
+                    pipe[[1, 3]] = True
+                    excess = np.where(pipe, comm / n + (1.0 - 1.0 / n) * excess, excess)
+                t_tp_exposed = float(excess.sum())
+        else:
+            t_tp_exposed = 0.0
 
-    # context parallel ring attention: (cp-1) KV blocks forward, KV + dKV backward
-    if cp > 1:
-        kv_bytes = T * 2.0 * hkv / tp * 2.0
-        cp_in_node = tp * cp <= g
-        bw = (0.8 * p2p_intra * 1e9 if cp_in_node
-              else net / 8.0 / g * p2p_efficiency(transport) * 1e9)
-        t_cp = 3.0 * (cp - 1) * (kv_bytes / bw + 10e-6)
-        t_cp_exposed = max(0.0, t_cp - (t_attn_f + t_attn_b))
-    else:
-        t_cp_exposed = 0.0
+        # context parallel ring attention: (cp-1) KV blocks forward, KV + dKV backward
+        if cp > 1:
+            kv_bytes = T * 2.0 * hkv / tp * 2.0
+            cp_in_node = tp * cp <= g
+            bw = (0.8 * p2p_intra * 1e9 if cp_in_node
+                  else net / 8.0 / g * p2p_efficiency(transport) * 1e9)
+            t_cp = 3.0 * (cp - 1) * (kv_bytes / bw + 10e-6)
+            t_cp_exposed = max(0.0, t_cp - (t_attn_f + t_attn_b))
+        else:
+            t_cp_exposed = 0.0
 
-    # expert parallel: dispatch and combine all-to-alls of the routed token copies (bf16),
-    # two forward and two backward per layer; EP ranks are strided by tp x cp, so an EP
-    # group holds g / (tp cp) ranks of a node at most
-    if moe_experts and moe_ep > 1:
-        a2a_bytes = T / sp * moe_top_k * moe_load * h * 2.0
-        if moe_expert_tp is None:
-            ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
-        else:  # folded expert groups (order ETP, EP, EDP): EP ranks are etp apart
-            ep_rpn = max(1, min(moe_ep, g // etp)) if etp <= g else 1
-        t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes,
-                                              nodes=math.ceil(moe_ep / ep_rpn),
-                                              ranks_per_node=ep_rpn, **coll))
-        t_a2a_exposed = 4.0 * t_a2a
-    else:
-        t_a2a_exposed = 0.0
+        # expert parallel: dispatch and combine all-to-alls of the routed token copies
+        # (bf16), two forward and two backward per layer; EP ranks are strided by tp x cp,
+        # so an EP group holds g / (tp cp) ranks of a node at most
+        if E and moe_ep > 1:
+            a2a_bytes = T / sp * moe_top_k * moe_load * h * 2.0
+            if moe_expert_tp is None:
+                ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
+            else:  # folded expert groups (order ETP, EP, EDP): EP ranks are etp apart
+                ep_rpn = max(1, min(moe_ep, g // etp)) if etp <= g else 1
+            t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes,
+                                                  nodes=math.ceil(moe_ep / ep_rpn),
+                                                  ranks_per_node=ep_rpn, **coll))
+            t_a2a_exposed = 4.0 * t_a2a
+        else:
+            t_a2a_exposed = 0.0
 
-    fwd = t_gemm_f + t_attn_f + t_mem_f
-    if recompute == "full":
-        t_rec = fwd
-    elif recompute == "selective":
-        t_rec = t_attn_f
-    elif recompute == "save_qkv_proj":  # MaxText's policy: all but the QKV projection
-        t_rec = fwd - float(g_fwd[0])
-    else:
-        t_rec = 0.0
-    t_layer = {
-        "gemm": t_gemm_f + t_gemm_b,
-        "attention": t_attn_f + t_attn_b,
-        "elementwise": t_mem_f + t_mem_b,
-        "recompute": t_rec,
-        "tp_comm_exposed": t_tp_exposed,
-        "cp_comm_exposed": t_cp_exposed,
-    }
-    if moe_experts:
-        t_layer["moe_a2a_exposed"] = t_a2a_exposed
+        fwd = t_gemm_f + t_attn_f + t_mem_f
+        if recompute == "full":
+            t_rec = fwd
+        elif recompute == "selective":
+            t_rec = t_attn_f
+        elif recompute == "save_qkv_proj":  # MaxText's policy: all but the QKV projection
+            t_rec = fwd - float(g_fwd[0])
+        else:
+            t_rec = 0.0
+        t_lay = {
+            "gemm": t_gemm_f + t_gemm_b,
+            "attention": t_attn_f + t_attn_b,
+            "elementwise": t_mem_f + t_mem_b,
+            "recompute": t_rec,
+            "tp_comm_exposed": t_tp_exposed,
+            "cp_comm_exposed": t_cp_exposed,
+        }
+        if moe_experts:
+            t_lay["moe_a2a_exposed"] = t_a2a_exposed
+        return t_lay, (t_gemm_f, t_attn_f, t_mem_f, t_gemm_b, t_attn_b, t_mem_b, t_rec)
+
+    t_layer, (t_gemm_f, t_attn_f, t_mem_f, t_gemm_b, t_attn_b, t_mem_b, t_rec) = \
+        _layer(bool(moe_experts))
+    # DeepSeek's first ``moe_dense_layers`` layers have a dense MLP of ``ffn_hidden``
+    t_layer_dense = _layer(False)[0] if moe_experts and moe_dense_layers else t_layer
 
     # ---- output layer + loss (last stage) and embedding (first stage) ------------
     # Megatron's output layer is not a Transformer Engine module: BF16 in FP8 runs too
@@ -769,10 +991,24 @@ def step_estimate(
     t_embed = 3.0 * T * h * 2.0 / (hbm * ke.hbm)
 
     layers_per_stage = math.ceil(layers / pp)
-    stage_last = {k: v * layers_per_stage for k, v in t_layer.items()}
+    # dense layers come first: the first stage holds up to layers_per_stage of them, the
+    # last stage those left after the other pp - 1 stages (none unless pp = 1)
+    nd = moe_dense_layers if moe_experts else 0
+    nd_first = min(nd, layers_per_stage)
+    nd_last = nd if pp == 1 else max(0, nd - (pp - 1) * layers_per_stage)
+    if nd_last:
+        stage_last = {k: v * (layers_per_stage - nd_last) + t_layer_dense[k] * nd_last
+                      for k, v in t_layer.items()}
+    else:
+        stage_last = {k: v * layers_per_stage for k, v in t_layer.items()}
     stage_last["output_layer"] = t_logits + (t_embed if pp == 1 else 0.0)
     t_stage = sum(stage_last.values())
-    t_stage_first = (sum(t_layer.values()) * layers_per_stage + t_embed) if pp > 1 else t_stage
+    if nd_first and pp > 1:
+        t_stage_first = (sum(t_layer.values()) * (layers_per_stage - nd_first)
+                         + sum(t_layer_dense.values()) * nd_first + t_embed)
+    else:
+        t_stage_first = (sum(t_layer.values()) * layers_per_stage + t_embed) if pp > 1 \
+            else t_stage
     t_stage_max = max(t_stage, t_stage_first)
     if t_stage_first > t_stage:  # embedding-heavy first stage (tiny models)
         stage_last["output_layer"] += t_stage_first - t_stage
@@ -798,11 +1034,20 @@ def step_estimate(
         bubble = 0.0
 
     # ---- data parallel: distributed optimizer (or FSDP) over the DP x CP group ------
-    attn_params = h * (h + 2 * hkv) + h * h
+    if mla:  # TP-split equivalent: the duplicated down projections count whole on each rank
+        attn_params = h * n_down * tp + (n_q_up * mla_q_lora_rank + n_kv_up * mla_kv_lora_rank
+                                         + k_o * h) * tp
+    else:
+        attn_params = h * (h + 2 * hkv) + h * h
     if moe_experts:  # expert weights: moe_experts / ep experts per rank, split over etp
-        p_exp = layers_per_stage * (moe_experts / moe_ep) * mats * h * F / etp
+        # the stage with the most MoE layers (the last, unless pp = 1); its dense layers'
+        # MLPs and every MoE layer's shared experts are TP-split with the dense weights
+        lm = layers_per_stage - nd_last
+        p_exp = lm * (moe_experts / moe_ep) * mats * h * Fe / etp
         p_dense = (layers_per_stage * (attn_params + h * moe_experts) / tp + vocab * h / tp
                    + 2 * h * layers_per_stage)
+        if Fs or nd_last:
+            p_dense += (lm * mats * h * Fs + nd_last * (mats * h * F - h * moe_experts)) / tp
     else:
         p_exp = 0.0
         p_dense = (layers_per_stage * (attn_params + mats * h * F) / tp + vocab * h / tp
@@ -887,7 +1132,13 @@ def step_estimate(
     flops = global_batch * model_flops_per_sequence(
         layers=layers, hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads,
         vocab=vocab, seq_len=seq_len, gated_mlp=gated_mlp,
-        moe_top_k=moe_top_k if moe_experts else 1)
+        moe_top_k=moe_top_k if moe_experts else 1,
+        **(dict[str, Any](moe_ffn_hidden=moe_ffn_hidden, moe_shared_experts=moe_shared_experts,
+                          moe_shared_ffn_hidden=moe_shared_ffn_hidden,
+                          moe_dense_layers=moe_dense_layers) if moe_experts else {}),
+        mla_q_lora_rank=mla_q_lora_rank, mla_kv_lora_rank=mla_kv_lora_rank,
+        mla_qk_nope_head_dim=mla_qk_nope_head_dim, mla_qk_rope_head_dim=mla_qk_rope_head_dim,
+        mla_v_head_dim=mla_v_head_dim)
     mfu = flops / (gpus * peak_tflops * 1e12 * step)
     return StepEstimate(step_time_s=step, mfu=mfu, tokens_per_s_per_gpu=tokens / step / gpus,
                         tokens_per_day=tokens / step * 86400.0,

@@ -1,0 +1,104 @@
+"""The twin against DeepSeek-V3's published pre-training cost (issue 16, helper HDS): one held-out
+step-time point of a DeepSeek-style MoE (fine-grained and shared experts, dense first layers,
+multi-head latent attention) on 2,048 H800 GPUs.
+
+    .venv/bin/python assets/reference/step_times_deepseek.py
+
+Reads ``step_times_deepseek.csv`` (sources and what the twin cannot express:
+``step_times_deepseek_sources.md``), turns the report's 180K H800 GPU hours per trillion tokens
+into a step time at the stated batch, runs :func:`twin.compute.step_estimate` on the layout as the
+report states it (PP16, EP64 over 8 nodes, ZeRO-1 data parallel over the other ranks, no TP, FP8
+GEMMs) with the shape of :data:`twin.compute.shapes.MOE_SHAPES` ``deepseek_v3``, and prints
+measured, twin, error and the twin's breakdown.  Nothing is fitted on the point.  The what-if
+lines below the result (all-to-alls hidden, the 1F1B bubble gone) are diagnostics of where the
+error sits, not corrections: the twin has no term for DualPipe's overlap.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from twin.compute import step_estimate
+from twin.compute.memory import GIB, memory_fit_problem, memory_per_gpu_bytes
+from twin.compute.shapes import MOE_SHAPES
+
+HERE = Path(__file__).resolve().parent
+CSV = HERE / "step_times_deepseek.csv"
+#: H800 SXM: H100 SXM compute (989 dense BF16, 1,979 dense FP8 TFLOP/s) and HBM3 (3.35 TB/s) with
+#: NVLink cut to 400 GB/s (both directions; 200 GB/s one way, the twin's unit); the report's
+#: nodes: 8 GPUs on NVLink/NVSwitch, one 400 Gb/s InfiniBand NIC per GPU (50 GB/s).
+H800 = dict(hbm_bw_tb_s=3.35, nvls=True)
+PEAK = {"bf16": 989.0, "fp8": 1979.0}
+
+
+def rows() -> list[dict]:
+    with open(CSV) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def measured_step_s(r: dict) -> float:
+    """Step time [s] the report's GPU hours per trillion tokens stand for at the row's batch."""
+    tokens_per_gpu_s = 1e12 / (float(r["gpu_hours_per_trillion_tokens"]) * 3600.0)
+    return int(r["global_batch"]) * int(r["seq_len"]) / (int(r["gpus"]) * tokens_per_gpu_s)
+
+
+def kwargs(r: dict) -> dict:
+    """step_estimate keywords of the row: the deepseek_v3 shape, the stated layout, dropless
+    routing at the twin's busiest-rank load (the report drops no tokens), no recompute option
+    (the report recomputes only RMSNorm and the MLA up-projections), fp32 gradient reduction."""
+    shape = dict(MOE_SHAPES[r["model"]])
+    experts, top_k = shape.pop("experts"), shape.pop("top_k")
+    shape["seq_len"] = int(r["seq_len"])
+    prec = r["precision"]
+    return dict(**shape, gpus=int(r["gpus"]), gpus_per_node=int(r["gpus_per_node"]),
+                global_batch=int(r["global_batch"]), micro_batch=int(r["micro_batch"]),
+                tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), vpp=int(r["vpp"]),
+                precision=prec, peak_tflops=PEAK[prec], nvlink_gb_s=float(r["nvlink_gb_s"]),
+                inter_node_gbps=float(r["inter_node_gbps"]), zero_stage=int(r["zero_stage"]),
+                moe_experts=experts, moe_top_k=top_k, moe_ep=int(r["ep"]),
+                moe_routing="dropless", **H800)
+
+
+def memory_kwargs(r: dict) -> dict:
+    """memory_per_gpu_bytes keywords of the row (the same shape and layout)."""
+    kw = kwargs(r)
+    keep = ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len",
+            "micro_batch", "tp", "pp", "cp", "vpp", "precision", "zero_stage", "moe_ffn_hidden",
+            "moe_shared_experts", "moe_dense_layers", "mla_q_lora_rank", "mla_kv_lora_rank",
+            "mla_qk_nope_head_dim", "mla_qk_rope_head_dim", "mla_v_head_dim")
+    dp = kw["gpus"] // (kw["tp"] * kw["pp"] * kw["cp"])
+    return dict({k: kw[k] for k in keep}, dp=dp,
+                microbatches=kw["global_batch"] // (dp * kw["micro_batch"]),
+                moe_experts=kw["moe_experts"], moe_ep=kw["moe_ep"], moe_top_k=kw["moe_top_k"])
+
+
+def error(r: dict) -> float:
+    """Relative error of the twin against the row's measured step [-]."""
+    return step_estimate(**kwargs(r)).step_time_s / measured_step_s(r) - 1.0
+
+
+def main() -> None:
+    for r in rows():
+        e = step_estimate(**kwargs(r))
+        meas = measured_step_s(r)
+        print(f"{r['model']} {r['row']}: {r['gpus']} GPUs, TP{r['tp']} PP{r['pp']} EP{r['ep']} "
+              f"VPP{r['vpp']}, GBS {r['global_batch']} x {r['seq_len']}, {r['precision']}")
+        print(f"  measured {meas:.3f} s, twin {e.step_time_s:.3f} s, error "
+              f"{100 * (e.step_time_s / meas - 1):+.1f} %  (twin MFU {100 * e.mfu:.1f} %)")
+        for k, v in e.breakdown.items():
+            if v:
+                print(f"    {k:20s} {v:8.3f} s  {100 * v / e.step_time_s:5.1f} %")
+        hidden = e.step_time_s - e.breakdown["moe_a2a_exposed"]
+        print(f"  what-if, not a model: all-to-alls hidden {hidden:.3f} s "
+              f"({100 * (hidden / meas - 1):+.1f} %); also no bubble "
+              f"{hidden - e.breakdown['pipeline_bubble']:.3f} s "
+              f"({100 * ((hidden - e.breakdown['pipeline_bubble']) / meas - 1):+.1f} %)")
+        m = memory_per_gpu_bytes(**memory_kwargs(r))
+        print(f"  memory model: {m.describe_gib()}")
+        print(f"  fit on 80 GiB: {memory_fit_problem(m, 80.0) or 'accepted'}")
+        print(f"  ({m.total / GIB:.1f} GiB)")
+
+
+if __name__ == "__main__":
+    main()
