@@ -932,7 +932,9 @@ def step_estimate(
 
         # context parallel ring attention: (cp-1) KV blocks forward, KV + dKV backward
         if cp > 1:
-            kv_bytes = T * 2.0 * hkv / tp * 2.0
+            # K and V blocks (bf16); MLA passes the per-head keys (d_qk) and values (d_v)
+            kv_bytes = (T * heads * (d_qk + mla_v_head_dim) / tp * 2.0 if mla
+                        else T * 2.0 * hkv / tp * 2.0)
             cp_in_node = tp * cp <= g
             bw = (0.8 * p2p_intra * 1e9 if cp_in_node
                   else net / 8.0 / g * p2p_efficiency(transport) * 1e9)
