@@ -2,6 +2,7 @@
 and exit-2 errors for impossible layouts."""
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,13 @@ from twin.cli.estimate import run_estimate_cli
 from twin.compute import step_estimate
 from twin.compute.collectives import collective_bandwidths_gb_s
 from twin.compute.shapes import MODEL_SHAPES, MOE_SHAPES
-from twin.compute.step import MOE_DROPLESS_BUSIEST_LOAD
+from twin.compute.step import (
+    FSDP_WHOLE_GEMM_EFFICIENCY,
+    H100_SXM,
+    H100_SXM_XLA,
+    KERNEL_EFFICIENCY,
+    MOE_DROPLESS_BUSIEST_LOAD,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, nvls=True,
@@ -33,7 +40,8 @@ def _estimate(r, **kw):
         rec = "none"
     else:  # dgxc-benchmarking maxtext/configure.sh (8f5cbb3): POLICY="save_qkv_proj"
         shape = dict(MODEL_SHAPES["llama31_70b"])
-        extra = dict(zero_stage=3, fsdp_shard=int(r["fsdp_shard"]))
+        extra = dict(zero_stage=3, fsdp_shard=int(r["fsdp_shard"]),
+                     kernel_efficiency=H100_SXM_XLA)
         rec = "save_qkv_proj"
     shape.update(layers=int(r["layers"]), seq_len=int(r["seq_len"]))
     rec = kw.pop("activation_recompute", rec)
@@ -75,20 +83,30 @@ def test_grok1_moe_step_times():
 def test_fsdp_maxtext_scaling_and_absolute_error():
     # 10 MaxText Llama 3 70B FSDP step times on 128..2,048 H100: FSDP gathers hide behind
     # each layer's compute, so the step stays flat from 128 to 2,048 GPUs (measured +2.1 %
-    # BF16, +2.9 % FP8); the kernel table is NeMo's (TP-split GEMMs), MaxText's kernels are
-    # not fitted: with the recipe's remat policy (save_qkv_proj) the absolute step is 11-14 %
-    # high in BF16 and 29-34 % high in FP8 (docs/validation.md; 8-10 % and 26-30 % before
-    # the 2026-11-30 refit raised the rank jitter, which grows with the GPU count, and
-    # lowered the GEMM efficiency)
+    # BF16, +2.9 % FP8; twin +3.3 %, +3.2 %).  With h100_sxm_xla (rule above, held out) the
+    # BF16 rows are +0.1..+2.4 % (mean 1.6 %); with the NeMo table's TP-split GEMMs (0.702)
+    # they were +11..+14 %.  FP8 stays +18..+22 % slow (+29..+34 % before): what is left is
+    # not the GEMM shape (XLA's fused FP8 scaling is not modelled, docs/validation.md)
     rows = [r for r in _rows() if r["model"] == "llama3_70b"]
-    for prec, lo, hi in (("bf16", 0.10, 0.15), ("fp8", 0.28, 0.36)):
+    for prec, lo, hi in (("bf16", -0.01, 0.035), ("fp8", 0.16, 0.24)):
         sel = [r for r in rows if r["precision"] == prec]
         t = np.array([_estimate(r).step_time_s for r in sel])
         ref = np.array([float(r["step_time_s"]) for r in sel])
         assert np.all((t / ref - 1 > lo) & (t / ref - 1 < hi)), t / ref - 1
+        if prec == "bf16":  # issue 16 goals for step times: mean <= 3 %, worst <= 8 %
+            err = np.abs(t / ref - 1)
+            assert err.mean() <= 0.03 and err.max() <= 0.08, err
         assert t[-1] / t[0] == pytest.approx(ref[-1] / ref[0], abs=0.03)
         assert all(_estimate(r).breakdown["dp_comm_exposed"] < 0.02 * ts
                    for r, ts in zip(sel, t, strict=True))
+
+
+def test_maxtext_entry_is_the_h100_table_with_whole_gemms():
+    # only the two GEMM efficiencies differ from the NeMo table (source is not compared)
+    assert H100_SXM_XLA.gemm == FSDP_WHOLE_GEMM_EFFICIENCY == 0.7921
+    assert H100_SXM_XLA.gemm_fp8 / H100_SXM.gemm_fp8 == pytest.approx(0.7921 / 0.7020)
+    assert replace(H100_SXM_XLA, gemm=H100_SXM.gemm, gemm_fp8=H100_SXM.gemm_fp8) == H100_SXM
+    assert H100_SXM_XLA.fsdp_backward_overlap and KERNEL_EFFICIENCY["h100_sxm_xla"] is H100_SXM_XLA
 
 
 def test_fsdp_gathers_show_when_the_network_is_slow():

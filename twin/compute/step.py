@@ -61,7 +61,9 @@ PyTorch FSDP (ZeRO-3) jobs take their own kernel entries (``h100_sxm_fsdp_fa2``,
 ``h100_sxm_fsdp_triton``, ``a100_sxm_fsdp``, ``a100_sxm_fsdp_triton``): whole GEMMs, the
 attention kernel the run used, and each layer's backward all-gather and reduce-scatter
 serial with its compute; two parameters fitted on 19 of llm-foundry's MPT step times,
-checked on 68 more and on torchtitan (tests/compute/test_fsdp_validation.py).
+checked on 68 more and on torchtitan (tests/compute/test_fsdp_validation.py).  MaxText
+(JAX / XLA) FSDP jobs take ``h100_sxm_xla``: that whole-GEMM efficiency with XLA's overlapped
+collectives, nothing fitted (tests/compute/test_moe_fsdp.py).
 """
 
 from __future__ import annotations
@@ -268,10 +270,27 @@ A100_SXM_FSDP_TRITON = replace(
     attention_bwd=A100_SXM_MODERN.attention_bwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
     source="A100 FSDP with Triton FlashAttention, see comment")
 
+#: MaxText (JAX / XLA) on H100 SXM, FSDP with tensor parallelism 1: every GEMM whole on one
+#: GPU, so the NeMo table with the whole-GEMM efficiency measured on PyTorch FSDP runs
+#: (FSDP_WHOLE_GEMM_EFFICIENCY; XLA on GPU runs its dots through cuBLAS(Lt) as PyTorch does)
+#: and the FP8 GEMMs by the same whole / split ratio 0.7921 / 0.7020 (a GEMM-shape effect:
+#: N or K 4-8x larger than NeMo's tensor-parallel splits, no userbuffer chunks; it acts on
+#: the FP8 tensor-core path alike; XLA's fusion of the FP8 casts and amax reductions, which
+#: Transformer Engine runs as separate kernels, is not modelled).  Attention as the H100
+#: table: the recipe's ``attention=cudnn_flash_te`` is the cuDNN fused attention the table is
+#: fitted on.  Collectives as XLA schedules them (``fsdp_backward_overlap=True``), none of the
+#: PyTorch-FSDP terms.  Nothing fitted: the rule was set before the 10 MaxText Llama 3 70B
+#: rows (dgxc-benchmarking, tests/compute/test_moe_fsdp.py) were run with it; they are held
+#: out.
+H100_SXM_XLA = replace(
+    H100_SXM, gemm=FSDP_WHOLE_GEMM_EFFICIENCY,
+    gemm_fp8=H100_SXM.gemm_fp8 * FSDP_WHOLE_GEMM_EFFICIENCY / H100_SXM.gemm,
+    source="H100 table with the whole-GEMM efficiency of FSDP runs (MaxText / XLA), see comment")
+
 KERNEL_EFFICIENCY = {"h100_sxm": H100_SXM, "h100_sxm_fa2": H100_SXM_FA2, "a100_sxm": A100_SXM,
                      "a100_sxm_modern": A100_SXM_MODERN, "h100_sxm_fsdp_fa2": H100_SXM_FSDP_FA2,
                      "h100_sxm_fsdp_triton": H100_SXM_FSDP_TRITON, "a100_sxm_fsdp": A100_SXM_FSDP,
-                     "a100_sxm_fsdp_triton": A100_SXM_FSDP_TRITON}
+                     "a100_sxm_fsdp_triton": A100_SXM_FSDP_TRITON, "h100_sxm_xla": H100_SXM_XLA}
 
 #: Step-time factor of the deployment mode [-].  Vela (IBM Research, 2023): the
 #: OpenShift container platform stays within 5 % of bare-metal performance and its
