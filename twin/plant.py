@@ -402,12 +402,23 @@ def model_spec(job) -> ModelSpec:
     m = job.model
     return ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
                      kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, experts=m.experts,
-                     top_k=m.top_k, capacity_factor=m.capacity_factor)
+                     top_k=m.top_k, capacity_factor=m.capacity_factor, routing=m.routing,
+                     expert_ffn_hidden=m.expert_ffn_hidden, shared_experts=m.shared_experts,
+                     shared_expert_ffn_hidden=m.shared_expert_ffn_hidden, dense_layers=m.dense_layers,
+                     mla_q_lora_rank=m.mla_q_lora_rank, mla_kv_lora_rank=m.mla_kv_lora_rank,
+                     mla_qk_nope_head_dim=m.mla_qk_nope_head_dim,
+                     mla_qk_rope_head_dim=m.mla_qk_rope_head_dim, mla_v_head_dim=m.mla_v_head_dim)
 
 
 def parallel_spec(job) -> ParallelSpec:
-    """How a scenario job is split and run (parallelism, batch, precision, recompute, sharding)."""
-    return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep, seq_len=job.seq_len,
+    """How a scenario job is split and run (parallelism, batch, precision, recompute, sharding).
+
+    moe_expert_tp is 1 or tp (the schema's rule); a job stream's class refits a template's tp
+    down to its GPUs (:func:`twin.workload.engine_jobs.fit_parallelism`) without touching it, so
+    an expert TP above the job's tp follows it down to tp."""
+    etp = job.moe_expert_tp
+    return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep,
+                        moe_expert_tp=None if etp is None else min(etp, job.tp), seq_len=job.seq_len,
                         global_batch=job.global_batch, micro_batch=job.micro_batch,
                         precision=job.precision,
                         activation_recompute="full" if job.activation_recompute else "none",

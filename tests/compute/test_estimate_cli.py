@@ -103,12 +103,19 @@ def test_cluster_from_scenario(capsys):
     assert json.loads(out.out)["transport"] == "ib_rdma"
 
 
+#: shipped files with no published measurement (scenarios/estimates/README.md says why)
+WITHOUT_REFERENCE = {"deepseek_v2_lite_bf16_16gpu"}
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "scenarios/estimates").glob("*.yaml")),
                          ids=lambda p: p.stem)
 def test_every_shipped_estimate_matches_its_reference(path):
     est = load_estimate(path)
     r = estimate_from_file(est)
     ref = est.reference
+    if path.stem in WITHOUT_REFERENCE:      # a layout of the twin's, said so in its header
+        assert ref is None and "no reference" in path.read_text()
+        return
     assert ref is not None and ref.source
     tol = 0.05 if path.stem == "llama31_70b_bf16_64gpu" else 0.12
     if ref.step_time_s:

@@ -143,15 +143,13 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
     m = j.model
     return EstimateFile(
         name=f"{s.name}:{j.name}",
-        model={"layers": m.layers, "hidden": m.hidden, "ffn_hidden": m.ffn_hidden,
-               "heads": m.heads, "kv_heads": m.kv_heads, "vocab": m.vocab,
-               "gated_mlp": m.gated_mlp, "experts": m.experts, "top_k": m.top_k,
-               "capacity_factor": m.capacity_factor},
+        model=m.model_dump(),       # the scenario's model shape has the file's fields
         training={"seq_len": j.seq_len, "global_batch": j.global_batch,
                   "micro_batch": j.micro_batch, "precision": j.precision,
                   "activation_recompute": "full" if j.activation_recompute else "none",
                   "zero_stage": j.zero_stage, "fsdp_shard": j.fsdp_shard},
-        parallelism={"tp": j.tp, "pp": j.pp, "cp": j.cp, "vpp": j.vpp, "ep": j.ep},
+        parallelism={"tp": j.tp, "pp": j.pp, "cp": j.cp, "vpp": j.vpp, "ep": j.ep,
+                     "moe_expert_tp": j.moe_expert_tp},
         cluster=c)
 
 

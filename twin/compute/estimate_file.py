@@ -4,7 +4,10 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
 (see ``scenarios/estimates/llama31_70b_bf16_64gpu.yaml``)::
 
     name: llama31_70b_bf16_64gpu
-    model:        {layers, hidden, ffn_hidden, heads, kv_heads, vocab, gated_mlp}
+    model:        {layers, hidden, ffn_hidden, heads, kv_heads, vocab, gated_mlp,
+                   experts, top_k, capacity_factor, routing, expert_ffn_hidden, shared_experts,
+                   shared_expert_ffn_hidden, dense_layers, mla_q_lora_rank, mla_kv_lora_rank,
+                   mla_qk_nope_head_dim, mla_qk_rope_head_dim, mla_v_head_dim}
     training:     {seq_len, global_batch, micro_batch, precision, activation_recompute}
     parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp}
     cluster:
@@ -18,6 +21,10 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
 ``parallelism.moe_expert_tp`` (Megatron-core's expert tensor parallel size, 1 or ``tp``;
 null = the experts split over ``tp``) folds the expert groups over a stage's tp x cp x dp
 ranks; etp x ep must divide them (Megatron-core's ``initialize_model_parallel``).
+``model.routing`` and the DeepSeek-style shape (``expert_ffn_hidden``, ``shared_experts``,
+``shared_expert_ffn_hidden``, ``dense_layers``, the five ``mla_*`` ranks of multi-head latent
+attention) go to the step and memory models under their ``moe_*`` / ``mla_*`` names
+(:class:`twin.compute.specs.ModelSpec`); at their defaults the estimate is the former one.
 ``fabric.inter_node_gbps`` / ``fabric.hops`` left null are computed by building the
 fabric for ``gpus / gpus_per_node`` nodes and placing the job on the first nodes.
 ``gpu.compute_capability`` (sm x 10) and ``fabric.nics_per_node`` go to the collective
@@ -72,6 +79,73 @@ class ModelShape(_Model):
     top_k: PositiveInt = Field(2, description="experts each token is routed to")
     capacity_factor: PositiveFloat = Field(
         1.0, description="an expert's token capacity over its even share (padded work)")
+    routing: Literal["capacity", "dropless"] = Field(
+        "capacity", description="capacity: every expert padded to capacity_factor x its share; "
+                                "dropless: no capacity, the busiest expert-parallel rank carries "
+                                "MOE_DROPLESS_BUSIEST_LOAD x its even share")
+    expert_ffn_hidden: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="a routed expert's inner size (DeepSeek moe_intermediate_size); null = "
+                          "ffn_hidden, which then sizes the dense layers' MLP")
+    shared_experts: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="shared experts every token passes through (DeepSeek n_shared_experts)")
+    shared_expert_ffn_hidden: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="a shared expert's inner size; null = the routed expert's")
+    dense_layers: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="first layers with a dense MLP of ffn_hidden (DeepSeek "
+                       "first_k_dense_replace)")
+    mla_q_lora_rank: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="multi-head latent attention: query latent rank (0 = no query "
+                       "compression)")
+    mla_kv_lora_rank: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="multi-head latent attention: key/value latent rank (0 = no MLA)")
+    mla_qk_nope_head_dim: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="MLA: per-head query/key size without rotary embedding")
+    mla_qk_rope_head_dim: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="MLA: per-head query/key size with rotary embedding")
+    mla_v_head_dim: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="MLA: per-head value size")
+
+
+#: the mixture-of-experts fields of :class:`ModelShape` beyond experts / top_k /
+#: capacity_factor, with the value that leaves them out (the fields a dense model refuses)
+MOE_SHAPE_DEFAULTS = {"routing": "capacity", "expert_ffn_hidden": None, "shared_experts": 0,
+                      "shared_expert_ffn_hidden": None, "dense_layers": 0}
+#: the multi-head latent attention fields of :class:`ModelShape`
+MLA_FIELDS = ("mla_q_lora_rank", "mla_kv_lora_rank", "mla_qk_nope_head_dim",
+              "mla_qk_rope_head_dim", "mla_v_head_dim")
+
+
+def shape_problems(m: Any, prefix: str = "model.") -> list[str]:
+    """Cross-field problems of the mixture-of-experts and multi-head latent attention fields
+    of a model shape (an estimate file's or a scenario job's: they share the names), each
+    ``"<prefix><field> = value ..."``: MoE fields on a dense model, dense_layers not below
+    layers, shared_expert_ffn_hidden without shared experts, MLA head dims below 1 with
+    mla_kv_lora_rank > 0 or MLA fields without it (:func:`twin.compute.step_estimate`'s own
+    rules, said with the file's names)."""
+    out = []
+    if m.experts == 0:
+        for name, off in MOE_SHAPE_DEFAULTS.items():
+            v = getattr(m, name)
+            if v != off:
+                out.append(f"{prefix}{name} = {v!r} needs a mixture of experts "
+                           f"({prefix}experts > 0)")
+    if m.dense_layers >= m.layers:
+        out.append(f"{prefix}dense_layers = {m.dense_layers} must be below {prefix}layers = "
+                   f"{m.layers}")
+    if m.shared_expert_ffn_hidden is not None and m.shared_experts == 0:
+        out.append(f"{prefix}shared_expert_ffn_hidden = {m.shared_expert_ffn_hidden} needs "
+                   f"{prefix}shared_experts > 0")
+    if m.mla_kv_lora_rank:
+        for name in MLA_FIELDS[2:]:
+            if getattr(m, name) < 1:
+                out.append(f"{prefix}{name} = {getattr(m, name)} must be >= 1 with multi-head "
+                           f"latent attention ({prefix}mla_kv_lora_rank > 0)")
+    else:
+        for name in (MLA_FIELDS[0],) + MLA_FIELDS[2:]:
+            if getattr(m, name):
+                out.append(f"{prefix}{name} = {getattr(m, name)} needs multi-head latent "
+                           f"attention ({prefix}mla_kv_lora_rank > 0)")
+    return out
 
 
 class Training(_Model):
@@ -256,7 +330,8 @@ def fabric_figures(cluster: Cluster) -> tuple[float, float]:
 
 
 def layout_problems(est: EstimateFile) -> list[str]:
-    """Parallel-layout and mixture-of-experts problems, each naming the file's field."""
+    """Parallel-layout, mixture-of-experts and latent-attention problems, each naming the
+    file's field."""
     c, m, t, p = est.cluster, est.model, est.training, est.parallelism
     out = []
     mp = p.tp * p.pp * p.cp
@@ -265,6 +340,7 @@ def layout_problems(est: EstimateFile) -> list[str]:
                    f"parallelism.tp*pp*cp = {mp}")
         return out
     dpcp = c.gpus // mp * p.cp
+    out += [f"{est.name}: {problem}" for problem in shape_problems(m)]
     if m.experts == 0:
         if p.ep != 1:
             out.append(f"{est.name}: parallelism.ep = {p.ep} needs a mixture of experts "
@@ -309,7 +385,15 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
     ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
     model = ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
                       kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp,
-                      experts=m.experts, top_k=m.top_k, capacity_factor=m.capacity_factor)
+                      experts=m.experts, top_k=m.top_k, capacity_factor=m.capacity_factor,
+                      routing=m.routing, expert_ffn_hidden=m.expert_ffn_hidden,
+                      shared_experts=m.shared_experts,
+                      shared_expert_ffn_hidden=m.shared_expert_ffn_hidden,
+                      dense_layers=m.dense_layers, mla_q_lora_rank=m.mla_q_lora_rank,
+                      mla_kv_lora_rank=m.mla_kv_lora_rank,
+                      mla_qk_nope_head_dim=m.mla_qk_nope_head_dim,
+                      mla_qk_rope_head_dim=m.mla_qk_rope_head_dim,
+                      mla_v_head_dim=m.mla_v_head_dim)
     par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep,
                        moe_expert_tp=p.moe_expert_tp, seq_len=t.seq_len,
                        global_batch=t.global_batch, micro_batch=t.micro_batch,

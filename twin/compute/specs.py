@@ -38,6 +38,17 @@ class ModelSpec:
     marks SwiGLU (three ``h x F`` matrices) against a two-matrix GeLU / ReLU^2 MLP.
     experts > 0 makes every MLP a mixture of ``experts`` experts, each token routed to
     ``top_k`` of them, an expert computing at most ``capacity_factor`` times its even share.
+
+    routing: "capacity" (the padded share above) or "dropless" (the busiest expert-parallel
+    rank carries :data:`twin.compute.step.MOE_DROPLESS_BUSIEST_LOAD` times its even share).
+    DeepSeek-style terms (DeepSeek-V2 arXiv 2405.04434, V3 arXiv 2412.19437; the names of
+    their config.json in brackets), each off by default: expert_ffn_hidden, one routed
+    expert's inner size (``moe_intermediate_size``; None: ``ffn_hidden``, which then sizes the
+    dense layers' MLP); shared_experts, experts every token passes through
+    (``n_shared_experts``), each of shared_expert_ffn_hidden (None: the expert size);
+    dense_layers, the first layers with a dense MLP (``first_k_dense_replace``); multi-head
+    latent attention when mla_kv_lora_rank > 0 (``q_lora_rank``, ``kv_lora_rank``,
+    ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``).
     """
 
     layers: int
@@ -50,6 +61,28 @@ class ModelSpec:
     experts: int = 0
     top_k: int = 2
     capacity_factor: float = 1.0
+    routing: str = "capacity"
+    expert_ffn_hidden: int | None = None
+    shared_experts: int = 0
+    shared_expert_ffn_hidden: int | None = None
+    dense_layers: int = 0
+    mla_q_lora_rank: int = 0
+    mla_kv_lora_rank: int = 0
+    mla_qk_nope_head_dim: int = 0
+    mla_qk_rope_head_dim: int = 0
+    mla_v_head_dim: int = 0
+
+    def deepseek_terms(self) -> dict:
+        """The DeepSeek-style shape as the keyword arguments of
+        :func:`twin.compute.step_estimate` and :func:`twin.compute.memory.memory_per_gpu_bytes`
+        (both name them alike)."""
+        return dict(moe_ffn_hidden=self.expert_ffn_hidden, moe_shared_experts=self.shared_experts,
+                    moe_shared_ffn_hidden=self.shared_expert_ffn_hidden,
+                    moe_dense_layers=self.dense_layers, mla_q_lora_rank=self.mla_q_lora_rank,
+                    mla_kv_lora_rank=self.mla_kv_lora_rank,
+                    mla_qk_nope_head_dim=self.mla_qk_nope_head_dim,
+                    mla_qk_rope_head_dim=self.mla_qk_rope_head_dim,
+                    mla_v_head_dim=self.mla_v_head_dim)
 
 
 @dataclass(frozen=True)
@@ -169,8 +202,8 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         activation_recompute=par.activation_recompute, clock_fraction=clock_fraction,
         deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
         moe_ep=par.ep, moe_capacity_factor=model.capacity_factor,
-        moe_expert_tp=par.moe_expert_tp, zero_stage=par.zero_stage,
-        fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
+        moe_expert_tp=par.moe_expert_tp, moe_routing=model.routing, **model.deepseek_terms(),
+        zero_stage=par.zero_stage, fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
         param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter,
         compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node)
 
@@ -194,7 +227,7 @@ def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
         zero_stage=par.zero_stage if par.zero_stage != 1 or distributed else 0,
         moe_experts=model.experts, moe_ep=par.ep, moe_top_k=model.top_k,
         moe_capacity_factor=model.capacity_factor, moe_expert_tp=par.moe_expert_tp,
-        shard_ranks=par.fsdp_shard if par.zero_stage == 3 else None,
+        **model.deepseek_terms(), shard_ranks=par.fsdp_shard if par.zero_stage == 3 else None,
         grad_bytes=par.grad_bytes,
         sequence_parallel=ke.sequence_parallel if ke else True,
         flash_attention=ke.flash_attention if ke else True)

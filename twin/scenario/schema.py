@@ -415,11 +415,39 @@ class ModelShape(Model):
     top_k: PositiveInt = Field(2, description="experts each token is routed to (mixture of experts)")
     capacity_factor: PositiveFloat = Field(
         1.0, description="an expert's token capacity over its even share; the padded work is computed")
+    routing: Literal["capacity", "dropless"] = Field(
+        "capacity", description="capacity: every expert padded to capacity_factor x its share; dropless: "
+                                "no capacity, the busiest expert-parallel rank carries "
+                                "MOE_DROPLESS_BUSIEST_LOAD x its even share (mixture of experts)")
+    expert_ffn_hidden: PositiveInt | None = Field(
+        None, description="a routed expert's inner size (DeepSeek moe_intermediate_size); None = ffn_hidden, "
+                          "which then sizes the dense layers' MLP (mixture of experts)")
+    shared_experts: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="shared experts every token passes through (DeepSeek n_shared_experts)")
+    shared_expert_ffn_hidden: PositiveInt | None = Field(
+        None, description="a shared expert's inner size; None = the routed expert's")
+    dense_layers: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="first layers with a dense MLP of ffn_hidden (DeepSeek first_k_dense_replace)")
+    mla_q_lora_rank: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="multi-head latent attention: query latent rank (0 = no query compression)")
+    mla_kv_lora_rank: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="multi-head latent attention: key/value latent rank (0 = no MLA)")
+    mla_qk_nope_head_dim: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="MLA: per-head query/key size without rotary embedding")
+    mla_qk_rope_head_dim: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="MLA: per-head query/key size with rotary embedding")
+    mla_v_head_dim: Annotated[int, Field(ge=0, strict=True)] = Field(0, description="MLA: per-head value size")
 
     @model_validator(mode="after")
     def _routing(self):
         if self.experts and self.top_k > self.experts:
             raise ValueError(f"top_k = {self.top_k} is more than experts = {self.experts}")
+        # the estimate file's rules, which share these names (imported here: the compute
+        # package is not needed to build the other scenario models)
+        from twin.compute.estimate_file import shape_problems
+        problems = shape_problems(self, prefix="")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 
@@ -457,11 +485,21 @@ class Job(Model):
                        "(weights, gradients and optimizer state sharded, each layer's weights gathered per use)")
     fsdp_shard: PositiveInt | None = Field(
         None, description="ZeRO-3 shard group [ranks]; None = all data x context parallel ranks")
+    moe_expert_tp: PositiveInt | None = Field(
+        None, description="expert tensor parallel size (Megatron-core --expert-tensor-parallel-size): 1 or tp, "
+                          "the expert groups folded over the tp x cp x dp ranks; None = experts split over tp, "
+                          "EP from the data x context ranks (mixture of experts)")
 
     @model_validator(mode="after")
     def _experts_and_sharding(self):
         if self.ep > 1 and not self.model.experts:
             raise ValueError(f"ep = {self.ep} needs a mixture of experts (model.experts > 0)")
+        if self.moe_expert_tp is not None:
+            if not self.model.experts:
+                raise ValueError(f"moe_expert_tp = {self.moe_expert_tp} needs a mixture of experts "
+                                 "(model.experts > 0)")
+            if self.moe_expert_tp not in (1, self.tp):
+                raise ValueError(f"moe_expert_tp = {self.moe_expert_tp} must be 1 or tp = {self.tp}")
         if self.model.experts and self.model.experts % self.ep:
             raise ValueError(f"model.experts = {self.model.experts} is not a multiple of ep = {self.ep}")
         if self.fsdp_shard is not None and self.zero_stage != 3:
