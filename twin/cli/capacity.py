@@ -54,7 +54,7 @@ def job_swing_inputs(path: str, overrides: list[str], scenario, job_name: str | 
     from twin import storage
     from twin.cli.estimate import estimate_from_scenario
     from twin.compute.estimate_file import estimate_from_file
-    from twin.compute.step import parameter_count
+    from twin.plant import model_spec
     from twin.workload.engine_jobs import representative_jobs
 
     jobs = representative_jobs(scenario)   # the fixed jobs, or a stream's training classes
@@ -64,9 +64,7 @@ def job_swing_inputs(path: str, overrides: list[str], scenario, job_name: str | 
     b = est.breakdown
     exposed = sum(b.get(k, 0.0) for k in ("tp_comm_exposed", "cp_comm_exposed", "pp_comm_exposed",
                                           "dp_comm_exposed", "pipeline_bubble", "stragglers"))
-    m = job.model
-    params = parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-                             kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp)
+    params = model_spec(job).parameters()      # every expert of a mixture of experts
     size = job.checkpoint_bytes or storage.checkpoint_bytes(params)
     st = scenario.workload.storage
     write, read = storage.storage_bandwidth_gb_s(st.kind, st.units, st.write_gb_s_per_unit, st.read_gb_s_per_unit)

@@ -18,9 +18,16 @@ is written here once:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from twin.compute.memory import MemoryBreakdown, memory_per_gpu_bytes
-from twin.compute.step import KernelEfficiency, StepEstimate, step_estimate
+from twin.compute.step import (
+    KernelEfficiency,
+    StepEstimate,
+    moe_parameter_counts,
+    parameter_count,
+    step_estimate,
+)
 
 #: Activation recompute choices, the one list the step model, the memory model and the
 #: estimate file's schema accept: nothing, the attention core ("selective", Korthikanti
@@ -71,6 +78,19 @@ class ModelSpec:
     mla_qk_nope_head_dim: int = 0
     mla_qk_rope_head_dim: int = 0
     mla_v_head_dim: int = 0
+
+    def parameters(self) -> float:
+        """Parameters of the whole model [-]: :func:`twin.compute.step.parameter_count` for a
+        dense model, the total of :func:`twin.compute.step.moe_parameter_counts` (every expert,
+        shared experts, dense first layers, MLA) for a mixture of experts.  What a checkpoint
+        holds (:func:`twin.storage.checkpoint_bytes`)."""
+        shape: dict[str, Any] = dict(layers=self.layers, hidden=self.hidden, ffn_hidden=self.ffn_hidden,
+                                     heads=self.heads, kv_heads=self.kv_heads, vocab=self.vocab,
+                                     gated_mlp=self.gated_mlp)
+        if not self.experts:
+            return parameter_count(**shape)
+        return moe_parameter_counts(**shape, experts=self.experts, top_k=self.top_k,
+                                    **self.deepseek_terms())[0]
 
     def deepseek_terms(self) -> dict:
         """The DeepSeek-style shape as the keyword arguments of

@@ -14,7 +14,7 @@ from simpy.events import NORMAL
 
 from twin import compute, fabric, power, reliability, storage
 from twin.phases import Phase
-from twin.plant import seconds_since, step_estimate_for
+from twin.plant import model_spec, seconds_since, step_estimate_for
 from twin.power.node import _frozen as _unwritable  # nothing can write it (the write log's rule)
 from twin.power.node import _scalar
 from twin.scenario.schema import Job
@@ -124,10 +124,7 @@ class Jobs(Component):
         super().__init__(engine)
         self.all: list[JobState] = []
         for j, spec in enumerate(self.s.workload.jobs):
-            m = spec.model
-            params = compute.parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden,
-                                             heads=m.heads, kv_heads=m.kv_heads, vocab=m.vocab,
-                                             gated_mlp=m.gated_mlp)
+            params = model_spec(spec).parameters()      # every expert of a mixture of experts
             ck = spec.checkpoint_bytes or storage.checkpoint_bytes(params)
             self.all.append(JobState(spec=spec, index=j, params=params, checkpoint_bytes=ck))
         self.n_fixed = len(self.all)
@@ -213,10 +210,7 @@ class Jobs(Component):
             spec = ej.spec
             key = spec.model.model_dump_json()
             if key not in cache:
-                m = spec.model
-                params = compute.parameter_count(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden,
-                                                 heads=m.heads, kv_heads=m.kv_heads, vocab=m.vocab,
-                                                 gated_mlp=m.gated_mlp)
+                params = model_spec(spec).parameters()
                 cache[key] = (params, spec.checkpoint_bytes or storage.checkpoint_bytes(params))
             params, ck = cache[key]
             self.all.append(JobState(spec=spec, index=len(self.all), params=params, checkpoint_bytes=ck,
