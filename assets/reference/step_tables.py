@@ -3,7 +3,7 @@ it is in the tree: the summary, the 70 DGX H100 rows and the 18 A100 rows.
 
     .venv/bin/python assets/reference/step_tables.py
 
-tests/compute/test_step_docs.py checks that every line printed here stands in
+tests/compute/test_docs_tables.py (through assets/reference/docs_tables.py) checks that every line printed here stands in
 docs/validation.md, so a model change that moves a figure must rewrite the docs with it.
 Errors are the twin's figure over the measured one, minus 1 (H100: step time; A100: speed,
 as :func:`tests.compute.test_step._a100_rows` signs them).
