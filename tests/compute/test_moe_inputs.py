@@ -280,3 +280,77 @@ def test_a_stream_refit_of_tp_takes_the_expert_tp_down_with_it():
     assert parallel_spec(job.model_copy(update={"tp": 1})).moe_expert_tp == 1
     one = twin.load_scenario(SCEN, JOB + ["workload.jobs.0.moe_expert_tp=1"]).workload.jobs[0]
     assert parallel_spec(one.model_copy(update={"tp": 1})).moe_expert_tp == 1
+
+
+# ------------------------------------- the folded expert-parallel rule in scenarios (HEP)
+# TP2 EP8 on one 8-GPU node: a stage of tp x cp x dp = 2 x 1 x 4 ranks.  Unfolded (no
+# moe_expert_tp) ep 8 does not divide dp x cp = 4; folded with moe_expert_tp 1 (Megatron-core
+# draws the expert groups over the stage's tp x cp x dp ranks) etp x ep = 8 divides 8.
+FOLD = JOB + ["workload.jobs.0.nodes=1"]
+
+
+def _validate(sets, capsys):
+    from twin.cli.main import main
+    argv = ["validate", str(SCEN)]
+    for s in sets:
+        argv += ["--set", s]
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_a_folded_layout_validates_and_runs_on_the_gpus_it_asks_for(capsys):
+    from twin.plant import usable_gpus
+    sets = FOLD + ["workload.jobs.0.moe_expert_tp=1"]
+    code, text = _validate(sets, capsys)
+    assert code == 0, text
+    assert "ok:" in text
+    s, job, step = _scenario_step(sets)
+    par = parallel_spec(job)
+    assert (par.tp, par.cp, par.ep, par.moe_expert_tp, job.nodes) == (2, 1, 8, 1, 1)
+    assert usable_gpus(par, 8) == 8
+    assert usable_gpus(par, 15) == 8 and usable_gpus(par, 7) == 0
+    # the step model ran on all 8 GPUs: tokens per day = per-GPU throughput x 8 GPUs x 1 day
+    assert step.tokens_per_day == pytest.approx(step.tokens_per_s_per_gpu * 8 * 86400.0,
+                                                rel=1e-12)
+    # and the engine keeps the 8 GPUs busy from the day the node is healthy (day 1 of 3)
+    res = twin.simulate(twin.load_scenario(SCEN, sets + ["simulation.duration_days=3",
+                                                         "failures.enabled=false"]))
+    assert res.kpis["gpu_hours_busy"] == pytest.approx(8 * 48.0)
+    assert res.kpis["tokens_total"] > 0
+
+
+@pytest.mark.parametrize("sets, field, word", [
+    # folded: etp = tp = 2 makes etp x ep = 16, more than the stage's 8 ranks
+    (FOLD + ["workload.jobs.0.moe_expert_tp=2"], "workload.jobs.0.ep",
+     "moe_expert_tp x ep = 16 dividing the tensor x context x data parallel ranks (8)"),
+    # unfolded (None): the former rule and message, bit for bit
+    (FOLD, "workload.jobs.0.ep", "a divisor of the data x context parallel ranks (4)"),
+])
+def test_a_layout_the_rule_refuses_exits_2_naming_the_field(sets, field, word, capsys):
+    code, text = _validate(sets, capsys)
+    assert code == 2
+    assert f"{field}: got 8; expected {word}" in text, text
+
+
+def test_usable_gpus_without_expert_tp_is_the_former_rule():
+    # the former unit, model replicas x ep / gcd(cp, ep), over a grid of layouts and GPU counts
+    import math
+
+    from twin.compute.specs import ParallelSpec
+    from twin.plant import expert_dp_unit, usable_gpus
+    for tp in (1, 2, 4, 8):
+        for cp in (1, 2, 4):
+            for ep in (1, 2, 4, 8, 16, 64):
+                par = ParallelSpec(tp=tp, pp=2, cp=cp, vpp=1, ep=ep, seq_len=4096, global_batch=1024)
+                unit = par.model_parallel * ep // math.gcd(cp, ep)
+                for gpus in (8, 24, 64, 96, 128, 1000):
+                    assert usable_gpus(par, gpus) == gpus - gpus % unit
+                # folded: the smallest dp with etp x ep dividing tp x cp x dp
+                for etp in (1, tp):
+                    dp = expert_dp_unit(tp=tp, cp=cp, ep=ep, moe_expert_tp=etp)
+                    assert (tp * cp * dp) % (etp * ep) == 0
+                    assert all((tp * cp * d) % (etp * ep) for d in range(1, dp))
+                    # etp = tp folds to the former rule
+                    if etp == tp:
+                        assert dp == ep // math.gcd(cp, ep)

@@ -372,9 +372,16 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                 if job.global_batch % (dp * job.micro_batch):
                     out.append((f"workload.jobs.{j}.global_batch", job.global_batch,
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
-                if (dp * job.cp) % job.ep:
-                    out.append((f"workload.jobs.{j}.ep", job.ep,
-                                f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
+                from twin.plant import expert_dp_unit
+                etp = job.moe_expert_tp
+                if dp % expert_dp_unit(tp=job.tp, cp=job.cp, ep=job.ep, moe_expert_tp=etp):
+                    if etp is None:
+                        out.append((f"workload.jobs.{j}.ep", job.ep,
+                                    f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
+                    else:
+                        out.append((f"workload.jobs.{j}.ep", job.ep,
+                                    f"moe_expert_tp x ep = {etp * job.ep} dividing the tensor x "
+                                    f"context x data parallel ranks ({job.tp * job.cp * dp})"))
                 if job.fsdp_shard is not None and (dp * job.cp) % job.fsdp_shard:
                     out.append((f"workload.jobs.{j}.fsdp_shard", job.fsdp_shard,
                                 f"a divisor of the data x context parallel ranks ({dp * job.cp})"))
