@@ -9,7 +9,6 @@ the rows is expanded here so that every sub-model receives plain arrays.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +21,7 @@ from twin.compute.specs import (
     GpuSpec,
     ModelSpec,
     ParallelSpec,
+    expert_dp_unit,
     memory_per_gpu,
     step_time,
 )
@@ -423,24 +423,6 @@ def parallel_spec(job) -> ParallelSpec:
                         precision=job.precision,
                         activation_recompute="full" if job.activation_recompute else "none",
                         zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard)
-
-
-def expert_dp_unit(*, tp: int, cp: int, ep: int, moe_expert_tp: int | None) -> int:
-    """Data-parallel ranks [-] whose multiples, and only those, hold the expert-parallel layout.
-
-    Without expert tensor parallelism (``moe_expert_tp`` None) the expert groups come from the
-    data x context ranks: ``ep`` must divide ``dp cp``, i.e. ``dp`` a multiple of
-    ``ep / gcd(cp, ep)``.  With it (``etp``, Megatron-core's "MoE parallel folding",
-    Megatron-LM 7f22e21) the groups are drawn over a pipeline stage's ``tp cp dp`` ranks and
-    ``parallel_state.initialize_model_parallel`` requires the world size to be a multiple of
-    ``etp ep pp``: ``etp ep`` divides ``tp cp dp``, i.e. ``dp`` a multiple of
-    ``etp ep / gcd(tp cp, etp ep)`` (the rule of :func:`twin.compute.estimate_file.layout_problems`
-    and of the step and memory models' checks).  The one predicate of the scenario loader
-    and of :func:`usable_gpus`."""
-    if moe_expert_tp is None:
-        return ep // math.gcd(cp, ep)
-    group = moe_expert_tp * ep
-    return group // math.gcd(tp * cp, group)
 
 
 def usable_gpus(par: ParallelSpec, gpus: int) -> int:

@@ -355,8 +355,9 @@ def layout_problems(est: EstimateFile) -> list[str]:
         if m.experts % p.ep:
             out.append(f"{est.name}: model.experts = {m.experts} is not a multiple of "
                        f"parallelism.ep = {p.ep}")
+        unit = specs.expert_dp_unit(tp=p.tp, cp=p.cp, ep=p.ep, moe_expert_tp=p.moe_expert_tp)
         if p.moe_expert_tp is None:
-            if dpcp % p.ep:
+            if (dpcp // p.cp) % unit:
                 out.append(f"{est.name}: parallelism.ep = {p.ep} does not divide the data x "
                            f"context parallel ranks ({dpcp})")
         else:
@@ -367,7 +368,7 @@ def layout_problems(est: EstimateFile) -> list[str]:
             if etp not in (1, p.tp):
                 out.append(f"{est.name}: parallelism.moe_expert_tp = {etp} must be 1 or "
                            f"parallelism.tp = {p.tp}")
-            elif (dpcp * p.tp) % (etp * p.ep):
+            elif (dpcp // p.cp) % unit:
                 out.append(f"{est.name}: parallelism.moe_expert_tp x ep = {etp * p.ep} does "
                            f"not divide the tensor x context x data parallel ranks "
                            f"({dpcp * p.tp})")

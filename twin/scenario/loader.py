@@ -372,7 +372,7 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                 if job.global_batch % (dp * job.micro_batch):
                     out.append((f"workload.jobs.{j}.global_batch", job.global_batch,
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
-                from twin.plant import expert_dp_unit
+                from twin.compute.specs import expert_dp_unit
                 etp = job.moe_expert_tp
                 if dp % expert_dp_unit(tp=job.tp, cp=job.cp, ep=job.ep, moe_expert_tp=etp):
                     if etp is None:

@@ -479,7 +479,8 @@ class Job(Model):
     hot_spares: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="extra idle nodes the job holds; a failed node is swapped for one without requeueing")
     ep: PositiveInt = Field(
-        1, description="expert-parallel ranks, taken from the data x context parallel group (mixture of experts)")
+        1, description="expert-parallel ranks, taken from the data x context parallel group, or with "
+                       "moe_expert_tp from a stage's tensor x context x data ranks (mixture of experts)")
     zero_stage: Literal[0, 1, 2, 3] = Field(
         1, description="optimizer sharding: 1 = Megatron distributed optimizer (ZeRO-1); 3 = FSDP / ZeRO-3 "
                        "(weights, gradients and optimizer state sharded, each layer's weights gathered per use)")
