@@ -223,6 +223,21 @@ def test_memory_weights_per_gpu_deepseek_v3_layout():
     assert m_one.weights / 2**30 == pytest.approx(50.915, abs=0.001)
 
 
+def test_memory_routed_copies_deepseek_v3_first_stage():
+    # DeepSeek-V3, TP1 PP16 EP64: the first stage's one MoE layer (3 dense ones before it)
+    # holds 16 micro-batches of 4096 tokens.  Four more routed copies a token (top-8 against
+    # top-4) add each copy's expert activations, 2 x 3 x 2048 B (up, gate, SwiGLU out), and
+    # its dispatched input kept by the experts' first linear layer, 2 x 7168 B (etp = tp = 1)
+    sh, E, k = _shape("deepseek_v3")
+    kw = dict(sh, micro_batch=1, tp=1, pp=16, dp=128, moe_experts=E, moe_ep=64)
+    m8 = memory_per_gpu_bytes(**kw, moe_top_k=k)
+    m4 = memory_per_gpu_bytes(**kw, moe_top_k=4)
+    assert k == 8 and m8.stage == m4.stage == "first"
+    assert m8.activations - m4.activations == 16 * 4096 * 4 * (2 * 3 * 2048 + 2 * 7168)
+    # top-8 dispatched inputs of the stage: 16 x 4096 x 8 x 2 x 7168 B = 7.0 GiB
+    assert 16 * 4096 * 8 * 2 * 7168 / 2**30 == pytest.approx(7.0, abs=1e-12)
+
+
 @pytest.mark.parametrize("bad, word", [
     (dict(moe_dense_layers=8), "moe_dense_layers"),
     (dict(moe_shared_experts=-1), "moe_shared_experts"),

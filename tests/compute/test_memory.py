@@ -257,7 +257,8 @@ def test_expert_tensor_parallel_memory_by_hand():
     #   edp = tp cp dp / (etp ep) for the experts: 2 with etp 1, 1 with etp 2
     #   activations: (pp + (pp-1)/vpp) = 9 micro-batches x 7 layers x 4096 tokens x
     #   [8 h/tp (norms) + 2 (h + 2 h_kv + h + 3 F)/tp + 2 x 3 F/tp (k c - 1)] = 137,216 B,
-    #   + the embedding output 2 x 4096 h / tp x 9, whatever etp is; buffers 2 GiB
+    #   + the embedding output 2 x 4096 h / tp x 9, whatever etp is, + the dispatched expert
+    #   inputs 2 h k c etp/tp a token: 12,288 B with etp 1, 24,576 with etp 2; buffers 2 GiB
     p_d, p_e1, p_e2 = 408_987_648, 2_114_101_248, 1_057_136_640
     acts = 9 * 7 * 4096 * 137_216 + 2 * 4096 * 6144 // 2 * 9
     folded = memory_per_gpu_bytes(**MIXTRAL_8X22B, moe_expert_tp=1)
@@ -265,22 +266,99 @@ def test_expert_tensor_parallel_memory_by_hand():
     assert folded.weights == 2 * (p_d + p_e1) == 5_046_177_792
     assert folded.gradients == 4 * (p_d + p_e1) == 10_092_355_584
     assert folded.optimizer == 12 * p_d / 8 + 12 * p_e1 / 2 == 13_298_088_960
-    assert folded.activations == acts == 35_634_806_784
+    assert folded.activations == acts + 9 * 7 * 4096 * 12_288 == 38_805_700_608
     assert folded.logits == 0.0 and folded.cp_kv == 0.0 and folded.buffers == 2 * GIB
-    assert folded.total == 66_218_912_768  # 61.67 GiB
+    assert folded.total == 69_389_806_592  # 64.62 GiB
     split = memory_per_gpu_bytes(**MIXTRAL_8X22B, moe_expert_tp=2)
     assert split.weights == 2 * (p_d + p_e2) and split.gradients == 4 * (p_d + p_e2)
     assert split.optimizer == 12 * p_d / 8 + 12 * p_e2 / 1
-    assert split.activations == acts
+    assert split.activations == acts + 9 * 7 * 4096 * 24_576
     # expert tensor parallel = tp is the former layout (experts split over tp, EP from DP)
     assert split == memory_per_gpu_bytes(**MIXTRAL_8X22B)
-    # whole experts: 5.9 GiB more weights and gradients; the optimizer the same but for the
-    # router (tp times the parameters over tp times the shards)
-    assert (folded.total - split.total) / GIB == pytest.approx(5.906, abs=1e-3)
+    # whole experts: 5.9 GiB more weights and gradients (the optimizer the same but for the
+    # router: tp times the parameters over tp times the shards), 2.95 GiB fewer dispatched
+    # expert inputs (each rank's own sequence-parallel shard's copies, not the TP group's)
+    assert (folded.total - split.total) / GIB == pytest.approx(5.906 - 2.953, abs=1e-3)
     assert folded.optimizer - split.optimizer == pytest.approx(12 * 7 * 24_576 / 2 - 12 * 7 *
                                                                24_576, abs=1.0)
     # the run ran on 80 GB GPUs: it fits outright
     assert memory_fit_problem(folded, 80) is None and folded.total < 80 * GIB
+
+
+def test_dispatched_expert_inputs_of_the_8x22b_first_stage_by_hand():
+    # the permuted routed copies the experts' first linear layer keeps for its weight
+    # gradient: 2 h k c etp/tp B per token and MoE layer, 9 micro-batches x 7 layers x 4096
+    # tokens on the first stage: 3.17 GB with etp 1, 6.34 GB with the experts split over tp
+    # (HY's figures, /work/helpers/hy_notes.md)
+    n = 9 * 7 * 4096
+    assert n * 2 * 6144 * 2 * 1 // 2 == 3_170_893_824
+    assert n * 2 * 6144 * 2 * 1 * 2 // 2 == 6_341_787_648
+    # the rest of a token's layer (norms, attention, expert activations for k c = 2 copies)
+    # and the embedding output, as test_expert_tensor_parallel_memory_by_hand
+    rest, emb = 137_216, 2 * 4096 * 6144 // 2 * 9
+    for etp, dispatch in ((1, 12_288), (2, 24_576)):
+        kw = dict(MIXTRAL_8X22B, moe_expert_tp=etp)
+        none = memory_per_gpu_bytes(**kw)
+        assert none.activations == n * (rest + dispatch) + emb
+        # selective recompute rebuilds attention scores only (flash attention keeps none)
+        sel = memory_per_gpu_bytes(**kw, activation_recompute="selective")
+        assert sel.activations == none.activations
+        # full recompute: each layer's input 2 h/tp, and one layer rebuilt in its backward,
+        # its dispatched inputs with it: 8 h/tp + 2 (2h + 2 h_kv + 3F)/tp = 88,064 B a token
+        full = memory_per_gpu_bytes(**kw, activation_recompute="full")
+        assert full.activations == n * 6144 + 4096 * (88_064 + dispatch) + emb
+        # the model states do not change
+        assert (full.weights, full.optimizer) == (none.weights, none.optimizer)
+
+
+def test_dropless_routing_scales_the_routed_copies_by_the_busiest_load():
+    from twin.compute.step import MOE_DROPLESS_BUSIEST_LOAD
+    n, emb = 9 * 7 * 4096, 2 * 4096 * 6144 // 2 * 9
+    kw = dict(MIXTRAL_8X22B, moe_expert_tp=1)
+    # busiest rank at 1.25 its share: k x 1.25 = 2.5 routed copies per token, each with its
+    # expert activations 2 x 3 F / tp and its dispatched input 2 h etp / tp:
+    #   8 h/tp + 2 (2h + 2 h_kv + F)/tp + 2 x 3 F/tp x 1.5 + 2 h x 2.5 / 2 = 177,152 B
+    m = memory_per_gpu_bytes(**kw, moe_routing="dropless", moe_dropless_load=1.25)
+    assert m.activations == n * 177_152 + emb
+    assert 24_576 + 2 * (6144 + 2048 + 6144 + 3 * 16384) // 2 + 73_728 + 15_360 == 177_152
+    # default: the step model's fitted busiest load, the same as that capacity factor
+    d = memory_per_gpu_bytes(**kw, moe_routing="dropless")
+    assert d == memory_per_gpu_bytes(**kw, moe_capacity_factor=MOE_DROPLESS_BUSIEST_LOAD)
+    assert d.activations > memory_per_gpu_bytes(**kw).activations
+    # capacity routing is the default
+    assert memory_per_gpu_bytes(**kw, moe_routing="capacity") == memory_per_gpu_bytes(**kw)
+    for bad, word in ((dict(moe_routing="dropless", moe_capacity_factor=1.25), "no capacity"),
+                      (dict(moe_routing="dropless", moe_dropless_load=0.9), ">= 1"),
+                      (dict(moe_dropless_load=1.1), "applies to moe_routing"),
+                      (dict(moe_routing="balanced"), "moe_routing must be one of")):
+        with pytest.raises(ValueError, match=word):
+            memory_per_gpu_bytes(**kw, **bad)
+
+
+ESTIMATES = Path(__file__).resolve().parents[2] / "scenarios" / "estimates"
+
+
+@pytest.mark.parametrize("name, total_gib", [("grok1_314b_bf16_512gpu.yaml", 56.545),
+                                             ("mixtral_8x22b_bf16_128gpu.yaml", 64.624)])
+def test_published_moe_runs_still_fit(name, total_gib):
+    # Grok-1 (dgxc-benchmarking) and Mixtral 8x22B (Megatron-core) ran on 80 GB H100s: with
+    # the dispatched expert inputs (+6.66 and +2.95 GiB on their first stages) they fit
+    from twin.compute.estimate_file import load_estimate, memory_from_file
+    m = memory_from_file(load_estimate(ESTIMATES / name))
+    assert m.total / GIB == pytest.approx(total_gib, abs=1e-3)
+    assert memory_fit_problem(m, 80) is None and m.total < 80 * GIB
+
+
+def test_megatron_core_mixtral_8x7b_on_64_h100_fits():
+    # Megatron-core's MoE README: Mixtral 8x7B, 64 H100, TP1 PP4 VPP8 EP8, GBS 256, dropless
+    # (assets/reference/step_times_moe2.csv); first stage 4 + 3/8 micro-batches of 8 layers
+    m = memory_per_gpu_bytes(layers=32, hidden=4096, ffn_hidden=14336, heads=32, kv_heads=8,
+                             vocab=32000, seq_len=4096, micro_batch=1, tp=1, pp=4, vpp=8,
+                             dp=16, microbatches=16, moe_experts=8, moe_ep=8, moe_top_k=2,
+                             moe_routing="dropless")
+    assert m.stage == "first"
+    assert m.total / GIB == pytest.approx(53.947, abs=1e-3)
+    assert memory_fit_problem(m, 80) is None and m.total < 80 * GIB
 
 
 @pytest.mark.parametrize("zero_stage", [0, 1, 2, 3])

@@ -33,6 +33,22 @@ One pipeline stage's share on one GPU, as bytes [B]:
   the sequence-parallel shards are gathered and the experts split; with 1 each GPU runs
   whole experts on its own shard's copies).  The router (``h E``) stays with the
   TP-split part.
+* **dispatched expert inputs**: the token dispatcher permutes each rank's routed copies of
+  the MoE layer's (normed) input into expert order, and the experts' first linear layer
+  keeps that permuted tensor for its weight gradient (Megatron-core
+  ``megatron/core/transformer/moe``: the dispatcher's ``permute`` output is the input of the
+  grouped expert MLP's ``linear_fc1``; Korthikanti et al. count a linear layer's input among
+  the activations saved for backward).  It is not the norm output the count below already
+  keeps but a new ``h``-wide tensor per routed copy: ``2 h x k c etp / tp`` bytes per token of
+  ``b s/cp`` (``k c etp / tp`` copies per token, as for the expert activations: whole, ``2 h k
+  c``, when the experts split over ``tp`` and the sequence-parallel shards are gathered;
+  ``/ tp`` with ``etp = 1``).  Kept with no recompute and with selective recompute (attention
+  scores only); with full recompute and MaxText's ``save_qkv_proj`` only the layer being
+  rebuilt holds it.  Dropless routing (``moe_routing = "dropless"``): the rank's routed
+  copies are ``k x moe_dropless_load`` instead of ``k c`` (the busiest rank's load of the
+  step model, :data:`twin.compute.step.MOE_DROPLESS_BUSIEST_LOAD`, for the expert
+  activations and their dispatched inputs: a per-layer maximum, so an upper bound for a
+  rank summed over its layers).
 * **activations** saved for backward per token and layer (Korthikanti et al., "Reducing
   Activation Recomputation in Large Transformer Models", MLSys 2023, arXiv 2205.05198,
   generalised to grouped-query attention and gated MLPs), bf16::
@@ -229,6 +245,8 @@ def memory_per_gpu_bytes(
     moe_top_k: int = 2,
     moe_capacity_factor: float = 1.0,
     moe_expert_tp: int | None = None,
+    moe_routing: str = "capacity",
+    moe_dropless_load: float | None = None,
     shard_ranks: int | None = None,
     moe_ffn_hidden: int | None = None,
     moe_shared_experts: int = 0,
@@ -255,6 +273,12 @@ def memory_per_gpu_bytes(
     ``tp x cp x dp``, as Megatron-core requires): ``moe_experts / moe_ep`` experts split
     over ``moe_expert_tp`` ranks, their states sharded over the ``tp cp dp / (moe_expert_tp
     moe_ep)`` expert-data-parallel ranks (module doc).
+    moe_routing: "capacity" (``moe_top_k x moe_capacity_factor`` routed copies per token)
+    or "dropless" (``moe_top_k x moe_dropless_load``, None: the step model's
+    :data:`twin.compute.step.MOE_DROPLESS_BUSIEST_LOAD`; capacity factor left at 1.0), as
+    :func:`twin.compute.step_estimate` takes them.  Expert activations and the dispatched
+    expert inputs (``2 h k c etp / tp`` bytes per token and MoE layer, module doc) scale with
+    the routed copies.
     shard_ranks: ranks the sharded states are split over (ZeRO-3 / FSDP shard group;
     default ``dp * cp``; the expert states over ``shard_ranks x tp / (etp ep)``).
 
@@ -294,6 +318,24 @@ def memory_per_gpu_bytes(
         if (tp * cp * dp) % (moe_expert_tp * moe_ep):
             raise ValueError(f"moe_expert_tp x moe_ep = {moe_expert_tp * moe_ep} does not divide "
                              f"the tensor x context x data parallel ranks {tp * cp * dp}")
+    # routed copies a rank's experts take per token: k c, or the busiest rank's load dropless
+    moe_copies = moe_top_k * moe_capacity_factor
+    if moe_experts > 0:
+        from twin.compute.step import MOE_DROPLESS_BUSIEST_LOAD, MOE_ROUTINGS
+        if moe_routing not in MOE_ROUTINGS:
+            raise ValueError(f"moe_routing must be one of {MOE_ROUTINGS}, got {moe_routing!r}")
+        if moe_routing == "dropless":
+            if moe_capacity_factor != 1.0:
+                raise ValueError(f"moe_capacity_factor={moe_capacity_factor!r} applies to "
+                                 f"capacity routing; dropless routing has no capacity (leave it "
+                                 f"at 1.0)")
+            load = MOE_DROPLESS_BUSIEST_LOAD if moe_dropless_load is None else moe_dropless_load
+            if not load >= 1.0:
+                raise ValueError(f"moe_dropless_load must be >= 1 (the busiest rank carries at "
+                                 f"least the mean), got {moe_dropless_load!r}")
+            moe_copies = moe_top_k * float(load)
+        elif moe_dropless_load is not None:
+            raise ValueError("moe_dropless_load applies to moe_routing='dropless' only")
     # experts split over etp ranks: tp unless expert tensor parallelism is given
     etp = tp if (moe_experts == 0 or moe_expert_tp is None) else int(moe_expert_tp)
     h, F = float(hidden), float(ffn_hidden)
@@ -356,14 +398,19 @@ def memory_per_gpu_bytes(
     Fl = int(Fe) if moe_experts > 0 else ffn_hidden
     a_tok = activation_bytes_per_token_layer(hidden=hidden, ffn_hidden=Fl,
                                              recompute=activation_recompute, **act_kw)
+    # the routed copies' permuted h-wide inputs, kept by the experts' first linear layer: k c
+    # etp/tp copies per token (module doc); 0 for a dense model
+    dispatch = 2.0 * h * moe_copies * etp / tp if moe_experts > 0 else 0.0
     if moe_experts > 0 and activation_recompute != "full":
         # expert MLP activations for top_k x capacity routed copies instead of one MLP: a
         # GPU computes k c etp/tp copies per token of mats F/etp each, so etp drops out
-        a_tok += 2.0 * mats * Fe / tp * (moe_top_k * moe_capacity_factor - 1.0)
+        a_tok += 2.0 * mats * Fe / tp * (moe_copies - 1.0)
         if Fs:  # shared experts on every token, TP-split
             a_tok += 2.0 * mats * Fs / tp
+    if activation_recompute in ("none", "selective"):  # else rebuilt with the layer
+        a_tok += dispatch
     a_full = activation_bytes_per_token_layer(hidden=hidden, ffn_hidden=Fl, recompute="none",
-                                              **act_kw)
+                                              **act_kw) + dispatch
     nd = moe_dense_layers if moe_experts > 0 else 0
     if nd:  # the first layers' dense MLP of ffn_hidden
         a_dense = activation_bytes_per_token_layer(hidden=hidden, ffn_hidden=ffn_hidden,
