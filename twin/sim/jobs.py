@@ -242,8 +242,29 @@ class Jobs(Component):
             job.process = self.env.process(self._lifecycle(job))
 
     # ------------------------------------------------------------------ step rate
-    def fabric_figures(self, nodes: np.ndarray) -> tuple[float, float]:
-        """(max switch hops, per-node bottleneck bandwidth [Gb/s]) of a placement.
+    def traffic_pattern(self, job: JobState) -> str:
+        """The traffic pattern the fabric routes for the job (:data:`twin.fabric.routing.PATTERNS`):
+        ``"all_to_all"`` for a mixture of experts whose expert-parallel group spans nodes,
+        else ``"ring"``, as ``twin estimate fabric-study`` gives its jobs
+        (:func:`twin.compute.fabric_study._job`).
+
+        The group spans nodes when a node holds fewer than ``ep`` of its ranks, the ranks per
+        node being the step model's (:func:`twin.compute.step.step_time`): EP ranks are
+        ``tp cp`` apart (Megatron order TP, CP, EP, DP), or ``moe_expert_tp`` apart with the
+        folded expert groups (ETP, EP, EDP), so a node of ``g`` GPUs holds
+        ``min(ep, g // stride)`` of them (1 when the stride exceeds ``g``)."""
+        s = job.spec
+        ep = s.ep
+        if ep <= 1:         # dense, or experts on every rank (the schema ties ep > 1 to experts)
+            return "ring"
+        g = self.gpus_per_node_of(job)
+        stride = s.tp * s.cp if s.moe_expert_tp is None else s.moe_expert_tp
+        per_node = max(1, min(ep, g // stride)) if stride <= g else 1
+        return "all_to_all" if per_node < ep else "ring"
+
+    def fabric_figures(self, nodes: np.ndarray, pattern: str = "ring") -> tuple[float, float]:
+        """(max switch hops, per-node bottleneck bandwidth [Gb/s]) of a placement whose
+        collectives load the fabric in ``pattern`` (:meth:`traffic_pattern`).
 
         The fabrics are symmetric (every scalable unit wired alike), so the figures depend on
         how the job spreads over the units, not on which units. They are cached by a summary
@@ -256,6 +277,11 @@ class Jobs(Component):
         no longer symmetric: the bandwidth is routed around them for the job's nodes per unit
         (:func:`twin.fabric.bottleneck_bandwidth_gbps` with ``failed_switches`` and
         ``failed_links``), cached by the faults in force and those counts.
+
+        An all-to-all is keyed by the nodes per unit instead of the ring's summary: every
+        node sends to every other, so a unit's uplinks carry ``n_u (N - n_u)`` node pairs,
+        which the largest unit alone does not fix (a unit's nodes hang off the same leaves,
+        so which nodes of a unit does not matter).
         """
         spread = self._spread.get(id(nodes))
         if spread is not None and spread[4] is nodes and (
@@ -283,30 +309,35 @@ class Jobs(Component):
             self._spread_held = held
             frozen = isinstance(nodes, np.ndarray) and _unwritable(nodes)
             self._spread[id(nodes)] = (nodes if frozen else nodes.copy(), key, counts, n_sus, nodes)
+        if pattern != "ring":
+            key = (pattern, counts.tobytes())
         if key not in self._fabric_cache:
             hops = fabric.placement_hops(self.e.graph, nodes)
-            bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes)
+            bw = fabric.bottleneck_bandwidth_gbps(self.e.graph, nodes, pattern=pattern)
             self._fabric_cache[key] = (float(hops["max_hops"]), float(bw))
         hops, bw = self._fabric_cache[key]
         if self._fabric_fails is not None:
-            bw = self._faulted_bandwidth_gbps(nodes, counts)
+            bw = self._faulted_bandwidth_gbps(nodes, counts, pattern)
         rails = self.s.fabric.rails
         return hops, bw * max(rails - self._worst_degraded(counts, n_sus), 0) / rails
 
-    def _faulted_bandwidth_gbps(self, nodes: np.ndarray, counts: np.ndarray) -> float:
+    def _faulted_bandwidth_gbps(self, nodes: np.ndarray, counts: np.ndarray, pattern: str = "ring") -> float:
         """Per-node bottleneck bandwidth [Gb/s] of the job on ``nodes`` (``counts``: its
-        nodes per unit) with the fabric faults in force routed around. A unit's nodes hang
-        off the same leaves, so the nodes per unit (which units, how many in each) fix the
-        leaf-to-leaf traffic of the ring: they and the faults are the key."""
+        nodes per unit) with the fabric faults in force routed around, its collectives in
+        ``pattern``. A unit's nodes hang off the same leaves, so the nodes per unit (which
+        units, how many in each) fix the leaf-to-leaf traffic of the ring or the
+        all-to-all: they, the faults and the pattern are the key."""
         assert self._fabric_fails is not None      # called only while faults are in force
-        key = (self._fabric_fails, counts.tobytes())
+        key: tuple = (self._fabric_fails, counts.tobytes())
+        if pattern != "ring":
+            key += (pattern,)
         bw = self._faulted_cache.get(key)
         if bw is None:
             if len(self._faulted_cache) > 4096:
                 self._faulted_cache.clear()
             switches, links = self._fabric_fails
             bw = self._faulted_cache[key] = float(fabric.bottleneck_bandwidth_gbps(
-                self.e.graph, nodes, links, failed_switches=switches))
+                self.e.graph, nodes, links, failed_switches=switches, pattern=pattern))
         return bw
 
     def fabric_faults_changed(self) -> None:
@@ -366,8 +397,9 @@ class Jobs(Component):
         max-min fair share of the links it shares with the other jobs on the fabric
         (running or checkpointing, 2+ nodes), over its alone adaptive rate
         (:func:`twin.fabric.fair_share_bandwidths_gbps`), both with the fabric faults in
-        force routed around. Cached by the set of placements (and the faults); 1 with the
-        defaults (adaptive, no sharing) or on one node."""
+        force routed around, each job's traffic in its own pattern (:meth:`traffic_pattern`).
+        Cached by the set of placements (and the faults, and the patterns when any is not a
+        ring); 1 with the defaults (adaptive, no sharing) or on one node."""
         f = self.s.fabric
         if (f.sharing == "none" and f.routing == "adaptive") or len(job.nodes) < 2:
             return 1.0
@@ -376,6 +408,9 @@ class Jobs(Component):
             group = [j for j in self._live() if j.status in ("running", "checkpointing")
                      and len(j.nodes) >= 2 and j is not job] + [job]
         key: tuple = tuple(sorted(j.nodes.tobytes() for j in group))
+        pats = [self.traffic_pattern(j) for j in group]
+        if any(p != "ring" for p in pats):      # a placement does not name its job's pattern
+            key = (tuple(sorted(zip((j.nodes.tobytes() for j in group), pats, strict=True))),)
         fails = self._fabric_fails
         if fails is not None:
             key = (fails, *key)
@@ -385,11 +420,11 @@ class Jobs(Component):
             g = self.e.graph
             switches, links = fails if fails is not None else ((), ())
             r = fabric.fair_share_bandwidths_gbps(
-                g, [j.nodes for j in group], seed=self.s.simulation.seed,
+                g, [j.nodes for j in group], pattern=pats, seed=self.s.simulation.seed,
                 routing="ecmp" if f.routing == "static_ecmp" else "adaptive",
                 failed_links=links, failed_switches=switches)
-            alone = np.array([fabric.bottleneck_fraction(g, j.nodes, links, failed_switches=switches)
-                              for j in group])
+            alone = np.array([fabric.bottleneck_fraction(g, j.nodes, links, failed_switches=switches, pattern=p)
+                              for j, p in zip(group, pats, strict=True)])
             ratio = np.divide(r["fraction"], alone, out=np.zeros(len(group)), where=alone > 0)
             self._share_cache[key] = {j.nodes.tobytes(): float(x) for j, x in zip(group, ratio, strict=True)}
         return self._share_cache[key][job.nodes.tobytes()]
@@ -409,7 +444,7 @@ class Jobs(Component):
             float(np.asarray(st.brake_clock)[nodes].min()) if len(nodes) else 1.0)     # (N,) with mixed models
         clock = self._min_clock(nodes) * brake
         clock *= self.e.power.cap_clock_fraction if m == 0 else float(self.e.power.cap_clock_fraction_by_model[m])
-        hops, bw = self.fabric_figures(nodes)
+        hops, bw = self.fabric_figures(nodes, self.traffic_pattern(job))
         bw *= self.shared_fraction(job)
         # stream jobs of one class share their model: cache by class and parallelism, not name
         ident = job.spec.name if job.stream is None else (
