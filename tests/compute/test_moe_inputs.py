@@ -355,3 +355,29 @@ def test_usable_gpus_without_expert_tp_is_the_former_rule():
                     # etp = tp folds to the former rule
                     if etp == tp:
                         assert dp == ep // math.gcd(cp, ep)
+
+
+def test_twin_estimate_step_routes_a_spanning_expert_group_as_the_engine_does():
+    # Grok-1's EP8 is strided by tp x cp = 8: every EP rank on another node, so its traffic is
+    # an all-to-all (twin.compute.step.fabric_traffic_pattern, the engine's rule too); on a 2:1
+    # CLOS the all-to-all gets 1,575 Gb/s per node where a ring would get 3,200
+    from twin.compute import specs
+    from twin.compute.estimate_file import estimate_from_file, fabric_figures, job_specs
+    from twin.compute.step import fabric_traffic_pattern
+
+    grok = ROOT / "scenarios/estimates/grok1_314b_bf16_512gpu.yaml"
+    est = load_estimate(grok, ["cluster.fabric.kind=clos", "cluster.fabric.oversubscription=2"])
+    c, p = est.cluster, est.parallelism
+    assert fabric_traffic_pattern(experts=est.model.experts, ep=p.ep, tp=p.tp, cp=p.cp,
+                                  moe_expert_tp=p.moe_expert_tp,
+                                  gpus_per_node=c.gpus_per_node) == "all_to_all"
+    a2a, hops = fabric_figures(c, "all_to_all")
+    assert (a2a, fabric_figures(c)[0]) == (1575.0, 3200.0)
+    model, par, gpu = job_specs(est)
+    by_hand = specs.step_time(model, par, gpu, specs.FabricSpec(
+        inter_node_gbps=a2a, transport=c.fabric.transport, hops=hops, nics_per_node=c.fabric.nics()),
+        gpus=c.gpus, clock_fraction=c.clock_fraction)
+    assert estimate_from_file(est).step_time_s == by_hand.step_time_s
+    # a dense job keeps the ring
+    assert fabric_traffic_pattern(experts=0, ep=1, tp=4, cp=2, moe_expert_tp=None,
+                                  gpus_per_node=8) == "ring"

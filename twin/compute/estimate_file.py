@@ -54,7 +54,12 @@ from pydantic import (
 from twin.compute import specs
 from twin.compute.memory import MemoryBreakdown, memory_fit_problem
 from twin.compute.specs import GpuSpec, ModelSpec, ParallelSpec, memory_per_gpu, step_time
-from twin.compute.step import COMPUTE_CAPABILITIES, KERNEL_EFFICIENCY, StepEstimate
+from twin.compute.step import (
+    COMPUTE_CAPABILITIES,
+    KERNEL_EFFICIENCY,
+    StepEstimate,
+    fabric_traffic_pattern,
+)
 
 _Frac = Annotated[float, Field(gt=0.0, le=1.0)]
 #: the C-accelerated safe loader when libyaml is there (same safety: no Python tags)
@@ -305,8 +310,9 @@ def load_estimate(path: str | Path, overrides: list[str] | None = None) -> Estim
     return parse_estimate(apply_overrides(data or {}, overrides), str(path))
 
 
-def fabric_figures(cluster: Cluster) -> tuple[float, float]:
-    """(inter_node_gbps per node, hops) of the job on the first nodes of its fabric."""
+def fabric_figures(cluster: Cluster, pattern: str = "ring") -> tuple[float, float]:
+    """(inter_node_gbps per node, hops) of the job on the first nodes of its fabric, its
+    traffic routed as ``pattern`` (:func:`twin.compute.step.fabric_traffic_pattern`)."""
     f = cluster.fabric
     if f.inter_node_gbps is not None and f.hops is not None:
         return f.inter_node_gbps, f.hops
@@ -324,7 +330,8 @@ def fabric_figures(cluster: Cluster) -> tuple[float, float]:
         raise EstimateFileError([f"cluster.gpus = {cluster.gpus} ({n_nodes} nodes): the "
                                  f"{f.kind} fabric cannot hold them: {exc}"]) from None
     nodes = np.arange(n_nodes)
-    bw = f.inter_node_gbps if f.inter_node_gbps is not None else bottleneck_bandwidth_gbps(g, nodes)
+    bw = f.inter_node_gbps if f.inter_node_gbps is not None else bottleneck_bandwidth_gbps(
+        g, nodes, pattern=pattern)
     hops = f.hops if f.hops is not None else float(placement_hops(g, nodes)["max_hops"])
     return float(bw), float(hops)
 
@@ -434,7 +441,10 @@ def estimate_from_file(est: EstimateFile) -> StepEstimate:
                                  f"{problem} (cluster.gpu.memory_gb)"])
     if t.precision == "fp8" and c.gpu.peak_fp8_tflops is None:
         raise EstimateFileError(["cluster.gpu.peak_fp8_tflops: needed for precision fp8"])
-    bw, hops = fabric_figures(c)
+    m = est.model
+    bw, hops = fabric_figures(c, fabric_traffic_pattern(
+        experts=m.experts, ep=p.ep, tp=p.tp, cp=p.cp, moe_expert_tp=p.moe_expert_tp,
+        gpus_per_node=c.gpus_per_node))
     fabric = specs.FabricSpec(inter_node_gbps=bw, transport=c.fabric.transport, hops=hops,
                               nics_per_node=c.fabric.nics())
     model, par, gpu = job_specs(est)

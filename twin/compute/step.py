@@ -495,6 +495,31 @@ def _check_deepseek_terms(*, layers, moe_experts, moe_ffn_hidden, moe_shared_exp
                "mla_q_lora_rank and the mla head dims need mla_kv_lora_rank > 0")
 
 
+def expert_ranks_per_node(*, ep: int, tp: int, cp: int, moe_expert_tp: int | None,
+                          gpus_per_node: int) -> int:
+    """Ranks of one expert-parallel group on a node [-].
+
+    EP ranks are ``tp cp`` apart (Megatron's order TP, CP, EP, DP), or ``moe_expert_tp``
+    apart with folded expert groups (Megatron-core "MoE parallel folding": ETP, EP, EDP), so a
+    node of ``g`` GPUs holds ``min(ep, g // stride)`` of them, 1 when the stride exceeds ``g``.
+    The group's all-to-all crosses nodes when this is below ``ep``."""
+    stride = tp * cp if moe_expert_tp is None else moe_expert_tp
+    return max(1, min(ep, gpus_per_node // stride)) if stride <= gpus_per_node else 1
+
+
+def fabric_traffic_pattern(*, experts: int, ep: int, tp: int, cp: int,
+                           moe_expert_tp: int | None, gpus_per_node: int) -> str:
+    """The pattern a job's traffic loads the fabric with (:data:`twin.fabric.routing.PATTERNS`):
+    ``"all_to_all"`` for a mixture of experts whose expert-parallel group spans nodes
+    (:func:`expert_ranks_per_node` below ``ep``), else ``"ring"``; the one rule of the engine
+    (:meth:`twin.sim.jobs.Jobs.traffic_pattern`), ``twin estimate step`` and the fabric study."""
+    if not experts or ep <= 1:
+        return "ring"
+    rpn = expert_ranks_per_node(ep=ep, tp=tp, cp=cp, moe_expert_tp=moe_expert_tp,
+                                gpus_per_node=gpus_per_node)
+    return "all_to_all" if rpn < ep else "ring"
+
+
 def parameter_count(*, layers, hidden, ffn_hidden, heads, kv_heads, vocab,
                     gated_mlp: bool = True) -> float:
     """Parameters of a Llama-style decoder (untied embeddings, RMSNorm, no biases) [-]."""
@@ -967,10 +992,8 @@ def step_estimate(
         # so an EP group holds g / (tp cp) ranks of a node at most
         if E and moe_ep > 1:
             a2a_bytes = T / sp * moe_top_k * moe_load * h * 2.0
-            if moe_expert_tp is None:
-                ep_rpn = max(1, min(moe_ep, g // (tp * cp))) if tp * cp <= g else 1
-            else:  # folded expert groups (order ETP, EP, EDP): EP ranks are etp apart
-                ep_rpn = max(1, min(moe_ep, g // etp)) if etp <= g else 1
+            ep_rpn = expert_ranks_per_node(ep=moe_ep, tp=tp, cp=cp, moe_expert_tp=moe_expert_tp,
+                                           gpus_per_node=g)
             t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes,
                                                   nodes=math.ceil(moe_ep / ep_rpn),
                                                   ranks_per_node=ep_rpn, **coll))

@@ -13,6 +13,7 @@ import simpy
 from simpy.events import NORMAL
 
 from twin import compute, fabric, power, reliability, storage
+from twin.compute.step import fabric_traffic_pattern
 from twin.phases import Phase
 from twin.plant import model_spec, seconds_since, step_estimate_for
 from twin.power.node import _frozen as _unwritable  # nothing can write it (the write log's rule)
@@ -248,19 +249,15 @@ class Jobs(Component):
         else ``"ring"``, as ``twin estimate fabric-study`` gives its jobs
         (:func:`twin.compute.fabric_study._job`).
 
-        The group spans nodes when a node holds fewer than ``ep`` of its ranks, the ranks per
-        node being the step model's (:func:`twin.compute.step.step_time`): EP ranks are
-        ``tp cp`` apart (Megatron order TP, CP, EP, DP), or ``moe_expert_tp`` apart with the
-        folded expert groups (ETP, EP, EDP), so a node of ``g`` GPUs holds
-        ``min(ep, g // stride)`` of them (1 when the stride exceeds ``g``)."""
+        The group spans nodes when a node holds fewer than ``ep`` of its ranks: the step
+        model's own rule, :func:`twin.compute.step.fabric_traffic_pattern` (which
+        ``twin estimate step`` routes too)."""
         s = job.spec
-        ep = s.ep
-        if ep <= 1:         # dense, or experts on every rank (the schema ties ep > 1 to experts)
+        if s.ep <= 1:       # dense, or experts on every rank (the schema ties ep > 1 to experts)
             return "ring"
-        g = self.gpus_per_node_of(job)
-        stride = s.tp * s.cp if s.moe_expert_tp is None else s.moe_expert_tp
-        per_node = max(1, min(ep, g // stride)) if stride <= g else 1
-        return "all_to_all" if per_node < ep else "ring"
+        return fabric_traffic_pattern(
+            experts=s.model.experts, ep=s.ep, tp=s.tp, cp=s.cp, moe_expert_tp=s.moe_expert_tp,
+            gpus_per_node=self.gpus_per_node_of(job))
 
     def fabric_figures(self, nodes: np.ndarray, pattern: str = "ring") -> tuple[float, float]:
         """(max switch hops, per-node bottleneck bandwidth [Gb/s]) of a placement whose
