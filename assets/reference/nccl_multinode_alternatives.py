@@ -297,19 +297,24 @@ def fill_time_law_scores(on: bool) -> dict:
     return {"errors": errs, "heldout3": h3, "roles": roles}
 
 
+def _goal_counts(sc: dict) -> str:
+    """``fit / held out / all`` goal rows within 10 % of a variant's scores, and HG's."""
+    e = {t: np.abs(v) for t, v in sc["errors"].items()}
+    fit = int((e["A/B fit"] <= 0.10).sum())
+    total = sum(int((v <= 0.10).sum()) for v in e.values())
+    n = sum(v.size for v in e.values())
+    g3 = np.abs([x for t, v in sc["heldout3"].items() for x, role in
+                 zip(v, sc["roles"][t], strict=True) if role == "validate"])
+    return (f"{fit}/{e['A/B fit'].size} / {total - fit}/{n - e['A/B fit'].size} / "
+            f"{total}/{n}; HG's goal rows {int((g3 <= 0.10).sum())}/{g3.size}")
+
+
 def print_fill_time_law() -> None:
     print("\nFill-time law (NIC-share law on in both): goal rows within 10 % (fit / held out / "
           "all of 107), HG's 11 goal rows, and each changed table")
     runs = {name: fill_time_law_scores(on) for name, on in FILL_TIME_VARIANTS.items()}
     for name, sc in runs.items():
-        e = {t: np.abs(v) for t, v in sc["errors"].items()}
-        fit = int((e["A/B fit"] <= 0.10).sum())
-        total = sum(int((v <= 0.10).sum()) for v in e.values())
-        n = sum(v.size for v in e.values())
-        g3 = np.abs([x for t, v in sc["heldout3"].items() for x, role in
-                     zip(v, sc["roles"][t], strict=True) if role == "validate"])
-        print(f"{name}: {fit}/{e['A/B fit'].size} / {total - fit}/{n - e['A/B fit'].size} / "
-              f"{total}/{n}; HG's goal rows {int((g3 <= 0.10).sum())}/{g3.size}")
+        print(f"{name}: {_goal_counts(sc)}")
     base, law = runs.values()
     for key in ("errors", "heldout3"):
         for t in base[key]:
@@ -390,15 +395,7 @@ def print_fill_ref_node() -> None:
           "out / all of 107), HG's 11 goal rows, and each changed table")
     runs = {on: fill_ref_node_scores(on) for on in (False, True)}
     for on, sc in runs.items():
-        e = {t: np.abs(v) for t, v in sc["errors"].items()}
-        fit = int((e["A/B fit"] <= 0.10).sum())
-        total = sum(int((v <= 0.10).sum()) for v in e.values())
-        n = sum(v.size for v in e.values())
-        g3 = np.abs([x for t, v in sc["heldout3"].items() for x, role in
-                     zip(v, sc["roles"][t], strict=True) if role == "validate"])
-        print(f"{'fit node (shipped)' if on else 'own NVLink (before)'}: {fit}/{e['A/B fit'].size} / "
-              f"{total - fit}/{n - e['A/B fit'].size} / {total}/{n}; HG's goal rows "
-              f"{int((g3 <= 0.10).sum())}/{g3.size}")
+        print(f"{'fit node (shipped)' if on else 'own NVLink (before)'}: {_goal_counts(sc)}")
         for label, (bw, err) in sc["checks"].items():
             tail = "" if err is None else f"  {100 * err:+.2f} %"
             print(f"    {label:44s} {bw:6.1f} GB/s{tail}")
