@@ -212,10 +212,13 @@ def test_memory_weights_per_gpu_deepseek_v3_layout():
     first = 3 * (attn + 3 * h * 18432) + moe_layer + V * h
     sh, E, k = _shape("deepseek_v3")
     kw = dict(sh, micro_batch=1, tp=1, pp=16, dp=128, moe_experts=E, moe_ep=64, moe_top_k=k)
-    m = memory_per_gpu_bytes(**kw)
+    # two micro-batches a step: the first stage is the heaviest (with 16 the second, below)
+    m = memory_per_gpu_bytes(**kw, microbatches=2)
     assert m.stage == "first"
     assert m.weights == pytest.approx(2.0 * first, rel=1e-12)
     assert m.weights / 2**30 == pytest.approx(5.749, abs=0.001)
+    # the second stage: 4 MoE layers, no embedding
+    assert memory_per_gpu_bytes(**kw).weights == pytest.approx(2.0 * 4 * moe_layer, rel=1e-12)
     # without pipeline stages (one stage, all 61 layers, both embeddings) the same experts
     m_one = memory_per_gpu_bytes(**dict(kw, pp=1))
     whole = 3 * (attn + 3 * h * 18432) + 58 * moe_layer + 2 * V * h
@@ -225,17 +228,56 @@ def test_memory_weights_per_gpu_deepseek_v3_layout():
 
 def test_memory_routed_copies_deepseek_v3_first_stage():
     # DeepSeek-V3, TP1 PP16 EP64: the first stage's one MoE layer (3 dense ones before it)
-    # holds 16 micro-batches of 4096 tokens.  Four more routed copies a token (top-8 against
-    # top-4) add each copy's expert activations, 2 x 3 x 2048 B (up, gate, SwiGLU out), and
-    # its dispatched input kept by the experts' first linear layer, 2 x 7168 B (etp = tp = 1)
+    # holds 16 micro-batches of 4096 tokens.  Four more routed copies a token (top-6 against
+    # top-2: the first stage is the heaviest up to top-6) add each copy's expert activations,
+    # 2 x 3 x 2048 B (up, gate, SwiGLU out), and its dispatched input kept by the experts'
+    # first linear layer, 2 x 7168 B (etp = tp = 1)
     sh, E, k = _shape("deepseek_v3")
     kw = dict(sh, micro_batch=1, tp=1, pp=16, dp=128, moe_experts=E, moe_ep=64)
+    m6 = memory_per_gpu_bytes(**kw, moe_top_k=6)
+    m2 = memory_per_gpu_bytes(**kw, moe_top_k=2)
+    assert m6.stage == m2.stage == "first"
+    assert m6.activations - m2.activations == 16 * 4096 * 4 * (2 * 3 * 2048 + 2 * 7168)
+    # top-8 (V3's k): the second stage's 4 MoE layers, 15 micro-batches in flight, are the
+    # heaviest; one more copy than top-7 adds 15 x 4 x 4096 x one copy's bytes
     m8 = memory_per_gpu_bytes(**kw, moe_top_k=k)
-    m4 = memory_per_gpu_bytes(**kw, moe_top_k=4)
-    assert k == 8 and m8.stage == m4.stage == "first"
-    assert m8.activations - m4.activations == 16 * 4096 * 4 * (2 * 3 * 2048 + 2 * 7168)
+    m7 = memory_per_gpu_bytes(**kw, moe_top_k=7)
+    assert k == 8 and m8.stage == m7.stage == "stage 2"
+    assert m8.activations - m7.activations == 15 * 4 * 4096 * (2 * 3 * 2048 + 2 * 7168)
     # top-8 dispatched inputs of the stage: 16 x 4096 x 8 x 2 x 7168 B = 7.0 GiB
     assert 16 * 4096 * 8 * 2 * 7168 / 2**30 == pytest.approx(7.0, abs=1e-12)
+
+
+def test_memory_deepseek_v3_second_stage_by_hand():
+    # DeepSeek-V3, TP1 PP16 EP64, top-8 capacity 1, no recompute, flash attention: the first
+    # stage holds the 3 dense layers and 1 MoE layer, the second 4 MoE layers with one
+    # micro-batch fewer in flight under 1F1B (Megatron-core: pp - 1 - j warm-up forwards on
+    # rank j, so 16 - 1 = 15).  Saved bytes per token of one MoE layer (bf16, tp = 1):
+    h, k, Fe = 7168, 8, 2048
+    norms = 2 * 4 * h                                   # two norms' inputs and outputs
+    mla = 128 * (2 * 192 + 2 * 128) + (1536 + 512 + 64)  # q, k, v, attention out; latents
+    mlp = 2 * (mla + 3 * Fe) + 2 * 3 * Fe * (k - 1)     # one expert's MLP per routed copy
+    shared = 2 * 3 * Fe                                 # the shared expert, every token
+    dispatched = 2 * h * k                              # expert inputs kept for wgrad
+    a_moe = norms + mlp + shared + dispatched
+    assert a_moe == 450_688
+    sh, E, top_k = _shape("deepseek_v3")
+    assert top_k == k
+    kw = dict(sh, micro_batch=1, tp=1, pp=16, dp=128, moe_experts=E, moe_ep=64, moe_top_k=k)
+    m = memory_per_gpu_bytes(**kw)
+    assert m.stage == "stage 2"
+    assert m.activations == 15 * 4 * 4096 * a_moe       # no embedding output, no logits
+    assert m.activations / 2**30 == pytest.approx(103.154, abs=0.001)
+    assert m.logits == 0.0 and m.total / 2**30 == pytest.approx(118.359, abs=0.001)
+    # the first stage, the heaviest with 2 micro-batches a step (both stages then hold 2):
+    # 3 dense layers, 1 MoE layer and the embedding output; with 16 in flight it holds
+    # 16 x 4096 x 1,473,024 B = 89.9 GiB, 13.3 GiB less than the second stage
+    a_dense = norms + 2 * (mla + 3 * 18432)
+    first = memory_per_gpu_bytes(**kw, microbatches=2)
+    assert first.stage == "first"
+    assert first.activations == 2 * 4096 * (3 * a_dense + a_moe + 2 * h)
+    assert 3 * a_dense + a_moe + 2 * h == 1_473_024
+    assert 16 * 4096 * 1_473_024 / 2**30 == pytest.approx(89.9, abs=0.05)
 
 
 @pytest.mark.parametrize("bad, word", [

@@ -389,3 +389,51 @@ def test_expert_tensor_parallel_input_errors():
     # a dense model ignores it, as the step model does
     dense = dict(MIXTRAL_8X22B, moe_experts=0, moe_ep=1)
     assert memory_per_gpu_bytes(**dense, moe_expert_tp=1) == memory_per_gpu_bytes(**dense)
+
+
+def _dense_first_moe(**over):
+    # a small MoE model whose dense first layers are lighter than its MoE layers (small dense
+    # MLP, top-8 of large experts), so an all-MoE inner stage can outweigh the first
+    kw = dict(layers=8, hidden=1024, ffn_hidden=512, heads=8, kv_heads=8, vocab=32000,
+              seq_len=2048, micro_batch=1, tp=1, pp=4, dp=8, moe_experts=16, moe_ep=8,
+              moe_top_k=8, moe_ffn_hidden=4096)
+    kw.update(over)
+    return kw
+
+
+@pytest.mark.parametrize("vpp, layers, nd, microbatches, stage_flight, first_flight", [
+    (1, 8, 2, None, 3.0, 4.0),         # 1F1B: rank j holds pp - j micro-batches
+    (2, 16, 4, None, 4.5, 5.5),        # interleaved: pp + (pp - 1 - 2j)/vpp, j = 1
+    (1, 8, 2, 2, 2.0, 2.0),            # never more than the step's micro-batches
+])
+def test_inner_all_moe_stage_in_flight(vpp, layers, nd, microbatches, stage_flight,
+                                       first_flight):
+    # the second stage is the first made of MoE layers only; its activations are the all-MoE
+    # model's first stage's (less the embedding output) scaled by its micro-batches in flight
+    kw = _dense_first_moe(layers=layers, vpp=vpp, microbatches=microbatches)
+    all_moe = memory_per_gpu_bytes(**kw)
+    assert all_moe.stage == "first"
+    embed = 2.0 * 2048 * 1024 * first_flight
+    m = memory_per_gpu_bytes(**kw, moe_dense_layers=nd)
+    assert m.stage == "stage 2"
+    assert m.activations == pytest.approx((all_moe.activations - embed)
+                                          * stage_flight / first_flight, rel=1e-12)
+    assert m.logits == 0.0 and m.weights < all_moe.weights  # no embedding on an inner stage
+    assert "stage 2)" in m.describe_gib()
+
+
+def test_dense_layers_over_two_stages_reach_the_third_stage():
+    # 3 dense layers at 2 layers a stage: stage 1 dense, stage 2 one dense and one MoE layer
+    # (3 in flight), stage 3 the first all-MoE stage (2 in flight), evaluated though not the
+    # first with MoE layers; here its two MoE layers outweigh the mixed stage
+    kw = _dense_first_moe()
+    all_moe = memory_per_gpu_bytes(**kw)
+    m = memory_per_gpu_bytes(**kw, moe_dense_layers=3)
+    assert m.stage == "stage 3"
+    assert m.activations == pytest.approx((all_moe.activations - 2.0 * 2048 * 1024 * 4) * 2 / 4,
+                                          rel=1e-12)
+    # with five stages the all-MoE one is inner too; with three it is the last (one in flight)
+    assert memory_per_gpu_bytes(**dict(kw, layers=10, pp=5), moe_dense_layers=3).stage \
+        == "stage 3"
+    assert memory_per_gpu_bytes(**dict(kw, layers=6, pp=3), moe_dense_layers=3).stage \
+        == "last"

@@ -75,8 +75,12 @@ One pipeline stage's share on one GPU, as bytes [B]:
   caching allocator's fragmentation, a fixed ``buffer_bytes`` (2 GiB, engineering
   estimate: ~0.5 GB context, ~0.5-1 GB NCCL, the rest workspaces and fragments).
 
-The worst of the first and the last pipeline stage is the job's figure.  HBM sizes
-quoted in "GB" are GiB (H100 80 GB: 81,559 MiB in ``nvidia-smi``).
+The worst of the first and the last pipeline stage is the job's figure; with dense first
+layers (``moe_dense_layers``) also of the inner stages up to the first made of MoE layers
+only, named ``"stage j"`` (1-based), with ``pp - j + 1`` micro-batches in flight under 1F1B
+and ``pp + (pp + 1 - 2j)/vpp`` interleaved (Megatron-core's warm-up counts, in the code;
+never more than the step's micro-batches).  HBM sizes quoted in "GB" are GiB (H100 80 GB:
+81,559 MiB in ``nvidia-smi``).
 """
 
 from __future__ import annotations
@@ -129,7 +133,8 @@ class MemoryBreakdown:
         """One line: ``total GiB (weights a + gradients b + ...)``."""
         parts = [f"{k} {v / GIB:.1f}" for k, v in self.as_dict().items()
                  if k not in ("total", "stage") and v > 0]
-        return f"{self.total / GIB:.1f} GiB ({' + '.join(parts)}; {self.stage} stage)"
+        where = self.stage if self.stage.startswith("stage") else f"{self.stage} stage"
+        return f"{self.total / GIB:.1f} GiB ({' + '.join(parts)}; {where})"
 
 
 def model_state_bytes_per_parameter(dp_shards: int, *, zero_stage: int = 1,
@@ -258,7 +263,7 @@ def memory_per_gpu_bytes(
     mla_qk_rope_head_dim: int = 0,
     mla_v_head_dim: int = 0,
 ) -> MemoryBreakdown:
-    """Per-GPU memory [B] of one training job, the worst of its first and last stage.
+    """Per-GPU memory [B] of one training job, the worst of its pipeline stages (module doc).
 
     Model shape as :func:`twin.compute.step_estimate`; dp: data-parallel ranks
     (the optimizer shards over ``dp * cp``); microbatches: micro-batches per step and
@@ -422,8 +427,15 @@ def memory_per_gpu_bytes(
     else:
         cp_kv = 8.0 * 2.0 * hkv / tp * tokens if cp > 1 else 0.0
 
+    # pipeline ranks evaluated, by index: the first and the last; with dense first layers
+    # also the inner ranks from the second to the first made of MoE layers only (their
+    # layer mix differs from the first's; later inner ranks hold the same all-MoE layers
+    # with fewer micro-batches in flight, so they are never heavier)
+    ranks = [(0, "first"), (pp - 1, "last")] if pp > 1 else [(0, "only")]
+    if nd and pp > 2:
+        ranks[1:1] = [(j, f"stage {j + 1}") for j in range(1, min(-(-nd // lps), pp - 2) + 1)]
     stages = {}
-    for stage in (("first", "last") if pp > 1 else ("only",)):
+    for j, stage in ranks:
         first = stage in ("first", "only")
         last = stage in ("last", "only")
         p_dense = lps * p_layer_tp + (p_embed if first else 0.0) + (p_embed if last else 0.0)
@@ -433,6 +445,8 @@ def memory_per_gpu_bytes(
         nd_s = (min(nd, lps) if first else 0) if pp > 1 or not last else nd
         if last and pp > 1:
             nd_s = max(nd_s, max(0, nd - (pp - 1) * lps))
+        elif not first:  # inner rank j: the dense layers spilling past ranks 0..j-1
+            nd_s = min(lps, max(0, nd - j * lps))
         if nd_s:  # a dense MLP in place of the shared experts, router and routed experts
             p_dense += nd_s * (mats * h * F - dense_mlp) / tp
             p_exp = (lps - nd_s) * expert_params / tp
@@ -444,6 +458,15 @@ def memory_per_gpu_bytes(
         if first and pp > 1:
             in_flight = pp + (pp - 1) / vpp if vpp > 1 else float(pp)
             if microbatches is not None:  # never more than the step's micro-batches
+                in_flight = min(in_flight, float(microbatches))
+        elif not last:
+            # inner rank j: Megatron-core's 1F1B schedule runs pp - j - 1 warm-up forwards
+            # before its first backward, pp - j micro-batches in flight; the interleaved one
+            # (pp - j - 1) 2 + (vpp - 1) pp warm-up forwards of a 1/vpp chunk, i.e.
+            # pp + (pp - 1 - 2j)/vpp micro-batches of the rank's layers (schedules.py,
+            # forward_backward_pipelining_without/with_interleaving; j = 0 gives the first's)
+            in_flight = pp + (pp - 1 - 2 * j) / vpp if vpp > 1 else float(pp - j)
+            if microbatches is not None:
                 in_flight = min(in_flight, float(microbatches))
         else:
             in_flight = 1.0
