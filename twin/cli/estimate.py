@@ -364,7 +364,8 @@ def _print_step(out: dict) -> None:
     for k, v in out["breakdown"].items():
         print(f"    {k:22s} {v:10.3f}")
     mem = out["memory_gib"]
-    print(f"  memory per GPU [GiB] ({mem['stage']} stage, GPU {out['gpu_memory_gib']:g} GiB):")
+    from twin.compute.memory import stage_label
+    print(f"  memory per GPU [GiB] ({stage_label(mem['stage'])}, GPU {out['gpu_memory_gib']:g} GiB):")
     for k, v in mem.items():
         if k != "stage":
             print(f"    {k:22s} {v:10.2f}")

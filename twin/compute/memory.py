@@ -105,6 +105,11 @@ MEMORY_MODEL_MARGIN = 0.134
 ZERO_STAGES = (0, 1, 2, 3)
 
 
+def stage_label(stage: str) -> str:
+    """A breakdown's ``stage`` for a sentence: "first" -> "first stage", "stage 2" as it is."""
+    return stage if stage.startswith("stage") else f"{stage} stage"
+
+
 @dataclass(frozen=True)
 class MemoryBreakdown:
     """Bytes per GPU [B] on the most loaded pipeline stage, by part."""
@@ -133,7 +138,7 @@ class MemoryBreakdown:
         """One line: ``total GiB (weights a + gradients b + ...)``."""
         parts = [f"{k} {v / GIB:.1f}" for k, v in self.as_dict().items()
                  if k not in ("total", "stage") and v > 0]
-        where = self.stage if self.stage.startswith("stage") else f"{self.stage} stage"
+        where = stage_label(self.stage)
         return f"{self.total / GIB:.1f} GiB ({' + '.join(parts)}; {where})"
 
 
