@@ -1,6 +1,7 @@
 """Scenario loading: extends, overrides, and one clear problem per bad field."""
 
 import copy
+import warnings
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,14 @@ def test_overhead_supply_with_contained_intakes_needs_diffusers():
     data["site"]["halls"][0]["tiles"] = [{"x_m": 15.0, "y_m": 7.2}, {"x_m": 15.0, "y_m": 40.0}]
     (prob,) = problems_of(data)
     assert prob.path == "site.halls.0.tiles.1"
+
+
+def test_a_cooling_unit_far_outside_the_hall_is_one_problem_and_no_overflow():
+    # the geometry check skips a hall whose unit is outside it (the position problem says why);
+    # rasterising it anyway squared 1e200 m (a RuntimeWarning a random mutation once drew)
+    data = copy.deepcopy(BASE)
+    data["site"]["halls"][0]["cooling_units"][0]["x_m"] = 1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (prob,) = problems_of(data)
+    assert prob.path == "site.halls.0.cooling_units.0" and "inside" in prob.expected

@@ -184,6 +184,9 @@ def geometry_problems(s: Scenario) -> Found:
         rects, names = _rack_rectangles(hall)
         if (rects[:, :2].min() < 0 or rects[:, 2].max() > hall.width_m or rects[:, 3].max() > hall.depth_m):
             continue                     # a row outside the hall: reported by semantic_problems
+        if any(not (0 <= cu.x_m <= hall.width_m and 0 <= cu.y_m <= hall.depth_m)
+               for cu in hall.cooling_units):
+            continue                     # a unit outside the hall: reported by semantic_problems
         for o, ob in enumerate(hall.obstacles):
             x0, x1 = sorted((ob.x0_m, ob.x1_m))
             y0, y1 = sorted((ob.y0_m, ob.y1_m))
