@@ -399,15 +399,7 @@ def gpu_spec(node: NodeModel) -> GpuSpec:
 
 def model_spec(job) -> ModelSpec:
     """A scenario job's network shape (dense, or a mixture of experts)."""
-    m = job.model
-    return ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-                     kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp, experts=m.experts,
-                     top_k=m.top_k, capacity_factor=m.capacity_factor, routing=m.routing,
-                     expert_ffn_hidden=m.expert_ffn_hidden, shared_experts=m.shared_experts,
-                     shared_expert_ffn_hidden=m.shared_expert_ffn_hidden, dense_layers=m.dense_layers,
-                     mla_q_lora_rank=m.mla_q_lora_rank, mla_kv_lora_rank=m.mla_kv_lora_rank,
-                     mla_qk_nope_head_dim=m.mla_qk_nope_head_dim,
-                     mla_qk_rope_head_dim=m.mla_qk_rope_head_dim, mla_v_head_dim=m.mla_v_head_dim)
+    return ModelSpec.of(job.model)
 
 
 def parallel_spec(job) -> ParallelSpec:

@@ -391,17 +391,7 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
     file's job (the fabric record needs :func:`fabric_figures`)."""
     c, m, t, p = est.cluster, est.model, est.training, est.parallelism
     ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
-    model = ModelSpec(layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
-                      kv_heads=m.kv_heads, vocab=m.vocab, gated_mlp=m.gated_mlp,
-                      experts=m.experts, top_k=m.top_k, capacity_factor=m.capacity_factor,
-                      routing=m.routing, expert_ffn_hidden=m.expert_ffn_hidden,
-                      shared_experts=m.shared_experts,
-                      shared_expert_ffn_hidden=m.shared_expert_ffn_hidden,
-                      dense_layers=m.dense_layers, mla_q_lora_rank=m.mla_q_lora_rank,
-                      mla_kv_lora_rank=m.mla_kv_lora_rank,
-                      mla_qk_nope_head_dim=m.mla_qk_nope_head_dim,
-                      mla_qk_rope_head_dim=m.mla_qk_rope_head_dim,
-                      mla_v_head_dim=m.mla_v_head_dim)
+    model = ModelSpec.of(m)
     par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep,
                        moe_expert_tp=p.moe_expert_tp, seq_len=t.seq_len,
                        global_batch=t.global_batch, micro_batch=t.micro_batch,

@@ -18,7 +18,7 @@ is written here once:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from twin.compute.memory import MemoryBreakdown, memory_per_gpu_bytes
@@ -79,6 +79,13 @@ class ModelSpec:
     mla_qk_nope_head_dim: int = 0
     mla_qk_rope_head_dim: int = 0
     mla_v_head_dim: int = 0
+
+    @classmethod
+    def of(cls, shape) -> ModelSpec:
+        """The record of a model shape that names its fields as this record does: an estimate
+        file's ``model`` (:class:`twin.compute.estimate_file.ModelShape`) or a scenario job's
+        (:class:`twin.scenario.schema.ModelShape`)."""
+        return cls(**{f.name: getattr(shape, f.name) for f in fields(cls)})
 
     def parameters(self) -> float:
         """Parameters of the whole model [-]: :func:`twin.compute.step.parameter_count` for a
