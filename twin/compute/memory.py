@@ -331,21 +331,9 @@ def memory_per_gpu_bytes(
     # routed copies a rank's experts take per token: k c, or the busiest rank's load dropless
     moe_copies = moe_top_k * moe_capacity_factor
     if moe_experts > 0:
-        from twin.compute.step import MOE_DROPLESS_BUSIEST_LOAD, MOE_ROUTINGS
-        if moe_routing not in MOE_ROUTINGS:
-            raise ValueError(f"moe_routing must be one of {MOE_ROUTINGS}, got {moe_routing!r}")
-        if moe_routing == "dropless":
-            if moe_capacity_factor != 1.0:
-                raise ValueError(f"moe_capacity_factor={moe_capacity_factor!r} applies to "
-                                 f"capacity routing; dropless routing has no capacity (leave it "
-                                 f"at 1.0)")
-            load = MOE_DROPLESS_BUSIEST_LOAD if moe_dropless_load is None else moe_dropless_load
-            if not load >= 1.0:
-                raise ValueError(f"moe_dropless_load must be >= 1 (the busiest rank carries at "
-                                 f"least the mean), got {moe_dropless_load!r}")
-            moe_copies = moe_top_k * float(load)
-        elif moe_dropless_load is not None:
-            raise ValueError("moe_dropless_load applies to moe_routing='dropless' only")
+        from twin.compute.step import moe_routed_load
+        moe_copies = moe_top_k * float(moe_routed_load(moe_routing, moe_capacity_factor,
+                                                       moe_dropless_load))
     # experts split over etp ranks: tp unless expert tensor parallelism is given
     etp = tp if (moe_experts == 0 or moe_expert_tp is None) else int(moe_expert_tp)
     h, F = float(hidden), float(ffn_hidden)

@@ -495,6 +495,27 @@ def _check_deepseek_terms(*, layers, moe_experts, moe_ffn_hidden, moe_shared_exp
                "mla_q_lora_rank and the mla head dims need mla_kv_lora_rank > 0")
 
 
+def moe_routed_load(routing: str, capacity_factor: float, dropless_load: float | None) -> float:
+    """Routed copies a rank's experts take per token, over ``top_k`` [-]: ``capacity_factor``
+    with capacity routing (padded to capacity), the busiest expert-parallel rank's load with
+    dropless routing (``dropless_load``, None: :data:`MOE_DROPLESS_BUSIEST_LOAD`).  Raises
+    ``ValueError`` for a routing outside :data:`MOE_ROUTINGS`, a capacity factor other than 1
+    with dropless routing, a load below 1, or a load with capacity routing.  The one rule of
+    the step (:func:`step_estimate`) and memory (:func:`twin.compute.memory.memory_per_gpu_bytes`)
+    models."""
+    _check(routing in MOE_ROUTINGS, f"moe_routing must be one of {MOE_ROUTINGS}, got {routing!r}")
+    if routing == "dropless":
+        _check(capacity_factor == 1.0,
+               f"moe_capacity_factor={capacity_factor!r} applies to capacity routing; "
+               "dropless routing has no capacity (leave it at 1.0)")
+        load = MOE_DROPLESS_BUSIEST_LOAD if dropless_load is None else dropless_load
+        _check(load >= 1.0, f"moe_dropless_load must be >= 1 (the busiest rank carries at least "
+                            f"the mean), got {dropless_load!r}")
+        return load
+    _check(dropless_load is None, "moe_dropless_load applies to moe_routing='dropless' only")
+    return capacity_factor
+
+
 def expert_ranks_per_node(*, ep: int, tp: int, cp: int, moe_expert_tp: int | None,
                           gpus_per_node: int) -> int:
     """Ranks of one expert-parallel group on a node [-].
@@ -746,18 +767,7 @@ def step_estimate(
                    f"tensor x context x data parallel ranks {tp * cp * dp}")
         _check(moe_capacity_factor > 0, f"moe_capacity_factor must be > 0, got "
                                         f"{moe_capacity_factor!r}")
-        _check(moe_routing in MOE_ROUTINGS,
-               f"moe_routing must be one of {MOE_ROUTINGS}, got {moe_routing!r}")
-        if moe_routing == "dropless":
-            _check(moe_capacity_factor == 1.0,
-                   f"moe_capacity_factor={moe_capacity_factor!r} applies to capacity routing; "
-                   "dropless routing has no capacity (leave it at 1.0)")
-            _check(moe_dropless_load is None or moe_dropless_load >= 1.0,
-                   f"moe_dropless_load must be >= 1 (the busiest rank carries at least the "
-                   f"mean), got {moe_dropless_load!r}")
-        else:
-            _check(moe_dropless_load is None,
-                   "moe_dropless_load applies to moe_routing='dropless' only")
+        moe_routed_load(moe_routing, moe_capacity_factor, moe_dropless_load)     # checks
     _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
                           moe_shared_experts=moe_shared_experts,
                           moe_shared_ffn_hidden=moe_shared_ffn_hidden,
@@ -809,10 +819,8 @@ def step_estimate(
     mats = 3 if gated_mlp else 2
     # MoE: each rank's experts process top_k x capacity routed copies of its tokens; in
     # dropless routing the busiest rank's load sets the pace
-    if moe_routing == "dropless":
-        moe_load = MOE_DROPLESS_BUSIEST_LOAD if moe_dropless_load is None else moe_dropless_load
-    else:
-        moe_load = moe_capacity_factor
+    moe_load = (moe_routed_load(moe_routing, moe_capacity_factor, moe_dropless_load)
+                if moe_experts else moe_capacity_factor)
     # expert tensor parallelism: ``etp`` = tp unless given (moe_expert_tp); with 1 an expert
     # runs whole on the routed copies of its rank's sequence-parallel shard (T / tp tokens)
     etp = tp if (not moe_experts or moe_expert_tp is None) else int(moe_expert_tp)
