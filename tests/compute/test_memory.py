@@ -403,7 +403,8 @@ def _dense_first_moe(**over):
 
 @pytest.mark.parametrize("vpp, layers, nd, microbatches, stage_flight, first_flight", [
     (1, 8, 2, None, 3.0, 4.0),         # 1F1B: rank j holds pp - j micro-batches
-    (2, 16, 4, None, 4.5, 5.5),        # interleaved: pp + (pp - 1 - 2j)/vpp, j = 1
+    (2, 16, 2, None, 4.5, 5.5),        # interleaved: pp + (pp - 1 - 2j)/vpp, j = 1 (the two
+                                       # dense layers fill rank 0's chunk 0: lps/vpp = 2)
     (1, 8, 2, 2, 2.0, 2.0),            # never more than the step's micro-batches
 ])
 def test_inner_all_moe_stage_in_flight(vpp, layers, nd, microbatches, stage_flight,

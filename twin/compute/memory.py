@@ -63,10 +63,14 @@ One pipeline stage's share on one GPU, as bytes [B]:
   masks a dropout-free model does not keep.  Selective recompute drops the score terms;
   full recompute keeps only each layer's input (``2h/tp`` per token) plus one layer's
   full set while it is recomputed.  Tokens per micro-batch and rank: ``b s / cp``.
-* **pipeline in flight**: with 1F1B the first stage holds ``min(m, pp)`` micro-batches
-  of its layers, and ``pp + (pp-1)/vpp`` with the interleaved schedule (Korthikanti
-  et al. §4.2.3: ``L (1 + (p-1)/(p v))`` layers' worth), never more than the ``m``
-  micro-batches of the step (with ``m = pp`` every micro-batch is in flight at once).
+* **pipeline in flight**: pipeline rank ``j`` (0-based) holds the saved activations of
+  ``pp - j`` micro-batches of its layers under 1F1B and ``pp + (pp - 1 - 2j)/vpp`` under
+  the interleaved schedule (Megatron-core ``schedules.py``: ``2 (pp - j - 1) + (vpp - 1) pp``
+  warm-up forwards of a ``1/vpp`` chunk and one more before the first backward), never more
+  than the ``m`` micro-batches of the step (``m vpp`` chunks; with ``m = pp`` every
+  micro-batch is in flight at once).  The first stage's ``pp + (pp-1)/vpp`` is Korthikanti
+  et al.'s §4.2.3 ``L (1 + (p-1)/(p v))`` layers' worth; the last stage's interleaved
+  ``pp - (pp-1)/vpp`` (``(vpp - 1) pp + 1`` chunks) against 1 under 1F1B.
 * **context-parallel KV**: ring attention double-buffers the K/V block it receives
   and, backward, the dK/dV it passes on: ``2 x 2 x 2 h_kv/tp x b s/cp x 2 B``.
 * **logits**: the last stage's bf16 logits and the fp32 cross-entropy working set,
@@ -76,11 +80,16 @@ One pipeline stage's share on one GPU, as bytes [B]:
   estimate: ~0.5 GB context, ~0.5-1 GB NCCL, the rest workspaces and fragments).
 
 The worst of the first and the last pipeline stage is the job's figure; with dense first
-layers (``moe_dense_layers``) also of the inner stages up to the first made of MoE layers
-only, named ``"stage j"`` (1-based), with ``pp - j + 1`` micro-batches in flight under 1F1B
-and ``pp + (pp + 1 - 2j)/vpp`` interleaved (Megatron-core's warm-up counts, in the code;
-never more than the step's micro-batches).  HBM sizes quoted in "GB" are GiB (H100 80 GB:
-81,559 MiB in ``nvidia-smi``).
+layers (``moe_dense_layers``) also of every inner stage holding one and of the first inner
+stage after them (all-MoE; later ones hold the same layers with fewer micro-batches in
+flight), named ``"stage j"`` (1-based).  Layers sit where Megatron-core puts them
+(``transformer_layer.get_transformer_layer_offset``): ``lps`` a rank without interleaving,
+and with it virtual chunk ``v`` of rank ``r`` holds layers ``[(v pp + r) lpc, (v pp + r + 1)
+lpc)``, ``lpc = lps / vpp``, so the dense layers fill chunk 0 of ranks 0, 1, ... ``lpc`` at a
+time.  A rank whose chunks differ (dense and MoE layers) under interleaving is counted at
+the peak of its chunks' own micro-batches in flight
+(:func:`interleaved_chunks_in_flight`): early chunks hold more of them than late ones.
+HBM sizes quoted in "GB" are GiB (H100 80 GB: 81,559 MiB in ``nvidia-smi``).
 """
 
 from __future__ import annotations
@@ -88,6 +97,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 #: bytes per GiB
 GIB = 2.0**30
@@ -225,6 +236,44 @@ def mla_activation_width(*, heads: int, q_lora_rank: int, kv_lora_rank: int,
                  + (q_lora_rank + kv_lora_rank + qk_rope_head_dim) * tp)
 
 
+def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
+                                 microbatches: int | None = None) -> np.ndarray:
+    """Micro-batches in flight on pipeline rank ``rank``, by model chunk, at each moment a
+    forward has just run from the end of the warm-up on [-], shape ``(moments, vpp)``.
+
+    Megatron-core's interleaved schedule (``schedules.py``: ``get_pp_rank_microbatches``,
+    ``get_schedule_table``, ``forward_backward_pipelining_with_interleaving``) runs
+    ``W = 2 (pp - rank - 1) + (vpp - 1) pp`` warm-up forwards (all ``m vpp`` if fewer), then
+    forward ``W + k`` and backward ``k`` in each steady step.  Forward ``n`` runs chunk
+    ``(n mod pp vpp) // pp`` (groups of ``pp`` micro-batches a chunk), backward ``n`` chunk
+    ``vpp - 1 -`` that, so after ``n`` forwards and ``t`` backwards chunk ``v`` holds
+    ``F_v(n) - B_v(t)`` micro-batches: ``F_v(n) = pp floor(n / pp vpp) + clip(n mod pp vpp -
+    v pp, 0, pp)``, ``B_v(t)`` alike for chunk ``vpp - 1 - v``.  Each moment holds ``W + 1``
+    chunks in all; the mix repeats every ``pp vpp`` steps, so one period is returned.  The
+    cooldown only frees chunks.  Without interleaving (``vpp = 1``, or ``pp = 1``) one chunk,
+    ``pp - rank`` micro-batches (1F1B), one with ``pp = 1``.  Never more than the step's
+    ``microbatches`` of a chunk (None: the pipeline is full).  Assumes ``microbatches`` a
+    multiple of ``pp`` (Megatron-core's default group size requires it).
+    """
+    m = microbatches
+    if vpp == 1 or pp == 1:
+        n = float(pp - rank)
+        return np.array([[n if m is None else min(n, float(m))]])
+    group = pp * vpp
+    warmup = 2 * (pp - rank - 1) + (vpp - 1) * pp
+    if m is not None and warmup >= m * vpp:  # every forward runs before the first backward
+        return np.full((1, vpp), float(m))
+    steps = group if m is None else min(group, m * vpp - warmup)
+    t = np.arange(steps)[:, None]
+    v = np.arange(vpp)[None, :]
+    done = warmup + 1 + t
+    fwd = pp * (done // group) + np.clip(done % group - v * pp, 0, pp)
+    bwd = pp * (t // group) + np.clip(t % group - (vpp - 1 - v) * pp, 0, pp)
+    if m is not None:
+        fwd = np.minimum(fwd, m)
+    return (fwd - bwd).astype(float)
+
+
 def memory_per_gpu_bytes(
     *,
     layers: int,
@@ -267,6 +316,7 @@ def memory_per_gpu_bytes(
     mla_qk_nope_head_dim: int = 0,
     mla_qk_rope_head_dim: int = 0,
     mla_v_head_dim: int = 0,
+    pipeline_rank: int | None = None,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its pipeline stages (module doc).
 
@@ -296,11 +346,14 @@ def memory_per_gpu_bytes(
     :func:`twin.compute.step_estimate`): moe_ffn_hidden (expert inner size; ``ffn_hidden``
     is then the dense MLP), moe_shared_experts of moe_shared_ffn_hidden (default the expert
     size: TP-split weights with the dense part, activations for every token),
-    moe_dense_layers (the first layers dense, on the first stage(s)), and multi-head latent
-    attention (``mla_kv_lora_rank`` > 0: its projections' weights,
-    :func:`twin.compute.step.mla_parameters_per_layer`, the down projections whole on each TP
-    rank; activations :func:`mla_activation_width`; context-parallel KV blocks of the
-    per-head keys and values).
+    moe_dense_layers (the first layers dense, placed on the ranks as Megatron-core places
+    them: module doc), and multi-head latent attention (``mla_kv_lora_rank`` > 0: its
+    projections' weights, :func:`twin.compute.step.mla_parameters_per_layer`, the down
+    projections whole on each TP rank; activations :func:`mla_activation_width`;
+    context-parallel KV blocks of the per-head keys and values).
+
+    pipeline_rank: None (default) gives the heaviest pipeline stage (module doc); a rank
+    ``0 <= pipeline_rank < pp`` gives that rank's breakdown, named as in the module doc.
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -325,7 +378,11 @@ def memory_per_gpu_bytes(
                 or moe_expert_tp < 1:
             raise ValueError(f"moe_expert_tp must be a positive integer or None, got "
                              f"{moe_expert_tp!r}")
-        if (tp * cp * dp) % (moe_expert_tp * moe_ep):
+        from twin.compute.specs import expert_dp_unit  # specs imports this module
+        # Megatron-core's one condition (parallel_state.initialize_model_parallel: the world a
+        # multiple of etp ep pp), any etp; the step model also wants etp in (1, tp), its
+        # expert communication's two cases, a limit of that model and not of the layout
+        if dp % expert_dp_unit(tp=tp, cp=cp, ep=moe_ep, moe_expert_tp=int(moe_expert_tp)):
             raise ValueError(f"moe_expert_tp x moe_ep = {moe_expert_tp * moe_ep} does not divide "
                              f"the tensor x context x data parallel ranks {tp * cp * dp}")
     # routed copies a rank's experts take per token: k c, or the busiest rank's load dropless
@@ -420,26 +477,40 @@ def memory_per_gpu_bytes(
     else:
         cp_kv = 8.0 * 2.0 * hkv / tp * tokens if cp > 1 else 0.0
 
-    # pipeline ranks evaluated, by index: the first and the last; with dense first layers
-    # also the inner ranks from the second to the first made of MoE layers only (their
-    # layer mix differs from the first's; later inner ranks hold the same all-MoE layers
-    # with fewer micro-batches in flight, so they are never heavier)
-    ranks = [(0, "first"), (pp - 1, "last")] if pp > 1 else [(0, "only")]
-    if nd and pp > 2:
-        ranks[1:1] = [(j, f"stage {j + 1}") for j in range(1, min(-(-nd // lps), pp - 2) + 1)]
+    # layers of a virtual chunk: Megatron-core gives chunk v of rank r the layers
+    # [(v pp + r) lpc, (v pp + r + 1) lpc) (transformer_layer.get_transformer_layer_offset),
+    # so dense first layers fill chunk 0 of ranks 0, 1, ... lpc at a time; without
+    # interleaving the one chunk is the rank's lps layers
+    interleaved = vpp > 1 and pp > 1
+    lpc = lps / vpp if interleaved else float(lps)
+    # pipeline ranks evaluated, by index: the first, every rank holding dense layers, the first
+    # rank after them (an all-MoE rank with the most micro-batches in flight: later all-MoE
+    # ranks hold the same layers and weights with fewer in flight, so they are never heavier)
+    # and the last; one given rank with pipeline_rank
+    if pipeline_rank is not None:
+        if isinstance(pipeline_rank, bool) or int(pipeline_rank) != pipeline_rank \
+                or not 0 <= pipeline_rank < pp:
+            raise ValueError(f"pipeline_rank must be an integer in [0, pp={pp}), got "
+                             f"{pipeline_rank!r}")
+        ranks = [int(pipeline_rank)]
+    else:
+        # ranks j with a dense layer, j < nd / lpc (chunk 0 holds the rank's first ones)
+        with_dense = -(-nd * vpp // lps) if interleaved else -(-nd // lps)
+        ranks = sorted(set(range(min(with_dense + 1, pp))) | {pp - 1})
     stages = {}
-    for j, stage in ranks:
-        first = stage in ("first", "only")
-        last = stage in ("last", "only")
+    for j in ranks:
+        stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
+                 else f"stage {j + 1}")
+        first = j == 0
+        last = j == pp - 1
         p_dense = lps * p_layer_tp + (p_embed if first else 0.0) + (p_embed if last else 0.0)
         p_exp = lps * expert_params / (tp if moe_experts > 0 else 1)
-        # dense layers first: the first stage's (all of them with pp = 1), the last's if
-        # they spill past the other stages
-        nd_s = (min(nd, lps) if first else 0) if pp > 1 or not last else nd
-        if last and pp > 1:
-            nd_s = max(nd_s, max(0, nd - (pp - 1) * lps))
-        elif not first:  # inner rank j: the dense layers spilling past ranks 0..j-1
-            nd_s = min(lps, max(0, nd - j * lps))
+        nd_s: float
+        if interleaved and nd:  # dense layers in each of the rank's chunks
+            d_chunk = np.clip(nd - (np.arange(vpp) * pp + j) * lpc, 0.0, lpc)
+            nd_s = float(d_chunk.sum())
+        else:  # the rank's share of the first nd layers, lps a rank (none: 0)
+            nd_s = float(min(lps, max(0, nd - j * lps)))
         if nd_s:  # a dense MLP in place of the shared experts, router and routed experts
             p_dense += nd_s * (mats * h * F - dense_mlp) / tp
             p_exp = (lps - nd_s) * expert_params / tp
@@ -448,22 +519,24 @@ def memory_per_gpu_bytes(
             weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0
         grads = p_dense * g_b + p_exp * ge
         optim = p_dense * o_b + p_exp * oe
-        if first and pp > 1:
-            in_flight = pp + (pp - 1) / vpp if vpp > 1 else float(pp)
-            if microbatches is not None:  # never more than the step's micro-batches
-                in_flight = min(in_flight, float(microbatches))
-        elif not last:
-            # inner rank j: Megatron-core's 1F1B schedule runs pp - j - 1 warm-up forwards
-            # before its first backward, pp - j micro-batches in flight; the interleaved one
-            # (pp - j - 1) 2 + (vpp - 1) pp warm-up forwards of a 1/vpp chunk, i.e.
-            # pp + (pp - 1 - 2j)/vpp micro-batches of the rank's layers (schedules.py,
-            # forward_backward_pipelining_without/with_interleaving; j = 0 gives the first's)
-            in_flight = pp + (pp - 1 - 2 * j) / vpp if vpp > 1 else float(pp - j)
-            if microbatches is not None:
-                in_flight = min(in_flight, float(microbatches))
-        else:
-            in_flight = 1.0
-        if nd_s:
+        # micro-batches of the rank's layers in flight at its peak: Megatron-core's 1F1B
+        # schedule runs pp - j - 1 warm-up forwards before its first backward, pp - j in
+        # flight; the interleaved one (pp - j - 1) 2 + (vpp - 1) pp warm-up forwards of a 1/vpp
+        # chunk and one more before its first backward, pp + (pp - 1 - 2j)/vpp micro-batches
+        # (schedules.py, get_pp_rank_microbatches; j = 0: Korthikanti et al.'s first stage,
+        # j = pp - 1: pp - (pp - 1)/vpp); never more than the step's micro-batches (its
+        # m vpp chunks: the warm-up is capped at them)
+        in_flight = pp + (pp - 1 - 2 * j) / vpp if vpp > 1 else float(pp - j)
+        if microbatches is not None:
+            in_flight = min(in_flight, float(microbatches))
+        if interleaved and nd_s:
+            # chunks differ (dense and MoE layers): the peak of the chunks' own counts in
+            # flight, each chunk's micro-batches weighted by its layers
+            per_chunk = (lpc - d_chunk) * a_tok + d_chunk * a_dense
+            counts = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=j,
+                                                  microbatches=microbatches)
+            acts = tokens * float((counts @ per_chunk).max())
+        elif nd_s:
             acts = in_flight * tokens * ((lps - nd_s) * a_tok + nd_s * a_dense)
         else:
             acts = in_flight * lps * tokens * a_tok
