@@ -1,7 +1,7 @@
 """``twin estimate``: step-time and collective estimates without running the simulation.
 
     twin estimate step FILE [--set dotted.path=value ...] [--job NAME] [--cluster SCENARIO]
-                       [--json]
+                       [--pipeline-schedule 1f1b|interleaved|dualpipe] [--json]
     twin estimate collective --op allreduce|reduce_scatter|all_gather|all_to_all
                              --bytes N --nodes K [--gpus-per-node 8]
                              [--in-network-reduction] [--compute-capability CC]
@@ -53,7 +53,7 @@ from twin.compute.estimate_file import (
     memory_from_file,
 )
 from twin.compute.memory import MEMORY_MODEL_MARGIN, memory_limit_gib, memory_margin_note
-from twin.compute.step import COMPUTE_CAPABILITIES
+from twin.compute.step import COMPUTE_CAPABILITIES, PIPELINE_SCHEDULES
 
 #: Blue Vela compute node and fabric (arXiv 2407.05467; NVIDIA H100 SXM datasheet).
 BLUE_VELA_CLUSTER = Cluster(
@@ -187,6 +187,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", metavar="SCENARIO",
                    help="take the cluster (GPU, node, fabric, transport, deployment) from a "
                         "scenario; cluster.gpus must fit in the nodes it delivers")
+    p.add_argument("--pipeline-schedule", choices=PIPELINE_SCHEDULES, default=None,
+                   help="pipeline schedule of the step model (sets "
+                        "parallelism.pipeline_schedule): 1f1b, interleaved (needs vpp > 1) or "
+                        "dualpipe (DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an "
+                        "even number of micro-batches >= 2 pp; expert all-to-alls and pipeline "
+                        "sends overlapped with the paired chunk's compute on 20 reserved SMs, "
+                        "bubble (pp/2-1)(F&B+B-3W)); default the file's, else the one vpp "
+                        "implies. The memory estimate does not count DualPipe's second "
+                        "parameter copy")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
     p.add_argument("--op", required=True, choices=OPS,
@@ -306,6 +315,9 @@ def _cmd_step(args) -> dict:
         c = c.model_copy(update={"gpus": est.cluster.gpus,
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
+    if args.pipeline_schedule is not None:
+        est = est.model_copy(update={"parallelism": est.parallelism.model_copy(
+            update={"pipeline_schedule": args.pipeline_schedule})})
     _check_size("cluster.gpus", est.cluster.gpus)
     r = estimate_from_file(est)
     mem = memory_from_file(est)

@@ -9,7 +9,7 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
                    shared_expert_ffn_hidden, dense_layers, mla_q_lora_rank, mla_kv_lora_rank,
                    mla_qk_nope_head_dim, mla_qk_rope_head_dim, mla_v_head_dim}
     training:     {seq_len, global_batch, micro_batch, precision, activation_recompute}
-    parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp}
+    parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp, pipeline_schedule}
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
       gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, nvswitch,
@@ -21,6 +21,11 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
 ``parallelism.moe_expert_tp`` (Megatron-core's expert tensor parallel size, 1 or ``tp``;
 null = the experts split over ``tp``) folds the expert groups over a stage's tp x cp x dp
 ranks; etp x ep must divide them (Megatron-core's ``initialize_model_parallel``).
+``parallelism.pipeline_schedule`` (``1f1b``, ``interleaved``, ``dualpipe``; null = the one
+``vpp`` implies, interleaved when ``vpp`` > 1) picks the step model's pipeline schedule
+(:func:`twin.compute.step_estimate`); ``dualpipe`` (DeepSeek-V3's bidirectional schedule)
+needs an even ``pp``, ``vpp`` 1, an even number of micro-batches of at least ``2 pp`` and
+``zero_stage`` below 3; the memory model does not count its second parameter copy.
 ``model.routing`` and the DeepSeek-style shape (``expert_ffn_hidden``, ``shared_experts``,
 ``shared_expert_ffn_hidden``, ``dense_layers``, the five ``mla_*`` ranks of multi-head latent
 attention) go to the step and memory models under their ``moe_*`` / ``mla_*`` names
@@ -57,6 +62,7 @@ from twin.compute.specs import GpuSpec, ModelSpec, ParallelSpec, memory_per_gpu,
 from twin.compute.step import (
     COMPUTE_CAPABILITIES,
     KERNEL_EFFICIENCY,
+    PIPELINE_SCHEDULES,
     StepEstimate,
     fabric_traffic_pattern,
 )
@@ -181,6 +187,11 @@ class Parallelism(_Model):
                           "--expert-tensor-parallel-size): 1 or tp, expert groups folded over "
                           "the tp x cp x dp ranks; null = experts split over tp, EP from the "
                           "data x context ranks")
+    pipeline_schedule: Literal[PIPELINE_SCHEDULES] | None = Field(  # type: ignore[valid-type]
+        None, description="pipeline schedule: 1f1b, interleaved (vpp > 1) or dualpipe "
+                          "(DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an even "
+                          "number of micro-batches >= 2 pp; all-to-alls overlapped); null = "
+                          "interleaved when vpp > 1, else 1f1b")
 
 
 class Gpu(_Model):
@@ -379,6 +390,24 @@ def layout_problems(est: EstimateFile) -> list[str]:
                 out.append(f"{est.name}: parallelism.moe_expert_tp x ep = {etp * p.ep} does "
                            f"not divide the tensor x context x data parallel ranks "
                            f"({dpcp * p.tp})")
+    sched = p.pipeline_schedule or ("interleaved" if p.vpp > 1 else "1f1b")
+    if (sched == "interleaved") != (p.vpp > 1):
+        out.append(f"{est.name}: parallelism.pipeline_schedule = {sched} "
+                   + ("needs parallelism.vpp > 1" if sched == "interleaved" else
+                      f"needs parallelism.vpp = 1, got {p.vpp}"))
+    if sched == "dualpipe":  # deepseek-ai/DualPipe's DualPipe.step assertions
+        dp = dpcp // p.cp
+        mb = t.global_batch // (dp * t.micro_batch)
+        if p.pp % 2:
+            out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe needs an even "
+                       f"parallelism.pp, got {p.pp}")
+        if t.global_batch % (dp * t.micro_batch) == 0 and (mb < 2 * p.pp or mb % 2):
+            out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe needs an even "
+                       f"number of micro-batches >= 2 pp = {2 * p.pp}, got {mb} "
+                       "(training.global_batch / (dp x training.micro_batch))")
+        if t.zero_stage == 3:
+            out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe is modelled with "
+                       "the distributed optimizer; training.zero_stage = 3 is not")
     if t.fsdp_shard is not None and (t.zero_stage != 3 or dpcp % t.fsdp_shard):
         out.append(f"{est.name}: training.fsdp_shard = {t.fsdp_shard} needs "
                    f"training.zero_stage = 3 and must divide the data x context parallel "
@@ -393,7 +422,8 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
     ke = KERNEL_EFFICIENCY[c.gpu.kernel_efficiency] if c.gpu.kernel_efficiency else None
     model = ModelSpec.of(m)
     par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep,
-                       moe_expert_tp=p.moe_expert_tp, seq_len=t.seq_len,
+                       moe_expert_tp=p.moe_expert_tp, pipeline_schedule=p.pipeline_schedule,
+                       seq_len=t.seq_len,
                        global_batch=t.global_batch, micro_batch=t.micro_batch,
                        precision=t.precision, activation_recompute=t.activation_recompute,
                        zero_stage=t.zero_stage, fsdp_shard=t.fsdp_shard,

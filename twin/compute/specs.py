@@ -149,6 +149,10 @@ class ParallelSpec:
     all data x context ranks); grad_bytes [B] per gradient element (4: fp32 buffers);
     param_gather_bytes [B] per gathered parameter (2: bf16, 1: FP8 weights);
     tp_fp8_reduce_scatter: the forward tensor-parallel reduce-scatters carry FP8.
+    pipeline_schedule: one of :data:`twin.compute.step.PIPELINE_SCHEDULES` ("1f1b",
+    "interleaved", "dualpipe") or None, the schedule ``vpp`` implies (interleaved when
+    ``vpp`` > 1, else 1F1B); goes to the step model only (the memory model does not know
+    DualPipe's two parameter copies).
     """
 
     tp: int
@@ -167,6 +171,7 @@ class ParallelSpec:
     grad_bytes: float = 4.0
     param_gather_bytes: float = 2.0
     tp_fp8_reduce_scatter: bool = False
+    pipeline_schedule: str | None = None
 
     @property
     def model_parallel(self) -> int:
@@ -251,7 +256,8 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         moe_expert_tp=par.moe_expert_tp, moe_routing=model.routing, **model.deepseek_terms(),
         zero_stage=par.zero_stage, fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
         param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter,
-        compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node)
+        compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node,
+        pipeline_schedule=par.pipeline_schedule)
 
 
 def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,

@@ -47,6 +47,18 @@ time per micro-batch including exposed TP/CP/PP communication)::
 with ``t_compute`` the compute-bound part (GEMMs, attention, recompute, output layer):
 the slowest rank's clock and thermal noise acts on those kernels only.
 
+DualPipe (``pipeline_schedule="dualpipe"``, DeepSeek-V3 Technical Report arXiv 2412.19437
+sec. 3.2.1, Fig. 4-5, Table 2; deepseek-ai/DualPipe): rank ``r`` holds stages ``r`` and
+``pp-1-r`` and runs micro-batches in from both ends; each backward chunk is overlapped with
+a forward chunk of the other stage, their expert all-to-alls and pipeline sends hidden
+behind the pair's computation while DUALPIPE_COMM_SMS of the SMs serve the communication
+(:func:`dualpipe_pair_s`); the bubble is ``(pp/2 - 1)(F&B + B - 3W)`` in the twin's own
+chunk times (:func:`dualpipe_rank`), and the step runs at the slower of the outer rank
+(first + last stage: embedding and output layer) and an inner one::
+
+    t_step = [ m t_F&B + (pp/2 - 1)(t_F&B + B - 3W) + t_pp_fill + t_dp_exposed + t_adam
+               + stragglers ] * deployment_factor
+
 MFU uses the model-FLOPs formula of calibration.yaml (training.flops_per_sequence):
 ``s (12 L h^2 (1 + kv/heads + s/h) + 18 L F h + 6 V h)`` per sequence.
 
@@ -572,6 +584,98 @@ def _gemm_time_s(m, n, k, *, peak_flops, eff: float, ke: KernelEfficiency, hbm_b
     return np.maximum(t_c, t_m)
 
 
+#: Pipeline schedules of :func:`step_estimate` (``pipeline_schedule``): Megatron's 1F1B
+#: (``vpp`` 1), its interleaved 1F1B (``vpp`` > 1) and DeepSeek's DualPipe (``vpp`` 1).
+PIPELINE_SCHEDULES = ("1f1b", "interleaved", "dualpipe")
+#: SMs DeepSeek-V3's all-to-all kernels hold while they overlap computation [-]: "we employ
+#: the warp specialization technique and partition 20 SMs into 10 communication channels"
+#: (DeepSeek-V3 Technical Report, arXiv 2412.19437, sec. 3.2.2), of the H800's 132.  The
+#: twin takes the same 20 on any GPU (``KernelEfficiency.sms`` of them): the count DeepSeek
+#: found to saturate IB and NVLink, not re-derived for other links.
+DUALPIPE_COMM_SMS = 20
+
+
+@dataclass(frozen=True)
+class PipelineChunk:
+    """One pipeline stage's work for one micro-batch [s], as DualPipe schedules it.
+
+    parts: the stage's serial time by breakdown key (gemm, attention, elementwise,
+    recompute, tp_comm_exposed, cp_comm_exposed, output_layer), forward and backward;
+    fwd / bwd: its forward chunk F and full backward chunk B without communication (bwd
+    includes wgrad); wgrad: the weight-gradient GEMMs W ("backward for weights");
+    a2a_fwd / a2a_bwd: the expert all-to-alls (dispatch + combine) of the forward and of
+    the backward chunk."""
+
+    parts: dict[str, float]
+    fwd: float
+    bwd: float
+    wgrad: float
+    a2a_fwd: float = 0.0
+    a2a_bwd: float = 0.0
+
+
+def dualpipe_pair_s(compute_s: float, comm_s: float, sm_share: float) -> tuple[float, float]:
+    """(compute lost to reserved SMs, communication left exposed) [s] of one DualPipe pair.
+
+    A forward and a backward chunk run mutually overlapped (DeepSeek-V3, arXiv 2412.19437,
+    sec. 3.2.1, Fig. 4): the pair's communication ``comm_s`` (all-to-alls, pipeline sends)
+    runs beside its computation ``compute_s`` on a share ``sm_share`` of the SMs, so for as
+    long as it runs the computation proceeds at ``1 - sm_share`` of its rate::
+
+        t_pair = max(comm, compute + sm_share comm)
+
+    (computation done under the communication: ``comm (1 - sm_share)``; the rest at full
+    rate).  Returned split as ``t_pair = compute + lost + exposed``: ``lost = sm_share
+    min(comm, compute / (1 - sm_share))``, ``exposed = max(0, comm - compute / (1 -
+    sm_share))``.  Never more than ``compute + comm`` (the serial pair).  Ideal
+    interleaving: DeepSeek splits each chunk into attention, dispatch, MLP and combine and
+    orders them so; the twin assumes the arrangement always finds work to hide behind.
+    """
+    under = compute_s / (1.0 - sm_share)
+    return sm_share * min(comm_s, under), max(0.0, comm_s - under)
+
+
+def dualpipe_rank(stage_a: PipelineChunk, stage_b: PipelineChunk, *, pp: int,
+                  microbatches: int, t_send_s: float, sm_share: float) -> dict[str, Any]:
+    """One DualPipe rank's step terms [s]: it holds stage ``a`` of the forward direction and
+    stage ``b`` of the reverse one (rank ``r``: stages ``r`` and ``pp - 1 - r``) and runs
+    ``microbatches`` forward and as many backward chunks, half of each stage (DeepSeek's
+    dualpipe.py: ``num_chunks`` micro-batches, half per direction).
+
+    Each backward is paired with a forward of the other stage (``F_a & B_b``, ``F_b &
+    B_a``), overlapped by :func:`dualpipe_pair_s` with the two chunks' all-to-alls and their
+    two pipeline sends (``t_send_s`` each) as the communication.  Step on the rank::
+
+        t = m t_FB + (pp/2 - 1)(t_FB + B - 3 W)
+
+    with ``t_FB`` the mean pair, ``B`` the mean full backward chunk with its all-to-alls
+    serial, ``W`` the mean weight-gradient GEMMs: DualPipe's bubble (DeepSeek-V3 Table 2;
+    deepseek-ai/DualPipe README), floored at 0.  The bubble's chunks run alone, their
+    communication serial, on all SMs.  Returns the mean pair ``pair``, the ``bubble``,
+    ``F`` / ``B`` / ``W`` as used, ``step`` (both terms), and per micro-batch the mean
+    ``parts``, ``sm_lost``, exposed ``a2a`` and ``pp`` (the exposed communication split
+    between all-to-alls and sends by their shares of it).
+    """
+    pairs = []
+    for f, b in ((stage_a, stage_b), (stage_b, stage_a)):
+        a2a = f.a2a_fwd + b.a2a_bwd
+        comm = a2a + 2.0 * t_send_s
+        lost, exposed = dualpipe_pair_s(f.fwd + b.bwd, comm, sm_share)
+        a2a_share = a2a / comm if comm > 0 else 0.0
+        pairs.append((f.fwd + b.bwd + lost + exposed, lost, exposed * a2a_share,
+                      exposed * (1.0 - a2a_share)))
+    pair, lost, x_a2a, x_pp = (0.5 * (u + v) for u, v in zip(*pairs, strict=True))
+    F = 0.5 * (stage_a.fwd + stage_a.a2a_fwd + stage_b.fwd + stage_b.a2a_fwd)
+    B = 0.5 * (stage_a.bwd + stage_a.a2a_bwd + stage_b.bwd + stage_b.a2a_bwd)
+    W = 0.5 * (stage_a.wgrad + stage_b.wgrad)
+    bubble = max(0.0, (pp / 2.0 - 1.0) * (pair + B - 3.0 * W))
+    keys = dict.fromkeys([*stage_a.parts, *stage_b.parts])
+    parts = {k: 0.5 * (stage_a.parts.get(k, 0.0) + stage_b.parts.get(k, 0.0)) for k in keys}
+    return {"pair": pair, "bubble": bubble, "F": F, "B": B, "W": W,
+            "step": microbatches * pair + bubble, "parts": parts, "sm_lost": lost,
+            "a2a": x_a2a, "pp": x_pp}
+
+
 def _check(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
@@ -632,6 +736,7 @@ def step_estimate(
     tp_fp8_reduce_scatter: bool = False,
     compute_capability: int | None = None,
     nics_per_node: int | None = None,
+    pipeline_schedule: str | None = None,
 ) -> StepEstimate:
     """Estimate one optimizer step of a transformer (dense or mixture of experts) [s], MFU.
 
@@ -715,6 +820,45 @@ def step_estimate(
     generation picks NCCL's per-channel Tree ceiling and the NICs count the Tree's channels
     (one per NIC).  None: the collective model's defaults (generation from the NVLink, one
     NIC per GPU).
+
+    pipeline_schedule (:data:`PIPELINE_SCHEDULES`; None: "interleaved" when ``vpp`` > 1,
+    else "1f1b", the model above bit for bit): "dualpipe" is DeepSeek-V3's bidirectional
+    schedule (arXiv 2412.19437 sec. 3.2.1; deepseek-ai/DualPipe, whose ``DualPipe.step``
+    asserts an even number of ranks and an even number of micro-batches of at least twice
+    them): ``pp`` even, ``vpp`` 1, ``m`` micro-batches even and >= ``2 pp``, ``zero_stage``
+    0-2 (ValueError naming the parameter otherwise).  Nothing fitted.  Each rank runs ``m``
+    forward and ``m`` backward chunks of a stage (``ceil(layers / pp)`` layers), half of its
+    stage ``r`` and half of its stage ``pp-1-r``, and pairs every backward with a forward
+    of its other stage; a pair takes ``max(comm, compute + s comm)`` (:func:`dualpipe_pair_s`)
+    with ``comm`` the two chunks' dispatch + combine all-to-alls (2 forward and 2 backward
+    per MoE layer, as above) and their two pipeline sends, ``compute`` the two chunks'
+    serial time (GEMMs, attention, memory-bound kernels, recompute, the exposed TP / CP
+    collectives, embedding / output layer) and ``s = DUALPIPE_COMM_SMS / sms`` (20 of the
+    H800's 132 SMs, the report's sec. 3.2.2) the share the communication holds while it
+    runs; ``s`` is 0 without expert all-to-alls.  Bubble ``(pp/2 - 1)(F&B + B - 3W)``
+    (Table 2; floored at 0) with ``F&B`` the mean pair, ``B`` the full backward chunk with
+    its all-to-alls serial, ``W`` the chunk's weight-gradient GEMMs (wgrad of the
+    projections, experts, shared experts and router, and of the output layer), all from
+    the same kernel times.  Breakdown: the rank's compute parts, ``moe_a2a_exposed`` and
+    ``pp_comm_exposed`` (the pair's exposed communication, split by their shares, plus the
+    ``2 (pp-1)`` fill sends), ``comm_sm_reserved`` (computation slowed by the reserved
+    SMs) and ``pipeline_bubble``.  Two parameter copies: the data-parallel reduce-scatter
+    and all-gather move ``2 p_local`` (each stage's copies over ``2 dp cp`` ranks, taken as
+    twice the volume over the ``dp cp`` group), Adam per rank unchanged with the
+    distributed optimizer (its shard of twice the parameters over twice the ranks), doubled
+    without.  Approximations: the slowest rank sets the step (rank 0: first + last stage;
+    an inner rank: two stages of ``ceil(layers / pp)`` MoE layers, dense first layers
+    beyond the first stage not placed there); the pair's interleaving is ideal (DeepSeek's
+    attention / dispatch / MLP / combine ordering always finds work to hide behind); the
+    reserved SMs slow all of the pair's computation alike (memory-bound kernels too); TP
+    and CP collectives stay serial, split between forward and backward by their compute;
+    the cross-entropy counts in the forward, the embedding 1/3 forward, 2/3 backward and
+    not in W; the bubble's chunks run alone with their communication serial; the gradient
+    sum between the two copies of a stage is taken as part of the data-parallel
+    reduce-scatter; the data-parallel overlap takes the mean pair as the micro-batch time.
+    Not modelled: node-limited routing and IB-to-NVLink forwarding, FP8 dispatch,
+    multi-token prediction, DualPipeV, and the memory of the second copy (PP + 1
+    micro-batches of activations; :mod:`twin.compute.memory` does not know the schedule).
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -747,6 +891,25 @@ def step_estimate(
     _check(heads % tp == 0 and kv_heads <= heads and heads % kv_heads == 0,
            f"heads={heads}, kv_heads={kv_heads} do not split over tp={tp}")
     _check(layers >= pp * vpp, f"layers={layers} < pp*vpp={pp * vpp}")
+    schedule = pipeline_schedule if pipeline_schedule is not None \
+        else ("interleaved" if vpp > 1 else "1f1b")
+    _check(schedule in PIPELINE_SCHEDULES,
+           f"pipeline_schedule must be one of {PIPELINE_SCHEDULES} or None, got "
+           f"{pipeline_schedule!r}")
+    _check(schedule == "interleaved" or vpp == 1,
+           f"pipeline_schedule={schedule!r} needs vpp=1, got vpp={vpp} (vpp > 1 is the "
+           "'interleaved' schedule)")
+    _check(schedule != "interleaved" or vpp > 1,
+           f"pipeline_schedule='interleaved' needs vpp > 1, got vpp={vpp}")
+    dualpipe = schedule == "dualpipe"
+    if dualpipe:  # deepseek-ai/DualPipe, dualpipe.py DualPipe.step: its two assertions
+        _check(pp >= 2 and pp % 2 == 0,
+               f"pipeline_schedule='dualpipe' needs an even pp >= 2 (each rank holds stages "
+               f"r and pp-1-r), got pp={pp}")
+        m_dual = global_batch // (dp * micro_batch)
+        _check(m_dual >= 2 * pp and m_dual % 2 == 0,
+               f"pipeline_schedule='dualpipe' needs an even number of micro-batches >= 2 pp = "
+               f"{2 * pp} (global_batch / (dp micro_batch)), got {m_dual}")
     _check(seq_len % cp == 0, f"seq_len={seq_len} is not a multiple of cp={cp}")
     _check(int(moe_experts) == moe_experts and moe_experts >= 0,
            f"moe_experts must be a whole number >= 0, got {moe_experts!r}")
@@ -776,6 +939,9 @@ def step_estimate(
                           mla_qk_nope_head_dim=mla_qk_nope_head_dim,
                           mla_qk_rope_head_dim=mla_qk_rope_head_dim, mla_v_head_dim=mla_v_head_dim)
     _check(zero_stage in (0, 1, 2, 3), f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    _check(not (dualpipe and zero_stage == 3),
+           "pipeline_schedule='dualpipe' is modelled with the distributed optimizer "
+           "(zero_stage 0-2), got zero_stage=3")
     shard = dp * cp if fsdp_shard is None else fsdp_shard
     _check(int(shard) == shard and shard >= 1 and (dp * cp) % shard == 0,
            f"fsdp_shard={fsdp_shard!r} must divide the data x context parallel ranks {dp * cp}")
@@ -874,6 +1040,8 @@ def step_estimate(
         g_wgrad = _gemm_time_s(fk, fn, fm, **kw)
         t_gemm_f = float(g_fwd.sum())
         t_gemm_b = float(g_dgrad.sum() + g_wgrad.sum())
+        # weight-gradient GEMMs alone (DualPipe's W); t_gemm_b is kept as summed above
+        t_gemm_w = float(g_wgrad.sum())
         extra: list[tuple[float, float, float]] = []  # GEMMs without a TP collective (M, N, K)
         if mla:  # query up-projection from its latent, key/value up-projection
             if mla_q_lora_rank:
@@ -884,9 +1052,11 @@ def step_estimate(
         for em, en, ek in extra:
             t_gemm_f += float(_gemm_time_s(em, en, ek, **kw))
             t_gemm_b += float(_gemm_time_s(em, ek, en, **kw) + _gemm_time_s(ek, en, em, **kw))
+            t_gemm_w += float(_gemm_time_s(ek, en, em, **kw))
         if E:  # router: T x h @ h x E, forward and two backward GEMMs (bf16)
             t_gemm_f += float(_gemm_time_s(T, E, h, **bkw))
             t_gemm_b += 2.0 * float(_gemm_time_s(T, E, h, **bkw))
+            t_gemm_w += float(_gemm_time_s(T, E, h, **bkw))  # the router's h x E gradient
         # causal flash attention: queries T, average keys s/2 (load-balanced CP), heads h/tp;
         # MLA: scores over d_qk, values of v_head_dim per head, i.e. 2 (d_qk + d_v) FLOPs
         # per query, key and head where MHA has 4 d
@@ -1028,18 +1198,23 @@ def step_estimate(
         }
         if moe_experts:
             t_lay["moe_a2a_exposed"] = t_a2a_exposed
-        return t_lay, (t_gemm_f, t_attn_f, t_mem_f, t_gemm_b, t_attn_b, t_mem_b, t_rec)
+        return t_lay, (t_gemm_f, t_attn_f, t_mem_f, t_gemm_b, t_attn_b, t_mem_b, t_rec,
+                       t_gemm_w)
 
-    t_layer, (t_gemm_f, t_attn_f, t_mem_f, t_gemm_b, t_attn_b, t_mem_b, t_rec) = \
-        _layer(bool(moe_experts))
+    lay_main = _layer(bool(moe_experts))
+    t_layer, (t_gemm_f, t_attn_f, t_mem_f, t_gemm_b, t_attn_b, t_mem_b, t_rec, _) = lay_main
     # DeepSeek's first ``moe_dense_layers`` layers have a dense MLP of ``ffn_hidden``
-    t_layer_dense = _layer(False)[0] if moe_experts and moe_dense_layers else t_layer
+    lay_dense = _layer(False) if moe_experts and moe_dense_layers else lay_main
+    t_layer_dense = lay_dense[0]
 
     # ---- output layer + loss (last stage) and embedding (first stage) ------------
     # Megatron's output layer is not a Transformer Engine module: BF16 in FP8 runs too
-    t_logits = float(_gemm_time_s(np.array([T, T, h]), np.array([vocab / tp, h, vocab / tp]),
-                                  np.array([h, vocab / tp, T]), **bkw).sum())
-    t_logits += T * vocab / tp * 20.0 / (hbm * ke.hbm)  # fp32 vocab-parallel cross-entropy
+    # [forward, data-grad, weight-grad]
+    g_logits = _gemm_time_s(np.array([T, T, h]), np.array([vocab / tp, h, vocab / tp]),
+                            np.array([h, vocab / tp, T]), **bkw)
+    t_logits = float(g_logits.sum())
+    t_ce = T * vocab / tp * 20.0 / (hbm * ke.hbm)  # fp32 vocab-parallel cross-entropy
+    t_logits += t_ce
     t_embed = 3.0 * T * h * 2.0 / (hbm * ke.hbm)
 
     layers_per_stage = math.ceil(layers / pp)
@@ -1084,6 +1259,44 @@ def step_estimate(
     else:
         t_pp_exposed = t_pp_fill = 0.0
         bubble = 0.0
+    if dualpipe:
+        def _chunk(n_main: int, n_dense: int, out_f: float, out_b: float,
+                   out_w: float) -> PipelineChunk:
+            parts: dict[str, float] = {}
+            fw = bw = wg = a2a = 0.0
+            for (t_lay, tup), n in ((lay_main, n_main), (lay_dense, n_dense)):
+                gf, af, mf, gb, ab, mb, rec, gw = tup
+                cf, cb = gf + af + mf, gb + ab + mb + rec
+                # TP / CP exposure stays serial in its chunk, split by the chunks' compute
+                serial = t_lay["tp_comm_exposed"] + t_lay["cp_comm_exposed"]
+                fw += n * (cf + serial * cf / (cf + cb))
+                bw += n * (cb + serial * cb / (cf + cb))
+                wg += n * gw
+                a2a += n * t_lay.get("moe_a2a_exposed", 0.0)
+                for k, v in t_lay.items():
+                    if k != "moe_a2a_exposed":
+                        parts[k] = parts.get(k, 0.0) + n * v
+            parts["output_layer"] = out_f + out_b
+            return PipelineChunk(parts=parts, fwd=fw + out_f, bwd=bw + out_b, wgrad=wg + out_w,
+                                 a2a_fwd=0.5 * a2a, a2a_bwd=0.5 * a2a)
+        lps = layers_per_stage
+        # first stage: the embedding (1 pass forward, 2 backward); last: the output layer
+        # (forward GEMM and cross-entropy forward, data- and weight-grad GEMMs backward)
+        first = _chunk(lps - nd_first, nd_first, t_embed / 3.0, 2.0 * t_embed / 3.0, 0.0)
+        last = _chunk(lps - nd_last, nd_last, float(g_logits[0]) + t_ce,
+                      float(g_logits[1] + g_logits[2]), float(g_logits[2]))
+        # the SMs of the all-to-all kernels: only where there are expert all-to-alls
+        sm_share = DUALPIPE_COMM_SMS / ke.sms if (moe_experts and moe_ep > 1) else 0.0
+        dkw: dict[str, Any] = dict(pp=pp, microbatches=m_micro, t_send_s=t_send,
+                                   sm_share=sm_share)
+        rank = dualpipe_rank(first, last, **dkw)  # rank 0 (and pp-1): first + last stage
+        if pp >= 4:  # inner ranks: two inner stages of MoE layers (dense ones not placed)
+            inner = _chunk(lps, 0, 0.0, 0.0, 0.0)
+            rank_in = dualpipe_rank(inner, inner, **dkw)
+            if rank_in["step"] > rank["step"]:
+                rank = rank_in
+        bubble = rank["bubble"]
+        t_stage_max = rank["pair"]  # per micro-batch, for the data-parallel overlap below
 
     # ---- data parallel: distributed optimizer (or FSDP) over the DP x CP group ------
     if mla:  # TP-split equivalent: the duplicated down projections count whole on each rank
@@ -1150,11 +1363,18 @@ def step_estimate(
                                                       **grp)))
             # gradient all-reduce, overlapped with the last backward
             return float(group_collective_time_s("allreduce", params * grad_bytes, **grp)), 0.0
-        rs_d, ag_d = _sync(p_dense, n_dp)
-        if moe_experts and moe_expert_tp is not None:  # expert DP ranks, etp x ep apart
-            rs_e, ag_e = _sync(p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
+        if dualpipe:  # two stages per rank: both copies' gradients and parameters move
+            rs_d, ag_d = _sync(2.0 * p_dense, n_dp)
+            if moe_experts and moe_expert_tp is not None:
+                rs_e, ag_e = _sync(2.0 * p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
+            else:
+                rs_e, ag_e = _sync(2.0 * p_exp, n_dp // moe_ep if moe_experts else 1)
         else:
-            rs_e, ag_e = _sync(p_exp, n_dp // moe_ep if moe_experts else 1)
+            rs_d, ag_d = _sync(p_dense, n_dp)
+            if moe_experts and moe_expert_tp is not None:  # expert DP ranks, etp x ep apart
+                rs_e, ag_e = _sync(p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
+            else:
+                rs_e, ag_e = _sync(p_exp, n_dp // moe_ep if moe_experts else 1)
         t_grad_rs, t_param_ag = rs_d + rs_e, ag_d + ag_e
         t_dp_exposed = (max(0.0, t_grad_rs - t_mb_bwd - bubble / 2.0)
                         + max(0.0, t_param_ag - t_mb_fwd - bubble / 2.0))
@@ -1165,9 +1385,18 @@ def step_estimate(
     # Adam on the local shard: fp32 param, m, v read+write, fp32 grad read, bf16 param
     # write, grad-norm read: ~34 B per parameter
     t_opt = p_local / opt_shards * 34.0 / (hbm * ke.hbm)
+    if dualpipe and not ke.distributed_optimizer:  # every rank updates both copies
+        t_opt *= 2.0
 
-    breakdown = {k: v * m_micro for k, v in stage_last.items()}
-    breakdown["pp_comm_exposed"] = t_pp_exposed * m_micro + t_pp_fill
+    if dualpipe:
+        breakdown = {k: v * m_micro for k, v in rank["parts"].items()}
+        if moe_experts:
+            breakdown["moe_a2a_exposed"] = rank["a2a"] * m_micro
+        breakdown["comm_sm_reserved"] = rank["sm_lost"] * m_micro
+        breakdown["pp_comm_exposed"] = rank["pp"] * m_micro + t_pp_fill
+    else:
+        breakdown = {k: v * m_micro for k, v in stage_last.items()}
+        breakdown["pp_comm_exposed"] = t_pp_exposed * m_micro + t_pp_fill
     breakdown["pipeline_bubble"] = bubble
     breakdown["dp_comm_exposed"] = t_dp_exposed
     breakdown["optimizer"] = t_opt
