@@ -12,7 +12,10 @@ ranks, no TP, FP8 GEMMs) with the shape of :data:`twin.compute.shapes.MOE_SHAPES
 ``deepseek_v3``, and prints measured, twin, error and the twin's breakdown.  Nothing is fitted on
 the point.  The lines below the result are diagnostics of where the error sits, not corrections:
 the same layout under Megatron's 1F1B (every all-to-all exposed; the figure before the step model
-had DualPipe, helper HK), and DualPipe with the remaining exposed all-to-alls gone.
+had DualPipe, helper HK), and DualPipe with the remaining exposed all-to-alls gone.  Then the
+memory model on the same layout (helper HM2): 1F1B as a diagnostic, DualPipe, DualPipe with each
+of the report's memory savings and with all of them (:data:`DEEPSEEK_SAVINGS`), heaviest rank
+and accepted / refused on an 80 GiB GPU.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import csv
 from pathlib import Path
 
 from twin.compute import step_estimate
-from twin.compute.memory import GIB, memory_fit_problem, memory_per_gpu_bytes
+from twin.compute.memory import GIB, memory_fit_problem, memory_limit_gib, memory_per_gpu_bytes
 from twin.compute.shapes import MOE_SHAPES
 
 HERE = Path(__file__).resolve().parent
@@ -31,6 +34,8 @@ CSV = HERE / "step_times_deepseek.csv"
 #: nodes: 8 GPUs on NVLink/NVSwitch, one 400 Gb/s InfiniBand NIC per GPU (50 GB/s).
 H800 = dict(hbm_bw_tb_s=3.35, nvls=True)
 PEAK = {"bf16": 989.0, "fp8": 1979.0}
+#: H800 HBM3 capacity [GiB] (80 GB, quoted as GiB as for the H100: twin.compute.memory)
+GPU_GIB = 80.0
 
 
 def rows() -> list[dict]:
@@ -62,9 +67,19 @@ def kwargs(r: dict) -> dict:
                 moe_routing="dropless", pipeline_schedule="dualpipe", **H800)
 
 
-def memory_kwargs(r: dict) -> dict:
-    """memory_per_gpu_bytes keywords of the row (the same shape and layout; the memory model
-    does not know DualPipe: one parameter copy, 1F1B's activations in flight)."""
+#: DeepSeek-V3's memory savings as the report states them (arXiv 2412.19437), the memory model's
+#: options: RMSNorm and MLA up-projection outputs recomputed (sec. 3.2.3), Linear inputs cached
+#: in FP8 with the report's exceptions and FP8 dispatch (sec. 3.3.3), BF16 AdamW moments (sec.
+#: 3.3.3; master weights and gradients fp32).  The EMA in CPU memory and MTP's shared embedding
+#: and head save nothing the twin counts (it has neither an EMA nor an MTP module).
+DEEPSEEK_SAVINGS = dict(recompute_norms_mla_up=True, fp8_cached_linear_inputs=True,
+                        adam_moment_bytes=2.0)
+
+
+def memory_kwargs(r: dict, pipeline_schedule: str = "dualpipe", savings: bool = False) -> dict:
+    """memory_per_gpu_bytes keywords of the row (the same shape and layout): DualPipe (two
+    stages a rank, PP + 1 micro-batches) or, as a diagnostic, ``pipeline_schedule="1f1b"``;
+    ``savings``: with :data:`DEEPSEEK_SAVINGS`."""
     kw = kwargs(r)
     keep = ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len",
             "micro_batch", "tp", "pp", "cp", "vpp", "precision", "zero_stage", "moe_ffn_hidden",
@@ -73,7 +88,8 @@ def memory_kwargs(r: dict) -> dict:
     dp = kw["gpus"] // (kw["tp"] * kw["pp"] * kw["cp"])
     return dict({k: kw[k] for k in keep}, dp=dp,
                 microbatches=kw["global_batch"] // (dp * kw["micro_batch"]),
-                moe_experts=kw["moe_experts"], moe_ep=kw["moe_ep"], moe_top_k=kw["moe_top_k"])
+                moe_experts=kw["moe_experts"], moe_ep=kw["moe_ep"], moe_top_k=kw["moe_top_k"],
+                pipeline_schedule=pipeline_schedule, **(DEEPSEEK_SAVINGS if savings else {}))
 
 
 def error(r: dict, schedule: str = "dualpipe") -> float:
@@ -102,10 +118,26 @@ def main() -> None:
         hidden = e.step_time_s - e.breakdown["moe_a2a_exposed"]
         print(f"  what-if, not a model: DualPipe with no all-to-all exposed {hidden:.3f} s "
               f"({100 * (hidden / meas - 1):+.1f} %)")
-        m = memory_per_gpu_bytes(**memory_kwargs(r))
-        print(f"  memory model: {m.describe_gib()}")
-        print(f"  fit on 80 GiB: {memory_fit_problem(m, 80.0) or 'accepted'}")
-        print(f"  ({m.total / GIB:.1f} GiB)")
+        print(f"  memory model on {GPU_GIB:g} GiB (accepted up to {memory_limit_gib(GPU_GIB):.1f}"
+              f" GiB), heaviest rank; then by rank (ranks j and {int(r['pp']) - 1}-j alike):")
+        for label, mk in (("1F1B (diagnostic)", memory_kwargs(r, "1f1b")),
+                          ("DualPipe", memory_kwargs(r)),
+                          ("DualPipe + (a) RMSNorm/MLA-up recompute",
+                           dict(memory_kwargs(r), recompute_norms_mla_up=True)),
+                          ("DualPipe + (b) FP8-cached Linear inputs",
+                           dict(memory_kwargs(r), fp8_cached_linear_inputs=True)),
+                          ("DualPipe + (c) BF16 AdamW moments",
+                           dict(memory_kwargs(r), adam_moment_bytes=2.0)),
+                          ("DualPipe + (a)-(c), the report's savings",
+                           memory_kwargs(r, savings=True))):
+            m = memory_per_gpu_bytes(**mk)
+            verdict = "refused" if memory_fit_problem(m, GPU_GIB) else "accepted"
+            print(f"    {label}: {m.describe_gib()}, {verdict}")
+            if mk.get("pipeline_schedule") == "dualpipe":
+                ranks = [memory_per_gpu_bytes(**mk, pipeline_rank=j)
+                         for j in (0, 1, int(r["pp"]) // 2 - 1)]
+                print("      " + ", ".join(f"{x.stage} {x.total / GIB:.1f}" for x in ranks)
+                      + " GiB")
 
 
 if __name__ == "__main__":

@@ -194,8 +194,8 @@ def _parser() -> argparse.ArgumentParser:
                         "even number of micro-batches >= 2 pp; expert all-to-alls and pipeline "
                         "sends overlapped with the paired chunk's compute on 20 reserved SMs, "
                         "bubble (pp/2-1)(F&B+B-3W)); default the file's, else the one vpp "
-                        "implies. The memory estimate does not count DualPipe's second "
-                        "parameter copy")
+                        "implies. With dualpipe the memory estimate counts two stages a rank "
+                        "and PP + 1 micro-batches in flight")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
     p.add_argument("--op", required=True, choices=OPS,

@@ -8,7 +8,9 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
                    experts, top_k, capacity_factor, routing, expert_ffn_hidden, shared_experts,
                    shared_expert_ffn_hidden, dense_layers, mla_q_lora_rank, mla_kv_lora_rank,
                    mla_qk_nope_head_dim, mla_qk_rope_head_dim, mla_v_head_dim}
-    training:     {seq_len, global_batch, micro_batch, precision, activation_recompute}
+    training:     {seq_len, global_batch, micro_batch, precision, activation_recompute,
+                   zero_stage, fsdp_shard, grad_reduce_dtype, recompute_norms_mla_up,
+                   fp8_cached_linear_inputs, adam_moment_dtype}
     parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp, pipeline_schedule}
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
@@ -25,7 +27,12 @@ ranks; etp x ep must divide them (Megatron-core's ``initialize_model_parallel``)
 ``vpp`` implies, interleaved when ``vpp`` > 1) picks the step model's pipeline schedule
 (:func:`twin.compute.step_estimate`); ``dualpipe`` (DeepSeek-V3's bidirectional schedule)
 needs an even ``pp``, ``vpp`` 1, an even number of micro-batches of at least ``2 pp`` and
-``zero_stage`` below 3; the memory model does not count its second parameter copy.
+``zero_stage`` below 3; the memory model then counts two stages a rank (both parameter
+copies, their states over twice the data-parallel ranks) and PP + 1 micro-batches in flight.
+``training.recompute_norms_mla_up``, ``training.fp8_cached_linear_inputs`` (precision fp8)
+and ``training.adam_moment_dtype`` (bf16: 2 B AdamW moments) are DeepSeek-V3's memory
+savings (:func:`twin.compute.memory.memory_per_gpu_bytes`); they move the memory estimate
+only (false / fp32: the former one).
 ``model.routing`` and the DeepSeek-style shape (``expert_ffn_hidden``, ``shared_experts``,
 ``shared_expert_ffn_hidden``, ``dense_layers``, the five ``mla_*`` ranks of multi-head latent
 attention) go to the step and memory models under their ``moe_*`` / ``mla_*`` names
@@ -172,6 +179,18 @@ class Training(_Model):
     grad_reduce_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="gradient buffer dtype (NeMo default fp32; its performance "
                             "recipes set bf16)")
+    recompute_norms_mla_up: bool = Field(
+        False, description="DeepSeek-V3 (arXiv 2412.19437 sec. 3.2.3): RMSNorm and MLA "
+                           "up-projection outputs recomputed in backward, not kept (memory "
+                           "only); needs activation_recompute none or selective")
+    fp8_cached_linear_inputs: bool = Field(
+        False, description="DeepSeek-V3 (sec. 3.3.3): Linear inputs cached in FP8 (attention "
+                           "output E5M6, MoE SwiGLU inputs FP8 and its output recomputed, FP8 "
+                           "dispatch; memory only); needs precision fp8 and "
+                           "activation_recompute none or selective")
+    adam_moment_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32", description="AdamW first and second moments (DeepSeek-V3 sec. 3.3.3: bf16; "
+                            "master weights fp32); memory only")
 
 
 class Parallelism(_Model):
@@ -408,6 +427,14 @@ def layout_problems(est: EstimateFile) -> list[str]:
         if t.zero_stage == 3:
             out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe is modelled with "
                        "the distributed optimizer; training.zero_stage = 3 is not")
+    for flag in ("recompute_norms_mla_up", "fp8_cached_linear_inputs"):
+        if getattr(t, flag) and t.activation_recompute not in ("none", "selective"):
+            out.append(f"{est.name}: training.{flag} describes what DeepSeek-V3 keeps without "
+                       f"layer recompute; training.activation_recompute must be none or "
+                       f"selective, got {t.activation_recompute}")
+    if t.fp8_cached_linear_inputs and t.precision != "fp8":
+        out.append(f"{est.name}: training.fp8_cached_linear_inputs needs training.precision "
+                   f"= fp8, got {t.precision}")
     if t.fsdp_shard is not None and (t.zero_stage != 3 or dpcp % t.fsdp_shard):
         out.append(f"{est.name}: training.fsdp_shard = {t.fsdp_shard} needs "
                    f"training.zero_stage = 3 and must divide the data x context parallel "
@@ -427,7 +454,10 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
                        global_batch=t.global_batch, micro_batch=t.micro_batch,
                        precision=t.precision, activation_recompute=t.activation_recompute,
                        zero_stage=t.zero_stage, fsdp_shard=t.fsdp_shard,
-                       grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0)
+                       grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0,
+                       recompute_norms_mla_up=t.recompute_norms_mla_up,
+                       fp8_cached_linear_inputs=t.fp8_cached_linear_inputs,
+                       adam_moment_bytes=4.0 if t.adam_moment_dtype == "fp32" else 2.0)
     gpu = GpuSpec(peak_bf16_tflops=c.gpu.peak_bf16_tflops, peak_fp8_tflops=c.gpu.peak_fp8_tflops,
                   hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,
                   nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,

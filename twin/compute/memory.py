@@ -71,6 +71,28 @@ One pipeline stage's share on one GPU, as bytes [B]:
   micro-batch is in flight at once).  The first stage's ``pp + (pp-1)/vpp`` is Korthikanti
   et al.'s §4.2.3 ``L (1 + (p-1)/(p v))`` layers' worth; the last stage's interleaved
   ``pp - (pp-1)/vpp`` (``(vpp - 1) pp + 1`` chunks) against 1 under 1F1B.
+* **DualPipe** (``pipeline_schedule="dualpipe"``; DeepSeek-V3 Technical Report arXiv
+  2412.19437 sec. 3.2.1 and Table 2, deepseek-ai/DualPipe): rank ``j`` holds stages ``s =
+  min(j, pp-1-j)`` and ``pp-1-s`` (``DualPipe``'s two modules, ``examples/example_dualpipe.py``),
+  each with the per-stage weights, gradients, dense layers, embedding and output layer above,
+  so ranks 0 and ``pp-1`` both hold the first and the last stage.  Their sharded states are
+  taken over ``2 d`` ranks (ZeRO-1: ``12 / (2 d)`` a parameter): every stage lives on the ``d``
+  data-parallel ranks of each of its two pipeline ranks, and the example sums the mirror
+  rank's gradient into each copy, so the copies are one data-parallel group of ``2 d`` that
+  can share one optimizer partition, as the step model moves them (``2 p_local`` over the
+  group; neither the report nor the repository states the optimizer's layout, and keeping a
+  state per copy over ``d`` would double the optimizer term).  Activations: stepping
+  ``DualPipe.step`` chunk by chunk, every rank's peak holds ``pp - s`` micro-batches of
+  stage ``s`` and ``s + 1`` of stage ``pp-1-s`` at once (``pp + 1``, Table 2's "PP + 1"; the
+  zero-bubble weight gradients deferred then are none), i.e. each stage as many as its index
+  holds under 1F1B; ``DualPipe.step`` asserts ``m >= 2 pp``, so the step never caps it.
+  Every rank pair ``(j, pp-1-j)`` is evaluated; the pair's two ranks are alike.
+* **DeepSeek-V3's memory savings** (options, all off by default; sec. 3.2.3 and 3.3.3,
+  :func:`saved_bytes_per_token_layer`): RMSNorm and MLA up-projection outputs recomputed,
+  Linear inputs cached in FP8 (attention output E5M6, MoE SwiGLU inputs FP8 with its output
+  recomputed, FP8 dispatch), BF16 AdamW moments (``4 + 2 x 2`` B of optimizer state a
+  parameter).  The report's EMA in CPU memory and MTP's shared embedding and head save
+  nothing here: the twin counts neither an EMA nor an MTP module.
 * **context-parallel KV**: ring attention double-buffers the K/V block it receives
   and, backward, the dK/dV it passes on: ``2 x 2 x 2 h_kv/tp x b s/cp x 2 B``.
 * **logits**: the last stage's bf16 logits and the fp32 cross-entropy working set,
@@ -79,7 +101,8 @@ One pipeline stage's share on one GPU, as bytes [B]:
   caching allocator's fragmentation, a fixed ``buffer_bytes`` (2 GiB, engineering
   estimate: ~0.5 GB context, ~0.5-1 GB NCCL, the rest workspaces and fragments).
 
-The worst of the first and the last pipeline stage is the job's figure; with dense first
+The worst of the first and the last pipeline stage (DualPipe: of its rank pairs) is the
+job's figure; with dense first
 layers (``moe_dense_layers``) also of every inner stage holding one and of the first inner
 stage after them (all-MoE; later ones hold the same layers with fewer micro-batches in
 flight), named ``"stage j"`` (1-based).  Layers sit where Megatron-core puts them
@@ -236,6 +259,99 @@ def mla_activation_width(*, heads: int, q_lora_rank: int, kv_lora_rank: int,
                  + (q_lora_rank + kv_lora_rank + qk_rope_head_dim) * tp)
 
 
+#: Bytes per cached element under DeepSeek-V3's FP8 activation caching (arXiv 2412.19437 sec.
+#: 3.3.3, "Low-Precision Activation"): a Linear operator's input in FP8 (1 B); the input of the
+#: Linear after attention in the report's E5M6 format (12 bits, 1.5 B), as that tensor also
+#: serves the attention backward; everything else (norm inputs, attention inputs) in bf16 (2 B).
+FP8_CACHED_BYTES = 1.0
+E5M6_CACHED_BYTES = 1.5
+
+
+def saved_bytes_per_token_layer(*, hidden: int, heads: int, kv_heads: int, seq_len: int,
+                                tp: int = 1, cp: int = 1, sequence_parallel: bool = True,
+                                flash_attention: bool = True, recompute: str = "none",
+                                gated_mlp: bool = True, mla_dims: tuple | None = None,
+                                dense_ffn_hidden: float = 0.0, routed_ffn_hidden: float = 0.0,
+                                routed_copies: float = 0.0, shared_ffn_hidden: float = 0.0,
+                                dispatched_copies: float = 0.0,
+                                recompute_norms_mla_up: bool = False,
+                                fp8_cached_linear_inputs: bool = False) -> float:
+    """Activation bytes saved for backward per token and layer [B], tensor by tensor, with
+    DeepSeek-V3's memory savings as options (arXiv 2412.19437; all off: the same tensors as
+    :func:`activation_bytes_per_token_layer` plus the module doc's MoE terms, bf16).
+
+    Elements per token (TP-split as in the module doc; ``sp = tp`` with sequence parallel):
+
+    * norm inputs ``2 h / sp`` (bf16, always kept);
+    * norm outputs ``2 h / sp``, the inputs of the QKV (or MLA down) projections and of the
+      MLP / router;
+    * attention inputs: ``(h + 2 h_kv) / tp`` (q, k, v), or with multi-head latent attention
+      (``mla_dims = (q_lora, kv_lora, d_nope, d_rope, d_v)``) the up-projections' outputs
+      ``n (2 (d_nope + d_rope) + d_v) / tp`` (queries, keys, values), the latents ``q_lora +
+      kv_lora`` (the up-projections' inputs, whole on every TP rank) and the RoPE key
+      ``d_rope`` (bf16);
+    * attention output ``h / tp`` (``n d_v / tp`` with MLA), the input of the output
+      projection;
+    * per MLP of inner size ``F`` (``dense_ffn_hidden`` once; ``routed_ffn_hidden`` for each of
+      ``routed_copies`` routed copies; ``shared_ffn_hidden`` once): gated, the up/gate outputs
+      (SwiGLU's inputs) ``2 F / tp`` and SwiGLU's output (the down projection's input)
+      ``F / tp``; ungated ``F / tp`` each;
+    * dispatched expert inputs ``h x dispatched_copies`` (module doc: ``k c etp / tp``);
+    * unfused attention: ``5 n (s / cp) / tp`` bytes of scores unless selective recompute.
+
+    recompute_norms_mla_up (sec. 3.2.3, "Recomputation of RMSNorm and MLA Up-Projection": "We
+    recompute all RMSNorm operations and MLA up-projections during back-propagation, thereby
+    eliminating the need to persistently store their output activations"): the norm outputs
+    and the MLA queries, keys and values are not kept; the latents are then kept as the latent
+    norms' inputs (bf16); without a query latent (``q_lora`` 0) the queries, a direct
+    projection's output, stay.  fp8_cached_linear_inputs (sec. 3.3.3, "Low-Precision Activation":
+    activations cached for the backward of Linear operators in FP8, with two exceptions): norm
+    outputs, the MLA latents (when kept as the up-projections' inputs), the dispatched expert
+    inputs (dispatched in FP8, sec. 3.3.3 "Low-Precision Communication") and the dense MLP's
+    down-projection input at :data:`FP8_CACHED_BYTES`; the attention output (the Linear after
+    attention) at :data:`E5M6_CACHED_BYTES`; in the MoE layer's MLPs (routed and shared
+    experts) SwiGLU's inputs at 1 B and its output not kept ("we cache the inputs of the
+    SwiGLU operator and recompute its output in the backward pass"); q, k, v, norm inputs
+    and the RoPE key stay bf16.  Assumed, not stated: the shared expert counts as "in MoE";
+    the MoE layer's norm output is counted once at 1 B though the BF16 router (sec. 3.3.1)
+    reads it too.
+    """
+    h = float(hidden)
+    sp = tp if sequence_parallel else 1
+    lin = FP8_CACHED_BYTES if fp8_cached_linear_inputs else 2.0
+    out_b = E5M6_CACHED_BYTES if fp8_cached_linear_inputs else 2.0
+    b = 2.0 * 2.0 * h / sp                                    # norm inputs
+    if not recompute_norms_mla_up:
+        b += lin * 2.0 * h / sp                               # norm outputs
+    if mla_dims is None:
+        hkv = h * kv_heads / heads
+        b += 2.0 * (h + 2.0 * hkv) / tp + out_b * h / tp
+    else:
+        q_lora, kv_lora, d_nope, d_rope, d_v = (float(x) for x in mla_dims)
+        if recompute_norms_mla_up:  # latents kept as their norms' inputs, bf16
+            b += 2.0 * (q_lora + kv_lora + d_rope)
+            if not q_lora:  # queries of a direct projection (no query latent) are kept
+                b += 2.0 * heads * (d_nope + d_rope) / tp
+        else:
+            b += (2.0 * heads * (2.0 * (d_nope + d_rope) + d_v) / tp
+                  + lin * (q_lora + kv_lora) + 2.0 * d_rope)
+        b += out_b * heads * d_v / tp
+
+    def mlp(f: float, in_moe: bool) -> float:
+        if not gated_mlp:
+            return (2.0 + lin) * f / tp
+        if fp8_cached_linear_inputs and in_moe:  # SwiGLU inputs in FP8, output recomputed
+            return FP8_CACHED_BYTES * 2.0 * f / tp
+        return (2.0 * 2.0 + lin) * f / tp
+
+    b += mlp(float(dense_ffn_hidden), False) + routed_copies * mlp(float(routed_ffn_hidden), True)
+    b += mlp(float(shared_ffn_hidden), True)
+    b += lin * h * dispatched_copies
+    if not flash_attention and recompute != "selective":
+        b += 5.0 * heads * (seq_len / cp) / tp
+    return b
+
+
 def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
                                  microbatches: int | None = None) -> np.ndarray:
     """Micro-batches in flight on pipeline rank ``rank``, by model chunk, at each moment a
@@ -317,6 +433,10 @@ def memory_per_gpu_bytes(
     mla_qk_rope_head_dim: int = 0,
     mla_v_head_dim: int = 0,
     pipeline_rank: int | None = None,
+    pipeline_schedule: str | None = None,
+    recompute_norms_mla_up: bool = False,
+    fp8_cached_linear_inputs: bool = False,
+    adam_moment_bytes: float = 4.0,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its pipeline stages (module doc).
 
@@ -354,6 +474,23 @@ def memory_per_gpu_bytes(
 
     pipeline_rank: None (default) gives the heaviest pipeline stage (module doc); a rank
     ``0 <= pipeline_rank < pp`` gives that rank's breakdown, named as in the module doc.
+
+    pipeline_schedule: as :func:`twin.compute.step_estimate` (None: "interleaved" when ``vpp``
+    > 1, else "1f1b", the figures above bit for bit; "1f1b" needs ``vpp`` 1, "interleaved"
+    ``vpp`` > 1).  "dualpipe" (DeepSeek's DualPipe, module doc): ``vpp`` 1, ``pp`` even,
+    ``microbatches`` None or even and >= ``2 pp`` (``DualPipe.step``'s assertions), zero_stage
+    0-2; rank ``j`` holds stages ``j`` and ``pp-1-j``, named ``"stages a+b"`` (1-based).
+
+    DeepSeek-V3's memory savings (arXiv 2412.19437; all off by default, the figures above bit
+    for bit), each as the report states it, nothing fitted (:func:`saved_bytes_per_token_layer`):
+    recompute_norms_mla_up (sec. 3.2.3: RMSNorm and MLA up-projection outputs recomputed in
+    backward, not kept) and fp8_cached_linear_inputs (sec. 3.3.3: Linear inputs cached in FP8,
+    the attention output in E5M6, MoE SwiGLU inputs in FP8 with its output recomputed, FP8
+    dispatch; needs ``precision="fp8"``), both with activation_recompute "none" or "selective"
+    (the report keeps the rest); adam_moment_bytes [B] per AdamW moment element (4: fp32; 2:
+    the report's BF16 moments, sec. 3.3.3 "Low-Precision Optimizer States", master weights and
+    gradients staying fp32): the optimizer state is ``4 + 2 x adam_moment_bytes`` bytes per
+    parameter (+4 for the fp32 gradient copy with bf16 gradients).
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -365,6 +502,42 @@ def memory_per_gpu_bytes(
     if activation_recompute not in RECOMPUTE_CHOICES:
         raise ValueError(f"activation_recompute must be one of {RECOMPUTE_CHOICES}, "
                          f"got {activation_recompute!r}")
+    from twin.compute.step import PIPELINE_SCHEDULES  # step imports this module
+    schedule = pipeline_schedule if pipeline_schedule is not None \
+        else ("interleaved" if vpp > 1 else "1f1b")
+    if schedule not in PIPELINE_SCHEDULES:
+        raise ValueError(f"pipeline_schedule must be one of {PIPELINE_SCHEDULES} or None, got "
+                         f"{pipeline_schedule!r}")
+    if (schedule == "interleaved") != (vpp > 1):
+        raise ValueError(f"pipeline_schedule={schedule!r} needs "
+                         f"{'vpp > 1' if schedule == 'interleaved' else 'vpp=1'}, got vpp={vpp}")
+    dualpipe = schedule == "dualpipe"
+    if dualpipe:  # deepseek-ai/DualPipe, dualpipe.py DualPipe.step: its two assertions
+        if pp < 2 or pp % 2:
+            raise ValueError(f"pipeline_schedule='dualpipe' needs an even pp >= 2 (rank j holds "
+                             f"stages j and pp-1-j), got pp={pp}")
+        if microbatches is not None and (microbatches < 2 * pp or microbatches % 2):
+            raise ValueError(f"pipeline_schedule='dualpipe' needs an even number of "
+                             f"microbatches >= 2 pp = {2 * pp}, got {microbatches!r}")
+        if zero_stage == 3:
+            raise ValueError("pipeline_schedule='dualpipe' is modelled with zero_stage 0-2 (the "
+                             "step model's limit), got zero_stage=3")
+    for name, flag in (("recompute_norms_mla_up", recompute_norms_mla_up),
+                       ("fp8_cached_linear_inputs", fp8_cached_linear_inputs)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    savings = bool(recompute_norms_mla_up or fp8_cached_linear_inputs)
+    if savings and activation_recompute not in ("none", "selective"):
+        raise ValueError(f"recompute_norms_mla_up and fp8_cached_linear_inputs describe what "
+                         f"DeepSeek-V3 keeps without layer recompute: activation_recompute must "
+                         f"be 'none' or 'selective', got {activation_recompute!r}")
+    if fp8_cached_linear_inputs and precision != "fp8":
+        raise ValueError(f"fp8_cached_linear_inputs needs precision='fp8' (FP8 GEMMs read the "
+                         f"cached FP8 inputs), got precision={precision!r}")
+    if isinstance(adam_moment_bytes, bool) or not isinstance(adam_moment_bytes, (int, float)) \
+            or not math.isfinite(adam_moment_bytes) or adam_moment_bytes <= 0:
+        raise ValueError(f"adam_moment_bytes must be a positive number of bytes per AdamW "
+                         f"moment element (4 fp32, 2 bf16), got {adam_moment_bytes!r}")
     from twin.compute.step import _check_deepseek_terms  # step imports this module
     _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
                           moe_shared_experts=moe_shared_experts,
@@ -425,9 +598,15 @@ def memory_per_gpu_bytes(
     p_layer_tp = (attn_params + dense_mlp) / tp  # sharded by TP
     p_embed = vocab * h / tp
     d = dp * cp if shard_ranks is None else int(shard_ranks)
-    # bf16 gradients: the optimizer keeps an fp32 copy of its gradient shard (Megatron)
-    opt_b = 12.0 + (4.0 if grad_bytes < 4.0 else 0.0)
-    w_b, g_b, o_b = model_state_bytes_per_parameter(d, zero_stage=zero_stage,
+    # fp32 master weights and the two AdamW moments; bf16 gradients: the optimizer keeps an
+    # fp32 copy of its gradient shard (Megatron)
+    opt_b = 4.0 + 2.0 * float(adam_moment_bytes) + (4.0 if grad_bytes < 4.0 else 0.0)
+    # DualPipe: each stage lives on the d ranks of rank j and the d of rank pp-1-j, whose
+    # gradients are summed (deepseek-ai/DualPipe examples/example_dualpipe.py adds the mirror
+    # rank's gradient), so its sharded states are taken over those 2 d ranks, as the step
+    # model moves them (module doc)
+    copies = 2 if dualpipe else 1
+    w_b, g_b, o_b = model_state_bytes_per_parameter(d * copies, zero_stage=zero_stage,
                                                     grad_bytes=grad_bytes, optimizer_bytes=opt_b)
     # expert weights are replicated over dp*cp/ep ranks only (EP takes ranks from DP);
     # folded (etp given): over the tp cp dp / (etp ep) expert-data-parallel ranks
@@ -435,7 +614,7 @@ def memory_per_gpu_bytes(
         d_exp = max(1, d * tp // (etp * moe_ep))
     else:
         d_exp = max(1, d // moe_ep) if moe_experts > 0 else d
-    we, ge, oe = model_state_bytes_per_parameter(d_exp, zero_stage=zero_stage,
+    we, ge, oe = model_state_bytes_per_parameter(d_exp * copies, zero_stage=zero_stage,
                                                  grad_bytes=grad_bytes, optimizer_bytes=opt_b)
     fp8_extra = 1.0 if precision == "fp8" else 0.0
 
@@ -472,6 +651,23 @@ def memory_per_gpu_bytes(
                                                    recompute=activation_recompute, **act_kw)
         a_full = max(a_full, activation_bytes_per_token_layer(
             hidden=hidden, ffn_hidden=ffn_hidden, recompute="none", **act_kw))
+    if savings:  # DeepSeek-V3's kept tensors, tensor by tensor (none / selective recompute)
+        sv_kw: dict[str, Any] = dict(
+            hidden=hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len, tp=tp, cp=cp,
+            sequence_parallel=sequence_parallel, flash_attention=flash_attention,
+            recompute=activation_recompute, gated_mlp=gated_mlp,
+            recompute_norms_mla_up=bool(recompute_norms_mla_up),
+            fp8_cached_linear_inputs=bool(fp8_cached_linear_inputs),
+            mla_dims=(mla_q_lora_rank, mla_kv_lora_rank, mla_qk_nope_head_dim,
+                      mla_qk_rope_head_dim, mla_v_head_dim) if mla else None)
+        if moe_experts > 0:
+            a_tok = saved_bytes_per_token_layer(
+                routed_ffn_hidden=Fe, routed_copies=moe_copies, shared_ffn_hidden=Fs,
+                dispatched_copies=moe_copies * etp / tp, **sv_kw)
+        else:
+            a_tok = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
+        if nd:
+            a_dense = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
     if mla:  # ring attention passes the per-head keys and values
         cp_kv = 8.0 * heads * (d_qk + mla_v_head_dim) / 2.0 / tp * tokens if cp > 1 else 0.0
     else:
@@ -493,19 +689,23 @@ def memory_per_gpu_bytes(
             raise ValueError(f"pipeline_rank must be an integer in [0, pp={pp}), got "
                              f"{pipeline_rank!r}")
         ranks = [int(pipeline_rank)]
+    elif dualpipe:  # ranks j and pp-1-j hold the same two stages: one of each pair
+        ranks = list(range(pp // 2))
     else:
         # ranks j with a dense layer, j < nd / lpc (chunk 0 holds the rank's first ones)
         with_dense = -(-nd * vpp // lps) if interleaved else -(-nd // lps)
         ranks = sorted(set(range(min(with_dense + 1, pp))) | {pp - 1})
-    stages = {}
-    for j in ranks:
-        stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
-                 else f"stage {j + 1}")
+
+    def stage_params(j: int) -> tuple[float, float, float, np.ndarray]:
+        """Pipeline stage ``j``'s (dense-side parameters, expert parameters [-] per GPU,
+        dense layers, dense layers by chunk); the chunks' entry is empty without
+        interleaving."""
         first = j == 0
         last = j == pp - 1
         p_dense = lps * p_layer_tp + (p_embed if first else 0.0) + (p_embed if last else 0.0)
         p_exp = lps * expert_params / (tp if moe_experts > 0 else 1)
         nd_s: float
+        d_chunk = np.zeros(0)
         if interleaved and nd:  # dense layers in each of the rank's chunks
             d_chunk = np.clip(nd - (np.arange(vpp) * pp + j) * lpc, 0.0, lpc)
             nd_s = float(d_chunk.sum())
@@ -514,6 +714,44 @@ def memory_per_gpu_bytes(
         if nd_s:  # a dense MLP in place of the shared experts, router and routed experts
             p_dense += nd_s * (mats * h * F - dense_mlp) / tp
             p_exp = (lps - nd_s) * expert_params / tp
+        return p_dense, p_exp, nd_s, d_chunk
+
+    stages = {}
+    if dualpipe:
+        # rank j holds stage s = min(j, pp-1-j) and stage pp-1-s (DualPipe's two modules);
+        # both stages' weights, gradients and optimizer states (over 2 d ranks, above); the
+        # schedule's peak (DualPipe.step, stepped chunk by chunk in
+        # tests/compute/test_memory_dualpipe.py) holds pp - s micro-batches of stage s and
+        # s + 1 of stage pp-1-s at once, pp + 1 in all on every rank, each stage as many as
+        # its index holds under 1F1B; DualPipe.step's m >= 2 pp (m/2 a direction >= pp)
+        # means the step's micro-batches never cap it
+        for j in ranks:
+            s_near = min(j, pp - 1 - j)
+            s_far = pp - 1 - s_near
+            stage = f"stages {s_near + 1}+{s_far + 1}"
+            weights = grads = optim = acts = 0.0
+            for s_j, held in ((s_near, pp - s_near), (s_far, s_near + 1)):
+                p_dense, p_exp, nd_s, _ = stage_params(s_j)
+                weights += p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra)
+                grads += p_dense * g_b + p_exp * ge
+                optim += p_dense * o_b + p_exp * oe
+                acts += held * tokens * ((lps - nd_s) * a_tok + nd_s * a_dense if nd_s
+                                         else lps * a_tok)
+            if activation_recompute in ("full", "save_qkv_proj"):
+                acts += tokens * a_full  # one layer rebuilt during its backward
+            if s_near == 0:  # the first stage's embedding output, pp micro-batches
+                acts += 2.0 * tokens * h * pp / (tp if sequence_parallel else 1)
+            logits = 6.0 * tokens * vocab / tp if s_near == 0 else 0.0
+            stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
+                                            activations=acts, cp_kv=cp_kv, logits=logits,
+                                            buffers=float(buffer_bytes), stage=stage)
+        return max(stages.values(), key=lambda m: m.total)
+    for j in ranks:
+        stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
+                 else f"stage {j + 1}")
+        first = j == 0
+        last = j == pp - 1
+        p_dense, p_exp, nd_s, d_chunk = stage_params(j)
         weights = p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra)
         if zero_stage >= 3:  # gathered working set of the layers being computed
             weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0

@@ -151,8 +151,11 @@ class ParallelSpec:
     tp_fp8_reduce_scatter: the forward tensor-parallel reduce-scatters carry FP8.
     pipeline_schedule: one of :data:`twin.compute.step.PIPELINE_SCHEDULES` ("1f1b",
     "interleaved", "dualpipe") or None, the schedule ``vpp`` implies (interleaved when
-    ``vpp`` > 1, else 1F1B); goes to the step model only (the memory model does not know
-    DualPipe's two parameter copies).
+    ``vpp`` > 1, else 1F1B); goes to the step and the memory model (DualPipe: two stages a
+    rank, PP + 1 micro-batches in flight).
+    recompute_norms_mla_up, fp8_cached_linear_inputs, adam_moment_bytes [B]: DeepSeek-V3's
+    memory savings (:func:`twin.compute.memory.memory_per_gpu_bytes`; off / 4 B: none); they
+    go to the memory model only (the step model does not charge the recompute).
     """
 
     tp: int
@@ -172,6 +175,9 @@ class ParallelSpec:
     param_gather_bytes: float = 2.0
     tp_fp8_reduce_scatter: bool = False
     pipeline_schedule: str | None = None
+    recompute_norms_mla_up: bool = False
+    fp8_cached_linear_inputs: bool = False
+    adam_moment_bytes: float = 4.0
 
     @property
     def model_parallel(self) -> int:
@@ -283,4 +289,8 @@ def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
         **model.deepseek_terms(), shard_ranks=par.fsdp_shard if par.zero_stage == 3 else None,
         grad_bytes=par.grad_bytes,
         sequence_parallel=ke.sequence_parallel if ke else True,
-        flash_attention=ke.flash_attention if ke else True)
+        flash_attention=ke.flash_attention if ke else True,
+        pipeline_schedule=par.pipeline_schedule,
+        recompute_norms_mla_up=par.recompute_norms_mla_up,
+        fp8_cached_linear_inputs=par.fp8_cached_linear_inputs,
+        adam_moment_bytes=par.adam_moment_bytes)
