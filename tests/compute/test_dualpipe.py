@@ -247,9 +247,12 @@ def test_estimate_file_and_cli(capsys):
     assert run_estimate_cli(["step", str(MIXTRAL_FILE), "--pipeline-schedule", "dualpipe"]) == 2
     assert "parallelism.pipeline_schedule = dualpipe needs parallelism.vpp = 1" \
         in capsys.readouterr().err
+    # pp 4 on 64 GPUs passes the layout checks; the memory model then counts DualPipe's two
+    # parameter copies (HM2): 122.3 GiB a GPU on ranks 0 and 3 (1F1B: 86.3), refused
     assert run_estimate_cli([*base, "--set", "parallelism.pp=4", "--set",
-                             "cluster.gpus=64", "--pipeline-schedule", "dualpipe"]) == 0
-    capsys.readouterr()
+                             "cluster.gpus=64", "--pipeline-schedule", "dualpipe"]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit in GPU memory: needs 122.3 GiB" in err and "stages 1+4" in err
     assert run_estimate_cli([*base, "--set", "training.global_batch=96",
                              "--pipeline-schedule", "dualpipe"]) == 2
     assert "micro-batches >= 2 pp = 16, got 12" in capsys.readouterr().err
