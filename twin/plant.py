@@ -9,7 +9,7 @@ the rows is expanded here so that every sub-model receives plain arrays.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -407,14 +407,34 @@ def parallel_spec(job) -> ParallelSpec:
 
     moe_expert_tp is 1 or tp (the schema's rule); a job stream's class refits a template's tp
     down to its GPUs (:func:`twin.workload.engine_jobs.fit_parallelism`) without touching it, so
-    an expert TP above the job's tp follows it down to tp."""
+    an expert TP above the job's tp follows it down to tp.  The pipeline schedule is the
+    job's (:func:`runnable_schedule` says which one runs on a given number of GPUs)."""
     etp = job.moe_expert_tp
     return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep,
                         moe_expert_tp=None if etp is None else min(etp, job.tp), seq_len=job.seq_len,
                         global_batch=job.global_batch, micro_batch=job.micro_batch,
                         precision=job.precision,
                         activation_recompute="full" if job.activation_recompute else "none",
-                        zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard)
+                        zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard,
+                        pipeline_schedule=job.pipeline_schedule)
+
+
+def runnable_schedule(par: ParallelSpec, gpus: int) -> ParallelSpec:
+    """``par`` with the pipeline schedule it runs on ``gpus`` GPUs: DualPipe needs an even
+    pp and an even number of micro-batches >= 2 pp (deepseek-ai/DualPipe, DualPipe.step's
+    assertions), which the loader checks at the job's submitted size; a stream class refitted
+    to its GPUs (:func:`twin.workload.engine_jobs.fit_parallelism` halves pp and rounds the
+    batch) or an elastic job shrunk to fewer data-parallel ranks may lose them, and then
+    runs the schedule its vpp implies (1F1B: DualPipe needs vpp 1) rather than stopping the
+    run."""
+    if par.pipeline_schedule != "dualpipe":
+        return par
+    dp = par.data_parallel(gpus)
+    unit = dp * par.micro_batch
+    m = par.global_batch // unit if unit and par.global_batch % unit == 0 else 0
+    if par.pp % 2 == 0 and m >= 2 * par.pp and m % 2 == 0:
+        return par
+    return replace(par, pipeline_schedule=None)
 
 
 def usable_gpus(par: ParallelSpec, gpus: int) -> int:
@@ -437,22 +457,25 @@ def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *,
     """``compute.step_time`` of a scenario job on ``n_nodes`` nodes of the catalog node,
     at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
     bandwidth [Gb/s], switch hops). The one translation of a job into the step model.
-    NICs per node: :func:`node_nics`."""
+    NICs per node: :func:`node_nics`; pipeline schedule: :func:`runnable_schedule`."""
     gpu, par = gpu_spec(node), parallel_spec(job)
     nics = node_nics(node, scenario.fabric)
-    return step_time(model_spec(job), par, gpu, FabricSpec(inter_node_gbps=inter_node_gbps,
-                                                          transport=scenario.fabric.transport, hops=hops,
-                                                          nics_per_node=nics),
-                     gpus=usable_gpus(par, n_nodes * gpu.gpus_per_node), clock_fraction=clock_fraction,
-                     deployment=scenario.hardware.deployment)
+    gpus = usable_gpus(par, n_nodes * gpu.gpus_per_node)
+    return step_time(model_spec(job), runnable_schedule(par, gpus), gpu,
+                     FabricSpec(inter_node_gbps=inter_node_gbps, transport=scenario.fabric.transport,
+                                hops=hops, nics_per_node=nics),
+                     gpus=gpus, clock_fraction=clock_fraction, deployment=scenario.hardware.deployment)
 
 
 def _job_memory(job, gpus: int, node: NodeModel):
     """(per-GPU memory breakdown, GPU capacity [GiB]) of a scenario job on ``gpus`` GPUs of
-    the catalog node; ``None`` when the parallel layout is invalid (other checks report it)."""
+    the catalog node; ``None`` when the parallel layout is invalid (other checks report it).
+    The schedule is the one the job runs there (:func:`runnable_schedule`: a stream class
+    refitted from a DualPipe job may run 1F1B)."""
     par = parallel_spec(job)
     if gpus < par.model_parallel or gpus % par.model_parallel:
         return None
+    par = runnable_schedule(par, gpus)
     gpu = gpu_spec(node)
     try:
         mem = memory_per_gpu(model_spec(job), par, gpu, gpus=gpus)

@@ -918,16 +918,18 @@ def step_estimate(
                f"moe_top_k={moe_top_k!r} must be between 1 and moe_experts={moe_experts}")
         _check(int(moe_ep) == moe_ep and moe_ep >= 1 and moe_experts % moe_ep == 0,
                f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep!r}")
-        if moe_expert_tp is None:
-            _check((dp * cp) % moe_ep == 0,
-                   f"moe_ep={moe_ep} does not divide the data x context parallel ranks "
-                   f"{dp * cp}")
-        else:
+        from twin.compute.specs import expert_dp_unit  # specs imports this module
+        if moe_expert_tp is not None:  # the expert communication's two cases (a model limit)
             _check(not isinstance(moe_expert_tp, bool) and moe_expert_tp in (1, tp),
                    f"moe_expert_tp={moe_expert_tp!r} must be 1 or tp={tp}")
-            _check((tp * cp * dp) % (moe_expert_tp * moe_ep) == 0,
-                   f"moe_expert_tp x moe_ep = {moe_expert_tp * moe_ep} does not divide the "
-                   f"tensor x context x data parallel ranks {tp * cp * dp}")
+        # the loader's, the engine's and the memory model's one predicate (Megatron-core)
+        unit = expert_dp_unit(tp=int(tp), cp=int(cp), ep=int(moe_ep),
+                              moe_expert_tp=None if moe_expert_tp is None else int(moe_expert_tp))
+        _check(dp % unit == 0,
+               f"moe_ep={moe_ep} does not divide the data x context parallel ranks {dp * cp}"
+               if moe_expert_tp is None else
+               f"moe_expert_tp x moe_ep = {moe_expert_tp * moe_ep} does not divide the "
+               f"tensor x context x data parallel ranks {tp * cp * dp}")
         _check(moe_capacity_factor > 0, f"moe_capacity_factor must be > 0, got "
                                         f"{moe_capacity_factor!r}")
         moe_routed_load(moe_routing, moe_capacity_factor, moe_dropless_load)     # checks

@@ -273,6 +273,36 @@ def _origin_of(path: str, origins: dict[str, str], default: str) -> str:
     return f"{base} with {', '.join(inner)}" if inner else base
 
 
+def _pipeline_schedule_problems(job, path: str, micro_batches: int | None) -> list[tuple[str, object, str]]:
+    """A job's ``pipeline_schedule`` against its layout: the estimate file's rules
+    (:func:`twin.compute.estimate_file.layout_problems`), which are the step model's
+    (:func:`twin.compute.step_estimate`): interleaved needs vpp > 1 and the others vpp 1;
+    dualpipe needs an even pp, an even number of micro-batches >= 2 pp (deepseek-ai/DualPipe,
+    DualPipe.step's assertions) and the distributed optimizer (zero_stage < 3).
+    ``micro_batches`` per data-parallel rank at the job's size, None when unknown (the
+    layout's own problems are reported elsewhere)."""
+    sched = job.pipeline_schedule or ("interleaved" if job.vpp > 1 else "1f1b")
+    out: list[tuple[str, object, str]] = []
+    if sched == "interleaved" and job.vpp == 1:
+        out.append((path, job.pipeline_schedule, "vpp > 1 for the interleaved schedule (vpp = 1)"))
+    elif sched != "interleaved" and job.vpp > 1:
+        out.append((path, job.pipeline_schedule, f"vpp = 1 for {sched} (vpp = {job.vpp} is the "
+                                                 "interleaved schedule)"))
+    if sched != "dualpipe":
+        return out
+    if job.pp % 2:
+        out.append((path, job.pipeline_schedule, f"an even pp for dualpipe (rank r holds stages r and "
+                                                 f"pp-1-r), got pp = {job.pp}"))
+    if micro_batches is not None and (micro_batches < 2 * job.pp or micro_batches % 2):
+        out.append((path, job.pipeline_schedule,
+                    f"an even number of micro-batches >= 2 pp = {2 * job.pp} for dualpipe, got "
+                    f"{micro_batches} (global_batch / (data-parallel ranks x micro_batch))"))
+    if job.zero_stage == 3:
+        out.append((path, job.pipeline_schedule, "zero_stage 0-2 for dualpipe (modelled with the "
+                                                 "distributed optimizer), got zero_stage = 3"))
+    return out
+
+
 def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     """Cross-field checks that the field types alone cannot express: (path, value, expected)."""
     out: list[tuple[str, object, str]] = []
@@ -351,6 +381,7 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                     f"enough RPPs for {n_racks} racks at {p.rpp.racks_per_rpp} racks per RPP"))
     by_model = delivered_nodes_by_model(s)     # a job runs on the nodes of one model
     for j, job in enumerate(s.workload.jobs):
+        micro_batches = None        # per data-parallel rank and step, when the layout divides
         jm = job_node_model(s, job, by_model)
         total_nodes = by_model.get(jm, 0)
         gpn = catalog.nodes[jm].gpu_count if jm in catalog.nodes else None
@@ -372,6 +403,8 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                 if job.global_batch % (dp * job.micro_batch):
                     out.append((f"workload.jobs.{j}.global_batch", job.global_batch,
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
+                else:
+                    micro_batches = job.global_batch // (dp * job.micro_batch)
                 from twin.compute.specs import expert_dp_unit
                 etp = job.moe_expert_tp
                 if dp % expert_dp_unit(tp=job.tp, cp=job.cp, ep=job.ep, moe_expert_tp=etp):
@@ -399,6 +432,7 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             out.append((f"workload.jobs.{j}.model.kv_heads", job.model.kv_heads, "a divisor of heads"))
         if job.model.layers % (job.pp * job.vpp):
             out.append((f"workload.jobs.{j}.pp", job.pp, "pp * vpp dividing the number of layers"))
+        out += _pipeline_schedule_problems(job, f"workload.jobs.{j}.pipeline_schedule", micro_batches)
     from twin.reliability import load_failure_classes
     classes = load_failure_classes()
     known = {c.name for c in classes}

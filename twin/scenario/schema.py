@@ -490,6 +490,11 @@ class Job(Model):
         None, description="expert tensor parallel size (Megatron-core --expert-tensor-parallel-size): 1 or tp, "
                           "the expert groups folded over the tp x cp x dp ranks; None = experts split over tp, "
                           "EP from the data x context ranks (mixture of experts)")
+    pipeline_schedule: Literal["1f1b", "interleaved", "dualpipe"] | None = Field(
+        None, description="pipeline schedule (twin.compute.step.PIPELINE_SCHEDULES): 1f1b, interleaved "
+                          "(vpp > 1) or dualpipe (DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an "
+                          "even number of micro-batches >= 2 pp, zero_stage 0-2); None = interleaved when "
+                          "vpp > 1, else 1f1b")
 
     @model_validator(mode="after")
     def _experts_and_sharding(self):
