@@ -1,12 +1,15 @@
-"""DualPipe in the step model (issue 16, helper HK): DeepSeek-V3's bidirectional pipeline
-schedule (arXiv 2412.19437 sec. 3.2.1, Table 2; deepseek-ai/DualPipe), its overlapped pair and
-bubble by hand, never slower than 1F1B where all-to-alls exist, the default unchanged, and the
-bad inputs naming the parameter (step model, estimate file, CLI)."""
+"""DualPipe in the step model (issue 16, helpers HK, HK2): DeepSeek-V3's bidirectional pipeline
+schedule (arXiv 2412.19437 sec. 3.2.1, Table 2; deepseek-ai/DualPipe), its overlapped pair by
+hand, the op order of ``DualPipe.step`` (pairs per rank, Table 2 where its units hold, a hand
+worked pp 2 case, the cases where Table 2 is off), never slower than 1F1B where all-to-alls
+exist, the default unchanged, and the bad inputs naming the parameter (step model, estimate
+file, CLI)."""
 
 import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,9 +20,11 @@ from twin.compute.step import (
     DUALPIPE_COMM_SMS,
     H100_SXM,
     PipelineChunk,
+    _dualpipe_program,
     _gemm_time_s,
+    dualpipe_pair,
     dualpipe_pair_s,
-    dualpipe_rank,
+    dualpipe_schedule_s,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,29 +45,84 @@ def test_pair_by_hand():
     assert sum(dualpipe_pair_s(1.0, 3.0, 0.0)) == pytest.approx(2.0, rel=1e-12)
 
 
-def test_rank_bubble_by_hand():
+def test_pair_terms_by_hand():
     a = PipelineChunk(parts={"gemm": 3.0}, fwd=1.0, bwd=2.0, wgrad=0.8, a2a_fwd=0.5, a2a_bwd=0.5)
     b = PipelineChunk(parts={"gemm": 4.5}, fwd=1.5, bwd=3.0, wgrad=1.0, a2a_fwd=2.0, a2a_bwd=2.0)
-    r = dualpipe_rank(a, b, pp=8, microbatches=16, t_send_s=0.1, sm_share=0.2)
     # F_a & B_b: compute 1 + 3, comm 0.5 + 2 + 2 x 0.1 = 2.7, all hidden (4 / 0.8 = 5 > 2.7):
     # 4 + 0.2 x 2.7 = 4.54; F_b & B_a: compute 1.5 + 2, the same comm: 3.5 + 0.54 = 4.04
-    assert r["pair"] == pytest.approx(0.5 * (4.54 + 4.04), rel=1e-12)
-    assert r["sm_lost"] == pytest.approx(0.54, rel=1e-12)
-    assert (r["a2a"], r["pp"]) == (0.0, 0.0)
-    # B: the full backward chunk with its all-to-alls, W the weight-gradient GEMMs, per stage
-    assert r["B"] == pytest.approx(0.5 * (2.0 + 0.5 + 3.0 + 2.0), rel=1e-12)
-    assert r["W"] == pytest.approx(0.9, rel=1e-12)
-    # (PP/2 - 1)(F&B + B - 3W)
-    assert r["bubble"] == pytest.approx(3 * (4.29 + 3.75 - 2.7), rel=1e-12)
-    assert r["step"] == pytest.approx(16 * 4.29 + 3 * (4.29 + 3.75 - 2.7), rel=1e-12)
-    assert r["parts"] == {"gemm": pytest.approx(3.75)}
-    # comm-bound: a2a 5 s each way on a; the pair F_a & B_b exposes what outlasts 4 / 0.8
+    assert dualpipe_pair(a, b, t_send_s=0.1, sm_share=0.2) == pytest.approx(
+        (4.54, 0.54, 0.0, 0.0), abs=1e-12)
+    assert dualpipe_pair(b, a, t_send_s=0.1, sm_share=0.2)[0] == pytest.approx(4.04, rel=1e-12)
+    # comm-bound: a2a 5 s each way on a5; F_a5 & B_b: comm 5 + 2 = 7 against 4 / 0.8 = 5, so
+    # 2 s exposed (all of it all-to-all: no sends), 0.2 x 5 lost, the pair takes the comm
     a5 = PipelineChunk(parts={}, fwd=1.0, bwd=2.0, wgrad=0.8, a2a_fwd=5.0, a2a_bwd=5.0)
-    r = dualpipe_rank(a5, b, pp=2, microbatches=4, t_send_s=0.0, sm_share=0.2)
-    # pairs: comm 7 against 4 / 0.8 = 5 and 3.5 / 0.8 = 4.375: exposed 2 and 2.625
-    assert r["a2a"] == pytest.approx(0.5 * (2.0 + 2.625), rel=1e-12)
-    assert r["pair"] == pytest.approx(7.0, rel=1e-12)  # the communication sets both pairs
-    assert r["bubble"] == 0.0  # pp = 2: no bubble
+    assert dualpipe_pair(a5, b, t_send_s=0.0, sm_share=0.2) == pytest.approx(
+        (7.0, 1.0, 2.0, 0.0), rel=1e-12)
+
+
+def _uniform(pp, m, F, B, W, FB, t_send=0.0):
+    return dualpipe_schedule_s(pp, m, fwd_s=[F] * pp, bwd_s=[B] * pp, wgrad_s=[W] * pp,
+                               pair_s=[[FB] * pp] * pp, t_send_s=t_send)
+
+
+def test_pairs_per_rank_as_dualpipe_py_counts_them():
+    """Steps 4 and 5 of DualPipe.step overlap ``2 (m/2 - pp + h + 1) + (pp/2 - h - 1) = m - 3pp/2
+    + 1 + h`` chunk pairs on rank r (h = min(r, pp-1-r)), the two middle ranks one fewer (step
+    4's first pair is not overlapped); every rank runs m forwards and m backwards (a split
+    backward counted once, with its weight chunk)."""
+    for pp, m in ((16, 120), (8, 16), (4, 8), (2, 4), (6, 30)):
+        counts = _dualpipe_program(pp, m)[5]
+        for r in range(pp):
+            h = min(r, pp - 1 - r)
+            want = m - 3 * pp // 2 + 1 + h - (r in (pp // 2 - 1, pp // 2))
+            c = counts[r]
+            assert c[4 * pp:].sum() == want, (pp, m, r)
+            assert c[:pp].sum() + want == m  # forwards
+            assert c[pp:3 * pp].sum() + want == m  # backwards, whole or for inputs
+            assert c[3 * pp:4 * pp].sum() == c[2 * pp:3 * pp].sum()  # one W per split one
+    # DeepSeek-V3 (pp 16, m 120): 97 on ranks 0 and 15, 98-102 on 1-5, 103 on 6-9
+    pairs = _dualpipe_program(16, 120)[5][:, 64:].sum(axis=1)
+    assert pairs.tolist() == [97, 98, 99, 100, 101, 102, 103, 103,
+                              103, 103, 102, 101, 100, 99, 98, 97]
+
+
+def test_table_2_where_its_units_hold():
+    """F = 1, B = 2, W = 1, a pair F + B = 3 (the units of DualPipe's drawing): the schedule's
+    makespan is ``m F&B + (pp/2 - 1)(F&B + B - 3W)`` exactly (DeepSeek-V3 Table 2)."""
+    for pp in range(2, 18, 2):
+        for m in range(2 * pp, 121, 6 if pp > 6 else 2):
+            got = _uniform(pp, m, 1.0, 2.0, 1.0, 3.0)["step"]
+            assert got == m * 3 + (pp / 2 - 1) * (3 + 2 - 3), (pp, m)
+
+
+def test_where_table_2_is_off_the_schedule_decides():
+    """Other ratios, still F&B = F + B: the formula is off by a unit or more and in either
+    direction (HAUD); the schedule gives its own.  F = B = 2, W = 1 at pp 4, m 8: 37, the formula
+    35; the replay's commit rules add one unit over a schedule whose sends leave as soon as
+    their chunk is computed (36): a non-middle rank's phase-0 output waits behind its phase-1
+    forward (step 2), and the rank's next chunk waits for an input posted early."""
+    assert _uniform(4, 8, 2.0, 2.0, 1.0, 4.0)["step"] == 37.0
+    assert 8 * 4 + (4 + 2 - 3) == 35
+    assert _uniform(16, 120, 2.0, 2.0, 1.0, 4.0)["step"] == 509.0  # formula 501
+    assert _uniform(16, 120, 1.0, 3.0, 1.0, 4.0)["step"] == 507.0  # formula 508
+    assert _uniform(16, 120, 1.0, 2.0, 0.5, 3.0)["step"] == 383.5  # formula 384.5
+    assert _uniform(16, 120, 1.0, 2.0, 1.5, 3.0)["step"] == 374.5  # formula 363.5
+
+
+def test_pp2_schedule_by_hand():
+    """pp 2, m 4: both ranks are middle ranks, each runs (stage s of its ops) F0 F1 F0 B1
+    (F1 & B0) B1 B0-for-inputs W0, one pair.  Per stage durations differ; the ranks mirror
+    each other, so every message arrives as its consumer's rank gets free, plus a send where
+    the message was not computed by a pair: F1 waits for the other rank's first F0, the pair
+    for messages held until B1 ends (step 4 on a middle rank), B0 for the other rank's last
+    B1: three sends."""
+    f, b, w, ts = [1.0, 1.5], [2.5, 3.0], [0.75, 1.25], 0.125
+    pair = [[9.0, 8.0], [7.0, 6.0]]  # [forward stage][backward stage]
+    r = dualpipe_schedule_s(2, 4, fwd_s=f, bwd_s=b, wgrad_s=w, pair_s=pair, t_send_s=ts)
+    busy = 2 * f[0] + f[1] + 2 * b[1] + b[0] + pair[1][0]
+    assert r["busy"].tolist() == [busy, busy]
+    assert r["step"] == pytest.approx(busy + 3 * ts, rel=1e-12)
+    assert r["counts"][0, 4 * 2 + 1 * 2 + 0] == 1  # the one pair: forward 1, backward 0
 
 
 def _tiny(**over):
@@ -73,8 +133,9 @@ def _tiny(**over):
     return kw
 
 
-def test_tiny_layout_bubble_from_the_kernels_by_hand():
-    """F, B, W of a tiny layout from the kernel formulas, and the bubble (PP/2-1)(F&B+B-3W)."""
+def test_tiny_layout_schedule_from_the_kernels_by_hand():
+    """F, B, W of a tiny layout from the kernel formulas, run through DualPipe's op order; the
+    breakdown's idle and send terms from the same schedule."""
     e = step_estimate(**_tiny(pipeline_schedule="dualpipe"))
     ke, T, h, F, V, s = H100_SXM, 1024, 1024, 4096, 32000, 1024
     hbm = 3.35e12 * ke.hbm
@@ -94,23 +155,41 @@ def test_tiny_layout_bubble_from_the_kernels_by_hand():
     lg = _gemm_time_s([T, T, h], [V, h, V], [h, V, T], **kw)
     ce = T * V * 20.0 / hbm
     emb = 3.0 * T * h * 2.0 / hbm
-    # rank 0 holds the first stage (2 layers + embedding) and the last (2 layers + output
-    # layer); it is the slowest (the inner rank has neither)
+    # stage chunks: first (2 layers + embedding), two inner (2 layers), last (2 layers + output
+    # layer); no expert all-to-alls: no reserved SMs, the two sends hide behind every pair, so
+    # a pair takes exactly F + B
     F_first, B_first, W_first = 2 * Fl + emb / 3, 2 * Bl + 2 * emb / 3, 2 * g_w
     F_last, B_last, W_last = 2 * Fl + lg[0] + ce, 2 * Bl + lg[1] + lg[2], 2 * g_w + lg[2]
-    # no expert all-to-alls: no reserved SMs, the two sends hide behind the pair
-    pair = 0.5 * (F_first + B_last + F_last + B_first)
-    B, W = 0.5 * (B_first + B_last), 0.5 * (W_first + W_last)
-    assert e.breakdown["pipeline_bubble"] == pytest.approx((4 / 2 - 1) * (pair + B - 3 * W),
+    fwd = [F_first, 2 * Fl, 2 * Fl, F_last]
+    bwd = [B_first, 2 * Bl, 2 * Bl, B_last]
+    wgt = [W_first, 2 * g_w, 2 * g_w, W_last]
+    pair = [[fi + bj for bj in bwd] for fi in fwd]
+    t_send = T * h * 2.0 / (0.8 * 450e9) + 10e-6
+    kw = dict(fwd_s=fwd, bwd_s=bwd, wgrad_s=wgt, pair_s=pair)
+    sched = dualpipe_schedule_s(4, 8, t_send_s=t_send, **kw)
+    free = dualpipe_schedule_s(4, 8, t_send_s=0.0, **kw)
+    # rank 0 (first + last stage) is the busiest: its idle time under free sends is the bubble,
+    # what the dependencies' sends add is pp_comm_exposed
+    assert int(np.argmax(sched["busy"])) == 0
+    assert e.breakdown["pipeline_bubble"] == pytest.approx(free["step"] - sched["busy"][0],
                                                            rel=1e-9)
+    assert e.breakdown["pp_comm_exposed"] == pytest.approx(sched["step"] - free["step"],
+                                                           rel=1e-9)
+    # about the 2 (pp - 1) sends of a fill and drain, as the 1F1B model counts them (5.9 here:
+    # the critical path moves as the sends are added)
+    assert 5 * t_send < e.breakdown["pp_comm_exposed"] <= 6 * t_send
+    assert e.breakdown["comm_sm_reserved"] == 0.0
+    steps = e.step_time_s - e.breakdown["stragglers"] - e.breakdown["optimizer"]
+    assert steps == pytest.approx(sched["step"], rel=1e-9)
     # the weight-gradient GEMMs are a fifth of this small model's backward (half its GEMMs;
     # attention and memory-bound kernels weigh at hidden 1,024)
+    B, W = 0.5 * (B_first + B_last), 0.5 * (W_first + W_last)
     assert W / B == pytest.approx(0.193, abs=0.002)
-    assert e.breakdown["comm_sm_reserved"] == 0.0
-    t_send = T * h * 2.0 / (0.8 * 450e9) + 10e-6
-    assert e.breakdown["pp_comm_exposed"] == pytest.approx(2 * 3 * t_send, rel=1e-9)  # fill
-    steps = e.step_time_s - e.breakdown["stragglers"] - e.breakdown["optimizer"]
-    assert steps == pytest.approx(8 * pair + (pair + B - 3 * W) + 6 * t_send, rel=1e-9)
+    # Table 2 with rank 0's terms is 11.8 % above the schedule here (HAUD: 8.7 % on a larger
+    # dense layout): the formula's units are F:B:W = 1:2:1
+    table2 = 8 * (F_first + B_last + F_last + B_first) / 2 + (
+        0.5 * (F_first + B_last + F_last + B_first) + B - 3 * W)
+    assert table2 / free["step"] - 1 == pytest.approx(0.118, abs=0.002)
     # the 1F1B bubble of the same layout: (pp - 1) stage times, 3 (F + B) of the last stage
     f1 = step_estimate(**_tiny())
     assert f1.breakdown["pipeline_bubble"] == pytest.approx(3 * (F_last + B_last), rel=1e-9)
@@ -123,15 +202,15 @@ def test_moe_chunk_weight_gradients_by_hand(monkeypatch):
     ``h x E`` gradient; the all-to-alls split two forward, two backward."""
     import twin.compute.step as step_mod
     seen = []
-    real = step_mod.dualpipe_rank
+    real = step_mod.dualpipe_pipeline
 
-    def spy(a, b, **kw):
-        seen.append((a, b))
-        return real(a, b, **kw)
-    monkeypatch.setattr(step_mod, "dualpipe_rank", spy)
+    def spy(chunks, **kw):
+        seen.append(chunks)
+        return real(chunks, **kw)
+    monkeypatch.setattr(step_mod, "dualpipe_pipeline", spy)
     step_estimate(**_moe(pipeline_schedule="dualpipe"))
-    inner = seen[-1][0]
-    assert seen[-1][1] is inner  # the inner rank: two like stages
+    inner = seen[-1][1]
+    assert seen[-1][2] is inner and len(seen[-1]) == 4  # the two inner stages alike
     ke, T, h, hkv, Fe, E, k = H100_SXM, 2048, 2048, 512, 4096, 16, 2
     kw = dict(peak_flops=989e12, eff=ke.gemm, ke=ke, hbm_b_s=3.35e12, bytes_per_el=2.0)
     w = _gemm_time_s([h, h, h, Fe], [h + 2 * hkv, h, 2 * Fe, h], [T, T, k * T, k * T],
@@ -210,11 +289,15 @@ def test_reserved_sms_are_the_reports_20():
     kw = _moe(gpus=16, moe_ep=4, global_batch=64)  # dp 4, 16 micro-batches
     f1 = step_estimate(**kw)
     e = step_estimate(**kw, pipeline_schedule="dualpipe")
-    assert e.breakdown["moe_a2a_exposed"] == 0.0
-    # the inner rank's four all-to-alls per layer, as 1F1B exposes them, and two sends per pair
+    # the busiest rank (0: first + last stage) overlaps 16 - 6 + 1 = 11 pairs; its other 5
+    # forwards and 5 backwards run alone with their all-to-alls exposed
+    assert _dualpipe_program(4, 16)[5][0, 16:].sum() == 11
+    a2a_mb = f1.breakdown["moe_a2a_exposed"] / 16  # 1F1B: the last stage, 16 micro-batches
+    assert e.breakdown["moe_a2a_exposed"] == pytest.approx(5 * a2a_mb, rel=1e-9)
+    # in each pair: the two chunks' four all-to-alls per layer and the pair's two sends
     t_send = 2048 * 2048 * 2.0 / (0.8 * 450e9) + 10e-6
-    comm = f1.breakdown["moe_a2a_exposed"] + 16 * 2 * t_send
-    assert e.breakdown["comm_sm_reserved"] == pytest.approx(20 / 132 * comm, rel=1e-9)
+    assert e.breakdown["comm_sm_reserved"] == pytest.approx(
+        11 * 20 / 132 * (a2a_mb + 2 * t_send), rel=1e-9)
 
 
 @pytest.mark.parametrize("over, word", [
@@ -241,6 +324,15 @@ def test_estimate_file_and_cli(capsys):
     dual = json.loads(capsys.readouterr().out)
     assert run_estimate_cli([*base, "--set", "parallelism.pipeline_schedule=dualpipe"]) == 0
     assert json.loads(capsys.readouterr().out) == dual
+    # the flag and a --set of the same field: the same value is fine, another one exits 2
+    # naming both (HAUD item 6: the flag used to win without a word)
+    assert run_estimate_cli([*base, "--set", "parallelism.pipeline_schedule=dualpipe",
+                             "--pipeline-schedule", "dualpipe"]) == 0
+    assert json.loads(capsys.readouterr().out) == dual
+    assert run_estimate_cli([*base, "--set", "parallelism.pipeline_schedule=1f1b",
+                             "--pipeline-schedule", "dualpipe"]) == 2
+    assert ("--pipeline-schedule dualpipe contradicts --set parallelism.pipeline_schedule=1f1b"
+            in capsys.readouterr().err)
     assert dual["step_time_s"] < f1["step_time_s"]
     assert "comm_sm_reserved" in dual["breakdown"] and "comm_sm_reserved" not in f1["breakdown"]
     # the shipped file runs interleaved (vpp 7): DualPipe there is refused, naming the field

@@ -63,6 +63,25 @@ def test_engine_and_estimate_adapters_agree_for_moe_and_fsdp(engine_steps):
         assert step.breakdown == pytest.approx(cli["breakdown"], rel=1e-12)
 
 
+def test_adapters_agree_for_a_dualpipe_job():
+    """The job's own ``pipeline_schedule`` (no --pipeline-schedule flag) reaches the estimate
+    file: the engine and ``twin estimate step`` both run DualPipe, bit for bit (before HK2 the
+    CLI dropped the field and reported 1F1B: 4.629 s against the engine's 3.282 s)."""
+    ov = _cases()["moe_ep8"] + ["workload.jobs.0.pp=2",
+                                "workload.jobs.0.pipeline_schedule=dualpipe"]
+    eng = Engine(twin.load_scenario(BASE, ov + QUICK))
+    eng.start()
+    eng.env.run(until=5 * 86400.0)
+    job = eng.jobs.all[0]
+    assert job.status == "running"
+    cli = _cli_step(ov + QUICK)
+    assert job.step.step_time_s == cli["step_time_s"]
+    assert job.step.breakdown == pytest.approx(cli["breakdown"], rel=1e-12)
+    assert "comm_sm_reserved" in cli["breakdown"]  # DualPipe's term
+    f1 = _cli_step(ov[:-1] + QUICK)
+    assert cli["step_time_s"] < f1["step_time_s"]
+
+
 def test_moe_costs_its_routed_flops_and_its_communication(engine_steps):
     dense, ep8, fsdp = (engine_steps[k][0] for k in ("dense_8b", "moe_ep8", "moe_fsdp"))
     # transformer-layer GEMMs scale with the FLOPs per token: attention projections plus

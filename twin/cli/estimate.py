@@ -149,7 +149,8 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
                   "activation_recompute": "full" if j.activation_recompute else "none",
                   "zero_stage": j.zero_stage, "fsdp_shard": j.fsdp_shard},
         parallelism={"tp": j.tp, "pp": j.pp, "cp": j.cp, "vpp": j.vpp, "ep": j.ep,
-                     "moe_expert_tp": j.moe_expert_tp},
+                     "moe_expert_tp": j.moe_expert_tp,
+                     "pipeline_schedule": j.pipeline_schedule},
         cluster=c)
 
 
@@ -193,8 +194,9 @@ def _parser() -> argparse.ArgumentParser:
                         "dualpipe (DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an "
                         "even number of micro-batches >= 2 pp; expert all-to-alls and pipeline "
                         "sends overlapped with the paired chunk's compute on 20 reserved SMs, "
-                        "bubble (pp/2-1)(F&B+B-3W)); default the file's, else the one vpp "
-                        "implies. With dualpipe the memory estimate counts two stages a rank "
+                        "the step timed by DualPipe.step's op order); default the file's, else "
+                        "the one vpp implies; a --set of the same field to another value is an "
+                        "error. With dualpipe the memory estimate counts two stages a rank "
                         "and PP + 1 micro-batches in flight")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
@@ -295,6 +297,20 @@ def _is_scenario(path: str) -> bool:
     return isinstance(data, dict) and ("workload" in data or "extends" in data)
 
 
+def _check_schedule_flag(flag: str, sets: list[str], loaded: str | None) -> None:
+    """``--pipeline-schedule X`` overrides the file's schedule, but a ``--set`` of the same field
+    to another value on the same command line is a contradiction, not a default to override:
+    exit 2 naming both.  The field is ``parallelism.pipeline_schedule`` (estimate file) or
+    ``workload.jobs.<i>.pipeline_schedule`` (scenario); a --set counts when the job estimated
+    ends up with its value (a --set on another job of the scenario does not)."""
+    for item in sets:
+        key, _, value = item.partition("=")
+        key, value = key.strip(), value.strip().strip("'\"")
+        if key.endswith("pipeline_schedule") and value != flag and value == loaded:
+            raise EstimateFileError([
+                f"--pipeline-schedule {flag} contradicts --set {key}={value}: give one of them"])
+
+
 def _cmd_step(args) -> dict:
     if _is_scenario(args.file):
         try:
@@ -316,6 +332,7 @@ def _cmd_step(args) -> dict:
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
     if args.pipeline_schedule is not None:
+        _check_schedule_flag(args.pipeline_schedule, args.set, est.parallelism.pipeline_schedule)
         est = est.model_copy(update={"parallelism": est.parallelism.model_copy(
             update={"pipeline_schedule": args.pipeline_schedule})})
     _check_size("cluster.gpus", est.cluster.gpus)

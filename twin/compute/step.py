@@ -49,15 +49,17 @@ the slowest rank's clock and thermal noise acts on those kernels only.
 
 DualPipe (``pipeline_schedule="dualpipe"``, DeepSeek-V3 Technical Report arXiv 2412.19437
 sec. 3.2.1, Fig. 4-5, Table 2; deepseek-ai/DualPipe): rank ``r`` holds stages ``r`` and
-``pp-1-r`` and runs micro-batches in from both ends; each backward chunk is overlapped with
-a forward chunk of the other stage, their expert all-to-alls and pipeline sends hidden
-behind the pair's computation while DUALPIPE_COMM_SMS of the SMs serve the communication
-(:func:`dualpipe_pair_s`); the bubble is ``(pp/2 - 1)(F&B + B - 3W)`` in the twin's own
-chunk times (:func:`dualpipe_rank`), and the step runs at the slower of the outer rank
-(first + last stage: embedding and output layer) and an inner one::
+``pp-1-r`` and runs micro-batches in from both ends; where ``DualPipe.step`` overlaps a
+backward chunk with a forward chunk of the other stage (``m - 3pp/2 + 1 + h`` pairs on rank
+``r``, ``h = min(r, pp-1-r)``, one fewer on the two middle ranks), their expert all-to-alls
+and pipeline sends hide behind the pair's computation while DUALPIPE_COMM_SMS of the SMs
+serve the communication (:func:`dualpipe_pair_s`); the other chunks run alone with their
+communication serial.  The pipeline term is the makespan of ``DualPipe.step``'s op order
+with those durations (:func:`dualpipe_schedule_s`), not Table 2's ``(pp/2 - 1)(F&B + B -
+3W)``, which holds only where a pair takes ``F + B`` in the drawing's units::
 
-    t_step = [ m t_F&B + (pp/2 - 1)(t_F&B + B - 3W) + t_pp_fill + t_dp_exposed + t_adam
-               + stragglers ] * deployment_factor
+    t_step = [ makespan(DualPipe.step) + t_dp_exposed + t_adam + stragglers ]
+             * deployment_factor
 
 MFU uses the model-FLOPs formula of calibration.yaml (training.flops_per_sequence):
 ``s (12 L h^2 (1 + kv/heads + s/h) + 18 L F h + 6 V h)`` per sequence.
@@ -80,6 +82,7 @@ collectives, nothing fitted (tests/compute/test_moe_fsdp.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -635,45 +638,317 @@ def dualpipe_pair_s(compute_s: float, comm_s: float, sm_share: float) -> tuple[f
     return sm_share * min(comm_s, under), max(0.0, comm_s - under)
 
 
-def dualpipe_rank(stage_a: PipelineChunk, stage_b: PipelineChunk, *, pp: int,
-                  microbatches: int, t_send_s: float, sm_share: float) -> dict[str, Any]:
-    """One DualPipe rank's step terms [s]: it holds stage ``a`` of the forward direction and
-    stage ``b`` of the reverse one (rank ``r``: stages ``r`` and ``pp - 1 - r``) and runs
-    ``microbatches`` forward and as many backward chunks, half of each stage (DeepSeek's
-    dualpipe.py: ``num_chunks`` micro-batches, half per direction).
+def dualpipe_pair(f: PipelineChunk, b: PipelineChunk, *, t_send_s: float,
+                  sm_share: float) -> tuple[float, float, float, float]:
+    """(time, compute lost to reserved SMs, exposed all-to-all, exposed sends) [s] of one
+    DualPipe pair: forward chunk ``f`` overlapped with backward chunk ``b`` of the rank's
+    other stage (:func:`dualpipe_pair_s`), the communication being both chunks' all-to-alls
+    and the pair's two pipeline sends (``t_send_s`` each), the exposed part split between
+    them by their shares of the communication."""
+    a2a = f.a2a_fwd + b.a2a_bwd
+    comm = a2a + 2.0 * t_send_s
+    lost, exposed = dualpipe_pair_s(f.fwd + b.bwd, comm, sm_share)
+    a2a_share = a2a / comm if comm > 0 else 0.0
+    return (f.fwd + b.bwd + lost + exposed, lost, exposed * a2a_share,
+            exposed * (1.0 - a2a_share))
 
-    Each backward is paired with a forward of the other stage (``F_a & B_b``, ``F_b &
-    B_a``), overlapped by :func:`dualpipe_pair_s` with the two chunks' all-to-alls and their
-    two pipeline sends (``t_send_s`` each) as the communication.  Step on the rank::
 
-        t = m t_FB + (pp/2 - 1)(t_FB + B - 3 W)
+@functools.lru_cache(maxsize=32)
+def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
+    """The op graph of ``DualPipe.step`` (deepseek-ai/DualPipe, dualpipe.py, steps 1-8) on
+    ``pp`` ranks with ``microbatches`` chunks; it does not depend on durations (cached).
 
-    with ``t_FB`` the mean pair, ``B`` the mean full backward chunk with its all-to-alls
-    serial, ``W`` the mean weight-gradient GEMMs: DualPipe's bubble (DeepSeek-V3 Table 2;
-    deepseek-ai/DualPipe README), floored at 0.  The bubble's chunks run alone, their
-    communication serial, on all SMs.  Returns the mean pair ``pair``, the ``bubble``,
-    ``F`` / ``B`` / ``W`` as used, ``step`` (both terms), and per micro-batch the mean
-    ``parts``, ``sm_lost``, exposed ``a2a`` and ``pp`` (the exposed communication split
-    between all-to-alls and sends by their shares of it).
+    Each rank's program replays ``step``'s calls.  A chunk first commits the receives and
+    sends queued since the previous commit (``_commit_and_wait_comm``), so an op waits for
+    every receive queued before it, including ones posted early (step 2 posts the next
+    phase-0 input before the phase-1 forward; step 3 posts the forward input before the
+    weight chunk), and a queued send leaves at that commit, i.e. when the op after which it
+    was queued ends (step 2 holds a non-middle rank's phase-0 output until its phase-1
+    forward ends; step 4's unoverlapped first chunks on the middle ranks hold theirs until
+    the backward ends).  Sends do not block the sender (the data is taken as buffered).
+
+    Returns ``(order, prev, waits, key, rank, counts)``: a topological order of all ops; per
+    op its predecessor on its rank (-1 for the first), the messages it waits for as
+    ``(launching op, hidden)`` (hidden: the message was computed by the pair that launches
+    it, its send counted in the pair), its duration key (stage ``s``: forward ``s``, full
+    backward ``pp + s``, backward for inputs ``2 pp + s``, weight chunk ``3 pp + s``; pair of
+    forward stage ``s_f`` and backward stage ``s_b``: ``4 pp + s_f pp + s_b``) and its rank;
+    ``counts[rank, key]`` the number of ops of each key per rank.
     """
-    pairs = []
-    for f, b in ((stage_a, stage_b), (stage_b, stage_a)):
-        a2a = f.a2a_fwd + b.a2a_bwd
-        comm = a2a + 2.0 * t_send_s
-        lost, exposed = dualpipe_pair_s(f.fwd + b.bwd, comm, sm_share)
-        a2a_share = a2a / comm if comm > 0 else 0.0
-        pairs.append((f.fwd + b.bwd + lost + exposed, lost, exposed * a2a_share,
-                      exposed * (1.0 - a2a_share)))
-    pair, lost, x_a2a, x_pp = (0.5 * (u + v) for u, v in zip(*pairs, strict=True))
-    F = 0.5 * (stage_a.fwd + stage_a.a2a_fwd + stage_b.fwd + stage_b.a2a_fwd)
-    B = 0.5 * (stage_a.bwd + stage_a.a2a_bwd + stage_b.bwd + stage_b.a2a_bwd)
-    W = 0.5 * (stage_a.wgrad + stage_b.wgrad)
-    bubble = max(0.0, (pp / 2.0 - 1.0) * (pair + B - 3.0 * W))
-    keys = dict.fromkeys([*stage_a.parts, *stage_b.parts])
-    parts = {k: 0.5 * (stage_a.parts.get(k, 0.0) + stage_b.parts.get(k, 0.0)) for k in keys}
-    return {"pair": pair, "bubble": bubble, "F": F, "B": B, "W": W,
-            "step": microbatches * pair + bubble, "parts": parts, "sm_lost": lost,
-            "a2a": x_a2a, "pp": x_pp}
+    n, half = pp, pp // 2
+    ranks: list[int] = []
+    keys: list[int] = []
+    msgs: list[list[tuple[int, int, int, int]]] = []
+    prevs: list[int] = []
+    launch: dict[tuple[int, int, int, int], tuple[int, bool]] = {}
+
+    def build(r: int) -> None:  # one rank's ops, appended to the lists above
+        hr = min(r, n - 1 - r)
+        second = int(r >= half)
+        middle = r in (half - 1, half)
+        pos = (r, n - 1 - r)  # the rank's stage in direction 0 (rank 0 first) and 1
+        q_recv: list[tuple[int, int, int, int]] = []
+        q_send: list[tuple[tuple[int, int, int, int], int]] = []
+        n_recv = [[0, 0], [0, 0]]  # [forward / backward][direction]
+        n_send = [[0, 0], [0, 0]]
+        made: list[list[list[int]]] = [[[], []], [[], []]]  # op computing each chunk
+        wq: list[int] = []  # stages of the deferred weight gradients, first in first out
+        last = [-1]
+
+        def commit() -> None:
+            for msg, producer in q_send:
+                launch[msg] = (last[0], producer == last[0] and keys[producer] >= 4 * n)
+            q_send.clear()
+
+        def emit(key: int) -> int:
+            i = len(keys)
+            ranks.append(r)
+            keys.append(key)
+            msgs.append(list(q_recv))
+            prevs.append(last[0])
+            q_recv.clear()
+            last[0] = i
+            return i
+
+        def recv(bwd: int, p: int) -> None:
+            d = p ^ second
+            s = pos[d]
+            if s == (n - 1 if bwd else 0):  # first stage's input / last stage's loss
+                return
+            q_recv.append((bwd, d, s + 1 if bwd else s - 1, n_recv[bwd][d]))
+            n_recv[bwd][d] += 1
+
+        def send(bwd: int, p: int) -> None:
+            d = p ^ second
+            s = pos[d]
+            if s == (0 if bwd else n - 1):
+                return
+            j = n_send[bwd][d]
+            q_send.append(((bwd, d, s, j), made[bwd][d][j]))
+            n_send[bwd][d] += 1
+
+        def fwd(p: int, do_recv: bool = True, do_send: bool = True) -> None:
+            if do_recv:
+                recv(0, p)
+            commit()
+            d = p ^ second
+            made[0][d].append(emit(pos[d]))
+            if do_send:
+                send(0, p)
+
+        def bwd(p: int, zb: bool = False, do_send: bool = True) -> None:
+            recv(1, p)
+            commit()
+            d = p ^ second
+            made[1][d].append(emit((2 if zb else 1) * n + pos[d]))
+            if zb:
+                wq.append(pos[d])
+            if do_send:
+                send(1, p)
+
+        def pair(p0: int, p1: int, recv0: bool = True) -> None:
+            if recv0:
+                recv(0, p0)
+            recv(1, p1)
+            commit()
+            d0, d1 = p0 ^ second, p1 ^ second
+            i = emit(4 * n + pos[d0] * n + pos[d1])
+            made[0][d0].append(i)
+            made[1][d1].append(i)
+            send(0, p0)
+            send(1, p1)
+
+        def weight() -> None:
+            commit()
+            emit(3 * n + wq.pop(0))
+
+        for _ in range(2 * (half - hr - 1)):  # step 1: phase-0 forwards
+            fwd(0)
+        recv(0, 0)  # step 2: forward pairs, the next phase-0 input posted early
+        for i in range(hr + 1):
+            fwd(0, do_recv=False, do_send=middle)
+            recv(0, 0)
+            fwd(1, do_send=(not middle) or i < hr)
+            if not middle:
+                send(0, 0)
+        for _ in range(half - hr - 1):  # step 3: backward for inputs, weight, forward
+            bwd(1, zb=True)
+            recv(0, 1)
+            weight()
+            fwd(1, do_recv=False)
+        for i in range(microbatches // 2 - n + hr + 1):  # step 4: the overlapped pairs
+            if i == 0 and middle:  # dualpipe.py: "We don't overlap these two chunks"
+                fwd(0, do_recv=False, do_send=False)
+                send(0, 1)
+                bwd(1, do_send=False)
+                send(0, 0)
+                send(1, 1)
+            else:
+                pair(0, 1, recv0=i > 0)
+            pair(1, 0)
+        for _ in range(half - hr - 1):  # step 5
+            bwd(1)
+            pair(1, 0)
+        zb = False  # step 6: the later backwards split for the zero bubble
+        for i in range(hr + 1):
+            if i == (hr + 1) // 2 and hr % 2 == 1:
+                zb = True
+            bwd(1, zb=zb)
+            if i == (hr + 1) // 2 and hr % 2 == 0:
+                zb = True
+            bwd(0, zb=zb)
+        for _ in range(half - hr - 1):  # step 7
+            weight()
+            bwd(0, zb=True)
+        for _ in range(hr + 1):  # step 8
+            weight()
+        commit()
+
+    for r in range(half):  # rank pp-1-r mirrors rank r (below)
+        build(r)
+    # rank pp-1-r runs rank r's ops on the same stages in the other direction (its phase p
+    # is direction 1 - d): the same keys, every message with its direction flipped
+    k = len(keys)
+    ranks += [n - 1 - r for r in ranks]
+    keys += keys
+    prevs += [p + k if p >= 0 else -1 for p in prevs]
+    msgs += [[(bw, 1 - d, s, j) for bw, d, s, j in ms] for ms in msgs]
+    launch.update({(bw, 1 - d, s, j): (i + k, hid) for (bw, d, s, j), (i, hid) in launch.items()})
+    waits = [tuple(launch[m] for m in ms) for ms in msgs]
+    # topological order: each rank advanced while its next op's messages have been launched
+    nxt = [-1] * len(keys)
+    for i, p in enumerate(prevs):
+        if p >= 0:
+            nxt[p] = i
+    done = [False] * len(keys)
+    heads = [i for i, p in enumerate(prevs) if p < 0]
+    order: list[int] = []
+    while len(order) < len(keys):
+        moved = False
+        for h, i in enumerate(heads):
+            while i >= 0:
+                for j, _ in waits[i]:
+                    if not done[j]:
+                        break
+                else:
+                    done[i] = True
+                    order.append(i)
+                    i = nxt[i]
+                    moved = True
+                    continue
+                break
+            heads[h] = i
+        if not moved:  # cannot happen for the dualpipe.py order; guards a wrong replay
+            raise RuntimeError(f"DualPipe op graph has a cycle (pp={pp}, m={microbatches})")
+    counts = np.zeros((n, 4 * n + n * n))
+    np.add.at(counts, (np.asarray(ranks), np.asarray(keys)), 1.0)
+    return tuple(order), tuple(prevs), tuple(waits), tuple(keys), np.asarray(ranks), counts
+
+
+def dualpipe_schedule_s(pp: int, microbatches: int, *, fwd_s: Any, bwd_s: Any, wgrad_s: Any,
+                        pair_s: Any, t_send_s: float) -> dict[str, Any]:
+    """Finish times [s] of DualPipe's op order (:func:`_dualpipe_program`) with durations.
+
+    fwd_s, bwd_s, wgrad_s: per stage (length ``pp``) the forward chunk run alone, the full
+    backward chunk run alone and its weight-gradient part W [s] (a split backward runs
+    ``bwd - wgrad``, then W in a later weight chunk); pair_s [pp, pp]: the overlapped pair of
+    a forward of stage ``i`` and a backward of stage ``j`` [s]; t_send_s: a pipeline send
+    [s], added to a dependency unless the message was computed and sent by a pair (then its
+    send is in the pair's communication).  An op starts when its rank's previous op has
+    ended and its messages have arrived; the result is the longest path::
+
+        end(op) = max(end(prev), max_msg end(launch) + t_send) + duration(op)
+
+    Returns ``step`` (the last rank's finish), ``step_free`` (the same with ``t_send_s`` 0),
+    per rank ``finish`` and ``busy`` (sum of its op durations), and ``counts`` [rank, key]
+    (:func:`_dualpipe_program`).  Cost: the graph once per (pp, m), then one pass over its
+    ops (DeepSeek-V3, pp 16 and m 120: 2,418 ops, about 6 ms to build and 1 ms a pass).
+    """
+    order, prev, waits, key, rank, counts = _dualpipe_program(pp, microbatches)
+    f = np.asarray(fwd_s, dtype=float)
+    b = np.asarray(bwd_s, dtype=float)
+    w = np.asarray(wgrad_s, dtype=float)
+    table = np.concatenate([f, b, b - w, w, np.asarray(pair_s, dtype=float).ravel()])
+    dur = table.tolist()
+    end = [0.0] * len(order)
+    free = [0.0] * len(order)  # the same with free sends, in the same pass
+    for i in order:
+        p = prev[i]
+        t, t0 = (end[p], free[p]) if p >= 0 else (0.0, 0.0)
+        for j, hidden in waits[i]:
+            a = end[j] if hidden else end[j] + t_send_s
+            if a > t:
+                t = a
+            if free[j] > t0:
+                t0 = free[j]
+        d = dur[key[i]]
+        end[i] = t + d
+        free[i] = t0 + d
+    finish = np.zeros(pp)
+    np.maximum.at(finish, rank, np.asarray(end))
+    return {"step": float(finish.max()), "step_free": max(free), "finish": finish,
+            "busy": counts @ table, "counts": counts}
+
+
+def dualpipe_pipeline(chunks: list[PipelineChunk], *, microbatches: int, t_send_s: float,
+                      sm_share: float) -> dict[str, Any]:
+    """DualPipe's pipeline terms [s] from its schedule (:func:`dualpipe_schedule_s`).
+
+    chunks: per stage (length ``pp``) its chunk; rank ``r`` holds stages ``r`` and
+    ``pp-1-r``.  A forward run alone takes ``fwd + a2a_fwd``, a backward ``bwd + a2a_bwd``
+    (communication serial, all SMs), a pair :func:`dualpipe_pair`.  The slowest rank ``R``
+    is the one with the most busy time; its terms add up to ``step``::
+
+        step = busy_R + bubble + pp_wait
+        busy_R = m/2 (parts_R + parts_pp-1-R) + sm_lost + a2a + pp
+
+    with ``bubble`` the idle time of rank R under free dependencies (the schedule's
+    ``step`` with ``t_send`` 0 on the dependencies, minus ``busy_R``) and ``pp_wait`` what
+    the dependencies' sends add to the step; ``sm_lost``, ``a2a`` (exposed in pairs, whole
+    for chunks run alone) and ``pp`` (the pairs' exposed sends) summed over R's ops.
+    Returns those, ``pair`` (R's mean pair, the micro-batch time for the data-parallel
+    overlap), ``rank`` R, and per rank ``finish``, ``busy`` and ``pairs`` (its overlapped
+    pairs).
+    """
+    pp = len(chunks)
+    memo: dict[tuple[int, int], tuple[float, float, float, float]] = {}
+    terms = np.empty((pp, pp, 4))
+    for i, f in enumerate(chunks):
+        for j, b in enumerate(chunks):
+            k = (id(f), id(b))
+            if k not in memo:
+                memo[k] = dualpipe_pair(f, b, t_send_s=t_send_s, sm_share=sm_share)
+            terms[i, j] = memo[k]
+    kw: dict[str, Any] = dict(fwd_s=[c.fwd + c.a2a_fwd for c in chunks],
+                              bwd_s=[c.bwd + c.a2a_bwd for c in chunks],
+                              wgrad_s=[c.wgrad for c in chunks], pair_s=terms[:, :, 0])
+    sched = dualpipe_schedule_s(pp, microbatches, t_send_s=t_send_s, **kw)
+    free = sched["step_free"]
+    busy = sched["busy"]
+    R = int(np.argmax(busy))
+    ra, rb = R, pp - 1 - R
+    zeros = np.zeros(pp)
+    a2a_f = np.array([c.a2a_fwd for c in chunks])
+    a2a_b = np.array([c.a2a_bwd for c in chunks])
+    n_R = sched["counts"][R]
+    per_key = np.stack([
+        np.concatenate([zeros, zeros, zeros, zeros, terms[:, :, 1].ravel()]),
+        np.concatenate([a2a_f, a2a_b, a2a_b, zeros, terms[:, :, 2].ravel()]),
+        np.concatenate([zeros, zeros, zeros, zeros, terms[:, :, 3].ravel()])])
+    sm_lost, a2a, x_pp = (per_key @ n_R).tolist()
+    half = 0.5 * microbatches
+    keys = dict.fromkeys([*chunks[ra].parts, *chunks[rb].parts])
+    parts = {k: half * (chunks[ra].parts.get(k, 0.0) + chunks[rb].parts.get(k, 0.0))
+             for k in keys}
+    # idle time; below 1e-12 of the step it is the rounding of the same durations summed in
+    # two orders (a rank that never waits)
+    idle = free - float(busy[R])
+    idle = idle if idle > 1e-12 * free else 0.0
+    return {"step": sched["step"], "bubble": idle,
+            "pp_wait": sched["step"] - free, "parts": parts, "sm_lost": sm_lost, "a2a": a2a,
+            "pp": x_pp, "pair": 0.5 * float(terms[ra, rb, 0] + terms[rb, ra, 0]), "rank": R,
+            "finish": sched["finish"], "busy": busy,
+            "pairs": sched["counts"][:, 4 * pp:].sum(axis=1)}
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -829,36 +1104,45 @@ def step_estimate(
     0-2 (ValueError naming the parameter otherwise).  Nothing fitted.  Each rank runs ``m``
     forward and ``m`` backward chunks of a stage (``ceil(layers / pp)`` layers), half of its
     stage ``r`` and half of its stage ``pp-1-r``, and pairs every backward with a forward
-    of its other stage; a pair takes ``max(comm, compute + s comm)`` (:func:`dualpipe_pair_s`)
+    of its other stage where ``DualPipe.step`` overlaps them (steps 4-5: ``m - 3pp/2 + 1 + h``
+    pairs on rank r, ``h = min(r, pp-1-r)``, one fewer on the middle ranks); a pair takes
+    ``max(comm, compute + s comm)`` (:func:`dualpipe_pair_s`)
     with ``comm`` the two chunks' dispatch + combine all-to-alls (2 forward and 2 backward
     per MoE layer, as above) and their two pipeline sends, ``compute`` the two chunks'
     serial time (GEMMs, attention, memory-bound kernels, recompute, the exposed TP / CP
     collectives, embedding / output layer) and ``s = DUALPIPE_COMM_SMS / sms`` (20 of the
     H800's 132 SMs, the report's sec. 3.2.2) the share the communication holds while it
-    runs; ``s`` is 0 without expert all-to-alls.  Bubble ``(pp/2 - 1)(F&B + B - 3W)``
-    (Table 2; floored at 0) with ``F&B`` the mean pair, ``B`` the full backward chunk with
-    its all-to-alls serial, ``W`` the chunk's weight-gradient GEMMs (wgrad of the
-    projections, experts, shared experts and router, and of the output layer), all from
-    the same kernel times.  Breakdown: the rank's compute parts, ``moe_a2a_exposed`` and
-    ``pp_comm_exposed`` (the pair's exposed communication, split by their shares, plus the
-    ``2 (pp-1)`` fill sends), ``comm_sm_reserved`` (computation slowed by the reserved
-    SMs) and ``pipeline_bubble``.  Two parameter copies: the data-parallel reduce-scatter
-    and all-gather move ``2 p_local`` (each stage's copies over ``2 dp cp`` ranks, taken as
-    twice the volume over the ``dp cp`` group), Adam per rank unchanged with the
-    distributed optimizer (its shard of twice the parameters over twice the ranks), doubled
-    without.  Approximations: the slowest rank sets the step (rank 0: first + last stage;
-    an inner rank: two stages of ``ceil(layers / pp)`` MoE layers, dense first layers
-    beyond the first stage not placed there); the pair's interleaving is ideal (DeepSeek's
-    attention / dispatch / MLP / combine ordering always finds work to hide behind); the
-    reserved SMs slow all of the pair's computation alike (memory-bound kernels too); TP
-    and CP collectives stay serial, split between forward and backward by their compute;
-    the cross-entropy counts in the forward, the embedding 1/3 forward, 2/3 backward and
-    not in W; the bubble's chunks run alone with their communication serial; the gradient
-    sum between the two copies of a stage is taken as part of the data-parallel
-    reduce-scatter; the data-parallel overlap takes the mean pair as the micro-batch time.
-    Not modelled: node-limited routing and IB-to-NVLink forwarding, FP8 dispatch,
-    multi-token prediction, DualPipeV, and the memory of the second copy (PP + 1
-    micro-batches of activations; :mod:`twin.compute.memory` does not know the schedule).
+    runs; ``s`` is 0 without expert all-to-alls.  The other chunks run alone, their
+    all-to-alls serial on all SMs: forward ``F``, full backward ``B``, or, where the schedule
+    splits it (steps 3, 6, 7), ``B - W`` and later ``W`` (the weight-gradient GEMMs of the
+    projections, experts, shared experts and router, and of the output layer).  The pipeline
+    term is the makespan of ``DualPipe.step``'s op order on all ``pp`` ranks with these
+    durations (:func:`dualpipe_schedule_s`; first stage, ``pp - 2`` inner stages, last
+    stage): an op starts when its rank is free and its inputs have arrived; a send adds
+    ``t_send`` to a dependency unless a pair computed and sent the message (its two sends
+    are in the pair's communication).  Breakdown: the busiest rank's compute parts,
+    ``moe_a2a_exposed`` (exposed in its pairs, whole in its chunks run alone),
+    ``comm_sm_reserved`` (its computation slowed by the reserved SMs), ``pp_comm_exposed``
+    (its pairs' exposed sends plus what the dependencies' sends add to the makespan) and
+    ``pipeline_bubble`` (its idle time: the makespan with free sends minus its busy time),
+    summing to the makespan (:func:`dualpipe_pipeline`); no separate fill term.  Two
+    parameter copies: the data-parallel reduce-scatter and all-gather move ``2 p_local``
+    (each stage's copies over ``2 dp cp`` ranks, taken as twice the volume over the ``dp
+    cp`` group), Adam per rank unchanged with the distributed optimizer (its shard of twice
+    the parameters over twice the ranks), doubled without.  Approximations: the inner
+    stages are alike (``ceil(layers / pp)`` MoE layers, dense first layers beyond the first
+    stage not placed there); sends never block the sender (NCCL's rendezvous with the
+    receiver's posted receive is not modelled); the pair's interleaving is ideal
+    (DeepSeek's attention / dispatch / MLP / combine ordering always finds work to hide
+    behind); the reserved SMs slow all of the pair's computation alike (memory-bound
+    kernels too); TP and CP collectives stay serial, split between forward and backward by
+    their compute; the cross-entropy counts in the forward, the embedding 1/3 forward, 2/3
+    backward and not in W; the gradient sum between the two copies of a stage is taken as
+    part of the data-parallel reduce-scatter; the data-parallel overlap takes the busiest
+    rank's mean pair as the micro-batch time and its idle time as the bubble.  Not
+    modelled: node-limited routing and IB-to-NVLink forwarding, FP8 dispatch, multi-token
+    prediction, DualPipeV (the memory of both copies and of the micro-batches in flight:
+    :mod:`twin.compute.memory`).
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -1289,14 +1573,10 @@ def step_estimate(
                       float(g_logits[1] + g_logits[2]), float(g_logits[2]))
         # the SMs of the all-to-all kernels: only where there are expert all-to-alls
         sm_share = DUALPIPE_COMM_SMS / ke.sms if (moe_experts and moe_ep > 1) else 0.0
-        dkw: dict[str, Any] = dict(pp=pp, microbatches=m_micro, t_send_s=t_send,
-                                   sm_share=sm_share)
-        rank = dualpipe_rank(first, last, **dkw)  # rank 0 (and pp-1): first + last stage
-        if pp >= 4:  # inner ranks: two inner stages of MoE layers (dense ones not placed)
-            inner = _chunk(lps, 0, 0.0, 0.0, 0.0)
-            rank_in = dualpipe_rank(inner, inner, **dkw)
-            if rank_in["step"] > rank["step"]:
-                rank = rank_in
+        # inner stages: ceil(layers / pp) MoE layers (dense first layers not placed there)
+        inner = _chunk(lps, 0, 0.0, 0.0, 0.0) if pp > 2 else first
+        rank = dualpipe_pipeline([first] + [inner] * (pp - 2) + [last], microbatches=m_micro,
+                                 t_send_s=t_send, sm_share=sm_share)
         bubble = rank["bubble"]
         t_stage_max = rank["pair"]  # per micro-batch, for the data-parallel overlap below
 
@@ -1391,11 +1671,13 @@ def step_estimate(
         t_opt *= 2.0
 
     if dualpipe:
-        breakdown = {k: v * m_micro for k, v in rank["parts"].items()}
+        # the slowest rank's busy time by term, the sends the dependencies wait for, its idle
+        # time as pipeline_bubble (dualpipe_pipeline): they add up to the schedule's step
+        breakdown = dict(rank["parts"])
         if moe_experts:
-            breakdown["moe_a2a_exposed"] = rank["a2a"] * m_micro
-        breakdown["comm_sm_reserved"] = rank["sm_lost"] * m_micro
-        breakdown["pp_comm_exposed"] = rank["pp"] * m_micro + t_pp_fill
+            breakdown["moe_a2a_exposed"] = rank["a2a"]
+        breakdown["comm_sm_reserved"] = rank["sm_lost"]
+        breakdown["pp_comm_exposed"] = rank["pp"] + rank["pp_wait"]
     else:
         breakdown = {k: v * m_micro for k, v in stage_last.items()}
         breakdown["pp_comm_exposed"] = t_pp_exposed * m_micro + t_pp_fill
