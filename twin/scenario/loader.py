@@ -4,7 +4,8 @@ validate, and report every problem with file, dotted path, value and expectation
 Validation has two channels.  A :class:`~twin.errors.Problem` stops the scenario (the CLI
 exits 2).  A :class:`Note` is something a planner must see that does not stop the run (a
 job whose memory estimate is above its GPU's capacity but within the memory model's
-margin); :func:`check_scenario` returns the notes beside the scenario, while
+margin, a DualPipe job that may run another schedule at run time);
+:func:`check_scenario` returns the notes beside the scenario, while
 :func:`load_scenario` and :func:`validate_data` return the scenario alone, as before.
 """
 
@@ -497,7 +498,10 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
     (:func:`twin.plant.job_memory_note`; above the margin it is a problem of
     :func:`semantic_problems`), and each training class of a job stream with jobs estimated
     above their GPU's capacity (one note per class, for the largest estimate, not one per
-    job; above the margin too, since a stream's jobs are not refused)."""
+    job; above the margin too, since a stream's jobs are not refused); and each DualPipe job
+    that may run another schedule: an elastic job on a size it may shrink to
+    (:func:`_elastic_dualpipe_note`), a stream class refitted from a DualPipe job
+    (:func:`_stream_dualpipe_notes`)."""
     from twin.plant import job_memory_note
     from twin.scenario.racks import delivered_nodes_by_model, job_node_model
 
@@ -510,8 +514,120 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
             note = job_memory_note(job, job.nodes * catalog.nodes[jm].gpu_count, catalog.nodes[jm])
             if note is not None:
                 out.append((f"workload.jobs.{j}", note))
+            note = _elastic_dualpipe_note(job, catalog.nodes[jm].gpu_count)
+            if note is not None:
+                out.append((f"workload.jobs.{j}.pipeline_schedule", note))
     if s.workload.stream is not None:
         out += _stream_memory_notes(s, catalog)
+        out += _stream_dualpipe_notes(s, catalog)
+    return out
+
+
+#: what :func:`twin.plant.runnable_schedule` checks before it keeps DualPipe
+_DUALPIPE_NEEDS = "an even pp and, per data-parallel rank, an even number of micro-batches >= 2 pp"
+_FALLBACK = "the engine runs the schedule vpp = 1 implies (1f1b) instead, at that schedule's step time"
+
+
+def _dualpipe_lost(job, gpus: int) -> str | None:
+    """Why DualPipe does not run for ``job`` on ``gpus`` GPUs ("pp 1", "5 micro-batches per rank",
+    "a global batch of 100 over 24 ranks"), counting the GPUs the engine uses
+    (:func:`twin.plant.usable_gpus`); None when it runs or the job is not DualPipe
+    (:func:`twin.plant.runnable_schedule` decides)."""
+    from twin.plant import parallel_spec, runnable_schedule, usable_gpus
+
+    par = parallel_spec(job)
+    gpus = usable_gpus(par, gpus)
+    if par.pipeline_schedule != "dualpipe" or runnable_schedule(par, gpus).pipeline_schedule == "dualpipe":
+        return None
+    dp = par.data_parallel(gpus)
+    unit = dp * par.micro_batch
+    why = [f"pp {par.pp}"] if par.pp % 2 else []
+    if not unit or par.global_batch % unit:
+        why.append(f"a global batch of {par.global_batch} over {dp} ranks")
+    else:
+        m = par.global_batch // unit
+        if m < 2 * par.pp or m % 2:
+            why.append(f"{m} micro-batch{'es' if m != 1 else ''} per rank")
+    return ", ".join(why) or "its layout"
+
+
+def _listed(items: list[str], most: int = 6) -> str:
+    """``a, b or c``: at most ``most`` items, then how many more."""
+    if len(items) > most:
+        items = items[:most] + [f"{len(items) - most} more"]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def _elastic_dualpipe_note(job, gpus_per_node: int) -> str | None:
+    """The note on an elastic DualPipe job that may shrink to a size where DualPipe's
+    conditions fail, or None.  The sizes are the scheduler's
+    (:meth:`twin.sim.scheduler.Scheduler.elastic_size`: node counts below the job's whose
+    GPUs its tp x pp x cp divide and whose data-parallel ranks x micro_batch divide its
+    global batch); on one of them the engine runs the schedule vpp implies
+    (:func:`twin.plant.runnable_schedule`).  At the job's own size the loader has checked
+    DualPipe's conditions (a problem, not a note)."""
+    from twin.plant import parallel_spec, usable_gpus
+
+    if not job.elastic or job.pipeline_schedule != "dualpipe":
+        return None
+    mp = job.tp * job.pp * job.cp
+    par = parallel_spec(job)
+    lost = []
+    for n in range(job.nodes - 1, 0, -1):
+        gpus = n * gpus_per_node
+        if gpus % mp or job.global_batch % ((gpus // mp) * job.micro_batch):
+            continue                    # not a size the scheduler shrinks the job to
+        if not usable_gpus(par, gpus):
+            continue                    # below the expert-parallel unit: no schedule runs there
+        why = _dualpipe_lost(job, gpus)
+        if why is not None:
+            lost.append(f"{n} ({why})")
+    if not lost:
+        return None
+    return (f"the job is elastic and may shrink to {_listed(lost)} of its {job.nodes} nodes, "
+            f"where DualPipe does not run (it needs {_DUALPIPE_NEEDS} = {2 * job.pp}): there "
+            f"{_FALLBACK}")
+
+
+def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+    """One note per class of the stream whose model is a DualPipe job (``model_job``) and
+    whose jobs, refitted to the GPU counts the class asks for
+    (:func:`twin.workload.engine_jobs.fit_parallelism`: pp halved, the batch rounded), lose
+    DualPipe's conditions: those jobs run the schedule vpp implies
+    (:func:`twin.plant.runnable_schedule`)."""
+    import math
+
+    from twin.plant import rack_gpus
+    from twin.workload.config import stream_params_for
+    from twin.workload.engine_jobs import class_templates, fit_parallelism
+
+    stream = s.workload.stream
+    if stream is None or s.hardware.node_model not in catalog.nodes:
+        return []
+    gpn = catalog.nodes[s.hardware.node_model].gpu_count    # the engine's gpus_per_node
+    delivered = int(rack_gpus(s)[:sum(w.racks for w in s.ramp.waves)].sum())
+    params = stream_params_for(stream, max_gpus=delivered)
+    templates = class_templates(s)
+    out = []
+    for k, c in enumerate(stream.classes):
+        template = templates.get(c.name)
+        if template is None or template.pipeline_schedule != "dualpipe":
+            continue
+        try:
+            counts = params.cls(c.name).gpus
+        except KeyError:                # a class the cluster cannot host is not drawn
+            continue
+        lost = []
+        for gpus in counts:
+            job = fit_parallelism(template, math.ceil(gpus / gpn), gpn)
+            why = _dualpipe_lost(job, job.nodes * gpn)
+            if why is not None:
+                lost.append(f"{gpus:,} GPUs ({why})")
+        if lost:
+            out.append((f"workload.stream.classes.{k}",
+                        f"job class {c.name!r} trains {c.model_job!r}, a DualPipe job; its jobs "
+                        f"of {_listed(lost)}, refitted to their GPUs, do not run DualPipe (it "
+                        f"needs {_DUALPIPE_NEEDS}): for those {_FALLBACK}"))
     return out
 
 

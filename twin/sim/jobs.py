@@ -394,7 +394,8 @@ class Jobs(Component):
         max-min fair share of the links it shares with the other jobs on the fabric
         (running or checkpointing, 2+ nodes), over its alone adaptive rate
         (:func:`twin.fabric.fair_share_bandwidths_gbps`), both with the fabric faults in
-        force routed around, each job's traffic in its own pattern (:meth:`traffic_pattern`).
+        force routed around, each job's traffic in its own pattern (:meth:`traffic_pattern`),
+        static ECMP hashing ``fabric.queue_pairs`` flows per connection.
         Cached by the set of placements (and the faults, and the patterns when any is not a
         ring); 1 with the defaults (adaptive, no sharing) or on one node."""
         f = self.s.fabric
@@ -418,7 +419,7 @@ class Jobs(Component):
             switches, links = fails if fails is not None else ((), ())
             r = fabric.fair_share_bandwidths_gbps(
                 g, [j.nodes for j in group], pattern=pats, seed=self.s.simulation.seed,
-                routing="ecmp" if f.routing == "static_ecmp" else "adaptive",
+                routing="ecmp" if f.routing == "static_ecmp" else "adaptive", qps=f.queue_pairs,
                 failed_links=links, failed_switches=switches)
             alone = np.array([fabric.bottleneck_fraction(g, j.nodes, links, failed_switches=switches, pattern=p)
                               for j, p in zip(group, pats, strict=True)])
