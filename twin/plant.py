@@ -445,6 +445,19 @@ def usable_gpus(par: ParallelSpec, gpus: int) -> int:
     return gpus - gpus % unit
 
 
+def elastic_gpus_run(job, gpus: int) -> bool:
+    """True if a job shrunk to ``gpus`` GPUs runs on all of them: whole replica groups of
+    its tp x pp x cp in a number its expert-parallel layout holds (:func:`usable_gpus` is
+    ``gpus``: no node held idle), whose data-parallel ranks x ``micro_batch`` divide its
+    global batch.  The one rule for the sizes the scheduler shrinks an elastic job to
+    (:meth:`twin.sim.scheduler.Scheduler.elastic_size`) and the loader's note on them; for a
+    dense job it is the former rule (tp x pp x cp dividing the GPUs, and the batch)."""
+    mp = job.tp * job.pp * job.cp
+    if gpus <= 0 or usable_gpus(parallel_spec(job), gpus) != gpus:
+        return False
+    return job.global_batch % ((gpus // mp) * job.micro_batch) == 0
+
+
 def node_nics(node: NodeModel, fabric) -> int:
     """Compute NICs per node the collective model takes (NCCL's classic Tree gets one channel
     each): the catalog node's ``compute_nics``, else the fabric's ``rails`` (the fabric builds

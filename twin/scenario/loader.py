@@ -561,24 +561,21 @@ def _listed(items: list[str], most: int = 6) -> str:
 def _elastic_dualpipe_note(job, gpus_per_node: int) -> str | None:
     """The note on an elastic DualPipe job that may shrink to a size where DualPipe's
     conditions fail, or None.  The sizes are the scheduler's
-    (:meth:`twin.sim.scheduler.Scheduler.elastic_size`: node counts below the job's whose
-    GPUs its tp x pp x cp divide and whose data-parallel ranks x micro_batch divide its
-    global batch); on one of them the engine runs the schedule vpp implies
+    (:meth:`twin.sim.scheduler.Scheduler.elastic_size`, by :func:`twin.plant.elastic_gpus_run`:
+    node counts below the job's whose GPUs its tp x pp x cp divide, that leave a usable
+    expert-parallel group, and whose data-parallel ranks x micro_batch divide its global
+    batch); on one of them the engine runs the schedule vpp implies
     (:func:`twin.plant.runnable_schedule`).  At the job's own size the loader has checked
     DualPipe's conditions (a problem, not a note)."""
-    from twin.plant import parallel_spec, usable_gpus
+    from twin.plant import elastic_gpus_run
 
     if not job.elastic or job.pipeline_schedule != "dualpipe":
         return None
-    mp = job.tp * job.pp * job.cp
-    par = parallel_spec(job)
     lost = []
     for n in range(job.nodes - 1, 0, -1):
         gpus = n * gpus_per_node
-        if gpus % mp or job.global_batch % ((gpus // mp) * job.micro_batch):
+        if not elastic_gpus_run(job, gpus):
             continue                    # not a size the scheduler shrinks the job to
-        if not usable_gpus(par, gpus):
-            continue                    # below the expert-parallel unit: no schedule runs there
         why = _dualpipe_lost(job, gpus)
         if why is not None:
             lost.append(f"{n} ({why})")

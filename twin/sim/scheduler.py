@@ -432,12 +432,13 @@ class Scheduler(Component):
         rec["jobs_queued"][i] = self.lsf.pending if self.lsf is not None else len(self.queue)
 
     def elastic_size(self, spec: Job, free: int, gpus_per_node: int | None = None) -> int:
-        """Largest node count <= the job's size that its parallelism and batch divide
-        (``gpus_per_node`` of its node model, default the plant's default model)."""
+        """Largest node count <= the job's size that its parallelism, expert-parallel layout
+        and batch allow (:func:`twin.plant.elastic_gpus_run`; ``gpus_per_node`` of its node
+        model, default the plant's default model), 0 if none."""
+        from twin.plant import elastic_gpus_run
+
         gpn = gpus_per_node or self.plant.gpus_per_node
         for n in range(min(free, spec.nodes), 0, -1):
-            gpus = n * gpn
-            mp = spec.tp * spec.pp * spec.cp
-            if gpus % mp == 0 and spec.global_batch % ((gpus // mp) * spec.micro_batch) == 0:
+            if elastic_gpus_run(spec, n * gpn):
                 return n
         return 0
