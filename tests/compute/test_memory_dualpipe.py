@@ -239,6 +239,19 @@ def test_deepseek_v3_dualpipe_by_hand():
     assert ms.total / GIB == pytest.approx(83.432, abs=0.001)
     assert memory_fit_problem(ms, 80.0) is None   # accepted, 4 % above the GPU, in the margin
     assert ms.total / GIB > 80.0
+    # with the MTP module (helper HNL): on rank 0's stage 16, one micro-batch in flight of one
+    # more MoE layer (151,680 B a token) and the projection's 2h bf16 input (4 h B), a second
+    # logits working set; the inner ranks unchanged
+    mt = ds.memory_kwargs(row, savings=True, mtp=True)
+    assert mt["mtp_depth"] == 1
+    r0m = memory_per_gpu_bytes(**mt, pipeline_rank=0)
+    assert r0m.activations == r0s.activations + 1 * 4096 * (151_680 + 4 * H)
+    assert r0m.logits == 2 * r0s.logits
+    assert memory_per_gpu_bytes(**mt, pipeline_rank=7) == memory_per_gpu_bytes(**sv,
+                                                                                pipeline_rank=7)
+    mm = memory_per_gpu_bytes(**mt)
+    assert mm == r0m and mm.total / GIB == pytest.approx(90.758, abs=0.001)
+    assert memory_fit_problem(mm, 80.0) is None   # 1.13x the GPU, still inside the margin
 
 
 @pytest.mark.parametrize("bad, word", [

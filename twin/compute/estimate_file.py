@@ -7,10 +7,11 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
     model:        {layers, hidden, ffn_hidden, heads, kv_heads, vocab, gated_mlp,
                    experts, top_k, capacity_factor, routing, expert_ffn_hidden, shared_experts,
                    shared_expert_ffn_hidden, dense_layers, mla_q_lora_rank, mla_kv_lora_rank,
-                   mla_qk_nope_head_dim, mla_qk_rope_head_dim, mla_v_head_dim}
+                   mla_qk_nope_head_dim, mla_qk_rope_head_dim, mla_v_head_dim, node_limit,
+                   mtp_depth}
     training:     {seq_len, global_batch, micro_batch, precision, activation_recompute,
                    zero_stage, fsdp_shard, grad_reduce_dtype, recompute_norms_mla_up,
-                   fp8_cached_linear_inputs, adam_moment_dtype}
+                   fp8_cached_linear_inputs, adam_moment_dtype, moe_dispatch_dtype}
     parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp, pipeline_schedule}
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
@@ -37,6 +38,12 @@ only (false / fp32: the former one).
 ``shared_expert_ffn_hidden``, ``dense_layers``, the five ``mla_*`` ranks of multi-head latent
 attention) go to the step and memory models under their ``moe_*`` / ``mla_*`` names
 (:class:`twin.compute.specs.ModelSpec`); at their defaults the estimate is the former one.
+DeepSeek-V3's ``model.node_limit`` (node-limited routing: at most that many nodes of the
+expert-parallel group a token, IB once per node, NVLink forwarding; null: off),
+``model.mtp_depth`` (multi-token prediction modules on the last stage; 0: none) and
+``training.moe_dispatch_dtype`` (fp8: the expert dispatch in FP8 with 1x128-tile fp32 scales,
+1 + 4/128 B an element, the combine bf16) go to :func:`twin.compute.step_estimate` (and
+``mtp_depth`` to the memory model); at their defaults the estimate is the former one.
 ``fabric.inter_node_gbps`` / ``fabric.hops`` left null are computed by building the
 fabric for ``gpus / gpus_per_node`` nodes and placing the job on the first nodes.
 ``gpu.compute_capability`` (sm x 10) and ``fabric.nics_per_node`` go to the collective
@@ -75,6 +82,9 @@ from twin.compute.step import (
 )
 
 _Frac = Annotated[float, Field(gt=0.0, le=1.0)]
+#: bytes per element of the expert dispatch: bf16, or FP8 with one fp32 scale per 1x128 tile
+#: (DeepSeek-V3 arXiv 2412.19437 sec. 3.3.2 fine-grained quantization, sec. 3.3.4 dispatch)
+MOE_DISPATCH_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128.0}
 #: the C-accelerated safe loader when libyaml is there (same safety: no Python tags)
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -122,6 +132,13 @@ class ModelShape(_Model):
         0, description="MLA: per-head query/key size with rotary embedding")
     mla_v_head_dim: Annotated[StrictInt, Field(ge=0)] = Field(
         0, description="MLA: per-head value size")
+    node_limit: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="DeepSeek-V3 node-limited routing: nodes of the expert-parallel "
+                          "group a token's experts may span (config topk_group); the dispatch "
+                          "crosses IB once a node and forwards over NVLink; null = off")
+    mtp_depth: Annotated[StrictInt, Field(ge=0)] = Field(
+        0, description="multi-token prediction modules on the last stage (DeepSeek-V3 "
+                       "num_nextn_predict_layers); 0 = none")
 
 
 #: the mixture-of-experts fields of :class:`ModelShape` beyond experts / top_k /
@@ -191,6 +208,10 @@ class Training(_Model):
     adam_moment_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="AdamW first and second moments (DeepSeek-V3 sec. 3.3.3: bf16; "
                             "master weights fp32); memory only")
+    moe_dispatch_dtype: Literal["bf16", "fp8"] = Field(
+        "bf16", description="expert dispatch element, forward and backward (DeepSeek-V3 sec. "
+                            "3.3.4: fp8 with an fp32 scale per 1x128 tile, 1 + 4/128 B); the "
+                            "combine stays bf16; step model only")
 
 
 class Parallelism(_Model):
@@ -379,6 +400,12 @@ def layout_problems(est: EstimateFile) -> list[str]:
     dpcp = c.gpus // mp * p.cp
     out += [f"{est.name}: {problem}" for problem in shape_problems(m)]
     if m.experts == 0:
+        if m.node_limit is not None:
+            out.append(f"{est.name}: model.node_limit = {m.node_limit} needs a mixture of "
+                       "experts (model.experts > 0)")
+        if t.moe_dispatch_dtype != "bf16":
+            out.append(f"{est.name}: training.moe_dispatch_dtype = {t.moe_dispatch_dtype!r} "
+                       "needs a mixture of experts (model.experts > 0)")
         if p.ep != 1:
             out.append(f"{est.name}: parallelism.ep = {p.ep} needs a mixture of experts "
                        "(model.experts > 0)")
@@ -457,7 +484,8 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
                        grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0,
                        recompute_norms_mla_up=t.recompute_norms_mla_up,
                        fp8_cached_linear_inputs=t.fp8_cached_linear_inputs,
-                       adam_moment_bytes=4.0 if t.adam_moment_dtype == "fp32" else 2.0)
+                       adam_moment_bytes=4.0 if t.adam_moment_dtype == "fp32" else 2.0,
+                       moe_dispatch_bytes=MOE_DISPATCH_BYTES[t.moe_dispatch_dtype])
     gpu = GpuSpec(peak_bf16_tflops=c.gpu.peak_bf16_tflops, peak_fp8_tflops=c.gpu.peak_fp8_tflops,
                   hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,
                   nvswitch=c.gpu.nvswitch, pcie_gb_s=c.gpu.pcie_gb_s,

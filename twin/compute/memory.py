@@ -91,8 +91,9 @@ One pipeline stage's share on one GPU, as bytes [B]:
   :func:`saved_bytes_per_token_layer`): RMSNorm and MLA up-projection outputs recomputed,
   Linear inputs cached in FP8 (attention output E5M6, MoE SwiGLU inputs FP8 with its output
   recomputed, FP8 dispatch), BF16 AdamW moments (``4 + 2 x 2`` B of optimizer state a
-  parameter).  The report's EMA in CPU memory and MTP's shared embedding and head save
-  nothing here: the twin counts neither an EMA nor an MTP module.
+  parameter).  The report's EMA in CPU memory saves nothing here (the twin counts no EMA);
+  MTP's shared embedding and head add no copy (``mtp_depth``: the MTP modules' own layer,
+  projection, activations and second logits on the last stage).
 * **context-parallel KV**: ring attention double-buffers the K/V block it receives
   and, backward, the dK/dV it passes on: ``2 x 2 x 2 h_kv/tp x b s/cp x 2 B``.
 * **logits**: the last stage's bf16 logits and the fp32 cross-entropy working set,
@@ -437,6 +438,7 @@ def memory_per_gpu_bytes(
     recompute_norms_mla_up: bool = False,
     fp8_cached_linear_inputs: bool = False,
     adam_moment_bytes: float = 4.0,
+    mtp_depth: int = 0,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its pipeline stages (module doc).
 
@@ -491,6 +493,15 @@ def memory_per_gpu_bytes(
     the report's BF16 moments, sec. 3.3.3 "Low-Precision Optimizer States", master weights and
     gradients staying fp32): the optimizer state is ``4 + 2 x adam_moment_bytes`` bytes per
     parameter (+4 for the fp32 gradient copy with bf16 gradients).
+
+    mtp_depth (0: none; DeepSeek-V3 sec. 2.2, ``num_nextn_predict_layers``): multi-token
+    prediction modules on the last stage (DualPipe: ranks 0 and ``pp - 1``), each a layer of
+    the model's kind (an MoE layer when it has them) with its weights, gradients, optimizer
+    states and saved activations for the stage's micro-batches in flight, its ``2h x h``
+    projection and two RMSNorms (TP-split; the projection's ``2h`` input kept in bf16), and
+    one more logits working set (the main and the MTP loss are summed before one backward,
+    so both heads' logits live at once); the embedding and output head are shared (DualPipe
+    puts them on the same rank), no extra copy.
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -538,6 +549,9 @@ def memory_per_gpu_bytes(
             or not math.isfinite(adam_moment_bytes) or adam_moment_bytes <= 0:
         raise ValueError(f"adam_moment_bytes must be a positive number of bytes per AdamW "
                          f"moment element (4 fp32, 2 bf16), got {adam_moment_bytes!r}")
+    if isinstance(mtp_depth, bool) or int(mtp_depth) != mtp_depth or mtp_depth < 0:
+        raise ValueError(f"mtp_depth must be a whole number >= 0, got {mtp_depth!r}")
+    mtp = int(mtp_depth)
     from twin.compute.step import _check_deepseek_terms  # step imports this module
     _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
                           moe_shared_experts=moe_shared_experts,
@@ -668,6 +682,8 @@ def memory_per_gpu_bytes(
             a_tok = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
         if nd:
             a_dense = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
+    # an MTP module's saved activations a token: its layer's and the projection's 2h input
+    a_mtp = mtp * (a_tok + 2.0 * 2.0 * h / (tp if sequence_parallel else 1))
     if mla:  # ring attention passes the per-head keys and values
         cp_kv = 8.0 * heads * (d_qk + mla_v_head_dim) / 2.0 / tp * tokens if cp > 1 else 0.0
     else:
@@ -714,6 +730,9 @@ def memory_per_gpu_bytes(
         if nd_s:  # a dense MLP in place of the shared experts, router and routed experts
             p_dense += nd_s * (mats * h * F - dense_mlp) / tp
             p_exp = (lps - nd_s) * expert_params / tp
+        if last and mtp:  # MTP modules: a layer, the 2h x h projection and two RMSNorms each
+            p_dense += mtp * (p_layer_tp + (2.0 * h * h + 2.0 * h) / tp)
+            p_exp += mtp * expert_params / (tp if moe_experts > 0 else 1)
         return p_dense, p_exp, nd_s, d_chunk
 
     stages = {}
@@ -737,11 +756,13 @@ def memory_per_gpu_bytes(
                 optim += p_dense * o_b + p_exp * oe
                 acts += held * tokens * ((lps - nd_s) * a_tok + nd_s * a_dense if nd_s
                                          else lps * a_tok)
+                if s_j == pp - 1 and mtp:
+                    acts += held * tokens * a_mtp
             if activation_recompute in ("full", "save_qkv_proj"):
                 acts += tokens * a_full  # one layer rebuilt during its backward
             if s_near == 0:  # the first stage's embedding output, pp micro-batches
                 acts += 2.0 * tokens * h * pp / (tp if sequence_parallel else 1)
-            logits = 6.0 * tokens * vocab / tp if s_near == 0 else 0.0
+            logits = (1 + mtp) * 6.0 * tokens * vocab / tp if s_near == 0 else 0.0
             stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
                                             activations=acts, cp_kv=cp_kv, logits=logits,
                                             buffers=float(buffer_bytes), stage=stage)
@@ -782,7 +803,9 @@ def memory_per_gpu_bytes(
             acts += tokens * a_full  # one layer rebuilt during its backward
         if first:
             acts += 2.0 * tokens * h * in_flight / (tp if sequence_parallel else 1)
-        logits = 6.0 * tokens * vocab / tp if last else 0.0
+        if last and mtp:
+            acts += in_flight * tokens * a_mtp
+        logits = (1 + mtp) * 6.0 * tokens * vocab / tp if last else 0.0
         stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
                                         activations=acts, cp_kv=cp_kv, logits=logits,
                                         buffers=float(buffer_bytes), stage=stage)

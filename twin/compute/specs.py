@@ -57,6 +57,12 @@ class ModelSpec:
     dense_layers, the first layers with a dense MLP (``first_k_dense_replace``); multi-head
     latent attention when mla_kv_lora_rank > 0 (``q_lora_rank``, ``kv_lora_rank``,
     ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``).
+    DeepSeek-V3's routing and MTP (arXiv 2412.19437), off by default: node_limit, the nodes a
+    token's experts may span (sec. 3.2.2, the config's ``topk_group`` with ``n_group`` = the
+    expert-parallel group's nodes; None or 0: off), which makes the expert all-to-all cross IB
+    once per target node and forward over NVLink; mtp_depth, multi-token prediction modules
+    (sec. 2.2, ``num_nextn_predict_layers``; :func:`twin.compute.step_estimate`,
+    :func:`twin.compute.memory.memory_per_gpu_bytes`).
     """
 
     layers: int
@@ -79,13 +85,20 @@ class ModelSpec:
     mla_qk_nope_head_dim: int = 0
     mla_qk_rope_head_dim: int = 0
     mla_v_head_dim: int = 0
+    node_limit: int | None = None
+    mtp_depth: int = 0
 
     @classmethod
     def of(cls, shape) -> ModelSpec:
         """The record of a model shape that names its fields as this record does: an estimate
         file's ``model`` (:class:`twin.compute.estimate_file.ModelShape`) or a scenario job's
-        (:class:`twin.scenario.schema.ModelShape`)."""
-        return cls(**{f.name: getattr(shape, f.name) for f in fields(cls)})
+        (:class:`twin.scenario.schema.ModelShape`).  A shape without the fields of
+        :data:`OPTIONAL_SHAPE_FIELDS` (a scenario job's, whose schema does not carry them)
+        leaves them at their defaults (off)."""
+        kw: dict[str, Any] = {f.name: (getattr(shape, f.name, f.default)
+                                       if f.name in OPTIONAL_SHAPE_FIELDS
+                                       else getattr(shape, f.name)) for f in fields(cls)}
+        return cls(**kw)
 
     def parameters(self) -> float:
         """Parameters of the whole model [-]: :func:`twin.compute.step.parameter_count` for a
@@ -111,6 +124,10 @@ class ModelSpec:
                     mla_qk_nope_head_dim=self.mla_qk_nope_head_dim,
                     mla_qk_rope_head_dim=self.mla_qk_rope_head_dim,
                     mla_v_head_dim=self.mla_v_head_dim)
+
+
+#: :class:`ModelSpec` fields a shape record may lack (:meth:`ModelSpec.of` takes their defaults)
+OPTIONAL_SHAPE_FIELDS = ("node_limit", "mtp_depth")
 
 
 def expert_dp_unit(*, tp: int, cp: int, ep: int, moe_expert_tp: int | None) -> int:
@@ -156,6 +173,9 @@ class ParallelSpec:
     recompute_norms_mla_up, fp8_cached_linear_inputs, adam_moment_bytes [B]: DeepSeek-V3's
     memory savings (:func:`twin.compute.memory.memory_per_gpu_bytes`; off / 4 B: none); they
     go to the memory model only (the step model does not charge the recompute).
+    moe_dispatch_bytes [B per element]: the expert dispatch's element size, forward and
+    backward (2: bf16; DeepSeek-V3's FP8 dispatch with one fp32 scale per 1x128 tile: 1 +
+    4/128); the combines stay bf16 (step model only).
     """
 
     tp: int
@@ -178,6 +198,7 @@ class ParallelSpec:
     recompute_norms_mla_up: bool = False
     fp8_cached_linear_inputs: bool = False
     adam_moment_bytes: float = 4.0
+    moe_dispatch_bytes: float = 2.0
 
     @property
     def model_parallel(self) -> int:
@@ -260,7 +281,8 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         deployment=deployment, moe_experts=model.experts, moe_top_k=model.top_k,
         moe_ep=par.ep, moe_capacity_factor=model.capacity_factor,
         moe_expert_tp=par.moe_expert_tp, moe_routing=model.routing, **model.deepseek_terms(),
-        zero_stage=par.zero_stage, fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
+        moe_node_limit=model.node_limit, moe_dispatch_bytes=par.moe_dispatch_bytes,
+        mtp_depth=model.mtp_depth, zero_stage=par.zero_stage, fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
         param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter,
         compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node,
         pipeline_schedule=par.pipeline_schedule)
@@ -293,4 +315,4 @@ def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
         pipeline_schedule=par.pipeline_schedule,
         recompute_norms_mla_up=par.recompute_norms_mla_up,
         fp8_cached_linear_inputs=par.fp8_cached_linear_inputs,
-        adam_moment_bytes=par.adam_moment_bytes)
+        adam_moment_bytes=par.adam_moment_bytes, mtp_depth=model.mtp_depth)

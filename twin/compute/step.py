@@ -543,6 +543,52 @@ def expert_ranks_per_node(*, ep: int, tp: int, cp: int, moe_expert_tp: int | Non
     return max(1, min(ep, gpus_per_node // stride)) if stride <= gpus_per_node else 1
 
 
+def moe_nodes_per_token(*, experts: int, top_k: int, nodes: int, node_limit: int) -> float:
+    """Expected distinct nodes [-] a token's ``top_k`` routed copies land on under DeepSeek-V3's
+    node-limited routing (arXiv 2412.19437 sec. 3.2.2: "each token will be sent to at most
+    M nodes"; its config's group-limited gate, ``n_group`` groups = the EP group's nodes, the
+    top ``topk_group`` = M of them, then the top-k experts inside those).
+
+    The expectation when the ``top_k`` experts are drawn uniformly without replacement from
+    the ``M e`` experts of the M chosen nodes (``e = experts / nodes`` a node)::
+
+        D = M (1 - C((M - 1) e, k) / C(M e, k))
+
+    (a chosen node gets none of the k with the hypergeometric probability of the ratio), at
+    most ``min(M, k)``.  Uniform routing is an assumption: the gate picks groups by the sum of
+    their two best affinities, so a chosen node is likelier to receive a copy than uniform
+    draws say, and D lies between this and the bound M."""
+    _check(int(nodes) == nodes and nodes >= 1, f"nodes must be a positive integer, got {nodes!r}")
+    _check(not isinstance(node_limit, bool) and int(node_limit) == node_limit
+           and 1 <= node_limit <= nodes,
+           f"moe_node_limit={node_limit!r} must be between 1 and the expert-parallel group's "
+           f"nodes ({nodes})")
+    _check(experts % nodes == 0, f"moe_experts={experts} do not split over the expert-parallel "
+                                 f"group's {nodes} nodes (moe_node_limit)")
+    e = experts // nodes
+    m, k = int(node_limit), int(top_k)
+    _check(m * e >= k, f"moe_node_limit={node_limit} nodes hold {m * e} experts, fewer than "
+                       f"moe_top_k={top_k}")
+    return m * (1.0 - math.comb((m - 1) * e, k) / math.comb(m * e, k))
+
+
+def mtp_flops_per_sequence(*, layers, hidden, vocab, seq_len, **shape) -> float:
+    """Forward+backward FLOPs per sequence [FLOP] of one multi-token prediction module
+    (DeepSeek-V3, arXiv 2412.19437 sec. 2.2, depth 1): one more transformer block of the
+    model's kind (an MoE layer when the model has them: the difference of
+    :func:`model_flops_per_sequence` at ``layers + 1`` and ``layers``), its ``2h x h``
+    projection and a pass through the shared output head, 6 FLOPs per weight and token::
+
+        s (6 (2 h h) + 6 V h) + (one layer's FLOPs)
+
+    ``shape``: the other keywords of :func:`model_flops_per_sequence`; the two RMSNorms and
+    the embedding lookup are not counted."""
+    kw = dict(hidden=hidden, vocab=vocab, seq_len=seq_len, **shape)
+    block = (model_flops_per_sequence(layers=layers + 1, **kw)
+             - model_flops_per_sequence(layers=layers, **kw))
+    return float(block + seq_len * 6.0 * (2.0 * hidden * hidden + vocab * hidden))
+
+
 def fabric_traffic_pattern(*, experts: int, ep: int, tp: int, cp: int,
                            moe_expert_tp: int | None, gpus_per_node: int) -> str:
     """The pattern a job's traffic loads the fabric with (:data:`twin.fabric.routing.PATTERNS`):
@@ -1012,6 +1058,9 @@ def step_estimate(
     compute_capability: int | None = None,
     nics_per_node: int | None = None,
     pipeline_schedule: str | None = None,
+    moe_node_limit: int | None = None,
+    moe_dispatch_bytes: float = 2.0,
+    mtp_depth: int = 0,
 ) -> StepEstimate:
     """Estimate one optimizer step of a transformer (dense or mixture of experts) [s], MFU.
 
@@ -1140,9 +1189,29 @@ def step_estimate(
     backward and not in W; the gradient sum between the two copies of a stage is taken as
     part of the data-parallel reduce-scatter; the data-parallel overlap takes the busiest
     rank's mean pair as the micro-batch time and its idle time as the bubble.  Not
-    modelled: node-limited routing and IB-to-NVLink forwarding, FP8 dispatch, multi-token
-    prediction, DualPipeV (the memory of both copies and of the micro-batches in flight:
+    modelled: DualPipeV (the memory of both copies and of the micro-batches in flight:
     :mod:`twin.compute.memory`).
+
+    DeepSeek-V3's communication and MTP (arXiv 2412.19437), each an input, off by default (the
+    model above bit for bit), nothing fitted.  moe_node_limit (None or 0: off): node-limited
+    routing with IB-to-NVLink forwarding (sec. 3.2.2; ``topk_group`` of the config): a token's
+    copies go to at most M = moe_node_limit nodes of the EP group, and a token crosses IB once
+    to each of them (to the GPU with the same in-node index), which forwards it over NVLink to
+    the GPUs of its experts; the combine the reverse.  Each all-to-all is then two concurrent
+    legs, the slower one sets its time: IB, an all-to-all over the EP group's nodes of ``D``
+    h-wide rows per token (:func:`moe_nodes_per_token`, the expected distinct nodes, ``(N -
+    1)/N`` of them remote) in place of ``top_k``, and NVLink, an all-to-all inside the node of
+    the ``top_k`` copies (``(r - 1)/r`` of them change GPU); both scale with the busiest rank's
+    load as above.  ValueError unless ``1 <= M <=`` the EP group's nodes and the M nodes hold
+    ``top_k`` experts.  moe_dispatch_bytes [B per element] (2: bf16): the forward dispatch and
+    the backward dispatch of the activation gradient (sec. 3.3.4: FP8 "before MoE
+    up-projections" and "before MoE down-projections"; 1 + 4/128 with one fp32 scale per 1x128
+    tile); the two combines stay bf16.  mtp_depth (0: none; ``num_nextn_predict_layers``):
+    multi-token prediction modules on the stage holding the output layer (DualPipe: ranks 0 and
+    ``pp - 1``), each one more layer of the model's kind (an MoE layer with its all-to-alls), a
+    ``2h x h`` projection of the two normed inputs (in ``gemm``) and another pass through the
+    output layer and the embedding (in ``output_layer``); its FLOPs count in the MFU
+    (:func:`mtp_flops_per_sequence`), its weights in the data-parallel and optimizer terms.
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -1217,6 +1286,24 @@ def step_estimate(
         _check(moe_capacity_factor > 0, f"moe_capacity_factor must be > 0, got "
                                         f"{moe_capacity_factor!r}")
         moe_routed_load(moe_routing, moe_capacity_factor, moe_dropless_load)     # checks
+    _check(not isinstance(mtp_depth, bool) and int(mtp_depth) == mtp_depth and mtp_depth >= 0,
+           f"mtp_depth must be a whole number >= 0, got {mtp_depth!r}")
+    _check(moe_dispatch_bytes > 0, f"moe_dispatch_bytes must be > 0, got {moe_dispatch_bytes!r}")
+    node_limit = int(moe_node_limit) if moe_node_limit else 0
+    _check(moe_node_limit is None or (not isinstance(moe_node_limit, bool)
+                                      and int(moe_node_limit) == moe_node_limit
+                                      and moe_node_limit >= 0),
+           f"moe_node_limit must be a whole number >= 0 or None, got {moe_node_limit!r}")
+    if not moe_experts:
+        _check(not node_limit, "moe_node_limit applies to mixture-of-experts models "
+                               "(moe_experts > 0)")
+        _check(moe_dispatch_bytes == 2.0, "moe_dispatch_bytes applies to mixture-of-experts "
+                                          "models (moe_experts > 0)")
+    elif node_limit:
+        rpn_nl = expert_ranks_per_node(ep=int(moe_ep), tp=tp, cp=cp, moe_expert_tp=moe_expert_tp,
+                                       gpus_per_node=gpus_per_node)
+        moe_nodes_per_token(experts=int(moe_experts), top_k=int(moe_top_k),
+                            nodes=math.ceil(moe_ep / rpn_nl), node_limit=node_limit)  # checks
     _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
                           moe_shared_experts=moe_shared_experts,
                           moe_shared_ffn_hidden=moe_shared_ffn_hidden,
@@ -1458,10 +1545,31 @@ def step_estimate(
             a2a_bytes = T / sp * moe_top_k * moe_load * h * 2.0
             ep_rpn = expert_ranks_per_node(ep=moe_ep, tp=tp, cp=cp, moe_expert_tp=moe_expert_tp,
                                            gpus_per_node=g)
-            t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes,
-                                                  nodes=math.ceil(moe_ep / ep_rpn),
-                                                  ranks_per_node=ep_rpn, **coll))
-            t_a2a_exposed = 4.0 * t_a2a
+            ep_nodes = math.ceil(moe_ep / ep_rpn)
+
+            def _a2a(nbytes: float, nodes: int, rpn: int) -> float:
+                if nodes * rpn <= 1:
+                    return 0.0
+                return float(group_collective_time_s("all_to_all", nbytes, nodes=nodes,
+                                                     ranks_per_node=rpn, **coll))
+            if node_limit:
+                # IB once per distinct target node (D rows of h a token), NVLink forwarding of
+                # the top_k copies inside the node, the two legs concurrent (sec. 3.2.2)
+                rows_ib = moe_nodes_per_token(experts=int(E), top_k=int(moe_top_k),
+                                              nodes=ep_nodes, node_limit=node_limit)
+
+                def _leg(el_bytes: float) -> float:
+                    row = T / sp * moe_load * h * el_bytes
+                    return max(_a2a(row * rows_ib, ep_nodes, ep_rpn) if ep_nodes > 1 else 0.0,
+                               _a2a(row * moe_top_k, 1, ep_rpn))
+                t_a2a_exposed = 2.0 * _leg(moe_dispatch_bytes) + 2.0 * _leg(2.0)
+            elif moe_dispatch_bytes != 2.0:  # the two dispatches at their size, combines bf16
+                t_a2a_exposed = 2.0 * _a2a(a2a_bytes * moe_dispatch_bytes / 2.0, ep_nodes,
+                                           ep_rpn) + 2.0 * _a2a(a2a_bytes, ep_nodes, ep_rpn)
+            else:
+                t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes, nodes=ep_nodes,
+                                                      ranks_per_node=ep_rpn, **coll))
+                t_a2a_exposed = 4.0 * t_a2a
         else:
             t_a2a_exposed = 0.0
 
@@ -1515,6 +1623,16 @@ def step_estimate(
     else:
         stage_last = {k: v * layers_per_stage for k, v in t_layer.items()}
     stage_last["output_layer"] = t_logits + (t_embed if pp == 1 else 0.0)
+    # multi-token prediction (mtp_depth modules) on the stage with the output layer: a layer
+    # of the model's kind, the 2h x h projection [forward, data-grad, weight-grad] and one
+    # more pass through the output layer and the embedding
+    g_mtp = _gemm_time_s(np.array([T, T, 2 * h]), np.array([h / tp, 2 * h, h / tp]),
+                         np.array([2 * h, h / tp, T]), **kw) if mtp_depth else np.zeros(3)
+    if mtp_depth:
+        for key, t_v in t_layer.items():
+            stage_last[key] += mtp_depth * t_v
+        stage_last["gemm"] += mtp_depth * float(g_mtp.sum())
+        stage_last["output_layer"] += mtp_depth * (t_logits + t_embed)
     t_stage = sum(stage_last.values())
     if nd_first and pp > 1:
         t_stage_first = (sum(t_layer.values()) * (layers_per_stage - nd_first)
@@ -1547,9 +1665,11 @@ def step_estimate(
         bubble = 0.0
     if dualpipe:
         def _chunk(n_main: int, n_dense: int, out_f: float, out_b: float,
-                   out_w: float) -> PipelineChunk:
+                   out_w: float, gemm_fbw: tuple[float, float, float] = (0.0, 0.0, 0.0)
+                   ) -> PipelineChunk:
             parts: dict[str, float] = {}
-            fw = bw = wg = a2a = 0.0
+            fw, bw, wg = gemm_fbw  # GEMMs outside the layers (MTP's projection)
+            a2a = 0.0
             for (t_lay, tup), n in ((lay_main, n_main), (lay_dense, n_dense)):
                 gf, af, mf, gb, ab, mb, rec, gw = tup
                 cf, cb = gf + af + mf, gb + ab + mb + rec
@@ -1563,14 +1683,23 @@ def step_estimate(
                     if k != "moe_a2a_exposed":
                         parts[k] = parts.get(k, 0.0) + n * v
             parts["output_layer"] = out_f + out_b
+            if any(gemm_fbw):
+                parts["gemm"] = parts.get("gemm", 0.0) + gemm_fbw[0] + gemm_fbw[1]
             return PipelineChunk(parts=parts, fwd=fw + out_f, bwd=bw + out_b, wgrad=wg + out_w,
                                  a2a_fwd=0.5 * a2a, a2a_bwd=0.5 * a2a)
         lps = layers_per_stage
         # first stage: the embedding (1 pass forward, 2 backward); last: the output layer
         # (forward GEMM and cross-entropy forward, data- and weight-grad GEMMs backward)
         first = _chunk(lps - nd_first, nd_first, t_embed / 3.0, 2.0 * t_embed / 3.0, 0.0)
-        last = _chunk(lps - nd_last, nd_last, float(g_logits[0]) + t_ce,
-                      float(g_logits[1] + g_logits[2]), float(g_logits[2]))
+        # with MTP: its layers, and its head and embedding passes as the first and last stage's
+        heads_n = 1 + mtp_depth
+        last = _chunk(lps - nd_last + mtp_depth, nd_last,
+                      heads_n * (float(g_logits[0]) + t_ce) + mtp_depth * t_embed / 3.0,
+                      heads_n * float(g_logits[1] + g_logits[2])
+                      + mtp_depth * 2.0 * t_embed / 3.0,
+                      heads_n * float(g_logits[2]),
+                      (mtp_depth * float(g_mtp[0]), mtp_depth * float(g_mtp[1] + g_mtp[2]),
+                       mtp_depth * float(g_mtp[2])))
         # the SMs of the all-to-all kernels: only where there are expert all-to-alls
         sm_share = DUALPIPE_COMM_SMS / ke.sms if (moe_experts and moe_ep > 1) else 0.0
         # inner stages: ceil(layers / pp) MoE layers (dense first layers not placed there)
@@ -1599,6 +1728,13 @@ def step_estimate(
         p_exp = 0.0
         p_dense = (layers_per_stage * (attn_params + mats * h * F) / tp + vocab * h / tp
                    + 2 * h * layers_per_stage)
+    if mtp_depth:  # the MTP modules on the last stage: a layer each and the 2h x h projection
+        if moe_experts:
+            p_exp += mtp_depth * (moe_experts / moe_ep) * mats * h * Fe / etp
+            p_dense += mtp_depth * ((attn_params + h * moe_experts + mats * h * Fs + 2 * h * h)
+                                    / tp + 4 * h)
+        else:
+            p_dense += mtp_depth * ((attn_params + mats * h * F + 2 * h * h) / tp + 4 * h)
     p_local = p_dense + p_exp
     n_dp = dp * cp
     t_mb_bwd = (2.0 / 3.0) * t_stage_max
@@ -1704,6 +1840,17 @@ def step_estimate(
         mla_q_lora_rank=mla_q_lora_rank, mla_kv_lora_rank=mla_kv_lora_rank,
         mla_qk_nope_head_dim=mla_qk_nope_head_dim, mla_qk_rope_head_dim=mla_qk_rope_head_dim,
         mla_v_head_dim=mla_v_head_dim)
+    if mtp_depth:
+        flops += global_batch * mtp_depth * mtp_flops_per_sequence(
+            layers=layers, hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, kv_heads=kv_heads,
+            vocab=vocab, seq_len=seq_len, gated_mlp=gated_mlp,
+            moe_top_k=moe_top_k if moe_experts else 1,
+            **(dict[str, Any](moe_ffn_hidden=moe_ffn_hidden, moe_shared_experts=moe_shared_experts,
+                              moe_shared_ffn_hidden=moe_shared_ffn_hidden,
+                              moe_dense_layers=moe_dense_layers) if moe_experts else {}),
+            mla_q_lora_rank=mla_q_lora_rank, mla_kv_lora_rank=mla_kv_lora_rank,
+            mla_qk_nope_head_dim=mla_qk_nope_head_dim,
+            mla_qk_rope_head_dim=mla_qk_rope_head_dim, mla_v_head_dim=mla_v_head_dim)
     mfu = flops / (gpus * peak_tflops * 1e12 * step)
     return StepEstimate(step_time_s=step, mfu=mfu, tokens_per_s_per_gpu=tokens / step / gpus,
                         tokens_per_day=tokens / step * 86400.0,
