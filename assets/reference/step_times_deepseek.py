@@ -91,7 +91,9 @@ DEEPSEEK_SAVINGS = dict(recompute_norms_mla_up=True, fp8_cached_linear_inputs=Tr
 
 def memory_kwargs(r: dict, pipeline_schedule: str = "dualpipe", savings: bool = False,
                   mtp: bool = False) -> dict:
-    """memory_per_gpu_bytes keywords of the row (the same shape and layout): DualPipe (two
+    """memory_per_gpu_bytes keywords of the row (the same shape, layout and dropless routing, so
+    the busiest expert-parallel rank's routed copies, as the estimate file and the engine count
+    them): DualPipe (two
     stages a rank, PP + 1 micro-batches) or, as a diagnostic, ``pipeline_schedule="1f1b"``;
     ``savings``: with :data:`DEEPSEEK_SAVINGS`; ``mtp``: with the report's MTP module."""
     kw = kwargs(r, report_terms=False)
@@ -103,7 +105,7 @@ def memory_kwargs(r: dict, pipeline_schedule: str = "dualpipe", savings: bool = 
     return dict({k: kw[k] for k in keep}, dp=dp,
                 microbatches=kw["global_batch"] // (dp * kw["micro_batch"]),
                 moe_experts=kw["moe_experts"], moe_ep=kw["moe_ep"], moe_top_k=kw["moe_top_k"],
-                pipeline_schedule=pipeline_schedule, **(DEEPSEEK_SAVINGS if savings else {}),
+                moe_routing=kw["moe_routing"], pipeline_schedule=pipeline_schedule, **(DEEPSEEK_SAVINGS if savings else {}),
                 **(dict(mtp_depth=DEEPSEEK_REPORT_TERMS["mtp_depth"]) if mtp else {}))
 
 

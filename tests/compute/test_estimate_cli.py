@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 
 from twin.cli.estimate import run_estimate_cli
-from twin.compute.estimate_file import EstimateFileError, estimate_from_file, load_estimate
+from twin.compute.estimate_file import (
+    EstimateFileError,
+    estimate_from_file,
+    load_estimate,
+    memory_from_file,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "scenarios/estimates/llama31_70b_bf16_64gpu.yaml"
@@ -384,3 +389,28 @@ def test_expert_tensor_parallel_needs_experts(capsys):
     assert run_estimate_cli(["step", str(FILE), "--set", "parallelism.moe_expert_tp=1"]) == 2
     assert capsys.readouterr().err == ("error: llama31_70b_bf16_64gpu: parallelism.moe_expert_tp "
                                        "= 1 needs a mixture of experts (model.experts > 0)\n")
+
+
+def test_deepseek_v3_file_is_the_held_out_point():
+    # the shipped estimate file and assets/reference/step_times_deepseek.py reach the same
+    # figures by two routes (the file's fields through estimate_file, the script's keywords
+    # straight into step_estimate and memory_per_gpu_bytes): step and memory bit for bit
+    import sys
+    sys.path.insert(0, str(ROOT / "assets" / "reference"))
+    try:
+        import step_times_deepseek as ds
+    finally:
+        sys.path.pop(0)
+    from twin.compute import step_estimate
+    from twin.compute.memory import GIB, memory_per_gpu_bytes
+    (row,) = [r for r in ds.rows() if r["model"] == "deepseek_v3"]
+    est = load_estimate(ROOT / "scenarios/estimates/deepseek_v3_fp8_2048gpu.yaml")
+    r = estimate_from_file(est)
+    assert r.step_time_s == step_estimate(**ds.kwargs(row)).step_time_s
+    assert r.step_time_s / ds.measured_step_s(row) - 1 == pytest.approx(0.117, abs=0.001)
+    assert est.reference.step_time_s == pytest.approx(ds.measured_step_s(row), abs=5e-4)
+    mem = memory_per_gpu_bytes(**ds.memory_kwargs(row, savings=True, mtp=True))
+    fm = memory_from_file(est)
+    assert fm.total == pytest.approx(mem.total, rel=1e-12)
+    assert fm.stage == mem.stage == "stages 1+16"
+    assert fm.total / GIB == pytest.approx(91.004, abs=0.001)

@@ -205,15 +205,18 @@ def test_saved_bytes_with_the_options_off_is_the_module_count(gated, sp, flash, 
 def test_deepseek_v3_dualpipe_by_hand():
     # the published layout (PP16, 4 layers a stage, 120 micro-batches): an inner rank holds two
     # stages of 4 MoE layers, 17 micro-batches of 4,096 tokens, 450,688 B a token and layer
+    # (by hand at the even share, k = 8 routed copies a token: capacity routing at factor 1;
+    # the row itself routes dropless, the busiest rank's 1.0341 x, pinned at the end)
     (row,) = [r for r in ds.rows() if r["model"] == "deepseek_v3"]
-    kw = ds.memory_kwargs(row)
+    kw = dict(ds.memory_kwargs(row), moe_routing="capacity")
     assert kw["pipeline_schedule"] == "dualpipe" and kw["microbatches"] == 120
     inner = memory_per_gpu_bytes(**kw, pipeline_rank=7)
     assert inner.stage == "stages 8+9"
     assert inner.activations == 17 * 4 * 4096 * 450_688
     # twice the 1F1B stage 2's parameter copy (its weights 4.6 GiB, gradients 6.1 GiB);
     # optimizer: twice the parameters over twice the shards, the same
-    one = memory_per_gpu_bytes(**ds.memory_kwargs(row, "1f1b"), pipeline_rank=1)
+    one = memory_per_gpu_bytes(**dict(ds.memory_kwargs(row, "1f1b"), moe_routing="capacity"),
+                               pipeline_rank=1)
     assert inner.weights == pytest.approx(2 * one.weights, rel=1e-12)
     assert inner.gradients == pytest.approx(2 * one.gradients, rel=1e-12)
     assert inner.optimizer == pytest.approx(one.optimizer, rel=1e-12)
@@ -227,7 +230,7 @@ def test_deepseek_v3_dualpipe_by_hand():
     assert r0.activations == 16 * 4096 * (3 * a_dense + 450_688 + 2 * H) + 4 * 4096 * 450_688
     # with the report's savings: 151,680 B a MoE layer, 292,992 - 14,336 - 131,072 - 2,048
     # + 2 x 2,048 = 149,632 B a dense one (norm outputs and q, k, v rebuilt, latents bf16)
-    sv = ds.memory_kwargs(row, savings=True)
+    sv = dict(ds.memory_kwargs(row, savings=True), moe_routing="capacity")
     assert memory_per_gpu_bytes(**sv, pipeline_rank=7).activations == 17 * 4 * 4096 * 151_680
     a_dense_s = NORM_IN + 2 * (LATENT + ROPE) + 1.5 * ATTN_OUT + 5 * 18432
     assert a_dense_s == 149_632
@@ -242,7 +245,7 @@ def test_deepseek_v3_dualpipe_by_hand():
     # with the MTP module (helper HNL): on rank 0's stage 16, one micro-batch in flight of one
     # more MoE layer (151,680 B a token) and the projection's 2h bf16 input (4 h B), a second
     # logits working set; the inner ranks unchanged
-    mt = ds.memory_kwargs(row, savings=True, mtp=True)
+    mt = dict(ds.memory_kwargs(row, savings=True, mtp=True), moe_routing="capacity")
     assert mt["mtp_depth"] == 1
     r0m = memory_per_gpu_bytes(**mt, pipeline_rank=0)
     assert r0m.activations == r0s.activations + 1 * 4096 * (151_680 + 4 * H)
@@ -252,6 +255,17 @@ def test_deepseek_v3_dualpipe_by_hand():
     mm = memory_per_gpu_bytes(**mt)
     assert mm == r0m and mm.total / GIB == pytest.approx(90.758, abs=0.001)
     assert memory_fit_problem(mm, 80.0) is None   # 1.13x the GPU, still inside the margin
+    # the row as routed (dropless: the busiest expert-parallel rank's 1.0341 x the even share of
+    # routed copies, as the step model, the estimate file and the engine count it)
+    drop = {label: memory_per_gpu_bytes(**ds.memory_kwargs(row, **k)) for label, k in (
+        ("plain", {}), ("savings", dict(savings=True)), ("mtp", dict(savings=True, mtp=True)))}
+    assert drop["plain"].stage == "stages 2+15"
+    assert drop["plain"].total / GIB == pytest.approx(146.191, abs=0.001)
+    assert memory_fit_problem(drop["plain"], 80.0) is not None
+    assert drop["savings"].total / GIB == pytest.approx(83.667, abs=0.001)
+    assert drop["mtp"].stage == "stages 1+16"
+    assert drop["mtp"].total / GIB == pytest.approx(91.004, abs=0.001)
+    assert memory_fit_problem(drop["mtp"], 80.0) is None
 
 
 @pytest.mark.parametrize("bad, word", [

@@ -150,8 +150,9 @@ def test_without_interleaving_or_dense_layers_nothing_else_moves():
     # pp + (pp - 1)/vpp micro-batches; only the other ranks' counts are new
     first = memory_per_gpu_bytes(**DENSE, pipeline_rank=0)
     assert first == memory_per_gpu_bytes(**DENSE)
-    # DeepSeek-V3's published layout (PP16, no interleaving) under 1F1B: 119.88 GiB on stage 2,
-    # as before (the report's DualPipe: tests/compute/test_memory_dualpipe.py)
+    # DeepSeek-V3's published layout (PP16, no interleaving) under 1F1B: 119.88 GiB on stage 2
+    # at the even share of routed copies, as before; 121.55 GiB routed dropless as the row is
+    # (the report's DualPipe: tests/compute/test_memory_dualpipe.py)
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "assets" / "reference"))
@@ -160,8 +161,11 @@ def test_without_interleaving_or_dense_layers_nothing_else_moves():
     finally:
         sys.path.pop(0)
     (row,) = [r for r in ds.rows() if r["model"] == "deepseek_v3" and r["row"] == "pretrain_h800"]
-    m = memory_per_gpu_bytes(**ds.memory_kwargs(row, pipeline_schedule="1f1b"))
+    m = memory_per_gpu_bytes(**dict(ds.memory_kwargs(row, pipeline_schedule="1f1b"),
+                                    moe_routing="capacity"))
     assert m.stage == "stage 2" and m.total / GIB == pytest.approx(119.883, abs=1e-3)
+    m = memory_per_gpu_bytes(**ds.memory_kwargs(row, pipeline_schedule="1f1b"))
+    assert m.stage == "stage 2" and m.total / GIB == pytest.approx(121.546, abs=1e-3)
 
 
 def test_chunk_counts_sum_to_the_warm_up_plus_one_and_never_pass_the_step():
