@@ -6,7 +6,10 @@ models.  CPU time (user + system of this process), best of 5 repeats of many cal
 Cases: ``step_estimate`` for Llama 3.1 70B BF16 on 64 GPUs and Llama 3.1 405B FP8 on
 2,304 GPUs (the paired tensor-parallel overlap and the FP8 collectives), and
 ``twin estimate step`` in process on the shipped 70B file (YAML read, validation, fabric
-build, step, memory; the CLI's Python start-up is not the estimate's).
+build, step, memory; the CLI's Python start-up is not the estimate's).  And DeepSeek-V3 under
+DualPipe (the shipped file's layout: 16 stages, 120 micro-batches): the first call in a
+process, which builds the schedule's op graph, and repeated calls (the graph cached per
+``(pp, m)``).
 """
 
 from __future__ import annotations
@@ -57,6 +60,17 @@ def main() -> None:
     cli()  # warm the imports
     print(f"twin estimate step in process, 70B file: {cpu_ms_per_call(cli, 20):.2f} ms CPU "
           "(target < 10 ms)")
+    import sys
+    sys.path.insert(0, str(ROOT / "assets" / "reference"))
+    import step_times_deepseek as ds
+    (row,) = [r for r in ds.rows() if r["model"] == "deepseek_v3"]
+    kw = ds.kwargs(row)
+    c0 = time.process_time()
+    step_estimate(**kw)
+    first = (time.process_time() - c0) * 1e3
+    print(f"step_estimate, DeepSeek-V3 DualPipe (pp 16, 120 micro-batches): first call "
+          f"{first:.2f} ms CPU (builds the op graph), then "
+          f"{cpu_ms_per_call(lambda: step_estimate(**kw), 50):.2f} ms CPU per call")
 
 
 if __name__ == "__main__":
