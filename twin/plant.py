@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from twin.catalog import NodeModel, SwitchModel, load_catalog
+from twin.compute.estimate_file import MOE_DISPATCH_BYTES
 from twin.compute.specs import (
     FabricSpec,
     GpuSpec,
@@ -398,8 +399,14 @@ def gpu_spec(node: NodeModel) -> GpuSpec:
 
 
 def model_spec(job) -> ModelSpec:
-    """A scenario job's network shape (dense, or a mixture of experts)."""
+    """A scenario job's network shape (dense, or a mixture of experts; DeepSeek-V3's
+    ``node_limit`` and ``mtp_depth`` included: the scenario's shape names them as the record
+    does)."""
     return ModelSpec.of(job.model)
+
+
+#: bytes [B] of an AdamW moment element by the job's ``adam_moment_dtype``
+ADAM_MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0}
 
 
 def parallel_spec(job) -> ParallelSpec:
@@ -408,7 +415,11 @@ def parallel_spec(job) -> ParallelSpec:
     moe_expert_tp is 1 or tp (the schema's rule); a job stream's class refits a template's tp
     down to its GPUs (:func:`twin.workload.engine_jobs.fit_parallelism`) without touching it, so
     an expert TP above the job's tp follows it down to tp.  The pipeline schedule is the
-    job's (:func:`runnable_schedule` says which one runs on a given number of GPUs)."""
+    job's (:func:`runnable_schedule` says which one runs on a given number of GPUs).
+    DeepSeek-V3's options map as the estimate file maps them
+    (:func:`twin.compute.estimate_file.job_specs`): ``moe_dispatch_dtype`` to
+    ``moe_dispatch_bytes`` (:data:`twin.compute.estimate_file.MOE_DISPATCH_BYTES`),
+    ``adam_moment_dtype`` to ``adam_moment_bytes``, the two memory flags as they are."""
     etp = job.moe_expert_tp
     return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep,
                         moe_expert_tp=None if etp is None else min(etp, job.tp), seq_len=job.seq_len,
@@ -416,7 +427,11 @@ def parallel_spec(job) -> ParallelSpec:
                         precision=job.precision,
                         activation_recompute="full" if job.activation_recompute else "none",
                         zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard,
-                        pipeline_schedule=job.pipeline_schedule)
+                        pipeline_schedule=job.pipeline_schedule,
+                        recompute_norms_mla_up=job.recompute_norms_mla_up,
+                        fp8_cached_linear_inputs=job.fp8_cached_linear_inputs,
+                        adam_moment_bytes=ADAM_MOMENT_BYTES[job.adam_moment_dtype],
+                        moe_dispatch_bytes=MOE_DISPATCH_BYTES[job.moe_dispatch_dtype])
 
 
 def runnable_schedule(par: ParallelSpec, gpus: int) -> ParallelSpec:
@@ -465,16 +480,38 @@ def node_nics(node: NodeModel, fabric) -> int:
     return node.compute_nics or fabric.rails
 
 
+def expert_group_nodes(par: ParallelSpec, gpus_per_node: int) -> int:
+    """Nodes [-] one expert-parallel group spans: ``ceil(ep / r)``, ``r`` its ranks on a node
+    (:func:`twin.compute.step.expert_ranks_per_node`), as :func:`twin.compute.step_estimate`
+    counts them for node-limited routing (``node_limit`` at most this)."""
+    from twin.compute.step import expert_ranks_per_node
+
+    per_node = expert_ranks_per_node(ep=par.ep, tp=par.tp, cp=par.cp, moe_expert_tp=par.moe_expert_tp,
+                                     gpus_per_node=gpus_per_node)
+    return -(-par.ep // per_node)
+
+
 def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *, clock_fraction: float,
                       inter_node_gbps: float, hops: float):
     """``compute.step_time`` of a scenario job on ``n_nodes`` nodes of the catalog node,
     at a GPU clock fraction and the placement's fabric figures (per-node bottleneck
     bandwidth [Gb/s], switch hops). The one translation of a job into the step model.
-    NICs per node: :func:`node_nics`; pipeline schedule: :func:`runnable_schedule`."""
+    NICs per node: :func:`node_nics`; pipeline schedule: :func:`runnable_schedule`.
+
+    A stream class refitted from a template with ``node_limit``
+    (:func:`twin.workload.engine_jobs.fit_parallelism` halves tp) may pack its expert group
+    on fewer nodes than the limit, which the loader checked at the template's layout; the
+    limit then is the group's nodes (every node may be reached, the dispatch still crosses IB
+    once a node), not a stopped run."""
     gpu, par = gpu_spec(node), parallel_spec(job)
     nics = node_nics(node, scenario.fabric)
     gpus = usable_gpus(par, n_nodes * gpu.gpus_per_node)
-    return step_time(model_spec(job), runnable_schedule(par, gpus), gpu,
+    model = model_spec(job)
+    if model.node_limit and model.experts:
+        nodes = expert_group_nodes(par, gpu.gpus_per_node)
+        if model.node_limit > nodes:
+            model = replace(model, node_limit=nodes)
+    return step_time(model, runnable_schedule(par, gpus), gpu,
                      FabricSpec(inter_node_gbps=inter_node_gbps, transport=scenario.fabric.transport,
                                 hops=hops, nics_per_node=nics),
                      gpus=gpus, clock_fraction=clock_fraction, deployment=scenario.hardware.deployment)
@@ -495,6 +532,22 @@ def _job_memory(job, gpus: int, node: NodeModel):
     except ValueError:
         return None
     return mem, gpu.memory_gb
+
+
+def job_memory_error(job, gpus: int, node: NodeModel) -> str | None:
+    """The memory model's refusal of a scenario job on ``gpus`` GPUs of the catalog node: the
+    message of the ``ValueError`` :func:`twin.compute.memory.memory_per_gpu_bytes` raises
+    (its own rules, e.g. ``fp8_cached_linear_inputs`` needs precision fp8), ``None`` when it
+    accepts the job or the parallel layout is invalid (other checks report that).  The
+    loader turns the message into a problem at the field that broke the rule."""
+    par = parallel_spec(job)
+    if gpus < par.model_parallel or gpus % par.model_parallel:
+        return None
+    try:
+        memory_per_gpu(model_spec(job), runnable_schedule(par, gpus), gpu_spec(node), gpus=gpus)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def job_memory_gib(job, gpus: int, node: NodeModel) -> float | None:

@@ -92,12 +92,9 @@ class ModelSpec:
     def of(cls, shape) -> ModelSpec:
         """The record of a model shape that names its fields as this record does: an estimate
         file's ``model`` (:class:`twin.compute.estimate_file.ModelShape`) or a scenario job's
-        (:class:`twin.scenario.schema.ModelShape`).  A shape without the fields of
-        :data:`OPTIONAL_SHAPE_FIELDS` (a scenario job's, whose schema does not carry them)
-        leaves them at their defaults (off)."""
-        kw: dict[str, Any] = {f.name: (getattr(shape, f.name, f.default)
-                                       if f.name in OPTIONAL_SHAPE_FIELDS
-                                       else getattr(shape, f.name)) for f in fields(cls)}
+        (:class:`twin.scenario.schema.ModelShape`), both of which carry every field (a shape
+        that lacks one is an ``AttributeError``, not a silent default)."""
+        kw: dict[str, Any] = {f.name: getattr(shape, f.name) for f in fields(cls)}
         return cls(**kw)
 
     def parameters(self) -> float:
@@ -124,10 +121,6 @@ class ModelSpec:
                     mla_qk_nope_head_dim=self.mla_qk_nope_head_dim,
                     mla_qk_rope_head_dim=self.mla_qk_rope_head_dim,
                     mla_v_head_dim=self.mla_v_head_dim)
-
-
-#: :class:`ModelSpec` fields a shape record may lack (:meth:`ModelSpec.of` takes their defaults)
-OPTIONAL_SHAPE_FIELDS = ("node_limit", "mtp_depth")
 
 
 def expert_dp_unit(*, tp: int, cp: int, ep: int, moe_expert_tp: int | None) -> int:

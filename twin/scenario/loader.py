@@ -304,6 +304,53 @@ def _pipeline_schedule_problems(job, path: str, micro_batches: int | None) -> li
     return out
 
 
+#: a scenario job's DeepSeek-V3 memory options and the values that leave them off
+_MEMORY_OPTIONS = {"recompute_norms_mla_up": False, "fp8_cached_linear_inputs": False,
+                   "adam_moment_dtype": "fp32"}
+
+
+def _deepseek_problems(job, path: str, gpus: int, node) -> list[tuple[str, object, str]]:
+    """A job's DeepSeek-V3 options (``model.node_limit``, ``moe_dispatch_dtype`` and the
+    memory options of :data:`_MEMORY_OPTIONS`) against the rest of the job on ``gpus`` GPUs of
+    the catalog ``node``, each at its own path.
+
+    The step and memory models' own checks decide: node-limited routing by
+    :func:`twin.compute.step.moe_nodes_per_token` on the expert-parallel group's nodes
+    (:func:`twin.plant.expert_group_nodes`, as :func:`twin.compute.step_estimate` counts
+    them), each memory option set alone on the job by
+    :func:`twin.plant.job_memory_error` (:func:`twin.compute.memory.memory_per_gpu_bytes`'s
+    raises), their messages kept as the expected text.  ``node_limit`` and fp8 dispatch on a
+    dense model are the step model's ``moe_experts > 0`` rule said with the job's names."""
+    from twin.compute.step import moe_nodes_per_token
+    from twin.plant import expert_group_nodes, job_memory_error, parallel_spec
+    out: list[tuple[str, object, str]] = []
+    m = job.model
+    if not m.experts:
+        if m.node_limit is not None:
+            out.append((f"{path}.model.node_limit", m.node_limit,
+                        "null on a dense model (node-limited routing needs model.experts > 0)"))
+        if job.moe_dispatch_dtype != "bf16":
+            out.append((f"{path}.moe_dispatch_dtype", job.moe_dispatch_dtype,
+                        "bf16 on a dense model (the expert dispatch needs model.experts > 0)"))
+    elif m.node_limit is not None and m.experts % job.ep == 0:
+        nodes = expert_group_nodes(parallel_spec(job), node.gpu_count)
+        try:
+            moe_nodes_per_token(experts=m.experts, top_k=m.top_k, nodes=nodes, node_limit=m.node_limit)
+        except ValueError as exc:
+            out.append((f"{path}.model.node_limit", m.node_limit,
+                        f"node-limited routing over the expert-parallel group's {nodes} node(s) "
+                        f"(ep = {job.ep}); the step model: {exc}"))
+    off = {k: v for k, v in _MEMORY_OPTIONS.items() if getattr(job, k) != v}
+    if off:
+        base = job.model_copy(update=_MEMORY_OPTIONS)
+        if job_memory_error(base, gpus, node) is None:     # else the job's other problems
+            for name in off:
+                err = job_memory_error(base.model_copy(update={name: getattr(job, name)}), gpus, node)
+                if err:
+                    out.append((f"{path}.{name}", getattr(job, name), f"what the memory model accepts: {err}"))
+    return out
+
+
 def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     """Cross-field checks that the field types alone cannot express: (path, value, expected)."""
     out: list[tuple[str, object, str]] = []
@@ -426,6 +473,7 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             if mem:
                 out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
                             f"a layout that fits in GPU memory; it {mem}"))
+            out += _deepseek_problems(job, f"workload.jobs.{j}", gpus, catalog.nodes[jm])
         if job.model.heads % job.tp:
             out.append((f"workload.jobs.{j}.tp", job.tp,
                         f"a tensor-parallel size that divides the {job.model.heads} attention heads"))

@@ -446,6 +446,15 @@ class ModelShape(Model):
     mla_qk_rope_head_dim: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="MLA: per-head query/key size with rotary embedding")
     mla_v_head_dim: Annotated[int, Field(ge=0, strict=True)] = Field(0, description="MLA: per-head value size")
+    node_limit: PositiveInt | None = Field(
+        None, description="DeepSeek-V3 node-limited routing (arXiv 2412.19437 sec. 3.2.2): nodes [-] of the "
+                          "expert-parallel group a token's experts may span (config topk_group); the dispatch "
+                          "crosses IB once a node and forwards over NVLink; at most the group's nodes; "
+                          "None = off (mixture of experts)")
+    mtp_depth: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="multi-token prediction modules [-] on the last pipeline stage (DeepSeek-V3 sec. 2.2, "
+                       "num_nextn_predict_layers): their compute in the step, their weights and activations "
+                       "in the memory estimate; 0 = none")
 
     @model_validator(mode="after")
     def _routing(self):
@@ -504,6 +513,20 @@ class Job(Model):
                           "(vpp > 1) or dualpipe (DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an "
                           "even number of micro-batches >= 2 pp, zero_stage 0-2); None = interleaved when "
                           "vpp > 1, else 1f1b")
+    moe_dispatch_dtype: Literal["bf16", "fp8"] = Field(
+        "bf16", description="expert dispatch element, forward and backward (DeepSeek-V3 arXiv 2412.19437 sec. "
+                            "3.3.4): bf16 2 B, or fp8 with an fp32 scale per 1x128 tile, 1 + 4/128 B; the "
+                            "combine stays bf16; step time only (mixture of experts)")
+    recompute_norms_mla_up: bool = Field(
+        False, description="DeepSeek-V3 (sec. 3.2.3): RMSNorm and MLA up-projection outputs recomputed in "
+                           "backward, not kept; memory estimate only; needs activation_recompute false")
+    fp8_cached_linear_inputs: bool = Field(
+        False, description="DeepSeek-V3 (sec. 3.3.3): Linear inputs cached in FP8 (attention output E5M6, "
+                           "MoE SwiGLU inputs FP8 and its output recomputed); memory estimate only; needs "
+                           "precision fp8 and activation_recompute false")
+    adam_moment_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32", description="AdamW first and second moments, 4 B (fp32) or 2 B (bf16, DeepSeek-V3 sec. "
+                            "3.3.3; master weights stay fp32); memory estimate only")
 
     @model_validator(mode="after")
     def _experts_and_sharding(self):
