@@ -107,7 +107,7 @@ def test_each_option_reaches_the_engine_as_the_estimate_file_reads_it(option):
     ([f"{J}.fp8_cached_linear_inputs=true"], f"{J}.fp8_cached_linear_inputs",
      "needs precision='fp8'"),
     (MOE + [f"{J}.recompute_norms_mla_up=true", f"{J}.activation_recompute=true"],
-     f"{J}.recompute_norms_mla_up", "without layer recompute"),
+     f"{J}.recompute_norms_mla_up", "got 'full' (a job's activation_recompute: true is 'full')"),
     (MOE + [f"{J}.fp8_cached_linear_inputs=true", f"{J}.activation_recompute=true"],
      f"{J}.fp8_cached_linear_inputs", "without layer recompute"),
 ])

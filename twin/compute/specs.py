@@ -100,15 +100,26 @@ class ModelSpec:
     def parameters(self) -> float:
         """Parameters of the whole model [-]: :func:`twin.compute.step.parameter_count` for a
         dense model, the total of :func:`twin.compute.step.moe_parameter_counts` (every expert,
-        shared experts, dense first layers, MLA) for a mixture of experts.  What a checkpoint
-        holds (:func:`twin.storage.checkpoint_bytes`)."""
-        shape: dict[str, Any] = dict(layers=self.layers, hidden=self.hidden, ffn_hidden=self.ffn_hidden,
-                                     heads=self.heads, kv_heads=self.kv_heads, vocab=self.vocab,
-                                     gated_mlp=self.gated_mlp)
-        if not self.experts:
-            return parameter_count(**shape)
-        return moe_parameter_counts(**shape, experts=self.experts, top_k=self.top_k,
-                                    **self.deepseek_terms())[0]
+        shared experts, dense first layers, MLA) for a mixture of experts; with ``mtp_depth``
+        MTP modules, each one more layer of the model's kind (the count with one layer more
+        less the count without), its ``2h x h`` projection and two RMSNorms (``2h``), sharing
+        the embedding and output head (DeepSeek-V3 report sec. 2.2).  What a checkpoint holds
+        (:func:`twin.storage.checkpoint_bytes`)."""
+        def count(layers: int) -> float:
+            shape: dict[str, Any] = dict(layers=layers, hidden=self.hidden,
+                                         ffn_hidden=self.ffn_hidden, heads=self.heads,
+                                         kv_heads=self.kv_heads, vocab=self.vocab,
+                                         gated_mlp=self.gated_mlp)
+            if not self.experts:
+                return parameter_count(**shape)
+            return moe_parameter_counts(**shape, experts=self.experts, top_k=self.top_k,
+                                        **self.deepseek_terms())[0]
+
+        total = count(self.layers)
+        if self.mtp_depth:
+            h = self.hidden
+            total += self.mtp_depth * (count(self.layers + 1) - total + 2.0 * h * h + 2.0 * h)
+        return total
 
     def deepseek_terms(self) -> dict:
         """The DeepSeek-style shape as the keyword arguments of

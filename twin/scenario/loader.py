@@ -347,6 +347,8 @@ def _deepseek_problems(job, path: str, gpus: int, node) -> list[tuple[str, objec
             for name in off:
                 err = job_memory_error(base.model_copy(update={name: getattr(job, name)}), gpus, node)
                 if err:
+                    if job.activation_recompute:    # the job's true is the memory model's 'full'
+                        err += " (a job's activation_recompute: true is 'full')"
                     out.append((f"{path}.{name}", getattr(job, name), f"what the memory model accepts: {err}"))
     return out
 
