@@ -210,9 +210,9 @@ def test_estimates_above_the_gpu_but_within_the_margin_get_a_note():
     from twin.compute.memory import memory_limit_gib, memory_margin_note
     # 80 / (1 - 0.134) = 92.3788 GiB: the largest estimate accepted on an 80 GiB GPU
     assert memory_limit_gib(80) == pytest.approx(92.3788, abs=1e-4)
-    # the two shipped estimate files above 80 GiB: Nemotron-4 340B (128 GPUs) 92.30 GiB,
-    # Llama 3 405B on 16,384 GPUs 85.58 GiB
-    for total, ratio in ((92.30, "1.154x"), (85.58, "1.070x")):
+    # the three shipped estimate files above 80 GiB: Nemotron-4 340B (128 GPUs) 92.30 GiB,
+    # Llama 3 405B on 16,384 GPUs 85.58 GiB, DeepSeek-V3 on 2,048 H800 91.004 GiB
+    for total, ratio in ((92.30, "1.154x"), (85.58, "1.070x"), (91.004, "1.138x")):
         m = _breakdown_of_total(total)
         assert memory_fit_problem(m, 80) is None  # accepted, as before
         note = memory_margin_note(m, 80)

@@ -1,6 +1,6 @@
 """``fabric.queue_pairs``: the flows static ECMP hashes per node-to-node connection, a
 scenario input (issue 16, HF's check: the static figure of a measured Clos moves most with
-it, 0.43 of the bisection with one flow per direction, 0.56 with four).
+it, 0.42 of the bisection with one flow per direction, 0.56 with four).
 
 The engine's per-job bandwidth under ``routing: static_ecmp`` with ``sharing: max_min`` is
 the fabric API's max-min fair share (:func:`twin.fabric.fair_share_bandwidths_gbps`) with
