@@ -713,100 +713,161 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
     forward ends; step 4's unoverlapped first chunks on the middle ranks hold theirs until
     the backward ends).  Sends do not block the sender (the data is taken as buffered).
 
-    Returns ``(order, prev, waits, key, rank, counts)``: a topological order of all ops; per
-    op its predecessor on its rank (-1 for the first), the messages it waits for as
-    ``(launching op, hidden)`` (hidden: the message was computed by the pair that launches
-    it, its send counted in the pair), its duration key (stage ``s``: forward ``s``, full
-    backward ``pp + s``, backward for inputs ``2 pp + s``, weight chunk ``3 pp + s``; pair of
-    forward stage ``s_f`` and backward stage ``s_b``: ``4 pp + s_f pp + s_b``) and its rank;
-    ``counts[rank, key]`` the number of ops of each key per rank.
+    Rank ``pp-1-r`` runs rank ``r``'s ops on the same stages in the other direction (its
+    phase ``p`` is direction ``1 - d``): the same keys, every message with its direction
+    flipped, so the map "op of rank r <-> the same op of rank pp-1-r" carries the graph onto
+    itself, keys and all, and both copies end at the same time bit for bit (the same maxima
+    and sums of the same durations).  Only ranks ``0 .. pp/2-1`` are built and replayed; a
+    message from a rank of the other half is waited for as its mirror's launching op.
+
+    Returns ``(prog, k, starts, key, rank, counts)``: ``prog`` the ``k`` ops of ranks
+    ``0 .. pp/2-1`` in a topological order, each as ``(op, key, predecessor on its rank,
+    a1, a2, h1, h2)`` (predecessor -1 for a rank's first op; ``a1, a2`` the ops launching
+    the messages it waits for whose send adds ``t_send``, ``h1, h2`` those whose message was
+    computed by the pair that launches it, its send counted in the pair; ``k`` where there
+    is none); ``starts`` each of those ranks' first op (a rank's ops are consecutive); per
+    op its duration key (stage ``s``: forward ``s``, full backward ``pp + s``, backward for
+    inputs ``2 pp + s``, weight chunk ``3 pp + s``; pair of forward stage ``s_f`` and
+    backward stage ``s_b``: ``4 pp + s_f pp + s_b``) and its rank; ``counts[rank, key]`` the
+    number of ops of each key on every rank (all ``pp``).
     """
-    n, half = pp, pp // 2
+    n, half, J = pp, pp // 2, microbatches
+    # message (backward?, direction, sending stage, index j) -> ((bwd 2 + d) n + s) J + j
+    launch_op = [-1] * (4 * n * J)
+    launch_hid = [False] * (4 * n * J)
     ranks: list[int] = []
     keys: list[int] = []
-    msgs: list[list[tuple[int, int, int, int]]] = []
+    recvs: list[list[int]] = []
     prevs: list[int] = []
-    launch: dict[tuple[int, int, int, int], tuple[int, bool]] = {}
+    pair_key0 = 4 * n
 
-    def build(r: int) -> None:  # one rank's ops, appended to the lists above
-        hr = min(r, n - 1 - r)
-        second = int(r >= half)
-        middle = r in (half - 1, half)
+    def build(r: int) -> None:  # one rank below pp/2 (its phase p is direction p)
+        hr = r
+        middle = r == half - 1
         pos = (r, n - 1 - r)  # the rank's stage in direction 0 (rank 0 first) and 1
-        q_recv: list[tuple[int, int, int, int]] = []
-        q_send: list[tuple[tuple[int, int, int, int], int]] = []
+        q_recv: list[int] = []
+        q_send: list[tuple[int, int]] = []
         n_recv = [[0, 0], [0, 0]]  # [forward / backward][direction]
         n_send = [[0, 0], [0, 0]]
         made: list[list[list[int]]] = [[[], []], [[], []]]  # op computing each chunk
         wq: list[int] = []  # stages of the deferred weight gradients, first in first out
         last = [-1]
+        # per [bwd][d]: the first message id of the stage it receives from / sends as (-1: none)
+        rbase = [[-1 if pos[d] == 0 else (2 * 0 + d) * n * J + (pos[d] - 1) * J
+                  for d in (0, 1)],
+                 [-1 if pos[d] == n - 1 else (2 + d) * n * J + (pos[d] + 1) * J
+                  for d in (0, 1)]]
+        sbase = [[-1 if pos[d] == n - 1 else d * n * J + pos[d] * J for d in (0, 1)],
+                 [-1 if pos[d] == 0 else (2 + d) * n * J + pos[d] * J for d in (0, 1)]]
 
         def commit() -> None:
-            for msg, producer in q_send:
-                launch[msg] = (last[0], producer == last[0] and keys[producer] >= 4 * n)
-            q_send.clear()
+            if q_send:
+                op = last[0]
+                hid = keys[op] >= pair_key0
+                for mid, producer in q_send:
+                    launch_op[mid] = op
+                    launch_hid[mid] = hid and producer == op
+                q_send.clear()
 
         def emit(key: int) -> int:
             i = len(keys)
             ranks.append(r)
             keys.append(key)
-            msgs.append(list(q_recv))
+            recvs.append(q_recv[:])
             prevs.append(last[0])
             q_recv.clear()
             last[0] = i
             return i
 
-        def recv(bwd: int, p: int) -> None:
-            d = p ^ second
-            s = pos[d]
-            if s == (n - 1 if bwd else 0):  # first stage's input / last stage's loss
-                return
-            q_recv.append((bwd, d, s + 1 if bwd else s - 1, n_recv[bwd][d]))
-            n_recv[bwd][d] += 1
+        def recv(bwd: int, d: int) -> None:
+            b = rbase[bwd][d]
+            if b >= 0:  # not the first stage's input / last stage's loss
+                c = n_recv[bwd]
+                q_recv.append(b + c[d])
+                c[d] += 1
 
-        def send(bwd: int, p: int) -> None:
-            d = p ^ second
-            s = pos[d]
-            if s == (0 if bwd else n - 1):
-                return
-            j = n_send[bwd][d]
-            q_send.append(((bwd, d, s, j), made[bwd][d][j]))
-            n_send[bwd][d] += 1
+        def send(bwd: int, d: int) -> None:
+            b = sbase[bwd][d]
+            if b >= 0:
+                c = n_send[bwd]
+                j = c[d]
+                q_send.append((b + j, made[bwd][d][j]))
+                c[d] = j + 1
 
-        def fwd(p: int, do_recv: bool = True, do_send: bool = True) -> None:
+        def fwd(d: int, do_recv: bool = True, do_send: bool = True) -> None:
             if do_recv:
-                recv(0, p)
+                recv(0, d)
             commit()
-            d = p ^ second
             made[0][d].append(emit(pos[d]))
             if do_send:
-                send(0, p)
+                send(0, d)
 
-        def bwd(p: int, zb: bool = False, do_send: bool = True) -> None:
-            recv(1, p)
+        def bwd(d: int, zb: bool = False, do_send: bool = True) -> None:
+            recv(1, d)
             commit()
-            d = p ^ second
             made[1][d].append(emit((2 if zb else 1) * n + pos[d]))
             if zb:
                 wq.append(pos[d])
             if do_send:
-                send(1, p)
+                send(1, d)
 
-        def pair(p0: int, p1: int, recv0: bool = True) -> None:
+        def pair(d0: int, d1: int, recv0: bool = True) -> None:
             if recv0:
-                recv(0, p0)
-            recv(1, p1)
+                recv(0, d0)
+            recv(1, d1)
             commit()
-            d0, d1 = p0 ^ second, p1 ^ second
-            i = emit(4 * n + pos[d0] * n + pos[d1])
+            i = emit(pair_key0 + pos[d0] * n + pos[d1])
             made[0][d0].append(i)
             made[1][d1].append(i)
-            send(0, p0)
-            send(1, p1)
+            send(0, d0)
+            send(1, d1)
 
         def weight() -> None:
             commit()
             emit(3 * n + wq.pop(0))
+
+        def steady(rounds: int) -> None:
+            # ``rounds`` times pair(0, 1) then pair(1, 0), all at once: the same ops, receives,
+            # sends and launches as the calls one by one (the bulk of the ops for m >> pp)
+            if rounds <= 0:
+                return
+            commit()
+            base = len(keys)
+            ops = (range(base, base + 2 * rounds, 2), range(base + 1, base + 2 * rounds, 2))
+            ranks.extend([r] * (2 * rounds))
+            keys.extend([pair_key0 + pos[0] * n + pos[1], pair_key0 + pos[1] * n + pos[0]]
+                        * rounds)
+            prevs.append(last[0])
+            prevs.extend(range(base, base + 2 * rounds - 1))
+            got: list[list[list[int]]] = []
+            for d in (0, 1):  # pair(d, 1 - d): forward of direction d, backward of 1 - d
+                ids = []
+                for bwd, dd in ((0, d), (1, 1 - d)):
+                    b = rbase[bwd][dd]
+                    if b >= 0:
+                        j = n_recv[bwd][dd]
+                        n_recv[bwd][dd] = j + rounds
+                        ids.append(range(b + j, b + j + rounds))
+                got.append([list(x) for x in zip(*ids, strict=True)] if ids
+                           else [[] for _ in ops[d]])
+            got[0][0] = q_recv + got[0][0]
+            q_recv.clear()
+            both: list[list[int]] = [[]] * (2 * rounds)
+            both[0::2] = got[0]
+            both[1::2] = got[1]
+            recvs.extend(both)
+            for d in (0, 1):
+                made[0][d].extend(ops[d])
+                made[1][1 - d].extend(ops[d])
+                for bwd, dd in ((0, d), (1, 1 - d)):
+                    b = sbase[bwd][dd]
+                    if b >= 0:
+                        j = n_send[bwd][dd]
+                        n_send[bwd][dd] = j + rounds
+                        launch_op[b + j:b + j + rounds] = ops[d]
+                        launch_hid[b + j:b + j + rounds] = [
+                            x == y for x, y in zip(made[bwd][dd][j:j + rounds], ops[d], strict=True)]
+            last[0] = base + 2 * rounds - 1
 
         for _ in range(2 * (half - hr - 1)):  # step 1: phase-0 forwards
             fwd(0)
@@ -822,16 +883,18 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
             recv(0, 1)
             weight()
             fwd(1, do_recv=False)
-        for i in range(microbatches // 2 - n + hr + 1):  # step 4: the overlapped pairs
-            if i == 0 and middle:  # dualpipe.py: "We don't overlap these two chunks"
+        rounds = microbatches // 2 - n + hr + 1  # step 4: the overlapped pairs
+        if rounds > 0:
+            if middle:  # dualpipe.py: "We don't overlap these two chunks"
                 fwd(0, do_recv=False, do_send=False)
                 send(0, 1)
                 bwd(1, do_send=False)
                 send(0, 0)
                 send(1, 1)
             else:
-                pair(0, 1, recv0=i > 0)
+                pair(0, 1, recv0=False)
             pair(1, 0)
+            steady(rounds - 1)
         for _ in range(half - hr - 1):  # step 5
             bwd(1)
             pair(1, 0)
@@ -850,45 +913,62 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
             weight()
         commit()
 
-    for r in range(half):  # rank pp-1-r mirrors rank r (below)
+    starts: list[int] = []  # each rank's first op (a rank's ops are consecutive)
+    for r in range(half):
+        starts.append(len(keys))
         build(r)
-    # rank pp-1-r runs rank r's ops on the same stages in the other direction (its phase p
-    # is direction 1 - d): the same keys, every message with its direction flipped
+    # per op (op, key, predecessor, a1, a2, h1, h2) as returned; an op receives at most the
+    # two messages queued since its rank's previous op
     k = len(keys)
-    ranks += [n - 1 - r for r in ranks]
-    keys += keys
-    prevs += [p + k if p >= 0 else -1 for p in prevs]
-    msgs += [[(bw, 1 - d, s, j) for bw, d, s, j in ms] for ms in msgs]
-    launch.update({(bw, 1 - d, s, j): (i + k, hid) for (bw, d, s, j), (i, hid) in launch.items()})
-    waits = [tuple(launch[m] for m in ms) for ms in msgs]
+    nJ = n * J
+    ops: list[tuple[int, int, int, int, int, int, int]] = []
+    for i, ms in enumerate(recvs):
+        if not ms:
+            ops.append((i, keys[i], prevs[i], k, k, k, k))
+            continue
+        if len(ms) > 2:  # cannot happen for the dualpipe.py order; guards a wrong replay
+            raise RuntimeError(f"DualPipe op {i} receives {len(ms)} messages (pp={pp})")
+        w = [k, k, k, k]
+        na, nh = 0, 2
+        for mid in ms:
+            op = launch_op[mid]
+            if op < 0:  # sent by the other half: its mirror's launch, the same op here
+                mid += nJ if (mid // nJ) % 2 == 0 else -nJ
+                op = launch_op[mid]
+            if launch_hid[mid]:
+                w[nh] = op
+                nh += 1
+            else:
+                w[na] = op
+                na += 1
+        ops.append((i, keys[i], prevs[i], w[0], w[1], w[2], w[3]))
     # topological order: each rank advanced while its next op's messages have been launched
-    nxt = [-1] * len(keys)
+    nxt = [-1] * k
     for i, p in enumerate(prevs):
         if p >= 0:
             nxt[p] = i
-    done = [False] * len(keys)
-    heads = [i for i, p in enumerate(prevs) if p < 0]
+    done = [False] * k + [True]
+    heads = list(starts)
     order: list[int] = []
-    while len(order) < len(keys):
+    while len(order) < k:
         moved = False
         for h, i in enumerate(heads):
             while i >= 0:
-                for j, _ in waits[i]:
-                    if not done[j]:
-                        break
-                else:
-                    done[i] = True
-                    order.append(i)
-                    i = nxt[i]
-                    moved = True
-                    continue
-                break
+                _, _, _, a1, a2, h1, h2 = ops[i]
+                if not (done[a1] and done[a2] and done[h1] and done[h2]):
+                    break
+                done[i] = True
+                order.append(i)
+                i = nxt[i]
+                moved = True
             heads[h] = i
         if not moved:  # cannot happen for the dualpipe.py order; guards a wrong replay
             raise RuntimeError(f"DualPipe op graph has a cycle (pp={pp}, m={microbatches})")
+    prog = [ops[i] for i in order]
     counts = np.zeros((n, 4 * n + n * n))
     np.add.at(counts, (np.asarray(ranks), np.asarray(keys)), 1.0)
-    return tuple(order), tuple(prevs), tuple(waits), tuple(keys), np.asarray(ranks), counts
+    counts[half:] = counts[half - 1::-1]
+    return prog, k, np.asarray(starts), tuple(keys), np.asarray(ranks), counts
 
 
 def dualpipe_schedule_s(pp: int, microbatches: int, *, fwd_s: Any, bwd_s: Any, wgrad_s: Any,
@@ -907,32 +987,54 @@ def dualpipe_schedule_s(pp: int, microbatches: int, *, fwd_s: Any, bwd_s: Any, w
 
     Returns ``step`` (the last rank's finish), ``step_free`` (the same with ``t_send_s`` 0),
     per rank ``finish`` and ``busy`` (sum of its op durations), and ``counts`` [rank, key]
-    (:func:`_dualpipe_program`).  Cost: the graph once per (pp, m), then one pass over its
-    ops (DeepSeek-V3, pp 16 and m 120: 2,418 ops, about 6 ms to build and 1 ms a pass).
+    (:func:`_dualpipe_program`).  Cost: the graph once per (pp, m), then one pass over the
+    ops of half the ranks (rank ``pp-1-r`` mirrors rank ``r``).  DeepSeek-V3, pp 16 and
+    m 120 (2,418 ops, 1,209 replayed): about 2.5 ms to build and 0.4 ms a pass; pp 64 and
+    m 512 (40,898 ops): about 60 ms and 8 ms (2 cores, load about 1).
     """
-    order, prev, waits, key, rank, counts = _dualpipe_program(pp, microbatches)
+    prog, k, starts, _, _, counts = _dualpipe_program(pp, microbatches)
     f = np.asarray(fwd_s, dtype=float)
     b = np.asarray(bwd_s, dtype=float)
     w = np.asarray(wgrad_s, dtype=float)
     table = np.concatenate([f, b, b - w, w, np.asarray(pair_s, dtype=float).ravel()])
     dur = table.tolist()
-    end = [0.0] * len(order)
-    free = [0.0] * len(order)  # the same with free sends, in the same pass
-    for i in order:
-        p = prev[i]
-        t, t0 = (end[p], free[p]) if p >= 0 else (0.0, 0.0)
-        for j, hidden in waits[i]:
-            a = end[j] if hidden else end[j] + t_send_s
-            if a > t:
-                t = a
-            if free[j] > t0:
-                t0 = free[j]
-        d = dur[key[i]]
+    ts = float(t_send_s)
+    # end[k]: a missing message (-inf); end[-1]: the start (a rank's first op has predecessor -1)
+    end = [0.0] * k + [-math.inf, 0.0]
+    free = end[:]  # the same with free sends, in the same pass
+    for i, key, p, a1, a2, h1, h2 in prog:  # compares inline: twice max()'s speed
+        t = end[p]
+        a = end[a1] + ts
+        if a > t:
+            t = a
+        a = end[a2] + ts
+        if a > t:
+            t = a
+        a = end[h1]
+        if a > t:
+            t = a
+        a = end[h2]
+        if a > t:
+            t = a
+        d = dur[key]
         end[i] = t + d
-        free[i] = t0 + d
-    finish = np.zeros(pp)
-    np.maximum.at(finish, rank, np.asarray(end))
-    return {"step": float(finish.max()), "step_free": max(free), "finish": finish,
+        t = free[p]
+        a = free[a1]
+        if a > t:
+            t = a
+        a = free[a2]
+        if a > t:
+            t = a
+        a = free[h1]
+        if a > t:
+            t = a
+        a = free[h2]
+        if a > t:
+            t = a
+        free[i] = t + d
+    half_finish = np.maximum(np.maximum.reduceat(np.asarray(end[:k]), starts), 0.0)
+    finish = np.concatenate([half_finish, half_finish[::-1]])
+    return {"step": float(finish.max()), "step_free": max(free[:k]), "finish": finish,
             "busy": counts @ table, "counts": counts}
 
 
