@@ -414,3 +414,70 @@ def test_deepseek_v3_file_is_the_held_out_point():
     assert fm.total == pytest.approx(mem.total, rel=1e-12)
     assert fm.stage == mem.stage == "stages 1+16"
     assert fm.total / GIB == pytest.approx(91.004, abs=0.001)
+
+
+# --- HFIX: the schedule that ran in --json, the vpp hint of --pipeline-schedule, and the
+# DeepSeek-V3 memory options as strict booleans (HPLAN defects 3-5) ---------------------------
+
+DSV3 = ROOT / "scenarios/estimates/deepseek_v3_fp8_2048gpu.yaml"
+MIXTRAL_8X22B = ROOT / "scenarios/estimates/mixtral_8x22b_bf16_128gpu.yaml"
+
+
+@pytest.mark.parametrize("argv, schedule", [
+    ([str(FILE)], "interleaved"),                              # vpp 5, no schedule: vpp's
+    ([str(FILE), "--set", "parallelism.vpp=1"], "1f1b"),
+    ([str(MIXTRAL_8X22B), "--set", "parallelism.vpp=1", "--pipeline-schedule", "dualpipe"],
+     "dualpipe"),
+    ([str(DSV3)], "dualpipe"),                                 # the file's own
+])
+def test_step_json_names_the_pipeline_schedule_that_ran(argv, schedule, capsys):
+    assert run_estimate_cli(["step", *argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pipeline_schedule"] == schedule
+    assert ("comm_sm_reserved" in out["breakdown"]) == (schedule == "dualpipe")
+
+
+@pytest.mark.parametrize("flag", ["1f1b", "dualpipe"])
+def test_schedule_flag_on_an_interleaved_file_says_to_set_vpp(flag, capsys):
+    """Every shipped file with vpp > 1 exits 2 under --pipeline-schedule 1f1b / dualpipe; the
+    line says which --set goes with the flag, and the help says so too."""
+    assert run_estimate_cli(["step", str(MIXTRAL_8X22B), "--pipeline-schedule", flag]) == 2
+    err = capsys.readouterr().err
+    assert (f"parallelism.pipeline_schedule = {flag} needs parallelism.vpp = 1, got 7 "
+            f"(--pipeline-schedule {flag}: add --set parallelism.vpp=1)") in err
+    assert run_estimate_cli(["step", str(MIXTRAL_8X22B), "--pipeline-schedule", flag,
+                             "--set", "parallelism.vpp=1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pipeline_schedule"] == flag
+
+
+def test_schedule_flag_interleaved_on_a_vpp_1_file_says_to_set_vpp(capsys):
+    assert run_estimate_cli(["step", str(DSV3), "--pipeline-schedule", "interleaved"]) == 2
+    assert ("needs parallelism.vpp > 1 (--pipeline-schedule interleaved: add --set "
+            "parallelism.vpp=N" in capsys.readouterr().err)
+
+
+def test_schedule_flag_help_names_the_vpp_set(capsys):
+    with pytest.raises(SystemExit):
+        run_estimate_cli(["step", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "add --set parallelism.vpp=1" in text
+    assert "workload.jobs.N.pipeline_schedule" in text
+
+
+@pytest.mark.parametrize("field", ["recompute_norms_mla_up", "fp8_cached_linear_inputs"])
+@pytest.mark.parametrize("value", ["1", "0", "0.0", "1.0"])
+def test_memory_options_are_strict_booleans(field, value, capsys):
+    """1 was read as true and 0.0 as false (HPLAN defect 3); wrong types exit 2 naming the
+    field."""
+    with pytest.raises(EstimateFileError, match=f"training.{field} = {value}: .*valid boolean"):
+        load_estimate(DSV3, [f"training.{field}={value}"])
+    assert run_estimate_cli(["step", str(DSV3), "--set", f"training.{field}={value}"]) == 2
+    assert f"training.{field} = {value}" in capsys.readouterr().err
+
+
+def test_memory_options_take_yaml_booleans():
+    for value, want in (("true", True), ("false", False)):
+        est = load_estimate(DSV3, [f"training.recompute_norms_mla_up={value}",
+                                   f"training.fp8_cached_linear_inputs={value}"])
+        assert est.training.recompute_norms_mla_up is want
+        assert est.training.fp8_cached_linear_inputs is want

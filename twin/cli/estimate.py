@@ -112,20 +112,99 @@ def cluster_from_scenario(path: str, overrides: list[str] | None = None) -> Clus
     )
 
 
+def _job_index(data: Any, job: str | None) -> int | None:
+    """Index in the merged scenario mapping's ``workload.jobs`` of the job ``twin estimate
+    step`` estimates: the one named ``job``, else the first (as :func:`estimate_from_scenario`
+    picks it); None when there is no such fixed job (a stream's or a trace's classes, or a
+    name the loader will report)."""
+    workload = data.get("workload") if isinstance(data, dict) else None
+    jobs = workload.get("jobs") if isinstance(workload, dict) else None
+    if not isinstance(jobs, list) or not jobs:
+        return None
+    if job is None:
+        return 0
+    for i, item in enumerate(jobs):
+        if isinstance(item, dict) and item.get("name") == job:
+            return i
+    return None
+
+
+def _scenario_schedule_conflict(flag: str, sets: list[str], n: int, jobs: int) -> None:
+    """The estimate file's rule (:func:`_check_schedule_flag`) for a scenario: the last
+    ``--set workload.jobs.<n>.pipeline_schedule`` (negative indices counted from the end, as
+    ``--set`` counts them) to another schedule than ``--pipeline-schedule`` exits 2 naming
+    both; null (the schedule vpp implies) is no schedule, so the flag sets it."""
+    from twin.scenario.loader import parse_override
+
+    last = None
+    for item in sets:
+        parts, value = parse_override(item)
+        if len(parts) != 4 or parts[:2] != ["workload", "jobs"] or parts[3] != "pipeline_schedule":
+            continue
+        if not parts[2].lstrip("-").isdigit() or not -jobs <= int(parts[2]) < jobs:
+            continue                    # the loader reports a bad index
+        if int(parts[2]) % jobs == n:
+            last = (item.partition("=")[0].strip(), value)
+    if last is not None and last[1] is not None and last[1] != flag:
+        raise EstimateFileError([f"--pipeline-schedule {flag} contradicts --set "
+                                 f"{last[0]}={last[1]}: give one of them"])
+
+
+def _load_with_schedule(path: str, overrides: list[str] | None, job: str | None,
+                        flag: str | None):
+    """The scenario, and the override that sets the estimated job's schedule to ``flag``.
+
+    ``--pipeline-schedule X`` on a scenario is ``workload.jobs.<n>.pipeline_schedule = X``
+    for the job estimated, applied before the scenario is validated: the job's own schedule
+    is then never checked (a DualPipe job at a ``--set`` size where DualPipe does not run can
+    be estimated on 1F1B), and a problem with ``X`` names the scenario's path and the flag.
+    Without a fixed job to set (a stream's classes) the override is None and the caller sets
+    the estimate's schedule."""
+    from dataclasses import replace
+
+    from twin.errors import ScenarioError
+    from twin.scenario import load_scenario
+    from twin.scenario.loader import _resolved, apply_override, validate_data
+
+    if flag is None:
+        return load_scenario(path, overrides), None
+    data, origins = _resolved(Path(path), overrides)
+    n = _job_index(data, job)
+    if n is None:
+        return validate_data(data, str(path), origins), None
+    _scenario_schedule_conflict(flag, list(overrides or []), n, len(data["workload"]["jobs"]))
+    key = f"workload.jobs.{n}.pipeline_schedule"
+    apply_override(data, key.split("."), flag)
+    origin = f"--set {key}={flag}"     # the loader names a --set as a problem's origin
+    origins[key] = origin
+    try:
+        s = validate_data(data, str(path), origins)
+    except ScenarioError as exc:
+        raise ScenarioError([replace(p, file=p.file.replace(origin, f"--pipeline-schedule {flag}"))
+                             for p in exc.problems]) from None
+    return s, f"{key}={flag}"
+
+
 def estimate_from_scenario(path: str, overrides: list[str] | None = None,
-                           job: str | None = None):
+                           job: str | None = None, pipeline_schedule: str | None = None):
     """An :class:`EstimateFile` for one job of a scenario on that scenario's cluster.
 
     ``twin estimate step SCENARIO.yaml`` takes this path: the job (``--job NAME``, default
     the first) on ``job.nodes`` nodes, the scenario's node model, fabric, transport,
     deployment and GPU power cap (as a clock fraction).  ``--set`` applies to the scenario.
+    ``pipeline_schedule`` (``--pipeline-schedule``) becomes the job's
+    ``workload.jobs.<n>.pipeline_schedule`` before validation (:func:`_load_with_schedule`).
+    The schedule estimated is the one the engine runs the job on at that size
+    (:func:`twin.plant.runnable_schedule`).
     """
     from twin.catalog import node_model
     from twin.compute.estimate_file import EstimateFile
     from twin.compute.power_cap import gpu_clock_fraction_at_power_cap
-    from twin.scenario import load_scenario
+    from twin.plant import parallel_spec, runnable_schedule
 
-    s = load_scenario(path, overrides)
+    s, schedule_set = _load_with_schedule(path, overrides, job, pipeline_schedule)
+    if schedule_set is not None:
+        overrides = [*(overrides or []), schedule_set]
     from twin.workload.engine_jobs import representative_jobs
     listed = representative_jobs(s)       # the fixed jobs, or a stream's training classes
     jobs = {j.name: j for j in listed}
@@ -141,6 +220,9 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
             s.hardware.gpu_power_cap_w, node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w))
     c = c.model_copy(update={"gpus": j.nodes * c.gpus_per_node, "clock_fraction": clock})
     m = j.model
+    schedule = runnable_schedule(parallel_spec(j), c.gpus).pipeline_schedule
+    if pipeline_schedule is not None and schedule_set is None:
+        schedule = pipeline_schedule    # a stream class: no scenario path to set it through
     return EstimateFile(
         name=f"{s.name}:{j.name}",
         model=m.model_dump(),       # the scenario's model shape has the file's fields
@@ -154,7 +236,7 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
                   "adam_moment_dtype": j.adam_moment_dtype},
         parallelism={"tp": j.tp, "pp": j.pp, "cp": j.cp, "vpp": j.vpp, "ep": j.ep,
                      "moe_expert_tp": j.moe_expert_tp,
-                     "pipeline_schedule": j.pipeline_schedule},
+                     "pipeline_schedule": schedule},
         cluster=c)
 
 
@@ -199,9 +281,13 @@ def _parser() -> argparse.ArgumentParser:
                         "even number of micro-batches >= 2 pp; expert all-to-alls and pipeline "
                         "sends overlapped with the paired chunk's compute on 20 reserved SMs, "
                         "the step timed by DualPipe.step's op order); default the file's, else "
-                        "the one vpp implies; a --set of the same field to another value is an "
-                        "error. With dualpipe the memory estimate counts two stages a rank "
-                        "and PP + 1 micro-batches in flight")
+                        "the one vpp implies. On a scenario it sets the estimated job's "
+                        "workload.jobs.N.pipeline_schedule before the scenario is checked. A "
+                        "--set of the same field to another schedule is an error. 1f1b and "
+                        "dualpipe need vpp 1: on a file with vpp > 1 (the shipped interleaved "
+                        "ones) add --set parallelism.vpp=1 (scenario: workload.jobs.N.vpp=1). "
+                        "With dualpipe the memory estimate counts two stages a rank and PP + 1 "
+                        "micro-batches in flight. JSON: pipeline_schedule is the one that ran")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
     p.add_argument("--op", required=True, choices=OPS,
@@ -304,9 +390,9 @@ def _is_scenario(path: str) -> bool:
 def _check_schedule_flag(flag: str, sets: list[str], loaded: str | None) -> None:
     """``--pipeline-schedule X`` overrides the file's schedule, but a ``--set`` of the same field
     to another value on the same command line is a contradiction, not a default to override:
-    exit 2 naming both.  The field is ``parallelism.pipeline_schedule`` (estimate file) or
-    ``workload.jobs.<i>.pipeline_schedule`` (scenario); a --set counts when the job estimated
-    ends up with its value (a --set on another job of the scenario does not)."""
+    exit 2 naming both.  The field is the estimate file's ``parallelism.pipeline_schedule``; a
+    --set counts when the file ends up with its value (a scenario's job:
+    :func:`_scenario_schedule_conflict`)."""
     for item in sets:
         key, _, value = item.partition("=")
         key, value = key.strip(), value.strip().strip("'\"")
@@ -315,10 +401,27 @@ def _check_schedule_flag(flag: str, sets: list[str], loaded: str | None) -> None
                 f"--pipeline-schedule {flag} contradicts --set {key}={value}: give one of them"])
 
 
+def _with_vpp_hint(flag: str, exc: EstimateFileError) -> EstimateFileError:
+    """The layout check's lines, the one on ``vpp`` ending with the ``--set`` that goes with
+    ``--pipeline-schedule`` (every shipped file with vpp > 1 needs ``parallelism.vpp=1`` for
+    1f1b or dualpipe)."""
+    hints = {"needs parallelism.vpp = 1": "add --set parallelism.vpp=1",
+             "needs parallelism.vpp > 1": "add --set parallelism.vpp=N, N > 1 dividing the "
+                                          "layers per stage"}
+    lines = []
+    for line in exc.problems:
+        for cue, hint in hints.items():
+            if cue in line and "parallelism.pipeline_schedule" in line:
+                line = f"{line} (--pipeline-schedule {flag}: {hint})"
+        lines.append(line)
+    return EstimateFileError(lines)
+
+
 def _cmd_step(args) -> dict:
-    if _is_scenario(args.file):
+    scenario = _is_scenario(args.file)
+    if scenario:
         try:
-            est = estimate_from_scenario(args.file, args.set, args.job)
+            est = estimate_from_scenario(args.file, args.set, args.job, args.pipeline_schedule)
         except EstimateFileError:
             raise
         except Exception as exc:  # ScenarioError lists its own problems
@@ -335,14 +438,23 @@ def _cmd_step(args) -> dict:
         c = c.model_copy(update={"gpus": est.cluster.gpus,
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
-    if args.pipeline_schedule is not None:
+    if args.pipeline_schedule is not None and not scenario:
         _check_schedule_flag(args.pipeline_schedule, args.set, est.parallelism.pipeline_schedule)
         est = est.model_copy(update={"parallelism": est.parallelism.model_copy(
             update={"pipeline_schedule": args.pipeline_schedule})})
     _check_size("cluster.gpus", est.cluster.gpus)
-    r = estimate_from_file(est)
-    mem = memory_from_file(est)
-    out = {"name": est.name, **r.as_dict(),
+    try:
+        r = estimate_from_file(est)
+        mem = memory_from_file(est)
+    except EstimateFileError as exc:
+        if args.pipeline_schedule is None or scenario:
+            raise
+        raise _with_vpp_hint(args.pipeline_schedule, exc) from None
+    p = est.parallelism
+    out = {"name": est.name,
+           # the schedule the step model ran: null in the file means the one vpp implies
+           "pipeline_schedule": p.pipeline_schedule or ("interleaved" if p.vpp > 1 else "1f1b"),
+           **r.as_dict(),
            "memory_gib": {k: (v / 2**30 if isinstance(v, float) else v)
                           for k, v in mem.as_dict().items()},
            "gpu_memory_gib": est.cluster.gpu.memory_gb,

@@ -66,6 +66,7 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
+    StrictBool,
     StrictInt,
     ValidationError,
 )
@@ -196,11 +197,11 @@ class Training(_Model):
     grad_reduce_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="gradient buffer dtype (NeMo default fp32; its performance "
                             "recipes set bf16)")
-    recompute_norms_mla_up: bool = Field(
+    recompute_norms_mla_up: StrictBool = Field(
         False, description="DeepSeek-V3 (arXiv 2412.19437 sec. 3.2.3): RMSNorm and MLA "
                            "up-projection outputs recomputed in backward, not kept (memory "
                            "only); needs activation_recompute none or selective")
-    fp8_cached_linear_inputs: bool = Field(
+    fp8_cached_linear_inputs: StrictBool = Field(
         False, description="DeepSeek-V3 (sec. 3.3.3): Linear inputs cached in FP8 (attention "
                            "output E5M6, MoE SwiGLU inputs FP8 and its output recomputed, FP8 "
                            "dispatch; memory only); needs precision fp8 and "

@@ -10,7 +10,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
 
 from twin.scenario.cooling import CoolingSystem
 from twin.scenario.power_chain import PowerChain
@@ -517,10 +525,10 @@ class Job(Model):
         "bf16", description="expert dispatch element, forward and backward (DeepSeek-V3 arXiv 2412.19437 sec. "
                             "3.3.4): bf16 2 B, or fp8 with an fp32 scale per 1x128 tile, 1 + 4/128 B; the "
                             "combine stays bf16; step time only (mixture of experts)")
-    recompute_norms_mla_up: bool = Field(
+    recompute_norms_mla_up: StrictBool = Field(
         False, description="DeepSeek-V3 (sec. 3.2.3): RMSNorm and MLA up-projection outputs recomputed in "
                            "backward, not kept; memory estimate only; needs activation_recompute false")
-    fp8_cached_linear_inputs: bool = Field(
+    fp8_cached_linear_inputs: StrictBool = Field(
         False, description="DeepSeek-V3 (sec. 3.3.3): Linear inputs cached in FP8 (attention output E5M6, "
                            "MoE SwiGLU inputs FP8 and its output recomputed); memory estimate only; needs "
                            "precision fp8 and activation_recompute false")
