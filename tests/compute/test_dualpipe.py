@@ -576,6 +576,17 @@ def test_schedule_bit_for_bit_as_the_previous_build(pp):
     # m from 2 pp (no steady pairs) to 8 pp, odd multiples of 2 included
     rng = np.random.default_rng(pp)
     for m in sorted({2 * pp, 2 * pp + 2, 3 * pp, 5 * pp + pp % 4, 8 * pp}):
+        # the graph itself: ops 0..k-1 are ranks 0..pp/2-1 in both, a wait on the other
+        # half's op k + j is a wait on op j (some waits are implied by others and change
+        # no time, so the times alone would not see them dropped)
+        prog, k, _, _, _, _ = _dualpipe_program(pp, m)
+        _, prev, waits, keys, _, _ = _reference_program(pp, m)
+        assert sorted(op[0] for op in prog) == list(range(k)) and len(keys) == 2 * k
+        for i, key, p, a1, a2, h1, h2 in prog:
+            assert (key, p) == (keys[i], prev[i])
+            got = [(j, False) for j in (a1, a2) if j != k] + [(j, True) for j in (h1, h2)
+                                                               if j != k]
+            assert sorted(got) == sorted((j % k, hid) for j, hid in waits[i]), (pp, m, i)
         for kw in _duration_sets(pp, rng):
             new = dualpipe_schedule_s(pp, m, **kw)
             ref = _reference_schedule(pp, m, **kw)

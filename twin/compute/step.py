@@ -737,7 +737,11 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
     launch_hid = [False] * (4 * n * J)
     ranks: list[int] = []
     keys: list[int] = []
-    recvs: list[list[int]] = []
+    # the (at most two) messages each op waits for: those queued since its rank's previous
+    # op; -1 for none (flat lists: a list per op would cost more in garbage collection than
+    # the build itself)
+    recv1: list[int] = []
+    recv2: list[int] = []
     prevs: list[int] = []
     pair_key0 = 4 * n
 
@@ -773,7 +777,11 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
             i = len(keys)
             ranks.append(r)
             keys.append(key)
-            recvs.append(q_recv[:])
+            nq = len(q_recv)
+            if nq > 2:  # cannot happen for the dualpipe.py order; guards a wrong replay
+                raise RuntimeError(f"DualPipe op {i} waits for {nq} messages (pp={pp})")
+            recv1.append(q_recv[0] if nq else -1)
+            recv2.append(q_recv[1] if nq == 2 else -1)
             prevs.append(last[0])
             q_recv.clear()
             last[0] = i
@@ -839,23 +847,20 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
                         * rounds)
             prevs.append(last[0])
             prevs.extend(range(base, base + 2 * rounds - 1))
-            got: list[list[list[int]]] = []
+            if q_recv:  # cannot happen: pair(1, 0) was the last op
+                raise RuntimeError(f"DualPipe: a receive queued before step 4 (pp={pp})")
+            slots = ([-1] * (2 * rounds), [-1] * (2 * rounds))
             for d in (0, 1):  # pair(d, 1 - d): forward of direction d, backward of 1 - d
-                ids = []
+                slot = 0
                 for bwd, dd in ((0, d), (1, 1 - d)):
                     b = rbase[bwd][dd]
                     if b >= 0:
                         j = n_recv[bwd][dd]
                         n_recv[bwd][dd] = j + rounds
-                        ids.append(range(b + j, b + j + rounds))
-                got.append([list(x) for x in zip(*ids, strict=True)] if ids
-                           else [[] for _ in ops[d]])
-            got[0][0] = q_recv + got[0][0]
-            q_recv.clear()
-            both: list[list[int]] = [[]] * (2 * rounds)
-            both[0::2] = got[0]
-            both[1::2] = got[1]
-            recvs.extend(both)
+                        slots[slot][d::2] = range(b + j, b + j + rounds)
+                        slot += 1
+            recv1.extend(slots[0])
+            recv2.extend(slots[1])
             for d in (0, 1):
                 made[0][d].extend(ops[d])
                 made[1][1 - d].extend(ops[d])
@@ -917,20 +922,19 @@ def _dualpipe_program(pp: int, microbatches: int) -> tuple[Any, ...]:
     for r in range(half):
         starts.append(len(keys))
         build(r)
-    # per op (op, key, predecessor, a1, a2, h1, h2) as returned; an op receives at most the
-    # two messages queued since its rank's previous op
+    # per op (op, key, predecessor, a1, a2, h1, h2) as returned
     k = len(keys)
     nJ = n * J
     ops: list[tuple[int, int, int, int, int, int, int]] = []
-    for i, ms in enumerate(recvs):
-        if not ms:
+    for i in range(k):
+        m1 = recv1[i]
+        if m1 < 0:
             ops.append((i, keys[i], prevs[i], k, k, k, k))
             continue
-        if len(ms) > 2:  # cannot happen for the dualpipe.py order; guards a wrong replay
-            raise RuntimeError(f"DualPipe op {i} receives {len(ms)} messages (pp={pp})")
+        m2 = recv2[i]
         w = [k, k, k, k]
         na, nh = 0, 2
-        for mid in ms:
+        for mid in (m1, m2) if m2 >= 0 else (m1,):
             op = launch_op[mid]
             if op < 0:  # sent by the other half: its mirror's launch, the same op here
                 mid += nJ if (mid // nJ) % 2 == 0 else -nJ
@@ -988,9 +992,9 @@ def dualpipe_schedule_s(pp: int, microbatches: int, *, fwd_s: Any, bwd_s: Any, w
     Returns ``step`` (the last rank's finish), ``step_free`` (the same with ``t_send_s`` 0),
     per rank ``finish`` and ``busy`` (sum of its op durations), and ``counts`` [rank, key]
     (:func:`_dualpipe_program`).  Cost: the graph once per (pp, m), then one pass over the
-    ops of half the ranks (rank ``pp-1-r`` mirrors rank ``r``).  DeepSeek-V3, pp 16 and
-    m 120 (2,418 ops, 1,209 replayed): about 2.5 ms to build and 0.4 ms a pass; pp 64 and
-    m 512 (40,898 ops): about 60 ms and 8 ms (2 cores, load about 1).
+    ops of half the ranks (rank ``pp-1-r`` mirrors rank ``r``).  CPU time on 2 shared cores
+    at load 4-5: pp 16 and m 120 (2,418 ops, 1,209 replayed) about 1.5 ms to build and
+    0.35 ms a pass; pp 64 and m 512 (40,898 ops) about 40 ms and 10 ms.
     """
     prog, k, starts, _, _, counts = _dualpipe_program(pp, microbatches)
     f = np.asarray(fwd_s, dtype=float)
