@@ -101,7 +101,7 @@ class ModelShape(_Model):
     heads: PositiveInt
     kv_heads: PositiveInt = Field(description="key/value heads (grouped-query attention)")
     vocab: PositiveInt
-    gated_mlp: bool = Field(True, description="SwiGLU (3 matrices); false = GeLU/ReLU^2 (2)")
+    gated_mlp: StrictBool = Field(True, description="SwiGLU (3 matrices); false = GeLU/ReLU^2 (2)")
     experts: Annotated[int, Field(ge=0)] = Field(
         0, description="mixture of experts: experts per layer (ffn_hidden is one expert's); "
                        "0 = dense")
@@ -240,8 +240,8 @@ class Gpu(_Model):
     peak_fp8_tflops: PositiveFloat | None = Field(None, description="dense FP8 peak [TFLOP/s]")
     hbm_bw_tb_s: PositiveFloat = Field(description="HBM bandwidth [TB/s]")
     nvlink_gb_s: PositiveFloat = Field(description="NVLink one-way per GPU [GB/s]")
-    nvls: bool = Field(description="NVSwitch in-switch reduction (NVLS)")
-    nvswitch: bool = Field(True, description="GPUs on an NVSwitch; false = NVLink pairs + PCIe")
+    nvls: StrictBool = Field(description="NVSwitch in-switch reduction (NVLS)")
+    nvswitch: StrictBool = Field(True, description="GPUs on an NVSwitch; false = NVLink pairs + PCIe")
     pcie_gb_s: PositiveFloat = Field(64.0, description="PCIe per direction per GPU [GB/s]")
     memory_gb: PositiveFloat = Field(
         80.0, description="HBM capacity as the datasheet quotes it [GiB]; a job that does "
@@ -263,7 +263,7 @@ class FabricSpec(_Model):
     tor_uplinks_per_spine: PositiveInt = 2
     spines: PositiveInt | None = None
     transport: Literal["ib_rdma", "roce", "roce_host", "tcp"] = "ib_rdma"
-    in_network_reduction: bool = Field(False, description="switch all-reduce (IB SHARP)")
+    in_network_reduction: StrictBool = Field(False, description="switch all-reduce (IB SHARP)")
     inter_node_gbps: PositiveFloat | None = Field(
         None, description="per-node achievable bandwidth [Gb/s]; null = from the fabric")
     hops: Annotated[float, Field(ge=0.0)] | None = Field(

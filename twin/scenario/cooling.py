@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from twin.thermal.properties import SERVER_INLET_SHUTDOWN_C
 
@@ -60,8 +60,8 @@ class ChilledWaterPlant(_Model):
     storage_m3: _NonNeg = Field(20.0, description="chilled water in the loop and any storage tank [m3]")
     restart_delay_s: _NonNeg = Field(
         1800.0, description="chiller restart after a power transfer [s] (reported outages: about 30 min)")
-    pumps_on_ups: bool = Field(True, description="chilled-water pumps ride through a power transfer")
-    fans_on_ups: bool = Field(False, description="CRAH fans ride through a power transfer (else they "
+    pumps_on_ups: StrictBool = Field(True, description="chilled-water pumps ride through a power transfer")
+    fans_on_ups: StrictBool = Field(False, description="CRAH fans ride through a power transfer (else they "
                                                  "stop until the generator picks them up)")
 
 

@@ -19,7 +19,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -76,7 +84,7 @@ class _Circuit(_Model):
     frame: str = Field("molded_case", description="breaker frame (twin.power.breakers.BREAKER_FRAMES)")
     voltage_v: PositiveFloat = Field(415.0, description="line-to-line (3-phase) or line voltage [V]")
     phases: Literal[1, 3] = 3
-    rated_100pct: bool = Field(False, description="100%-rated breaker (else NEC 80% continuous)")
+    rated_100pct: StrictBool = Field(False, description="100%-rated breaker (else NEC 80% continuous)")
     power_factor: PowerFactor = 0.95
 
     @field_validator("frame")
@@ -189,7 +197,7 @@ class Mechanical(_Model):
     design_outdoor_temp_c: float = Field(
         35.0, description="outdoor dry bulb for sizing (ASHRAE 0.4% design day) [C]")
     house_kw: NonNegFloat = Field(0.0, description="lighting, offices, BMS on the same stages [kW]")
-    transfers_on_feed_loss: bool = Field(
+    transfers_on_feed_loss: StrictBool = Field(
         False, description="True: the mechanical load of a lost path moves to the survivors "
                            "(ATS); False: each path's share is lost with it (N+1 chillers)")
 
@@ -255,7 +263,7 @@ class PowerChain(_Model):
     battery: Battery | None = None
     swing: Swing = Swing()
     stages: list[ChainStage] = Field([], description="dated equipment changes, in date order")
-    stages_set_plan: bool = Field(
+    stages_set_plan: StrictBool = Field(
         False, description="True: a run admits racks against each stage's derived IT capacity "
                            "instead of the typed site.power.plan")
 

@@ -126,7 +126,7 @@ class RackRow(Model):
     along: Literal["x", "y"] = "x"
     pitch_m: PositiveFloat = 0.6
     intake: Direction = Field(description="side the racks breathe from (the cold aisle)")
-    enclosure: bool = Field(False, description="custom airflow-control enclosure (Blue Vela)")
+    enclosure: StrictBool = Field(False, description="custom airflow-control enclosure (Blue Vela)")
     node_model: str | None = Field(
         None, description="catalog node model of this row's racks; None = hardware.node_model")
     nodes_per_rack: PositiveInt | None = Field(None, description="nodes per rack of this row; None = hardware's")
@@ -210,7 +210,7 @@ class Rpp(Model):
     breaker_a: PositiveFloat = Field(description="RPP feeder breaker rating [A]")
     voltage_v: PositiveFloat = Field(415.0, description="line-to-line voltage [V]")
     phases: Literal[1, 3] = 3
-    rated_100pct: bool = Field(False, description="100%-rated breaker (else NEC 80% continuous)")
+    rated_100pct: StrictBool = Field(False, description="100%-rated breaker (else NEC 80% continuous)")
     power_factor: Annotated[float, Field(gt=0, le=1)] = 0.95
 
 
@@ -258,7 +258,7 @@ class Power(Model):
         "2N", description="2N: every rack load must fit one feed alone; none: both feeds carry load")
     psu_holdup_s: NonNegFloat = Field(0.012, description="PSU hold-up time [s]")
     generator_start_s: NonNegFloat = Field(15.0, description="generator start and transfer [s]")
-    power_cap_policy: bool = Field(
+    power_cap_policy: StrictBool = Field(
         False, description="admit racks at the hardware.gpu_power_cap_w worst case instead of at TDP")
     oversubscription: Annotated[float, Field(ge=1, le=3)] = Field(
         1.0, description="admit racks until worst-case draw reaches this multiple of the limits "
@@ -426,7 +426,7 @@ class ModelShape(Model):
     heads: PositiveInt
     kv_heads: PositiveInt
     vocab: PositiveInt
-    gated_mlp: bool = Field(True, description="SwiGLU (3 matrices of h x ffn) or plain GELU MLP (2)")
+    gated_mlp: StrictBool = Field(True, description="SwiGLU (3 matrices of h x ffn) or plain GELU MLP (2)")
     experts: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="mixture of experts: experts per layer (ffn_hidden is one expert's inner size); 0 = dense")
     top_k: PositiveInt = Field(2, description="experts each token is routed to (mixture of experts)")
@@ -492,7 +492,7 @@ class Job(Model):
         None, description="catalog node model the job runs on (all its nodes are of one model); "
                           "None = the scheduler picks a model with enough nodes")
     precision: Literal["bf16", "fp8"] = "bf16"
-    activation_recompute: bool = False
+    activation_recompute: StrictBool = False
     tokens_target: PositiveFloat | None = Field(None, description="stop after this many tokens; None = run to the end")
     checkpoint_interval_s: PositiveFloat | Literal["auto"] = Field(
         3600.0, description="fixed interval [s] or 'auto' (Daly optimum from the current MTBF)")
@@ -501,7 +501,7 @@ class Job(Model):
     restart_s: NonNegFloat = Field(600.0, description="job relaunch time after an interruption, before the reload [s]")
     priority: int = 0
     submit: Date | None = Field(None, description="submission date; None = simulation start")
-    elastic: bool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
+    elastic: StrictBool = Field(False, description="shrink to the nodes left instead of waiting for a full set")
     hot_spares: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="extra idle nodes the job holds; a failed node is swapped for one without requeueing")
     ep: PositiveInt = Field(
@@ -584,7 +584,7 @@ class Workload(Model):
 
 # --------------------------------------------------------------------------- failures, ramp
 class Failures(Model):
-    enabled: bool = True
+    enabled: StrictBool = True
     rate_scale: NonNegFloat = Field(1.0, description="multiplier on every catalog failure rate")
     class_rate_scale: dict[str, NonNegFloat] = Field(
         {}, description="multiplier per failure class, e.g. {gpu_hbm3: 2.0} (twin/catalog/failures.yaml)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -115,16 +115,16 @@ class Trace(_Model):
 class Queue(_Model):
     name: str
     priority: int
-    preemptive: bool = False
-    preemptable: bool = False
+    preemptive: StrictBool = False
+    preemptable: StrictBool = False
 
 
 class SchedulerPolicy(_Model):
     """The LSF-like policy for streams and traces (``twin.workload.scheduler``)."""
 
     order: Literal["fifo", "fairshare"] = "fifo"
-    backfill: bool = True
-    preemption: bool = False
+    backfill: StrictBool = True
+    preemption: StrictBool = False
     fairshare_by: Literal["user", "project"] = "user"
     shares: dict[str, PositiveFloat] = Field({}, description="fair share per user or project (others 1)")
     half_life_h: PositiveFloat = Field(5.0, description="decay of past usage (LSF HIST_HOURS)")
