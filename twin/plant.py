@@ -441,10 +441,10 @@ def runnable_schedule(par: ParallelSpec, gpus: int) -> ParallelSpec:
     to its GPUs (:func:`twin.workload.engine_jobs.fit_parallelism` halves pp and rounds the
     batch) or an elastic job shrunk to fewer data-parallel ranks may lose them, and then
     runs the schedule its vpp implies (1F1B: DualPipe needs vpp 1) rather than stopping the
-    run."""
+    run.  Counted on the GPUs the job uses of ``gpus`` (:func:`usable_gpus`), as its step is."""
     if par.pipeline_schedule != "dualpipe":
         return par
-    dp = par.data_parallel(gpus)
+    dp = par.data_parallel(usable_gpus(par, gpus))
     unit = dp * par.micro_batch
     m = par.global_batch // unit if unit and par.global_batch % unit == 0 else 0
     if par.pp % 2 == 0 and m >= 2 * par.pp and m % 2 == 0:
@@ -525,6 +525,7 @@ def _job_memory(job, gpus: int, node: NodeModel):
     par = parallel_spec(job)
     if gpus < par.model_parallel or gpus % par.model_parallel:
         return None
+    gpus = usable_gpus(par, gpus) or gpus     # the GPUs it runs on, as its step counts them
     par = runnable_schedule(par, gpus)
     gpu = gpu_spec(node)
     try:

@@ -79,3 +79,23 @@ def test_an_elastic_moe_job_squeezed_by_a_blocker_runs(tmp_path):
     first, run = eng.jobs.all
     assert first.status == "running" and len(first.nodes) == 13
     assert run.status == "queued" and run.step is None
+
+
+def test_the_schedule_and_memory_count_the_gpus_the_step_runs_on():
+    # found by HAUD2: tp 1, pp 2, ep 8, batch 96 under DualPipe. On 40 GPUs the job uses 32
+    # (usable_gpus: 2-GPU replicas in multiples of the 8-rank expert unit, 16 GPUs), 16
+    # data-parallel ranks, 96 / 16 = 6 micro-batches: DualPipe runs (even, >= 2 pp = 4).
+    # Counting all 40 GPUs (20 ranks, 96 % 20 != 0) the memory path took 1F1B.
+    from twin.catalog import load_catalog
+    from twin.plant import job_memory_gib, runnable_schedule
+    job = twin.load_scenario(LARGE, [f"{J}.model={{layers: 32, hidden: 4096, ffn_hidden: 14336, "
+                                     "heads: 32, kv_heads: 8, vocab: 32000, experts: 8, top_k: 2}",
+                                     f"{J}.ep=8", f"{J}.tp=1", f"{J}.pp=2", f"{J}.nodes=4",
+                                     f"{J}.global_batch=96",
+                                     f"{J}.pipeline_schedule=dualpipe"]).workload.jobs[0]
+    par = parallel_spec(job)
+    assert usable_gpus(par, 40) == 32
+    assert runnable_schedule(par, 40).pipeline_schedule == "dualpipe"
+    assert runnable_schedule(par, 40) == runnable_schedule(par, 32)
+    node = load_catalog().nodes[twin.load_scenario(LARGE).hardware.node_model]
+    assert job_memory_gib(job, 40, node) == job_memory_gib(job, 32, node)
