@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from twin.catalog import NodeModel, SwitchModel, load_catalog
-from twin.compute.estimate_file import MOE_DISPATCH_BYTES
+from twin.compute.estimate_file import ADAM_MOMENT_BYTES, MOE_DISPATCH_BYTES
 from twin.compute.specs import (
     FabricSpec,
     GpuSpec,
@@ -26,6 +26,7 @@ from twin.compute.specs import (
     memory_per_gpu,
     step_time,
 )
+from twin.compute.step import dualpipe_problems
 from twin.scenario.schema import Hall, Hardware, Scenario
 
 _DIRECTIONS = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}
@@ -405,10 +406,6 @@ def model_spec(job) -> ModelSpec:
     return ModelSpec.of(job.model)
 
 
-#: bytes [B] of an AdamW moment element by the job's ``adam_moment_dtype``
-ADAM_MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0}
-
-
 def parallel_spec(job) -> ParallelSpec:
     """How a scenario job is split and run (parallelism, batch, precision, recompute, sharding).
 
@@ -447,7 +444,8 @@ def runnable_schedule(par: ParallelSpec, gpus: int) -> ParallelSpec:
     dp = par.data_parallel(usable_gpus(par, gpus))
     unit = dp * par.micro_batch
     m = par.global_batch // unit if unit and par.global_batch % unit == 0 else 0
-    if par.pp % 2 == 0 and m >= 2 * par.pp and m % 2 == 0:
+    # zero_stage 3 is refused at load and no refit changes it: not checked here
+    if not dualpipe_problems(pp=par.pp, microbatches=m, zero_stage=None):
         return par
     return replace(par, pipeline_schedule=None)
 

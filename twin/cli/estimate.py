@@ -53,7 +53,7 @@ from twin.compute.estimate_file import (
     memory_from_file,
 )
 from twin.compute.memory import MEMORY_MODEL_MARGIN, memory_limit_gib, memory_margin_note
-from twin.compute.step import COMPUTE_CAPABILITIES, PIPELINE_SCHEDULES
+from twin.compute.step import COMPUTE_CAPABILITIES, PIPELINE_SCHEDULES, resolved_schedule
 
 #: Blue Vela compute node and fabric (arXiv 2407.05467; NVIDIA H100 SXM datasheet).
 BLUE_VELA_CLUSTER = Cluster(
@@ -278,7 +278,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="pipeline schedule of the step model (sets "
                         "parallelism.pipeline_schedule): 1f1b, interleaved (needs vpp > 1) or "
                         "dualpipe (DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an "
-                        "even number of micro-batches >= 2 pp; expert all-to-alls and pipeline "
+                        "even number of micro-batches >= 2 pp, zero_stage 0-2; expert all-to-alls and pipeline "
                         "sends overlapped with the paired chunk's compute on 20 reserved SMs, "
                         "the step timed by DualPipe.step's op order); default the file's, else "
                         "the one vpp implies. On a scenario it sets the estimated job's "
@@ -453,7 +453,7 @@ def _cmd_step(args) -> dict:
     p = est.parallelism
     out = {"name": est.name,
            # the schedule the step model ran: null in the file means the one vpp implies
-           "pipeline_schedule": p.pipeline_schedule or ("interleaved" if p.vpp > 1 else "1f1b"),
+           "pipeline_schedule": resolved_schedule(p.pipeline_schedule, p.vpp),
            **r.as_dict(),
            "memory_gib": {k: (v / 2**30 if isinstance(v, float) else v)
                           for k, v in mem.as_dict().items()},

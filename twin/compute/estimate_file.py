@@ -79,13 +79,19 @@ from twin.compute.step import (
     KERNEL_EFFICIENCY,
     PIPELINE_SCHEDULES,
     StepEstimate,
+    dualpipe_problems,
     fabric_traffic_pattern,
+    resolved_schedule,
+    schedule_vpp_mismatch,
 )
 
 _Frac = Annotated[float, Field(gt=0.0, le=1.0)]
 #: bytes per element of the expert dispatch: bf16, or FP8 with one fp32 scale per 1x128 tile
 #: (DeepSeek-V3 arXiv 2412.19437 sec. 3.3.2 fine-grained quantization, sec. 3.3.4 dispatch)
 MOE_DISPATCH_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128.0}
+#: bytes [B] of an AdamW moment element by ``adam_moment_dtype`` (fp32, or DeepSeek-V3's bf16
+#: moments, arXiv 2412.19437 sec. 3.3.3)
+ADAM_MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0}
 #: the C-accelerated safe loader when libyaml is there (same safety: no Python tags)
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -203,8 +209,8 @@ class Training(_Model):
                            "only); needs activation_recompute none or selective")
     fp8_cached_linear_inputs: StrictBool = Field(
         False, description="DeepSeek-V3 (sec. 3.3.3): Linear inputs cached in FP8 (attention "
-                           "output E5M6, MoE SwiGLU inputs FP8 and its output recomputed, FP8 "
-                           "dispatch; memory only); needs precision fp8 and "
+                           "output E5M6, MoE SwiGLU inputs FP8 and its output recomputed, the "
+                           "dispatched expert inputs FP8; memory only); needs precision fp8 and "
                            "activation_recompute none or selective")
     adam_moment_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="AdamW first and second moments (DeepSeek-V3 sec. 3.3.3: bf16; "
@@ -231,8 +237,8 @@ class Parallelism(_Model):
     pipeline_schedule: Literal[PIPELINE_SCHEDULES] | None = Field(  # type: ignore[valid-type]
         None, description="pipeline schedule: 1f1b, interleaved (vpp > 1) or dualpipe "
                           "(DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an even "
-                          "number of micro-batches >= 2 pp; all-to-alls overlapped); null = "
-                          "interleaved when vpp > 1, else 1f1b")
+                          "number of micro-batches >= 2 pp, zero_stage 0-2; all-to-alls "
+                          "overlapped); null = interleaved when vpp > 1, else 1f1b")
 
 
 class Gpu(_Model):
@@ -437,24 +443,24 @@ def layout_problems(est: EstimateFile) -> list[str]:
                 out.append(f"{est.name}: parallelism.moe_expert_tp x ep = {etp * p.ep} does "
                            f"not divide the tensor x context x data parallel ranks "
                            f"({dpcp * p.tp})")
-    sched = p.pipeline_schedule or ("interleaved" if p.vpp > 1 else "1f1b")
-    if (sched == "interleaved") != (p.vpp > 1):
+    sched = resolved_schedule(p.pipeline_schedule, p.vpp)
+    if schedule_vpp_mismatch(sched, p.vpp):
         out.append(f"{est.name}: parallelism.pipeline_schedule = {sched} "
                    + ("needs parallelism.vpp > 1" if sched == "interleaved" else
                       f"needs parallelism.vpp = 1, got {p.vpp}"))
     if sched == "dualpipe":  # deepseek-ai/DualPipe's DualPipe.step assertions
         dp = dpcp // p.cp
         mb = t.global_batch // (dp * t.micro_batch)
-        if p.pp % 2:
-            out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe needs an even "
-                       f"parallelism.pp, got {p.pp}")
-        if t.global_batch % (dp * t.micro_batch) == 0 and (mb < 2 * p.pp or mb % 2):
-            out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe needs an even "
-                       f"number of micro-batches >= 2 pp = {2 * p.pp}, got {mb} "
-                       "(training.global_batch / (dp x training.micro_batch))")
-        if t.zero_stage == 3:
-            out.append(f"{est.name}: parallelism.pipeline_schedule = dualpipe is modelled with "
-                       "the distributed optimizer; training.zero_stage = 3 is not")
+        said = {
+            "pp": f"needs an even parallelism.pp, got {p.pp}",
+            "microbatches": f"needs an even number of micro-batches >= 2 pp = {2 * p.pp}, got "
+                            f"{mb} (training.global_batch / (dp x training.micro_batch))",
+            "zero_stage": "is modelled with the distributed optimizer; training.zero_stage = 3 "
+                          "is not"}
+        whole = t.global_batch % (dp * t.micro_batch) == 0
+        out += [f"{est.name}: parallelism.pipeline_schedule = dualpipe {said[rule]}"
+                for rule, _ in dualpipe_problems(pp=p.pp, microbatches=mb if whole else None,
+                                                 zero_stage=t.zero_stage)]
     for flag in ("recompute_norms_mla_up", "fp8_cached_linear_inputs"):
         if getattr(t, flag) and t.activation_recompute not in ("none", "selective"):
             out.append(f"{est.name}: training.{flag} describes what DeepSeek-V3 keeps without "
@@ -485,7 +491,7 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
                        grad_bytes=4.0 if t.grad_reduce_dtype == "fp32" else 2.0,
                        recompute_norms_mla_up=t.recompute_norms_mla_up,
                        fp8_cached_linear_inputs=t.fp8_cached_linear_inputs,
-                       adam_moment_bytes=4.0 if t.adam_moment_dtype == "fp32" else 2.0,
+                       adam_moment_bytes=ADAM_MOMENT_BYTES[t.adam_moment_dtype],
                        moe_dispatch_bytes=MOE_DISPATCH_BYTES[t.moe_dispatch_dtype])
     gpu = GpuSpec(peak_bf16_tflops=c.gpu.peak_bf16_tflops, peak_fp8_tflops=c.gpu.peak_fp8_tflops,
                   hbm_bw_tb_s=c.gpu.hbm_bw_tb_s, nvlink_gb_s=c.gpu.nvlink_gb_s, nvls=c.gpu.nvls,

@@ -513,26 +513,31 @@ def memory_per_gpu_bytes(
     if activation_recompute not in RECOMPUTE_CHOICES:
         raise ValueError(f"activation_recompute must be one of {RECOMPUTE_CHOICES}, "
                          f"got {activation_recompute!r}")
-    from twin.compute.step import PIPELINE_SCHEDULES  # step imports this module
-    schedule = pipeline_schedule if pipeline_schedule is not None \
-        else ("interleaved" if vpp > 1 else "1f1b")
+    # step imports this module
+    from twin.compute.step import (
+        PIPELINE_SCHEDULES,
+        dualpipe_problems,
+        resolved_schedule,
+        schedule_vpp_mismatch,
+    )
+    schedule = resolved_schedule(pipeline_schedule, vpp)
     if schedule not in PIPELINE_SCHEDULES:
         raise ValueError(f"pipeline_schedule must be one of {PIPELINE_SCHEDULES} or None, got "
                          f"{pipeline_schedule!r}")
-    if (schedule == "interleaved") != (vpp > 1):
+    if schedule_vpp_mismatch(schedule, vpp):
         raise ValueError(f"pipeline_schedule={schedule!r} needs "
                          f"{'vpp > 1' if schedule == 'interleaved' else 'vpp=1'}, got vpp={vpp}")
     dualpipe = schedule == "dualpipe"
-    if dualpipe:  # deepseek-ai/DualPipe, dualpipe.py DualPipe.step: its two assertions
-        if pp < 2 or pp % 2:
-            raise ValueError(f"pipeline_schedule='dualpipe' needs an even pp >= 2 (rank j holds "
-                             f"stages j and pp-1-j), got pp={pp}")
-        if microbatches is not None and (microbatches < 2 * pp or microbatches % 2):
-            raise ValueError(f"pipeline_schedule='dualpipe' needs an even number of "
-                             f"microbatches >= 2 pp = {2 * pp}, got {microbatches!r}")
-        if zero_stage == 3:
-            raise ValueError("pipeline_schedule='dualpipe' is modelled with zero_stage 0-2 (the "
-                             "step model's limit), got zero_stage=3")
+    broken = dualpipe_problems(pp=pp, microbatches=microbatches, zero_stage=zero_stage) \
+        if dualpipe else []
+    if broken:  # the first rule it breaks (deepseek-ai/DualPipe, DualPipe.step's assertions)
+        raise ValueError({
+            "pp": f"pipeline_schedule='dualpipe' needs an even pp >= 2 (rank j holds "
+                  f"stages j and pp-1-j), got pp={pp}",
+            "microbatches": f"pipeline_schedule='dualpipe' needs an even number of "
+                            f"microbatches >= 2 pp = {2 * pp}, got {microbatches!r}",
+            "zero_stage": "pipeline_schedule='dualpipe' is modelled with zero_stage 0-2 "
+                          "(the step model's limit), got zero_stage=3"}[broken[0][0]])
     for name, flag in (("recompute_norms_mla_up", recompute_norms_mla_up),
                        ("fp8_cached_linear_inputs", fp8_cached_linear_inputs)):
         if not isinstance(flag, (bool, np.bool_)):

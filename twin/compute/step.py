@@ -636,6 +636,47 @@ def _gemm_time_s(m, n, k, *, peak_flops, eff: float, ke: KernelEfficiency, hbm_b
 #: Pipeline schedules of :func:`step_estimate` (``pipeline_schedule``): Megatron's 1F1B
 #: (``vpp`` 1), its interleaved 1F1B (``vpp`` > 1) and DeepSeek's DualPipe (``vpp`` 1).
 PIPELINE_SCHEDULES = ("1f1b", "interleaved", "dualpipe")
+
+
+def resolved_schedule(schedule: str | None, vpp: int) -> str:
+    """The pipeline schedule a layout runs: ``schedule``, or when it is None the one ``vpp``
+    implies ('interleaved' for vpp > 1, else '1f1b')."""
+    return schedule if schedule is not None else ("interleaved" if vpp > 1 else "1f1b")
+
+
+def schedule_vpp_mismatch(schedule: str, vpp: int) -> bool:
+    """True when a resolved ``schedule`` (:func:`resolved_schedule`) and ``vpp`` disagree:
+    'interleaved' needs vpp > 1, '1f1b' and 'dualpipe' need vpp = 1 (Megatron's
+    interleaved 1F1B is the only schedule of :data:`PIPELINE_SCHEDULES` with virtual stages).
+    The callers word the message: 'interleaved' with vpp 1, or another schedule with vpp > 1."""
+    return (schedule == "interleaved") != (vpp > 1)
+
+
+def dualpipe_problems(*, pp: int, microbatches: int | None,
+                      zero_stage: int | None) -> list[tuple[str, int]]:
+    """The rules of DualPipe a layout breaks, as ``(rule, value)`` pairs in this order, for
+    the callers to word in their own field names (step, memory, estimate file, scenario
+    loader, engine):
+
+    - ``("pp", pp)``: pp must be even (and >= 2): rank r holds stages r and pp-1-r;
+    - ``("microbatches", m)``: an even number of micro-batches per data-parallel rank,
+      at least 2 pp (global_batch / (dp micro_batch)); None: not known, not checked;
+    - ``("zero_stage", 3)``: DualPipe is modelled with the distributed optimizer (zero_stage
+      0-2, the step model's limit); None: not checked.
+
+    The first two are deepseek-ai/DualPipe's (dualpipe.py, ``DualPipe.step``'s assertions).
+    vpp 1 is the schedule's rule (:func:`schedule_vpp_mismatch`), which every caller checks
+    first."""
+    out: list[tuple[str, int]] = []
+    if pp < 2 or pp % 2:
+        out.append(("pp", pp))
+    if microbatches is not None and (microbatches < 2 * pp or microbatches % 2):
+        out.append(("microbatches", microbatches))
+    if zero_stage == 3:
+        out.append(("zero_stage", zero_stage))
+    return out
+
+
 #: SMs DeepSeek-V3's all-to-all kernels hold while they overlap computation [-]: "we employ
 #: the warp specialization technique and partition 20 SMs into 10 communication channels"
 #: (DeepSeek-V3 Technical Report, arXiv 2412.19437, sec. 3.2.2), of the H800's 132.  The
@@ -1295,8 +1336,8 @@ def step_estimate(
     backward and not in W; the gradient sum between the two copies of a stage is taken as
     part of the data-parallel reduce-scatter; the data-parallel overlap takes the busiest
     rank's mean pair as the micro-batch time and its idle time as the bubble.  Not
-    modelled: DualPipeV (the memory of both copies and of the micro-batches in flight:
-    :mod:`twin.compute.memory`).
+    modelled: DualPipeV.  The memory of both copies and of the micro-batches in flight:
+    :mod:`twin.compute.memory`.
 
     DeepSeek-V3's communication and MTP (arXiv 2412.19437), each an input, off by default (the
     model above bit for bit), nothing fitted.  moe_node_limit (None or 0: off): node-limited
@@ -1350,25 +1391,26 @@ def step_estimate(
     _check(heads % tp == 0 and kv_heads <= heads and heads % kv_heads == 0,
            f"heads={heads}, kv_heads={kv_heads} do not split over tp={tp}")
     _check(layers >= pp * vpp, f"layers={layers} < pp*vpp={pp * vpp}")
-    schedule = pipeline_schedule if pipeline_schedule is not None \
-        else ("interleaved" if vpp > 1 else "1f1b")
+    schedule = resolved_schedule(pipeline_schedule, vpp)
     _check(schedule in PIPELINE_SCHEDULES,
            f"pipeline_schedule must be one of {PIPELINE_SCHEDULES} or None, got "
            f"{pipeline_schedule!r}")
-    _check(schedule == "interleaved" or vpp == 1,
+    _check(not schedule_vpp_mismatch(schedule, vpp),
+           f"pipeline_schedule='interleaved' needs vpp > 1, got vpp={vpp}"
+           if schedule == "interleaved" else
            f"pipeline_schedule={schedule!r} needs vpp=1, got vpp={vpp} (vpp > 1 is the "
            "'interleaved' schedule)")
-    _check(schedule != "interleaved" or vpp > 1,
-           f"pipeline_schedule='interleaved' needs vpp > 1, got vpp={vpp}")
     dualpipe = schedule == "dualpipe"
-    if dualpipe:  # deepseek-ai/DualPipe, dualpipe.py DualPipe.step: its two assertions
-        _check(pp >= 2 and pp % 2 == 0,
-               f"pipeline_schedule='dualpipe' needs an even pp >= 2 (each rank holds stages "
-               f"r and pp-1-r), got pp={pp}")
-        m_dual = global_batch // (dp * micro_batch)
-        _check(m_dual >= 2 * pp and m_dual % 2 == 0,
-               f"pipeline_schedule='dualpipe' needs an even number of micro-batches >= 2 pp = "
-               f"{2 * pp} (global_batch / (dp micro_batch)), got {m_dual}")
+    m_dual = global_batch // (dp * micro_batch)
+    # deepseek-ai/DualPipe's rules; zero_stage's is checked below, after zero_stage itself
+    dualpipe_broken = dict(dualpipe_problems(pp=pp, microbatches=m_dual, zero_stage=zero_stage)
+                           if dualpipe else ())
+    _check("pp" not in dualpipe_broken,
+           f"pipeline_schedule='dualpipe' needs an even pp >= 2 (each rank holds stages "
+           f"r and pp-1-r), got pp={pp}")
+    _check("microbatches" not in dualpipe_broken,
+           f"pipeline_schedule='dualpipe' needs an even number of micro-batches >= 2 pp = "
+           f"{2 * pp} (global_batch / (dp micro_batch)), got {m_dual}")
     _check(seq_len % cp == 0, f"seq_len={seq_len} is not a multiple of cp={cp}")
     _check(int(moe_experts) == moe_experts and moe_experts >= 0,
            f"moe_experts must be a whole number >= 0, got {moe_experts!r}")
@@ -1418,7 +1460,7 @@ def step_estimate(
                           mla_qk_nope_head_dim=mla_qk_nope_head_dim,
                           mla_qk_rope_head_dim=mla_qk_rope_head_dim, mla_v_head_dim=mla_v_head_dim)
     _check(zero_stage in (0, 1, 2, 3), f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    _check(not (dualpipe and zero_stage == 3),
+    _check("zero_stage" not in dualpipe_broken,
            "pipeline_schedule='dualpipe' is modelled with the distributed optimizer "
            "(zero_stage 0-2), got zero_stage=3")
     shard = dp * cp if fsdp_shard is None else fsdp_shard
@@ -1887,18 +1929,14 @@ def step_estimate(
                                                       **grp)))
             # gradient all-reduce, overlapped with the last backward
             return float(group_collective_time_s("allreduce", params * grad_bytes, **grp)), 0.0
-        if dualpipe:  # two stages per rank: both copies' gradients and parameters move
-            rs_d, ag_d = _sync(2.0 * p_dense, n_dp)
-            if moe_experts and moe_expert_tp is not None:
-                rs_e, ag_e = _sync(2.0 * p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
-            else:
-                rs_e, ag_e = _sync(2.0 * p_exp, n_dp // moe_ep if moe_experts else 1)
+        # DualPipe: two stages per rank, both copies' gradients and parameters move (1.0 x
+        # leaves the other schedules' floats as they are)
+        copies = 2.0 if dualpipe else 1.0
+        rs_d, ag_d = _sync(copies * p_dense, n_dp)
+        if moe_experts and moe_expert_tp is not None:  # expert DP ranks, etp x ep apart
+            rs_e, ag_e = _sync(copies * p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
         else:
-            rs_d, ag_d = _sync(p_dense, n_dp)
-            if moe_experts and moe_expert_tp is not None:  # expert DP ranks, etp x ep apart
-                rs_e, ag_e = _sync(p_exp, tp * n_dp // (etp * moe_ep), etp * moe_ep)
-            else:
-                rs_e, ag_e = _sync(p_exp, n_dp // moe_ep if moe_experts else 1)
+            rs_e, ag_e = _sync(copies * p_exp, n_dp // moe_ep if moe_experts else 1)
         t_grad_rs, t_param_ag = rs_d + rs_e, ag_d + ag_e
         t_dp_exposed = (max(0.0, t_grad_rs - t_mb_bwd - bubble / 2.0)
                         + max(0.0, t_param_ag - t_mb_fwd - bubble / 2.0))

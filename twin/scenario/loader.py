@@ -279,28 +279,28 @@ def _pipeline_schedule_problems(job, path: str, micro_batches: int | None) -> li
     (:func:`twin.compute.estimate_file.layout_problems`), which are the step model's
     (:func:`twin.compute.step_estimate`): interleaved needs vpp > 1 and the others vpp 1;
     dualpipe needs an even pp, an even number of micro-batches >= 2 pp (deepseek-ai/DualPipe,
-    DualPipe.step's assertions) and the distributed optimizer (zero_stage < 3).
+    DualPipe.step's assertions) and the distributed optimizer (zero_stage < 3), the rules of
+    :func:`twin.compute.step.dualpipe_problems`.
     ``micro_batches`` per data-parallel rank at the job's size, None when unknown (the
     layout's own problems are reported elsewhere)."""
-    sched = job.pipeline_schedule or ("interleaved" if job.vpp > 1 else "1f1b")
+    from twin.compute.step import dualpipe_problems, resolved_schedule, schedule_vpp_mismatch
+
+    sched = resolved_schedule(job.pipeline_schedule, job.vpp)
     out: list[tuple[str, object, str]] = []
-    if sched == "interleaved" and job.vpp == 1:
-        out.append((path, job.pipeline_schedule, "vpp > 1 for the interleaved schedule (vpp = 1)"))
-    elif sched != "interleaved" and job.vpp > 1:
-        out.append((path, job.pipeline_schedule, f"vpp = 1 for {sched} (vpp = {job.vpp} is the "
-                                                 "interleaved schedule)"))
+    if schedule_vpp_mismatch(sched, job.vpp):
+        out.append((path, job.pipeline_schedule,
+                    "vpp > 1 for the interleaved schedule (vpp = 1)" if sched == "interleaved" else
+                    f"vpp = 1 for {sched} (vpp = {job.vpp} is the interleaved schedule)"))
     if sched != "dualpipe":
         return out
-    if job.pp % 2:
-        out.append((path, job.pipeline_schedule, f"an even pp for dualpipe (rank r holds stages r and "
-                                                 f"pp-1-r), got pp = {job.pp}"))
-    if micro_batches is not None and (micro_batches < 2 * job.pp or micro_batches % 2):
-        out.append((path, job.pipeline_schedule,
-                    f"an even number of micro-batches >= 2 pp = {2 * job.pp} for dualpipe, got "
-                    f"{micro_batches} (global_batch / (data-parallel ranks x micro_batch))"))
-    if job.zero_stage == 3:
-        out.append((path, job.pipeline_schedule, "zero_stage 0-2 for dualpipe (modelled with the "
-                                                 "distributed optimizer), got zero_stage = 3"))
+    said = {"pp": f"an even pp for dualpipe (rank r holds stages r and pp-1-r), got pp = {job.pp}",
+            "microbatches": f"an even number of micro-batches >= 2 pp = {2 * job.pp} for dualpipe, "
+                            f"got {micro_batches} (global_batch / (data-parallel ranks x micro_batch))",
+            "zero_stage": "zero_stage 0-2 for dualpipe (modelled with the distributed optimizer), "
+                          "got zero_stage = 3"}
+    out += [(path, job.pipeline_schedule, said[rule])
+            for rule, _ in dualpipe_problems(pp=job.pp, microbatches=micro_batches,
+                                             zero_stage=job.zero_stage)]
     return out
 
 
@@ -583,6 +583,7 @@ def _dualpipe_lost(job, gpus: int) -> str | None:
     "a global batch of 100 over 24 ranks"), counting the GPUs the engine uses
     (:func:`twin.plant.usable_gpus`); None when it runs or the job is not DualPipe
     (:func:`twin.plant.runnable_schedule` decides)."""
+    from twin.compute.step import dualpipe_problems
     from twin.plant import parallel_spec, runnable_schedule, usable_gpus
 
     par = parallel_spec(job)
@@ -591,13 +592,13 @@ def _dualpipe_lost(job, gpus: int) -> str | None:
         return None
     dp = par.data_parallel(gpus)
     unit = dp * par.micro_batch
-    why = [f"pp {par.pp}"] if par.pp % 2 else []
-    if not unit or par.global_batch % unit:
+    whole = bool(unit) and par.global_batch % unit == 0
+    # the rules runnable_schedule checks (zero_stage 3 never loads)
+    why = [f"pp {got}" if rule == "pp" else f"{got} micro-batch{'es' if got != 1 else ''} per rank"
+           for rule, got in dualpipe_problems(
+               pp=par.pp, microbatches=par.global_batch // unit if whole else None, zero_stage=None)]
+    if not whole:
         why.append(f"a global batch of {par.global_batch} over {dp} ranks")
-    else:
-        m = par.global_batch // unit
-        if m < 2 * par.pp or m % 2:
-            why.append(f"{m} micro-batch{'es' if m != 1 else ''} per rank")
     return ", ".join(why) or "its layout"
 
 

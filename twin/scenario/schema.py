@@ -530,8 +530,8 @@ class Job(Model):
                            "backward, not kept; memory estimate only; needs activation_recompute false")
     fp8_cached_linear_inputs: StrictBool = Field(
         False, description="DeepSeek-V3 (sec. 3.3.3): Linear inputs cached in FP8 (attention output E5M6, "
-                           "MoE SwiGLU inputs FP8 and its output recomputed); memory estimate only; needs "
-                           "precision fp8 and activation_recompute false")
+                           "MoE SwiGLU inputs FP8 and its output recomputed, the dispatched expert inputs FP8); "
+                           "memory estimate only; needs precision fp8 and activation_recompute false")
     adam_moment_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="AdamW first and second moments, 4 B (fp32) or 2 B (bf16, DeepSeek-V3 sec. "
                             "3.3.3; master weights stay fp32); memory estimate only")
