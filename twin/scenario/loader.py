@@ -637,12 +637,13 @@ def _elastic_dualpipe_note(job, gpus_per_node: int) -> str | None:
             f"{_FALLBACK}")
 
 
-def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
-    """One note per class of the stream whose model is a DualPipe job (``model_job``) and
-    whose jobs, refitted to the GPU counts the class asks for
-    (:func:`twin.workload.engine_jobs.fit_parallelism`: pp halved, the batch rounded), lose
-    DualPipe's conditions: those jobs run the schedule vpp implies
-    (:func:`twin.plant.runnable_schedule`)."""
+def _stream_refitter(s: Scenario, catalog):
+    """The stream's classes as the engine builds their jobs: ``None`` without a stream (or with
+    a node model the catalog lacks), else ``(gpus_per_node, templates, refits)``: the default
+    node model's GPUs, each class's template (:func:`twin.workload.engine_jobs.class_templates`)
+    and ``refits(name)``, the (GPUs the class asks for, the job fitted to them on whole nodes,
+    :func:`twin.workload.engine_jobs.fit_parallelism`) pairs of a class, ``None`` for a class the
+    cluster cannot host (it is never drawn).  The one set-up of the stream notes below."""
     import math
 
     from twin.plant import rack_gpus
@@ -651,23 +652,44 @@ def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
 
     stream = s.workload.stream
     if stream is None or s.hardware.node_model not in catalog.nodes:
-        return []
+        return None
     gpn = catalog.nodes[s.hardware.node_model].gpu_count    # the engine's gpus_per_node
     delivered = int(rack_gpus(s)[:sum(w.racks for w in s.ramp.waves)].sum())
     params = stream_params_for(stream, max_gpus=delivered)
     templates = class_templates(s)
+
+    def refits(name: str):
+        try:
+            counts = params.cls(name).gpus
+        except KeyError:                # a class the cluster cannot host is not drawn
+            return None
+        return [(gpus, fit_parallelism(templates[name], math.ceil(gpus / gpn), gpn))
+                for gpus in counts]
+    return gpn, templates, refits
+
+
+def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+    """One note per class of the stream whose model is a DualPipe job (``model_job``) and
+    whose jobs, refitted to the GPU counts the class asks for
+    (:func:`twin.workload.engine_jobs.fit_parallelism`: pp halved, the batch rounded), lose
+    DualPipe's conditions: those jobs run the schedule vpp implies
+    (:func:`twin.plant.runnable_schedule`)."""
+    found = _stream_refitter(s, catalog)
+    if found is None:
+        return []
+    gpn, templates, refits = found
+    stream = s.workload.stream
+    assert stream is not None                   # (_stream_refitter returns None without one)
     out = []
     for k, c in enumerate(stream.classes):
         template = templates.get(c.name)
         if template is None or template.pipeline_schedule != "dualpipe":
             continue
-        try:
-            counts = params.cls(c.name).gpus
-        except KeyError:                # a class the cluster cannot host is not drawn
+        jobs = refits(c.name)
+        if jobs is None:
             continue
         lost = []
-        for gpus in counts:
-            job = fit_parallelism(template, math.ceil(gpus / gpn), gpn)
+        for gpus, job in jobs:
             why = _dualpipe_lost(job, job.nodes * gpn)
             if why is not None:
                 lost.append(f"{gpus:,} GPUs ({why})")
@@ -687,29 +709,23 @@ def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     speaks for the largest estimate: the margin note, or, above the margin, the reason a fixed
     job would be refused (a stream's jobs are drawn during the run, and run).  Evaluation and
     debug jobs train nothing and are not estimated."""
-    import math
+    from twin.plant import job_memory_gib, job_memory_note, job_memory_problem
+    from twin.workload.engine_jobs import TRAINING_CLASSES
 
-    from twin.plant import job_memory_gib, job_memory_note, job_memory_problem, rack_gpus
-    from twin.workload.config import stream_params_for
-    from twin.workload.engine_jobs import TRAINING_CLASSES, class_templates, fit_parallelism
-
-    stream = s.workload.stream
-    if stream is None or s.hardware.node_model not in catalog.nodes:
+    stream_jobs = _stream_refitter(s, catalog)
+    if stream_jobs is None:
         return []
-    gpn = catalog.nodes[s.hardware.node_model].gpu_count    # the engine's gpus_per_node
-    delivered = int(rack_gpus(s)[:sum(w.racks for w in s.ramp.waves)].sum())
-    params = stream_params_for(stream, max_gpus=delivered)
-    templates = class_templates(s)
+    _, _, refits = stream_jobs
+    stream = s.workload.stream
+    assert stream is not None                   # (_stream_refitter returns None without one)
     index = {c.name: k for k, c in enumerate(stream.classes)}
     out = []
     for name in TRAINING_CLASSES:
-        try:
-            counts = params.cls(name).gpus
-        except KeyError:                # a class the cluster cannot host is not drawn
+        jobs = refits(name)
+        if jobs is None:
             continue
         found: list[tuple[float, int, str]] = []
-        for gpus in counts:
-            job = fit_parallelism(templates[name], math.ceil(gpus / gpn), gpn)
+        for gpus, job in jobs:
             node = catalog.nodes.get(job.node_model or s.hardware.node_model)
             if node is None:
                 continue
