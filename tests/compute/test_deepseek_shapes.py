@@ -4,11 +4,10 @@ term of the step, FLOPs and memory models checked by hand from the published con
 (DeepSeek-V3 arXiv 2412.19437, DeepSeek-V2 arXiv 2405.04434 and their config.json), and the one
 held-out step-time point (assets/reference/step_times_deepseek.py)."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from reference_scripts import reference_script
 
 from twin.compute import step_estimate
 from twin.compute.memory import memory_per_gpu_bytes
@@ -21,12 +20,7 @@ from twin.compute.step import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "step_times_deepseek", ROOT / "assets/reference/step_times_deepseek.py")
-assert _spec is not None and _spec.loader is not None
-ds = importlib.util.module_from_spec(_spec)
-sys.modules["step_times_deepseek"] = ds
-_spec.loader.exec_module(ds)
+ds = reference_script("step_times_deepseek")
 
 H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, inter_node_gbps=3200.0,
             peak_tflops=989.0, nvls=True)

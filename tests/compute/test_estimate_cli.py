@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from reference_scripts import reference_script
 
 from twin.cli.estimate import run_estimate_cli
 from twin.compute.estimate_file import (
@@ -395,12 +396,7 @@ def test_deepseek_v3_file_is_the_held_out_point():
     # the shipped estimate file and assets/reference/step_times_deepseek.py reach the same
     # figures by two routes (the file's fields through estimate_file, the script's keywords
     # straight into step_estimate and memory_per_gpu_bytes): step and memory bit for bit
-    import sys
-    sys.path.insert(0, str(ROOT / "assets" / "reference"))
-    try:
-        import step_times_deepseek as ds
-    finally:
-        sys.path.pop(0)
+    ds = reference_script("step_times_deepseek")
     from twin.compute import step_estimate
     from twin.compute.memory import GIB, memory_per_gpu_bytes
     (row,) = [r for r in ds.rows() if r["model"] == "deepseek_v3"]

@@ -4,10 +4,10 @@ each rank's two stages, the micro-batches the schedule holds, the options' bytes
 import itertools
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from reference_scripts import reference_script
 
 from twin.compute.memory import (
     GIB,
@@ -18,11 +18,7 @@ from twin.compute.memory import (
     saved_bytes_per_token_layer,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "assets" / "reference"))
-try:
-    import step_times_deepseek as ds
-finally:
-    sys.path.pop(0)
+ds = reference_script("step_times_deepseek")
 
 
 def _dualpipe_held(pp, m, rank):

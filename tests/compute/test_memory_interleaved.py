@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from reference_scripts import reference_script
 
 from twin.compute.memory import GIB, interleaved_chunks_in_flight, memory_per_gpu_bytes
 
@@ -153,13 +154,7 @@ def test_without_interleaving_or_dense_layers_nothing_else_moves():
     # DeepSeek-V3's published layout (PP16, no interleaving) under 1F1B: 119.88 GiB on stage 2
     # at the even share of routed copies, as before; 121.55 GiB routed dropless as the row is
     # (the report's DualPipe: tests/compute/test_memory_dualpipe.py)
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "assets" / "reference"))
-    try:
-        import step_times_deepseek as ds
-    finally:
-        sys.path.pop(0)
+    ds = reference_script("step_times_deepseek")
     (row,) = [r for r in ds.rows() if r["model"] == "deepseek_v3" and r["row"] == "pretrain_h800"]
     m = memory_per_gpu_bytes(**dict(ds.memory_kwargs(row, pipeline_schedule="1f1b"),
                                     moe_routing="capacity"))
