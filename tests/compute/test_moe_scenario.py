@@ -6,16 +6,13 @@ time goes through ``twin.plant.step_estimate_for``; ``twin estimate step`` on th
 scenario goes through the estimate file: the two adapters must agree bit for bit.
 """
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import pytest
 import yaml
+from estimate_json import estimate_step_json
 
 import twin
-from twin.cli.estimate import run_estimate_cli
 from twin.errors import ScenarioError
 from twin.sim.engine import Engine
 from twin.sweep.spec import spec_from_mapping
@@ -34,12 +31,7 @@ def _cases() -> dict[str, list[str]]:
 
 
 def _cli_step(overrides: list[str]) -> dict:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = run_estimate_cli(["step", str(BASE), "--json"]
-                              + [a for o in overrides for a in ("--set", o)])
-    assert rc == 0
-    return json.loads(buf.getvalue())
+    return estimate_step_json(BASE, overrides)
 
 
 @pytest.fixture(scope="module")

@@ -11,17 +11,14 @@ spans 2 nodes) at FP8.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import json
 from pathlib import Path
 
 import pytest
+from estimate_json import estimate_step_json
 
 import twin
 from twin.catalog import load_catalog
-from twin.cli.estimate import run_estimate_cli
 from twin.compute.specs import ModelSpec, ParallelSpec
 from twin.errors import ScenarioError
 from twin.plant import job_memory_gib, model_spec, parallel_spec, step_estimate_for
@@ -49,12 +46,7 @@ ALL = MOE + [o for o, _, _ in OPTIONS.values()]
 
 
 def _cli_step(overrides: list[str]) -> dict:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = run_estimate_cli(["step", str(BASE), "--json"]
-                              + [a for o in overrides for a in ("--set", o)])
-    assert rc == 0
-    return json.loads(buf.getvalue())
+    return estimate_step_json(BASE, overrides)
 
 
 def _engine(overrides: list[str]):

@@ -7,19 +7,16 @@ Lenovo "large" cluster (16 SR675 V3, 128 H100 NVL), at pp 2 so that DualPipe can
 (tp 2, pp 2: 32 data-parallel ranks, 512 / 32 = 16 micro-batches of one sequence).
 """
 
-import contextlib
-import io
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import get_args
 
 import numpy as np
 import pytest
+from estimate_json import estimate_step_json
 
 import twin
 from twin.catalog import load_catalog
-from twin.cli.estimate import run_estimate_cli
 from twin.compute import step_estimate
 from twin.compute.specs import ParallelSpec
 from twin.compute.step import PIPELINE_SCHEDULES
@@ -53,12 +50,7 @@ def runs() -> dict:
 
 
 def _cli_step(extra: list[str]) -> dict:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = run_estimate_cli(["step", str(BASE), "--json"]
-                              + [a for o in MOE + QUICK for a in ("--set", o)] + extra)
-    assert rc == 0
-    return json.loads(buf.getvalue())
+    return estimate_step_json(BASE, MOE + QUICK, extra)
 
 
 def test_schema_offers_the_step_models_schedules():
