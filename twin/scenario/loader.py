@@ -639,8 +639,8 @@ def _elastic_dualpipe_note(job, gpus_per_node: int) -> str | None:
 
 def _stream_refitter(s: Scenario, catalog):
     """The stream's classes as the engine builds their jobs: ``None`` without a stream (or with
-    a node model the catalog lacks), else ``(gpus_per_node, templates, refits)``: the default
-    node model's GPUs, each class's template (:func:`twin.workload.engine_jobs.class_templates`)
+    a node model the catalog lacks), else ``(stream, gpus_per_node, templates, refits)``: the
+    stream, the default node model's GPUs, each class's template (:func:`twin.workload.engine_jobs.class_templates`)
     and ``refits(name)``, the (GPUs the class asks for, the job fitted to them on whole nodes,
     :func:`twin.workload.engine_jobs.fit_parallelism`) pairs of a class, ``None`` for a class the
     cluster cannot host (it is never drawn).  The one set-up of the stream notes below."""
@@ -665,7 +665,7 @@ def _stream_refitter(s: Scenario, catalog):
             return None
         return [(gpus, fit_parallelism(templates[name], math.ceil(gpus / gpn), gpn))
                 for gpus in counts]
-    return gpn, templates, refits
+    return stream, gpn, templates, refits
 
 
 def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
@@ -677,9 +677,7 @@ def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     found = _stream_refitter(s, catalog)
     if found is None:
         return []
-    gpn, templates, refits = found
-    stream = s.workload.stream
-    assert stream is not None                   # (_stream_refitter returns None without one)
+    stream, gpn, templates, refits = found
     out = []
     for k, c in enumerate(stream.classes):
         template = templates.get(c.name)
@@ -715,9 +713,7 @@ def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     stream_jobs = _stream_refitter(s, catalog)
     if stream_jobs is None:
         return []
-    _, _, refits = stream_jobs
-    stream = s.workload.stream
-    assert stream is not None                   # (_stream_refitter returns None without one)
+    stream, _, _, refits = stream_jobs
     index = {c.name: k for k, c in enumerate(stream.classes)}
     out = []
     for name in TRAINING_CLASSES:
