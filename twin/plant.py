@@ -515,22 +515,31 @@ def step_estimate_for(scenario: Scenario, job, node: NodeModel, n_nodes: int, *,
                      gpus=gpus, clock_fraction=clock_fraction, deployment=scenario.hardware.deployment)
 
 
-def _job_memory(job, gpus: int, node: NodeModel):
-    """(per-GPU memory breakdown, GPU capacity [GiB]) of a scenario job on ``gpus`` GPUs of
-    the catalog node; ``None`` when the parallel layout is invalid (other checks report it).
-    The schedule is the one the job runs there (:func:`runnable_schedule`: a stream class
-    refitted from a DualPipe job may run 1F1B)."""
+def _job_memory_or_error(job, gpus: int, node: NodeModel):
+    """(per-GPU memory breakdown, GPU capacity [GiB]) of a scenario job on ``gpus`` GPUs of the
+    catalog node, the message of the ``ValueError`` :func:`twin.compute.memory.memory_per_gpu_bytes`
+    raises when its own rules refuse the job, or ``None`` when the parallel layout is invalid
+    (other checks report it).  Counted on the GPUs the job runs on (:func:`usable_gpus`) with
+    the schedule it runs there (:func:`runnable_schedule`: a stream class refitted from a
+    DualPipe job may run 1F1B), as its step is."""
     par = parallel_spec(job)
     if gpus < par.model_parallel or gpus % par.model_parallel:
         return None
-    gpus = usable_gpus(par, gpus) or gpus     # the GPUs it runs on, as its step counts them
-    par = runnable_schedule(par, gpus)
+    gpus = usable_gpus(par, gpus) or gpus
     gpu = gpu_spec(node)
     try:
-        mem = memory_per_gpu(model_spec(job), par, gpu, gpus=gpus)
-    except ValueError:
-        return None
+        mem = memory_per_gpu(model_spec(job), runnable_schedule(par, gpus), gpu, gpus=gpus)
+    except ValueError as exc:
+        return str(exc)
     return mem, gpu.memory_gb
+
+
+def job_memory(job, gpus: int, node: NodeModel):
+    """(per-GPU memory breakdown, GPU capacity [GiB]) of a scenario job on ``gpus`` GPUs of
+    the catalog node; ``None`` when the parallel layout is invalid or the memory model refuses
+    its options (:func:`job_memory_error` says why)."""
+    est = _job_memory_or_error(job, gpus, node)
+    return est if isinstance(est, tuple) else None
 
 
 def job_memory_error(job, gpus: int, node: NodeModel) -> str | None:
@@ -539,14 +548,8 @@ def job_memory_error(job, gpus: int, node: NodeModel) -> str | None:
     (its own rules, e.g. ``fp8_cached_linear_inputs`` needs precision fp8), ``None`` when it
     accepts the job or the parallel layout is invalid (other checks report that).  The
     loader turns the message into a problem at the field that broke the rule."""
-    par = parallel_spec(job)
-    if gpus < par.model_parallel or gpus % par.model_parallel:
-        return None
-    try:
-        memory_per_gpu(model_spec(job), runnable_schedule(par, gpus), gpu_spec(node), gpus=gpus)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    est = _job_memory_or_error(job, gpus, node)
+    return est if isinstance(est, str) else None
 
 
 def job_memory_gib(job, gpus: int, node: NodeModel) -> float | None:
@@ -554,7 +557,7 @@ def job_memory_gib(job, gpus: int, node: NodeModel) -> float | None:
     (its most loaded pipeline stage); ``None`` when the parallel layout is invalid."""
     from twin.compute.memory import GIB
 
-    est = _job_memory(job, gpus, node)
+    est = job_memory(job, gpus, node)
     return None if est is None else est[0].total / GIB
 
 
@@ -564,7 +567,7 @@ def job_memory_problem(job, gpus: int, node: NodeModel) -> str | None:
     naming the GPU's capacity and the breakdown (:func:`twin.compute.memory.memory_fit_problem`)."""
     from twin.compute.memory import memory_fit_problem
 
-    est = _job_memory(job, gpus, node)
+    est = job_memory(job, gpus, node)
     return None if est is None else memory_fit_problem(*est)
 
 
@@ -575,5 +578,5 @@ def job_memory_note(job, gpus: int, node: NodeModel) -> str | None:
     :func:`job_memory_problem` refuses it, or when the layout is invalid."""
     from twin.compute.memory import memory_margin_note
 
-    est = _job_memory(job, gpus, node)
+    est = job_memory(job, gpus, node)
     return None if est is None else memory_margin_note(*est)

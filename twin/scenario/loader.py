@@ -707,7 +707,8 @@ def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     speaks for the largest estimate: the margin note, or, above the margin, the reason a fixed
     job would be refused (a stream's jobs are drawn during the run, and run).  Evaluation and
     debug jobs train nothing and are not estimated."""
-    from twin.plant import job_memory_gib, job_memory_note, job_memory_problem
+    from twin.compute.memory import GIB, memory_fit_problem, memory_margin_note
+    from twin.plant import job_memory
     from twin.workload.engine_jobs import TRAINING_CLASSES
 
     stream_jobs = _stream_refitter(s, catalog)
@@ -725,13 +726,13 @@ def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
             node = catalog.nodes.get(job.node_model or s.hardware.node_model)
             if node is None:
                 continue
-            on = job.nodes * node.gpu_count
-            total = job_memory_gib(job, on, node)
-            if total is None or total <= node.gpu_memory_gb:
+            est = job_memory(job, job.nodes * node.gpu_count, node)    # computed once
+            if est is None or est[0].total / GIB <= node.gpu_memory_gb:
                 continue
-            note = job_memory_note(job, on, node)
+            total = est[0].total / GIB
+            note = memory_margin_note(*est)
             if note is None:
-                note = (f"it {job_memory_problem(job, on, node)}; validation refuses a fixed job "
+                note = (f"it {memory_fit_problem(*est)}; validation refuses a fixed job "
                         f"like this, but the stream's jobs are drawn during the run and run")
             found.append((total, gpus, note))
         if found:
