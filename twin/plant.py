@@ -22,11 +22,10 @@ from twin.compute.specs import (
     GpuSpec,
     ModelSpec,
     ParallelSpec,
-    expert_dp_unit,
     memory_per_gpu,
     step_time,
 )
-from twin.compute.step import dualpipe_problems
+from twin.compute.step import dualpipe_problems, expert_dp_unit
 from twin.scenario.schema import Hall, Hardware, Scenario
 
 _DIRECTIONS = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}

@@ -338,7 +338,8 @@ def test_usable_gpus_without_expert_tp_is_the_former_rule():
     # the former unit, model replicas x ep / gcd(cp, ep), over a grid of layouts and GPU counts
     import math
 
-    from twin.compute.specs import ParallelSpec, expert_dp_unit
+    from twin.compute.specs import ParallelSpec
+    from twin.compute.step import expert_dp_unit
     from twin.plant import usable_gpus
     for tp in (1, 2, 4, 8):
         for cp in (1, 2, 4):

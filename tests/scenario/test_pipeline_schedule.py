@@ -1,6 +1,6 @@
 """``workload.jobs[].pipeline_schedule`` in a scenario: the loader's checks, the engine's
 step time and tokens under DualPipe, and step_estimate's expert-TP check through
-``twin.compute.specs.expert_dp_unit``.
+``twin.compute.step.expert_dp_unit``.
 
 The job is the Mixtral-8x7B-shaped mixture of experts of scenarios/studies/moe.yaml on the
 Lenovo "large" cluster (16 SR675 V3, 128 H100 NVL), at pp 2 so that DualPipe can run it

@@ -80,6 +80,7 @@ from twin.compute.step import (
     PIPELINE_SCHEDULES,
     StepEstimate,
     dualpipe_problems,
+    expert_dp_unit,
     fabric_traffic_pattern,
     resolved_schedule,
     schedule_vpp_mismatch,
@@ -426,7 +427,7 @@ def layout_problems(est: EstimateFile) -> list[str]:
         if m.experts % p.ep:
             out.append(f"{est.name}: model.experts = {m.experts} is not a multiple of "
                        f"parallelism.ep = {p.ep}")
-        unit = specs.expert_dp_unit(tp=p.tp, cp=p.cp, ep=p.ep, moe_expert_tp=p.moe_expert_tp)
+        unit = expert_dp_unit(tp=p.tp, cp=p.cp, ep=p.ep, moe_expert_tp=p.moe_expert_tp)
         if p.moe_expert_tp is None:
             if (dpcp // p.cp) % unit:
                 out.append(f"{est.name}: parallelism.ep = {p.ep} does not divide the data x "

@@ -516,7 +516,9 @@ def memory_per_gpu_bytes(
     # step imports this module
     from twin.compute.step import (
         PIPELINE_SCHEDULES,
+        _check_deepseek_terms,
         dualpipe_problems,
+        expert_dp_unit,
         resolved_schedule,
         schedule_vpp_mismatch,
     )
@@ -557,7 +559,6 @@ def memory_per_gpu_bytes(
     if isinstance(mtp_depth, bool) or int(mtp_depth) != mtp_depth or mtp_depth < 0:
         raise ValueError(f"mtp_depth must be a whole number >= 0, got {mtp_depth!r}")
     mtp = int(mtp_depth)
-    from twin.compute.step import _check_deepseek_terms  # step imports this module
     _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
                           moe_shared_experts=moe_shared_experts,
                           moe_shared_ffn_hidden=moe_shared_ffn_hidden,
@@ -570,7 +571,6 @@ def memory_per_gpu_bytes(
                 or moe_expert_tp < 1:
             raise ValueError(f"moe_expert_tp must be a positive integer or None, got "
                              f"{moe_expert_tp!r}")
-        from twin.compute.specs import expert_dp_unit  # specs imports this module
         # Megatron-core's one condition (parallel_state.initialize_model_parallel: the world a
         # multiple of etp ep pp), any etp; the step model also wants etp in (1, tp), its
         # expert communication's two cases, a limit of that model and not of the layout

@@ -17,7 +17,6 @@ is written here once:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -132,24 +131,6 @@ class ModelSpec:
                     mla_qk_nope_head_dim=self.mla_qk_nope_head_dim,
                     mla_qk_rope_head_dim=self.mla_qk_rope_head_dim,
                     mla_v_head_dim=self.mla_v_head_dim)
-
-
-def expert_dp_unit(*, tp: int, cp: int, ep: int, moe_expert_tp: int | None) -> int:
-    """Data-parallel ranks [-] whose multiples, and only those, hold the expert-parallel layout.
-
-    Without expert tensor parallelism (``moe_expert_tp`` None) the expert groups come from the
-    data x context ranks: ``ep`` must divide ``dp cp``, i.e. ``dp`` a multiple of
-    ``ep / gcd(cp, ep)``.  With it (``etp``, Megatron-core's "MoE parallel folding",
-    Megatron-LM 7f22e21) the groups are drawn over a pipeline stage's ``tp cp dp`` ranks and
-    ``parallel_state.initialize_model_parallel`` requires the world size to be a multiple of
-    ``etp ep pp``: ``etp ep`` divides ``tp cp dp``, i.e. ``dp`` a multiple of
-    ``etp ep / gcd(tp cp, etp ep)`` The one predicate of
-    :func:`twin.compute.estimate_file.layout_problems`, the scenario loader and
-    :func:`twin.plant.usable_gpus`."""
-    if moe_expert_tp is None:
-        return ep // math.gcd(cp, ep)
-    group = moe_expert_tp * ep
-    return group // math.gcd(tp * cp, group)
 
 
 @dataclass(frozen=True)

@@ -510,6 +510,24 @@ def _check_deepseek_terms(*, layers, moe_experts, moe_ffn_hidden, moe_shared_exp
                "mla_q_lora_rank and the mla head dims need mla_kv_lora_rank > 0")
 
 
+def expert_dp_unit(*, tp: int, cp: int, ep: int, moe_expert_tp: int | None) -> int:
+    """Data-parallel ranks [-] whose multiples, and only those, hold the expert-parallel layout.
+
+    Without expert tensor parallelism (``moe_expert_tp`` None) the expert groups come from the
+    data x context ranks: ``ep`` must divide ``dp cp``, i.e. ``dp`` a multiple of
+    ``ep / gcd(cp, ep)``.  With it (``etp``, Megatron-core's "MoE parallel folding",
+    Megatron-LM 7f22e21) the groups are drawn over a pipeline stage's ``tp cp dp`` ranks and
+    ``parallel_state.initialize_model_parallel`` requires the world size to be a multiple of
+    ``etp ep pp``: ``etp ep`` divides ``tp cp dp``, i.e. ``dp`` a multiple of
+    ``etp ep / gcd(tp cp, etp ep)`` The one predicate of
+    :func:`twin.compute.estimate_file.layout_problems`, the scenario loader and
+    :func:`twin.plant.usable_gpus`."""
+    if moe_expert_tp is None:
+        return ep // math.gcd(cp, ep)
+    group = moe_expert_tp * ep
+    return group // math.gcd(tp * cp, group)
+
+
 def moe_routed_load(routing: str, capacity_factor: float, dropless_load: float | None) -> float:
     """Routed copies a rank's experts take per token, over ``top_k`` [-]: ``capacity_factor``
     with capacity routing (padded to capacity), the busiest expert-parallel rank's load with
@@ -1419,7 +1437,6 @@ def step_estimate(
                f"moe_top_k={moe_top_k!r} must be between 1 and moe_experts={moe_experts}")
         _check(int(moe_ep) == moe_ep and moe_ep >= 1 and moe_experts % moe_ep == 0,
                f"moe_experts={moe_experts} is not a multiple of moe_ep={moe_ep!r}")
-        from twin.compute.specs import expert_dp_unit  # specs imports this module
         if moe_expert_tp is not None:  # the expert communication's two cases (a model limit)
             _check(not isinstance(moe_expert_tp, bool) and moe_expert_tp in (1, tp),
                    f"moe_expert_tp={moe_expert_tp!r} must be 1 or tp={tp}")

@@ -455,7 +455,7 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
                                 f"a multiple of data-parallel ranks x micro_batch = {dp * job.micro_batch}"))
                 else:
                     micro_batches = job.global_batch // (dp * job.micro_batch)
-                from twin.compute.specs import expert_dp_unit
+                from twin.compute.step import expert_dp_unit
                 etp = job.moe_expert_tp
                 if dp % expert_dp_unit(tp=job.tp, cp=job.cp, ep=job.ep, moe_expert_tp=etp):
                     if etp is None:
