@@ -129,25 +129,34 @@ def _job_index(data: Any, job: str | None) -> int | None:
     return None
 
 
-def _scenario_schedule_conflict(flag: str, sets: list[str], n: int, jobs: int) -> None:
-    """The estimate file's rule (:func:`_check_schedule_flag`) for a scenario: the last
-    ``--set workload.jobs.<n>.pipeline_schedule`` (negative indices counted from the end, as
-    ``--set`` counts them) to another schedule than ``--pipeline-schedule`` exits 2 naming
-    both; null (the schedule vpp implies) is no schedule, so the flag sets it."""
+def _schedule_set_conflict(flag: str, sets: list[str], names_the_field) -> None:
+    """``--pipeline-schedule X`` overrides the file's schedule, but a ``--set`` of the same
+    field to another schedule on the same command line is a contradiction, not a default to
+    override: the last ``--set`` whose dotted path ``names_the_field(parts)`` accepts, if its
+    value is another schedule, exits 2 naming both; null (the schedule vpp implies) is no
+    schedule, so the flag sets it.  The one rule for estimate files
+    (``parallelism.pipeline_schedule``) and scenarios (:func:`_load_with_schedule`)."""
     from twin.scenario.loader import parse_override
 
     last = None
     for item in sets:
         parts, value = parse_override(item)
-        if len(parts) != 4 or parts[:2] != ["workload", "jobs"] or parts[3] != "pipeline_schedule":
-            continue
-        if not parts[2].lstrip("-").isdigit() or not -jobs <= int(parts[2]) < jobs:
-            continue                    # the loader reports a bad index
-        if int(parts[2]) % jobs == n:
+        if names_the_field(parts):
             last = (item.partition("=")[0].strip(), value)
     if last is not None and last[1] is not None and last[1] != flag:
         raise EstimateFileError([f"--pipeline-schedule {flag} contradicts --set "
                                  f"{last[0]}={last[1]}: give one of them"])
+
+
+def _job_schedule_path(n: int, jobs: int):
+    """Whether a ``--set`` path is ``workload.jobs.<n>.pipeline_schedule`` of a scenario with
+    ``jobs`` fixed jobs (negative indices counted from the end, as ``--set`` counts them; a bad
+    index is the loader's to report)."""
+    def names_the_field(parts: list[str]) -> bool:
+        return (len(parts) == 4 and parts[:2] == ["workload", "jobs"]
+                and parts[3] == "pipeline_schedule" and parts[2].lstrip("-").isdigit()
+                and -jobs <= int(parts[2]) < jobs and int(parts[2]) % jobs == n)
+    return names_the_field
 
 
 def _load_with_schedule(path: str, overrides: list[str] | None, job: str | None,
@@ -172,7 +181,7 @@ def _load_with_schedule(path: str, overrides: list[str] | None, job: str | None,
     n = _job_index(data, job)
     if n is None:
         return validate_data(data, str(path), origins), None
-    _scenario_schedule_conflict(flag, list(overrides or []), n, len(data["workload"]["jobs"]))
+    _schedule_set_conflict(flag, list(overrides or []), _job_schedule_path(n, len(data["workload"]["jobs"])))
     key = f"workload.jobs.{n}.pipeline_schedule"
     apply_override(data, key.split("."), flag)
     origin = f"--set {key}={flag}"     # the loader names a --set as a problem's origin
@@ -387,20 +396,6 @@ def _is_scenario(path: str) -> bool:
     return isinstance(data, dict) and ("workload" in data or "extends" in data)
 
 
-def _check_schedule_flag(flag: str, sets: list[str], loaded: str | None) -> None:
-    """``--pipeline-schedule X`` overrides the file's schedule, but a ``--set`` of the same field
-    to another value on the same command line is a contradiction, not a default to override:
-    exit 2 naming both.  The field is the estimate file's ``parallelism.pipeline_schedule``; a
-    --set counts when the file ends up with its value (a scenario's job:
-    :func:`_scenario_schedule_conflict`)."""
-    for item in sets:
-        key, _, value = item.partition("=")
-        key, value = key.strip(), value.strip().strip("'\"")
-        if key.endswith("pipeline_schedule") and value != flag and value == loaded:
-            raise EstimateFileError([
-                f"--pipeline-schedule {flag} contradicts --set {key}={value}: give one of them"])
-
-
 def _with_vpp_hint(flag: str, exc: EstimateFileError) -> EstimateFileError:
     """The layout check's lines, the one on ``vpp`` ending with the ``--set`` that goes with
     ``--pipeline-schedule`` (every shipped file with vpp > 1 needs ``parallelism.vpp=1`` for
@@ -439,7 +434,8 @@ def _cmd_step(args) -> dict:
                                  "clock_fraction": est.cluster.clock_fraction})
         est = est.model_copy(update={"cluster": c})
     if args.pipeline_schedule is not None and not scenario:
-        _check_schedule_flag(args.pipeline_schedule, args.set, est.parallelism.pipeline_schedule)
+        _schedule_set_conflict(args.pipeline_schedule, args.set,
+                               lambda parts: parts == ["parallelism", "pipeline_schedule"])
         est = est.model_copy(update={"parallelism": est.parallelism.model_copy(
             update={"pipeline_schedule": args.pipeline_schedule})})
     _check_size("cluster.gpus", est.cluster.gpus)
