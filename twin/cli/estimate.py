@@ -173,11 +173,11 @@ def _load_with_schedule(path: str, overrides: list[str] | None, job: str | None,
 
     from twin.errors import ScenarioError
     from twin.scenario import load_scenario
-    from twin.scenario.loader import _resolved, apply_override, validate_data
+    from twin.scenario.loader import apply_override, resolved_mapping, validate_data
 
     if flag is None:
         return load_scenario(path, overrides), None
-    data, origins = _resolved(Path(path), overrides)
+    data, origins = resolved_mapping(Path(path), overrides)
     n = _job_index(data, job)
     if n is None:
         return validate_data(data, str(path), origins), None

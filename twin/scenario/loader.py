@@ -856,7 +856,7 @@ def validate_data(data: dict, file: str = "<scenario>", origins: dict[str, str] 
     return scenario
 
 
-def _resolved(path: Path, overrides: list[str] | None) -> tuple[dict, dict[str, str]]:
+def resolved_mapping(path: Path, overrides: list[str] | None) -> tuple[dict, dict[str, str]]:
     """The merged mapping of a scenario file with its overrides, and where each value came from."""
     origins: dict[str, str] = {}
     data = _resolve(path, (), origins)
@@ -875,7 +875,7 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     scenario are not computed here: :func:`check_scenario` returns them.
     """
     path = Path(path)
-    data, origins = _resolved(path, overrides)
+    data, origins = resolved_mapping(path, overrides)
     return validate_data(data, str(path), origins)
 
 
@@ -884,7 +884,7 @@ def check_scenario(path: str | Path, overrides: list[str] | None = None) -> Chec
     each naming the file that set the part it is about.  Raises :class:`ScenarioError` as
     :func:`load_scenario` does; the notes never stop a scenario."""
     path = Path(path)
-    data, origins = _resolved(path, overrides)
+    data, origins = resolved_mapping(path, overrides)
     scenario = validate_data(data, str(path), origins)
     notes = tuple(Note(_origin_of(where, origins, str(path)), where, text)
                   for where, text in semantic_notes(scenario))
