@@ -1704,7 +1704,7 @@ def step_estimate(
             t_cp_exposed = 0.0
 
         # expert parallel: dispatch and combine all-to-alls of the routed token copies
-        # (bf16), two forward and two backward per layer; EP ranks are strided by tp x cp,
+        # (combines bf16), two forward and two backward per layer; EP ranks are strided by tp x cp,
         # so an EP group holds g / (tp cp) ranks of a node at most
         if E and moe_ep > 1:
             a2a_bytes = T / sp * moe_top_k * moe_load * h * 2.0
@@ -1717,24 +1717,22 @@ def step_estimate(
                     return 0.0
                 return float(group_collective_time_s("all_to_all", nbytes, nodes=nodes,
                                                      ranks_per_node=rpn, **coll))
-            if node_limit:
-                # IB once per distinct target node (D rows of h a token), NVLink forwarding of
-                # the top_k copies inside the node, the two legs concurrent (sec. 3.2.2)
-                rows_ib = moe_nodes_per_token(experts=int(E), top_k=int(moe_top_k),
-                                              nodes=ep_nodes, node_limit=node_limit)
+            rows_ib = moe_nodes_per_token(experts=int(E), top_k=int(moe_top_k), nodes=ep_nodes,
+                                          node_limit=node_limit) if node_limit else 0.0
 
-                def _leg(el_bytes: float) -> float:
-                    row = T / sp * moe_load * h * el_bytes
-                    return max(_a2a(row * rows_ib, ep_nodes, ep_rpn) if ep_nodes > 1 else 0.0,
-                               _a2a(row * moe_top_k, 1, ep_rpn))
-                t_a2a_exposed = 2.0 * _leg(moe_dispatch_bytes) + 2.0 * _leg(2.0)
-            elif moe_dispatch_bytes != 2.0:  # the two dispatches at their size, combines bf16
-                t_a2a_exposed = 2.0 * _a2a(a2a_bytes * moe_dispatch_bytes / 2.0, ep_nodes,
-                                           ep_rpn) + 2.0 * _a2a(a2a_bytes, ep_nodes, ep_rpn)
-            else:
-                t_a2a = float(group_collective_time_s("all_to_all", a2a_bytes, nodes=ep_nodes,
-                                                      ranks_per_node=ep_rpn, **coll))
-                t_a2a_exposed = 4.0 * t_a2a
+            def _one_way(el_bytes: float) -> float:
+                """One all-to-all of the routed copies at ``el_bytes`` an element; node-limited:
+                IB once per distinct target node (D rows of h a token) and NVLink forwarding of
+                the top_k copies inside the node, the two legs concurrent (sec. 3.2.2)."""
+                if not node_limit:
+                    return _a2a(a2a_bytes * el_bytes / 2.0, ep_nodes, ep_rpn)
+                row = T / sp * moe_load * h * el_bytes
+                return max(_a2a(row * rows_ib, ep_nodes, ep_rpn) if ep_nodes > 1 else 0.0,
+                           _a2a(row * moe_top_k, 1, ep_rpn))
+            # two dispatches (at their element size) and two combines (bf16) a layer
+            t_comb = _one_way(2.0)
+            t_disp = t_comb if moe_dispatch_bytes == 2.0 else _one_way(moe_dispatch_bytes)
+            t_a2a_exposed = 2.0 * t_disp + 2.0 * t_comb
         else:
             t_a2a_exposed = 0.0
 
