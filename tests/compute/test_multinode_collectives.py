@@ -9,11 +9,11 @@ and an H100 RoCE cluster (nccl issue 1221).  Goal: within 10 % from 64 MB up.
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_scripts import reference_script
 
 from twin.compute.collectives import (
     NVLS_TREE_TUNER_FRACTION,
@@ -163,11 +163,7 @@ def test_no_alternative_law_brings_more_held_out_rows_within_the_goal():
     # on the fit rows (A 4 nodes, B 8 nodes) as the shipped model is; none puts more of the
     # 65 held-out rows within 10 % than the shipped model (55), so none is shipped
     # (docs/validation.md).  The patches must still apply to the module as it is.
-    sys.path.insert(0, str(REF))
-    try:
-        import nccl_multinode_alternatives as alt
-    finally:
-        sys.path.remove(str(REF))
+    alt = reference_script("nccl_multinode_alternatives")
     within = {}
     for name in alt.ALTERNATIVES:
         h = alt.held_out_errors(alt.evaluate(name))
@@ -302,11 +298,7 @@ def test_p5_efa_cluster_2_to_32_nodes():
     # AWS p5.48xlarge, 32 EFA x 100 Gb/s per node, NCCL 2.27.7 with AWS's tuner plugin, 2-32
     # nodes (github.com/crazyguitar/aws-gpu-communication-benchmark); not in the goal set
     # (EFA, another tuner), nothing fitted on it
-    sys.path.insert(0, str(REF))
-    try:
-        from nccl_p5_tuner_regions import p5_allreduce_choice
-    finally:
-        sys.path.remove(str(REF))
+    p5_allreduce_choice = reference_script("nccl_p5_tuner_regions").p5_allreduce_choice
     table = _table("nccl_multinode_h100_p5_efa.csv")
     assert len(table) == 80
     for r in table:  # the transcription: busbw = F(n) algbw, and the plugin's choice
@@ -450,11 +442,7 @@ def test_nic_share_law_decision_rule_rows():
     # -8.2 %.  The wire at the header efficiency alone (0.994 IB) would give 88 of 107 but
     # issue 175 at +14.3 %, failing (c).  (Step times, (b): tests/compute/test_step.py,
     # test_moe_fsdp.py.)
-    sys.path.insert(0, str(REF))
-    try:
-        import nccl_multinode_alternatives as alt
-    finally:
-        sys.path.remove(str(REF))
+    alt = reference_script("nccl_multinode_alternatives")
     got = {}
     for name in alt.NIC_SHARE_VARIANTS:
         sc = alt.nic_share_law_scores(name)
@@ -486,11 +474,7 @@ def test_fill_time_law_decision_rule_rows():
     # default.
     import twin.compute.collectives as coll
     assert coll.FILL_TIME_LAW is True
-    sys.path.insert(0, str(REF))
-    try:
-        import nccl_multinode_alternatives as alt
-    finally:
-        sys.path.remove(str(REF))
+    alt = reference_script("nccl_multinode_alternatives")
     scores = {on: alt.fill_time_law_scores(on) for on in alt.FILL_TIME_VARIANTS.values()}
     got = {}
     for on, sc in scores.items():
@@ -540,11 +524,7 @@ def test_fill_ref_node_decision_rule_rows():
     # test_collectives.py::test_fill_time_law_slower_nics_never_faster; (7) no refit
     import twin.compute.collectives as coll
     assert coll.FILL_REF_NVLINK_GB_S == 450.0
-    sys.path.insert(0, str(REF))
-    try:
-        import nccl_multinode_alternatives as alt
-    finally:
-        sys.path.remove(str(REF))
+    alt = reference_script("nccl_multinode_alternatives")
     sc = {on: alt.fill_ref_node_scores(on) for on in (False, True)}
     got = {}
     for on, x in sc.items():

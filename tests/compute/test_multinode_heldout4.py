@@ -11,19 +11,15 @@ shows here and is re-pinned in one place; nothing is fitted on these rows.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from reference_scripts import reference_script
 
 from twin.compute.collectives import bus_factor
 
 REF = Path(__file__).resolve().parents[2] / "assets/reference"
-sys.path.insert(0, str(REF))
-try:
-    import nccl_multinode_heldout4 as hp
-finally:
-    sys.path.remove(str(REF))
+hp = reference_script("nccl_multinode_heldout4")
 
 PP = 0.005  # 0.5 percentage points
 

@@ -4,22 +4,17 @@ from one class to another, fails here and has to update the table knowingly."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from reference_scripts import reference_script
 
 REF = Path(__file__).resolve().parents[2] / "assets/reference"
 
 
 @pytest.fixture(scope="module")
 def gm():
-    sys.path.insert(0, str(REF))
-    try:
-        import nccl_goal_misses
-    finally:
-        sys.path.remove(str(REF))
-    return nccl_goal_misses
+    return reference_script("nccl_goal_misses")
 
 
 @pytest.fixture(scope="module")

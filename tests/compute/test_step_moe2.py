@@ -3,22 +3,13 @@ and 8x22B throughputs on DGX H100 (assets/reference/step_times_moe2.csv, sources
 step_times_moe2_sources.md), every row held out: the transcription, each row's error, the set's
 mean and worst against issue 16's step goals."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from reference_scripts import reference_script
 
 from twin.compute.step import MOE_DROPLESS_BUSIEST_LOAD
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "step_times_moe2", ROOT / "assets/reference/step_times_moe2.py")
-assert _spec is not None and _spec.loader is not None
-moe2 = importlib.util.module_from_spec(_spec)
-sys.modules["step_times_moe2"] = moe2
-_spec.loader.exec_module(moe2)
+moe2 = reference_script("step_times_moe2")
 
 #: Twin error of every row [%] (twin / measured - 1) with the dropless-routing term (HU2);
 #: pinned to 0.5 points.  The goal rows are scored against issue 16's step goals below; the
