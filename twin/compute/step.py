@@ -94,6 +94,7 @@ from twin.compute.collectives import (
     p2p_efficiency,
     transport_efficiency,
 )
+from twin.compute.pipeline_layout import DECODER, EMBED, LOSS, MTP, parse_pipeline_layout
 
 
 @dataclass(frozen=True)
@@ -1226,6 +1227,7 @@ def step_estimate(
     moe_node_limit: int | None = None,
     moe_dispatch_bytes: float = 2.0,
     mtp_depth: int = 0,
+    pipeline_layout: str | None = None,
 ) -> StepEstimate:
     """Estimate one optimizer step of a transformer (dense or mixture of experts) [s], MFU.
 
@@ -1377,6 +1379,25 @@ def step_estimate(
     ``2h x h`` projection of the two normed inputs (in ``gemm``) and another pass through the
     output layer and the embedding (in ``output_layer``); its FLOPs count in the MFU
     (:func:`mtp_flops_per_sequence`), its weights in the data-parallel and optimizer terms.
+
+    pipeline_layout (None: the even split above, every figure bit for bit): Megatron-core's
+    ``--pipeline-model-parallel-layout`` string (:mod:`twin.compute.pipeline_layout`; ``pp
+    vpp`` virtual stages, virtual stage ``v pp + r`` is rank ``r``'s chunk ``v``), with which
+    ``layers`` need not reach ``pp vpp`` (Llama 3 405B: 126 layers, pp 16, vpp 8, ``E|(t|)*126,L``,
+    arXiv 2407.21783 sec. 3.3.2).  Each rank's time per micro-batch is the sum over its chunks:
+    its decoder layers (the first ``moe_dense_layers`` in layout order with a dense MLP, the
+    rest MoE), each ``m`` an MTP module as above, the embedding where ``E`` sits and the
+    output layer + loss where ``L`` sits (both in ``output_layer``); the critical rank (the
+    largest time) gives the stage time, the breakdown and the bubble ``(pp-1)/vpp
+    t_stage_max`` as above.  Uneven chunks keep that closed form: an approximation (the
+    interleaved schedule's bubble is a sum over the chunks the fill and drain cross, not
+    ``1/vpp`` of the slowest rank's stage).  DualPipe (vpp 1): the layout's ``pp`` stages are
+    the schedule's, rank ``j`` runs stages ``j`` and ``pp-1-j``, each chunk from its stage's
+    contents (the embedding's passes where ``E`` sits, the output layer's where ``L`` and each
+    ``m`` sit).  Parameters per rank from its chunks (layers, MTP modules, the input embedding
+    and the output layer where ``E`` and ``L`` sit); the data-parallel sync and the optimizer
+    take the rank with the most (DualPipe: the rank pair's two stages, as their mean twice,
+    the two-copy rule above), FSDP's per-layer terms the critical rank's layers.
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -1408,7 +1429,8 @@ def step_estimate(
            f"global_batch={global_batch} is not a multiple of dp*micro_batch={dp * micro_batch}")
     _check(heads % tp == 0 and kv_heads <= heads and heads % kv_heads == 0,
            f"heads={heads}, kv_heads={kv_heads} do not split over tp={tp}")
-    _check(layers >= pp * vpp, f"layers={layers} < pp*vpp={pp * vpp}")
+    if pipeline_layout is None:  # a layout places the layers itself (checked below)
+        _check(layers >= pp * vpp, f"layers={layers} < pp*vpp={pp * vpp}")
     schedule = resolved_schedule(pipeline_schedule, vpp)
     _check(schedule in PIPELINE_SCHEDULES,
            f"pipeline_schedule must be one of {PIPELINE_SCHEDULES} or None, got "
@@ -1454,6 +1476,10 @@ def step_estimate(
     _check(not isinstance(mtp_depth, bool) and int(mtp_depth) == mtp_depth and mtp_depth >= 0,
            f"mtp_depth must be a whole number >= 0, got {mtp_depth!r}")
     _check(moe_dispatch_bytes > 0, f"moe_dispatch_bytes must be > 0, got {moe_dispatch_bytes!r}")
+    # the layout's counts (pp, vpp, 4): embedding, decoder layers, MTP layers, loss per rank and
+    # chunk; DualPipe's vpp is 1, so its pp virtual stages are the schedule's pp stages
+    layout = None if pipeline_layout is None else parse_pipeline_layout(
+        pipeline_layout, pp=int(pp), vpp=int(vpp), layers=int(layers), mtp_depth=int(mtp_depth))
     node_limit = int(moe_node_limit) if moe_node_limit else 0
     _check(moe_node_limit is None or (not isinstance(moe_node_limit, bool)
                                       and int(moe_node_limit) == moe_node_limit
@@ -1806,6 +1832,27 @@ def step_estimate(
     t_stage_max = max(t_stage, t_stage_first)
     if t_stage_first > t_stage:  # embedding-heavy first stage (tiny models)
         stage_last["output_layer"] += t_stage_first - t_stage
+    if layout is not None:
+        # each rank's chunks summed: its dense and MoE layers (the first nd in layout order
+        # dense), MTP modules (a layer of the model's kind, the 2h x h projection, a pass
+        # through the output layer and the embedding), the embedding and the output layer +
+        # loss where the layout puts them; the critical rank sets the stage time
+        lc = layout.counts.sum(axis=1)  # per rank: E, t, m, L
+        l_dense = layout.dense_layers(nd).sum(axis=1)
+        rank_parts = []
+        for r in range(pp):
+            n_d = float(l_dense[r])
+            n_mo = float(lc[r, DECODER]) - n_d
+            n_m = float(lc[r, MTP])
+            parts = {k: v * n_mo + t_layer_dense[k] * n_d + v * n_m for k, v in t_layer.items()}
+            parts["gemm"] += n_m * float(g_mtp.sum())
+            parts["output_layer"] = (float(lc[r, LOSS]) * t_logits + float(lc[r, EMBED]) * t_embed
+                                     + n_m * (t_logits + t_embed))
+            rank_parts.append(parts)
+        rank_t = [sum(p.values()) for p in rank_parts]
+        crit = int(np.argmax(rank_t))
+        stage_last = rank_parts[crit]
+        t_stage_max = rank_t[crit]
 
     # pipeline point-to-point: 2*vpp sends of T x h / tp per micro-batch and stage
     if pp > 1:
@@ -1827,7 +1874,7 @@ def step_estimate(
         t_pp_exposed = t_pp_fill = 0.0
         bubble = 0.0
     if dualpipe:
-        def _chunk(n_main: int, n_dense: int, out_f: float, out_b: float,
+        def _chunk(n_main: float, n_dense: float, out_f: float, out_b: float,
                    out_w: float, gemm_fbw: tuple[float, float, float] = (0.0, 0.0, 0.0)
                    ) -> PipelineChunk:
             parts: dict[str, float] = {}
@@ -1867,7 +1914,28 @@ def step_estimate(
         sm_share = DUALPIPE_COMM_SMS / ke.sms if (moe_experts and moe_ep > 1) else 0.0
         # inner stages: ceil(layers / pp) MoE layers (dense first layers not placed there)
         inner = _chunk(lps, 0, 0.0, 0.0, 0.0) if pp > 2 else first
-        rank = dualpipe_pipeline([first] + [inner] * (pp - 2) + [last], microbatches=m_micro,
+        stage_chunks = [first] + [inner] * (pp - 2) + [last]
+        if layout is not None:
+            # stage s from the layout's virtual stage s (vpp 1): its layers (dense first in
+            # layout order, MTP layers of the model's kind), the embedding's passes where E
+            # sits, the output layer where L and each MTP module sit; alike stages share a chunk
+            d_st = layout.dense_layers(nd)[:, 0]
+            memo_chunk: dict[tuple[float, ...], PipelineChunk] = {}
+            stage_chunks = []
+            for s_i in range(pp):
+                e_s, t_s, m_s, l_s = (float(x) for x in layout.counts[s_i, 0])
+                key_s = (e_s, t_s, m_s, l_s, float(d_st[s_i]))
+                if key_s not in memo_chunk:
+                    n_h = l_s + m_s
+                    memo_chunk[key_s] = _chunk(
+                        t_s - key_s[4] + m_s, key_s[4],
+                        (e_s + m_s) * t_embed / 3.0 + n_h * (float(g_logits[0]) + t_ce),
+                        (e_s + m_s) * 2.0 * t_embed / 3.0 + n_h * float(g_logits[1] + g_logits[2]),
+                        n_h * float(g_logits[2]),
+                        (m_s * float(g_mtp[0]), m_s * float(g_mtp[1] + g_mtp[2]),
+                         m_s * float(g_mtp[2])))
+                stage_chunks.append(memo_chunk[key_s])
+        rank = dualpipe_pipeline(stage_chunks, microbatches=m_micro,
                                  t_send_s=t_send, sm_share=sm_share)
         bubble = rank["bubble"]
         t_stage_max = rank["pair"]  # per micro-batch, for the data-parallel overlap below
@@ -1898,6 +1966,33 @@ def step_estimate(
                                     / tp + 4 * h)
         else:
             p_dense += mtp_depth * ((attn_params + mats * h * F + 2 * h * h) / tp + 4 * h)
+    if layout is not None:
+        # each rank's parameters from its chunks: attention (and router) of every decoder
+        # layer, the dense MLPs of its dense layers, the routed and shared experts of its MoE
+        # layers, the MTP modules, the embedding and the output layer where E and L sit
+        lc = layout.counts.sum(axis=1)
+        n_d_r = layout.dense_layers(nd).sum(axis=1)
+        n_t_r, n_m_r = lc[:, DECODER], lc[:, MTP]
+        n_head_r = lc[:, EMBED] + lc[:, LOSS]
+        if moe_experts:
+            per_exp = (moe_experts / moe_ep) * mats * h * Fe / etp
+            pe_r = (n_t_r - n_d_r + n_m_r) * per_exp
+            pd_r = (n_t_r * (attn_params + h * moe_experts) / tp + n_head_r * vocab * h / tp
+                    + 2 * h * n_t_r
+                    + ((n_t_r - n_d_r) * mats * h * Fs + n_d_r * (mats * h * F - h * moe_experts))
+                    / tp
+                    + n_m_r * ((attn_params + h * moe_experts + mats * h * Fs + 2 * h * h) / tp
+                               + 4 * h))
+        else:
+            pe_r = np.zeros(pp)
+            pd_r = (n_t_r * (attn_params + mats * h * F) / tp + n_head_r * vocab * h / tp
+                    + 2 * h * n_t_r + n_m_r * ((attn_params + mats * h * F + 2 * h * h) / tp
+                                               + 4 * h))
+        if dualpipe:  # rank j holds stages j and pp-1-j: their mean, twice (copies below)
+            pd_r = 0.5 * (pd_r + pd_r[::-1])
+            pe_r = 0.5 * (pe_r + pe_r[::-1])
+        heavy = int(np.argmax(pd_r + pe_r))
+        p_dense, p_exp = float(pd_r[heavy]), float(pe_r[heavy])
     p_local = p_dense + p_exp
     n_dp = dp * cp
     t_mb_bwd = (2.0 / 3.0) * t_stage_max
@@ -1913,6 +2008,11 @@ def step_estimate(
         # behind that layer's own compute (prefetch of the next layer); PyTorch FSDP's
         # backward pair runs serially with it (one NCCL stream, SM contention)
         p_layer = (p_local - vocab * h / tp) / layers_per_stage
+        n_fsdp_layers: float = layers_per_stage
+        if layout is not None:  # the critical rank's layers, its parameters without E / L
+            n_fsdp_layers = float(n_t_r[crit] + n_m_r[crit])
+            p_layer = (float(pd_r[crit] + pe_r[crit] - n_head_r[crit] * vocab * h / tp)
+                       / n_fsdp_layers) if n_fsdp_layers else 0.0
         grp = _dp_group(shard)
         t_ag_l = float(group_collective_time_s("all_gather", p_layer * param_gather_bytes,
                                                  **grp)) \
@@ -1925,7 +2025,7 @@ def step_estimate(
             per_layer = max(0.0, t_ag_l - t_fwd_l) + max(0.0, t_ag_l + t_rs_l - t_bwd_l)
         else:  # PyTorch FSDP: the backward gather and reduce-scatter add to the layer
             per_layer = max(0.0, t_ag_l - t_fwd_l) + t_ag_l + t_rs_l
-        t_dp_exposed = per_layer * layers_per_stage * m_micro
+        t_dp_exposed = per_layer * n_fsdp_layers * m_micro
         if n_dp > shard:  # replicas of each shard: one gradient all-reduce per step
             t_rep = float(group_collective_time_s(
                 "allreduce", p_local / shard * grad_bytes, nodes=n_dp // shard, ranks_per_node=1,
