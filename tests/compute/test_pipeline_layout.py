@@ -3,11 +3,16 @@ and memory models: the parser's errors one by one, round trips of random layouts
 equal to the even split against no layout, and hand-valued cases (helper HL)."""
 
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_scripts import reference_script
 
+from twin.compute import step_estimate
+from twin.compute.memory import memory_per_gpu_bytes
 from twin.compute.pipeline_layout import (
     DECODER,
     EMBED,
@@ -17,6 +22,7 @@ from twin.compute.pipeline_layout import (
     layout_text,
     parse_pipeline_layout,
 )
+from twin.compute.step import H100_SXM
 
 # ---- parser ------------------------------------------------------------------------------
 
@@ -188,3 +194,203 @@ def test_random_layouts_round_trip(case, groups):
         parse_pipeline_layout(text, pp=pp, vpp=vpp, layers=layers + 1, mtp_depth=mtp)
     with pytest.raises(ValueError, match="pipeline_layout"):
         parse_pipeline_layout(text + "|", pp=pp, vpp=vpp, layers=layers, mtp_depth=mtp)
+
+
+# ---- step and memory models ----------------------------------------------------------------
+
+H100 = dict(gpus_per_node=8, hbm_bw_tb_s=3.35, nvlink_gb_s=450.0, inter_node_gbps=3200.0,
+            peak_tflops=989.0, nvls=True)
+SHAPE = dict(hidden=4096, ffn_hidden=14336, heads=32, kv_heads=8, vocab=128256, seq_len=4096)
+MOE = dict(moe_experts=8, moe_top_k=2, moe_ep=4)
+
+
+def _step_kw(layers, pp, vpp, sched=None, m=None, dp=4, moe=False, **kw):
+    m = m or 4 * pp
+    out = dict(H100, **SHAPE, layers=layers, global_batch=dp * m, micro_batch=1, tp=4, pp=pp,
+               cp=1, vpp=vpp, gpus=4 * pp * dp, pipeline_schedule=sched, **(MOE if moe else {}))
+    return dict(out, **kw)
+
+
+def _mem_kw(layers, pp, vpp, sched=None, m=None, dp=4, moe=False, **kw):
+    return dict(**SHAPE, layers=layers, micro_batch=1, tp=4, pp=pp, vpp=vpp, dp=dp,
+                microbatches=m or 4 * pp, pipeline_schedule=sched, **(MOE if moe else {}), **kw)
+
+
+def _even_text(layers, pp, vpp, mtp=0):
+    return layout_text(even_pipeline_layout(pp=pp, vpp=vpp, layers=layers, mtp_depth=mtp))
+
+
+@pytest.mark.parametrize("pp, vpp, sched, moe, mtp", [
+    (4, 1, None, False, 0), (4, 2, None, False, 0), (4, 4, None, False, 0),
+    (2, 1, "dualpipe", False, 0), (4, 1, "dualpipe", False, 0), (8, 1, "dualpipe", True, 0),
+    (4, 1, None, True, 0), (4, 2, None, True, 1), (4, 1, None, True, 1)])
+def test_the_even_split_written_as_a_layout_gives_the_same_step(pp, vpp, sched, moe, mtp):
+    # where the even split is a layout (pp vpp divides the layers) the layout's code path adds
+    # the same terms in the same order: the same step time, bit for bit
+    kw = _step_kw(32, pp, vpp, sched, moe=moe, **({"mtp_depth": mtp} if mtp else {}))
+    a = step_estimate(**kw)
+    b = step_estimate(**kw, pipeline_layout=_even_text(32, pp, vpp, mtp))
+    assert b.step_time_s == a.step_time_s and b.mfu == a.mfu
+    mk = _mem_kw(32, pp, vpp, sched, moe=moe, **({"mtp_depth": mtp} if mtp else {}))
+    ma = memory_per_gpu_bytes(**mk)
+    mb = memory_per_gpu_bytes(**mk, pipeline_layout=_even_text(32, pp, vpp, mtp))
+    if vpp == 1:  # 1F1B, DualPipe: the same bytes
+        assert mb.stage == ma.stage
+        assert mb.total == pytest.approx(ma.total, rel=1e-12)
+        for k in ("weights", "gradients", "optimizer", "activations", "logits"):
+            assert getattr(mb, k) == pytest.approx(getattr(ma, k), rel=1e-12)
+    else:
+        # interleaved: the layout path takes each chunk at its own micro-batches in flight,
+        # so the embedding output (rank 0's chunk 0) counts at chunk 0's peak where the even
+        # split takes the rank's mean pp + (pp - 1)/vpp; everything else is the same
+        tokens, h = 4096, 4096
+        assert mb.stage == ma.stage == "first"
+        extra = mb.activations - ma.activations
+        assert 0 < extra <= 2.0 * tokens * h / 4 * pp
+        assert mb.total - ma.total == pytest.approx(extra, rel=1e-9)
+
+
+def test_where_the_even_split_as_a_layout_is_not_today_bit_for_bit():
+    # pp = 1: the one rank holds the input embedding (E) and the output layer (L); the layout
+    # path counts both matrices' weights in the data-parallel sync and the optimizer, the even
+    # split one (the last stage's output layer): the sync and Adam grow, nothing else
+    kw = _step_kw(32, 1, 1)
+    a, b = step_estimate(**kw), step_estimate(**kw, pipeline_layout="Et*32L")
+    assert b.step_time_s > a.step_time_s
+    for k in ("gemm", "attention", "elementwise", "output_layer", "pipeline_bubble"):
+        assert b.breakdown[k] == a.breakdown[k]
+    assert b.breakdown["optimizer"] > a.breakdown["optimizer"]
+    # DualPipe with MTP: rank 0 holds the first and the last stage; the even split takes its
+    # parameters as twice the last stage's (with the MTP module), the layout as the two
+    # stages' (one MTP module): less optimizer work, the pipeline the same
+    kw = _step_kw(32, 4, 1, "dualpipe", moe=True, mtp_depth=1)
+    a, b = step_estimate(**kw), step_estimate(**kw, pipeline_layout=_even_text(32, 4, 1, 1))
+    assert b.breakdown["optimizer"] < a.breakdown["optimizer"]
+    assert b.breakdown["pipeline_bubble"] == a.breakdown["pipeline_bubble"]
+    # DualPipe with dense first layers beyond the first stage: the even split runs the inner
+    # stages as all-MoE (its stated approximation), the layout places the 9 dense layers on
+    # stages 0-2 (8 a stage): a shorter step; the memory model places them alike either way
+    kw = _step_kw(32, 4, 1, "dualpipe", moe=True, moe_dense_layers=9)
+    a, b = step_estimate(**kw), step_estimate(**kw, pipeline_layout=_even_text(32, 4, 1))
+    assert b.step_time_s < 0.99 * a.step_time_s
+    mk = _mem_kw(32, 4, 1, "dualpipe", moe=True, moe_dense_layers=9)
+    assert memory_per_gpu_bytes(**mk, pipeline_layout=_even_text(32, 4, 1)).total == \
+        pytest.approx(memory_per_gpu_bytes(**mk).total, rel=1e-12)
+
+
+def test_moving_a_layer_off_the_last_stage_by_hand():
+    # 4 stages of a dense model whose output layer takes less than a layer (32k vocabulary):
+    # A = 4 layers a stage, the last rank critical (4 layers + output layer);
+    # B = one layer moved from the last rank to rank 1, now critical with 5 layers.
+    # The step moves by (m + pp - 1) (l - L) (the micro-batches and the bubble), the
+    # stragglers' share of the compute-bound part, sigma sqrt(2 ln gpus) m (l_noisy - L), and
+    # the optimizer of the rank with the most parameters
+    kw = _step_kw(16, 4, 1, dp=1, m=8, **dict(SHAPE, vocab=32000))
+    a = step_estimate(**kw, pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    b = step_estimate(**kw, pipeline_layout="Et*4|t*5|t*4|t*3,L")
+    m, pp = 8, 4
+    keys = ("gemm", "attention", "elementwise", "recompute", "tp_comm_exposed", "cp_comm_exposed")
+    layer = {k: b.breakdown[k] / (5 * m) for k in keys}   # B's critical rank: 5 layers
+    out = a.breakdown["output_layer"] / m                 # A's critical rank: the output layer
+    assert b.breakdown["output_layer"] == 0.0
+    for k in keys:  # A's critical rank: 4 of the same layers
+        assert a.breakdown[k] == pytest.approx(4 * m * layer[k], rel=1e-12)
+    lt = sum(layer.values())
+    assert out < lt
+    ke = H100_SXM
+    noisy = layer["gemm"] + layer["attention"] + layer["recompute"] - out
+    # Adam (34 B a parameter over the HBM) of the rank with the most parameters: A's last
+    # (4 layers + the 32k x 4096 output layer over tp 4), B's rank 1 (5 layers)
+    h, hkv, F, tp = 4096, 4096 * 8 / 32, 14336, 4
+    p_layer = (h * (h + 2 * hkv) + h * h + 3 * h * F) / tp + 2 * h
+    d_opt = (p_layer - 32000 * h / tp) * 34.0 / (3.35e12 * ke.hbm)
+    want = (m + pp - 1) * (lt - out) + ke.rank_jitter_fraction * math.sqrt(
+        2.0 * math.log(16)) * m * noisy + d_opt
+    assert b.step_time_s - a.step_time_s == pytest.approx(want, rel=1e-9)
+    assert b.breakdown["dp_comm_exposed"] == a.breakdown["dp_comm_exposed"] == 0.0
+
+
+def test_meta_405b_layout_accepted_and_an_inner_rank_is_critical():
+    # Llama 3 405B (arXiv 2407.21783 sec. 3.3.2, Table 4): 126 layers, TP8 PP16, one layer
+    # less on the first and the last stage, the embedding and the loss alone in a chunk
+    from .test_step import est
+    with pytest.raises(ValueError, match="layers=126 < pp\\*vpp=128"):
+        est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=8, transport="roce")
+    meta = est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=8, transport="roce",
+               pipeline_layout="E|(t|)*126,L")
+    today = est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=4, transport="roce")
+    # the critical rank is an inner one: 8 decoder layers, no output layer (the last rank's
+    # 7 layers + output layer and the first's 7 + embedding are lighter)
+    assert meta.breakdown["output_layer"] == 0.0
+    for k in ("gemm", "attention", "elementwise", "tp_comm_exposed"):
+        assert meta.breakdown[k] == pytest.approx(today.breakdown[k], rel=1e-12)  # 8 layers
+    # the bubble (pp - 1)/vpp of the critical rank's stage: half today's at vpp 8
+    t_stage = sum(meta.breakdown[k] for k in ("gemm", "attention", "elementwise",
+                                              "tp_comm_exposed")) / (2048 // 64)
+    assert meta.breakdown["pipeline_bubble"] == pytest.approx(15 / 8 * t_stage, rel=1e-12)
+    assert meta.step_time_s < today.step_time_s
+    with pytest.raises(ValueError, match="pipeline_layout 'E\\|\\(t\\|\\)\\*125,L': has 127"):
+        est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=8, pipeline_layout="E|(t|)*125,L")
+
+
+def test_moe_dense_first_layers_follow_the_layout_order():
+    # 4 dense first layers, 2 a chunk: with vpp 2 they fill chunk 0 of ranks 0 and 1; the
+    # step's rank times count them where the layout puts them: moving them onto the last
+    # rank's chunk is impossible (layer order), but a layout with rank 0 holding 4 of them
+    # leaves rank 0 lighter than the MoE ranks
+    kw = _step_kw(16, 2, 2, moe=True, moe_dense_layers=4)
+    lay = parse_pipeline_layout("Et*4|t*4|t*4|t*4,L", pp=2, vpp=2, layers=16)
+    assert lay.dense_layers(4).tolist() == [[4, 0], [0, 0]]
+    e = step_estimate(**kw, pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    e_moe = step_estimate(**dict(kw, moe_dense_layers=0), pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    # the critical rank (rank 1: 8 MoE layers + output layer) is the same in both
+    assert e.breakdown["gemm"] == e_moe.breakdown["gemm"]
+    mk = _mem_kw(16, 2, 2, moe=True, moe_dense_layers=4)
+    r0 = memory_per_gpu_bytes(**mk, pipeline_rank=0, pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    r0_moe = memory_per_gpu_bytes(**dict(mk, moe_dense_layers=0), pipeline_rank=0,
+                                  pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    assert r0.weights < r0_moe.weights  # 4 dense MLPs instead of 4 MoE layers' experts
+    assert r0.activations < r0_moe.activations  # one MLP a token instead of 2 routed copies
+    r1 = memory_per_gpu_bytes(**mk, pipeline_rank=1, pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    r1_moe = memory_per_gpu_bytes(**dict(mk, moe_dense_layers=0), pipeline_rank=1,
+                                  pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    assert r1.as_dict() == r1_moe.as_dict()  # no dense layer on rank 1
+
+
+def test_deepseek_v3_megatron_example_layout_in_the_memory_model():
+    ds = reference_script("step_times_deepseek")
+    r = ds.rows()[0]
+    kw = dict(ds.memory_kwargs(r, pipeline_schedule="interleaved", mtp=True), vpp=2)
+    lay = "Et*3|(tt|)*29,m|L"
+    mem = memory_per_gpu_bytes(**kw, pipeline_layout=lay)
+    assert math.isfinite(mem.total) and mem.total > 0
+    tokens = kw["micro_batch"] * kw["seq_len"] / kw["cp"]
+    one_head = 6.0 * tokens * kw["vocab"] / kw["tp"]
+    by_rank = {j: memory_per_gpu_bytes(**kw, pipeline_layout=lay, pipeline_rank=j)
+               for j in (0, 1, 14, 15)}
+    assert by_rank[14].logits == by_rank[15].logits == one_head  # the MTP's head, the loss
+    assert by_rank[0].logits == by_rank[1].logits == 0.0
+    assert mem.total == max(m.total for m in
+                            (memory_per_gpu_bytes(**kw, pipeline_layout=lay, pipeline_rank=j)
+                             for j in range(16)))
+    with pytest.raises(ValueError, match="pipeline_layout .*0 MTP layers m, mtp_depth = 1"):
+        memory_per_gpu_bytes(**kw, pipeline_layout="Et*3|(tt|)*29,|L")
+    # the same layout under the step model
+    skw = dict(ds.kwargs(r), pipeline_schedule=None, vpp=2)
+    assert step_estimate(**skw, pipeline_layout=lay).step_time_s > 0
+
+
+def test_dualpipe_layout_stages_are_the_schedules():
+    # DualPipe (vpp 1): rank j runs stages j and pp-1-j from the layout; the busiest pair
+    # with one layer moved from rank 1's stage to rank 2's stays the same pair sums, so the
+    # pipeline time is the same; a layout with the wrong stage count is refused
+    kw = _step_kw(16, 4, 1, "dualpipe", moe=True)
+    a = step_estimate(**kw, pipeline_layout="Et*4|t*4|t*4|t*4,L")
+    with pytest.raises(ValueError, match="pipeline_layout .*8 virtual stages, pp\\*vpp = 4\\*1"):
+        step_estimate(**kw, pipeline_layout="Et*2|t*2|t*2|t*2|t*2|t*2|t*2|t*2,L")
+    # all layers on the first two stages: ranks 0 and 1 (and their mirrors) do more
+    b = step_estimate(**kw, pipeline_layout="Et*8|t*8||L")
+    assert b.step_time_s > a.step_time_s
+    mem = memory_per_gpu_bytes(**_mem_kw(16, 4, 1, "dualpipe", moe=True),
+                               pipeline_layout="Et*8|t*8||L")
+    assert mem.stage in ("stages 1+4", "stages 2+3")

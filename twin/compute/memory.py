@@ -113,6 +113,10 @@ lpc)``, ``lpc = lps / vpp``, so the dense layers fill chunk 0 of ranks 0, 1, ...
 time.  A rank whose chunks differ (dense and MoE layers) under interleaving is counted at
 the peak of its chunks' own micro-batches in flight
 (:func:`interleaved_chunks_in_flight`): early chunks hold more of them than late ones.
+With a ``pipeline_layout`` (Megatron-core's ``--pipeline-model-parallel-layout``,
+:mod:`twin.compute.pipeline_layout`) the layers, MTP modules, embedding and loss sit where the
+layout puts them and every rank is evaluated from its own chunks
+(:func:`memory_per_gpu_bytes`).
 HBM sizes quoted in "GB" are GiB (H100 80 GB: 81,559 MiB in ``nvidia-smi``).
 """
 
@@ -123,6 +127,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from twin.compute.pipeline_layout import DECODER, EMBED, LOSS, MTP, parse_pipeline_layout
 
 #: bytes per GiB
 GIB = 2.0**30
@@ -439,6 +445,7 @@ def memory_per_gpu_bytes(
     fp8_cached_linear_inputs: bool = False,
     adam_moment_bytes: float = 4.0,
     mtp_depth: int = 0,
+    pipeline_layout: str | None = None,
 ) -> MemoryBreakdown:
     """Per-GPU memory [B] of one training job, the worst of its pipeline stages (module doc).
 
@@ -502,6 +509,18 @@ def memory_per_gpu_bytes(
     one more logits working set (the main and the MTP loss are summed before one backward,
     so both heads' logits live at once); the embedding and output head are shared (DualPipe
     puts them on the same rank), no extra copy.
+
+    pipeline_layout (None: the split of the module doc, the figures above bit for bit):
+    Megatron-core's ``--pipeline-model-parallel-layout`` string
+    (:mod:`twin.compute.pipeline_layout`; ``pp vpp`` virtual stages, ``v pp + r`` on rank
+    ``r`` as its chunk ``v``; DualPipe: vpp 1, the schedule's ``pp`` stages).  Every rank is
+    evaluated from its own chunks: weights, gradients and optimizer states of its decoder
+    layers (the first ``moe_dense_layers`` in layout order dense), MTP modules, input
+    embedding (``E``) and output layer (``L``); activations of each chunk's layers, MTP
+    modules and embedding output for that chunk's micro-batches in flight
+    (:func:`interleaved_chunks_in_flight`: the peak over the schedule; 1F1B ``pp - j`` of all
+    of them; DualPipe the module doc's ``pp - s`` and ``s + 1`` of its two stages); logits
+    where ``L`` and each ``m`` sit.  The heaviest rank is returned, named as above.
     """
     for name, v in (("layers", layers), ("hidden", hidden), ("ffn_hidden", ffn_hidden),
                     ("heads", heads), ("kv_heads", kv_heads), ("vocab", vocab),
@@ -559,6 +578,10 @@ def memory_per_gpu_bytes(
     if isinstance(mtp_depth, bool) or int(mtp_depth) != mtp_depth or mtp_depth < 0:
         raise ValueError(f"mtp_depth must be a whole number >= 0, got {mtp_depth!r}")
     mtp = int(mtp_depth)
+    # per rank and chunk: embedding, decoder layers, MTP layers, loss (DualPipe: vpp 1, the
+    # schedule's pp stages)
+    layout = None if pipeline_layout is None else parse_pipeline_layout(
+        pipeline_layout, pp=int(pp), vpp=int(vpp), layers=int(layers), mtp_depth=mtp)
     _check_deepseek_terms(layers=layers, moe_experts=moe_experts, moe_ffn_hidden=moe_ffn_hidden,
                           moe_shared_experts=moe_shared_experts,
                           moe_shared_ffn_hidden=moe_shared_ffn_hidden,
@@ -716,6 +739,8 @@ def memory_per_gpu_bytes(
         # ranks j with a dense layer, j < nd / lpc (chunk 0 holds the rank's first ones)
         with_dense = -(-nd * vpp // lps) if interleaved else -(-nd // lps)
         ranks = sorted(set(range(min(with_dense + 1, pp))) | {pp - 1})
+    if layout is not None and pipeline_rank is None:  # any rank may be the heaviest
+        ranks = list(range(pp // 2 if dualpipe else pp))
 
     def stage_params(j: int) -> tuple[float, float, float, np.ndarray]:
         """Pipeline stage ``j``'s (dense-side parameters, expert parameters [-] per GPU,
@@ -741,6 +766,75 @@ def memory_per_gpu_bytes(
         return p_dense, p_exp, nd_s, d_chunk
 
     stages = {}
+    if layout is not None:
+        lsum = layout.counts.sum(axis=1)  # per rank: E, t, m, L
+        l_dense = layout.dense_layers(nd)  # (pp, vpp)
+        sp_div = tp if sequence_parallel else 1
+
+        def layout_params(j: int) -> tuple[float, float]:
+            """Rank ``j``'s (dense-side, expert) parameters per GPU [-] from its chunks."""
+            e_j, t_j, m_j, l_j = (float(x) for x in lsum[j])
+            nd_j = float(l_dense[j].sum())
+            p_dense = t_j * p_layer_tp + (e_j + l_j) * p_embed
+            p_exp = (t_j - nd_j) * expert_params / (tp if moe_experts > 0 else 1)
+            if nd_j:  # a dense MLP in place of the shared experts, router and routed experts
+                p_dense += nd_j * (mats * h * F - dense_mlp) / tp
+            if m_j:  # MTP modules: a layer, the 2h x h projection and two RMSNorms each
+                p_dense += m_j * (p_layer_tp + (2.0 * h * h + 2.0 * h) / tp)
+                p_exp += m_j * expert_params / (tp if moe_experts > 0 else 1)
+            return p_dense, p_exp
+
+        def layout_chunk_bytes(j: int) -> np.ndarray:
+            """Saved bytes per token and micro-batch of each of rank ``j``'s chunks [B]: its
+            MoE and dense layers, MTP modules and the embedding output where E sits."""
+            c = layout.counts[j]
+            d = l_dense[j]
+            out = (c[:, DECODER] - d) * a_tok + c[:, MTP] * a_mtp + c[:, EMBED] * 2.0 * h / sp_div
+            return out + d * a_dense if nd else out
+
+        def layout_states(j: int) -> tuple[float, float, float]:
+            p_dense, p_exp = layout_params(j)
+            return (p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra),
+                    p_dense * g_b + p_exp * ge, p_dense * o_b + p_exp * oe)
+
+        def logits_of(j: int) -> float:  # the output layer's and each MTP module's logits
+            return float(lsum[j, LOSS] + lsum[j, MTP]) * 6.0 * tokens * vocab / tp
+
+        for j in ranks:
+            if dualpipe:  # stages s and pp-1-s, pp - s and s + 1 micro-batches held
+                s_near = min(j, pp - 1 - j)
+                stage = f"stages {s_near + 1}+{pp - s_near}"
+                weights = grads = optim = acts = logits = 0.0
+                for s_j, held in ((s_near, pp - s_near), (pp - 1 - s_near, s_near + 1)):
+                    w_s, g_s, o_s = layout_states(s_j)
+                    weights += w_s
+                    grads += g_s
+                    optim += o_s
+                    acts += held * tokens * float(layout_chunk_bytes(s_j).sum())
+                    logits += logits_of(s_j)
+            else:
+                stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
+                         else f"stage {j + 1}")
+                weights, grads, optim = layout_states(j)
+                per_chunk = layout_chunk_bytes(j)
+                if interleaved:  # the peak of the chunks' own micro-batches in flight
+                    counts = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=j,
+                                                          microbatches=microbatches)
+                    acts = tokens * float((counts @ per_chunk).max())
+                else:  # 1F1B: pp - j micro-batches of the rank's (one or more) chunks
+                    in_flight = float(pp - j)
+                    if microbatches is not None:
+                        in_flight = min(in_flight, float(microbatches))
+                    acts = in_flight * tokens * float(per_chunk.sum())
+                logits = logits_of(j)
+            if zero_stage >= 3:  # gathered working set of the layers being computed
+                weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0
+            if activation_recompute in ("full", "save_qkv_proj"):
+                acts += tokens * a_full  # one layer rebuilt during its backward
+            stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
+                                            activations=acts, cp_kv=cp_kv, logits=logits,
+                                            buffers=float(buffer_bytes), stage=stage)
+        return max(stages.values(), key=lambda m: m.total)
     if dualpipe:
         # rank j holds stage s = min(j, pp-1-j) and stage pp-1-s (DualPipe's two modules);
         # both stages' weights, gradients and optimizer states (over 2 d ranks, above); the
