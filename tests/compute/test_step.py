@@ -134,18 +134,43 @@ def test_405b_rows_run_the_recipes_shape():
     assert 51200 % (128 * 8) == 0 and 51200 - 1024 < 50257 <= 51200
 
 
-def test_llama3_405b_at_16k_gpus_in_the_reported_mfu_band():
-    # Llama 3 paper (arXiv 2407.21783) Table 4: 405B on 8,192 / 16,384 H100, TP8 PP16,
-    # DP 64 / 128, 8k sequences, 16M tokens per batch: 43 % / 41 % BF16 MFU (RoCE fabric).
-    # Meta's virtual-stage count is not published; 4 is assumed.
-    mfu = []
-    for gpus in (8192, 16384):
-        e = est("405b", gpus, 2048, tp=8, pp=16, cp=1, vpp=4, transport="roce")
-        mfu.append(e.mfu)
-    assert 0.36 < mfu[1] < mfu[0] < 0.48
-    # within the step-time goal's 8 % (measured 46.3 % / 42.2 %: +7.7 % / +3.0 %)
-    assert mfu[0] == pytest.approx(0.43, rel=0.08)
-    assert mfu[1] == pytest.approx(0.41, rel=0.08)
+#: Llama 3 405B's pipeline as the Llama 3 paper (arXiv 2407.21783, sec. 3.3.2) describes it:
+#: "we reduce one Transformer layer each from the first and the last stages ... the first
+#: model chunk on the first stage has only the embedding, and the last model chunk on the last
+#: stage has only output projection and loss calculation": 126 + 2 slots over 16 ranks is 8 a
+#: rank, and a chunk left with the embedding alone holds one layer, so V = 8 (Megatron-core's
+#: layout grammar, twin.compute.pipeline_layout).
+LLAMA3_405B_LAYOUT = "E|(t|)*126,L"
+
+
+def test_llama3_405b_at_16k_gpus_with_the_papers_pipeline():
+    # Table 4: 405B on 8,192 / 16,384 H100 over RoCE, TP8 PP16, DP 64 / 128, 8k sequences,
+    # 16M tokens per batch: 43 % / 41 % BF16 MFU.  With the paper's pipeline the twin gives
+    # 51.9 % / 49.3 % (+20.7 % / +20.2 % in MFU; its step 16-17 % shorter if Meta counts FLOPs as
+    # the twin does, 10-11 % if it counts 6 N a token): a known miss, pinned here so that it
+    # shows when it moves (docs/validation.md).  NVIDIA's own 405B recipe on DGX H100
+    # measured 54.4 % on the twin's FLOP count (2,304 GPUs, 17.62 s, below), so the gap is
+    # between the two software stacks on the same GPU, which the twin, fitted on NVIDIA's
+    # recipes, does not know.
+    mfu = [est("405b", g, 2048, tp=8, pp=16, cp=1, vpp=8, transport="roce",
+               pipeline_layout=LLAMA3_405B_LAYOUT).mfu for g in (8192, 16384)]
+    assert mfu[0] == pytest.approx(0.519, abs=0.002)
+    assert mfu[1] == pytest.approx(0.493, abs=0.002)
+    assert mfu[0] / 0.43 - 1 == pytest.approx(0.207, abs=0.005)
+    assert mfu[1] / 0.41 - 1 == pytest.approx(0.202, abs=0.005)
+    # without a layout V = 8 does not fit (126 layers < 16 x 8 chunks); the even split at
+    # V = 4 this test assumed until 1 Dec 2026 gave 46.3 % / 42.2 % (+7.7 % / +3.0 %), but
+    # leaves the output layer on a rank of 8 layers, which the paper's balancing removes
+    with pytest.raises(ValueError, match="layers=126 < pp\\*vpp=128"):
+        est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=8, transport="roce")
+    old = [est("405b", g, 2048, tp=8, pp=16, cp=1, vpp=4, transport="roce").mfu
+           for g in (8192, 16384)]
+    assert old == pytest.approx([0.463, 0.422], abs=0.002)
+    # NVIDIA's measured 405B BF16 row at 2,304 GPUs (dgxc-benchmarking, DGXC above):
+    # 1,008 sequences of 8,192 tokens in 17.62 s, the recipe's 16 KV heads and 51,200-token
+    # vocabulary (test_405b_rows_run_the_recipes_shape)
+    flops = 1008 * model_flops_per_sequence(**dict(SHAPES["405b"], kv_heads=16, vocab=51200))
+    assert flops / (17.62 * 2304 * 989e12) == pytest.approx(0.544, abs=0.002)
 
 
 def test_fp8_is_faster_but_less_than_twice():
