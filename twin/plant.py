@@ -9,6 +9,7 @@ the rows is expanded here so that every sub-model receives plain arrays.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from twin.catalog import NodeModel, SwitchModel, load_catalog
 from twin.compute.estimate_file import ADAM_MOMENT_BYTES, MOE_DISPATCH_BYTES
+from twin.compute.pipeline_layout import parse_pipeline_layout
 from twin.compute.specs import (
     FabricSpec,
     GpuSpec,
@@ -415,7 +417,8 @@ def parallel_spec(job) -> ParallelSpec:
     DeepSeek-V3's options map as the estimate file maps them
     (:func:`twin.compute.estimate_file.job_specs`): ``moe_dispatch_dtype`` to
     ``moe_dispatch_bytes`` (:data:`twin.compute.estimate_file.MOE_DISPATCH_BYTES`),
-    ``adam_moment_dtype`` to ``adam_moment_bytes``, the two memory flags as they are."""
+    ``adam_moment_dtype`` to ``adam_moment_bytes``, the two memory flags as they are.
+    The pipeline layout is the job's where it fits its pp and vpp (:func:`runnable_layout`)."""
     etp = job.moe_expert_tp
     return ParallelSpec(tp=job.tp, pp=job.pp, cp=job.cp, vpp=job.vpp, ep=job.ep,
                         moe_expert_tp=None if etp is None else min(etp, job.tp), seq_len=job.seq_len,
@@ -423,11 +426,38 @@ def parallel_spec(job) -> ParallelSpec:
                         precision=job.precision,
                         activation_recompute="full" if job.activation_recompute else "none",
                         zero_stage=job.zero_stage, fsdp_shard=job.fsdp_shard,
-                        pipeline_schedule=job.pipeline_schedule,
+                        pipeline_schedule=job.pipeline_schedule, pipeline_layout=runnable_layout(job),
                         recompute_norms_mla_up=job.recompute_norms_mla_up,
                         fp8_cached_linear_inputs=job.fp8_cached_linear_inputs,
                         adam_moment_bytes=ADAM_MOMENT_BYTES[job.adam_moment_dtype],
                         moe_dispatch_bytes=MOE_DISPATCH_BYTES[job.moe_dispatch_dtype])
+
+
+@functools.lru_cache(maxsize=256)
+def _layout_fits(text: str, pp: int, vpp: int, layers: int, mtp_depth: int) -> bool:
+    try:
+        parse_pipeline_layout(text, pp=pp, vpp=vpp, layers=layers, mtp_depth=mtp_depth)
+    except ValueError:
+        return False
+    return True
+
+
+def runnable_layout(job) -> str | None:
+    """The job's ``pipeline_layout`` if it describes the job as it is (``pp x vpp`` virtual
+    stages, its layers and MTP modules: :func:`twin.compute.pipeline_layout.parse_pipeline_layout`),
+    else None, the even split.  The loader refuses a fixed job whose layout does not parse, so
+    only a stream class refitted from a job with a layout
+    (:func:`twin.workload.engine_jobs.fit_parallelism` halves pp until its GPUs divide) loses
+    it: the layout names pp x vpp stages and has no meaning at another pp, and the refitted
+    job runs the even split, as a refitted DualPipe job runs 1F1B (the loader notes both).
+    An elastic job shrunk to fewer nodes keeps its layout: shrinking takes data-parallel ranks
+    only (:func:`elastic_gpus_run` keeps tp x pp x cp), and :func:`runnable_schedule` changes
+    the schedule, never pp or vpp (DualPipe's fallback, 1F1B, has the same vpp 1)."""
+    text = job.pipeline_layout
+    if text is None:
+        return None
+    m = job.model
+    return text if _layout_fits(text, job.pp, job.vpp, m.layers, m.mtp_depth) else None
 
 
 def runnable_schedule(par: ParallelSpec, gpus: int) -> ParallelSpec:

@@ -204,7 +204,8 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
     ``pipeline_schedule`` (``--pipeline-schedule``) becomes the job's
     ``workload.jobs.<n>.pipeline_schedule`` before validation (:func:`_load_with_schedule`).
     The schedule estimated is the one the engine runs the job on at that size
-    (:func:`twin.plant.runnable_schedule`).
+    (:func:`twin.plant.runnable_schedule`); the pipeline layout is the job's
+    ``workload.jobs.<n>.pipeline_layout`` (:func:`twin.plant.runnable_layout`).
     """
     from twin.catalog import node_model
     from twin.compute.estimate_file import EstimateFile
@@ -229,7 +230,8 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
             s.hardware.gpu_power_cap_w, node.gpu_tdp_w, gpu_idle_w=node.gpu_idle_w))
     c = c.model_copy(update={"gpus": j.nodes * c.gpus_per_node, "clock_fraction": clock})
     m = j.model
-    schedule = runnable_schedule(parallel_spec(j), c.gpus).pipeline_schedule
+    par = parallel_spec(j)      # the engine's translation: its schedule and layout
+    schedule = runnable_schedule(par, c.gpus).pipeline_schedule
     if pipeline_schedule is not None and schedule_set is None:
         schedule = pipeline_schedule    # a stream class: no scenario path to set it through
     return EstimateFile(
@@ -245,7 +247,7 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
                   "adam_moment_dtype": j.adam_moment_dtype},
         parallelism={"tp": j.tp, "pp": j.pp, "cp": j.cp, "vpp": j.vpp, "ep": j.ep,
                      "moe_expert_tp": j.moe_expert_tp,
-                     "pipeline_schedule": schedule},
+                     "pipeline_schedule": schedule, "pipeline_layout": par.pipeline_layout},
         cluster=c)
 
 
@@ -297,6 +299,11 @@ def _parser() -> argparse.ArgumentParser:
                         "ones) add --set parallelism.vpp=1 (scenario: workload.jobs.N.vpp=1). "
                         "With dualpipe the memory estimate counts two stages a rank and PP + 1 "
                         "micro-batches in flight. JSON: pipeline_schedule is the one that ran")
+    p.epilog = ("Pipeline layout: --set parallelism.pipeline_layout='E|(t|)*126,L' (scenario: "
+                "--set workload.jobs.N.pipeline_layout=...) places the layers as Megatron-core's "
+                "--pipeline-model-parallel-layout does (pp x vpp stages split by |, E embedding, "
+                "t decoder layer, m MTP layer, L loss, X*n repeats; quote it in the shell); "
+                "JSON: pipeline_layout, null for the even split.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p = sub.add_parser("collective", help="time and bus bandwidth of one collective")
     p.add_argument("--op", required=True, choices=OPS,
@@ -450,6 +457,7 @@ def _cmd_step(args) -> dict:
     out = {"name": est.name,
            # the schedule the step model ran: null in the file means the one vpp implies
            "pipeline_schedule": resolved_schedule(p.pipeline_schedule, p.vpp),
+           "pipeline_layout": p.pipeline_layout,     # null: ceil(layers / pp) a rank
            **r.as_dict(),
            "memory_gib": {k: (v / 2**30 if isinstance(v, float) else v)
                           for k, v in mem.as_dict().items()},

@@ -12,7 +12,7 @@ A YAML file with four sections, every field overridable with ``--set dotted.path
     training:     {seq_len, global_batch, micro_batch, precision, activation_recompute,
                    zero_stage, fsdp_shard, grad_reduce_dtype, recompute_norms_mla_up,
                    fp8_cached_linear_inputs, adam_moment_dtype, moe_dispatch_dtype}
-    parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp, pipeline_schedule}
+    parallelism:  {tp, pp, cp, vpp, ep, moe_expert_tp, pipeline_schedule, pipeline_layout}
     cluster:
       gpus, gpus_per_node, deployment, clock_fraction
       gpu:    {peak_bf16_tflops, peak_fp8_tflops, hbm_bw_tb_s, nvlink_gb_s, nvls, nvswitch,
@@ -30,6 +30,12 @@ ranks; etp x ep must divide them (Megatron-core's ``initialize_model_parallel``)
 needs an even ``pp``, ``vpp`` 1, an even number of micro-batches of at least ``2 pp`` and
 ``zero_stage`` below 3; the memory model then counts two stages a rank (both parameter
 copies, their states over twice the data-parallel ranks) and PP + 1 micro-batches in flight.
+``parallelism.pipeline_layout`` (Megatron-core's ``--pipeline-model-parallel-layout``: pp x vpp
+virtual stages split by ``|``, ``E`` embedding, ``t`` decoder layer, ``m`` MTP layer, ``L`` loss,
+``X*n`` repeats, e.g. Llama 3 405B's ``E|(t|)*126,L`` at pp 16, vpp 8; null = the even split)
+places the layers for the step and memory models (:mod:`twin.compute.pipeline_layout`); a
+layout the parser refuses, or with another stage count than pp x vpp, is a problem naming the
+field.  With a layout ``layers`` need not be a multiple of ``pp x vpp``.
 ``training.recompute_norms_mla_up``, ``training.fp8_cached_linear_inputs`` (precision fp8)
 and ``training.adam_moment_dtype`` (bf16: 2 B AdamW moments) are DeepSeek-V3's memory
 savings (:func:`twin.compute.memory.memory_per_gpu_bytes`); they move the memory estimate
@@ -68,11 +74,13 @@ from pydantic import (
     PositiveInt,
     StrictBool,
     StrictInt,
+    StrictStr,
     ValidationError,
 )
 
 from twin.compute import specs
 from twin.compute.memory import MemoryBreakdown, memory_fit_problem
+from twin.compute.pipeline_layout import parse_pipeline_layout
 from twin.compute.specs import GpuSpec, ModelSpec, ParallelSpec, memory_per_gpu, step_time
 from twin.compute.step import (
     COMPUTE_CAPABILITIES,
@@ -240,6 +248,11 @@ class Parallelism(_Model):
                           "(DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an even "
                           "number of micro-batches >= 2 pp, zero_stage 0-2; all-to-alls "
                           "overlapped); null = interleaved when vpp > 1, else 1f1b")
+    pipeline_layout: StrictStr | None = Field(
+        None, description="Megatron-core --pipeline-model-parallel-layout: pp x vpp virtual "
+                          "stages split by |, E embedding, t decoder layer, m MTP layer, L loss, "
+                          "X*n and (...)*n repeats, commas cosmetic; e.g. 'E|(t|)*126,L' (Llama 3 "
+                          "405B, pp 16, vpp 8); null = ceil(layers / pp) decoder layers a rank")
 
 
 class Gpu(_Model):
@@ -462,6 +475,12 @@ def layout_problems(est: EstimateFile) -> list[str]:
         out += [f"{est.name}: parallelism.pipeline_schedule = dualpipe {said[rule]}"
                 for rule, _ in dualpipe_problems(pp=p.pp, microbatches=mb if whole else None,
                                                  zero_stage=t.zero_stage)]
+    if p.pipeline_layout is not None:
+        try:
+            parse_pipeline_layout(p.pipeline_layout, pp=p.pp, vpp=p.vpp, layers=m.layers,
+                                  mtp_depth=m.mtp_depth)
+        except ValueError as exc:   # the parser's message starts "pipeline_layout ..."
+            out.append(f"{est.name}: parallelism.{exc}")
     for flag in ("recompute_norms_mla_up", "fp8_cached_linear_inputs"):
         if getattr(t, flag) and t.activation_recompute not in ("none", "selective"):
             out.append(f"{est.name}: training.{flag} describes what DeepSeek-V3 keeps without "
@@ -485,7 +504,7 @@ def job_specs(est: EstimateFile) -> tuple[ModelSpec, ParallelSpec, GpuSpec]:
     model = ModelSpec.of(m)
     par = ParallelSpec(tp=p.tp, pp=p.pp, cp=p.cp, vpp=p.vpp, ep=p.ep,
                        moe_expert_tp=p.moe_expert_tp, pipeline_schedule=p.pipeline_schedule,
-                       seq_len=t.seq_len,
+                       pipeline_layout=p.pipeline_layout, seq_len=t.seq_len,
                        global_batch=t.global_batch, micro_batch=t.micro_batch,
                        precision=t.precision, activation_recompute=t.activation_recompute,
                        zero_stage=t.zero_stage, fsdp_shard=t.fsdp_shard,

@@ -155,6 +155,11 @@ class ParallelSpec:
     "interleaved", "dualpipe") or None, the schedule ``vpp`` implies (interleaved when
     ``vpp`` > 1, else 1F1B); goes to the step and the memory model (DualPipe: two stages a
     rank, PP + 1 micro-batches in flight).
+    pipeline_layout: Megatron-core's ``--pipeline-model-parallel-layout`` string (``|``
+    between the pp x vpp virtual stages, ``E`` embedding, ``t`` decoder layer, ``m`` MTP
+    layer, ``L`` loss, ``X*n`` repeats; :mod:`twin.compute.pipeline_layout`) or None, the
+    even split (``ceil(layers / pp)`` a rank); goes to the step and the memory model, which
+    parse and check it.
     recompute_norms_mla_up, fp8_cached_linear_inputs, adam_moment_bytes [B]: DeepSeek-V3's
     memory savings (:func:`twin.compute.memory.memory_per_gpu_bytes`; off / 4 B: none); they
     go to the memory model only (the step model does not charge the recompute).
@@ -184,6 +189,7 @@ class ParallelSpec:
     fp8_cached_linear_inputs: bool = False
     adam_moment_bytes: float = 4.0
     moe_dispatch_bytes: float = 2.0
+    pipeline_layout: str | None = None
 
     @property
     def model_parallel(self) -> int:
@@ -270,7 +276,7 @@ def step_time(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, fabric: FabricS
         mtp_depth=model.mtp_depth, zero_stage=par.zero_stage, fsdp_shard=par.fsdp_shard, grad_bytes=par.grad_bytes,
         param_gather_bytes=par.param_gather_bytes, tp_fp8_reduce_scatter=par.tp_fp8_reduce_scatter,
         compute_capability=gpu.compute_capability, nics_per_node=fabric.nics_per_node,
-        pipeline_schedule=par.pipeline_schedule)
+        pipeline_schedule=par.pipeline_schedule, pipeline_layout=par.pipeline_layout)
 
 
 def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
@@ -297,7 +303,7 @@ def memory_per_gpu(model: ModelSpec, par: ParallelSpec, gpu: GpuSpec, *,
         grad_bytes=par.grad_bytes,
         sequence_parallel=ke.sequence_parallel if ke else True,
         flash_attention=ke.flash_attention if ke else True,
-        pipeline_schedule=par.pipeline_schedule,
+        pipeline_schedule=par.pipeline_schedule, pipeline_layout=par.pipeline_layout,
         recompute_norms_mla_up=par.recompute_norms_mla_up,
         fp8_cached_linear_inputs=par.fp8_cached_linear_inputs,
         adam_moment_bytes=par.adam_moment_bytes, mtp_depth=model.mtp_depth)

@@ -304,6 +304,26 @@ def _pipeline_schedule_problems(job, path: str, micro_batches: int | None) -> li
     return out
 
 
+def _pipeline_layout_problems(job, path: str) -> list[tuple[str, object, str]]:
+    """A job's ``pipeline_layout`` against the job: the parser's checks
+    (:func:`twin.compute.pipeline_layout.parse_pipeline_layout`: the grammar, ``pp x vpp``
+    virtual stages, ``model.layers`` decoder layers, ``model.mtp_depth`` MTP layers, the
+    embedding first and the loss last), its message kept as the expected text."""
+    from twin.compute.pipeline_layout import parse_pipeline_layout
+
+    if job.pipeline_layout is None:
+        return []
+    m = job.model
+    try:
+        parse_pipeline_layout(job.pipeline_layout, pp=job.pp, vpp=job.vpp, layers=m.layers,
+                              mtp_depth=m.mtp_depth)
+    except ValueError as exc:
+        return [(path, job.pipeline_layout,
+                 f"a Megatron-core pipeline layout of pp x vpp = {job.pp} x {job.vpp} virtual stages "
+                 f"holding the model's {m.layers} layers and {m.mtp_depth} MTP layers ({exc})")]
+    return []
+
+
 #: a scenario job's DeepSeek-V3 memory options and the values that leave them off
 _MEMORY_OPTIONS = {"recompute_norms_mla_up": False, "fp8_cached_linear_inputs": False,
                    "adam_moment_dtype": "fp32"}
@@ -430,8 +450,12 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
         out.append(("site.power.rpp.count", p.rpp.count,
                     f"enough RPPs for {n_racks} racks at {p.rpp.racks_per_rpp} racks per RPP"))
     by_model = delivered_nodes_by_model(s)     # a job runs on the nodes of one model
+    # jobs a stream class trains: its refits halve pp while layers % (pp vpp) != 0
+    # (twin.workload.engine_jobs.fit_parallelism), which needs pp vpp dividing the layers
+    templates = {c.model_job for c in s.workload.stream.classes} if s.workload.stream else set()
     for j, job in enumerate(s.workload.jobs):
         micro_batches = None        # per data-parallel rank and step, when the layout divides
+        bad_layout = _pipeline_layout_problems(job, f"workload.jobs.{j}.pipeline_layout")
         jm = job_node_model(s, job, by_model)
         total_nodes = by_model.get(jm, 0)
         gpn = catalog.nodes[jm].gpu_count if jm in catalog.nodes else None
@@ -471,7 +495,8 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
             if job.tp > gpn:
                 out.append((f"workload.jobs.{j}.tp", job.tp, f"tensor parallelism within a node (<= {gpn})"))
             from twin.plant import job_memory_problem
-            mem = job_memory_problem(job, gpus, catalog.nodes[jm])      # the job's node model
+            # a bad layout is its own problem, not a memory estimate of the even split
+            mem = None if bad_layout else job_memory_problem(job, gpus, catalog.nodes[jm])
             if mem:
                 out.append((f"workload.jobs.{j}", {"tp": job.tp, "pp": job.pp, "cp": job.cp, "gpus": gpus},
                             f"a layout that fits in GPU memory; it {mem}"))
@@ -482,7 +507,13 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
         if job.model.heads % job.model.kv_heads:
             out.append((f"workload.jobs.{j}.model.kv_heads", job.model.kv_heads, "a divisor of heads"))
         if job.model.layers % (job.pp * job.vpp):
-            out.append((f"workload.jobs.{j}.pp", job.pp, "pp * vpp dividing the number of layers"))
+            if job.pipeline_layout is None:
+                out.append((f"workload.jobs.{j}.pp", job.pp, "pp * vpp dividing the number of layers"))
+            elif job.name in templates:  # a layout places the layers itself, a refit does not
+                out.append((f"workload.jobs.{j}.pp", job.pp,
+                            "pp * vpp dividing the number of layers: a stream class trains this job "
+                            "(model_job) and its refits split the layers evenly"))
+        out += bad_layout
         out += _pipeline_schedule_problems(job, f"workload.jobs.{j}.pipeline_schedule", micro_batches)
     from twin.reliability import load_failure_classes
     classes = load_failure_classes()
@@ -551,7 +582,8 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
     job; above the margin too, since a stream's jobs are not refused); and each DualPipe job
     that may run another schedule: an elastic job on a size it may shrink to
     (:func:`_elastic_dualpipe_note`), a stream class refitted from a DualPipe job
-    (:func:`_stream_dualpipe_notes`)."""
+    (:func:`_stream_dualpipe_notes`); and each stream class refitted from a job with a
+    ``pipeline_layout`` to another pp (:func:`_stream_layout_notes`)."""
     from twin.plant import job_memory_note
     from twin.scenario.racks import delivered_nodes_by_model, job_node_model
 
@@ -570,6 +602,7 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
     if s.workload.stream is not None:
         out += _stream_memory_notes(s, catalog)
         out += _stream_dualpipe_notes(s, catalog)
+        out += _stream_layout_notes(s, catalog)
     return out
 
 
@@ -696,6 +729,37 @@ def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
                         f"job class {c.name!r} trains {c.model_job!r}, a DualPipe job; its jobs "
                         f"of {_listed(lost)}, refitted to their GPUs, do not run DualPipe (it "
                         f"needs {_DUALPIPE_NEEDS}): for those {_FALLBACK}"))
+    return out
+
+
+def _stream_layout_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+    """One note per class of the stream whose model is a job with a ``pipeline_layout``
+    (``model_job``) and whose jobs, refitted to the GPU counts the class asks for
+    (:func:`twin.workload.engine_jobs.fit_parallelism` halves pp), have another pp: the layout
+    names the template's pp x vpp stages, so those jobs run the even split
+    (:func:`twin.plant.runnable_layout`)."""
+    from twin.plant import runnable_layout
+
+    found = _stream_refitter(s, catalog)
+    if found is None:
+        return []
+    stream, _, templates, refits = found
+    out = []
+    for k, c in enumerate(stream.classes):
+        template = templates.get(c.name)
+        if template is None or template.pipeline_layout is None:
+            continue
+        jobs = refits(c.name)
+        if jobs is None:
+            continue
+        lost = [f"{gpus:,} GPUs (pp {job.pp})" for gpus, job in jobs
+                if runnable_layout(job) is None]
+        if lost:
+            out.append((f"workload.stream.classes.{k}",
+                        f"job class {c.name!r} trains {c.model_job!r}, whose pipeline_layout names "
+                        f"pp x vpp = {template.pp} x {template.vpp} virtual stages; its jobs of "
+                        f"{_listed(lost)}, refitted to their GPUs, have another pp: for those the "
+                        f"engine splits the layers evenly (ceil(layers / pp) a rank) instead"))
     return out
 
 

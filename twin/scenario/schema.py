@@ -521,6 +521,14 @@ class Job(Model):
                           "(vpp > 1) or dualpipe (DeepSeek-V3's bidirectional schedule: even pp, vpp 1, an "
                           "even number of micro-batches >= 2 pp, zero_stage 0-2); None = interleaved when "
                           "vpp > 1, else 1f1b")
+    pipeline_layout: Annotated[str, Field(strict=True)] | None = Field(
+        None, description="which layers each pipeline rank and virtual chunk holds, as Megatron-core's "
+                          "--pipeline-model-parallel-layout writes it: pp x vpp virtual stages split by '|' "
+                          "(stage v pp + r is rank r's chunk v), E embedding, t decoder layer, m MTP layer, "
+                          "L output layer and loss, X*n and (...)*n repeats, commas cosmetic; E first, L last, "
+                          "model.layers t and model.mtp_depth m; e.g. \"E|(t|)*126,L\" (Meta's Llama 3 405B "
+                          "at pp 16, vpp 8: quote it in YAML); layers need not divide by pp x vpp; step "
+                          "time and memory estimate; None = ceil(layers / pp) decoder layers a rank")
     moe_dispatch_dtype: Literal["bf16", "fp8"] = Field(
         "bf16", description="expert dispatch element, forward and backward (DeepSeek-V3 arXiv 2412.19437 sec. "
                             "3.3.4): bf16 2 B, or fp8 with an fp32 scale per 1x128 tile, 1 + 4/128 B; the "
