@@ -22,6 +22,7 @@ same form, so one code path consumes both.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -44,6 +45,10 @@ class PipelineLayout:
 
     counts: np.ndarray
     text: str | None = None
+    #: the even split's decoder layers a rank (:func:`even_pipeline_layout`), None for a parsed
+    #: layout: its chunks hold ``lps / vpp`` each, which summed over ``vpp`` chunks need not
+    #: give ``lps`` back in floating point, so the rank totals and offsets are taken from it
+    even_layers_per_rank: int | None = None
 
     @property
     def pp(self) -> int:
@@ -57,9 +62,20 @@ class PipelineLayout:
         """The counts by virtual stage in layer order, shape ``(pp vpp, 4)``."""
         return self.counts.transpose(1, 0, 2).reshape(-1, 4)
 
+    def rank_counts(self) -> np.ndarray:
+        """Each rank's embeddings, decoder layers, MTP layers and losses over its chunks [-],
+        shape ``(pp, 4)`` (the even split: exactly ``lps`` decoder layers a rank)."""
+        out = self.counts.sum(axis=1)
+        if self.even_layers_per_rank is not None:
+            out[:, DECODER] = float(self.even_layers_per_rank)
+        return out
+
     def decoder_offsets(self) -> np.ndarray:
         """Decoder layers before each rank's chunk in layer order [-], shape ``(pp, vpp)``
-        (Megatron-core ``get_layer_offset``)."""
+        (Megatron-core ``get_layer_offset``; the even split: ``(v pp + r) lps / vpp``)."""
+        if self.even_layers_per_rank is not None:
+            lpc = self.even_layers_per_rank / self.vpp
+            return (np.arange(self.vpp)[None, :] * self.pp + np.arange(self.pp)[:, None]) * lpc
         t = self.stages()[:, DECODER]
         off = np.concatenate([[0.0], np.cumsum(t)[:-1]])
         return off.reshape(self.vpp, self.pp).T
@@ -202,6 +218,7 @@ def parse_pipeline_layout(text: str, *, pp: int, vpp: int, layers: int,
     return PipelineLayout(counts=grid, text=text)
 
 
+@functools.lru_cache(maxsize=256)  # read-only and rebuilt on every step estimate otherwise
 def even_pipeline_layout(*, pp: int, vpp: int, layers: int, mtp_depth: int = 0
                          ) -> PipelineLayout:
     """The split of the step and memory models without a layout, as a :class:`PipelineLayout`:
@@ -216,7 +233,7 @@ def even_pipeline_layout(*, pp: int, vpp: int, layers: int, mtp_depth: int = 0
     grid[-1, -1, LOSS] = 1.0
     grid[-1, -1, MTP] = float(mtp_depth)
     grid.setflags(write=False)
-    return PipelineLayout(counts=grid)
+    return PipelineLayout(counts=grid, even_layers_per_rank=lps)
 
 
 def layout_text(layout: PipelineLayout) -> str:

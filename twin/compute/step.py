@@ -94,7 +94,14 @@ from twin.compute.collectives import (
     p2p_efficiency,
     transport_efficiency,
 )
-from twin.compute.pipeline_layout import DECODER, EMBED, LOSS, MTP, parse_pipeline_layout
+from twin.compute.pipeline_layout import (
+    DECODER,
+    EMBED,
+    LOSS,
+    MTP,
+    even_pipeline_layout,
+    parse_pipeline_layout,
+)
 
 
 @dataclass(frozen=True)
@@ -171,12 +178,16 @@ class KernelEfficiency:
 #: attention forward up to 740 TFLOP/s (0.75 of 989, FlashAttention-3, Shah et al.
 #: 2024; the fit: 687), less backward.  HBM3 streaming ~2.7 of 3.35 TB/s.  Refitted on
 #: 2026-12-01 with the script and rows unchanged, after the collective model (NIC-share and
-#: fill-time laws) had moved the optimum: 0.7050 / 0.5587 / 0.7020 / 0.0517 -> the values
-#: below (tests/compute/test_fits_reproduce_constants.py keeps them equal to the fit).
+#: fill-time laws) had moved the optimum: 0.7050 / 0.5587 / 0.7020 / 0.0517 -> 0.7020 /
+#: 0.5565 / 0.6950 / 0.0496; refitted again (HU3) when the step model took every layout
+#: through the per-rank code, so that pp = 1 counts the input embedding and the untied output
+#: layer in the optimizer and the data-parallel sync: attention_fwd 0.6950 -> 0.6952, jitter
+#: 0.0496 -> 0.0497 (tests/compute/test_fits_reproduce_constants.py keeps them equal to the
+#: fit).
 H100_SXM = KernelEfficiency(
-    gemm=0.7020, gemm_fp8=0.5565, attention_fwd=0.6950, attention_bwd=0.82 * 0.6950,
+    gemm=0.7020, gemm_fp8=0.5565, attention_fwd=0.6952, attention_bwd=0.82 * 0.6952,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
-    pp_overlap=0.7, rank_jitter_fraction=0.0496,
+    pp_overlap=0.7, rank_jitter_fraction=0.0497,
     source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
 #: A100 SXM with the Megatron-LM software of the public A100 measurements: unfused
@@ -185,7 +196,8 @@ H100_SXM = KernelEfficiency(
 #: refitted on 2026-11-30: 0.764 -> 0.7549 when the rank jitter came to act on
 #: compute-bound kernels only, -> 0.7503 when the unfused attention stopped counting a
 #: micro-batch's sequences twice and each row got its own tensor-parallel scheme; on
-#: 2026-12-01 -> 0.7495 after the collective-model changes;
+#: 2026-12-01 -> 0.7495 after the collective-model changes, -> 0.7498 when pp = 1 came to
+#: count the input embedding and the untied output layer (HU3);
 #: assets/reference/fit_step_h100.py reproduces it) on
 #: 18 A100 step times: Narayanan et al., "Efficient Large-Scale Language Model Training
 #: on GPU Clusters Using Megatron-LM", SC21, Table 1 (GPT 1.7B..1T on 32..3,072 A100,
@@ -197,7 +209,7 @@ H100_SXM = KernelEfficiency(
 #: A100 kernels (FlashAttention-2, Dao 2023; HBM2e ~1.6 of 2.0 TB/s).  The default for
 #: GPUs below 600 dense BF16 TFLOP/s.
 A100_SXM = KernelEfficiency(
-    gemm=0.7495, gemm_fp8=0.7495, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7498, gemm_fp8=0.7498, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     tp_comm_overlap=False, pp_overlap=0.0, rank_jitter_fraction=0.020, flash_attention=False,
     sequence_parallel=True, distributed_optimizer=False,
@@ -207,7 +219,7 @@ A100_SXM = KernelEfficiency(
 #: optimizer, TP overlap as fitted on H100): the same kernels, nothing fitted.  PyTorch FSDP
 #: runs take A100_SXM_FSDP / A100_SXM_FSDP_TRITON below (docs/validation.md).
 A100_SXM_MODERN = KernelEfficiency(
-    gemm=0.7495, gemm_fp8=0.7495, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7498, gemm_fp8=0.7498, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     pp_overlap=0.7, rank_jitter_fraction=0.020,
     source="A100 kernels with the H100 software stack, see comment")
@@ -233,21 +245,21 @@ H100_SXM_FA2 = replace(
 #: the 19 H100 MPT runs with micro-batches of >= 16,384 tokens and activation
 #: checkpointing whose sequences are <= 2,048 (14) or >= 8,192 tokens (5), with the
 #: backward collectives serialised (``fsdp_backward_overlap=False``): 1.6830, inside the
-#: published range (1.68 until the H100 table's refit of 2026-12-01).
+#: published range (1.68 until the H100 table's refit of 2026-12-01; 1.6830 until pp = 1
+#: counted both vocabulary matrices and the H100 refit that followed, HU3).
 #: assets/reference/fit_fsdp_llm_foundry.py reproduces it.
-TRITON_FLASH_ATTENTION_SLOWDOWN = 1.6830
+TRITON_FLASH_ATTENTION_SLOWDOWN = 1.6828
 
 #: BF16 GEMM efficiency on H100 SXM of whole GEMMs (tp = 1: FSDP / ZeRO-3 runs each layer's
 #: GEMM on one GPU, M = micro-batch tokens up to 65 k, N x K = h x 3h .. 4h x h) [-], where
 #: the H100 table's 0.702 is fitted on NeMo's tensor-parallel GEMMs (N or K split 4-8 ways,
 #: userbuffer chunks).  Fitted once with TRITON_FLASH_ATTENTION_SLOWDOWN on the same 19 runs:
-#: 0.7921 (783 TFLOP/s; 0.797 before the H100 table's refit of 2026-12-01, whose rank
-#: jitter and collectives the FSDP entries inherit), inside the 650-800 TFLOP/s cuBLAS range
-#: quoted for H100 SXM at 700 W (the top of it: one GEMM per layer and micro-batch, M up to
-#: 65 k tokens).  Without the
-#: serial backward collectives the fit gives 0.734 and leaves the runs without activation
+#: 0.7923 (784 TFLOP/s; 0.7921 before HU3's refit; 0.797 before the H100 table's refit of
+#: 2026-12-01, whose rank jitter and collectives the FSDP entries inherit), inside the
+#: 650-800 TFLOP/s cuBLAS range quoted for H100 SXM at 700 W (the top of it: one GEMM per
+#: layer and micro-batch, M up to 65 k tokens).  Without the serial backward collectives the fit gives 0.734 and leaves the runs without activation
 #: checkpointing 13-26 % fast (docs/validation.md).
-FSDP_WHOLE_GEMM_EFFICIENCY = 0.7921
+FSDP_WHOLE_GEMM_EFFICIENCY = 0.7923
 
 #: PyTorch FSDP stacks (whole GEMMs, no tensor parallelism) on H100 SXM: with
 #: FlashAttention-2 (llm-foundry's large-scale 7b / 70b runs, ``attn_impl: flash``,
@@ -274,7 +286,7 @@ H100_SXM_FSDP_TRITON = replace(
     attention_bwd=H100_SXM_FA2.attention_bwd / TRITON_FLASH_ATTENTION_SLOWDOWN,
     source="H100, whole GEMMs and Triton FlashAttention, fitted on MPT FSDP runs")
 #: The same two changes carried to A100 (nothing fitted on A100): whole GEMMs at the H100
-#: ratio FSDP_WHOLE_GEMM_EFFICIENCY / H100_SXM.gemm (0.7921 / 0.7020) over the A100 table's
+#: ratio FSDP_WHOLE_GEMM_EFFICIENCY / H100_SXM.gemm (0.7923 / 0.7020) over the A100 table's
 #: GEMM efficiency, attention as a100_sxm_modern (FlashAttention-2 class; PyTorch SDPA in
 #: torchtitan) or slower by the Triton factor.
 A100_SXM_FSDP = replace(
@@ -289,7 +301,7 @@ A100_SXM_FSDP_TRITON = replace(
 #: MaxText (JAX / XLA) on H100 SXM, FSDP with tensor parallelism 1: every GEMM whole on one
 #: GPU, so the NeMo table with the whole-GEMM efficiency measured on PyTorch FSDP runs
 #: (FSDP_WHOLE_GEMM_EFFICIENCY; XLA on GPU runs its dots through cuBLAS(Lt) as PyTorch does)
-#: and the FP8 GEMMs by the same whole / split ratio 0.7921 / 0.7020 (a GEMM-shape effect:
+#: and the FP8 GEMMs by the same whole / split ratio 0.7923 / 0.7020 (a GEMM-shape effect:
 #: N or K 4-8x larger than NeMo's tensor-parallel splits, no userbuffer chunks; it acts on
 #: the FP8 tensor-core path alike; XLA's fusion of the FP8 casts and amax reductions, which
 #: Transformer Engine runs as separate kernels, is not modelled).  Attention as the H100
@@ -1284,8 +1296,8 @@ def step_estimate(
     expert size: one TP-split SwiGLU MLP of their summed size on all ``T`` tokens, its GEMMs
     and SwiGLU traffic added to the MoE layer; their sequence-parallel collectives are not
     modelled), moe_dense_layers (``first_k_dense_replace``: the first layers keep a dense MLP
-    of ``ffn_hidden``, no router or all-to-all; they sit on the first pipeline stage, which
-    then runs its own per-layer times) and multi-head latent attention (mla_kv_lora_rank > 0
+    of ``ffn_hidden``, no router or all-to-all; they sit first in layer order, on the ranks
+    and chunks that hold the first layers, which run their own per-layer times) and multi-head latent attention (mla_kv_lora_rank > 0
     with mla_q_lora_rank (0: no query compression), mla_qk_nope_head_dim,
     mla_qk_rope_head_dim, mla_v_head_dim): the down projections (query latent, KV latent and
     the shared RoPE key) as one GEMM on the gathered norm output, duplicated over TP ranks as
@@ -1333,8 +1345,8 @@ def step_estimate(
     splits it (steps 3, 6, 7), ``B - W`` and later ``W`` (the weight-gradient GEMMs of the
     projections, experts, shared experts and router, and of the output layer).  The pipeline
     term is the makespan of ``DualPipe.step``'s op order on all ``pp`` ranks with these
-    durations (:func:`dualpipe_schedule_s`; first stage, ``pp - 2`` inner stages, last
-    stage): an op starts when its rank is free and its inputs have arrived; a send adds
+    durations (:func:`dualpipe_schedule_s`; each stage's chunk from the layers, embedding
+    and output layer it holds, below): an op starts when its rank is free and its inputs have arrived; a send adds
     ``t_send`` to a dependency unless a pair computed and sent the message (its two sends
     are in the pair's communication).  Breakdown: the busiest rank's compute parts,
     ``moe_a2a_exposed`` (exposed in its pairs, whole in its chunks run alone),
@@ -1345,9 +1357,7 @@ def step_estimate(
     parameter copies: the data-parallel reduce-scatter and all-gather move ``2 p_local``
     (each stage's copies over ``2 dp cp`` ranks, taken as twice the volume over the ``dp
     cp`` group), Adam per rank unchanged with the distributed optimizer (its shard of twice
-    the parameters over twice the ranks), doubled without.  Approximations: the inner
-    stages are alike (``ceil(layers / pp)`` MoE layers, dense first layers beyond the first
-    stage not placed there); sends never block the sender (NCCL's rendezvous with the
+    the parameters over twice the ranks), doubled without.  Approximations: sends never block the sender (NCCL's rendezvous with the
     receiver's posted receive is not modelled); the pair's interleaving is ideal
     (DeepSeek's attention / dispatch / MLP / combine ordering always finds work to hide
     behind); the reserved SMs slow all of the pair's computation alike (memory-bound
@@ -1380,8 +1390,7 @@ def step_estimate(
     output layer and the embedding (in ``output_layer``); its FLOPs count in the MFU
     (:func:`mtp_flops_per_sequence`), its weights in the data-parallel and optimizer terms.
 
-    pipeline_layout (None: the even split above, every figure bit for bit): Megatron-core's
-    ``--pipeline-model-parallel-layout`` string (:mod:`twin.compute.pipeline_layout`; ``pp
+    pipeline_layout: Megatron-core's ``--pipeline-model-parallel-layout`` string (:mod:`twin.compute.pipeline_layout`; ``pp
     vpp`` virtual stages, virtual stage ``v pp + r`` is rank ``r``'s chunk ``v``), with which
     ``layers`` need not reach ``pp vpp`` (Llama 3 405B: 126 layers, pp 16, vpp 8, ``E|(t|)*126,L``,
     arXiv 2407.21783 sec. 3.3.2).  Each rank's time per micro-batch is the sum over its chunks:
@@ -1397,7 +1406,14 @@ def step_estimate(
     ``m`` sit).  Parameters per rank from its chunks (layers, MTP modules, the input embedding
     and the output layer where ``E`` and ``L`` sit); the data-parallel sync and the optimizer
     take the rank with the most (DualPipe: the rank pair's two stages, as their mean twice,
-    the two-copy rule above), FSDP's per-layer terms the critical rank's layers.
+    the two-copy rule above), FSDP's per-layer terms the critical rank's layers and MTP
+    modules.  None: the even split (``ceil(layers / pp)`` decoder layers a rank, ``/ vpp`` a
+    chunk, the embedding on rank 0, the output layer and the MTP modules on rank ``pp - 1``;
+    :func:`twin.compute.pipeline_layout.even_pipeline_layout`) through the same code, so that
+    with ``pp = 1`` the one rank counts the input embedding and the untied output layer, two
+    ``V h`` matrices, in the data-parallel and optimizer terms, and dense first layers sit on
+    whichever ranks hold the first layers in layer order (chunk 0 of ranks 0, 1, ... when
+    interleaved), the heaviest and the critical rank found among all ranks.
     """
     _check(precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {precision!r}")
     _check(deployment in DEPLOYMENT_STEP_FACTOR,
@@ -1800,59 +1816,36 @@ def step_estimate(
     t_logits += t_ce
     t_embed = 3.0 * T * h * 2.0 / (hbm * ke.hbm)
 
-    layers_per_stage = math.ceil(layers / pp)
-    # dense layers come first: the first stage holds up to layers_per_stage of them, the
-    # last stage those left after the other pp - 1 stages (none unless pp = 1)
+    # ---- where the layers sit: each rank's chunks, from the layout or the even split -------
+    # (ceil(layers / pp) decoder layers a rank, the embedding on the first, the output layer
+    # and the MTP modules on the last: even_pipeline_layout), one code path for both
+    if layout is None:
+        layout = even_pipeline_layout(pp=int(pp), vpp=int(vpp), layers=int(layers),
+                                      mtp_depth=int(mtp_depth))
     nd = moe_dense_layers if moe_experts else 0
-    nd_first = min(nd, layers_per_stage)
-    nd_last = nd if pp == 1 else max(0, nd - (pp - 1) * layers_per_stage)
-    if nd_last:
-        stage_last = {k: v * (layers_per_stage - nd_last) + t_layer_dense[k] * nd_last
-                      for k, v in t_layer.items()}
-    else:
-        stage_last = {k: v * layers_per_stage for k, v in t_layer.items()}
-    stage_last["output_layer"] = t_logits + (t_embed if pp == 1 else 0.0)
-    # multi-token prediction (mtp_depth modules) on the stage with the output layer: a layer
-    # of the model's kind, the 2h x h projection [forward, data-grad, weight-grad] and one
-    # more pass through the output layer and the embedding
+    lc = layout.rank_counts()  # per rank: E, t, m, L
+    n_t_r, n_m_r = lc[:, DECODER], lc[:, MTP]
+    # dense layers (DeepSeek's first moe_dense_layers) in layer order, the rest MoE
+    n_d_r = layout.dense_layers(nd).sum(axis=1) if nd else np.zeros(pp)
+    # multi-token prediction (each m): a layer of the model's kind, the 2h x h projection
+    # [forward, data-grad, weight-grad] and one more pass through the output layer and the
+    # embedding
     g_mtp = _gemm_time_s(np.array([T, T, 2 * h]), np.array([h / tp, 2 * h, h / tp]),
                          np.array([2 * h, h / tp, T]), **kw) if mtp_depth else np.zeros(3)
-    if mtp_depth:
-        for key, t_v in t_layer.items():
-            stage_last[key] += mtp_depth * t_v
-        stage_last["gemm"] += mtp_depth * float(g_mtp.sum())
-        stage_last["output_layer"] += mtp_depth * (t_logits + t_embed)
-    t_stage = sum(stage_last.values())
-    if nd_first and pp > 1:
-        t_stage_first = (sum(t_layer.values()) * (layers_per_stage - nd_first)
-                         + sum(t_layer_dense.values()) * nd_first + t_embed)
-    else:
-        t_stage_first = (sum(t_layer.values()) * layers_per_stage + t_embed) if pp > 1 \
-            else t_stage
-    t_stage_max = max(t_stage, t_stage_first)
-    if t_stage_first > t_stage:  # embedding-heavy first stage (tiny models)
-        stage_last["output_layer"] += t_stage_first - t_stage
-    if layout is not None:
-        # each rank's chunks summed: its dense and MoE layers (the first nd in layout order
-        # dense), MTP modules (a layer of the model's kind, the 2h x h projection, a pass
-        # through the output layer and the embedding), the embedding and the output layer +
-        # loss where the layout puts them; the critical rank sets the stage time
-        lc = layout.counts.sum(axis=1)  # per rank: E, t, m, L
-        l_dense = layout.dense_layers(nd).sum(axis=1)
-        rank_parts = []
-        for r in range(pp):
-            n_d = float(l_dense[r])
-            n_mo = float(lc[r, DECODER]) - n_d
-            n_m = float(lc[r, MTP])
-            parts = {k: v * n_mo + t_layer_dense[k] * n_d + v * n_m for k, v in t_layer.items()}
-            parts["gemm"] += n_m * float(g_mtp.sum())
-            parts["output_layer"] = (float(lc[r, LOSS]) * t_logits + float(lc[r, EMBED]) * t_embed
-                                     + n_m * (t_logits + t_embed))
-            rank_parts.append(parts)
-        rank_t = [sum(p.values()) for p in rank_parts]
-        crit = int(np.argmax(rank_t))
-        stage_last = rank_parts[crit]
-        t_stage_max = rank_t[crit]
+    # each rank's time per micro-batch, by term, summed over its chunks: its MoE and dense
+    # layers, MTP modules, the embedding (E) and the output layer + loss (L) in output_layer;
+    # the critical rank (the largest time) sets the stage time and the breakdown
+    rank_parts = {k: v * (n_t_r - n_d_r) + t_layer_dense[k] * n_d_r + v * n_m_r
+                  for k, v in t_layer.items()}
+    rank_parts["gemm"] = rank_parts["gemm"] + n_m_r * float(g_mtp.sum())
+    rank_parts["output_layer"] = (lc[:, LOSS] * t_logits + lc[:, EMBED] * t_embed
+                                  + n_m_r * (t_logits + t_embed))
+    rank_t = np.zeros(pp)
+    for part in rank_parts.values():  # in the breakdown's order, as each rank's sum
+        rank_t = rank_t + part
+    crit = int(np.argmax(rank_t))
+    stage_last = {k: float(v[crit]) for k, v in rank_parts.items()}
+    t_stage_max = float(rank_t[crit])
 
     # pipeline point-to-point: 2*vpp sends of T x h / tp per micro-batch and stage
     if pp > 1:
@@ -1897,44 +1890,29 @@ def step_estimate(
                 parts["gemm"] = parts.get("gemm", 0.0) + gemm_fbw[0] + gemm_fbw[1]
             return PipelineChunk(parts=parts, fwd=fw + out_f, bwd=bw + out_b, wgrad=wg + out_w,
                                  a2a_fwd=0.5 * a2a, a2a_bwd=0.5 * a2a)
-        lps = layers_per_stage
-        # first stage: the embedding (1 pass forward, 2 backward); last: the output layer
-        # (forward GEMM and cross-entropy forward, data- and weight-grad GEMMs backward)
-        first = _chunk(lps - nd_first, nd_first, t_embed / 3.0, 2.0 * t_embed / 3.0, 0.0)
-        # with MTP: its layers, and its head and embedding passes as the first and last stage's
-        heads_n = 1 + mtp_depth
-        last = _chunk(lps - nd_last + mtp_depth, nd_last,
-                      heads_n * (float(g_logits[0]) + t_ce) + mtp_depth * t_embed / 3.0,
-                      heads_n * float(g_logits[1] + g_logits[2])
-                      + mtp_depth * 2.0 * t_embed / 3.0,
-                      heads_n * float(g_logits[2]),
-                      (mtp_depth * float(g_mtp[0]), mtp_depth * float(g_mtp[1] + g_mtp[2]),
-                       mtp_depth * float(g_mtp[2])))
         # the SMs of the all-to-all kernels: only where there are expert all-to-alls
         sm_share = DUALPIPE_COMM_SMS / ke.sms if (moe_experts and moe_ep > 1) else 0.0
-        # inner stages: ceil(layers / pp) MoE layers (dense first layers not placed there)
-        inner = _chunk(lps, 0, 0.0, 0.0, 0.0) if pp > 2 else first
-        stage_chunks = [first] + [inner] * (pp - 2) + [last]
-        if layout is not None:
-            # stage s from the layout's virtual stage s (vpp 1): its layers (dense first in
-            # layout order, MTP layers of the model's kind), the embedding's passes where E
-            # sits, the output layer where L and each MTP module sit; alike stages share a chunk
-            d_st = layout.dense_layers(nd)[:, 0]
-            memo_chunk: dict[tuple[float, ...], PipelineChunk] = {}
-            stage_chunks = []
-            for s_i in range(pp):
-                e_s, t_s, m_s, l_s = (float(x) for x in layout.counts[s_i, 0])
-                key_s = (e_s, t_s, m_s, l_s, float(d_st[s_i]))
-                if key_s not in memo_chunk:
-                    n_h = l_s + m_s
-                    memo_chunk[key_s] = _chunk(
-                        t_s - key_s[4] + m_s, key_s[4],
-                        (e_s + m_s) * t_embed / 3.0 + n_h * (float(g_logits[0]) + t_ce),
-                        (e_s + m_s) * 2.0 * t_embed / 3.0 + n_h * float(g_logits[1] + g_logits[2]),
-                        n_h * float(g_logits[2]),
-                        (m_s * float(g_mtp[0]), m_s * float(g_mtp[1] + g_mtp[2]),
-                         m_s * float(g_mtp[2])))
-                stage_chunks.append(memo_chunk[key_s])
+        # stage s is the layout's virtual stage s (vpp 1): its layers (dense first in layer
+        # order, MTP layers of the model's kind), the embedding's passes where E sits (1
+        # forward, 2 backward), the output layer where L and each MTP module sit (forward GEMM
+        # and cross-entropy forward, data- and weight-grad GEMMs backward); alike stages
+        # share a chunk
+        d_st = layout.dense_layers(nd)[:, 0] if nd else np.zeros(pp)
+        memo_chunk: dict[tuple[float, ...], PipelineChunk] = {}
+        stage_chunks = []
+        for s_i in range(pp):
+            e_s, t_s, m_s, l_s = (float(x) for x in layout.counts[s_i, 0])
+            key_s = (e_s, t_s, m_s, l_s, float(d_st[s_i]))
+            if key_s not in memo_chunk:
+                n_h = l_s + m_s
+                memo_chunk[key_s] = _chunk(
+                    t_s - key_s[4] + m_s, key_s[4],
+                    (e_s + m_s) * t_embed / 3.0 + n_h * (float(g_logits[0]) + t_ce),
+                    (e_s + m_s) * 2.0 * t_embed / 3.0 + n_h * float(g_logits[1] + g_logits[2]),
+                    n_h * float(g_logits[2]),
+                    (m_s * float(g_mtp[0]), m_s * float(g_mtp[1] + g_mtp[2]),
+                     m_s * float(g_mtp[2])))
+            stage_chunks.append(memo_chunk[key_s])
         rank = dualpipe_pipeline(stage_chunks, microbatches=m_micro,
                                  t_send_s=t_send, sm_share=sm_share)
         bubble = rank["bubble"]
@@ -1946,53 +1924,32 @@ def step_estimate(
                                          + k_o * h) * tp
     else:
         attn_params = h * (h + 2 * hkv) + h * h
-    if moe_experts:  # expert weights: moe_experts / ep experts per rank, split over etp
-        # the stage with the most MoE layers (the last, unless pp = 1); its dense layers'
-        # MLPs and every MoE layer's shared experts are TP-split with the dense weights
-        lm = layers_per_stage - nd_last
-        p_exp = lm * (moe_experts / moe_ep) * mats * h * Fe / etp
-        p_dense = (layers_per_stage * (attn_params + h * moe_experts) / tp + vocab * h / tp
-                   + 2 * h * layers_per_stage)
-        if Fs or nd_last:
-            p_dense += (lm * mats * h * Fs + nd_last * (mats * h * F - h * moe_experts)) / tp
+    # each rank's parameters per GPU from its chunks: attention (and router) of every decoder
+    # layer, the dense MLPs of its dense layers, the routed experts (moe_experts / ep per rank,
+    # split over etp) and the shared experts (TP-split) of its MoE layers, the MTP modules (a
+    # layer each and the 2h x h projection), the input embedding and the output layer where E
+    # and L sit
+    n_head_r = lc[:, EMBED] + lc[:, LOSS]
+    if moe_experts:
+        per_exp = (moe_experts / moe_ep) * mats * h * Fe / etp
+        pe_r = (n_t_r - n_d_r + n_m_r) * per_exp
+        pd_r = (n_t_r * (attn_params + h * moe_experts) / tp + n_head_r * vocab * h / tp
+                + 2 * h * n_t_r
+                + ((n_t_r - n_d_r) * mats * h * Fs + n_d_r * (mats * h * F - h * moe_experts))
+                / tp
+                + n_m_r * ((attn_params + h * moe_experts + mats * h * Fs + 2 * h * h) / tp
+                           + 4 * h))
     else:
-        p_exp = 0.0
-        p_dense = (layers_per_stage * (attn_params + mats * h * F) / tp + vocab * h / tp
-                   + 2 * h * layers_per_stage)
-    if mtp_depth:  # the MTP modules on the last stage: a layer each and the 2h x h projection
-        if moe_experts:
-            p_exp += mtp_depth * (moe_experts / moe_ep) * mats * h * Fe / etp
-            p_dense += mtp_depth * ((attn_params + h * moe_experts + mats * h * Fs + 2 * h * h)
-                                    / tp + 4 * h)
-        else:
-            p_dense += mtp_depth * ((attn_params + mats * h * F + 2 * h * h) / tp + 4 * h)
-    if layout is not None:
-        # each rank's parameters from its chunks: attention (and router) of every decoder
-        # layer, the dense MLPs of its dense layers, the routed and shared experts of its MoE
-        # layers, the MTP modules, the embedding and the output layer where E and L sit
-        lc = layout.counts.sum(axis=1)
-        n_d_r = layout.dense_layers(nd).sum(axis=1)
-        n_t_r, n_m_r = lc[:, DECODER], lc[:, MTP]
-        n_head_r = lc[:, EMBED] + lc[:, LOSS]
-        if moe_experts:
-            per_exp = (moe_experts / moe_ep) * mats * h * Fe / etp
-            pe_r = (n_t_r - n_d_r + n_m_r) * per_exp
-            pd_r = (n_t_r * (attn_params + h * moe_experts) / tp + n_head_r * vocab * h / tp
-                    + 2 * h * n_t_r
-                    + ((n_t_r - n_d_r) * mats * h * Fs + n_d_r * (mats * h * F - h * moe_experts))
-                    / tp
-                    + n_m_r * ((attn_params + h * moe_experts + mats * h * Fs + 2 * h * h) / tp
-                               + 4 * h))
-        else:
-            pe_r = np.zeros(pp)
-            pd_r = (n_t_r * (attn_params + mats * h * F) / tp + n_head_r * vocab * h / tp
-                    + 2 * h * n_t_r + n_m_r * ((attn_params + mats * h * F + 2 * h * h) / tp
-                                               + 4 * h))
-        if dualpipe:  # rank j holds stages j and pp-1-j: their mean, twice (copies below)
-            pd_r = 0.5 * (pd_r + pd_r[::-1])
-            pe_r = 0.5 * (pe_r + pe_r[::-1])
-        heavy = int(np.argmax(pd_r + pe_r))
-        p_dense, p_exp = float(pd_r[heavy]), float(pe_r[heavy])
+        pe_r = np.zeros(pp)
+        pd_r = (n_t_r * (attn_params + mats * h * F) / tp + n_head_r * vocab * h / tp
+                + 2 * h * n_t_r + n_m_r * ((attn_params + mats * h * F + 2 * h * h) / tp
+                                           + 4 * h))
+    if dualpipe:  # rank j holds stages j and pp-1-j: their mean, twice (copies below)
+        pd_r = 0.5 * (pd_r + pd_r[::-1])
+        pe_r = 0.5 * (pe_r + pe_r[::-1])
+    # the data-parallel sync and the optimizer: the rank with the most
+    heavy = int(np.argmax(pd_r + pe_r))
+    p_dense, p_exp = float(pd_r[heavy]), float(pe_r[heavy])
     p_local = p_dense + p_exp
     n_dp = dp * cp
     t_mb_bwd = (2.0 / 3.0) * t_stage_max
@@ -2007,12 +1964,10 @@ def step_estimate(
         # and again before its backward, reduce-scatter its gradients after; each hidden
         # behind that layer's own compute (prefetch of the next layer); PyTorch FSDP's
         # backward pair runs serially with it (one NCCL stream, SM contention)
-        p_layer = (p_local - vocab * h / tp) / layers_per_stage
-        n_fsdp_layers: float = layers_per_stage
-        if layout is not None:  # the critical rank's layers, its parameters without E / L
-            n_fsdp_layers = float(n_t_r[crit] + n_m_r[crit])
-            p_layer = (float(pd_r[crit] + pe_r[crit] - n_head_r[crit] * vocab * h / tp)
-                       / n_fsdp_layers) if n_fsdp_layers else 0.0
+        # (the critical rank's layers and MTP modules, its parameters without E and L)
+        n_fsdp_layers = float(n_t_r[crit] + n_m_r[crit])
+        p_layer = (float(pd_r[crit] + pe_r[crit] - n_head_r[crit] * vocab * h / tp)
+                   / n_fsdp_layers) if n_fsdp_layers else 0.0
         grp = _dp_group(shard)
         t_ag_l = float(group_collective_time_s("all_gather", p_layer * param_gather_bytes,
                                                  **grp)) \
