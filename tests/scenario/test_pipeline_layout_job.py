@@ -238,3 +238,21 @@ def test_a_bad_layout_is_not_also_a_memory_estimate_of_the_even_split():
            "vocab: 128256}"]
     assert [p.path for p in _problems(big)] == [J]       # the memory problem
     assert [p.path for p in _problems(big + [f"{FIELD}=E,t*40|t*40|L"])] == [FIELD]
+
+
+def test_the_loaders_memory_checks_estimate_the_layout():
+    # job_memory (the loader's memory problem and note, the stream's memory notes) takes the
+    # layout: 17 layers and the embedding on rank 0 are the heaviest rank, as the CLI says
+    from twin.compute.memory import GIB
+    from twin.compute.specs import memory_per_gpu
+    from twin.plant import job_memory_gib
+
+    s = twin.load_scenario(BASE, PP2 + [f"{FIELD}={MOVED}"])
+    job = s.workload.jobs[0]
+    node = load_catalog().nodes[s.hardware.node_model]
+    got = job_memory_gib(job, 128, node)
+    direct = memory_per_gpu(model_spec(job), parallel_spec(job), gpu_spec(node), gpus=128).total / GIB
+    even = job_memory_gib(job.model_copy(update={"pipeline_layout": None}), 128, node)
+    assert got == direct
+    assert got == estimate_step_json(BASE, PP2, ["--set", f"{FIELD}={MOVED}"])["memory_gib"]["total"]
+    assert got != even
