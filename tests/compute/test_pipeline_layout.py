@@ -280,6 +280,20 @@ def test_pp1_counts_the_embedding_and_the_output_layer():
         p_local / 4 * 34.0 / (3.35e12 * H100_SXM.hbm), rel=1e-12)
 
 
+def test_each_mtp_layer_of_a_layout_is_one_module():
+    # the last rank with two MTP modules (m*2): each m one module's saved activations, as the
+    # even split counts mtp_depth modules (until HU3 the layout path counted mtp_depth per m)
+    mk = _mem_kw(32, 4, 1, moe=True, mtp_depth=2, pipeline_rank=3)
+    a = memory_per_gpu_bytes(**mk)
+    b = memory_per_gpu_bytes(**mk, pipeline_layout=_even_text(32, 4, 1, 2))
+    one = memory_per_gpu_bytes(**dict(mk, mtp_depth=1),
+                               pipeline_layout=_even_text(32, 4, 1, 1))
+    none = memory_per_gpu_bytes(**dict(mk, mtp_depth=0), pipeline_layout=_even_text(32, 4, 1))
+    assert b.activations == pytest.approx(a.activations, rel=1e-12)
+    assert b.activations - none.activations == pytest.approx(
+        2.0 * (one.activations - none.activations), rel=1e-12)
+
+
 def test_moving_a_layer_off_the_last_stage_by_hand():
     # 4 stages of a dense model whose output layer takes less than a layer (32k vocabulary):
     # A = 4 layers a stage, the last rank critical (4 layers + output layer);

@@ -710,8 +710,10 @@ def memory_per_gpu_bytes(
             a_tok = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
         if nd:
             a_dense = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
-    # an MTP module's saved activations a token: its layer's and the projection's 2h input
-    a_mtp = mtp * (a_tok + 2.0 * 2.0 * h / (tp if sequence_parallel else 1))
+    # one MTP module's saved activations a token: its layer's and the projection's 2h input
+    # (each m of a layout), mtp_depth of them on the last stage
+    a_mtp_module = a_tok + 2.0 * 2.0 * h / (tp if sequence_parallel else 1)
+    a_mtp = mtp * a_mtp_module
     if mla:  # ring attention passes the per-head keys and values
         cp_kv = 8.0 * heads * (d_qk + mla_v_head_dim) / 2.0 / tp * tokens if cp > 1 else 0.0
     else:
@@ -789,7 +791,8 @@ def memory_per_gpu_bytes(
             MoE and dense layers, MTP modules and the embedding output where E sits."""
             c = layout.counts[j]
             d = l_dense[j]
-            out = (c[:, DECODER] - d) * a_tok + c[:, MTP] * a_mtp + c[:, EMBED] * 2.0 * h / sp_div
+            out = ((c[:, DECODER] - d) * a_tok + c[:, MTP] * a_mtp_module
+                   + c[:, EMBED] * 2.0 * h / sp_div)
             return out + d * a_dense if nd else out
 
         def layout_states(j: int) -> tuple[float, float, float]:
