@@ -47,6 +47,8 @@ __all__ = [
     "ups_usable_kw",
     "chain_constraints",
     "binding_constraints",
+    "rpp_whole_racks",
+    "racks_fitting",
 ]
 
 
@@ -128,12 +130,45 @@ def ups_usable_kw(systems: int, modules_per_system: int, module_kw: float, topol
             f"{s} of {systems} systems x {modules_per_system} modules x {module_kw:g} kW ({topology})")
 
 
-def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[float], float]):
+def rpp_whole_racks(unit_kw: float, groups: int, rack_worst_case_kw, rack_positions: int) -> tuple[int, float]:
+    """Racks the RPPs power at their worst case when racks are whole: (count, their kW).
+
+    A rack's cord sits on one panel (on 2N, on one A/B pair whose surviving panel carries
+    the pair's racks alone), so a panel cannot take a fraction of a rack: group ``g`` of
+    the ``groups`` panels (pairs) holds at most ``floor(unit / worst)`` racks, and the RPPs
+    together ``sum_g floor(unit / worst_g)`` racks, not ``floor(groups x unit / worst)``
+    (Blue Vela's 2N stage: 8 pairs x floor(218.5 / 19.94) = 80 racks, not 87). The rack
+    positions are spread over the groups in delivery order, ``ceil(positions / groups)``
+    per group; with (R,) worst cases [kW] each group takes the longest prefix of its racks
+    whose sum fits (admission's order). ``unit_kw``: one panel's continuous limit [kW].
+    """
+    groups = int(groups)
+    if groups <= 0 or rack_positions <= 0:
+        return 0, 0.0
+    per = -(-int(rack_positions) // groups)
+    w = np.asarray(rack_worst_case_kw, float)
+    if w.ndim == 0:
+        w = np.full(int(rack_positions), float(w))
+    w = w[:rack_positions]
+    count, kw = 0, 0.0
+    for g in range(groups):
+        mine = w[g * per:(g + 1) * per]
+        k = int(np.searchsorted(np.cumsum(mine), unit_kw * (1 + 1e-12), side="right"))
+        count += k
+        kw += float(mine[:k].sum())
+    return count, kw
+
+
+def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[float], float],
+                      rack_worst_case_w=None):
     """Every limit of one stage of the chain [list of :class:`Constraint`] and a context dict.
 
     ``chain`` is a :class:`twin.scenario.power_chain.PowerChain` (one stage);
     ``rack_positions`` the racks the hall holds; ``mechanical_w(heat_w)`` the cooling
     plant's electric power [W] for a heat load [W] at the design outdoor temperature.
+    ``rack_worst_case_w`` [W] (one figure, or (R,) per rack position in delivery order):
+    when given, the RPP limit counts whole racks per panel / 2N pair
+    (:func:`rpp_whole_racks`), since a rack cannot be split over panels.
     """
     out: list[Constraint] = []
     mech_on = set(chain.mechanical.carried_by)
@@ -212,9 +247,19 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
                                                 r.power_factor))
         s = surviving_units(r.count, r.redundancy)
         rule = "100%-rated feeder breaker" if r.rated_100pct else "NEC 80% continuous on the RPP feeder breaker"
-        out.append(Constraint("rpps", rule, s * unit / 1e3, s * unit / 1e3,
+        it_kw, whole = s * unit / 1e3, ""
+        if rack_worst_case_w is not None:
+            worst_kw = np.asarray(rack_worst_case_w, float) / 1e3
+            n_racks, racks_kw = rpp_whole_racks(unit / 1e3, s, worst_kw, rack_positions)
+            # every position fits its panel: the panels never turn a rack away, the kW stand
+            if n_racks < rack_positions and racks_kw < it_kw * (1 - 1e-12):
+                it_kw = racks_kw
+                what = "pair" if r.redundancy == "2N" else "panel"
+                whole = (f"; whole racks: {n_racks} at worst case on {s} {what}s "
+                         f"({n_racks / s:.3g} per {what})")
+        out.append(Constraint("rpps", rule, it_kw, s * unit / 1e3,
                               f"{s} of {r.count} RPPs ({r.redundancy}) x {r.breaker_a:g} A {r.voltage_v:g} V "
-                              f"= {unit / 1e3:.1f} kW continuous each"))
+                              f"= {unit / 1e3:.1f} kW continuous each{whole}"))
     if chain.branch is not None:
         br = chain.branch
         cord = float(breaker_continuous_limit_w(br.breaker_a, br.voltage_v, br.phases, br.rated_100pct,
