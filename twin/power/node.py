@@ -48,6 +48,7 @@ __all__ = [
     "node_fan_power_w",
     "node_airflow_m3_s",
     "node_dc_power_w",
+    "node_heat_w",
     "node_power_w",
     "node_power_plan",
     "node_power_breakdown_w",
@@ -389,6 +390,23 @@ def node_dc_power_w(
     )
     fan = node_fan_power_w(speed, fan_max_w=fan_max_w) * on
     return gpu, host, fan
+
+
+def node_heat_w(phase, gpu_power_cap_w, *, gpu_count, gpu_tdp_w, gpu_idle_w, host_idle_w, host_active_w,
+                clock_fraction=1.0) -> np.ndarray:
+    """DC heat of each node's GPUs and host [W]: ``P_gpu + P_host`` of the module docstring,
+    the heat its fan controller answers (:func:`node_fan_speed_fraction` is defined on it,
+    with ``Q_design = gpu_count P_tdp + P_host_active``); fans and PSU loss are not in it.
+    The same laws as :func:`node_dc_power_w` (``gpu + host``), so a thermal model that sets
+    the rack airflow from it turns the fans at the speed the power model bills. 0 when OFF."""
+    ph = _phase_codes(phase)
+    gpu = gpu_count * gpu_power_w(ph, gpu_power_cap_w, gpu_tdp_w=gpu_tdp_w, gpu_idle_w=gpu_idle_w,
+                                  clock_fraction=clock_fraction)
+    if _scalar(host_idle_w) and _scalar(host_active_w):
+        host = _host_phase_table_w(float(host_idle_w), float(host_active_w))[ph]
+    else:
+        host = _host_power_w(ph, host_idle_w, host_active_w)
+    return gpu + host
 
 
 def node_power_w(

@@ -35,6 +35,7 @@ import numpy as np
 from twin import power, reliability, thermal
 from twin.plant import hall_geometries, seconds_since
 from twin.power import cooling_plant
+from twin.power.node import node_heat_w
 from twin.sim.component import Component, repeat_record
 from twin.thermal import events as hall_events
 from twin.thermal import transient as thermal_transient
@@ -201,7 +202,10 @@ class HallThermal(Component):
         self._record_memo: dict[int, tuple] = {}
         #: physical model: per hall, (rack airflow, running units, CRAH fan power [W]) of the last record
         self._fan_memo: dict[int, tuple] = {}
-        self._fan_law: dict[int, tuple] = {}     # per hall: the fan law's plant inputs
+        self._fan_law: dict[int, tuple] = {}     # per hall: its racks as an index
+        #: the node fan law's fixed inputs (heat keywords, design heat, full airflow, node racks)
+        self._fan_fixed: tuple | None = None
+        self._fan_v: np.ndarray | None = None    # every rack's fan airflow of this evaluation [m3/s]
         #: per hall: its racks as a slice when they are a contiguous run (views, not copies)
         self._rack_sel: dict[int, Any] = {}
         #: per hall: (running units, their summed capacity [W]) of the last record
@@ -800,26 +804,44 @@ class HallThermal(Component):
             rec.set(name, row)
 
     def _fan_law_inputs(self, hall: HallModel) -> tuple:
-        """(nodes per rack, design heat [W], full-speed airflow [m3/s], the hall's racks as an
-        index: a slice when they are a contiguous ascending run, so a view, else hall.idx) of
-        the hall's racks: fixed by the plant, so worked out once per hall."""
+        """(the hall's racks as an index: a slice when they are a contiguous ascending run, so
+        a view, else hall.idx,): fixed by the plant, so worked out once per hall."""
         key = id(hall)
         if key not in self._fan_law:
-            p = self.plant
-            n = p.rack_nodes[hall.idx] if not p.homogeneous else int(p.rack_nodes[0])
-            design = p.model_param("gpu_count") * p.model_param("gpu_tdp_w") + p.model_param("host_active_w")
-            self._fan_law[key] = (n, _of_racks(p, design, hall.idx), _of_racks(p, "airflow_m3_s_at_max", hall.idx),
-                                  _rack_index(hall.idx) if self.sample_views else hall.idx)
+            self._fan_law[key] = (_rack_index(hall.idx) if self.sample_views else hall.idx,)
         return self._fan_law[key]
+
+    def rack_fan_airflow_m3_s(self) -> np.ndarray:
+        """Every rack's airflow [m3/s (R,)] with its nodes' fans at the speed the power model
+        turns them: per node the fan law (:func:`twin.power.node.node_fan_speed_fraction`,
+        through :func:`rack_airflow_from_fans_m3_s`) of the node's GPU + host DC heat
+        (:func:`twin.power.node.node_heat_w` of its phase, the GPU cap and its clock: thermal
+        clock x power brake) at its rack's inlet, the inputs :func:`twin.power.node.node_power_w`
+        reads in the same physics evaluation; V = V_max s per node, summed over the rack.
+        The fan law is defined on that DC heat; feeding it the rack's AC power (fans, PSU loss
+        and the network share included) turned the fans 17 % faster than the power model bills
+        (audit finding 2). The heat the rack puts into the air stays its AC power."""
+        p, st = self.plant, self.state
+        fixed = self._fan_fixed
+        if fixed is None:
+            kw = p.node_power_kwargs()
+            heat_kw = {k: kw[k] for k in ("gpu_count", "gpu_tdp_w", "gpu_idle_w", "host_idle_w", "host_active_w")}
+            design_w = kw["gpu_count"] * kw["gpu_tdp_w"] + kw["host_active_w"]
+            fixed = self._fan_fixed = (heat_kw, design_w, p.node_param("airflow_m3_s_at_max"),
+                                       np.asarray(p.node_rack), int(p.n_racks))
+        heat_kw, design_w, v_max, node_rack, n_racks = fixed
+        clock = st.node_clock.view(np.ndarray) * st.brake_clock
+        q = node_heat_w(st.node_phase, self.e.power.gpu_cap_w, clock_fraction=clock, **heat_kw)
+        inlet = st.rack_inlet_c.view(np.ndarray)[node_rack]
+        v = rack_airflow_from_fans_m3_s(q, inlet, nodes_per_rack=1, design_heat_w=design_w, airflow_max_m3_s=v_max)
+        return np.bincount(node_rack, weights=v, minlength=n_racks)
 
     def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
         if self.cs.rack_airflow != "fan_model":
             return
-        n, design_w, v_max, racks = self._fan_law_inputs(hall)
-        # the inlets as a plain array (the state's tracked array would wrap every ufunc result)
-        inlet = (self.state.rack_inlet_c.view(np.ndarray) if self.sample_views else self.state.rack_inlet_c)[racks]
-        v = rack_airflow_from_fans_m3_s(np.maximum(rack_w[racks] / n, 0.0), inlet, nodes_per_rack=n,
-                                        design_heat_w=design_w, airflow_max_m3_s=v_max)
+        if self._fan_v is None:          # once per physics evaluation (inlets_c resets it)
+            self._fan_v = self.rack_fan_airflow_m3_s()
+        v = self._fan_v[self._fan_law_inputs(hall)[0]]
         thr = self._airflow_thr.get(id(hall))
         if thr is None or thr[0] is not hall.airflow:     # the airflow the models hold changed
             thr = self._airflow_thr[id(hall)] = (hall.airflow, airflow_change_threshold_m3_s(hall.airflow, 0.05))
@@ -834,7 +856,7 @@ class HallThermal(Component):
         is in one, else its carried state advanced to now."""
         self._resolve(hall)
         self._update_airflow(hall, rack_w)
-        heat = rack_w[self._fan_law_inputs(hall)[3]]      # a view when the racks are a run
+        heat = rack_w[self._fan_law_inputs(hall)[0]]      # a view when the racks are a run
         cs = None
         if hall.model is not None:
             cs = capped_steady_state(hall.model, heat, plant_capacity_w=self._plant_fixed(hall)["chiller_capacity_w"])
@@ -944,6 +966,7 @@ class HallThermal(Component):
 
     def inlets_c(self, rack_w: np.ndarray) -> np.ndarray:
         """Inlet temperature of every rack [degC (R,)] for rack heat ``rack_w`` [W (R,)]."""
+        self._fan_v = None               # the fans' airflow of this evaluation, when first needed
         if self._tiles is not None and self.halls_stacked:
             return self._stacked_inlets_c(rack_w)
         inlet_c = np.empty(self.plant.n_racks)
