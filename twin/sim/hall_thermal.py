@@ -48,8 +48,11 @@ from twin.thermal.fans import (
     fan_design_power_w,
     rack_airflow_from_fans_m3_s,
 )
+from twin.thermal.properties import ASHRAE_ALLOWABLE_C, ASHRAE_RECOMMENDED_MAX_C
+from twin.thermal.transient import WATER_VOLUMETRIC_HEAT_J_M3_K
 
 H = 3600.0
+A1_ALLOWABLE_MAX_C = ASHRAE_ALLOWABLE_C["A1"][1]
 #: recirculation models and event operators kept per hall (physical model: each airflow
 #: state and running-unit set has its own; the oldest go first)
 MODEL_CACHE = 24
@@ -90,6 +93,10 @@ class HallModel:
     #: plant and GPU arguments, its segment), the next _advance's own integration when those match
     forecast: tuple | None = None
     rearm: bool = False                   # a forecast is due once this instant's restores are done
+    #: a power transfer's excursion, open from the transfer until the hall settles: (start [s],
+    #: cause, the hall's heat then [W]) and every rack's hottest inlet since [degC (R_h,)]
+    excursion: tuple | None = None
+    excursion_peak_c: np.ndarray | None = None
 
 
 NO_LOAD = "no IT load in the hall"
@@ -186,7 +193,7 @@ class HallThermal(Component):
     reads = ("node_phase", "node_clock", "rack_on")
     writes = ("rack_thermal_off",)
     emits = ("cooling_fault", "cooling_restored", "cooling_short", "cooling_power_transfer",
-             "rack_thermal_shutdown", "rack_thermal_restart")
+             "cooling_restart_excursion", "rack_thermal_shutdown", "rack_thermal_restart")
     outputs = ("cooling_unit_load_w", "cooling_capacity_margin_w", "cooling_unit_margin_w", "cooling_fan_power_w",
                "rack_inlet_peak_c", "rack_gpu_temp_peak_c", "economizer_fraction",
                "cooling_fault_minutes_to_a1", "cooling_fault_minutes_to_gpu_slowdown",
@@ -261,6 +268,8 @@ class HallThermal(Component):
         #: (the models of the halls, their grouping) of the last stacked evaluation
         self._groups_memo: tuple | None = None
         self.chiller_available_s = -np.inf
+        #: samples recorded while the chillers were off (restarting after a power transfer)
+        self._chillers_off_samples: list[int] = []
         self.economizer_fraction: np.ndarray | None = None
         #: (time [s], hall, unit, forecast or None) of every cooling-unit fault, as logged
         self.fault_forecasts: list[tuple[float, int, int, FaultForecast | None]] = []
@@ -416,6 +425,10 @@ class HallThermal(Component):
                    f"{(self.chiller_available_s - self.env.now) / 60:.0f} min; "
                    f"CRAH fans {'on UPS' if pl.fans_on_ups else f'off for {min(duration_s, gen_s):.0f} s'}")
         gen_s = min(duration_s, gen_s)
+        for hall in self.halls:
+            if hall.excursion is None:
+                hall.excursion = (self.env.now, cause, float(self._heat(hall).sum()))
+                hall.excursion_peak_c = np.full(len(hall.idx), -np.inf)
         if pl.fans_on_ups:
             for hall in self.halls:
                 self._begin_dynamic(hall, pl.restart_delay_s)
@@ -560,6 +573,35 @@ class HallThermal(Component):
             hall.last_inlet_c = cs.inlet_temp_c
         hall.dynamic_until = max(hall.dynamic_until, self.env.now + hold_s + settle)
 
+    def _close_excursion(self, hall: HallModel) -> None:
+        """Log the ``cooling_restart_excursion`` of a power transfer once the hall is back in
+        its steady state: how long the chillers were off, how long the hall's share of the
+        stored chilled water lasts at the heat of the transfer (V rho cp dT_design / Q, the
+        storage's first design rise; beyond it the supply air warms with the water), and the
+        hottest inlet since the transfer (sub-sample, every rack of the hall), so the run
+        says that a peak is a power-event transient and not a steady cooling shortfall."""
+        assert hall.excursion is not None and hall.excursion_peak_c is not None
+        t0, cause, heat_w = hall.excursion
+        peak = hall.excursion_peak_c
+        hall.excursion, hall.excursion_peak_c = None, None
+        pl = self.cs.plant
+        off_min = max(self.chiller_available_s - t0, 0.0) / 60.0
+        store_j = (pl.storage_m3 / len(self.halls)) * WATER_VOLUMETRIC_HEAT_J_M3_K * pl.chilled_water_rise_k
+        lasts = f"about {store_j / heat_w / 60.0:.0f} min at {heat_w / 1e6:.2f} MW" if heat_w > 0 else "no IT heat"
+        h = self.halls.index(hall)
+        if np.isfinite(peak).any():
+            r = int(np.nanargmax(peak))
+            hot = (f"hottest inlet {peak[r]:.1f} C ({self.plant.rack_names[hall.idx[r]]}); "
+                   f"{int((peak > ASHRAE_RECOMMENDED_MAX_C).sum())} racks above {ASHRAE_RECOMMENDED_MAX_C:g} C, "
+                   f"{int((peak > A1_ALLOWABLE_MAX_C).sum())} above the A1 allowable {A1_ALLOWABLE_MAX_C:g} C")
+        else:
+            hot = "the hall kept its steady inlets"
+        self.e.log("cooling_restart_excursion", self.s.site.halls[h].name,
+                   f"{cause}: chillers off {off_min:.0f} min; {pl.storage_m3:g} m3 of stored "
+                   f"chilled water ({store_j / 1e6:.0f} MJ over its {pl.chilled_water_rise_k:g} K rise for this hall) "
+                   f"lasts {lasts}; {hot}; back to steady after {(self.env.now - t0) / 60.0:.0f} min: "
+                   f"a power-event transient, not a steady cooling shortfall")
+
     def _operator(self, hall: HallModel):
         assert hall.airflow is not None  # set when the hall is built
         key = (tuple(hall.active), round(float(hall.airflow.sum()), 6))
@@ -594,6 +636,8 @@ class HallThermal(Component):
         hall.peak_gpu_c = np.fmax(hall.peak_gpu_c, seg.max_gpu_temp_c) if hall.peak_gpu_c is not None \
             else seg.max_gpu_temp_c
         hall.last_inlet_c = seg.inlet_temp_c
+        if hall.excursion_peak_c is not None:
+            hall.excursion_peak_c = np.fmax(hall.excursion_peak_c, seg.max_inlet_temp_c)
         tripped = hall.idx[~seg.state.rack_on & self.state.rack_on[hall.idx] & (seg.max_inlet_temp_c
                                                                                   >= self.cs.server_inlet_shutdown_c)]
         if tripped.size:                 # shut down by their inlet protection within the segment
@@ -886,6 +930,8 @@ class HallThermal(Component):
                  else self.state.rack_inlet_c[hall.idx].copy())
         if self.env.now >= hall.dynamic_until and feasible:
             hall.hstate = None                          # settled: back to the steady model
+            if hall.excursion is not None and self.env.now >= self.chiller_available_s:
+                self._close_excursion(hall)
         # the heat of this sample holds until the next one: forecast the next trip with it (a
         # settled hall only makes the forecasts before it stale)
         hall.wakes = 0
@@ -927,8 +973,16 @@ class HallThermal(Component):
             heat_rejection=pl.heat_rejection, tower_approach_k=pl.tower_approach_k,
             chiller_cop_at_25c=pl.chiller_cop_at_25c, crah_fan_w=fans, pump_fraction=pl.pump_fraction)
         self.economizer_fraction = np.asarray(r["economizer_fraction"], float) * np.ones(len(t_s))
+        total = np.array(r["total"], float) * np.ones(len(t_s))
+        off = np.asarray(self._chillers_off_samples, int)
+        if off.size:
+            # chillers off (restarting after a power transfer): neither they nor their heat
+            # rejection draw power; the CRAH fans (as recorded) and the pumps on UPS do
+            total[off] = (np.asarray(r["crah_fans"], float) * np.ones(len(t_s)))[off] \
+                + (np.asarray(r["pumps"], float) * np.ones(len(t_s)))[off]
+            self.economizer_fraction[off] = 0.0
         rec.set("economizer_fraction", self.economizer_fraction)
-        return np.asarray(r["total"], float), np.asarray(out_c, float)
+        return total, np.asarray(out_c, float)
 
     # ------------------------------------------------------------------ legacy transient
     def _transient(self, h: int, before, dur: float):
@@ -1076,6 +1130,11 @@ class HallThermal(Component):
         margin = np.inf                  # hall level
         unit_margin = np.inf             # unit level
         plant_w = self._plant_share_w
+        if self.physical and self.env.now < self.chiller_available_s:
+            # chillers restarting after a power transfer: the plant removes nothing (the stored
+            # chilled water is a buffer of energy, not a rate), so the hall is short by its heat
+            plant_w = 0.0
+            self._chillers_off_samples.append(i)
         fan_w = 0.0
         heat = self.e.sampler.last_rack_power_w()
         loads = rec["cooling_unit_load_w"]
@@ -1089,8 +1148,8 @@ class HallThermal(Component):
             racks = self._racks_of(h, hall)
             memo = self._record_memo.get(h)
             if (memo is not None and memo[0] is heat and memo[1] is hall.model and memo[2] is hall.active
-                    and memo[3] is hall.unit_load_w and memo[4] is hall.unit_demand_w):
-                load, unit_m, hall_m = memo[5:]      # same heat, model, units and loads: same figures
+                    and memo[3] is hall.unit_load_w and memo[4] is hall.unit_demand_w and memo[8] == plant_w):
+                load, unit_m, hall_m = memo[5:8]     # same heat, model, units and loads: same figures
             else:
                 cap = hall.geom.cooling_capacity_w
                 if not self.physical:
@@ -1111,7 +1170,7 @@ class HallThermal(Component):
                 unit_m = float(spare.min()) if spare.size else np.inf
                 hall_m = cooling_margin_w(run[1], float(heat[racks].sum()), plant_w)    # np.sum's reduction
                 self._record_memo[h] = (heat, hall.model, hall.active, hall.unit_load_w, hall.unit_demand_w,
-                                        load, unit_m, hall_m)
+                                        load, unit_m, hall_m, plant_w)
             loads[i, hall.first_unit:hall.first_unit + len(hall.units)] = load
             unit_margin = min(unit_margin, unit_m)
             margin = min(margin, hall_m)

@@ -84,6 +84,64 @@ def binding_constraint(power_use, cooling_use, floor_use, inlet_margin_c, thresh
     return " + ".join(hit) if hit else "none"
 
 
+#: the events that open and close a power event's cooling transient (twin.sim.hall_thermal:
+#: a power transfer stops the chillers; the hall logs its excursion once it is steady again)
+POWER_EVENT_OPEN, POWER_EVENT_CLOSE = "cooling_power_transfer", "cooling_restart_excursion"
+
+
+def power_event_samples(t_s, dt_s, opens_s, closes_s, horizon_s) -> np.ndarray:
+    """Samples [bool (T,)] that fall in a power event's cooling transient: from each power
+    transfer ``opens_s`` [s] to the first excursion close at or after it (``closes_s`` [s];
+    none: the run's end ``horizon_s``). Sample i at ``t_s[i]`` [s] records the interval
+    (t_i - dt, t_i] for its sub-sample peaks, so it is in when t_i >= open and
+    t_i - dt < close."""
+    t = np.asarray(t_s, float)
+    closes = np.sort(np.asarray(closes_s, float))
+    out = np.zeros(t.shape, bool)
+    for t0 in np.asarray(opens_s, float):
+        later = closes[closes >= t0]
+        t1 = float(later[0]) if later.size else float(horizon_s)
+        out |= (t >= t0) & (t - float(dt_s) < t1)
+    return out
+
+
+def power_event_figures(results, start, dt_s, horizon_s) -> dict[str, float]:
+    """Cooling figures of a run split at its power events (a utility outage or a dated power
+    transfer stops the chillers for their restart: a transient of the plant, not a steady
+    shortfall of the hall's cooling):
+
+    - ``chiller_restarts``: power transfers of the cooling plant [count];
+    - ``power_event_peak_inlet_c``: hottest inlet within their transients (sub-sample peak,
+      any rack) [degC], NaN without one;
+    - ``max_rack_inlet_steady_c``: hottest sampled inlet of a powered rack outside them [degC];
+    - ``cooling_capacity_margin_steady_kw``: lowest hall margin outside them [kW];
+    - ``hours_cooling_over_capacity_steady``: hours with a negative margin outside them [h].
+
+    The inlet figures are NaN when the run kept no per-rack series (``outputs.rack_series``)."""
+    from twin.sim.state import RackState
+
+    ds, ev = results.dataset, results.events
+    t_s = (ds["time"].values - np.datetime64(start)) / np.timedelta64(1, "s")
+    kinds = ev["kind"].values if len(ev) else np.array([])
+    opens = ev["time_s"].values[kinds == POWER_EVENT_OPEN] if len(ev) else []
+    closes = ev["time_s"].values[kinds == POWER_EVENT_CLOSE] if len(ev) else []
+    tr = power_event_samples(t_s, dt_s, opens, closes, horizon_s)
+    out = {"chiller_restarts": float(len(opens)), "power_event_peak_inlet_c": math.nan,
+           "max_rack_inlet_steady_c": math.nan}
+    if "rack_inlet_c" in ds and "rack_state" in ds:
+        inlet = np.where(RackState.powered(ds["rack_state"].values), ds["rack_inlet_c"].values, np.nan)[~tr]
+        out["max_rack_inlet_steady_c"] = float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan
+        if tr.any():
+            peak = ds["rack_inlet_peak_c"].values[tr] if "rack_inlet_peak_c" in ds else ds["rack_inlet_c"].values[tr]
+            out["power_event_peak_inlet_c"] = float(np.nanmax(peak)) if np.isfinite(peak).any() else math.nan
+    margin = np.asarray(ds["cooling_capacity_margin_w"].values, float)[~tr] if "cooling_capacity_margin_w" in ds \
+        else np.zeros(0)
+    fin = margin[np.isfinite(margin)]
+    out["cooling_capacity_margin_steady_kw"] = float(fin.min() / 1e3) if fin.size else math.nan
+    out["hours_cooling_over_capacity_steady"] = float(np.sum(fin < 0) * float(dt_s) / 3600.0)
+    return out
+
+
 def study_kpis(scenario, results) -> dict[str, float]:
     """The :data:`STUDY_KPI_UNITS` figures for one run (scenario + its Results)."""
     from twin import power
@@ -136,4 +194,6 @@ def study_kpis(scenario, results) -> dict[str, float]:
         "cooling_use_fraction": float(use_fraction(demand_w, cooling_w)),
         "floor_use_fraction": float(use_fraction(racks_delivered, positions)),
         "inlet_margin_c": ASHRAE_RECOMMENDED_MAX_C - inlet,
+        **power_event_figures(results, s.simulation.start, s.simulation.sample_interval_s,
+                              s.simulation.duration_days * 86400.0),
     }

@@ -239,16 +239,43 @@ def cooling_note(cooling_unit_margin_kw=math.nan, hours_cooling_unit_saturated=m
     return text if hall_short else text + "; its neighbours take the rest"
 
 
+def power_event_note(peak_inlet_c=math.nan, seeds_with_restart=0, seeds=0, steady_inlet_c=math.nan) -> str:
+    """What a siting table says about a hall's power events ('' without one): a utility outage
+    (or a dated power transfer) stops the chillers for their restart and the hall runs on its
+    stored chilled water; the hottest inlet of those transients (``peak_inlet_c``, the worst
+    seed) is a power-event transient, drawn in ``seeds_with_restart`` of ``seeds`` seeds, and
+    not a steady cooling shortfall (``steady_inlet_c``, outside the transients)."""
+    if not seeds_with_restart:
+        return ""
+    text = f"a chiller restart after a utility outage or power transfer in {seeds_with_restart:.0f} of {seeds:.0f} seeds"
+    if np.isfinite(peak_inlet_c):
+        text += f" took the hottest inlet to {peak_inlet_c:.1f} C"
+        if peak_inlet_c > A1_ALLOWABLE_MAX_C:
+            text += f" (above the A1 allowable {A1_ALLOWABLE_MAX_C:g} C: more stored chilled water, or chillers " \
+                    "that restart faster, would ride it through)"
+    text += ": a power-event transient, not a steady cooling shortfall"
+    if np.isfinite(steady_inlet_c):
+        text += f" (hottest inlet outside it {steady_inlet_c:.1f} C)"
+    return text
+
+
 def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None = None) -> pd.DataFrame:
     """Siting study: per candidate (mean over seeds) the planner's figures, the binding
     constraint, a rank per criterion (1 = best), a score per criterion (1 best, 0 worst,
     min-max) and the overall weighted score (``weights``, default
-    :data:`DEFAULT_SITING_WEIGHTS`) that sets the overall rank (ties: more tokens first)."""
+    :data:`DEFAULT_SITING_WEIGHTS`) that sets the overall rank (ties: more tokens first).
+
+    Power events (a utility outage or a power transfer that stops the chillers for their
+    restart, :func:`twin.studies.metrics.power_event_figures`) are kept apart: when the runs
+    carry the split figures, the inlet criterion, the rejection and the binding constraint read
+    the steady ones (outside the transients: a random outage drawn in one seed must not decide
+    a hall's rank), and ``power_event_note`` says what the transients did (worst seed)."""
     w = parse_weights(weights)
     m = ds.mean("seed", skipna=True)
     rows = []
     for lab in ds[dim].values:
         r = m.sel({dim: lab})
+        per_seed = ds.sel({dim: lab})
         g: dict[str, Any] = {k: float(r[k]) for k in ("gpus_hosted", "gpus_delivered", "days_to_full_capacity",
                                       "days_power_limited", "tokens_total", "max_rack_inlet_c",
                                       "upgrade_cost_usd", "upgrade_lead_time_days", "energy_cost_usd",
@@ -257,6 +284,22 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
                                       "cooling_capacity_margin_kw", "hours_cooling_over_capacity",
                                       "cooling_unit_margin_kw", "hours_cooling_unit_saturated")
              if k in r}
+        g["power_event_note"] = ""
+        if "max_rack_inlet_steady_c" in r and np.isfinite(float(r["max_rack_inlet_steady_c"])):
+            restarts = np.asarray(per_seed["chiller_restarts"].values, float) if "chiller_restarts" in r \
+                else np.zeros(0)
+            peaks = np.asarray(per_seed["power_event_peak_inlet_c"].values, float) \
+                if "power_event_peak_inlet_c" in r else np.zeros(0)
+            g["max_rack_inlet_all_c"] = g.get("max_rack_inlet_c", math.nan)
+            g["max_rack_inlet_c"] = float(r["max_rack_inlet_steady_c"])
+            g["inlet_margin_c"] = ASHRAE_RECOMMENDED_MAX_C - g["max_rack_inlet_c"]
+            for k in ("cooling_capacity_margin_kw", "hours_cooling_over_capacity"):
+                steady = k.replace("_kw", "_steady_kw") if k.endswith("_kw") else k + "_steady"
+                if steady in r:
+                    g[k] = float(r[steady])
+            g["power_event_note"] = power_event_note(
+                float(np.nanmax(peaks)) if np.isfinite(peaks).any() else math.nan,
+                int(np.sum(restarts > 0)), int(restarts.size), g["max_rack_inlet_c"])
         g["binds"] = binding_constraint(g.get("power_use_fraction", math.nan),
                                         g.get("cooling_use_fraction", math.nan),
                                         g.get("floor_use_fraction", math.nan), g.get("inlet_margin_c", math.nan))
@@ -457,7 +500,8 @@ def siting_reading(table: pd.DataFrame, dim: str = "site") -> str:
             f"{r.co2_t:,.0f} t CO2; binding: {r.binds} (power {r.power_use_fraction:.0%}, cooling "
             f"{r.cooling_use_fraction:.0%}, floor {r.floor_use_fraction:.0%} used)"
             + (f"; rejected, {r.rejected}" if r.get("rejected") else "")
-            + (f"; note: {r.cooling_note}" if r.get("cooling_note") else "") + ".")
+            + (f"; note: {r.cooling_note}" if r.get("cooling_note") else "")
+            + (f"; {r.power_event_note}" if r.get("power_event_note") else "") + ".")
     return " ".join(parts)
 
 
