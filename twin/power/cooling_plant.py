@@ -38,6 +38,8 @@ __all__ = [
     "cooling_plant_power_w",
     "economizer_hours",
     "heat_sink_temp_c",
+    "design_crah_fan_power_w",
+    "scenario_cooling_power_w",
 ]
 
 HEAT_REJECTION_KINDS = ("dry_cooler", "cooling_tower")
@@ -125,3 +127,73 @@ def economizer_hours(economizer_fraction_series, sample_interval_s, *, full_only
     if full_only:
         f = (f >= 1.0).astype(float)
     return float(f.sum() * sample_interval_s / 3600.0)
+
+
+#: wet bulb below the dry bulb [K] where the physical model has no weather file to read it
+#: from (a cooling tower then rejects to dry bulb - 5 K, as :meth:`twin.sim.hall_thermal.
+#: HallThermal.plant_power` does)
+WET_BULB_DEPRESSION_K = 5.0
+
+
+def design_crah_fan_power_w(scenario) -> float:
+    """CRAH fan power of every hall's units at the racks' full airflow [W], the physical
+    model's fan law (:class:`twin.sim.hall_thermal._HallFans`): constant-speed fans draw their
+    design power P_d = V_d dp_d / eta; VFD fans blow ``airflow_per_rack_airflow`` x the racks'
+    full-speed airflow (catalog ``airflow_m3_s_at_max`` x nodes), shared by design airflow and
+    clipped to [min speed, design]. Every rack position counts: the worst case a capacity check
+    plans for."""
+    from twin.catalog import node_model
+    from twin.plant import scenario_racks
+    from twin.thermal.fans import crah_airflow_m3_s, crah_fan_power_w
+
+    fans = scenario.site.cooling_system.crah_fans
+    models, counts = scenario_racks(scenario)
+    total, first = 0.0, 0
+    for hall in scenario.site.halls:
+        v_c = np.array([u.airflow_m3_s for u in hall.cooling_units], float)
+        n = sum(r.racks for r in hall.rows)
+        rack_v = sum(node_model(m).airflow_m3_s_at_max * c for m, c in zip(models[first:first + n],
+                                                                           counts[first:first + n], strict=True))
+        first += n
+        need = fans.airflow_per_rack_airflow * rack_v * v_c / v_c.sum()
+        flow = crah_airflow_m3_s(need, v_c, control=fans.control, min_speed_fraction=fans.min_speed_fraction)
+        total += float(np.sum(crah_fan_power_w(flow, v_c, fans.design_pressure_pa, fans.fan_efficiency,
+                                               control=fans.control,
+                                               static_pressure_fraction=fans.static_pressure_fraction)))
+    return total
+
+
+def scenario_cooling_power_w(scenario, heat_w, outdoor_c):
+    """Electric power of a scenario's cooling plant [W] for building heat ``heat_w`` [W] at an
+    outdoor dry bulb ``outdoor_c`` [C], from the cooling model the run uses, so a capacity
+    check and the run give one answer for the same hall:
+
+    - ``site.cooling_system.model: legacy``: :func:`twin.power.facility.cooling_power_w` with
+      ``site.power.cooling`` (chiller COP at 25 C, fans and pumps as a share of heat);
+    - ``physical``: :func:`cooling_plant_power_w` with ``site.cooling_system.plant`` (COP from
+      the chilled-water set point and the sink, economizer, pumps, heat rejection), the supply
+      set point (``supply_setpoint_c``, else the coldest unit's ``supply_temp_c``) and the CRAH
+      fans at the racks' full airflow (:func:`design_crah_fan_power_w`; constant-speed fans
+      draw that at any load); a cooling tower's wet bulb is the dry bulb - 5 K
+      (:data:`WET_BULB_DEPRESSION_K`). ``site.power.cooling``'s COP and fan/pump share are
+      not used by this model.
+
+    Affine in the heat (the physical model's fans are a constant term), elementwise in both."""
+    cs = scenario.site.cooling_system
+    if cs.model != "physical":
+        from .facility import cooling_power_w
+
+        c = scenario.site.power.cooling
+        return cooling_power_w(heat_w, outdoor_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                               fan_pump_fraction=c.fan_pump_fraction)
+    pl = cs.plant
+    setpoint = (cs.supply_setpoint_c if cs.supply_setpoint_c is not None
+                else min(u.supply_temp_c for h in scenario.site.halls for u in h.cooling_units))
+    out = np.asarray(outdoor_c, float)
+    wet = out - WET_BULB_DEPRESSION_K if pl.heat_rejection == "cooling_tower" else None
+    r = cooling_plant_power_w(heat_w, out, wet, supply_air_setpoint_c=setpoint,
+                              coil_approach_k=pl.coil_approach_k, chilled_water_rise_k=pl.chilled_water_rise_k,
+                              heat_rejection=pl.heat_rejection, tower_approach_k=pl.tower_approach_k,
+                              chiller_cop_at_25c=pl.chiller_cop_at_25c,
+                              crah_fan_w=design_crah_fan_power_w(scenario), pump_fraction=pl.pump_fraction)
+    return r["total"]
