@@ -34,7 +34,9 @@ def test_blue_vela_ramp_follows_the_power_plan(blue_vela):
     assert ds.facility_it_power_w.values.max() > 1520e3
     assert blue_vela.kpis["breaker_trips"] == 0
     assert 1.05 < blue_vela.kpis["pue_mean"] < 1.6
-    assert blue_vela.kpis["ups_loss_mwh"] == 0.0            # bypassed UPS has no loss
+    # the UPS is in line (double conversion, as built until the chain's 2024-09-01 bypass;
+    # the run keeps one mode, audit finding 4): its loss is counted, about 2-4 % of the IT energy
+    assert 0.02 * blue_vela.kpis["energy_it_mwh"] < blue_vela.kpis["ups_loss_mwh"] < 0.05 * blue_vela.kpis["energy_it_mwh"]
     assert blue_vela.kpis["goodput_fraction"] > 0.85
 
 

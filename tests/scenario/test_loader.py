@@ -40,11 +40,13 @@ def test_every_shipped_scenario_loads(path):
 
 def test_extends_deep_merges_and_overrides(tmp_path):
     child = write(tmp_path, "child.yaml", {"extends": str(BV_FIXED), "name": "child",
-                                            "site": {"power": {"ups": {"mode": "double_conversion"}}}})
+                                            "site": {"power": {"ups": {"mode": "bypass"}}}})
     s = load_scenario(child, ["simulation.seed=99", "workload.jobs.0.nodes=64"])
     assert s.name == "child"
-    assert s.site.power.ups.mode == "double_conversion"
-    assert s.site.power.ups.capacity_kw == 1520          # inherited beside the override
+    # Blue Vela's UPS is in line (double conversion, 2 x 1,520 kW) since audit finding 4:
+    # the child overrides the mode and inherits the rating
+    assert s.site.power.ups.mode == "bypass"
+    assert s.site.power.ups.capacity_kw == 3040          # inherited beside the override
     assert s.simulation.seed == 99
     assert s.workload.jobs[0].nodes == 64
     assert s.workload.jobs[1].name == "granite_20b"

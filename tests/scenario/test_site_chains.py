@@ -61,3 +61,7 @@ def test_a_shipped_chain_has_the_runs_rpp_count(path):
         pytest.skip("no chain")
     if chain.rpps is not None:
         assert chain.rpps.count == s.site.power.rpp.count
+    # and the run's UPS is the chain's plant (installed modules = site.power.ups.capacity_kw)
+    if chain.ups is not None:
+        u = chain.ups
+        assert u.systems * u.modules_per_system * u.module_kw == pytest.approx(s.site.power.ups.capacity_kw)

@@ -318,3 +318,32 @@ def chain_at_stages(chain: PowerChain) -> list[tuple[dt.date | None, str, PowerC
         current = apply_stage(current, st)
         out.append((st.date, st.note, current))
     return out
+
+
+def ups_mode_schedule(chain: PowerChain) -> list[tuple[dt.date | None, str]]:
+    """The UPS mode the chain's dated stages give, from the as-built state on:
+    ``[(date, mode), ...]``, one entry per change (``None`` = as built, i.e. from the start
+    of a run). Empty when the chain has no UPS plant.
+
+    The engine takes one UPS mode for a whole run (``site.power.ups.mode``); a building whose
+    UPS is bypassed part-way (Blue Vela: in line until 2024-09-01) needs the run to switch
+    mode at these dates (losses, ride-through of sags, the UPS limit in admission).
+    """
+    out: list[tuple[dt.date | None, str]] = []
+    for date, _, ch in chain_at_stages(chain):
+        if ch.ups is None:
+            continue
+        if not out or out[-1][1] != ch.ups.mode:
+            out.append((date, ch.ups.mode))
+    return out
+
+
+def ups_mode_at(chain: PowerChain, date: dt.date, default: str) -> str:
+    """UPS mode on ``date`` by the chain's stages (the last change on or before it; the
+    as-built mode before the first stage); ``default`` (the run's ``site.power.ups.mode``)
+    when the chain has no UPS plant."""
+    mode = default
+    for k, (when, m) in enumerate(ups_mode_schedule(chain)):
+        if k == 0 or when is None or when <= date:
+            mode = m
+    return mode
