@@ -15,8 +15,11 @@ def _schedule_states(pp, vpp, rank, m):
     end, stepping the schedule one pass at a time: forwards by groups of pp micro-batches a
     chunk (chunk 0 for micro-batches 0..pp-1, chunk 1 for the same, ..., then the next group),
     backwards in the same order with the chunks reversed; 2 (pp - rank - 1) + (vpp - 1) pp
-    warm-up forwards (all of them if fewer), then one forward and one backward a step."""
+    warm-up forwards (all of them if fewer), then one forward and one backward a step.  A step
+    not a multiple of pp: the last group is the m mod pp micro-batches left, chunk by chunk
+    (Megatron-core's get_schedule_table)."""
     order = [c for _ in range(m // pp) for c in range(vpp) for _ in range(pp)]
+    order += [c for c in range(vpp) for _ in range(m % pp)]
     warmup = min(2 * (pp - rank - 1) + (vpp - 1) * pp, m * vpp)
     held = [0] * vpp
     for c in order[:warmup]:
@@ -59,7 +62,10 @@ def test_chunks_in_flight_pp4_vpp2_by_hand():
 
 @pytest.mark.parametrize("pp, vpp", [(2, 2), (2, 5), (3, 2), (4, 3), (8, 4)])
 def test_chunks_in_flight_match_the_schedule_stepped_one_pass_at_a_time(pp, vpp):
-    for m, rank in itertools.product((pp, 2 * pp, 3 * pp, 8 * pp), range(pp)):
+    # steps not a multiple of pp too (Megatron-core refuses them with its default group size;
+    # the twin counts the schedule table it would build)
+    for m, rank in itertools.product((pp, 2 * pp, 3 * pp, 8 * pp, pp + 1, 2 * pp + 1, 3 * pp - 1,
+                                      5 * pp + pp // 2), range(pp)):
         got = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=rank, microbatches=m)
         assert {tuple(x) for x in got} == _schedule_states(pp, vpp, rank, m)
 
@@ -73,10 +79,12 @@ DENSE = dict(layers=16, hidden=256, ffn_hidden=1024, heads=4, kv_heads=4, vocab=
 def test_every_rank_in_flight_with_interleaving_by_hand():
     # chunks in flight 11, 9, 7, 5 (test above) of 2 layers: 5.5, 4.5, 3.5, 2.5 micro-batches
     # of 4 layers x 128 tokens x 8192 B; the first stage also keeps the embedding output,
-    # 2 x 128 x 256 B a micro-batch in flight.  The last stage: 2.5, not 1 as under 1F1B.
+    # 2 x 128 x 256 B for each micro-batch chunk 0 holds, 8 at the peak (8, 3) (HU4: was the
+    # rank's mean 5.5; the embedding output lives in chunk 0 only).  The last stage: 2.5, not 1
+    # as under 1F1B.
     layer_mb = 4 * 128 * 8192
     acts = [memory_per_gpu_bytes(**DENSE, pipeline_rank=r).activations for r in range(4)]
-    assert acts == [5.5 * layer_mb + 5.5 * 2 * 128 * 256, 4.5 * layer_mb, 3.5 * layer_mb,
+    assert acts == [5.5 * layer_mb + 8 * 2 * 128 * 256, 4.5 * layer_mb, 3.5 * layer_mb,
                     2.5 * layer_mb]
     # with a step of 4 micro-batches ranks 0 and 1 hold all 8 chunks, 4 micro-batches
     m4 = [memory_per_gpu_bytes(**DENSE, microbatches=4, pipeline_rank=r).activations
@@ -117,8 +125,9 @@ def test_dense_first_layers_and_their_chunks_in_flight_by_hand():
     # 14,848, chunk 1 13,312.  Peak of chunks in flight (test above): rank 0 (8, 3): 8 x 16,384
     # + 3 x 13,312 = 171,008; rank 1 (8, 1): 8 x 14,848 + 13,312 = 132,096; ranks 2 and 3
     # all-MoE, 3.5 and 2.5 micro-batches x 4 layers x 6656.  x 128 tokens; rank 0 also the
-    # embedding output 5.5 x 2 x 128 x 256; the last stage the logits 6 x 128 x 1000.
-    acts = [128 * 171_008 + 5.5 * 2 * 128 * 256, 128 * 132_096, 3.5 * 4 * 128 * 6656,
+    # embedding output 2 x 256 B a token in chunk 0, 8 x at the same peak (8, 3) (HU4: was the
+    # rank's mean 5.5 x); the last stage the logits 6 x 128 x 1000.
+    acts = [128 * 171_008 + 8 * 2 * 128 * 256, 128 * 132_096, 3.5 * 4 * 128 * 6656,
             2.5 * 4 * 128 * 6656]
     for r in range(4):
         m = memory_per_gpu_bytes(**MOE, pipeline_rank=r)
@@ -126,7 +135,7 @@ def test_dense_first_layers_and_their_chunks_in_flight_by_hand():
                                                          12 * params[r])
         assert m.activations == acts[r]
         assert m.logits == (768_000 if r == 3 else 0.0)
-    # totals 102.43, 101.94, 106.41, 108.38 MB: the last stage is the heaviest (with one
+    # totals 102.59, 101.94, 106.41, 108.38 MB: the last stage is the heaviest (with one
     # micro-batch in flight and the dense layers on rank 0, stage 2 was, at 109.82 MB)
     heaviest = memory_per_gpu_bytes(**MOE)
     assert heaviest.stage == "last" and heaviest.total == 18 * params[3] + acts[3] + 768_000
@@ -147,8 +156,8 @@ def test_the_heaviest_rank_is_always_evaluated(vpp, nd, microbatches):
 
 
 def test_without_interleaving_or_dense_layers_nothing_else_moves():
-    # the first stage's figure of an interleaved dense model is the one it always had:
-    # pp + (pp - 1)/vpp micro-batches; only the other ranks' counts are new
+    # the first stage's figure of an interleaved dense model is the default's (its layers at
+    # pp + (pp - 1)/vpp micro-batches, its embedding output at chunk 0's peak)
     first = memory_per_gpu_bytes(**DENSE, pipeline_rank=0)
     assert first == memory_per_gpu_bytes(**DENSE)
     # DeepSeek-V3's published layout (PP16, no interleaving) under 1F1B: 119.88 GiB on stage 2
@@ -172,9 +181,19 @@ def test_chunk_counts_sum_to_the_warm_up_plus_one_and_never_pass_the_step():
             if m is not None:
                 want = min(want, m * vpp)
             assert np.all(got.sum(axis=1) == want) and np.all(got >= 0)
-    # a step not a multiple of pp (Megatron-core refuses it): no chunk holds more than the step
+    # a step not a multiple of pp (Megatron-core refuses it with its default group size): the
+    # schedule table's last group is micro-batches 4, 5 (chunk 0, then chunk 1), so rank 0's
+    # 10 warm-up forwards are chunk 0 0-3, chunk 1 0-3, chunk 0 4-5 (6, 4) and the first steady
+    # forward, chunk 1 4, makes (6, 5): W + 1 = 11 chunks as for any step, no chunk above the
+    # step's 6 (until HU4 the closed form capped at 6 counted forwards that do not exist,
+    # (6, 4) and (6, 3), 10 chunks)
+    for m in (6, 5, 7, 9, 11):
+        for r in range(4):
+            got = interleaved_chunks_in_flight(pp=4, vpp=2, rank=r, microbatches=m)
+            want = min(2 * (4 - r - 1) + 4 + 1, 2 * m)
+            assert np.all(got.sum(axis=1) == want) and got.max() <= m
     got = interleaved_chunks_in_flight(pp=4, vpp=2, rank=0, microbatches=6)
-    assert got.max() == 6 and got.tolist() == [[6, 4], [6, 3]]
+    assert got.tolist() == [[6, 5]]
 
 
 def test_expert_tensor_parallel_sizes_megatron_core_accepts():

@@ -70,7 +70,13 @@ One pipeline stage's share on one GPU, as bytes [B]:
   than the ``m`` micro-batches of the step (``m vpp`` chunks; with ``m = pp`` every
   micro-batch is in flight at once).  The first stage's ``pp + (pp-1)/vpp`` is Korthikanti
   et al.'s §4.2.3 ``L (1 + (p-1)/(p v))`` layers' worth; the last stage's interleaved
-  ``pp - (pp-1)/vpp`` (``(vpp - 1) pp + 1`` chunks) against 1 under 1F1B.
+  ``pp - (pp-1)/vpp`` (``(vpp - 1) pp + 1`` chunks) against 1 under 1F1B.  Interleaved, each
+  chunk is counted at its own micro-batches in flight and the rank at the peak of their sum
+  over the schedule (:func:`interleaved_chunks_in_flight`): equal chunks give the figures
+  above, while what sits in one chunk only counts at that chunk's own count, so the
+  embedding output (chunk 0 of rank 0: early chunks hold more micro-batches than the mean)
+  and the MTP modules (the last rank's last chunk: about one) are not taken at the rank's
+  mean (the twin's figures until HU4).
 * **DualPipe** (``pipeline_schedule="dualpipe"``; DeepSeek-V3 Technical Report arXiv
   2412.19437 sec. 3.2.1 and Table 2, deepseek-ai/DualPipe): rank ``j`` holds stages ``s =
   min(j, pp-1-j)`` and ``pp-1-s`` (``DualPipe``'s two modules, ``examples/example_dualpipe.py``),
@@ -102,21 +108,16 @@ One pipeline stage's share on one GPU, as bytes [B]:
   caching allocator's fragmentation, a fixed ``buffer_bytes`` (2 GiB, engineering
   estimate: ~0.5 GB context, ~0.5-1 GB NCCL, the rest workspaces and fragments).
 
-The worst of the first and the last pipeline stage (DualPipe: of its rank pairs) is the
-job's figure; with dense first
-layers (``moe_dense_layers``) also of every inner stage holding one and of the first inner
-stage after them (all-MoE; later ones hold the same layers with fewer micro-batches in
-flight), named ``"stage j"`` (1-based).  Layers sit where Megatron-core puts them
-(``transformer_layer.get_transformer_layer_offset``): ``lps`` a rank without interleaving,
-and with it virtual chunk ``v`` of rank ``r`` holds layers ``[(v pp + r) lpc, (v pp + r + 1)
-lpc)``, ``lpc = lps / vpp``, so the dense layers fill chunk 0 of ranks 0, 1, ... ``lpc`` at a
-time.  A rank whose chunks differ (dense and MoE layers) under interleaving is counted at
-the peak of its chunks' own micro-batches in flight
-(:func:`interleaved_chunks_in_flight`): early chunks hold more of them than late ones.
-With a ``pipeline_layout`` (Megatron-core's ``--pipeline-model-parallel-layout``,
-:mod:`twin.compute.pipeline_layout`) the layers, MTP modules, embedding and loss sit where the
-layout puts them and every rank is evaluated from its own chunks
-(:func:`memory_per_gpu_bytes`).
+Every pipeline rank is evaluated (DualPipe: every rank pair) and the heaviest is the job's
+figure, named ``"first"``, ``"last"``, ``"stage j"`` (1-based) or ``"stages s+t"``.  One code
+path: the ranks' chunks come from a ``pipeline_layout`` (Megatron-core's
+``--pipeline-model-parallel-layout``, :mod:`twin.compute.pipeline_layout`), else from the
+even split written as one (:func:`~twin.compute.pipeline_layout.even_pipeline_layout`:
+``lps`` decoder layers a rank, ``lps / vpp`` a chunk, the embedding on rank 0's chunk 0, the
+loss and the MTP modules on the last rank's last chunk).  Layers sit where Megatron-core puts
+them (``transformer_layer.get_transformer_layer_offset``): chunk ``v`` of rank ``r`` holds
+layers ``[(v pp + r) lpc, (v pp + r + 1) lpc)``, ``lpc = lps / vpp``, so dense first layers
+(``moe_dense_layers``) fill chunk 0 of ranks 0, 1, ... ``lpc`` at a time.
 HBM sizes quoted in "GB" are GiB (H100 80 GB: 81,559 MiB in ``nvidia-smi``).
 """
 
@@ -128,7 +129,14 @@ from typing import Any
 
 import numpy as np
 
-from twin.compute.pipeline_layout import DECODER, EMBED, LOSS, MTP, parse_pipeline_layout
+from twin.compute.pipeline_layout import (
+    DECODER,
+    EMBED,
+    LOSS,
+    MTP,
+    even_pipeline_layout,
+    parse_pipeline_layout,
+)
 
 #: bytes per GiB
 GIB = 2.0**30
@@ -138,9 +146,11 @@ BUFFER_BYTES = 2.0 * GIB
 #: Uncertainty of the estimate, fitted once: the largest ratio of estimate to capacity
 #: among the published configurations that ran on 80 GB H100s (dgxc-benchmarking
 #: NeMo 24.09/24.11 tables, tests/compute/test_memory.py): Nemotron-4 340B on 128
-#: GPUs (TP8 PP8 VPP12, bf16 gradients) estimates 92.3 GiB against 80, ratio 1.154,
-#: so 1 - 1/1.154 = 0.133, rounded up.
-MEMORY_MODEL_MARGIN = 0.134
+#: GPUs (TP8 PP8 VPP12, bf16 gradients) estimates 92.425 GiB against 80 (its first stage;
+#: 92.295 until HU4 counted the embedding output at chunk 0's own peak), ratio
+#: 92.425 / 80 = 1.1553, so 1 - 1/1.1553 = 0.1344, rounded up: 0.135 (limit 80 / 0.865 =
+#: 92.49 GiB; 0.134 would give 92.38 and refuse it).
+MEMORY_MODEL_MARGIN = 0.135
 #: ZeRO stages: 0 none, 1 optimizer state (= Megatron distributed optimizer),
 #: 2 + gradients, 3 + weights (= FSDP full shard)
 ZERO_STAGES = (0, 1, 2, 3)
@@ -375,8 +385,13 @@ def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
     chunks in all; the mix repeats every ``pp vpp`` steps, so one period is returned.  The
     cooldown only frees chunks.  Without interleaving (``vpp = 1``, or ``pp = 1``) one chunk,
     ``pp - rank`` micro-batches (1F1B), one with ``pp = 1``.  Never more than the step's
-    ``microbatches`` of a chunk (None: the pipeline is full).  Assumes ``microbatches`` a
-    multiple of ``pp`` (Megatron-core's default group size requires it).
+    ``microbatches`` of a chunk (None: the pipeline is full).  ``microbatches`` not a multiple
+    of ``pp``: Megatron-core's ``get_schedule_table`` makes the last group the ``m mod pp``
+    micro-batches left (chunk 0 for them, then chunk 1, ...), and every moment of that table
+    is returned (forward ``n``'s chunk read from it, backward ``n``'s the reverse); with its
+    default group of ``pp`` Megatron-core refuses such a step (a last group of fewer than
+    ``pp``: ``forward_backward_pipelining_with_interleaving``), so this is the schedule it
+    would run, not one it runs.
     """
     m = microbatches
     if vpp == 1 or pp == 1:
@@ -386,6 +401,15 @@ def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
     warmup = 2 * (pp - rank - 1) + (vpp - 1) * pp
     if m is not None and warmup >= m * vpp:  # every forward runs before the first backward
         return np.full((1, vpp), float(m))
+    if m is not None and m % pp:  # the schedule table itself, its last group m mod pp
+        full, rest = divmod(m, pp)
+        order = np.concatenate([np.repeat(np.tile(np.arange(vpp), full), pp),
+                                np.repeat(np.arange(vpp), rest)])
+        seen = np.zeros((m * vpp + 1, vpp))  # forwards of each chunk after n of them
+        seen[1:] = np.cumsum(order[:, None] == np.arange(vpp)[None, :], axis=0)
+        k = np.arange(m * vpp - warmup)
+        # after forward warmup + 1 + k and backward k (backward n runs chunk vpp-1 - order[n])
+        return np.unique(seen[warmup + 1 + k] - seen[k][:, ::-1], axis=0)
     steps = group if m is None else min(group, m * vpp - warmup)
     t = np.arange(steps)[:, None]
     v = np.arange(vpp)[None, :]
@@ -510,7 +534,8 @@ def memory_per_gpu_bytes(
     so both heads' logits live at once); the embedding and output head are shared (DualPipe
     puts them on the same rank), no extra copy.
 
-    pipeline_layout (None: the split of the module doc, the figures above bit for bit):
+    pipeline_layout (None: the even split of the module doc, written as a layout and run
+    through the same code, :func:`~twin.compute.pipeline_layout.even_pipeline_layout`):
     Megatron-core's ``--pipeline-model-parallel-layout`` string
     (:mod:`twin.compute.pipeline_layout`; ``pp vpp`` virtual stages, ``v pp + r`` on rank
     ``r`` as its chunk ``v``; DualPipe: vpp 1, the schedule's ``pp`` stages).  Every rank is
@@ -611,7 +636,6 @@ def memory_per_gpu_bytes(
     h, F = float(hidden), float(ffn_hidden)
     hkv = h * kv_heads / heads
     mats = 3 if gated_mlp else 2
-    lps = math.ceil(layers / pp)
     attn_params = h * (h + 2 * hkv) + h * h + 2 * h
     mla = mla_kv_lora_rank > 0
     if mla:
@@ -711,203 +735,112 @@ def memory_per_gpu_bytes(
         if nd:
             a_dense = saved_bytes_per_token_layer(dense_ffn_hidden=ffn_hidden, **sv_kw)
     # one MTP module's saved activations a token: its layer's and the projection's 2h input
-    # (each m of a layout), mtp_depth of them on the last stage
-    a_mtp_module = a_tok + 2.0 * 2.0 * h / (tp if sequence_parallel else 1)
-    a_mtp = mtp * a_mtp_module
+    # (each m of the layout; until HU3 the layout path counted mtp_depth of them per m)
+    a_mtp = a_tok + 2.0 * 2.0 * h / (tp if sequence_parallel else 1)
     if mla:  # ring attention passes the per-head keys and values
         cp_kv = 8.0 * heads * (d_qk + mla_v_head_dim) / 2.0 / tp * tokens if cp > 1 else 0.0
     else:
         cp_kv = 8.0 * 2.0 * hkv / tp * tokens if cp > 1 else 0.0
 
-    # layers of a virtual chunk: Megatron-core gives chunk v of rank r the layers
-    # [(v pp + r) lpc, (v pp + r + 1) lpc) (transformer_layer.get_transformer_layer_offset),
-    # so dense first layers fill chunk 0 of ranks 0, 1, ... lpc at a time; without
-    # interleaving the one chunk is the rank's lps layers
+    # where the layers sit: each rank's chunks from the layout, else the even split written as
+    # one (even_pipeline_layout: lps a rank, lps / vpp a chunk; Megatron-core gives chunk v of
+    # rank r the layers [(v pp + r) lpc, (v pp + r + 1) lpc),
+    # transformer_layer.get_transformer_layer_offset, so dense first layers fill chunk 0 of
+    # ranks 0, 1, ... lpc at a time); one code path for both
+    if layout is None:
+        layout = even_pipeline_layout(pp=int(pp), vpp=int(vpp), layers=int(layers),
+                                      mtp_depth=mtp)
     interleaved = vpp > 1 and pp > 1
-    lpc = lps / vpp if interleaved else float(lps)
-    # pipeline ranks evaluated, by index: the first, every rank holding dense layers, the first
-    # rank after them (an all-MoE rank with the most micro-batches in flight: later all-MoE
-    # ranks hold the same layers and weights with fewer in flight, so they are never heavier)
-    # and the last; one given rank with pipeline_rank
+    # pipeline ranks evaluated: every rank (DualPipe: one of each pair j, pp-1-j, which hold
+    # the same two stages); one given rank with pipeline_rank
     if pipeline_rank is not None:
         if isinstance(pipeline_rank, bool) or int(pipeline_rank) != pipeline_rank \
                 or not 0 <= pipeline_rank < pp:
             raise ValueError(f"pipeline_rank must be an integer in [0, pp={pp}), got "
                              f"{pipeline_rank!r}")
         ranks = [int(pipeline_rank)]
-    elif dualpipe:  # ranks j and pp-1-j hold the same two stages: one of each pair
-        ranks = list(range(pp // 2))
     else:
-        # ranks j with a dense layer, j < nd / lpc (chunk 0 holds the rank's first ones)
-        with_dense = -(-nd * vpp // lps) if interleaved else -(-nd // lps)
-        ranks = sorted(set(range(min(with_dense + 1, pp))) | {pp - 1})
-    if layout is not None and pipeline_rank is None:  # any rank may be the heaviest
         ranks = list(range(pp // 2 if dualpipe else pp))
 
-    def stage_params(j: int) -> tuple[float, float, float, np.ndarray]:
-        """Pipeline stage ``j``'s (dense-side parameters, expert parameters [-] per GPU,
-        dense layers, dense layers by chunk); the chunks' entry is empty without
-        interleaving."""
-        first = j == 0
-        last = j == pp - 1
-        p_dense = lps * p_layer_tp + (p_embed if first else 0.0) + (p_embed if last else 0.0)
-        p_exp = lps * expert_params / (tp if moe_experts > 0 else 1)
-        nd_s: float
-        d_chunk = np.zeros(0)
-        if interleaved and nd:  # dense layers in each of the rank's chunks
-            d_chunk = np.clip(nd - (np.arange(vpp) * pp + j) * lpc, 0.0, lpc)
-            nd_s = float(d_chunk.sum())
-        else:  # the rank's share of the first nd layers, lps a rank (none: 0)
-            nd_s = float(min(lps, max(0, nd - j * lps)))
-        if nd_s:  # a dense MLP in place of the shared experts, router and routed experts
-            p_dense += nd_s * (mats * h * F - dense_mlp) / tp
-            p_exp = (lps - nd_s) * expert_params / tp
-        if last and mtp:  # MTP modules: a layer, the 2h x h projection and two RMSNorms each
-            p_dense += mtp * (p_layer_tp + (2.0 * h * h + 2.0 * h) / tp)
-            p_exp += mtp * expert_params / (tp if moe_experts > 0 else 1)
-        return p_dense, p_exp, nd_s, d_chunk
+    lsum = layout.rank_counts()  # per rank: E, t, m, L
+    l_dense = layout.dense_layers(nd)  # (pp, vpp)
+    sp_div = tp if sequence_parallel else 1
+
+    def layout_params(j: int) -> tuple[float, float]:
+        """Rank ``j``'s (dense-side, expert) parameters per GPU [-] from its chunks: its
+        decoder layers, the input embedding and the output layer where E and L sit, a dense
+        MLP in place of the shared experts, router and routed experts of its dense layers, and
+        each MTP module's layer, 2h x h projection and two RMSNorms."""
+        e_j, t_j, m_j, l_j = (float(x) for x in lsum[j])
+        nd_j = float(l_dense[j].sum())
+        p_dense = t_j * p_layer_tp + (e_j + l_j) * p_embed
+        p_exp = (t_j - nd_j) * expert_params / (tp if moe_experts > 0 else 1)
+        if nd_j:
+            p_dense += nd_j * (mats * h * F - dense_mlp) / tp
+        if m_j:
+            p_dense += m_j * (p_layer_tp + (2.0 * h * h + 2.0 * h) / tp)
+            p_exp += m_j * expert_params / (tp if moe_experts > 0 else 1)
+        return p_dense, p_exp
+
+    def layout_chunk_bytes(j: int) -> np.ndarray:
+        """Saved bytes per token and micro-batch of each of rank ``j``'s chunks [B]: its
+        MoE and dense layers, MTP modules and the embedding output where E sits."""
+        c = layout.counts[j]
+        d = l_dense[j]
+        out = (c[:, DECODER] - d) * a_tok + c[:, MTP] * a_mtp + c[:, EMBED] * 2.0 * h / sp_div
+        return out + d * a_dense if nd else out
+
+    def layout_states(j: int) -> tuple[float, float, float]:
+        p_dense, p_exp = layout_params(j)
+        return (p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra),
+                p_dense * g_b + p_exp * ge, p_dense * o_b + p_exp * oe)
+
+    def logits_of(j: int) -> float:  # the output layer's and each MTP module's logits
+        return float(lsum[j, LOSS] + lsum[j, MTP]) * 6.0 * tokens * vocab / tp
 
     stages = {}
-    if layout is not None:
-        lsum = layout.counts.sum(axis=1)  # per rank: E, t, m, L
-        l_dense = layout.dense_layers(nd)  # (pp, vpp)
-        sp_div = tp if sequence_parallel else 1
-
-        def layout_params(j: int) -> tuple[float, float]:
-            """Rank ``j``'s (dense-side, expert) parameters per GPU [-] from its chunks."""
-            e_j, t_j, m_j, l_j = (float(x) for x in lsum[j])
-            nd_j = float(l_dense[j].sum())
-            p_dense = t_j * p_layer_tp + (e_j + l_j) * p_embed
-            p_exp = (t_j - nd_j) * expert_params / (tp if moe_experts > 0 else 1)
-            if nd_j:  # a dense MLP in place of the shared experts, router and routed experts
-                p_dense += nd_j * (mats * h * F - dense_mlp) / tp
-            if m_j:  # MTP modules: a layer, the 2h x h projection and two RMSNorms each
-                p_dense += m_j * (p_layer_tp + (2.0 * h * h + 2.0 * h) / tp)
-                p_exp += m_j * expert_params / (tp if moe_experts > 0 else 1)
-            return p_dense, p_exp
-
-        def layout_chunk_bytes(j: int) -> np.ndarray:
-            """Saved bytes per token and micro-batch of each of rank ``j``'s chunks [B]: its
-            MoE and dense layers, MTP modules and the embedding output where E sits."""
-            c = layout.counts[j]
-            d = l_dense[j]
-            out = ((c[:, DECODER] - d) * a_tok + c[:, MTP] * a_mtp_module
-                   + c[:, EMBED] * 2.0 * h / sp_div)
-            return out + d * a_dense if nd else out
-
-        def layout_states(j: int) -> tuple[float, float, float]:
-            p_dense, p_exp = layout_params(j)
-            return (p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra),
-                    p_dense * g_b + p_exp * ge, p_dense * o_b + p_exp * oe)
-
-        def logits_of(j: int) -> float:  # the output layer's and each MTP module's logits
-            return float(lsum[j, LOSS] + lsum[j, MTP]) * 6.0 * tokens * vocab / tp
-
-        for j in ranks:
-            if dualpipe:  # stages s and pp-1-s, pp - s and s + 1 micro-batches held
-                s_near = min(j, pp - 1 - j)
-                stage = f"stages {s_near + 1}+{pp - s_near}"
-                weights = grads = optim = acts = logits = 0.0
-                for s_j, held in ((s_near, pp - s_near), (pp - 1 - s_near, s_near + 1)):
-                    w_s, g_s, o_s = layout_states(s_j)
-                    weights += w_s
-                    grads += g_s
-                    optim += o_s
-                    acts += held * tokens * float(layout_chunk_bytes(s_j).sum())
-                    logits += logits_of(s_j)
-            else:
-                stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
-                         else f"stage {j + 1}")
-                weights, grads, optim = layout_states(j)
-                per_chunk = layout_chunk_bytes(j)
-                if interleaved:  # the peak of the chunks' own micro-batches in flight
-                    counts = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=j,
-                                                          microbatches=microbatches)
-                    acts = tokens * float((counts @ per_chunk).max())
-                else:  # 1F1B: pp - j micro-batches of the rank's (one or more) chunks
-                    in_flight = float(pp - j)
-                    if microbatches is not None:
-                        in_flight = min(in_flight, float(microbatches))
-                    acts = in_flight * tokens * float(per_chunk.sum())
-                logits = logits_of(j)
-            if zero_stage >= 3:  # gathered working set of the layers being computed
-                weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0
-            if activation_recompute in ("full", "save_qkv_proj"):
-                acts += tokens * a_full  # one layer rebuilt during its backward
-            stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
-                                            activations=acts, cp_kv=cp_kv, logits=logits,
-                                            buffers=float(buffer_bytes), stage=stage)
-        return max(stages.values(), key=lambda m: m.total)
-    if dualpipe:
-        # rank j holds stage s = min(j, pp-1-j) and stage pp-1-s (DualPipe's two modules);
-        # both stages' weights, gradients and optimizer states (over 2 d ranks, above); the
-        # schedule's peak (DualPipe.step, stepped chunk by chunk in
-        # tests/compute/test_memory_dualpipe.py) holds pp - s micro-batches of stage s and
-        # s + 1 of stage pp-1-s at once, pp + 1 in all on every rank, each stage as many as
-        # its index holds under 1F1B; DualPipe.step's m >= 2 pp (m/2 a direction >= pp)
-        # means the step's micro-batches never cap it
-        for j in ranks:
-            s_near = min(j, pp - 1 - j)
-            s_far = pp - 1 - s_near
-            stage = f"stages {s_near + 1}+{s_far + 1}"
-            weights = grads = optim = acts = 0.0
-            for s_j, held in ((s_near, pp - s_near), (s_far, s_near + 1)):
-                p_dense, p_exp, nd_s, _ = stage_params(s_j)
-                weights += p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra)
-                grads += p_dense * g_b + p_exp * ge
-                optim += p_dense * o_b + p_exp * oe
-                acts += held * tokens * ((lps - nd_s) * a_tok + nd_s * a_dense if nd_s
-                                         else lps * a_tok)
-                if s_j == pp - 1 and mtp:
-                    acts += held * tokens * a_mtp
-            if activation_recompute in ("full", "save_qkv_proj"):
-                acts += tokens * a_full  # one layer rebuilt during its backward
-            if s_near == 0:  # the first stage's embedding output, pp micro-batches
-                acts += 2.0 * tokens * h * pp / (tp if sequence_parallel else 1)
-            logits = (1 + mtp) * 6.0 * tokens * vocab / tp if s_near == 0 else 0.0
-            stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
-                                            activations=acts, cp_kv=cp_kv, logits=logits,
-                                            buffers=float(buffer_bytes), stage=stage)
-        return max(stages.values(), key=lambda m: m.total)
     for j in ranks:
-        stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
-                 else f"stage {j + 1}")
-        first = j == 0
-        last = j == pp - 1
-        p_dense, p_exp, nd_s, d_chunk = stage_params(j)
-        weights = p_dense * (w_b + fp8_extra) + p_exp * (we + fp8_extra)
+        if dualpipe:
+            # rank j holds stage s = min(j, pp-1-j) and stage pp-1-s (DualPipe's two modules):
+            # both stages' weights, gradients and optimizer states (over 2 d ranks, above); the
+            # schedule's peak (DualPipe.step, stepped chunk by chunk in
+            # tests/compute/test_memory_dualpipe.py) holds pp - s micro-batches of stage s and
+            # s + 1 of stage pp-1-s at once, pp + 1 in all on every rank, each stage as many as
+            # its index holds under 1F1B; DualPipe.step's m >= 2 pp (m/2 a direction >= pp)
+            # means the step's micro-batches never cap it
+            s_near = min(j, pp - 1 - j)
+            stage = f"stages {s_near + 1}+{pp - s_near}"
+            weights = grads = optim = acts = logits = 0.0
+            for s_j, held in ((s_near, pp - s_near), (pp - 1 - s_near, s_near + 1)):
+                w_s, g_s, o_s = layout_states(s_j)
+                weights += w_s
+                grads += g_s
+                optim += o_s
+                acts += held * tokens * float(layout_chunk_bytes(s_j).sum())
+                logits += logits_of(s_j)
+        else:
+            stage = ("only" if pp == 1 else "first" if j == 0 else "last" if j == pp - 1
+                     else f"stage {j + 1}")
+            weights, grads, optim = layout_states(j)
+            per_chunk = layout_chunk_bytes(j)
+            if interleaved:
+                # each chunk at its own micro-batches in flight, the peak over the schedule
+                # (Megatron-core's interleaved schedule: (pp - j - 1) 2 + (vpp - 1) pp warm-up
+                # forwards of a 1/vpp chunk and one more before the first backward,
+                # interleaved_chunks_in_flight; capped at the step's micro-batches)
+                counts = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=j,
+                                                      microbatches=microbatches)
+                acts = tokens * float((counts @ per_chunk).max())
+            else:  # 1F1B: pp - j micro-batches of the rank's (one or more) chunks in flight
+                in_flight = float(pp - j)
+                if microbatches is not None:
+                    in_flight = min(in_flight, float(microbatches))
+                acts = in_flight * tokens * float(per_chunk.sum())
+            logits = logits_of(j)
         if zero_stage >= 3:  # gathered working set of the layers being computed
             weights += fsdp_prefetch_layers * (p_layer_tp + expert_params / tp) * 2.0
-        grads = p_dense * g_b + p_exp * ge
-        optim = p_dense * o_b + p_exp * oe
-        # micro-batches of the rank's layers in flight at its peak: Megatron-core's 1F1B
-        # schedule runs pp - j - 1 warm-up forwards before its first backward, pp - j in
-        # flight; the interleaved one (pp - j - 1) 2 + (vpp - 1) pp warm-up forwards of a 1/vpp
-        # chunk and one more before its first backward, pp + (pp - 1 - 2j)/vpp micro-batches
-        # (schedules.py, get_pp_rank_microbatches; j = 0: Korthikanti et al.'s first stage,
-        # j = pp - 1: pp - (pp - 1)/vpp); never more than the step's micro-batches (its
-        # m vpp chunks: the warm-up is capped at them)
-        in_flight = pp + (pp - 1 - 2 * j) / vpp if vpp > 1 else float(pp - j)
-        if microbatches is not None:
-            in_flight = min(in_flight, float(microbatches))
-        if interleaved and nd_s:
-            # chunks differ (dense and MoE layers): the peak of the chunks' own counts in
-            # flight, each chunk's micro-batches weighted by its layers
-            per_chunk = (lpc - d_chunk) * a_tok + d_chunk * a_dense
-            counts = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=j,
-                                                  microbatches=microbatches)
-            acts = tokens * float((counts @ per_chunk).max())
-        elif nd_s:
-            acts = in_flight * tokens * ((lps - nd_s) * a_tok + nd_s * a_dense)
-        else:
-            acts = in_flight * lps * tokens * a_tok
         if activation_recompute in ("full", "save_qkv_proj"):
             acts += tokens * a_full  # one layer rebuilt during its backward
-        if first:
-            acts += 2.0 * tokens * h * in_flight / (tp if sequence_parallel else 1)
-        if last and mtp:
-            acts += in_flight * tokens * a_mtp
-        logits = (1 + mtp) * 6.0 * tokens * vocab / tp if last else 0.0
         stages[stage] = MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim,
                                         activations=acts, cp_kv=cp_kv, logits=logits,
                                         buffers=float(buffer_bytes), stage=stage)
@@ -930,7 +863,7 @@ def memory_fit_problem(mem: MemoryBreakdown, capacity_gib: float,
 
 def memory_limit_gib(capacity_gib: float, margin: float = MEMORY_MODEL_MARGIN) -> float:
     """Largest estimate [GiB] accepted on a GPU of ``capacity_gib`` [GiB]:
-    ``capacity / (1 - margin)`` (92.4 GiB on an 80 GiB GPU at the fitted margin)."""
+    ``capacity / (1 - margin)`` (92.5 GiB on an 80 GiB GPU at the fitted margin)."""
     return capacity_gib / (1.0 - margin)
 
 
