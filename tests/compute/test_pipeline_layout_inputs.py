@@ -115,13 +115,24 @@ def test_mtp_layers_travel_with_the_layout():
 
 
 def test_meta_405b_layout_runs_at_vpp_8():
-    # 126 layers are not a multiple of pp x vpp = 128: with a layout the stages hold 0 or 1
-    rc, out, _ = _cli(F405, [f"parallelism.pipeline_layout={META_405B}", "parallelism.vpp=8"])
+    # the shipped file carries the paper's layout at vpp 8 (sec. 3.3.2; since HU4, the even
+    # split at an assumed vpp 4 before); 126 layers are not a multiple of pp x vpp = 128: with
+    # a layout the stages hold 0 or 1
+    rc, out, _ = _cli(F405, [])
     assert rc == 0
     assert out["pipeline_layout"] == META_405B and out["pipeline_schedule"] == "interleaved"
-    assert out["mfu"] == pytest.approx(0.493, abs=0.001)
-    rc, base, _ = _cli(F405, [])
-    assert base["pipeline_layout"] is None and base["mfu"] == pytest.approx(0.423, abs=0.001)
+    assert out["mfu"] == pytest.approx(0.492, abs=0.001)
+    # the file's former even split through --set: 42.2 %; the layout set back on it is the file
+    sets = ["parallelism.pipeline_layout=null", "parallelism.vpp=4"]
+    rc, even, _ = _cli(F405, sets)
+    assert rc == 0
+    assert even["pipeline_layout"] is None and even["mfu"] == pytest.approx(0.422, abs=0.001)
+    rc, back, _ = _cli(F405, sets + [f"parallelism.pipeline_layout={META_405B}",
+                                     "parallelism.vpp=8"])
+    assert rc == 0 and back == out
+    # vpp 8 without the layout: the even split cannot run it (126 layers < 128 chunks)
+    rc, _, err = _cli(F405, ["parallelism.pipeline_layout=null"])
+    assert rc == 2 and "layers=126 < pp*vpp=128" in err
 
 
 @pytest.mark.parametrize("layout", [META_405B, "E,t*21|t*20|t*20|t*19,L", "(t|)*2", "|E",
@@ -134,11 +145,11 @@ def test_set_keeps_the_layout_characters(layout):
 
 
 @pytest.mark.parametrize("sets, words", [
-    ([f"parallelism.pipeline_layout={META_405B}"],
+    (["parallelism.vpp=4"],   # the file's layout at another vpp
      f"llama3_405b_bf16_16k_roce: parallelism.pipeline_layout '{META_405B}': has 128 virtual "
      "stages, pp*vpp = 16*4 = 64 needed"),
     (["parallelism.pipeline_layout=E|(t|)126,L"], "a parenthesised group must be followed by *n"),
-    (["parallelism.pipeline_layout=L|(t|)*62,E"], "the embedding E must be the first layer"),
+    (["parallelism.pipeline_layout=L|(t|)*126,E"], "the embedding E must be the first layer"),
     (["parallelism.pipeline_layout=5"], "parallelism.pipeline_layout = 5: Input should be a valid "
                                         "string"),
 ])
