@@ -71,9 +71,11 @@ class Grid(Component):
                 e.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {pw.ups.mode}")
                 continue
             victims = np.flatnonzero(st.node_up)
-            e.log("grid_drop", "facility", f"{kind} {dur:.3g} s dropped {len(victims)} nodes")
             if len(victims) == 0:
+                # nothing up to drop (no rack powered yet): not a drop (grid_drop_events counts drops)
+                e.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {pw.ups.mode}: no node up to drop")
                 continue
+            e.log("grid_drop", "facility", f"{kind} {dur:.3g} s dropped {len(victims)} nodes")
             st.node_grid_down[victims] = True
             e.jobs.interrupt_nodes(victims, f"grid {kind}")
             back = min(dur, pw.generator_start_s) if kind == "outage" else dur
