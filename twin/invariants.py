@@ -13,6 +13,11 @@ A warning does not stop a run: it says which number cannot be trusted and why.
   :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C` (43 C) and GPUs at their shutdown
   temperature, so a warning here means a protection did not act and the run is outside
   what the model describes.
+- **power limits**: no utility feed carries more than its capacity (``feed_load_fraction``,
+  its IT path and, where the chain says so, its share of the cooling: nothing in the model
+  trips a feed in normal operation, so the run goes on and the warning says so), and no
+  rack PDU cord carries more than its branch breaker's continuous limit in normal operation
+  (``branch_load_fraction_max``).
 - **accounting**: busy <= healthy <= powered <= installed GPUs; nodes in repair <= nodes
   failed; spares in stock >= 0; every detected failure is repaired or still open at the end.
 
@@ -131,6 +136,29 @@ def temperature_ceilings(ds, kpis: dict, out: list) -> None:
             _warn(out, "temperature_ceiling", f"{name} at or below absolute zero")
 
 
+def power_limits(ds, kpis: dict, out: list) -> None:
+    lf = _series(ds, "feed_load_fraction")
+    if lf is not None and lf.size and np.nanmax(lf) > 1.0:
+        lf = lf.reshape(lf.shape[0], -1)
+        names = [str(f) for f in ds["feed"].values] if "feed" in ds.coords else [str(f) for f in range(lf.shape[1])]
+        for f in range(lf.shape[1]):
+            over = lf[:, f] > 1.0
+            if over.any():
+                i = int(np.nanargmax(lf[:, f]))
+                h = float(ds.attrs.get("sample_interval_s", _H)) / _H
+                _warn(out, "power_limits", f"feed {names[f]} above its capacity for {over.sum() * h:.4g} h, at "
+                                           f"most {lf[i, f]:.3g} x at {_when(ds, i)} (feed_load_fraction; no "
+                                           f"protection trips it in the model)")
+    br = _series(ds, "branch_load_fraction_max")
+    if br is not None and np.isfinite(br).any() and np.nanmax(br) > 1.0:
+        over = br > 1.0
+        i = int(np.nanargmax(br))
+        h = float(ds.attrs.get("sample_interval_s", _H)) / _H
+        _warn(out, "power_limits", f"rack PDU cords above their branch breaker's continuous limit in normal "
+                                   f"operation for {over.sum() * h:.4g} h, at most {br[i]:.3g} x at {_when(ds, i)} "
+                                   f"(branch_load_fraction_max)")
+
+
 def accounting(ds, kpis: dict, out: list, events=None) -> None:
     chain = [n for n in ("gpus_busy", "gpus_healthy", "gpus_powered", "gpus_installed") if n in ds]
     for lo, hi in zip(chain, chain[1:], strict=False):
@@ -157,7 +185,7 @@ def accounting(ds, kpis: dict, out: list, events=None) -> None:
                                      f"{int(open_)} open at the end")
 
 
-CHECKS = (energy_balance, non_negative, temperature_ceilings, accounting)
+CHECKS = (energy_balance, non_negative, temperature_ceilings, power_limits, accounting)
 
 
 def check_results(results) -> list[dict]:

@@ -135,8 +135,10 @@ OUTPUTS: tuple[Output, ...] = (
     Output("rpp_load_fraction", ("time", "rpp"), "float32", "1", "RPP load / continuous breaker limit",
            keep="full"),
     Output("rpp_power_w", ("time", "rpp"), "float64", "W", "power out of each RPP breaker", keep="full"),
-    Output("feed_load_fraction", ("time", "feed"), "float32", "1", "feed load / capacity"),
-    Output("feed_power_w", ("time", "feed"), "float64", "W", "power drawn from each utility feed"),
+    Output("feed_load_fraction", ("time", "feed"), "float32", "1", "feed load (feed_power_w) / feed capacity"),
+    Output("feed_power_w", ("time", "feed"), "float64", "W", "power drawn from each utility feed with the feeds "
+           "live at the sample: its IT path (IT + RPP, UPS, transformer losses) and, where "
+           "site.power.chain.mechanical puts the plant on the switchboards, its share of cooling and house loads"),
     Output("ups_output_w", ("time", "feed"), "float64", "W", "load on the UPS (or its bypass) of each feed path"),
     Output("ups_load_fraction", ("time", "feed"), "float64", "1", "UPS output / rating"),
     Output("facility_it_power_w", _T, "float64", "W", "facility IT power"),
@@ -471,7 +473,8 @@ KPIS: tuple[Kpi, ...] = (
         lambda r: float(max(r.peak_swing_w.values(), default=0.0) / 1e3)),
     Kpi("max_rpp_load_fraction", "1", "highest RPP load / continuous breaker limit",
         lambda r: float(r.series["rpp_load_fraction"].max() if r.rack_agg is None else r.rack_agg.rpp_lf_max.max())),
-    Kpi("max_feed_load_fraction", "1", "highest feed load / feed capacity",
+    Kpi("max_feed_load_fraction", "1", "highest feed load (IT path and its share of the cooling where the chain "
+        "carries it on the feeds) / feed capacity",
         lambda r: float(r.series["feed_load_fraction"].max())),
     Kpi("max_branch_load_fraction", "1", "highest rack-PDU cord load / branch breaker continuous limit",
         _nanmax("branch_load_fraction_max")),

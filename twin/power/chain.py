@@ -276,27 +276,83 @@ def swing_report(scenario, *, nodes: int, step_s: float, exposed_s: float, check
     return out
 
 
-def feed_mechanical_w(scenario, it_w: float, outdoor_c: float, feed_up) -> np.ndarray:
-    """Mechanical and house load on each utility feed path [W (F,)].
+def mechanical_on_feeds(scenario) -> bool:
+    """True when ``site.power.chain.mechanical`` puts the cooling plant and house loads on the
+    switchboards, i.e. on the utility feed paths whose capacity ``site.power.feeds`` types."""
+    chain = scenario.site.power.chain
+    return chain is not None and "switchboards" in chain.mechanical.carried_by
 
-    Zero unless ``site.power.chain.mechanical`` puts the plant on the switchboards. The
-    cooling plant's power for ``it_w`` of heat at ``outdoor_c``
-    (:func:`twin.power.facility.cooling_power_w`, the scenario's plant) plus the house
-    loads is split equally over the feeds; a lost feed's share moves to the survivors only
-    when ``transfers_on_feed_loss`` (else it is lost with the feed: N+1 chillers on the
-    other path carry the heat).
+
+def split_mechanical_w(scenario, mechanical_w, feed_up) -> np.ndarray:
+    """Mechanical and house load on each utility feed path [W (..., F)].
+
+    ``mechanical_w`` [W] scalar or (T,): the cooling plant's electric power; ``feed_up`` (F,)
+    or (T, F) bool: the live feeds. Zero unless :func:`mechanical_on_feeds`. The plant's power
+    plus ``chain.mechanical.house_kw`` is split equally over the feeds; a lost feed's share
+    moves to the survivors only when ``transfers_on_feed_loss`` (else it is lost with the
+    feed: N+1 chillers on the other path carry the heat). This is the one definition of a
+    feed's mechanical share, used by the recorded ``feed_power_w``, the feed-loss survivor
+    check and the per-feed admission limit (:func:`feed_it_limits_w`).
     """
     up = np.asarray(feed_up, dtype=bool)
+    if not mechanical_on_feeds(scenario):
+        return np.zeros(np.broadcast_shapes(np.shape(mechanical_w) + (up.shape[-1],), up.shape))
     chain = scenario.site.power.chain
-    out = np.zeros(up.shape[0])
-    if chain is None or "switchboards" not in chain.mechanical.carried_by or not up.any():
-        return out
-    c = scenario.site.power.cooling
-    total = float(cooling_power_w(it_w, outdoor_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
-                                  fan_pump_fraction=c.fan_pump_fraction)) + chain.mechanical.house_kw * 1e3
-    share = total / up.shape[0]
+    total = np.asarray(mechanical_w, dtype=float) + chain.mechanical.house_kw * 1e3
+    n_f = up.shape[-1]
     if chain.mechanical.transfers_on_feed_loss:
-        out[up] = total / up.sum()
+        live = up.sum(axis=-1, keepdims=True)
+        share = np.where(up, 1.0 / np.maximum(live, 1), 0.0)
     else:
-        out[up] = share
+        share = up / n_f
+    return total[..., None] * share
+
+
+def feed_mechanical_w(scenario, it_w: float, outdoor_c: float, feed_up) -> np.ndarray:
+    """Mechanical and house load on each utility feed path [W (F,)] for ``it_w`` of heat at
+    ``outdoor_c``: the cooling plant's power (:func:`twin.power.facility.cooling_power_w`,
+    the scenario's ``site.power.cooling``) split by :func:`split_mechanical_w`.
+    """
+    up = np.asarray(feed_up, dtype=bool)
+    if not mechanical_on_feeds(scenario) or not up.any():
+        return np.zeros(up.shape[0])
+    c = scenario.site.power.cooling
+    cool = float(cooling_power_w(it_w, outdoor_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                                 fan_pump_fraction=c.fan_pump_fraction))
+    return np.asarray(split_mechanical_w(scenario, cool, up), float)
+
+
+def feed_it_limits_w(scenario) -> np.ndarray:
+    """IT power at which each utility feed path reaches a limit at worst case [W (F,)].
+
+    The engine splits every RPP equally over the feeds, so with ``redundancy: none`` a feed
+    path carries ``a = 1/F`` of the IT power ``P``, and under ``2N`` it must carry all of it
+    alone (``a = 1``). Its UPS (``site.power.ups.capacity_kw / F``, no limit in bypass)
+    carries the IT side only: ``a P <= UPS_f``. The feed (``site.power.feeds``: utility feed /
+    switchboard) also carries, where the chain puts the mechanical plant on the switchboards
+    (:func:`mechanical_on_feeds`), its share ``s`` of the cooling plant at the chain's design
+    outdoor temperature, ``m P`` (``m`` from :func:`twin.power.facility.cooling_power_w`,
+    linear in the heat), and of the house loads ``H``: ``s = 1/F``, or 1 for a 2N survivor
+    when the load transfers on a feed loss (:func:`split_mechanical_w`), so
+    ``a P + s (m P + H) <= feed_f``. The limit is the smaller ``P`` of the two (0 when the
+    house loads alone exceed the feed). Losses are ignored, as in
+    :func:`twin.power.tree.chain_it_capacity_w`. The engine admits racks against it, beside
+    the plan and the sum of the paths.
+    """
+    pw = scenario.site.power
+    n_f = len(pw.feeds)
+    feed = np.array([f.capacity_kw * 1e3 for f in pw.feeds], float)
+    alone = pw.redundancy == "2N"
+    a = 1.0 if alone else 1.0 / n_f
+    m, house, s = 0.0, 0.0, 0.0
+    if mechanical_on_feeds(scenario):
+        mech = pw.chain.mechanical
+        c = pw.cooling
+        m = float(cooling_power_w(1e6, mech.design_outdoor_temp_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
+                                  fan_pump_fraction=c.fan_pump_fraction)) / 1e6
+        house = mech.house_kw * 1e3
+        s = 1.0 if (alone and mech.transfers_on_feed_loss) else 1.0 / n_f
+    out = np.maximum(feed - s * house, 0.0) / (a + s * m)
+    if pw.ups.mode != "bypass":
+        out = np.minimum(out, pw.ups.capacity_kw * 1e3 / n_f / a)
     return out

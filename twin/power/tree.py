@@ -129,7 +129,8 @@ class PowerFlow:
     ups_output_w (…, F)       load on each UPS (or passing through the bypass) [W]
     ups_load_fraction (…, F)  ups_output_w / UPS rating
     ups_loss_w (…, F)         UPS loss [W] (0 in bypass)
-    feed_w (…, F)             power drawn from each utility feed [W]
+    feed_w (…, F)             power each utility feed draws for the IT chain [W] (the run adds its
+                              share of the cooling: twin.power.chain.split_mechanical_w)
     feed_load_fraction (…, F) feed_w / feed capacity
     feed_loss_w (…, F)        switchboard / transformer loss [W]
     it_w (…)                  total delivered IT power [W]
@@ -384,9 +385,11 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None, *, copy: bool 
     rack_it_w : (R,) or (T, R) float
         Power each rack draws at its PDU inputs [W] (sum of node wall power plus rack
         switches).
-    feed_up : (F,) bool, optional
-        Which utility feeds are live; default all. The survivors carry everything their
-        RPPs and racks can move onto them; ``PowerFlow.holds`` says whether they hold.
+    feed_up : (F,) or (T, F) bool, optional
+        Which utility feeds are live; default all; (T, F) with a ``(T, R)`` series: the live
+        feeds of each sample (a sample with a feed down is routed as that pattern, so its
+        survivors carry everything). The survivors carry everything their RPPs and racks can
+        move onto them; ``PowerFlow.holds`` says whether they hold.
     copy : bool
         False: a float64 ``rack_it_w`` may become the flow's ``rack_w`` itself (the caller
         hands it over: no copy of a (T, R) window); True copies it.
@@ -399,6 +402,8 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None, *, copy: bool 
     """
     x = np.asarray(rack_it_w, dtype=float)
     n_f = tree.n_feeds
+    if feed_up is not None and np.ndim(feed_up) == 2:
+        return _evaluate_by_pattern(tree, rack_it_w, np.asarray(feed_up, dtype=bool), copy)
     key = (True,) * n_f if feed_up is None else tuple(
         bool(u) for u in np.asarray(feed_up, dtype=bool).reshape(n_f))
     route = tree._route(key)
@@ -443,6 +448,40 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None, *, copy: bool 
         feed_load_fraction=feed_lf, feed_loss_w=feed_loss, it_w=it_w, utility_w=utility_w,
         loss_w=utility_w - it_w, rpp_ok=rpp_ok, feed_ok=feed_ok, ups_ok=ups_ok, holds=holds,
     )
+
+
+_FLOW_TIME_FIELDS = ("rack_w", "rpp_w", "rpp_load_fraction", "rpp_rating_fraction", "rpp_loss_w",
+                     "ups_output_w", "ups_load_fraction", "ups_loss_w", "feed_w", "feed_load_fraction",
+                     "feed_loss_w", "it_w", "utility_w", "loss_w", "rpp_ok", "feed_ok", "ups_ok", "holds")
+
+
+def _evaluate_by_pattern(tree: PowerTree, rack_it_w, feed_up: np.ndarray, copy: bool) -> PowerFlow:
+    """:func:`evaluate_power_tree` of a (T, R) series with the live feeds of each sample,
+    ``feed_up`` (T, F): every sample evaluated with all feeds up, then the samples of each
+    other pattern re-evaluated with it and written over theirs. ``rack_dropped`` is then the
+    racks dropped at any sample."""
+    x = np.asarray(rack_it_w, dtype=float)
+    if x.ndim != 2 or feed_up.shape != (x.shape[0], tree.n_feeds):
+        raise ValueError(f"feed_up must be (T, F) = ({x.shape[0]}, {tree.n_feeds}) with a (T, R) rack series")
+    down = ~feed_up.all(axis=1)
+    if not down.any():
+        return evaluate_power_tree(tree, rack_it_w, copy=copy)
+    # the rows of the other patterns, taken before the all-up flow may reuse x as its rack_w
+    rows = np.flatnonzero(down)
+    pats, which = np.unique(feed_up[rows], axis=0, return_inverse=True)
+    parts = [(rows[which.ravel() == k], evaluate_power_tree(tree, x[rows[which.ravel() == k]], pat))
+             for k, pat in enumerate(pats)]
+    base = evaluate_power_tree(tree, rack_it_w, copy=copy)
+    out = {}
+    for name in _FLOW_TIME_FIELDS:
+        a = np.array(getattr(base, name), copy=True) if name != "rack_w" else np.asarray(base.rack_w)
+        for r, flow in parts:
+            a[r] = getattr(flow, name)
+        out[name] = a
+    dropped = np.array(base.rack_dropped, copy=True)
+    for _, flow in parts:
+        dropped |= flow.rack_dropped
+    return PowerFlow(rack_dropped=dropped, **out)
 
 
 def chain_it_capacity_w(feed_capacity_w, ups_capacity_w, ups_mode: str, redundancy: str = "2N") -> float:

@@ -81,6 +81,13 @@ class Grid(Component):
             back = min(dur, pw.generator_start_s) if kind == "outage" else dur
             self.env.process(self._restore(victims, back + NODE_REBOOT_S))
 
+    def record(self, i: int, rec) -> None:
+        """The live feeds of sample ``i`` (``Recorder.feed_up``), for the feed series."""
+        rec.feed_up[i] = self.state.feed_up
+
+    def record_range(self, i0: int, i1: int, rec) -> None:
+        rec.feed_up[i0:i1] = self.state.feed_up
+
     def _restore(self, nodes: np.ndarray, after_s: float):
         yield self.env.timeout(after_s)
         self.state.node_grid_down[nodes] = False

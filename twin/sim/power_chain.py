@@ -3,11 +3,16 @@ capacity under the redundancy policy, RPP breakers, and the facility series afte
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from twin import power
-from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S
+from twin.power.chain import feed_it_limits_w, mechanical_on_feeds, split_mechanical_w
+from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S, breaker_continuous_limit_w
 from twin.sim.component import Component
+
+H = 3600.0
 
 
 class PowerChain(Component):
@@ -18,7 +23,7 @@ class PowerChain(Component):
     name = "power_chain"
     reads = ("rack_powered", "rack_tripped", "psu_capacity_w")
     writes = ("rack_tripped",)
-    emits = ("breaker_trip", "breaker_reset")
+    emits = ("breaker_trip", "breaker_reset", "feed_overload")
     outputs = ("rpp_load_fraction", "rpp_power_w", "feed_load_fraction", "feed_power_w", "ups_output_w",
                "ups_load_fraction", "rpp_loss_w", "feed_loss_w", "facility_it_power_w", "ups_loss_w",
                "distribution_loss_w", "cooling_power_w", "facility_total_power_w", "outdoor_temp_c")
@@ -47,11 +52,41 @@ class PowerChain(Component):
             ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3 / len(pw.feeds),
             rpp_rating_w=p.rpp_rating_w, ups_ride_through_s=pw.ups.ride_through_s,
             ups_curve=pw.chain.ups.curve if pw.chain is not None and pw.chain.ups is not None else None)
-        self.chain_capacity_w = float(power.facility_it_capacity_w(self.tree, pw.redundancy))
+        #: IT power each feed path carries at worst case before it reaches its capacity [W (F,)]:
+        #: its share of the IT chain and, where the chain puts the mechanical plant on the
+        #: switchboards, of the cooling at the design outdoor temperature and the house loads
+        #: (:func:`twin.power.chain.feed_it_limits_w`; the one definition of a feed's load)
+        self.feed_it_limit_w = feed_it_limits_w(s)
+        #: the chain's limits on the IT power racks are admitted against [W], by name
+        self.limits_w = {"the chain under its redundancy": float(power.facility_it_capacity_w(self.tree,
+                                                                                             pw.redundancy))}
+        for f, lim in zip(pw.feeds, self.feed_it_limit_w, strict=True):
+            self.limits_w[f"feed {f.name} ({f.capacity_kw:g} kW" + (
+                " incl. its share of the cooling)" if mechanical_on_feeds(s) else ")")] = float(lim)
+        self.chain_capacity_w = min(self.limits_w.values())
+        #: worst-case power one rack may draw on its branch circuits in normal operation (all its
+        #: cords live, each at its breaker's continuous rule) [W]; inf without
+        #: ``site.power.chain.branch``. A cord that would be overloaded on A/B failover is the
+        #: swing component's ``branch_failover_overload`` event, not an admission limit.
+        br = pw.chain.branch if pw.chain is not None else None
+        self.branch_rack_limit_w = np.inf
+        if br is not None:
+            self.branch_rack_limit_w = br.cords_per_rack * float(breaker_continuous_limit_w(
+                br.breaker_a, br.voltage_v, br.phases, br.rated_100pct, br.power_factor))
         self.breaker_theta = np.zeros(len(p.rpp_limit_w))   # thermal state [pu^2]
         #: the last check found every breaker at or below rating (its thermal state then is
         #: the square of its load, the same at the same load: a quiet sample repeats it)
         self.breakers_steady = True
+
+    def binding_limit(self) -> tuple[str, float]:
+        """The chain's tightest limit on admitted IT power: (what it is, [W])."""
+        name = min(self.limits_w, key=self.limits_w.__getitem__)
+        return name, self.limits_w[name]
+
+    def start(self) -> None:
+        super().start()
+        # the flushed windows are routed with each sample's live feeds (Recorder.flush)
+        self.e.recorder.feed_tree = self.tree
 
     def node_kwargs(self) -> dict:
         """Keyword arguments of ``power.node_power_w`` for this node model, with the PSU
@@ -106,18 +141,29 @@ class PowerChain(Component):
                                     daily_swing_c=c.outdoor_daily_swing_c)
 
     def finish(self, rec) -> None:
-        """Power chain and cooling for every sample at once, (T, R) -> (T,), vectorised."""
+        """Power chain and cooling for every sample at once, (T, R) -> (T,), vectorised.
+
+        Each sample is routed with the feeds that were live then (``Recorder.feed_up``): during
+        a feed loss the survivors carry the load. ``feed_power_w`` is what each utility feed
+        carries: its IT path (IT, RPP, UPS and transformer losses) and, where the chain puts
+        the mechanical plant on the switchboards, its share of ``cooling_power_w`` and of the
+        house loads (:func:`twin.power.chain.split_mechanical_w`); ``feed_load_fraction`` is
+        that over the feed's capacity. A feed above its capacity is a ``feed_overload`` event
+        (one per episode)."""
         # below outputs.rack_series: full the sampler pushed each window through the tree
-        flow = rec.flow or power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float))
+        flow = rec.flow or power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float), rec.feed_up)
         t_s = np.arange(rec.n_samples) * self.e.dt_s
         # the cooling plant's power and the outdoor temperature come from the hall thermal
         # component (legacy formula, or fan laws, set points and weather: issue 12)
         cool, out_c = self.e.thermal.plant_power(rec, np.asarray(flow.building_heat_w, float), t_s)
         ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
+        mech = split_mechanical_w(self.s, np.asarray(cool, float), rec.feed_up)
+        feed_w = np.asarray(flow.feed_w, float) + mech
+        feed_lf = feed_w / self.tree.feed_capacity_w
         rec.set("rpp_load_fraction", flow.rpp_load_fraction)
         rec.set("rpp_power_w", flow.rpp_w)
-        rec.set("feed_load_fraction", flow.feed_load_fraction)
-        rec.set("feed_power_w", flow.feed_w)
+        rec.set("feed_load_fraction", feed_lf)
+        rec.set("feed_power_w", feed_w)
         rec.set("ups_output_w", flow.ups_output_w)
         rec.set("ups_load_fraction", flow.ups_load_fraction)
         rec.set("rpp_loss_w", np.asarray(flow.rpp_loss_w, float).sum(axis=-1))
@@ -128,3 +174,23 @@ class PowerChain(Component):
         rec.set("cooling_power_w", cool)
         rec.set("facility_total_power_w", np.asarray(flow.utility_w) + cool)
         rec.set("outdoor_temp_c", out_c)
+        self._log_feed_overloads(feed_lf, feed_w, mech)
+
+    def _log_feed_overloads(self, feed_lf: np.ndarray, feed_w: np.ndarray, mech: np.ndarray) -> None:
+        """One ``feed_overload`` event per episode of consecutive samples with a feed above its
+        capacity, at the episode's first sample (inserted in time order: the series are
+        evaluated after the run)."""
+        over = feed_lf > 1.0
+        if not over.any():
+            return
+        dt, ev = self.e.dt_s, self.e.events
+        for f, feed in enumerate(self.s.site.power.feeds):
+            x = np.concatenate(([False], over[:, f], [False])).astype(np.int8)
+            starts, ends = np.flatnonzero(np.diff(x) == 1), np.flatnonzero(np.diff(x) == -1)
+            for a, b in zip(starts, ends, strict=True):
+                k = a + int(np.argmax(feed_lf[a:b, f]))
+                detail = (f"{feed_lf[k, f]:.2f} of its {feed.capacity_kw:g} kW capacity ({feed_w[k, f] / 1e3:.0f} kW"
+                          + (f" incl. {mech[k, f] / 1e3:.0f} kW cooling and house" if mech[k, f] > 0 else "")
+                          + f") at the worst of {(b - a) * dt / H:.3g} h above it; no protection modelled")
+                t0 = float(a * dt)
+                ev.insert(bisect_right(ev, t0, key=lambda e: e[0]), (t0, "feed_overload", feed.name, detail))

@@ -15,18 +15,23 @@ DAY = 86400.0
 class Ramp(Component):
     """Deliveries and power stages at their dates; admission of delivered racks in order
     while their worst-case draw (scaled by ``power.oversubscription``) fits the plan, the
-    chain's capacity under its redundancy, and each RPP; shedding when a limit falls."""
+    chain's capacity under its redundancy, each feed path (its share of the IT and, where
+    the chain says so, of the cooling: ``PowerChain.feed_it_limit_w``), each RPP and the
+    rack's branch circuits; shedding when a limit falls. Delivered racks a limit keeps dark
+    are logged (``power_held``, naming the limit), as is the limit a stage is admitted
+    against when the chain's is below the plan's."""
 
     name = "ramp"
     reads = ("rack_delivered", "rack_powered", "rack_ready")
     writes = ("rack_delivered", "rack_powered", "rack_on_since", "rack_ready")
-    emits = ("delivery", "power_stage", "power_on", "power_off", "burn_in_done")
+    emits = ("delivery", "power_stage", "power_on", "power_off", "burn_in_done", "power_held")
     outputs = ("power_available_w", "gpus_installed")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self.power_available_w = 0.0
         self._installed: tuple[int, int] | None = None      # (rack_delivered version, GPUs)
+        self._held: tuple[int, str] | None = None            # the last power_held logged
 
     def processes(self):
         yield self._plan()
@@ -45,12 +50,19 @@ class Ramp(Component):
             level = available_it_w(p, self.env.now)
             if level != self.power_available_w:
                 self.power_available_w = level
-                e.log("power_stage", "facility", f"{level / 1e3:.0f} kW IT available")
+                # the limit admission applies, when the chain's is below the plan's
+                name, chain_w = e.power.binding_limit()
+                k = self.s.site.power.oversubscription
+                e.log("power_stage", "facility", f"{level / 1e3:.0f} kW IT available" + (
+                    f"; racks admitted against {chain_w * k / 1e3:.0f} kW, the limit of {name}"
+                    + (f" x oversubscription {k:g}" if k != 1 else "") if chain_w < level else ""))
             self.admit()
 
     def facility_limit_w(self) -> float:
-        """IT power the racks may be admitted against [W]: the staged plan, and what the
-        chain carries under its redundancy policy (``power.facility_it_capacity_w``)."""
+        """IT power the racks may be admitted against [W]: the staged plan, what the chain
+        carries under its redundancy policy (``power.facility_it_capacity_w``), and each feed
+        path's worst-case IT limit (``PowerChain.feed_it_limit_w``: the equal split over the
+        feeds makes a feed's limit a limit on the sum)."""
         return min(self.power_available_w, self.e.power.chain_capacity_w)
 
     def admit(self) -> None:
@@ -66,8 +78,10 @@ class Ramp(Component):
                 break
             self.power_off_rack(r, "power plan below committed load")
             committed -= float(wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[r])
+        # a rack whose worst case its branch circuits cannot carry is never a candidate
+        fits_branch = np.asarray(wc) <= e.power.branch_rack_limit_w * k * (1 + 1e-12)
         admitted = power.racks_admitted(wc, limit, p.rack_rpp, p.rpp_limit_w * k,
-                                        candidate=st.rack_delivered, powered=st.rack_powered,
+                                        candidate=st.rack_delivered & fits_branch, powered=st.rack_powered,
                                         policy="stop")
         turned_on = np.flatnonzero(admitted & ~st.rack_powered)
         st.rack_powered[turned_on] = True
@@ -77,6 +91,37 @@ class Ramp(Component):
             e.log("power_on", f"{len(turned_on)} racks",
                   f"{committed / 1e3:.0f} of {limit / 1e3:.0f} kW worst case committed")
             self.env.process(self._burn_in(turned_on))
+        self._log_held(limit, k, fits_branch)
+
+    def _log_held(self, limit_w: float, k: float, fits_branch) -> None:
+        """Log ``power_held`` when delivered racks stay dark, naming the limit that holds the
+        first of them (its branch circuits, the facility limit, or its RPP); once per change."""
+        p, st, e = self.plant, self.state, self.e
+        held = np.flatnonzero(st.rack_delivered & ~st.rack_powered)
+        if len(held) == 0:
+            self._held = None
+            return
+        r = int(held[0])
+        wc = e.power.rack_worst_w
+        w = float(wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[r])
+        committed = e.power.rack_committed_w(st.rack_powered)
+        if not bool(np.broadcast_to(fits_branch, st.rack_delivered.shape)[r]):
+            why = (f"one rack's worst case {w / 1e3:.1f} kW exceeds its branch circuits' "
+                   f"{e.power.branch_rack_limit_w * k / 1e3:.1f} kW (site.power.chain.branch)")
+        elif committed + w > limit_w * (1 + 1e-12):
+            plan = self.power_available_w * k
+            name, chain_w = e.power.binding_limit()
+            what = "the power plan (site.power.plan)" if plan <= chain_w * k else name
+            why = (f"{committed / 1e3:.0f} kW committed + {w / 1e3:.1f} kW worst case over the "
+                   f"{limit_w / 1e3:.0f} kW limit of {what}")
+        else:
+            q = int(np.ravel(p.rack_rpp)[r]) if np.ndim(p.rack_rpp) == 1 else int(p.rack_rpp[r, 0])
+            why = (f"RPP {q}'s continuous limit {p.rpp_limit_w[q] * k / 1e3:.1f} kW "
+                   f"(site.power.rpp) cannot take {p.rack_names[r]}'s {w / 1e3:.1f} kW worst case")
+        key = (len(held), why)
+        if key != self._held:
+            self._held = key
+            e.log("power_held", f"{len(held)} racks", f"delivered, not powered: {why}")
 
     def power_off_rack(self, r: int, why: str) -> None:
         self.state.rack_powered[r] = False

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from twin.outputs import OUTPUTS, Output
+
+if TYPE_CHECKING:
+    from twin.power.tree import PowerTree
 
 #: bytes the windowed per-rack series may hold at once (below ``rack_series: full``)
 WINDOW_BYTES = 64 * 2**20
@@ -321,6 +324,11 @@ class Recorder:
         self.rack_hall = None if rack_hall is None else np.asarray(rack_hall)
         self.agg: RackAggregates | None = None
         self._flows: list = []
+        #: live utility feeds at every sample [bool (T, F)] (written by the grid); the flushed
+        #: windows are routed with them through ``feed_tree`` (the power chain's tree, set
+        #: when the run starts), so a sample with a feed down records what the survivors carry
+        self.feed_up = np.ones((n_samples, sizes.get("feed", 1)), bool)
+        self.feed_tree: PowerTree | None = None
         if rack_series != "full":
             self.agg = RackAggregates.empty(n_samples, sizes.get("rack", 0), sizes.get("rpp", 0),
                                             sizes.get("hall", 1), rack_series == "hall")
@@ -389,6 +397,10 @@ class Recorder:
         power-tree ``flow``, into the aggregates; keep the flow's time series; move on."""
         assert self.agg is not None
         t = i_end - self.base
+        up = self.feed_up[self.base:i_end]
+        if self.feed_tree is not None and not up.all():
+            from twin.power.tree import evaluate_power_tree
+            flow = evaluate_power_tree(self.feed_tree, flow.rack_w, up, copy=False)
         w = {n: win.data[:t] for n, win in self._windows.items()}
         self.agg.fold(self.base, w, flow, self.rack_hall)
         self._flows.append(_time_parts(flow))
