@@ -549,7 +549,75 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     if s.hardware.node_model in catalog.nodes:
         from twin.power.chain import chain_problems  # branch circuits against a rack's idle draw
         out += chain_problems(s)
+        if not rack_hardware_problems(s, catalog.nodes):    # one rack's worst case needs its models
+            out += _power_limit_findings(s)[0]
     return out
+
+
+def _power_limit_findings(s: Scenario) -> tuple[list[tuple[str, object, str]], list[tuple[str, str]]]:
+    """Limits that keep racks dark for the whole run, against one rack's worst case (what
+    admission reserves, :func:`twin.plant.rack_worst_case_w`), each limit scaled by
+    ``site.power.oversubscription`` as the engine admits: a rack's branch circuits in normal
+    operation (every cord live), an RPP's continuous limit, a feed path's worst-case IT limit
+    (:func:`twin.power.chain.feed_it_limits_w`: its share of the IT and of the cooling), the
+    UPS, the largest plan stage. Problems (path, value, expected) where no rack can ever be
+    powered; notes (path, text) where only some racks cannot, or a plan stage powers none."""
+    import numpy as np
+
+    from twin.power.chain import feed_it_limits_w, rack_figures_w
+    from twin.power.electrical import breaker_continuous_limit_w
+
+    pw = s.site.power
+    k = pw.oversubscription
+    fig = rack_figures_w(s)
+    wc = np.atleast_1d(np.asarray(fig.get("worst_case_racks_w", fig["worst_case_w"]), float))
+    lo, hi = float(wc.min()), float(wc.max())
+    problems: list[tuple[str, object, str]] = []
+    notes: list[tuple[str, str]] = []
+
+    def check(path: str, value: object, limit_w: float, what: str) -> None:
+        if lo > limit_w * k:
+            problems.append((path, value, f"{what} of at least one rack's worst case ({lo / 1e3:.1f} kW); it is "
+                                          f"{limit_w * k / 1e3:.1f} kW, so no rack can ever be powered"))
+        elif hi > limit_w * k:
+            n = int((wc > limit_w * k).sum())
+            notes.append((path, f"{what} ({limit_w * k / 1e3:.1f} kW) is below the worst case of {n} rack(s) "
+                                f"(up to {hi / 1e3:.1f} kW): they are never powered"))
+
+    br = pw.chain.branch if pw.chain is not None else None
+    if br is not None:
+        cord = float(breaker_continuous_limit_w(br.breaker_a, br.voltage_v, br.phases, br.rated_100pct,
+                                                br.power_factor))
+        check("site.power.chain.branch.breaker_a", br.breaker_a, br.cords_per_rack * cord,
+              f"a rack's branch circuits in normal operation ({br.cords_per_rack} cords at the continuous rule)")
+    rpp = pw.rpp
+    check("site.power.rpp.breaker_a", rpp.breaker_a, float(breaker_continuous_limit_w(
+        rpp.breaker_a, rpp.voltage_v, rpp.phases, rpp.rated_100pct, rpp.power_factor)),
+        "an RPP's continuous limit")
+    feeds = feed_it_limits_w(s)
+    f = int(np.argmin(feeds))
+    a = 1.0 if pw.redundancy == "2N" else 1.0 / len(pw.feeds)
+    ups_binds = pw.ups.mode != "bypass" and pw.ups.capacity_kw * 1e3 / len(pw.feeds) / a <= feeds[f] * (1 + 1e-12)
+    path, value = (("site.power.ups.capacity_kw", pw.ups.capacity_kw) if ups_binds
+                   else (f"site.power.feeds.{f}.capacity_kw", pw.feeds[f].capacity_kw))
+    mech = pw.chain is not None and "switchboards" in pw.chain.mechanical.carried_by
+    what = (f"the IT power of feed path {pw.feeds[f].name}'s UPS share (redundancy {pw.redundancy})" if ups_binds
+            else f"the IT power of feed {pw.feeds[f].name} at worst case (redundancy {pw.redundancy}"
+            + (", with its share of the cooling at the design outdoor temperature)" if mech else ")"))
+    check(path, value, float(feeds[f]), what)
+    if pw.chain is None or not pw.chain.stages_set_plan:
+        plan = [st.it_power_kw * 1e3 for st in pw.plan]
+        if max(plan) * k < lo:
+            problems.append(("site.power.plan", [st.it_power_kw for st in pw.plan],
+                             f"a stage of at least one rack's worst case ({lo / 1e3:.1f} kW): no rack can "
+                             f"ever be powered"))
+        else:
+            for i, st in enumerate(pw.plan):
+                if st.it_power_kw * 1e3 * k < lo:
+                    notes.append((f"site.power.plan.{i}.it_power_kw", f"{st.it_power_kw:g} kW from {st.date} is "
+                                  f"below one rack's worst case ({lo / 1e3:.1f} kW): no rack is powered in "
+                                  f"that stage"))
+    return problems, notes
 
 
 @dataclass(frozen=True)
@@ -599,6 +667,8 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
             note = _elastic_dualpipe_note(job, catalog.nodes[jm].gpu_count)
             if note is not None:
                 out.append((f"workload.jobs.{j}.pipeline_schedule", note))
+    if s.hardware.node_model in catalog.nodes:
+        out += _power_limit_findings(s)[1]
     if s.workload.stream is not None:
         out += _stream_memory_notes(s, catalog)
         out += _stream_dualpipe_notes(s, catalog)
