@@ -268,6 +268,9 @@ class HallThermal(Component):
         #: (the models of the halls, their grouping) of the last stacked evaluation
         self._groups_memo: tuple | None = None
         self.chiller_available_s = -np.inf
+        #: (sample, rack heat [W], every hall's rack airflow [m3/s (R_h,)]) of the sample with the
+        #: most rack heat so far: the state the peak-sample field (twin.sim.field) is drawn at
+        self.peak_airflow: tuple[int, float, list[np.ndarray]] | None = None
         #: samples recorded while the chillers were off (restarting after a power transfer)
         self._chillers_off_samples: list[int] = []
         self.economizer_fraction: np.ndarray | None = None
@@ -461,8 +464,7 @@ class HallThermal(Component):
             return None
         from twin.thermal.buoyancy import buoyant_inlet_model
 
-        g_b = replace(geom, n_layers=max(int(geom.n_layers), cs.buoyant_layers),
-                      cell_m=max(float(geom.cell_m), cs.buoyant_cell_m))
+        g_b = self.buoyant_geometry(geom)
         node = self.plant.node
         v_full = self.rack_airflow_m3_s[idx]
         heat_full = (node.gpu_count * node.gpu_tdp_w + node.host_active_w) * v_full / node.airflow_m3_s_at_max
@@ -471,6 +473,13 @@ class HallThermal(Component):
             v = np.asarray(rack_airflow_m3_s, float)
             return buoyant_inlet_model(g_b, heat_full * v / v_full, v, cooling_active)
         return derive
+
+    def buoyant_geometry(self, geom):
+        """A hall's geometry on the buoyant field's grid: at least ``buoyant_layers`` layers and
+        cells of at least ``buoyant_cell_m``."""
+        cs = self.cs
+        return replace(geom, n_layers=max(int(geom.n_layers), cs.buoyant_layers),
+                       cell_m=max(float(geom.cell_m), cs.buoyant_cell_m))
 
     def _gpu_kwargs(self, hall: HallModel) -> dict:
         p, st = self.plant, self.state
@@ -1137,6 +1146,10 @@ class HallThermal(Component):
             self._chillers_off_samples.append(i)
         fan_w = 0.0
         heat = self.e.sampler.last_rack_power_w()
+        if self.physical:
+            total = float(heat.sum())
+            if self.peak_airflow is None or total > self.peak_airflow[1]:
+                self.peak_airflow = (i, total, [np.array(hall.airflow, float) for hall in self.halls])
         loads = rec["cooling_unit_load_w"]
         # no sub-sample extremes since the last sample (the common case): a rack's peak is its
         # sampled value, fmax(x, x) = x and fmax(NaN, g) = g, so whole rows are written at once

@@ -47,7 +47,7 @@ from .inlet import InletModel, inlet_model_of_problem
 from .mixing import MIXING_LAWS, room_face_diffusivity_m2_s
 from .solver import HallProblem, build_problem
 
-__all__ = ["BuoyantFlow", "buoyant_face_flux_m3_s", "buoyant_flow", "buoyant_inlet_model"]
+__all__ = ["BuoyantFlow", "buoyant_face_flux_m3_s", "buoyant_field", "buoyant_flow", "buoyant_inlet_model"]
 
 GRAVITY_M_S2 = 9.80665
 PLUME_COEFFICIENT = 0.3
@@ -139,6 +139,22 @@ def buoyant_flow(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling
         if change < tol_k:
             break
     return BuoyantFlow(prob, temp, flux, k, change)
+
+
+def buoyant_field(geometry: HallGeometry, rack_heat_w, rack_airflow_m3_s, cooling_active=None, **kw):
+    """Full steady field of the converged buoyant flow (:func:`buoyant_flow`, the flow whose
+    inlet model :func:`buoyant_inlet_model` gives the engine), as
+    :func:`twin.thermal.solver.steady_field` returns it for the plan view: the same variables
+    [C, m/s, W], with the buoyant face fluxes in the room velocity, and ``attrs["model"]``
+    naming the layered Boussinesq flow and its iterations."""
+    from .solver import _field_dataset
+
+    heat = np.broadcast_to(np.asarray(rack_heat_w, float), (geometry.n_racks,))
+    bf = buoyant_flow(geometry, heat, rack_airflow_m3_s, cooling_active, **kw)
+    ds = _field_dataset(bf.problem, bf.temp_c, heat)
+    ds.attrs["model"] = (f"layered Boussinesq: buoyant fluxes on the potential flow, {int(geometry.n_layers)} layers, "
+                         f"{bf.iterations} Picard passes (last inlet change {bf.change_k:.3f} K)")
+    return ds
 
 
 #: converged buoyant inlet models kept per process, by a digest of every input (see

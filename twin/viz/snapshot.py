@@ -254,9 +254,25 @@ def cooling_active_at(scenario: Scenario, events: pd.DataFrame, t_s: float) -> l
     return [np.array([c.name not in down for c in hall.cooling_units], bool) for hall in scenario.site.halls]
 
 
+#: what a drawn field is, when the run's own state is not what it solves (caption and attrs)
+FIELD_DESIGN_NOTE = "room air: plan-view model with every rack at full-speed design airflow"
+
+
+def field_differs_from_run(scenario: Scenario) -> bool:
+    """A run of ``scenario`` holds rack airflow or recirculation that :func:`steady_fields`
+    does not solve (the physical model's fan-law airflow, or its buoyant recirculation): the
+    drawn room air is then a design-airflow plan view, not the run's state."""
+    cs = scenario.site.cooling_system
+    return cs.model == "physical" and (cs.rack_airflow == "fan_model" or cs.recirculation == "buoyant")
+
+
 def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
                   cooling_active: list[np.ndarray]) -> list[xr.Dataset | None]:
-    """Steady temperature/velocity field of each hall (None where it has no steady state)."""
+    """Steady temperature/velocity field of each hall (None where it has no steady state):
+    the plan-view model with every rack at its full-speed design airflow (``attrs``
+    ``rack_airflow`` says so). A run whose racks follow the fan law or whose recirculation
+    is buoyant held another state (:func:`field_differs_from_run`; its field_<hall>.nc at the
+    peak sample, :func:`twin.sim.field.peak_sample_fields`, solves the run's own)."""
     from twin import thermal
 
     airflow = np.broadcast_to(rack_design_airflow_m3_s(scenario, plant), (plant.n_racks,))
@@ -265,8 +281,9 @@ def steady_fields(scenario: Scenario, plant, rack_heat_w: np.ndarray,
         if not cooling_active[h].any():
             out.append(None)
             continue
-        out.append(thermal.steady_field(geom, np.nan_to_num(rack_heat_w[idx]), airflow[idx],
-                                        cooling_active[h]))
+        f = thermal.steady_field(geom, np.nan_to_num(rack_heat_w[idx]), airflow[idx], cooling_active[h])
+        f.attrs["rack_airflow"] = "every rack at its nodes' full-speed design airflow"
+        out.append(f)
     return out
 
 
@@ -331,7 +348,8 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
     return Snapshot(scenario=s, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
                     rack_value=value, rack_heat_w=power_w, scale=scale, cooling_active=active,
-                    label=when, caption=_caption(ds, i), fields=fields, rack_names=list(p.rack_names),
+                    label=when, caption=_caption(ds, i) + (f" · {FIELD_DESIGN_NOTE}" if fields and any(
+                        f is not None for f in fields) and field_differs_from_run(s) else ""), fields=fields, rack_names=list(p.rack_names),
                     rack_models=list(p.rack_node_model))
 
 
