@@ -146,7 +146,7 @@ LLAMA3_405B_LAYOUT = "E|(t|)*126,L"
 def test_llama3_405b_at_16k_gpus_with_the_papers_pipeline():
     # Table 4: 405B on 8,192 / 16,384 H100 over RoCE, TP8 PP16, DP 64 / 128, 8k sequences,
     # 16M tokens per batch: 43 % / 41 % BF16 MFU.  With the paper's pipeline the twin gives
-    # 51.9 % / 49.3 % (+20.7 % / +20.2 % in MFU; its step 16-17 % shorter if Meta counts FLOPs as
+    # 51.9 % / 49.2 % (+20.7 % / +20.1 % in MFU; its step 16-17 % shorter if Meta counts FLOPs as
     # the twin does, 10-11 % if it counts 6 N a token): a known miss, pinned here so that it
     # shows when it moves (docs/validation.md).  NVIDIA's own 405B recipe on DGX H100
     # measured 54.4 % on the twin's FLOP count (2,304 GPUs, 17.62 s, below), so the gap is
@@ -155,11 +155,11 @@ def test_llama3_405b_at_16k_gpus_with_the_papers_pipeline():
     mfu = [est("405b", g, 2048, tp=8, pp=16, cp=1, vpp=8, transport="roce",
                pipeline_layout=LLAMA3_405B_LAYOUT).mfu for g in (8192, 16384)]
     assert mfu[0] == pytest.approx(0.519, abs=0.002)
-    assert mfu[1] == pytest.approx(0.493, abs=0.002)
+    assert mfu[1] == pytest.approx(0.492, abs=0.002)  # 0.493 before 2ad1752's refit
     assert mfu[0] / 0.43 - 1 == pytest.approx(0.207, abs=0.005)
-    assert mfu[1] / 0.41 - 1 == pytest.approx(0.202, abs=0.005)
+    assert mfu[1] / 0.41 - 1 == pytest.approx(0.201, abs=0.005)
     # without a layout V = 8 does not fit (126 layers < 16 x 8 chunks); the even split at
-    # V = 4 this test assumed until 1 Dec 2026 gave 46.3 % / 42.2 % (+7.7 % / +3.0 %), but
+    # V = 4 this test assumed until 1 Dec 2026 gave 46.3 % / 42.2 % (+7.6 % / +3.0 %), but
     # leaves the output layer on a rank of 8 layers, which the paper's balancing removes
     with pytest.raises(ValueError, match="layers=126 < pp\\*vpp=128"):
         est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=8, transport="roce")
