@@ -491,7 +491,7 @@ KPIS: tuple[Kpi, ...] = (
         lambda r: float(r.throttled_node_s / H)),
     Kpi("rci_hi_percent", "%", f"Rack Cooling Index (high side, Herrlin 2005) of each powered rack's "
                                f"hottest inlet; 100 = none above {_HOT}, < 90 poor", _rci_hi),
-    Kpi("breaker_trips", "count", "RPP breaker trips", _count("breaker_trip")),
+    Kpi("breaker_trips", "count", "RPP and rack branch breaker trips", _count("breaker_trip")),
     Kpi("grid_drop_events", "count", "grid disturbances that dropped nodes", _count("grid_drop")),
     # figures added to every sweep run (twin.studies.metrics.study_metrics)
     Kpi("gpus_delivered", "GPU", "GPUs delivered by the end of the run", group="study"),

@@ -143,3 +143,20 @@ def test_branch_overload_in_normal_operation_warns():
     power_limits(ds, {}, out)
     assert len(out) == 1
     assert "for 2 h, at most 1.42 x at 2024-01-01T01:00" in out[0]["message"]
+
+
+def test_branch_breakers_trip_on_their_curve_in_normal_operation():
+    # oversubscription 3 admits racks on 7 A cords: 2 x 3.83 kW continuous x 3 = 22.9 kW >= 19.94 kW;
+    # a 2 x 4.78 kW rating (100 %) against ~17 kW of a rack at work: ~1.8 x, past the 1.3 x
+    # ultimate trip, so the breakers trip within the hour (-60 ln(1 - (1.3 / 1.8)^2) = 43 s)
+    res = run(BV, "simulation.duration_days=9", "site.power.oversubscription=3",
+              "site.power.chain.branch.breaker_a=7", "site.power.chain.branch.redundancy=N", *QUIET)
+    trips = events(res, "breaker_trip")
+    assert len(trips) > 0 and trips.detail.str.contains("branch circuit at").all()
+    x = trips.detail.str.extract(r"at ([0-9.]+) x")[0].astype(float)
+    assert (x > 1.3).all()
+    assert res.kpis["breaker_trips"] == len(trips)
+    assert res.kpis["max_branch_load_fraction"] > 1.0
+    assert any(w["check"] == "power_limits" and "branch" in w["message"] for w in check_results(res))
+    # at 60 A nothing trips
+    assert run(BV, "simulation.duration_days=9", "site.power.oversubscription=3", *QUIET).kpis["breaker_trips"] == 0

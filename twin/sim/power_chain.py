@@ -70,9 +70,15 @@ class PowerChain(Component):
         #: swing component's ``branch_failover_overload`` event, not an admission limit.
         br = pw.chain.branch if pw.chain is not None else None
         self.branch_rack_limit_w = np.inf
+        #: a rack's load over its branch breakers' rating (trip-curve reference) in normal operation
+        #: [W]: cords x the breaker's 100 % rating; None without branch circuits
+        self._branch_rating_w: float | None = None
         if br is not None:
             self.branch_rack_limit_w = br.cords_per_rack * float(breaker_continuous_limit_w(
                 br.breaker_a, br.voltage_v, br.phases, br.rated_100pct, br.power_factor))
+            self._branch_rating_w = br.cords_per_rack * float(breaker_continuous_limit_w(
+                br.breaker_a, br.voltage_v, br.phases, True, br.power_factor))
+        self.branch_theta = np.zeros(p.n_racks)    # thermal state of each rack's branch breakers [pu^2]
         self.breaker_theta = np.zeros(len(p.rpp_limit_w))   # thermal state [pu^2]
         #: the last check found every breaker at or below rating (its thermal state then is
         #: the square of its load, the same at the same load: a quiet sample repeats it)
@@ -107,12 +113,14 @@ class PowerChain(Component):
         """Advance each RPP breaker's thermal state over the coming sample at this load
         (``power.breaker_thermal_state_step``, exact for a constant current) and trip the
         breakers that reach their trip state, or their magnetic pick-up. From cold a breaker
-        trips exactly when ``power.breaker_trip_time_s`` < the step."""
+        trips exactly when ``power.breaker_trip_time_s`` < the step. The racks' branch
+        breakers (``site.power.chain.branch``) follow the same law (:meth:`_check_branches`)."""
         p, st, e = self.plant, self.state, self.e
         frac = rpp_w / p.rpp_rating_w
+        branches_steady = self._check_branches()
         if frac.max() <= 1.0 and self.breaker_theta.max() <= 1.0:
             self.breaker_theta = frac ** 2          # at or below rating: steady, never trips
-            self.breakers_steady = True
+            self.breakers_steady = branches_steady
             return
         self.breakers_steady = False
         self.breaker_theta = np.asarray(power.breaker_thermal_state_step(self.breaker_theta, frac, e.dt_s))
@@ -126,6 +134,33 @@ class PowerChain(Component):
             e.log("breaker_trip", f"rpp{q}", f"{frac[q]:.2f} x rating, {len(racks)} racks down")
             e.jobs.interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), f"RPP {q} breaker trip")
             self.env.process(self._breaker_reset(racks))
+
+    def _check_branches(self) -> bool:
+        """The branch breakers of every rack at its power of this sample, in normal operation
+        (its cords share it equally): each rack's load over its cords' rating advances their
+        thermal state as an RPP breaker's does; a rack whose branch breakers reach their trip
+        state (or magnetic pick-up) goes down until the reset (``breaker_trip``). True when
+        every branch is at or below rating (steady: the same load repeats the same check)."""
+        if self._branch_rating_w is None:
+            return True
+        p, st, e = self.plant, self.state, self.e
+        frac = e.sampler.last_rack_power_w() / self._branch_rating_w
+        if frac.max(initial=0.0) <= 1.0 and self.branch_theta.max(initial=0.0) <= 1.0:
+            self.branch_theta = frac ** 2
+            return True
+        self.branch_theta = np.asarray(power.breaker_thermal_state_step(self.branch_theta, frac, e.dt_s))
+        magnetic = np.asarray(power.breaker_trip_time_s(frac)) <= BREAKER_MAGNETIC_TRIP_S
+        trip = ((self.branch_theta >= power.breaker_thermal_trip_state()) | magnetic) & st.rack_powered & ~st.rack_tripped
+        racks = np.flatnonzero(trip)
+        if len(racks):
+            self.branch_theta[racks] = 0.0          # reset cold
+            st.rack_tripped[racks] = True
+            for r in racks:
+                e.log("breaker_trip", p.rack_names[r], f"branch circuit at {frac[r]:.2f} x its cords' rating "
+                                                         f"in normal operation, rack down")
+            e.jobs.interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), "branch breaker trip")
+            self.env.process(self._breaker_reset(racks))
+        return False
 
     def _breaker_reset(self, racks: np.ndarray):
         yield self.env.timeout(self.s.site.power.breaker_reset_s)
