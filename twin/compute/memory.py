@@ -123,6 +123,7 @@ HBM sizes quoted in "GB" are GiB (H100 80 GB: 81,559 MiB in ``nvidia-smi``).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -391,9 +392,22 @@ def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
     is returned (forward ``n``'s chunk read from it, backward ``n``'s the reverse); with its
     default group of ``pp`` Megatron-core refuses such a step (a last group of fewer than
     ``pp``: ``forward_backward_pipelining_with_interleaving``), so this is the schedule it
-    would run, not one it runs.
+    would run, not one it runs.  The array is read-only (cached: every memory estimate asks for
+    each rank's).
     """
-    m = microbatches
+    return _chunks_in_flight(int(pp), int(vpp), int(rank),
+                             None if microbatches is None else int(microbatches))
+
+
+@functools.lru_cache(maxsize=4096)
+def _chunks_in_flight(pp: int, vpp: int, rank: int, m: int | None) -> np.ndarray:
+    """:func:`interleaved_chunks_in_flight`, read-only."""
+    out = _chunks_in_flight_table(pp, vpp, rank, m)
+    out.setflags(write=False)
+    return out
+
+
+def _chunks_in_flight_table(pp: int, vpp: int, rank: int, m: int | None) -> np.ndarray:
     if vpp == 1 or pp == 1:
         n = float(pp - rank)
         return np.array([[n if m is None else min(n, float(m))]])
