@@ -102,6 +102,25 @@ def test_every_rank_in_flight_with_interleaving_by_hand():
             memory_per_gpu_bytes(**DENSE, pipeline_rank=bad)
 
 
+def test_mtp_modules_count_at_the_last_chunks_own_peak_by_hand():
+    # MTP modules sit in the last rank's last chunk (even split as a layout), so they count at
+    # that chunk's own micro-batches in flight, not at the rank's mean 2.5 (HU4).  One module a
+    # token: its layer's 8192 B + the projection's 2h input 2 x 2 x 256 = 1024: 9216 B.  Rank 3's
+    # moments (4, 1) and (5, 0) (test above): chunk 0 2 layers x 8192 = 16,384 a micro-batch,
+    # chunk 1 16,384 + 9216 = 25,600; peak (4, 1): 65,536 + 25,600 = 91,136 B a token, x 128
+    # tokens = 11,665,408 B (the mean would give 2.5 x 41,984 x 128 = 13,434,880); two modules
+    # (4, 1): 65,536 + 16,384 + 2 x 9216 = 100,352.  Logits (1 + mtp) x 6 x 128 x 1000.
+    one = memory_per_gpu_bytes(**DENSE, mtp_depth=1, pipeline_rank=3)
+    assert one.stage == "last" and one.activations == 128 * 91_136 == 11_665_408
+    assert one.logits == 2 * 6 * 128 * 1000
+    two = memory_per_gpu_bytes(**DENSE, mtp_depth=2, pipeline_rank=3)
+    assert two.activations == 128 * 100_352 and two.logits == 3 * 6 * 128 * 1000
+    # the other ranks hold no MTP module: unchanged by it
+    for r in range(3):
+        assert memory_per_gpu_bytes(**DENSE, mtp_depth=1, pipeline_rank=r).activations == \
+            memory_per_gpu_bytes(**DENSE, pipeline_rank=r).activations
+
+
 # the same shape with 4 experts of 512 (one routed a token) in place of the MLP and its first
 # 3 layers dense (MLP of 1024), no tensor, data or expert parallelism
 MOE = dict(DENSE, moe_experts=4, moe_top_k=1, moe_ffn_hidden=512, moe_dense_layers=3)
