@@ -119,7 +119,8 @@ def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w,
     """Usable IT capacity, binding and next constraint, and the figures around them.
     ``rack_worst_case_w`` [W]: one figure for alike racks, or (R,) per rack position in
     delivery order (the branch circuits are checked at the largest)."""
-    cons, ctx = chain_constraints(chain, rack_positions=rack_positions, mechanical_w=mechanical_w)
+    cons, ctx = chain_constraints(chain, rack_positions=rack_positions, mechanical_w=mechanical_w,
+                                  rack_worst_case_w=rack_worst_case_w)
     first, nxt = binding_constraints(cons)
     it_kw = first.it_capacity_kw
     it_w = it_kw * 1e3
