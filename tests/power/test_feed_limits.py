@@ -1,10 +1,16 @@
 """Per-feed limits and each sample's live feeds (audit findings 3 and 14, the physics side).
 
-Figures by hand: Blue Vela's feeds are 1,600 kW each, UPS bypassed, ``redundancy: none``,
-and its chain puts the mechanical plant (legacy law at the 33 C design day: 0.3685 W per W
-of heat with COP 4.5 at 25 C and 5 % fans and pumps) and 80 kW of house loads on the
-switchboards, half on each feed. A feed reaches 1,600 kW at worst case when
-``P / 2 + (0.3685 P + 80 kW) / 2 = 1,600 kW``: ``P = 1,560 / 0.68425 = 2,279.87 kW``.
+Figures by hand: Blue Vela's feeds pinned at 1,600 kW each, the UPS too large to bind,
+``redundancy: none``, and its chain puts the mechanical plant and 80 kW of house loads on the
+switchboards, half on each feed. The plant is the one the run uses (site.cooling_system:
+physical; audit finding 5, re-pinned from the legacy law's 0.3685 W per W of heat): at the
+33 C design day a dry cooler gives chiller COP 4.5 x 25/33, and 12 constant-speed CRAH fans
+draw 150 kW at any load, so ``f(P) = F0 + M P`` with
+``M = 0.01 + 1.01 (33/112.5 + 0.01) = 0.316367`` (pumps; chiller and heat rejection on the
+coil load) and ``F0 = 150 kW x (1 + 33/112.5 + 0.01) = 195.5 kW`` (the fans and their
+cooling), which counts with the house loads. A feed reaches 1,600 kW at worst case when
+``P / 2 + (M P + F0 + 80 kW) / 2 = 1,600 kW``: ``P = 1,462.25 / 0.658183 = 2,221.65 kW``
+(2,279.87 kW with the legacy law).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import pytest
 
 import twin
 from twin.power.chain import feed_it_limits_w, feed_mechanical_w, split_mechanical_w
+from twin.power.cooling_plant import scenario_cooling_power_w
 from twin.power.facility import cooling_power_w
 from twin.power.tree import build_power_tree, evaluate_power_tree
 
@@ -24,6 +31,12 @@ BV = ROOT / "scenarios" / "blue_vela.yaml"
 VELA = ROOT / "scenarios" / "vela.yaml"
 #: the hand figures' feeds, pinned (the scenario's own may change)
 FEEDS = ["site.power.feeds.0.capacity_kw=1600", "site.power.feeds.1.capacity_kw=1600"]
+#: a UPS that never binds (instead of the bypass, which the chain's as-built mode may refuse)
+BIG_UPS = "site.power.ups.capacity_kw=20000"
+#: the physical plant at the 33 C design day, by hand (module docstring)
+M = 0.01 + 1.01 * (33 / 112.5 + 0.01)
+F0 = 150e3 * (1 + 33 / 112.5 + 0.01)
+DEN = 0.5 + M / 2
 
 
 def test_mechanical_overhead_at_the_design_day_is_the_legacy_law():
@@ -31,19 +44,39 @@ def test_mechanical_overhead_at_the_design_day_is_the_legacy_law():
         368_500.0, rel=1e-12)
 
 
+def test_the_physical_plant_at_the_design_day_by_hand():
+    s = twin.load_scenario(BV)
+    f = scenario_cooling_power_w(s, np.array([0.0, 1e6, 2.5e6]), 33.0)
+    np.testing.assert_allclose(f, [F0, F0 + M * 1e6, F0 + M * 2.5e6], rtol=1e-12)
+    assert F0 == pytest.approx(195_500.0, rel=1e-12) and M == pytest.approx(0.316367, abs=1e-6)
+
+
 def test_blue_vela_feed_limit_by_hand():
-    lim = feed_it_limits_w(twin.load_scenario(BV, [*FEEDS, "site.power.ups.mode=bypass"]))
-    np.testing.assert_allclose(lim, [1_560e3 / 0.68425] * 2, rtol=1e-12)       # 2,279.87 kW
-    # unequal feeds: A binds at (1,000 - 40) / 0.68425 = 1,403.0 kW
-    lim = feed_it_limits_w(twin.load_scenario(BV, ["site.power.feeds.0.capacity_kw=1000", "site.power.ups.mode=bypass",
+    lim = feed_it_limits_w(twin.load_scenario(BV, [*FEEDS, BIG_UPS]))
+    # the plant's constant part is a house load: (1,600 - (80 + 195.5) / 2) / DEN = 2,221.65 kW;
+    # a slope of f(1 MW) / 1 MW (the constant folded in) would give 2,075 kW
+    np.testing.assert_allclose(lim, [(1_600e3 - (80e3 + F0) / 2) / DEN] * 2, rtol=1e-12)
+    assert lim[0] == pytest.approx(2_221_650, abs=10)
+    # unequal feeds: A binds at (1,000 - 137.75) / DEN = 1,310.0 kW
+    lim = feed_it_limits_w(twin.load_scenario(BV, ["site.power.feeds.0.capacity_kw=1000", BIG_UPS,
                                                    "site.power.feeds.1.capacity_kw=2200"]))
-    np.testing.assert_allclose(lim, [960e3 / 0.68425, 2_160e3 / 0.68425], rtol=1e-12)
+    np.testing.assert_allclose(lim, [(1_000e3 - 137.75e3) / DEN, (2_200e3 - 137.75e3) / DEN], rtol=1e-12)
+
+
+def test_blue_vela_as_shipped_powers_all_its_racks():
+    # feeds at the switchboards' 1,895.6 kW: (1,895.6 - 137.75) / DEN = 2,670.8 kW, above the
+    # September plan (2,585 kW) and 128 racks at worst case
+    s = twin.load_scenario(BV)
+    lim = feed_it_limits_w(s)
+    np.testing.assert_allclose(lim, [(1_895.6e3 - 137.75e3) / DEN] * 2, rtol=1e-12)
+    from twin.power.chain import rack_figures_w
+    assert lim.min() >= max(128 * rack_figures_w(s)["worst_case_w"], 2_585e3)
 
 
 def test_feed_limit_without_mechanical_on_the_feeds():
     # the chain keeps the plant off the switchboards: a feed carries half of the IT
     s = twin.load_scenario(BV, ["site.power.chain.mechanical.carried_by=[utility, generators]",
-                                "site.power.ups.mode=bypass", *FEEDS])
+                                BIG_UPS, *FEEDS])
     np.testing.assert_allclose(feed_it_limits_w(s), [3_200e3, 3_200e3], rtol=1e-12)
     # Vela: 2N, no chain: each feed carries everything, limited by its 1,200 kW UPS share
     np.testing.assert_allclose(feed_it_limits_w(twin.load_scenario(VELA)), [1_200e3, 1_200e3])
@@ -58,7 +91,7 @@ def test_the_ups_carries_the_it_side_only():
     s = twin.load_scenario(BV, [*sets, "site.power.ups.capacity_kw=2000"])
     np.testing.assert_allclose(feed_it_limits_w(s), [2_000e3, 2_000e3], rtol=1e-12)
     s = twin.load_scenario(BV, [*sets, "site.power.ups.capacity_kw=5000"])
-    np.testing.assert_allclose(feed_it_limits_w(s), [1_560e3 / 0.68425] * 2, rtol=1e-12)
+    np.testing.assert_allclose(feed_it_limits_w(s), [(1_600e3 - 137.75e3) / DEN] * 2, rtol=1e-12)
 
 
 def test_split_mechanical_series_and_survivor_check_agree():
@@ -67,9 +100,13 @@ def test_split_mechanical_series_and_survivor_check_agree():
     cool = np.array([600e3, 600e3, 300e3])
     got = split_mechanical_w(s, cool, up)
     np.testing.assert_allclose(got, [[340e3, 340e3], [340e3, 0.0], [0.0, 190e3]])     # (cool + 80 kW) / 2
-    # the feed-loss survivor check uses the same split of the legacy law's power
+    # the feed-loss survivor check uses the same split of the plant the run uses (physical:
+    # 150 kW of CRAH fans and COP 4.5 x 25/30 at 30 C), not the legacy law
+    plant = float(scenario_cooling_power_w(s, 1e6, 30.0))
+    assert plant == pytest.approx(150e3 + 0.01e6 + (1.01e6 + 150e3) * (30 / 112.5 + 0.01), rel=1e-12)
+    np.testing.assert_allclose(feed_mechanical_w(s, 1e6, 30.0, up[1]), split_mechanical_w(s, plant, up[1]))
     legacy = float(cooling_power_w(1e6, 30.0, chiller_cop_at_25c=4.5, fan_pump_fraction=0.05))
-    np.testing.assert_allclose(feed_mechanical_w(s, 1e6, 30.0, up[1]), split_mechanical_w(s, legacy, up[1]))
+    assert abs(plant - legacy) > 1e4
     off = twin.load_scenario(BV, ["site.power.chain.mechanical.carried_by=[utility, generators]"])
     assert not split_mechanical_w(off, cool, up).any()
 

@@ -23,8 +23,8 @@ from twin.power.capacity import (
     racks_fitting,
     surviving_units,
 )
+from twin.power.cooling_plant import scenario_cooling_power_w
 from twin.power.electrical import breaker_continuous_limit_w
-from twin.power.facility import cooling_power_w
 from twin.power.swing import (
     energy_kwh,
     gpu_floor_power_w,
@@ -73,13 +73,13 @@ def rack_figures_w(scenario) -> dict[str, Any]:
 
 
 def mechanical_w_fn(scenario, chain: PowerChain):
-    """``mech(heat_w)`` [W]: the scenario's cooling plant at the chain's design outdoor temperature."""
-    c = scenario.site.power.cooling
+    """``mech(heat_w)`` [W]: the scenario's cooling plant at the chain's design outdoor temperature,
+    the plant the run uses (:func:`twin.power.cooling_plant.scenario_cooling_power_w`: physical,
+    ``site.cooling_system.plant`` and the CRAH fans; legacy, ``site.power.cooling``)."""
     t = chain.mechanical.design_outdoor_temp_c
 
     def mech(heat_w):
-        return cooling_power_w(heat_w, t, chiller_cop_at_25c=c.chiller_cop_at_25c,
-                               fan_pump_fraction=c.fan_pump_fraction)
+        return scenario_cooling_power_w(scenario, heat_w, t)
     return mech
 
 
@@ -311,15 +311,14 @@ def split_mechanical_w(scenario, mechanical_w, feed_up) -> np.ndarray:
 
 def feed_mechanical_w(scenario, it_w: float, outdoor_c: float, feed_up) -> np.ndarray:
     """Mechanical and house load on each utility feed path [W (F,)] for ``it_w`` of heat at
-    ``outdoor_c``: the cooling plant's power (:func:`twin.power.facility.cooling_power_w`,
-    the scenario's ``site.power.cooling``) split by :func:`split_mechanical_w`.
+    ``outdoor_c``: the cooling plant's power, the plant the run uses
+    (:func:`twin.power.cooling_plant.scenario_cooling_power_w`), split by
+    :func:`split_mechanical_w`.
     """
     up = np.asarray(feed_up, dtype=bool)
     if not mechanical_on_feeds(scenario) or not up.any():
         return np.zeros(up.shape[0])
-    c = scenario.site.power.cooling
-    cool = float(cooling_power_w(it_w, outdoor_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
-                                 fan_pump_fraction=c.fan_pump_fraction))
+    cool = float(scenario_cooling_power_w(scenario, it_w, outdoor_c))
     return np.asarray(split_mechanical_w(scenario, cool, up), float)
 
 
@@ -332,8 +331,10 @@ def feed_it_limits_w(scenario) -> np.ndarray:
     carries the IT side only: ``a P <= UPS_f``. The feed (``site.power.feeds``: utility feed /
     switchboard) also carries, where the chain puts the mechanical plant on the switchboards
     (:func:`mechanical_on_feeds`), its share ``s`` of the cooling plant at the chain's design
-    outdoor temperature, ``m P`` (``m`` from :func:`twin.power.facility.cooling_power_w`,
-    linear in the heat), and of the house loads ``H``: ``s = 1/F``, or 1 for a 2N survivor
+    outdoor temperature, ``f(P) = f(0) + m P`` (``f`` the plant the run uses,
+    :func:`twin.power.cooling_plant.scenario_cooling_power_w`, affine in the heat: the physical
+    plant's CRAH fans at the racks' full airflow are ``f(0)``; ``m = (f(1 MW) - f(0)) / 1 MW``),
+    and of the house loads, ``H`` = ``house_kw`` + ``f(0)``: ``s = 1/F``, or 1 for a 2N survivor
     when the load transfers on a feed loss (:func:`split_mechanical_w`), so
     ``a P + s (m P + H) <= feed_f``. The limit is the smaller ``P`` of the two (0 when the
     house loads alone exceed the feed). Losses are ignored, as in
@@ -348,10 +349,10 @@ def feed_it_limits_w(scenario) -> np.ndarray:
     m, house, s = 0.0, 0.0, 0.0
     if mechanical_on_feeds(scenario):
         mech = pw.chain.mechanical
-        c = pw.cooling
-        m = float(cooling_power_w(1e6, mech.design_outdoor_temp_c, chiller_cop_at_25c=c.chiller_cop_at_25c,
-                                  fan_pump_fraction=c.fan_pump_fraction)) / 1e6
-        house = mech.house_kw * 1e3
+        f = scenario_cooling_power_w(scenario, np.array([0.0, 1e6]), mech.design_outdoor_temp_c)
+        f0, f1 = float(f[0]), float(f[1])
+        m = (f1 - f0) / 1e6
+        house = mech.house_kw * 1e3 + f0
         s = 1.0 if (alone and mech.transfers_on_feed_loss) else 1.0 / n_f
     out = np.maximum(feed - s * house, 0.0) / (a + s * m)
     if pw.ups.mode != "bypass":
