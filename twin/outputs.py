@@ -513,6 +513,18 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("floor_use_fraction", "1", "racks delivered / rack positions on the floor", group="study"),
     Kpi("inlet_margin_c", "degC", f"{_HOT} (ASHRAE TC 9.9 recommended) minus the worst inlet of a powered rack",
         group="study"),
+    # the cooling figures split at power events (twin.studies.metrics.power_event_figures): a
+    # chiller restart after a power transfer is a transient of the plant, not a steady shortfall
+    Kpi("chiller_restarts", "count", "power transfers or outages that stopped the chillers for their restart",
+        group="study"),
+    Kpi("power_event_peak_inlet_c", "degC", "hottest rack inlet within a chiller restart's transient "
+                                            "(sub-sample peak, any rack; NaN without one)", group="study"),
+    Kpi("max_rack_inlet_steady_c", "degC", "hottest sampled inlet of a powered rack outside the chiller restarts",
+        group="study"),
+    Kpi("cooling_capacity_margin_steady_kw", "kW", "lowest hall cooling margin outside the chiller restarts",
+        group="study"),
+    Kpi("hours_cooling_over_capacity_steady", "h", "hours with a negative hall cooling margin outside the "
+                                                   "chiller restarts", group="study"),
 )
 
 OUTPUT_BY_NAME: dict[str, Output] = {o.name: o for o in OUTPUTS + DERIVED_SERIES}
