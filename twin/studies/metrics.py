@@ -52,9 +52,13 @@ def duration_below_days(series, reference, dt_s) -> float:
     return float(below.sum() * float(dt_s) / 86400.0)
 
 
-def facility_it_limit_w(plan_max_w, ups_capacity_w, ups_in_line, feed_capacity_w, redundancy_2n) -> float:
+def facility_it_limit_w(plan_max_w, ups_capacity_w, ups_in_line, feed_capacity_w, redundancy_2n,
+                        feed_it_limits_w=None) -> float:
     """Tightest facility IT limit [W]: the final power stage, the UPS when it is in line
-    (double conversion), and the feeds (one feed alone under 2N, their sum otherwise)."""
+    (double conversion), the feeds (one feed alone under 2N, their sum otherwise) and, as the
+    engine admits racks, the smallest of ``feed_it_limits_w`` [W (F,)] (each feed path's IT
+    limit with its share of the cooling and house loads,
+    :func:`twin.power.chain.feed_it_limits_w`)."""
     from twin import power
 
     feeds = np.asarray(feed_capacity_w, float)
@@ -62,6 +66,8 @@ def facility_it_limit_w(plan_max_w, ups_capacity_w, ups_in_line, feed_capacity_w
     cap = power.chain_it_capacity_w(feeds, float(ups_capacity_w) / len(feeds),
                                     "double_conversion" if ups_in_line else "bypass",
                                     "2N" if redundancy_2n else "none")
+    if feed_it_limits_w is not None and np.size(feed_it_limits_w):
+        cap = min(cap, float(np.min(feed_it_limits_w)))
     return min(float(plan_max_w), cap)
 
 
@@ -146,6 +152,7 @@ def study_kpis(scenario, results) -> dict[str, float]:
     """The :data:`STUDY_KPI_UNITS` figures for one run (scenario + its Results)."""
     from twin import power
     from twin.plant import rack_worst_cases_w
+    from twin.power.chain import feed_it_limits_w
 
     s = scenario
     ds = results.dataset
@@ -165,7 +172,8 @@ def study_kpis(scenario, results) -> dict[str, float]:
     demand_w = racks_delivered * float(worst[0]) if alike else float(worst.sum())
     facility_w = facility_it_limit_w(max(st.it_power_kw for st in pw.plan) * 1e3, pw.ups.capacity_kw * 1e3,
                                      pw.ups.mode == "double_conversion",
-                                     [f.capacity_kw * 1e3 for f in pw.feeds], pw.redundancy == "2N")
+                                     [f.capacity_kw * 1e3 for f in pw.feeds], pw.redundancy == "2N",
+                                     feed_it_limits_w(s))
     rpp_limit_w = float(power.breaker_continuous_limit_w(pw.rpp.breaker_a, pw.rpp.voltage_v, pw.rpp.phases,
                                                          pw.rpp.rated_100pct, pw.rpp.power_factor))
     if alike or not racks_delivered:

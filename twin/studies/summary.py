@@ -101,7 +101,15 @@ def power_wait_sentence(pw: dict) -> str:
     s = (f"From {_day(pw['start'])} to {until}, {pw['unpowered_gpus']:,.0f} of "
          f"{pw['installed_gpus']:,.0f} delivered GPUs stayed unpowered")
     headroom_frac = pw["headroom_w"] / pw["limit_w"] if pw["limit_w"] > 0 else 0.0
-    if headroom_frac > 0.05 and pw["committed_w"] > 0.95 * pw["limit_w"] - pw["rack_worst_w"]:
+    feed_w = pw.get("feed_limit_w", math.inf)
+    if feed_w < pw["limit_w"] * (1 - 1e-9):
+        # the engine admits against the smallest feed path limit too (twin.power.chain.feed_it_limits_w)
+        share = " and its share of the cooling and house loads" if pw.get("feed_carries_cooling") else ""
+        s += (f": racks are admitted at their {human(pw['rack_worst_w'], 'W')} worst case against "
+              f"{human(feed_w, 'W')}, the limit of feed {pw['feed_name']} (its share of the IT{share} at "
+              f"worst case), below the {human(pw['limit_w'], 'W')} stage; IT power averaged "
+              f"{human(pw['it_power_w'], 'W')}, so the feed binds")
+    elif headroom_frac > 0.05 and pw["committed_w"] > 0.95 * pw["limit_w"] - pw["rack_worst_w"]:
         s += (f" although IT power averaged {human(pw['it_power_w'], 'W')}, "
               f"{human(pw['headroom_w'], 'W')} under the {human(pw['limit_w'], 'W')} stage: racks are "
               f"admitted at their {human(pw['rack_worst_w'], 'W')} worst case "
@@ -134,6 +142,12 @@ def run_answer(ds, kpis: dict, scenario=None) -> tuple[str, dict]:
         rack_worst_w, rack_gpus = typical_rack(scenario)     # the mean rack when racks differ
         gpus_per_rack = rack_gpus
         pw = power_wait(ds, rack_worst_w, gpus_per_rack)
+        if pw is not None:
+            from twin.power.chain import feed_it_limits_w, mechanical_on_feeds
+            feeds = feed_it_limits_w(scenario)
+            f = int(np.argmin(feeds))
+            pw.update(feed_limit_w=float(feeds[f]), feed_name=scenario.site.power.feeds[f].name,
+                      feed_carries_cooling=mechanical_on_feeds(scenario))
     losses = {"power": budget["unpowered"], "health": budget["not_healthy"], "idle": budget["idle"],
               "lost_work": float(kpis.get("lost_gpu_hours") or 0.0)}
     thermal = float(kpis.get("hours_above_ashrae_recommended") or 0.0) > 0 or \

@@ -5,7 +5,9 @@ when measured, the outdoor temperature replace the twin's ramp, scheduler, jobs 
 failures; the twin then predicts what follows from them with the same models a run uses:
 
 * the power chain (``twin.power.evaluate_power_tree`` on the scenario's tree): RPP, UPS and
-  feed loads and losses, utility power;
+  feed loads and losses, utility power; each feed's power is its IT path plus, where the
+  chain puts the plant on the switchboards, its share of the cooling and house loads
+  (``twin.power.chain.split_mechanical_w``, all feeds live), as a run records it;
 * the cooling plant (``twin.power.cooling_power_w`` with the scenario's COP and fan/pump
   fraction) on the building heat, at the measured (or modelled) outdoor temperature;
 * the inlet temperatures of every rack (the hall's steady recirculation model,
@@ -110,10 +112,16 @@ def replay_dataset(engine, rack_power_w: np.ndarray, t_ns: np.ndarray, dt_s: flo
                 running[k, j] = want
         inlet[k] = th.inlets_c(w[k])
     ups_loss = np.asarray(flow.ups_loss_w, float).sum(axis=-1)
+    # a feed's load as the run defines it (PowerChain.finish): its IT path and its share of the
+    # cooling plant and house loads where the chain carries them on the switchboards
+    from twin.power.chain import split_mechanical_w
+    tree = engine.power.tree
+    feed_w = np.asarray(flow.feed_w, float) + split_mechanical_w(
+        s, cool, np.ones((len(t_ns), len(tree.feed_capacity_w)), bool))
     series = {
         "rack_power_w": rack_w, "outdoor_temp_c": out_c, "rack_inlet_c": inlet,
         "rpp_power_w": flow.rpp_w, "rpp_load_fraction": flow.rpp_load_fraction,
-        "feed_power_w": flow.feed_w, "feed_load_fraction": flow.feed_load_fraction,
+        "feed_power_w": feed_w, "feed_load_fraction": feed_w / tree.feed_capacity_w,
         "ups_output_w": flow.ups_output_w, "ups_load_fraction": flow.ups_load_fraction,
         "ups_loss_w": ups_loss, "rpp_loss_w": np.asarray(flow.rpp_loss_w, float).sum(axis=-1),
         "feed_loss_w": np.asarray(flow.feed_loss_w, float).sum(axis=-1),
