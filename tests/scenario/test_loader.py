@@ -39,8 +39,10 @@ def test_every_shipped_scenario_loads(path):
 
 
 def test_extends_deep_merges_and_overrides(tmp_path):
+    # the chain's as-built UPS mode follows the site's (twin validate refuses two UPS histories)
     child = write(tmp_path, "child.yaml", {"extends": str(BV_FIXED), "name": "child",
-                                            "site": {"power": {"ups": {"mode": "bypass"}}}})
+                                            "site": {"power": {"ups": {"mode": "bypass"},
+                                                               "chain": {"ups": {"mode": "bypass"}}}}})
     s = load_scenario(child, ["simulation.seed=99", "workload.jobs.0.nodes=64"])
     assert s.name == "child"
     # Blue Vela's UPS is in line (double conversion, 2 x 1,520 kW) since audit finding 4:

@@ -25,7 +25,7 @@ feed transformer/switchboard (:func:`transformer_loss_w`). Energy balance:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,6 +46,7 @@ __all__ = [
     "PowerFlow",
     "build_power_tree",
     "evaluate_power_tree",
+    "evaluate_ups_stage",
     "facility_it_capacity_w",
     "racks_admitted",
     "staged_admission",
@@ -420,22 +421,15 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None, *, copy: bool 
         rpp_w = (route.rpp_from_rack @ rack_w.T).T
     rpp_loss = resistive_loss_w(rpp_w, tree.rpp_rating_w, tree.rpp_loss_fraction)
     ups_out = (rpp_w + rpp_loss) @ vshare
-    ups_loss = ups_loss_w(ups_out, tree.ups_capacity_w, tree.ups_mode,
-                          loss_coeffs=tree._rpp_ups_loss_coeffs) * up
-    ups_in = ups_out + ups_loss
-    feed_loss = transformer_loss_w(
-        ups_in, tree.feed_capacity_w, no_load_loss_fraction=tree.feed_no_load_loss_fraction,
-        load_loss_fraction=tree.feed_load_loss_fraction) * up
-    feed_w = ups_in + feed_loss
+    ups = _ups_and_feed(tree, ups_out, up)
+    ups_loss, feed_loss, feed_w = ups["ups_loss_w"], ups["feed_loss_w"], ups["feed_w"]
+    feed_lf, ups_lf, feed_ok, ups_ok = (ups["feed_load_fraction"], ups["ups_load_fraction"], ups["feed_ok"],
+                                        ups["ups_ok"])
 
     it_w = rack_w.sum(axis=-1)
-    utility_w = feed_w.sum(axis=-1)
+    utility_w = ups["utility_w"]
     rpp_lf = rpp_w / tree.rpp_limit_w
-    feed_lf = feed_w / tree.feed_capacity_w
-    ups_lf = ups_out / tree.ups_capacity_w
     rpp_ok = np.all(rpp_lf <= 1.0, axis=-1)
-    feed_ok = np.all(feed_lf <= 1.0, axis=-1)
-    ups_ok = np.all(ups_lf <= 1.0, axis=-1) if tree.ups_mode != "bypass" else np.ones_like(feed_ok)
     if route.any_dropped:
         load_lost = np.any((x != 0.0) & dropped, axis=-1)
     else:
@@ -448,6 +442,60 @@ def evaluate_power_tree(tree: PowerTree, rack_it_w, feed_up=None, *, copy: bool 
         feed_load_fraction=feed_lf, feed_loss_w=feed_loss, it_w=it_w, utility_w=utility_w,
         loss_w=utility_w - it_w, rpp_ok=rpp_ok, feed_ok=feed_ok, ups_ok=ups_ok, holds=holds,
     )
+
+
+def _ups_and_feed(tree: PowerTree, ups_out, up) -> dict[str, np.ndarray]:
+    """The UPS and feed stages of :func:`evaluate_power_tree` from the load on each UPS
+    ``ups_out`` [W (..., F)] (or through its bypass) and the live feeds ``up`` (F,) or
+    (..., F): UPS loss and input, transformer loss, feed power, their load fractions and
+    checks, and the utility power [W]."""
+    ups_loss = ups_loss_w(ups_out, tree.ups_capacity_w, tree.ups_mode,
+                          loss_coeffs=tree._rpp_ups_loss_coeffs) * up
+    ups_in = ups_out + ups_loss
+    feed_loss = transformer_loss_w(
+        ups_in, tree.feed_capacity_w, no_load_loss_fraction=tree.feed_no_load_loss_fraction,
+        load_loss_fraction=tree.feed_load_loss_fraction) * up
+    feed_w = ups_in + feed_loss
+    feed_lf = feed_w / tree.feed_capacity_w
+    ups_lf = ups_out / tree.ups_capacity_w
+    feed_ok = np.all(feed_lf <= 1.0, axis=-1)
+    ups_ok = np.all(ups_lf <= 1.0, axis=-1) if tree.ups_mode != "bypass" else np.ones_like(feed_ok)
+    return {"ups_loss_w": ups_loss, "ups_load_fraction": ups_lf, "feed_loss_w": feed_loss, "feed_w": feed_w,
+            "feed_load_fraction": feed_lf, "utility_w": feed_w.sum(axis=-1), "feed_ok": feed_ok, "ups_ok": ups_ok}
+
+
+def evaluate_ups_stage(tree: PowerTree, flow: PowerFlow, feed_up=None, rows=None) -> PowerFlow:
+    """``flow`` with its UPS and feed stages evaluated again through ``tree``'s UPS (its
+    mode and curve), at the samples ``rows`` (a (T,) bool mask or indices; default all).
+
+    The load on each UPS (``flow.ups_output_w``) is what the RPPs pass up whatever the UPS
+    does, so a run whose UPS changes mode part-way (the chain's dated stages) routes its
+    racks once and re-evaluates only what lies above the RPPs at the samples of each other
+    mode: UPS loss and load fraction, transformer loss, feed power and load fraction,
+    utility power, total loss and the checks (same equations as :func:`evaluate_power_tree`).
+    ``feed_up`` (F,) or (T, F): the live feeds of the samples (default all). ``holds`` keeps
+    the flow's lost load where its RPP, feed and UPS checks all passed (``~holds`` there is
+    a dropped rack) and takes none elsewhere (the flow does not keep which racks dropped).
+    """
+    ups_out = np.asarray(flow.ups_output_w, float)
+    up = np.ones(ups_out.shape[-1], bool) if feed_up is None else np.asarray(feed_up, bool)
+    sel = np.ones(ups_out.shape[:-1], bool) if rows is None else np.zeros(ups_out.shape[:-1], bool)
+    if rows is not None:
+        sel[rows] = True
+    if not sel.any():
+        return flow
+    new = _ups_and_feed(tree, ups_out[sel], up[sel] if up.ndim == 2 else up)
+    out: dict[str, np.ndarray] = {}
+    for name, part in new.items():
+        a = np.array(getattr(flow, name), copy=True)
+        a[sel] = part
+        out[name] = a
+    it_w = np.asarray(flow.it_w)
+    out["loss_w"] = out["utility_w"] - it_w
+    lost = ~np.asarray(flow.holds) & np.asarray(flow.rpp_ok) & np.asarray(flow.feed_ok) & np.asarray(flow.ups_ok)
+    out["holds"] = np.where(sel, np.asarray(flow.rpp_ok) & out["feed_ok"] & out["ups_ok"] & ~lost,
+                            np.asarray(flow.holds))
+    return replace(flow, **out)
 
 
 _FLOW_TIME_FIELDS = ("rack_w", "rpp_w", "rpp_load_fraction", "rpp_rating_fraction", "rpp_loss_w",

@@ -546,11 +546,38 @@ def semantic_problems(s: Scenario) -> list[tuple[str, object, str]]:
     # cooling events, fault windows, weather file
     from twin.scenario.cooling import cooling_problems
     out += cooling_problems(s)
+    out += _ups_mode_problems(s)
     if s.hardware.node_model in catalog.nodes:
         from twin.power.chain import chain_problems  # branch circuits against a rack's idle draw
         out += chain_problems(s)
         if not rack_hardware_problems(s, catalog.nodes):    # one rack's worst case needs its models
             out += _power_limit_findings(s)[0]
+    return out
+
+
+def _ups_mode_problems(s: Scenario) -> list[tuple[str, object, str]]:
+    """The run's UPS mode against the chain's (``site.power.chain.ups``): a run whose chain
+    changes the UPS mode at a dated stage follows the chain from its as-built mode
+    (:func:`twin.scenario.power_chain.ups_mode_changes`), so ``site.power.ups.mode`` must be
+    that as-built mode (else the file says two UPS histories); and every mode the chain
+    gives a run must be one the engine models."""
+    from twin.power.electrical import UPS_MODES
+    from twin.scenario.power_chain import ups_mode_schedule
+
+    pw = s.site.power
+    if pw.chain is None or pw.chain.ups is None:
+        return []
+    sched = ups_mode_schedule(pw.chain)
+    out: list[tuple[str, object, str]] = []
+    if sched and sched[0][1] != pw.ups.mode:
+        out.append(("site.power.ups.mode", pw.ups.mode,
+                    f"the chain's as-built UPS mode {sched[0][1]!r} (site.power.chain.ups.mode); set both to the "
+                    f"UPS as built and give later changes as dated site.power.chain.stages"))
+    if len(sched) > 1:
+        for when, mode in sched:
+            if mode not in UPS_MODES:
+                out.append(("site.power.chain.stages", f"ups.mode {mode} from {when or 'as built'}",
+                            f"a UPS mode the engine models, {list(UPS_MODES)}"))
     return out
 
 

@@ -347,3 +347,21 @@ def ups_mode_at(chain: PowerChain, date: dt.date, default: str) -> str:
         if k == 0 or when is None or when <= date:
             mode = m
     return mode
+
+
+def ups_mode_changes(chain: PowerChain | None, start: dt.date,
+                     default: str) -> tuple[str, list[tuple[dt.date, str]]]:
+    """The UPS mode a run starting on ``start`` begins in, and the ``(date, mode)`` changes
+    after it, by the chain's dated stages (:func:`ups_mode_schedule`).
+
+    A run follows the chain only when its schedule changes mode at least once: without a
+    chain, without a UPS plant, or with one mode throughout, the run keeps ``default``
+    (``site.power.ups.mode``) and no change, as before the chain's stages reached the
+    engine. ``twin validate`` refuses a ``default`` other than the chain's as-built mode
+    (:func:`twin.scenario.loader.semantic_problems`), so the two readings agree."""
+    sched = ups_mode_schedule(chain) if chain is not None else []
+    if chain is None or len(sched) <= 1:
+        return default, []
+    first = ups_mode_at(chain, start, default)
+    changes = [(when, mode) for when, mode in sched[1:] if when is not None and when > start]
+    return first, changes

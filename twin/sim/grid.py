@@ -15,7 +15,8 @@ NODE_REBOOT_S = 600.0   # stateless xCAT boot of a node after a power loss (seed
 
 
 class Grid(Component):
-    """Sags and outages of the utility pass through a bypassed UPS and drop every powered
+    """Sags and outages of the utility pass through a bypassed UPS (its mode at the time:
+    ``PowerChain.ups_mode_at_s``) and drop every powered
     node (rebooted after power returns), or are ridden through; a single-feed loss moves
     the load to the survivor, which holds (PSUs cabled to the lost feed go dark, the GPU
     power brake may cut the clocks) or trips and drops every rack. A utility outage is also a
@@ -64,16 +65,18 @@ class Grid(Component):
                 # the mechanical plant is not on the UPS: the chillers stop and restart on
                 # the generator after their restart delay, whatever the IT side does
                 self.env.process(e.thermal.power_transfer(dur, f"utility outage {dur:.3g} s"))
+            # the UPS mode at the disturbance (the chain's dated stages may bypass it part-way)
+            mode = e.power.ups_mode_at_s(self.env.now)
             drops = bool(power.ride_through_outcome(
-                dur, pw.ups.mode, psu_holdup_s=pw.psu_holdup_s, ups_ride_through_s=pw.ups.ride_through_s,
+                dur, mode, psu_holdup_s=pw.psu_holdup_s, ups_ride_through_s=pw.ups.ride_through_s,
                 generator_start_s=pw.generator_start_s, residual_voltage_pu=residual))
             if not drops:
-                e.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {pw.ups.mode}")
+                e.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {mode}")
                 continue
             victims = np.flatnonzero(st.node_up)
             if len(victims) == 0:
                 # nothing up to drop (no rack powered yet): not a drop (grid_drop_events counts drops)
-                e.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {pw.ups.mode}: no node up to drop")
+                e.log("grid_ride_through", "facility", f"{kind} {dur:.3g} s, UPS {mode}: no node up to drop")
                 continue
             e.log("grid_drop", "facility", f"{kind} {dur:.3g} s dropped {len(victims)} nodes")
             st.node_grid_down[victims] = True
@@ -117,11 +120,13 @@ class Grid(Component):
             return
         node, name = self.plant.node, self.s.site.power.feeds[f].name
         st.feed_up[f] = False
-        flow = power.evaluate_power_tree(e.power.tree, e.sampler.last_rack_power_w(), st.feed_up)
+        # through the UPS in its mode now (its loss is part of what the survivors carry)
+        tree = e.power.tree_at_s(self.env.now)
+        flow = power.evaluate_power_tree(tree, e.sampler.last_rack_power_w(), st.feed_up)
         # the survivors carry the mechanical plant too where the chain puts it on the feeds
         mech = feed_mechanical_w(self.s, float(flow.it_w), float(e.power.outdoor_temp_c(self.env.now)),
                                  st.feed_up)
-        load = (np.asarray(flow.feed_w, float) + mech) / e.power.tree.feed_capacity_w
+        load = (np.asarray(flow.feed_w, float) + mech) / tree.feed_capacity_w
         held = bool(np.all(load[st.feed_up] <= 1.0)) and st.feed_up.any()
         failed_psus = power.psus_without_input(node.psu_count, st.feed_up)
         st.brake_clock = float(power.gpu_power_brake_clock_fraction(failed_psus, node.psu_count,

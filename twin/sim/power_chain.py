@@ -8,8 +8,11 @@ from bisect import bisect_right
 import numpy as np
 
 from twin import power
+from twin.plant import seconds_since
 from twin.power.chain import feed_it_limits_w, mechanical_on_feeds, split_mechanical_w
 from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S, breaker_continuous_limit_w
+from twin.power.tree import evaluate_ups_stage
+from twin.scenario.power_chain import ups_mode_changes
 from twin.sim.component import Component
 
 H = 3600.0
@@ -23,7 +26,7 @@ class PowerChain(Component):
     name = "power_chain"
     reads = ("rack_powered", "rack_tripped", "psu_capacity_w")
     writes = ("rack_tripped",)
-    emits = ("breaker_trip", "breaker_reset", "feed_overload")
+    emits = ("breaker_trip", "breaker_reset", "feed_overload", "ups_mode")
     outputs = ("rpp_load_fraction", "rpp_power_w", "feed_load_fraction", "feed_power_w", "ups_output_w",
                "ups_load_fraction", "rpp_loss_w", "feed_loss_w", "facility_it_power_w", "ups_loss_w",
                "distribution_loss_w", "cooling_power_w", "facility_total_power_w", "outdoor_temp_c")
@@ -46,24 +49,27 @@ class PowerChain(Component):
         #: worst-case admission draw of every rack [W]: a float, or (R,) for mixed racks
         self.rack_worst_w = p.rack_worst_case_w()
         self._psu_full_w = float(n.psu_count * n.psu_rating_w)
-        self.tree = power.build_power_tree(
+        #: the UPS mode the run starts in and its dated changes [(s, mode)], by the chain's
+        #: stages when they change it (:func:`twin.scenario.power_chain.ups_mode_changes`);
+        #: else ``site.power.ups.mode`` all run and no change
+        mode0, changes = ups_mode_changes(pw.chain, s.simulation.start, pw.ups.mode)
+        self.ups_mode = self._ups_mode0 = mode0
+        self.ups_changes_s = [(seconds_since(s.simulation.start, d), m, d) for d, m in changes]
+        self.ups_changes_s = [c for c in self.ups_changes_s if c[0] < engine.horizon_s]
+        #: one power tree per UPS mode the run holds, built once; ``tree`` is the starting
+        #: mode's (the sampler routes every window through it; :meth:`finish` re-evaluates
+        #: the UPS stage of the samples in other modes)
+        self._trees = {m: power.build_power_tree(
             rack_rpp=p.rack_rpp, rpp_limit_w=p.rpp_limit_w,
             feed_capacity_w=np.array([f.capacity_kw * 1e3 for f in pw.feeds]),
-            ups_mode=pw.ups.mode, ups_capacity_w=pw.ups.capacity_kw * 1e3 / len(pw.feeds),
+            ups_mode=m, ups_capacity_w=pw.ups.capacity_kw * 1e3 / len(pw.feeds),
             rpp_rating_w=p.rpp_rating_w, ups_ride_through_s=pw.ups.ride_through_s,
             ups_curve=pw.chain.ups.curve if pw.chain is not None and pw.chain.ups is not None else None)
-        #: IT power each feed path carries at worst case before it reaches its capacity [W (F,)]:
-        #: its share of the IT chain and, where the chain puts the mechanical plant on the
-        #: switchboards, of the cooling at the design outdoor temperature and the house loads
-        #: (:func:`twin.power.chain.feed_it_limits_w`; the one definition of a feed's load)
-        self.feed_it_limit_w = feed_it_limits_w(s)
-        #: the chain's limits on the IT power racks are admitted against [W], by name
-        self.limits_w = {"the chain under its redundancy": float(power.facility_it_capacity_w(self.tree,
-                                                                                             pw.redundancy))}
-        for f, lim in zip(pw.feeds, self.feed_it_limit_w, strict=True):
-            self.limits_w[f"feed {f.name} ({f.capacity_kw:g} kW" + (
-                " incl. its share of the cooling)" if mechanical_on_feeds(s) else ")")] = float(lim)
-        self.chain_capacity_w = min(self.limits_w.values())
+            for m in dict.fromkeys([mode0, *(c[1] for c in self.ups_changes_s)])}
+        self.tree = self._trees[mode0]
+        #: the chain's limits in each UPS mode the run holds (the UPS limit is lifted in bypass)
+        self._limits_by_mode = {m: self._mode_limits_w(m) for m in self._trees}
+        self._set_limits(mode0)
         #: worst-case power one rack may draw on its branch circuits in normal operation (all its
         #: cords live, each at its breaker's continuous rule) [W]; inf without
         #: ``site.power.chain.branch``. A cord that would be overloaded on A/B failover is the
@@ -83,6 +89,66 @@ class PowerChain(Component):
         #: the last check found every breaker at or below rating (its thermal state then is
         #: the square of its load, the same at the same load: a quiet sample repeats it)
         self.breakers_steady = True
+
+    def _mode_limits_w(self, mode: str) -> tuple[dict[str, float], np.ndarray]:
+        """The chain's limits on admitted IT power [W], by name, with the UPS in ``mode``:
+        the chain under its redundancy (:func:`twin.power.facility_it_capacity_w`) and each
+        feed path's worst-case IT limit (:func:`twin.power.chain.feed_it_limits_w`: its
+        share of the IT chain and, where the chain puts the mechanical plant on the
+        switchboards, of the cooling at the design outdoor temperature and the house loads;
+        the one definition of a feed's load)."""
+        s = self.s
+        pw = s.site.power
+        if mode != pw.ups.mode:
+            ups = pw.ups.model_copy(update={"mode": mode})
+            site = s.site.model_copy(update={"power": pw.model_copy(update={"ups": ups})})
+            s = s.model_copy(update={"site": site})
+        limits = {"the chain under its redundancy": float(power.facility_it_capacity_w(self._trees[mode],
+                                                                                      pw.redundancy))}
+        feed_limits = feed_it_limits_w(s)
+        for f, lim in zip(pw.feeds, feed_limits, strict=True):
+            limits[f"feed {f.name} ({f.capacity_kw:g} kW" + (
+                " incl. its share of the cooling)" if mechanical_on_feeds(s) else ")")] = float(lim)
+        return limits, feed_limits
+
+    def _set_limits(self, mode: str) -> None:
+        #: the chain's limits on the IT power racks are admitted against [W], by name, and the
+        #: IT power each feed path carries at worst case before it reaches its capacity [W (F,)]
+        self.limits_w, self.feed_it_limit_w = self._limits_by_mode[mode]
+        self.chain_capacity_w = min(self.limits_w.values())
+
+    def ups_mode_at_s(self, t_s: float) -> str:
+        """The UPS mode at simulation time ``t_s`` [s] (a change applies from its instant)."""
+        mode = self._ups_mode0
+        for t, m, _ in self.ups_changes_s:
+            if t <= t_s:
+                mode = m
+        return mode
+
+    def tree_at_s(self, t_s: float):
+        """The power tree in force at simulation time ``t_s`` [s] (its UPS mode's)."""
+        return self._trees[self.ups_mode_at_s(t_s)]
+
+    def processes(self):
+        if self.ups_changes_s:
+            yield self._ups_switches()
+
+    def _ups_switches(self):
+        """At each of the chain's dated UPS mode changes: the mode and the admission limits
+        of the new mode from then on (``ups_mode``); racks are admitted again when a limit
+        moved (bypass lifts the UPS's)."""
+        e = self.e
+        for t, mode, date in self.ups_changes_s:
+            if t > self.env.now:
+                yield self.env.timeout(t - self.env.now)
+            old, cap = self.ups_mode, self.chain_capacity_w
+            self.ups_mode = mode
+            self._set_limits(mode)
+            e.log("ups_mode", "ups", f"{old} -> {mode} from {date} (site.power.chain.stages): UPS loss "
+                  + ("none" if mode == "bypass" else "on its curve")
+                  + ("; grid sags reach the PSUs" if mode == "bypass" else "; sags ridden through on battery"))
+            if self.chain_capacity_w != cap:
+                e.ramp.admit()
 
     def binding_limit(self) -> tuple[str, float]:
         """The chain's tightest limit on admitted IT power: (what it is, [W])."""
@@ -188,6 +254,12 @@ class PowerChain(Component):
         # below outputs.rack_series: full the sampler pushed each window through the tree
         flow = rec.flow or power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float), rec.feed_up)
         t_s = np.arange(rec.n_samples) * self.e.dt_s
+        # the samples from each UPS mode change on: their UPS and feed stages in that mode
+        for k, (t0, mode, _) in enumerate(self.ups_changes_s):
+            t1 = self.ups_changes_s[k + 1][0] if k + 1 < len(self.ups_changes_s) else np.inf
+            rows = (t_s >= t0) & (t_s < t1)
+            if mode != self._ups_mode0 and rows.any():
+                flow = evaluate_ups_stage(self._trees[mode], flow, rec.feed_up, rows)
         # the cooling plant's power and the outdoor temperature come from the hall thermal
         # component (legacy formula, or fan laws, set points and weather: issue 12)
         cool, out_c = self.e.thermal.plant_power(rec, np.asarray(flow.building_heat_w, float), t_s)

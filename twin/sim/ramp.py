@@ -62,7 +62,9 @@ class Ramp(Component):
         """IT power the racks may be admitted against [W]: the staged plan, what the chain
         carries under its redundancy policy (``power.facility_it_capacity_w``), and each feed
         path's worst-case IT limit (``PowerChain.feed_it_limit_w``: the equal split over the
-        feeds makes a feed's limit a limit on the sum)."""
+        feeds makes a feed's limit a limit on the sum), both with the UPS in its mode now
+        (the chain's dated stages may bypass it part-way, lifting its limit: the power chain
+        admits again then)."""
         return min(self.power_available_w, self.e.power.chain_capacity_w)
 
     def admit(self) -> None:
