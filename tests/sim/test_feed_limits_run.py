@@ -1,10 +1,12 @@
 """Power limits the engine enforces and reports (audit findings 3, 14, 12, 7, 10).
 
 Hand figures: Blue Vela's feed A at ``capacity_kw = 600`` carries half of the IT and half
-of the cooling at the 33 C design day (0.3685 W/W) and of 80 kW of house loads: its
-worst-case IT limit is (600 - 40) / (0.5 + 0.3685 / 2) = 818.4 kW, i.e. 41 racks of
-19.94 kW (41 x 19.94 = 817.6 kW), where the plan (1,520 kW) and the sum of the feeds would
-admit all 64 racks delivered by February.
+of the cooling at the 33 C design day and of 80 kW of house loads. The cooling is the plant
+the run uses (physical, audit finding 5): 0.316367 W per W of heat plus 195.5 kW for the
+constant-speed CRAH fans and their cooling (tests/power/test_feed_limits.py by hand), so its
+worst-case IT limit is (600 - (80 + 195.5) / 2) / (0.5 + 0.316367 / 2) = 702.3 kW, i.e. 35
+racks of 19.94 kW (35 x 19.94 = 697.9 kW; 818.4 kW and 41 racks with the legacy law), where
+the plan (1,520 kW) and the sum of the feeds would admit all 64 racks delivered by February.
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ def small_feed_a():
 
 def test_racks_are_admitted_against_each_feed(small_feed_a):
     res = small_feed_a
-    limit_kw = 560 / 0.68425
+    limit_kw = (600 - (80 + 195.5) / 2) / (0.5 + (0.01 + 1.01 * (33 / 112.5 + 0.01)) / 2)
     stage = events(res, "power_stage").detail.iloc[0]
     assert stage == f"1520 kW IT available; racks admitted against {limit_kw:.0f} kW, the limit of feed A " \
                     "(600 kW incl. its share of the cooling)"
-    assert int(res.dataset.gpus_powered.max()) == 41 * 16          # not the 64 racks delivered
+    assert int(res.dataset.gpus_powered.max()) == 35 * 16          # not the 64 racks delivered
     held = events(res, "power_held").detail.tolist()
     assert any("feed A" in d for d in held)
     assert res.kpis["max_feed_load_fraction"] <= 1.0
@@ -51,7 +53,7 @@ def test_racks_are_admitted_against_each_feed(small_feed_a):
 
 
 def test_a_feed_over_its_capacity_is_an_event_and_a_warning():
-    # oversubscription 1.6 admits 64 racks (1,276 kW at worst case) against feed A's 818 kW x 1.6
+    # oversubscription 1.6 admits 56 racks (1,117 kW at worst case) against feed A's 702 kW x 1.6
     res = run(BV, "simulation.duration_days=40", "site.power.feeds.0.capacity_kw=600",
               "site.power.oversubscription=1.6", *QUIET)
     assert res.kpis["max_feed_load_fraction"] > 1.0
