@@ -129,6 +129,19 @@ class PowerChain(Component):
         """The power tree in force at simulation time ``t_s`` [s] (its UPS mode's)."""
         return self._trees[self.ups_mode_at_s(t_s)]
 
+    def flow_by_ups_mode(self, flow, t_s: np.ndarray, feed_up=None):
+        """``flow`` (evaluated through the starting mode's tree at the times ``t_s`` [s]) with
+        the samples from each UPS mode change on re-evaluated above the RPPs in that mode
+        (:func:`twin.power.tree.evaluate_ups_stage`); a run without changes gets ``flow`` back.
+        The run's series (:meth:`finish`) and a replay (:mod:`twin.telemetry.replay`) share it."""
+        t_s = np.asarray(t_s, float)
+        for k, (t0, mode, _) in enumerate(self.ups_changes_s):
+            t1 = self.ups_changes_s[k + 1][0] if k + 1 < len(self.ups_changes_s) else np.inf
+            rows = (t_s >= t0) & (t_s < t1)
+            if mode != self._ups_mode0 and rows.any():
+                flow = evaluate_ups_stage(self._trees[mode], flow, feed_up, rows)
+        return flow
+
     def processes(self):
         if self.ups_changes_s:
             yield self._ups_switches()
@@ -254,12 +267,7 @@ class PowerChain(Component):
         # below outputs.rack_series: full the sampler pushed each window through the tree
         flow = rec.flow or power.evaluate_power_tree(self.tree, rec["rack_power_w"].astype(float), rec.feed_up)
         t_s = np.arange(rec.n_samples) * self.e.dt_s
-        # the samples from each UPS mode change on: their UPS and feed stages in that mode
-        for k, (t0, mode, _) in enumerate(self.ups_changes_s):
-            t1 = self.ups_changes_s[k + 1][0] if k + 1 < len(self.ups_changes_s) else np.inf
-            rows = (t_s >= t0) & (t_s < t1)
-            if mode != self._ups_mode0 and rows.any():
-                flow = evaluate_ups_stage(self._trees[mode], flow, rec.feed_up, rows)
+        flow = self.flow_by_ups_mode(flow, t_s, rec.feed_up)
         # the cooling plant's power and the outdoor temperature come from the hall thermal
         # component (legacy formula, or fan laws, set points and weather: issue 12)
         cool, out_c = self.e.thermal.plant_power(rec, np.asarray(flow.building_heat_w, float), t_s)

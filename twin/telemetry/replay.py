@@ -93,6 +93,9 @@ def replay_dataset(engine, rack_power_w: np.ndarray, t_ns: np.ndarray, dt_s: flo
     flow = power.evaluate_power_tree(engine.power.tree, w)
     start_ns = np.datetime64(s.simulation.start, "ns").astype(np.int64)
     t_s = (t_ns - start_ns) / NS
+    # a chain that changes the UPS mode by date (Blue Vela's September bypass): each sample
+    # above the RPPs in the mode of its date, as the run records it
+    flow = engine.power.flow_by_ups_mode(flow, t_s)
     out_c = (np.asarray(outdoor_temp_c, float) if outdoor_temp_c is not None
              else np.asarray(engine.power.outdoor_temp_c(t_s), float) * np.ones(len(t_ns)))
     c = s.site.power.cooling
