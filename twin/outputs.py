@@ -127,7 +127,7 @@ OUTPUTS: tuple[Output, ...] = (
     Output("rack_inlet_c", _R, "float32", "degC", "rack inlet air temperature", keep="full"),
     Output("rack_gpu_temp_max_c", _R, "float32", "degC", "hottest GPU of the rack (NaN when off)", keep="full"),
     Output("rack_state", _R, "int8", "1", "-1 not delivered, 0 delivered off, 1 burn-in, 2 in service, "
-                                          "3 breaker tripped or feed lost", keep="full"),
+                                          "3 faulted (breaker tripped, feed lost or shut down on a hot inlet)", keep="full"),
     Output("rack_ashrae_class", _R, "int8", "1", "ASHRAE TC 9.9 class of the inlet: -1 off, 0 recommended, "
                                                  "1 A1, 2 A2, 3 A3, 4 A4, 5 beyond A4", recorded=False, keep="full"),
     Output("rack_hours_outside_recommended", ("rack",), "float64", "h",
@@ -446,7 +446,8 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("hours_cooling_unit_saturated", "h", "hours with a running cooling unit beyond its capacity",
         _hours_negative("cooling_unit_margin_w")),
     Kpi("max_rack_inlet_peak_c", "degC", "hottest inlet between samples (event-driven in the physical "
-        "cooling model)", _max_inlet_peak),
+        "cooling model), of any rack: one its inlet protection has shut down counts too, unlike "
+        "max_rack_inlet_c", _max_inlet_peak),
     Kpi("cooling_fault_min_minutes_to_a1", "min", "shortest forecast over the run's cooling faults of the "
         "minutes until a rack inlet passes the ASHRAE A1 allowable limit (NaN: never)",
         _shortest("cooling_fault_minutes_to_a1")),
