@@ -696,10 +696,11 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
                 out.append((f"workload.jobs.{j}.pipeline_schedule", note))
     if s.hardware.node_model in catalog.nodes:
         out += _power_limit_findings(s)[1]
-    if s.workload.stream is not None:
-        out += _stream_memory_notes(s, catalog)
-        out += _stream_dualpipe_notes(s, catalog)
-        out += _stream_layout_notes(s, catalog)
+    refitter = _stream_refitter(s, catalog)    # the stream's refitted jobs, set up once
+    if refitter is not None:
+        out += _stream_memory_notes(s, catalog, refitter)
+        out += _stream_dualpipe_notes(refitter)
+        out += _stream_layout_notes(refitter)
     return out
 
 
@@ -798,24 +799,28 @@ def _stream_refitter(s: Scenario, catalog):
     return stream, gpn, templates, refits
 
 
-def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+def _refitted_classes(refitter, keep):
+    """``(index, class, template, refitted jobs)`` of each stream class whose template passes
+    ``keep`` and that the cluster can host; ``refitter`` is :func:`_stream_refitter`'s set-up."""
+    stream, _, templates, refits = refitter
+    for k, c in enumerate(stream.classes):
+        template = templates.get(c.name)
+        if template is None or not keep(template):
+            continue
+        jobs = refits(c.name)
+        if jobs is not None:
+            yield k, c, template, jobs
+
+
+def _stream_dualpipe_notes(refitter) -> list[tuple[str, str]]:
     """One note per class of the stream whose model is a DualPipe job (``model_job``) and
     whose jobs, refitted to the GPU counts the class asks for
     (:func:`twin.workload.engine_jobs.fit_parallelism`: pp halved, the batch rounded), lose
     DualPipe's conditions: those jobs run the schedule vpp implies
-    (:func:`twin.plant.runnable_schedule`)."""
-    found = _stream_refitter(s, catalog)
-    if found is None:
-        return []
-    stream, gpn, templates, refits = found
+    (:func:`twin.plant.runnable_schedule`). ``refitter``: :func:`_stream_refitter`'s set-up."""
+    gpn = refitter[1]
     out = []
-    for k, c in enumerate(stream.classes):
-        template = templates.get(c.name)
-        if template is None or template.pipeline_schedule != "dualpipe":
-            continue
-        jobs = refits(c.name)
-        if jobs is None:
-            continue
+    for k, c, _, jobs in _refitted_classes(refitter, lambda t: t.pipeline_schedule == "dualpipe"):
         lost = []
         for gpus, job in jobs:
             why = _dualpipe_lost(job, job.nodes * gpn)
@@ -829,26 +834,16 @@ def _stream_dualpipe_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     return out
 
 
-def _stream_layout_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+def _stream_layout_notes(refitter) -> list[tuple[str, str]]:
     """One note per class of the stream whose model is a job with a ``pipeline_layout``
     (``model_job``) and whose jobs, refitted to the GPU counts the class asks for
     (:func:`twin.workload.engine_jobs.fit_parallelism` halves pp), have another pp: the layout
     names the template's pp x vpp stages, so those jobs run the even split
-    (:func:`twin.plant.runnable_layout`)."""
+    (:func:`twin.plant.runnable_layout`). ``refitter``: :func:`_stream_refitter`'s set-up."""
     from twin.plant import runnable_layout
 
-    found = _stream_refitter(s, catalog)
-    if found is None:
-        return []
-    stream, _, templates, refits = found
     out = []
-    for k, c in enumerate(stream.classes):
-        template = templates.get(c.name)
-        if template is None or template.pipeline_layout is None:
-            continue
-        jobs = refits(c.name)
-        if jobs is None:
-            continue
+    for k, c, template, jobs in _refitted_classes(refitter, lambda t: t.pipeline_layout is not None):
         lost = [f"{gpus:,} GPUs (pp {job.pp})" for gpus, job in jobs
                 if runnable_layout(job) is None]
         if lost:
@@ -860,7 +855,7 @@ def _stream_layout_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     return out
 
 
-def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
+def _stream_memory_notes(s: Scenario, catalog, refitter) -> list[tuple[str, str]]:
     """One note per training class of the stream whose jobs, on some GPU count the class asks
     for, are estimated above their GPU's memory: each job as the engine builds it (the class's
     model on whole nodes of the default node model,
@@ -872,10 +867,7 @@ def _stream_memory_notes(s: Scenario, catalog) -> list[tuple[str, str]]:
     from twin.plant import job_memory
     from twin.workload.engine_jobs import TRAINING_CLASSES
 
-    stream_jobs = _stream_refitter(s, catalog)
-    if stream_jobs is None:
-        return []
-    stream, _, _, refits = stream_jobs
+    stream, _, _, refits = refitter    # _stream_refitter's set-up
     index = {c.name: k for k, c in enumerate(stream.classes)}
     out = []
     for name in TRAINING_CLASSES:
