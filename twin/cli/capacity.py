@@ -163,9 +163,11 @@ def run_capacity_cli(argv: list[str]) -> int:
         for path, value, expected in problems:
             print(f"  {args.scenario}: {path}: got {value!r}; expected {expected}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from twin.cli.jobnames import unknown_job_message
     from twin.workload.engine_jobs import representative_jobs
-    if args.job and args.job not in {j.name for j in representative_jobs(s)}:
-        print(f"error: {args.scenario}: workload.jobs has no job {args.job!r}", file=sys.stderr)
+    bad_job = unknown_job_message(args.scenario, s, args.job) if args.job else None
+    if bad_job is not None:
+        print(f"error: {bad_job}", file=sys.stderr)
         return EXIT_BAD_INPUT
     rep = capacity_report(s)
     if not args.no_swing and representative_jobs(s):

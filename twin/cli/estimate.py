@@ -215,12 +215,13 @@ def estimate_from_scenario(path: str, overrides: list[str] | None = None,
     s, schedule_set = _load_with_schedule(path, overrides, job, pipeline_schedule)
     if schedule_set is not None:
         overrides = [*(overrides or []), schedule_set]
+    from twin.cli.jobnames import unknown_job_message
     from twin.workload.engine_jobs import representative_jobs
     listed = representative_jobs(s)       # the fixed jobs, or a stream's training classes
     jobs = {j.name: j for j in listed}
-    if job is not None and job not in jobs:
-        raise EstimateFileError([f"{path}: workload.jobs has no job {job!r} "
-                                 f"(jobs: {', '.join(jobs)})"])
+    bad_job = unknown_job_message(path, s, job) if job is not None else None
+    if bad_job is not None:
+        raise EstimateFileError([bad_job])
     j = jobs[job] if job is not None else listed[0]
     c = _CLUSTER_FROM_SCENARIO(path, overrides)
     node = node_model(s.hardware.node_model)
@@ -430,6 +431,11 @@ def _cmd_step(args) -> dict:
             problems = getattr(exc, "problems", None)
             lines = [str(p) for p in problems] if problems else [f"{args.file}: {exc}"]
             raise EstimateFileError(lines) from None
+    elif args.job is not None:
+        # an estimate file is one job; silently estimating it under another name misleads
+        where = f" (--cluster {args.cluster} gives the cluster only, not a job)" if args.cluster else ""
+        raise EstimateFileError([f"--job {args.job}: {args.file} is an estimate file, which describes one "
+                                 f"job; --job picks a job of a scenario FILE{where}"])
     else:
         est = load_estimate(args.file, args.set)
     if args.cluster:
