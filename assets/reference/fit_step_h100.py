@@ -82,6 +82,33 @@ checkpointing 5.11 -> 5.63 % (+0.51).  Why: with one efficiency for every shape 
 (or 64 x 8) wins on every large GEMM (padding 1.000-1.006), wave quantisation vanishes, the dgxc
 fit lowers gemm by 4 %, and runs whose GEMMs were barely quantised before (whole FSDP GEMMs) come
 out slower: a later rule needs each shape's own efficiency.
+
+Decision rule of the interleaved-schedule replay (HIR, issue 16), committed before the replay
+priced any row.  Change: for ``vpp > 1`` the pipeline bubble is no longer the closed form
+``(pp - 1)/vpp t_stage_max`` (SC21 sec. 2.2.2, exact only for equal chunks) but the makespan of
+Megatron-core's interleaved op order (twin/compute/schedules.py: warm-up ``2 (pp - r - 1) + (vpp
+- 1) pp``, steady 1F1B, cool-down; chunk order in groups of ``pp`` micro-batches, the last group
+``m mod pp``; where that order deadlocks, the smallest group Megatron-core accepts) replayed with
+each rank's and chunk's forward and backward time from the layout (the embedding on rank 0's
+first chunk, the output layer + loss on the last rank's last chunk, MTP modules where they sit)
+and free sends, minus the critical rank's busy time; everywhere: the step, its breakdown
+``pipeline_bubble`` and the data-parallel overlap that reads the bubble.  ``vpp = 1`` (1F1B) and
+DualPipe unchanged.  Refit once with the scripts unchanged, HG3's order: this script (H100 4
+parameters on the 20 fit rows; A100 gemm on its 18 rows, which run interleaved too);
+step_times_moe2.py --fit-dropless (the Megatron-core MoE rows run interleaved, vpp 7 and 8);
+fit_fsdp_llm_foundry.py not (no FSDP row runs pp > 1); constants = the printed values
+(tests/compute/test_fits_reproduce_constants.py).  Ship only if (all): (1) issue 16's step goals
+hold where they hold now: 88 rows held-out and all mean <= 3 %, worst <= 8 %; A100 18 rows mean
+<= 4 %, worst <= 8 %; Grok-1 mean <= 3 %, worst <= 8 %; Megatron-core MoE rows held out from the
+dropless fit mean <= 3 %, worst <= 8 %, f in [1.0, 1.5]; MLPerf >= 4,096 GPUs mean <= 3 %; (2) no
+set's mean |error| worse by more than 0.5 point than HEAD 9ba2ad1 (HG4's 18 sets: dgxc fit,
+held-out, A100, all 88, MLPerf 21 and >= 4,096 GPUs, Grok-1, Megatron-core MoE goal and held
+out, MaxText, llm-foundry H100 fit, 4,096-token, no checkpointing, A100 large and small
+micro-batch, 760m-3b with and without checkpointing, torchtitan); (3) no fitted parameter at a
+bound; (4) ``twin estimate step`` under 10 ms (bench/bench_estimate.py).  Otherwise the switch
+in twin/ and the constants are reverted (the replay and its tests kept, unused) and the figures
+reported.  Reported either way: the Llama 3 405B points (E|(t|)*126,L, 8,192 / 16,384 GPUs:
+51.9 / 49.2 % MFU before), the shipped estimate files, the golden KPIs that move.
 """
 
 from __future__ import annotations
