@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from twin.errors import EXIT_BAD_INPUT
+from twin.studies.stats import LEVEL
 from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C
 
 CSS = """
@@ -300,7 +301,7 @@ def _scale_for(name: str, ds, values) -> tuple[float, str]:
     return 1.0, display_unit(name, units)
 
 
-def _axis_figure(ds, dim: str, kpis: list[str], level: float = 0.9):
+def _axis_figure(ds, dim: str, kpis: list[str], level: float = LEVEL):
     """Each KPI against the values of ``dim``: mean over seeds with its t-interval; named
     values (categorical) as points with interval bars, numbers as a line."""
     from twin.studies.labels import describe
@@ -363,7 +364,7 @@ def _quiet():
         yield
 
 
-def _series_figure(ds, dims: list[str], names: list[str], level: float = 0.9):
+def _series_figure(ds, dims: list[str], names: list[str], level: float = LEVEL):
     from scipy import stats
 
     from twin.studies.labels import describe
@@ -393,7 +394,7 @@ def _series_figure(ds, dims: list[str], names: list[str], level: float = 0.9):
     return fig
 
 
-def interval_table(ds, dims: list[str], kpis: list[str], level: float = 0.9) -> pd.DataFrame:
+def interval_table(ds, dims: list[str], kpis: list[str], level: float = LEVEL) -> pd.DataFrame:
     """One row per grid point: runs ok/failed and, per KPI, "mean [low, high]" in human units
     (t-interval of the mean over seeds)."""
     from twin.studies.labels import describe, human
@@ -538,7 +539,7 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
     series = [n for n in ("gpus_powered", "tokens_cumulative", "facility_total_power_w", "inlet_max_c")
               if n in ds and ds.sizes.get("day", 0)]
     if series and spec.study != "ramp_slip" and int((st == "ok").sum()):
-        sections.append(f"<h2>Time series (mean over seeds, band: 90 % t-interval, n = {n_seeds})</h2>" + _img(
+        sections.append(f"<h2>Time series (mean over seeds, band: {100 * LEVEL:.0f} % t-interval, n = {n_seeds})</h2>" + _img(
             _series_figure(ds, dims, series[:2]), "series") + (_img(_series_figure(ds, dims, series[2:]), "series 2")
                                                                if len(series) > 2 else ""))
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from twin.studies.stats import LEVEL, interval_note, paired_difference
 from twin.sweep import Axis, SweepSpec, paired_differences, run_sweep
 
 from .conftest import SCENARIOS
@@ -25,8 +26,20 @@ def test_paired_interval_is_the_students_t_interval_of_the_per_seed_differences(
     got = pd_.sel({"failures.rate_scale": 50})
     assert int(got.n) == 6
     assert float(got["mean"]) == pytest.approx(d.mean(), rel=1e-12)
-    half = stats.t.ppf(0.975, 5) * d.std(ddof=1) / np.sqrt(6)
+    # default level: the reports' one constant (90 %), not 95 %
+    assert LEVEL == 0.90 and pd_.attrs["level"] == LEVEL and "90 %" in interval_note(6)
+    half = stats.t.ppf(0.95, 5) * d.std(ddof=1) / np.sqrt(6)
     assert float(got.high - got["mean"]) == pytest.approx(half, rel=1e-9)
+    # the same interval as the reports' own paired difference (twin.studies.stats)
+    iv = paired_difference(ds.lost_gpu_hours.sel({"failures.rate_scale": 50}).values,
+                           ds.lost_gpu_hours.sel({"failures.rate_scale": 40}).values)
+    assert (float(got.low), float(got.high)) == pytest.approx((iv.low, iv.high), rel=1e-9)
+    # se_paired is the standard error of the mean difference (s_d / sqrt(n)), not an SD
+    assert float(got.se_paired) == pytest.approx(d.std(ddof=1) / np.sqrt(6), rel=1e-9)
+    assert "sd_paired" not in pd_ and "sd_unpaired" not in pd_
+    wide = paired_differences(ds, "lost_gpu_hours", "failures.rate_scale", confidence=0.95)
+    assert float(wide.sel({"failures.rate_scale": 50}).high - got["mean"]) == pytest.approx(
+        stats.t.ppf(0.975, 5) * d.std(ddof=1) / np.sqrt(6), rel=1e-9)
     assert float(pd_.sel({"failures.rate_scale": 40})["mean"]) == 0.0
     assert "paired-t" in pd_.attrs["method"] and pd_.attrs["reference"] == "40"
 
@@ -38,4 +51,4 @@ def test_common_random_numbers_shrink_the_noise_of_a_difference(rate_sweep):
     assert "common_random_numbers" in ds.attrs
     for kpi in ("energy_facility_mwh", "tokens_total"):
         pd_ = paired_differences(ds, kpi, "failures.rate_scale").sel({"failures.rate_scale": 50})
-        assert float(pd_.sd_paired) < float(pd_.sd_unpaired), kpi
+        assert float(pd_.se_paired) < float(pd_.se_unpaired), kpi

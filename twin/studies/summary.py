@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from twin.studies.labels import human
+from twin.studies.stats import LEVEL
 
 H = 3600.0
 
@@ -279,7 +280,7 @@ def _per_seed(da, dim: str, label) -> np.ndarray:
         return np.asarray(sub.mean(others, skipna=True).values if others else sub.values, float).ravel()
 
 
-def axis_contrast(ds, dim: str, kpi: str, level: float = 0.9, method: str = "t") -> dict | None:
+def axis_contrast(ds, dim: str, kpi: str, level: float = LEVEL, method: str = "t") -> dict | None:
     """Highest and lowest label of ``dim`` for ``kpi`` (mean over seeds and other axes) and
     the seed-paired difference between them with its interval (:mod:`twin.studies.stats`)."""
     from twin.studies.stats import mean_interval, paired_difference

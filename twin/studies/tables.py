@@ -402,9 +402,9 @@ def axis_reading(ds, dim: str) -> str:
             parts.append(f"Across {dim} ({', '.join(_label(v) for v in ds[dim].values)}), training tokens "
                          f"change by less than 0.1 % ({_fmt(r.max_mean, 'tokens')}).")
         else:
-            sig = ("within the overlapping 90 % t-intervals of the means, so the difference is not "
-                   f"established with n = {n_seeds} seeds" if r.bands_overlap else
-                   f"outside the 90 % t-intervals of the means (n = {n_seeds} seeds)")
+            sig = (f"within the overlapping {100 * LEVEL:.0f} % t-intervals of the means, so the difference is "
+                   f"not established with n = {n_seeds} seeds" if r.bands_overlap else
+                   f"outside the {100 * LEVEL:.0f} % t-intervals of the means (n = {n_seeds} seeds)")
             parts.append(
                 f"Across {dim}, training tokens are highest with {r.max_label} ({_fmt(r.max_mean, 'tokens')}) "
                 f"and lowest with {r.min_label} ({_fmt(r.min_mean, 'tokens')}), "

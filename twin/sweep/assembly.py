@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from twin.studies.stats import LEVEL
 from twin.sweep.spec import DERIVED_SERIES, SweepSpec, _jsonable, _yaml_scalar
 from twin.sweep.store import RunStore
 
@@ -246,16 +247,18 @@ def nanquantile_rows(a: np.ndarray, q) -> np.ndarray:
 
 
 
-def paired_differences(ds, kpi: str, dim: str, reference=None, confidence: float = 0.95):
+def paired_differences(ds, kpi: str, dim: str, reference=None, confidence: float = LEVEL):
     """Differences of ``kpi`` between each value of the sweep dimension ``dim`` and the
     ``reference`` value (default: the first), paired by seed (common random numbers: the
     same seed index saw the same random streams at every point).
 
     Returns a Dataset over ``dim`` (and the other sweep dims): ``mean`` of the per-seed
-    differences, ``low``/``high`` of the two-sided Student-t interval at ``confidence``,
-    ``n`` seeds with both runs ok, and ``sd_paired`` / ``sd_unpaired``, the standard errors
+    differences, ``low``/``high`` of the two-sided Student-t interval at ``confidence``
+    (default :data:`twin.studies.stats.LEVEL`, 90 %, the level every report prints),
+    ``n`` seeds with both runs ok, and ``se_paired`` / ``se_unpaired``, the standard errors
     of the mean difference with and without the pairing (their ratio is what the pairing
-    buys). Attributes state the method and n.
+    buys): se_paired = s_d / sqrt(n) with s_d the sample SD of the per-seed differences,
+    se_unpaired = sqrt(s_a^2 / n + s_ref^2 / n). Attributes state the method and level.
 
     References
     ----------
@@ -276,8 +279,9 @@ def paired_differences(ds, kpi: str, dim: str, reference=None, confidence: float
         se_unpaired = np.sqrt(var / n + var.sel({dim: ref}) / n)
         t = xr.apply_ufunc(lambda k: stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1)), n.astype(float))
     out = xr.Dataset({"mean": mean, "low": mean - t * se_paired, "high": mean + t * se_paired,
-                      "n": n, "sd_paired": se_paired, "sd_unpaired": se_unpaired})
+                      "n": n, "se_paired": se_paired, "se_unpaired": se_unpaired})
     out.attrs = {"kpi": kpi, "units": da.attrs.get("units", ""), "reference": str(ref),
+                 "level": confidence,
                  "method": f"paired-t interval over seeds, {confidence:.0%}, common random numbers"}
     return out
 
