@@ -240,3 +240,45 @@ def test_calibrate_fits_the_fan_law_and_psu_loss_from_redfish(tmp_path, capsys):
     assert abs(psu["value"] - 1.3) < 4 * psu["sigma"]
     text = out.read_text()
     assert "fan power at full speed" in text and "PSU loss" in text
+
+
+def _hourly_csv(path, column: str, values) -> str:
+    path.write_text(f"timestamp,{column}\n" + "".join(
+        f"2025-01-06T{h:02d}:00:00Z,{v}\n" for h, v in enumerate(values)))
+    return str(path)
+
+
+def test_nothing_fitted_writes_no_calibrated_scenario(tmp_path, capsys):
+    """A utility meter alone (facility_total_power_w) fits no parameter: exit 2, no file,
+    and every part of the calibration named with the series it needs (audit polish 13i; the
+    command wrote a 'calibrated' scenario with no calibrated value)."""
+    meter = _hourly_csv(tmp_path / "meter.csv", "facility_total_power_w", [150e3 + 1e3 * h for h in range(24)])
+    out = tmp_path / "cal.yaml"
+    rc = run_calibrate_cli([str(ROOT / "scenarios" / "lenovo_small.yaml"), meter, "--out", str(out),
+                            "--set", "simulation.duration_days=1"])
+    assert rc == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "nothing could be fitted" in err and "facility_total_power_w" in err and str(out) in err
+    for need in ("facility_it_power_w or complete rack_power_w", "cooling_power_w", "ups_loss_w", "rack_inlet_c",
+                 "event log", "node_dc_power_w"):
+        assert need in err, need
+    assert err.count("not fitted: ") == 6
+
+
+def test_partial_fit_names_the_unfitted_parts_in_the_header(tmp_path, capsys):
+    """Measured IT power fits the per-rack power; the file is written and its header comment,
+    above `extends`, names every part that was not fitted."""
+    it = _hourly_csv(tmp_path / "it.csv", "facility_it_power_w", [120e3 + 500.0 * (h % 5) for h in range(24)])
+    out = tmp_path / "cal.yaml"
+    rc = run_calibrate_cli([str(ROOT / "scenarios" / "lenovo_small.yaml"), it, "--out", str(out),
+                            "--set", "simulation.duration_days=1"])
+    assert rc == 0
+    text = out.read_text()
+    header = text.split("\nextends:")[0]
+    assert "hardware:" in text and "network_power_per_rack_w" in text
+    assert "# Not fitted (5; these keep the original scenario's values):" in header
+    for part in ("cooling: no measured cooling_power_w", "UPS efficiency", "recirculation", "failure rate",
+                 "fan law and PSU efficiency"):
+        assert f"#   {part}" in header, part
+    assert "node power: no measured" not in text

@@ -80,6 +80,11 @@ def run_calibrate_cli(argv: list[str]) -> int:
     except TelemetryError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not cal.fitted_anything():
+        # a file that extends the original with nothing would read as a calibrated scenario
+        print(nothing_fitted_message(args.measured, cmp.variables(), events is not None, cal, args.out),
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     text = scenario_yaml(args.scenario, cal, args.out, [str(m) for m in args.measured], list(args.set or []))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -95,6 +100,21 @@ def run_calibrate_cli(argv: list[str]) -> int:
         print(_table(cal))
         print(f"calibrated scenario written to {out}")
     return 0
+
+
+def nothing_fitted_message(measured, variables, has_event_log: bool, cal, out) -> str:
+    """Exit-2 text when no parameter could be fitted: what was measured, each part of the
+    calibration with why it was not fitted (the measured series or log it needs), and that
+    ``out`` was not written."""
+    used = ", ".join(variables) if variables else "none"
+    lines = [f"error: nothing could be fitted from {', '.join(str(m) for m in measured)} (mapped series: "
+             f"{used}{'; an event log' if has_event_log else ''}), so no calibrated scenario is written "
+             f"to {out}. Each part and what it needs:"]
+    lines += [f"  not fitted: {s}" for s in cal.skipped]
+    lines += [f"  not identified: {f.name}: {f.note}" for f in cal.fits if not f.identified]
+    lines.append("Add the series named above (twin compare --map maps a file's columns to them) and run "
+                 "twin calibrate again.")
+    return "\n".join(lines)
 
 
 def _with_times(ev):

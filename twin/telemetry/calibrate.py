@@ -63,6 +63,11 @@ class Calibration:
     def overrides(self) -> dict[str, float]:
         return {f.path: f.value for f in self.fits if f.path and f.identified}
 
+    def fitted_anything(self) -> bool:
+        """True when at least one parameter was identified (written to the scenario or as a
+        comment); False when the measurements let nothing be fitted."""
+        return any(f.identified for f in self.fits)
+
     def as_dict(self) -> dict:
         return {"fits": [f.__dict__ for f in self.fits], "skipped": list(self.skipped)}
 
@@ -394,6 +399,9 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
             out.fits.append(Fit("UPS loss / the twin's loss law", float(b[0]), float(s[0]), "1", 1.0, None,
                                 int(ok.sum()), float(np.sqrt(np.mean((loss[ok] - sim_loss[ok]) ** 2))), rmse,
                                 note=f"no scenario field yet (mode {scenario.site.power.ups.mode})"))
+        else:
+            out.skipped.append("UPS efficiency: fewer than 2 samples with a measured ups_loss_w and a simulated "
+                               "UPS loss above zero (a UPS in bypass over the window has no loss to scale)")
     else:
         out.skipped.append("UPS efficiency: no measured ups_loss_w")
 
@@ -440,7 +448,8 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
         except ValueError as exc:
             out.skipped.append(f"failure rate: {exc}")
     else:
-        out.skipped.append("failure rate: no measured event log")
+        out.skipped.append("failure rate: no measured event log (a CSV with time and kind columns, "
+                           "kind 'failure' counted)")
     node_fits, node_skipped = node_level_fits(node_groups or [], node_model(scenario.hardware.node_model))
     out.fits.extend(node_fits)
     out.skipped.extend(node_skipped)
@@ -492,8 +501,13 @@ def scenario_yaml(original_path, cal: Calibration, out_path, sources, overrides=
     lines = [f"# Calibrated by `twin calibrate` on {dt.date.today().isoformat()} from:",
              *[f"#   {s}" for s in sources],
              "# Each value: fitted +/- 1 sigma (least squares; independent samples assumed), the prior,",
-             "# and the RMS residual before -> after the fit.",
-             f"extends: {rel}"]
+             "# and the RMS residual before -> after the fit."]
+    if cal.skipped:
+        # in the header: a reader of the file must see what the calibration did not touch
+        # before trusting the rest as measured
+        lines.append(f"# Not fitted ({len(cal.skipped)}; these keep the original scenario's values):")
+        lines += [f"#   {s}" for s in cal.skipped]
+    lines.append(f"extends: {rel}")
     tree: dict = {}
     comments: dict[str, str] = {}
     unwritten = []
@@ -536,8 +550,6 @@ def scenario_yaml(original_path, cal: Calibration, out_path, sources, overrides=
                 lines.append(f"#   {f.name}: {f.value:.4g} +/- {f.sigma:.2g} {f.unit}{prior}{rm}; {f.note}")
             else:
                 lines.append(f"#   {f.name}: {f.note}")
-    for s in cal.skipped:
-        lines.append(f"# not fitted: {s}")
     for text in unwritten:
         lines.append(f"# calibrated with --set {text} (a list item: add it by hand)")
     return "\n".join(lines) + "\n"
