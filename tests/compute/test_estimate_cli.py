@@ -113,9 +113,11 @@ def test_cluster_from_scenario(capsys):
 WITHOUT_REFERENCE = {"deepseek_v2_lite_bf16_16gpu"}
 #: shipped files the twin misses by more than the tolerance, a documented miss pinned instead
 #: (docs/validation.md): Llama 3 405B on 16,384 GPUs with the pipeline the paper describes
-#: (vpp 8, E|(t|)*126,L since HU4; the assumed vpp 4 even split gave +3.0 %), MFU 49.2 %
-#: against 41 %, +20.1 % (tests/compute/test_step.py pins the 8,192 and 16,384 points)
-KNOWN_MISS = {"llama3_405b_bf16_16k_roce": 0.201}
+#: (vpp 8, E|(t|)*126,L since HU4; the assumed vpp 4 even split gave +3.0 %), MFU 49.8 %
+#: against 41 %, +21.4 % (49.2 %, +20.1 % until HIR replayed the interleaved bubble: 0.480 ->
+#: 0.417 s, the one-chunk ends crossed by the fill and the drain; tests/compute/test_step.py
+#: pins the 8,192 and 16,384 points)
+KNOWN_MISS = {"llama3_405b_bf16_16k_roce": 0.214}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "scenarios/estimates").glob("*.yaml")),

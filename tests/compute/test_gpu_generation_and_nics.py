@@ -134,9 +134,10 @@ def test_four_nics_slow_a_step_where_the_tree_carries_the_gradients():
     # the step model took pp = 1 as the layout path does (HU3), counting the input embedding and
     # the untied output layer in the all-reduce where it counted one V x h matrix: 0.25214,
     # 0.24850; that gives 0.26327, 0.25966, the A100 refit that followed, 0.7495 -> 0.7498,
-    # the rest)
-    assert four.breakdown["dp_comm_exposed"] == pytest.approx(0.26337, rel=1e-3)
-    assert base.breakdown["dp_comm_exposed"] == pytest.approx(0.25975, rel=1e-3)
+    # the rest; 0.26337, 0.25975 until HIR's A100 refit, 0.7498 -> 0.7488, with the replayed
+    # interleaved bubble of the A100 rows)
+    assert four.breakdown["dp_comm_exposed"] == pytest.approx(0.26305, rel=1e-3)
+    assert base.breakdown["dp_comm_exposed"] == pytest.approx(0.25943, rel=1e-3)
     assert four.step_time_s / base.step_time_s - 1 == pytest.approx(0.0041, abs=2e-4)
 
 

@@ -103,9 +103,10 @@ def test_fsdp_maxtext_scaling_and_absolute_error():
 
 def test_maxtext_entry_is_the_h100_table_with_whole_gemms():
     # only the two GEMM efficiencies differ from the NeMo table (source is not compared);
-    # 0.7921 until the refit after the step model took pp = 1 as the layout path does (HU3)
-    assert H100_SXM_XLA.gemm == FSDP_WHOLE_GEMM_EFFICIENCY == 0.7923
-    assert H100_SXM_XLA.gemm_fp8 / H100_SXM.gemm_fp8 == pytest.approx(0.7923 / 0.7020)
+    # 0.7921 until the refit after the step model took pp = 1 as the layout path does (HU3),
+    # 0.7923 / 0.7020 until HIR's refit (the interleaved bubble replayed)
+    assert H100_SXM_XLA.gemm == FSDP_WHOLE_GEMM_EFFICIENCY == 0.7945
+    assert H100_SXM_XLA.gemm_fp8 / H100_SXM.gemm_fp8 == pytest.approx(0.7945 / 0.7041)
     assert replace(H100_SXM_XLA, gemm=H100_SXM.gemm, gemm_fp8=H100_SXM.gemm_fp8) == H100_SXM
     assert H100_SXM_XLA.fsdp_backward_overlap and KERNEL_EFFICIENCY["h100_sxm_xla"] is H100_SXM_XLA
 

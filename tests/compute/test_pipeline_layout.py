@@ -333,10 +333,14 @@ def test_meta_405b_layout_accepted_and_an_inner_rank_is_critical():
     assert meta.breakdown["output_layer"] == 0.0
     for k in ("gemm", "attention", "elementwise", "tp_comm_exposed"):
         assert meta.breakdown[k] == pytest.approx(today.breakdown[k], rel=1e-12)  # 8 layers
-    # the bubble (pp - 1)/vpp of the critical rank's stage: half today's at vpp 8
+    # the bubble: the replay of the interleaved order (HIR), 0.867 of the closed form (pp -
+    # 1)/vpp of the critical rank's stage (its value until HIR): the fill and the drain cross
+    # the one-slot chunks at the ends (the embedding alone, the loss alone) and the 7-layer
+    # end ranks, lighter than the critical rank's 8 one-layer chunks
     t_stage = sum(meta.breakdown[k] for k in ("gemm", "attention", "elementwise",
                                               "tp_comm_exposed")) / (2048 // 64)
-    assert meta.breakdown["pipeline_bubble"] == pytest.approx(15 / 8 * t_stage, rel=1e-12)
+    assert meta.breakdown["pipeline_bubble"] == pytest.approx(0.8673 * 15 / 8 * t_stage,
+                                                              rel=1e-4)
     assert meta.step_time_s < today.step_time_s
     with pytest.raises(ValueError, match="pipeline_layout 'E\\|\\(t\\|\\)\\*125,L': has 127"):
         est("405b", 8192, 2048, tp=8, pp=16, cp=1, vpp=8, pipeline_layout="E|(t|)*125,L")

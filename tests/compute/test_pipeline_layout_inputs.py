@@ -101,13 +101,14 @@ def test_a_moved_layer_changes_the_step_and_memory_by_what_the_models_give(spy):
 def test_mtp_layers_travel_with_the_layout():
     # DeepSeek-V3 (61 layers, mtp_depth 1) under DualPipe on 16 stages: 4 layers a stage,
     # the last holding one layer, the MTP module and the loss; the even split (4 a rank and
-    # everything else on the last) is the file's 22.23 s, this layout 16.29 s
+    # everything else on the last) is the file's 22.25 s (22.23 until HIR's H100 refit), this
+    # layout 16.29 s
     layout = "E,t*4|(t*4|)*14,t,m,L"
     rc, even, _ = _cli(FDS3, [])
     rc2, got, _ = _cli(FDS3, [f"parallelism.pipeline_layout={layout}"])
     assert rc == rc2 == 0
     assert got["pipeline_layout"] == layout and got["pipeline_schedule"] == "dualpipe"
-    assert even["step_time_s"] == pytest.approx(22.230, abs=0.01)
+    assert even["step_time_s"] == pytest.approx(22.250, abs=0.01)
     assert got["step_time_s"] == pytest.approx(16.290, abs=0.01)
     rc, _, err = _cli(FDS3, ["parallelism.pipeline_layout=E,t*4|(t*4|)*14,t,L"])
     assert rc == 2
@@ -121,12 +122,14 @@ def test_meta_405b_layout_runs_at_vpp_8():
     rc, out, _ = _cli(F405, [])
     assert rc == 0
     assert out["pipeline_layout"] == META_405B and out["pipeline_schedule"] == "interleaved"
-    assert out["mfu"] == pytest.approx(0.492, abs=0.001)
+    # 0.492 until HIR replayed the interleaved bubble (0.480 -> 0.417 s a step)
+    assert out["mfu"] == pytest.approx(0.498, abs=0.001)
     # the file's former even split through --set: 42.2 %; the layout set back on it is the file
     sets = ["parallelism.pipeline_layout=null", "parallelism.vpp=4"]
     rc, even, _ = _cli(F405, sets)
     assert rc == 0
-    assert even["pipeline_layout"] is None and even["mfu"] == pytest.approx(0.422, abs=0.001)
+    # 42.2 % until HIR replayed the interleaved bubble
+    assert even["pipeline_layout"] is None and even["mfu"] == pytest.approx(0.427, abs=0.001)
     rc, back, _ = _cli(F405, sets + [f"parallelism.pipeline_layout={META_405B}",
                                      "parallelism.vpp=8"])
     assert rc == 0 and back == out

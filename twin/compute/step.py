@@ -23,8 +23,10 @@ own efficiency (no blanket MFU factor):
   the attention kernels as far as they last;
 * pipeline-parallel point-to-point sends (2 x vpp per micro-batch and stage), each
   hidden behind the next chunk's forward by the share ``pp_overlap`` as far as it lasts,
-  and the fill and drain sends (2 (pp-1)) exposed; the interleaved 1F1B bubble
-  ``(pp-1)/vpp`` micro-batch times; the last stage also carries the output layer (BF16
+  and the fill and drain sends (2 (pp-1)) exposed; the 1F1B bubble ``(pp-1)`` micro-batch
+  times, the interleaved one (vpp > 1) the replay of Megatron-core's op order with each
+  chunk's own forward and backward (:func:`interleaved_bubble_s`: ``(pp-1)/vpp`` stage times
+  for equal chunks, SC21 sec. 2.2.2); the last stage also carries the output layer (BF16
   also in FP8 runs: Megatron's output layer is not a Transformer Engine module) and loss
   (the pipeline runs at its slowest stage);
 * data-parallel gradient reduce-scatter (fp32 or bf16) and parameter all-gather (bf16, or
@@ -41,8 +43,11 @@ so an array of clock fractions is reduced with ``min``.
 Step time (``m`` micro-batches per data-parallel rank, ``t_stage`` the slowest stage's
 time per micro-batch including exposed TP/CP/PP communication)::
 
-    t_step = [ m t_stage + (pp-1)/vpp t_stage + t_pp_fill + t_dp_exposed + t_adam
+    t_step = [ m t_stage + bubble + t_pp_fill + t_dp_exposed + t_adam
                + sigma sqrt(2 ln gpus) t_compute ] * deployment_factor
+
+with ``bubble = (pp-1) t_stage`` (1F1B) or, interleaved, the replayed makespan of the
+schedule minus the slowest rank's ``m t_stage`` (about ``(pp-1)/vpp t_stage``);
 
 with ``t_compute`` the compute-bound part (GEMMs, attention, recompute, output layer):
 the slowest rank's clock and thermal noise acts on those kernels only.
@@ -67,9 +72,9 @@ MFU uses the model-FLOPs formula of calibration.yaml (training.flops_per_sequenc
 Calibration (see the efficiency tables below, tests/compute/test_step.py and
 docs/validation.md): the 20 fitted DGX H100 step times of dgxc-benchmarking (8B..405B,
 BF16 and FP8, 8..2,304 GPUs, each with its recipe's settings): mean |error| 2.4 %, worst
-6.7 %; the 50 held out: 2.1 %, worst +7.4 % (Llama 3.1 405B FP8 proxy on 192 GPUs);
+6.7 %; the 50 held out: 2.1 %, worst +7.5 % (Llama 3.1 405B FP8 proxy on 192 GPUs);
 18 Megatron-LM A100 step times (SC21 and 2022 papers, 8..3,072 GPUs): mean |error|
-3.7 %, worst 6.4 %; all 88: 2.4 %, worst 7.4 %.
+3.7 %, worst 6.4 %; all 88: 2.5 %, worst 7.5 %.
 
 PyTorch FSDP (ZeRO-3) jobs take their own kernel entries (``h100_sxm_fsdp_fa2``,
 ``h100_sxm_fsdp_triton``, ``a100_sxm_fsdp``, ``a100_sxm_fsdp_triton``): whole GEMMs, the
@@ -101,6 +106,12 @@ from twin.compute.pipeline_layout import (
     MTP,
     even_pipeline_layout,
     parse_pipeline_layout,
+)
+from twin.compute.schedules import (
+    ScheduleDeadlock,
+    interleaved_program,
+    interleaved_schedule_s,
+    megatron_microbatch_group,
 )
 
 
@@ -166,12 +177,12 @@ class KernelEfficiency:
 #: forward reduce-scatters, selective recompute for Nemotron-4 340B;
 #: assets/reference/fit_step_h100.py reproduces these values), which include the
 #: calibration point of calibration.yaml (training.llama31_70b_bf16_64gpu): mean |error|
-#: 2.3 % on them, worst 6.7 %; on the 50 held-out rows (intermediate scales, Nemotron-4
-#: 15B, 405B reduced-depth proxies) 2.1 %, worst 7.4 % (405B FP8 on 192 GPUs: Llama 3.1
+#: 2.4 % on them, worst 6.7 %; on the 50 held-out rows (intermediate scales, Nemotron-4
+#: 15B, 405B reduced-depth proxies) 2.1 %, worst 7.5 % (405B FP8 on 192 GPUs: Llama 3.1
 #: 405B FP8 stays 6-7 % slow while 70B FP8 is 2-4 % fast, docs/validation.md).  The
 #: tensor-parallel overlap is not fitted (until 2026-11-30 a hidden share, 0.678): each
 #: collective hides behind its paired GEMM by the recipe's overlap method
-#: (``tp_comm_overlap``, ``tp_rs_splits``).  The rank jitter (5.0 % of the compute-bound
+#: (``tp_comm_overlap``, ``tp_rs_splits``).  The rank jitter (5.1 % of the compute-bound
 #: time) also carries what else grows with the job's size.  The fitted values sit inside
 #: the ranges kernel benchmarks give: cuBLAS BF16 GEMMs sustain ~650-800 TFLOP/s on H100
 #: SXM at 700 W (0.66-0.81 of 989), FP8 GEMMs ~1,100-1,300 of 1,979; fused BF16
@@ -182,12 +193,14 @@ class KernelEfficiency:
 #: 0.5565 / 0.6950 / 0.0496; refitted again (HU3) when the step model took every layout
 #: through the per-rank code, so that pp = 1 counts the input embedding and the untied output
 #: layer in the optimizer and the data-parallel sync: attention_fwd 0.6950 -> 0.6952, jitter
-#: 0.0496 -> 0.0497 (tests/compute/test_fits_reproduce_constants.py keeps them equal to the
-#: fit).
+#: 0.0496 -> 0.0497; refitted again (HIR) when the interleaved bubble became the replay of
+#: Megatron-core's op order (interleaved_bubble_s): 0.7020 / 0.5565 / 0.6952 / 0.0497 ->
+#: 0.7041 / 0.5580 / 0.6958 / 0.0507 (tests/compute/test_fits_reproduce_constants.py keeps
+#: them equal to the fit).
 H100_SXM = KernelEfficiency(
-    gemm=0.7020, gemm_fp8=0.5565, attention_fwd=0.6952, attention_bwd=0.82 * 0.6952,
+    gemm=0.7041, gemm_fp8=0.5580, attention_fwd=0.6958, attention_bwd=0.82 * 0.6958,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.0e-6, sms=132,
-    pp_overlap=0.7, rank_jitter_fraction=0.0497,
+    pp_overlap=0.7, rank_jitter_fraction=0.0507,
     source="fit to dgxc-benchmarking DGX H100 step times, see comment")
 
 #: A100 SXM with the Megatron-LM software of the public A100 measurements: unfused
@@ -197,7 +210,8 @@ H100_SXM = KernelEfficiency(
 #: compute-bound kernels only, -> 0.7503 when the unfused attention stopped counting a
 #: micro-batch's sequences twice and each row got its own tensor-parallel scheme; on
 #: 2026-12-01 -> 0.7495 after the collective-model changes, -> 0.7498 when pp = 1 came to
-#: count the input embedding and the untied output layer (HU3);
+#: count the input embedding and the untied output layer (HU3), -> 0.7488 with the replayed
+#: interleaved bubble (HIR);
 #: assets/reference/fit_step_h100.py reproduces it) on
 #: 18 A100 step times: Narayanan et al., "Efficient Large-Scale Language Model Training
 #: on GPU Clusters Using Megatron-LM", SC21, Table 1 (GPT 1.7B..1T on 32..3,072 A100,
@@ -209,7 +223,7 @@ H100_SXM = KernelEfficiency(
 #: A100 kernels (FlashAttention-2, Dao 2023; HBM2e ~1.6 of 2.0 TB/s).  The default for
 #: GPUs below 600 dense BF16 TFLOP/s.
 A100_SXM = KernelEfficiency(
-    gemm=0.7498, gemm_fp8=0.7498, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7488, gemm_fp8=0.7488, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     tp_comm_overlap=False, pp_overlap=0.0, rank_jitter_fraction=0.020, flash_attention=False,
     sequence_parallel=True, distributed_optimizer=False,
@@ -219,7 +233,7 @@ A100_SXM = KernelEfficiency(
 #: optimizer, TP overlap as fitted on H100): the same kernels, nothing fitted.  PyTorch FSDP
 #: runs take A100_SXM_FSDP / A100_SXM_FSDP_TRITON below (docs/validation.md).
 A100_SXM_MODERN = KernelEfficiency(
-    gemm=0.7498, gemm_fp8=0.7498, attention_fwd=0.55, attention_bwd=0.45,
+    gemm=0.7488, gemm_fp8=0.7488, attention_fwd=0.55, attention_bwd=0.45,
     attention_seq_half=256.0, hbm=0.80, kernel_gap_s=2.5e-6, sms=108, tile_n=128,
     pp_overlap=0.7, rank_jitter_fraction=0.020,
     source="A100 kernels with the H100 software stack, see comment")
@@ -246,20 +260,21 @@ H100_SXM_FA2 = replace(
 #: checkpointing whose sequences are <= 2,048 (14) or >= 8,192 tokens (5), with the
 #: backward collectives serialised (``fsdp_backward_overlap=False``): 1.6830, inside the
 #: published range (1.68 until the H100 table's refit of 2026-12-01; 1.6830 until pp = 1
-#: counted both vocabulary matrices and the H100 refit that followed, HU3).
+#: counted both vocabulary matrices and the H100 refit that followed, HU3; 1.6828 until the
+#: H100 refit with the replayed interleaved bubble, HIR).
 #: assets/reference/fit_fsdp_llm_foundry.py reproduces it.
-TRITON_FLASH_ATTENTION_SLOWDOWN = 1.6828
+TRITON_FLASH_ATTENTION_SLOWDOWN = 1.6803
 
 #: BF16 GEMM efficiency on H100 SXM of whole GEMMs (tp = 1: FSDP / ZeRO-3 runs each layer's
 #: GEMM on one GPU, M = micro-batch tokens up to 65 k, N x K = h x 3h .. 4h x h) [-], where
 #: the H100 table's 0.702 is fitted on NeMo's tensor-parallel GEMMs (N or K split 4-8 ways,
 #: userbuffer chunks).  Fitted once with TRITON_FLASH_ATTENTION_SLOWDOWN on the same 19 runs:
-#: 0.7923 (784 TFLOP/s; 0.7921 before HU3's refit; 0.797 before the H100 table's refit of
+#: 0.7945 (786 TFLOP/s; 0.7923 before HIR's H100 refit; 0.7921 before HU3's refit; 0.797 before the H100 table's refit of
 #: 2026-12-01, whose rank jitter and collectives the FSDP entries inherit), inside the
 #: 650-800 TFLOP/s cuBLAS range quoted for H100 SXM at 700 W (the top of it: one GEMM per
 #: layer and micro-batch, M up to 65 k tokens).  Without the serial backward collectives the fit gives 0.734 and leaves the runs without activation
 #: checkpointing 13-26 % fast (docs/validation.md).
-FSDP_WHOLE_GEMM_EFFICIENCY = 0.7923
+FSDP_WHOLE_GEMM_EFFICIENCY = 0.7945
 
 #: PyTorch FSDP stacks (whole GEMMs, no tensor parallelism) on H100 SXM: with
 #: FlashAttention-2 (llm-foundry's large-scale 7b / 70b runs, ``attn_impl: flash``,
@@ -1175,6 +1190,74 @@ def dualpipe_pipeline(chunks: list[PipelineChunk], *, microbatches: int, t_send_
             "pairs": sched["counts"][:, 4 * pp:].sum(axis=1)}
 
 
+def interleaved_chunk_times_s(layout: Any, *, lay_main: tuple, lay_dense: tuple,
+                              moe_dense_layers: float, g_logits: Any, t_ce: float,
+                              t_embed: float, g_mtp: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Forward and backward time [s] of each rank's chunk for one micro-batch, ``(pp, vpp)``
+    each, from what the chunk holds (``layout``, a :class:`PipelineLayout`).
+
+    A decoder layer (``lay_main``, or ``lay_dense`` for the first ``moe_dense_layers`` in layer
+    order; each ``(times by term, (gemm_f, attn_f, mem_f, gemm_b, attn_b, mem_b, recompute,
+    gemm_w))`` as step_estimate's ``_layer``) splits as DualPipe's chunks do: forward ``c_f``
+    (GEMMs, attention, memory-bound kernels), backward ``c_b`` (the same and recompute), the
+    exposed TP / CP collectives by those shares, the expert all-to-alls half each (2 forward, 2
+    backward).  The embedding (``E``) 1/3 forward, 2/3 backward; the output layer + loss
+    (``L``): forward GEMM and cross-entropy forward, data- and weight-grad GEMMs backward; an
+    MTP module (``m``): a layer of the model's kind, its ``2h x h`` projection (``g_mtp``) and
+    another pass through the output layer and the embedding.  Summed over a rank's chunks:
+    its time per micro-batch in step_estimate (the same terms)."""
+    def split(lay: tuple) -> tuple[float, float]:
+        t_lay, (gf, af, mf, gb, ab, mb, rec, _) = lay
+        cf, cb = gf + af + mf, gb + ab + mb + rec
+        serial = t_lay["tp_comm_exposed"] + t_lay["cp_comm_exposed"]
+        a2a = t_lay.get("moe_a2a_exposed", 0.0)
+        return (cf + serial * cf / (cf + cb) + 0.5 * a2a,
+                cb + serial * cb / (cf + cb) + 0.5 * a2a)
+    c = layout.counts
+    e, t, mtp, loss = c[:, :, EMBED], c[:, :, DECODER], c[:, :, MTP], c[:, :, LOSS]
+    d = layout.dense_layers(moe_dense_layers) if moe_dense_layers else np.zeros_like(t)
+    (f_main, b_main), (f_dense, b_dense) = split(lay_main), split(lay_dense)
+    out_f = float(g_logits[0]) + t_ce
+    out_b = float(g_logits[1] + g_logits[2])
+    fwd = ((t - d + mtp) * f_main + d * f_dense + loss * out_f + e * t_embed / 3.0
+           + mtp * (float(g_mtp[0]) + out_f + t_embed / 3.0))
+    bwd = ((t - d + mtp) * b_main + d * b_dense + loss * out_b + e * 2.0 * t_embed / 3.0
+           + mtp * (float(g_mtp[1] + g_mtp[2]) + out_b + 2.0 * t_embed / 3.0))
+    return fwd, bwd
+
+
+def interleaved_bubble_s(layout: Any, *, microbatches: int, **chunk_terms: Any) -> float:
+    """The interleaved 1F1B bubble [s]: the makespan of Megatron-core's op order with each
+    chunk's forward and backward (:func:`interleaved_chunk_times_s`, ``chunk_terms`` its
+    arguments) and free sends (:func:`twin.compute.schedules.interleaved_schedule_s`), minus
+    the busiest rank's busy time (``m`` times its chunks' forward + backward).
+
+    Equal chunks give SC21's ``(pp - 1)/vpp`` stage times (sec. 2.2.2); uneven ones (the
+    embedding on rank 0's first chunk, the output layer on the last rank's last, a layout's
+    chunks) the bubble the fill and the drain cross.  The chunk order runs in groups of ``pp``
+    micro-batches when ``pp`` divides ``m``; otherwise in the smallest group Megatron-core
+    accepts (:func:`twin.compute.schedules.megatron_microbatch_group`: it refuses a last group
+    of 1 .. ``pp - 1``, whose order can deadlock and, where it runs, makes the step shorter
+    with more micro-batches), one group when ``m < pp``; should that order deadlock, SC21's
+    closed form on the busiest rank."""
+    fwd, bwd = interleaved_chunk_times_s(layout, **chunk_terms)
+    pp, vpp = fwd.shape
+    m = int(microbatches)
+    # pp not dividing m: Megatron-core refuses a last group of 1 .. pp - 1, so the run sets a
+    # group it accepts (the default order's short last group can deadlock, and where it runs
+    # its dependency bubbles make the step shorten with more micro-batches); m < pp: one group
+    group = megatron_microbatch_group(pp, vpp, m) if m % pp else None
+    try:
+        interleaved_program(pp, vpp, m, group)
+    except ScheduleDeadlock:  # none found for pp 2-9, vpp 1-5, m < 5 pp: a guard
+        return (pp - 1) / vpp * float((fwd + bwd).sum(axis=1).max())
+    sched = interleaved_schedule_s(pp, vpp, m, fwd_s=fwd, bwd_s=bwd, group=group)
+    busy = float(sched["busy"].max())
+    idle = sched["step"] - busy
+    # below 1e-12 of the step: the rounding of the same durations summed in two orders
+    return idle if idle > 1e-12 * sched["step"] else 0.0
+
+
 def _check(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
@@ -1397,10 +1480,11 @@ def step_estimate(
     its decoder layers (the first ``moe_dense_layers`` in layout order with a dense MLP, the
     rest MoE), each ``m`` an MTP module as above, the embedding where ``E`` sits and the
     output layer + loss where ``L`` sits (both in ``output_layer``); the critical rank (the
-    largest time) gives the stage time, the breakdown and the bubble ``(pp-1)/vpp
-    t_stage_max`` as above.  Uneven chunks keep that closed form: an approximation (the
-    interleaved schedule's bubble is a sum over the chunks the fill and drain cross, not
-    ``1/vpp`` of the slowest rank's stage).  DualPipe (vpp 1): the layout's ``pp`` stages are
+    largest time) gives the stage time and the breakdown; the interleaved bubble is the
+    replay of Megatron-core's op order with each chunk's forward and backward from what it
+    holds (:func:`interleaved_bubble_s`), the sum over the chunks the fill and drain cross
+    rather than ``(pp-1)/vpp`` of the slowest rank's stage (which it equals for equal
+    chunks).  DualPipe (vpp 1): the layout's ``pp`` stages are
     the schedule's, rank ``j`` runs stages ``j`` and ``pp-1-j``, each chunk from its stage's
     contents (the embedding's passes where ``E`` sits, the output layer's where ``L`` and each
     ``m`` sit).  Parameters per rank from its chunks (layers, MTP modules, the input embedding
@@ -1863,6 +1947,10 @@ def step_estimate(
         t_pp_exposed = 2.0 * vpp * per_send
         t_pp_fill = 2.0 * (pp - 1) * t_send
         bubble = (pp - 1) / vpp * t_stage_max
+        if vpp > 1:  # the interleaved order's own bubble (interleaved_bubble_s)
+            bubble = interleaved_bubble_s(
+                layout, microbatches=m_micro, lay_main=lay_main, lay_dense=lay_dense,
+                moe_dense_layers=nd, g_logits=g_logits, t_ce=t_ce, t_embed=t_embed, g_mtp=g_mtp)
     else:
         t_pp_exposed = t_pp_fill = 0.0
         bubble = 0.0
