@@ -45,6 +45,7 @@ __all__ = [
     "surviving_units",
     "it_capacity_behind_w",
     "ups_usable_kw",
+    "utility_constraint",
     "chain_constraints",
     "binding_constraints",
     "rpp_whole_racks",
@@ -159,6 +160,77 @@ def rpp_whole_racks(unit_kw: float, groups: int, rack_worst_case_kw, rack_positi
     return count, kw
 
 
+def _it_chain_loads(chain, mechanical_w: Callable[[float], float]) -> dict:
+    """What the IT chain puts on the stages above the UPS, as functions of the IT load [W].
+
+    ``ups_loss(it)``: the UPS loss on its curve at that load (0 without a UPS or in bypass);
+    ``upstream_it(it) = it + ups_loss(it)``; ``mech(it) = mechanical_w(upstream_it(it)) +
+    house``: the cooling plant at the design outdoor temperature for the heat the IT and the
+    UPS loss make, plus the house loads; ``recharge_w`` the battery recharge the generators
+    carry; ``curve`` the UPS curve's name; ``ups`` the UPS's own :class:`Constraint` (None
+    without a UPS). The one definition :func:`chain_constraints` and
+    :func:`utility_constraint` share.
+    """
+    ups = chain.ups
+    out: dict = {"ups": None, "curve": None, "recharge_w": 0.0}
+    ups_loss: Callable[[float], float] = lambda it: 0.0  # noqa: E731
+    if ups is not None:
+        curve = ups.curve or UPS_MODE_DEFAULT_CURVE[ups.mode]
+        if ups.mode == "bypass":
+            curve = "bypass"
+        installed_w = ups.systems * ups.modules_per_system * ups.module_kw * 1e3
+        usable_kw, ups_rule = ups_usable_kw(ups.systems, ups.modules_per_system, ups.module_kw,
+                                            ups.topology, ups.mode, ups.bypass_kw_per_system)
+        # load shared equally by the modules in service (all installed modules run)
+        ups_loss = lambda it: float(ups_curve_loss_w(it, installed_w, curve))  # noqa: E731
+        out["curve"] = curve
+        out["recharge_w"] = 0.0 if ups.mode == "bypass" else UPS_RECHARGE_FRACTION * usable_kw * 1e3
+        out["ups"] = Constraint("ups", "module rating after the design contingency" if ups.mode != "bypass"
+                                else "bypass path rating", usable_kw, usable_kw, ups_rule)
+
+    def upstream_it(it):                      # what the IT chain draws above the UPS [W]
+        return it + ups_loss(it)
+
+    house_w = chain.mechanical.house_kw * 1e3
+
+    def mech(it):                             # cooling plant + house loads [W]
+        return float(mechanical_w(upstream_it(it))) + house_w
+
+    out.update(ups_loss=ups_loss, upstream_it=upstream_it, mech=mech)
+    return out
+
+
+def _utility_constraint(chain, upstream_it, mech) -> Constraint | None:
+    """The utility service's limit (None without ``chain.utility``): the largest IT load whose
+    draw at the service, ``upstream_it(IT)`` plus ``mech(IT)`` where the chain puts the
+    mechanical plant on the utility, fits ``kva x power factor``."""
+    u = chain.utility
+    if u is None:
+        return None
+    cap_w = u.kva * 1e3 * u.power_factor
+    carries = "utility" in chain.mechanical.carried_by
+    it_cap = it_capacity_behind_w(cap_w, lambda it: upstream_it(it) + (mech(it) if carries else 0.0))
+    return Constraint("utility", "service capacity x power factor", it_cap / 1e3, cap_w / 1e3,
+                      f"{u.kva:g} kVA x pf {u.power_factor:g} = {cap_w / 1e3:.0f} kW carries IT + "
+                      f"UPS loss{' + mechanical' if carries else ''}")
+
+
+def utility_constraint(chain, mechanical_w: Callable[[float], float]) -> Constraint | None:
+    """The utility service's limit on the IT load of one stage of the chain [:class:`Constraint`,
+    kW of IT], None when the chain types no ``utility``.
+
+    ``kva x power_factor`` [kW] must carry the IT load, the UPS loss on its curve at that load
+    and, where ``chain.mechanical.carried_by`` names the utility, the cooling plant at the
+    design outdoor temperature for that heat plus the house loads
+    (``mechanical_w(heat_w)`` [W]): ``IT + loss(IT) + mech(IT + loss(IT)) + house <= kVA x pf``,
+    solved for IT by :func:`it_capacity_behind_w`. The same constraint
+    :func:`chain_constraints` lists for ``twin capacity``; the engine admits racks against it
+    (:func:`twin.power.chain.utility_it_limits_w`).
+    """
+    loads = _it_chain_loads(chain, mechanical_w)
+    return _utility_constraint(chain, loads["upstream_it"], loads["mech"])
+
+
 def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[float], float],
                       rack_worst_case_w=None):
     """Every limit of one stage of the chain [list of :class:`Constraint`] and a context dict.
@@ -173,31 +245,11 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
     out: list[Constraint] = []
     mech_on = set(chain.mechanical.carried_by)
     transfers = chain.mechanical.transfers_on_feed_loss
-    ups = chain.ups
-    if ups is not None:
-        curve = ups.curve or UPS_MODE_DEFAULT_CURVE[ups.mode]
-        if ups.mode == "bypass":
-            curve = "bypass"
-        installed_w = ups.systems * ups.modules_per_system * ups.module_kw * 1e3
-        usable_kw, ups_rule = ups_usable_kw(ups.systems, ups.modules_per_system, ups.module_kw,
-                                            ups.topology, ups.mode, ups.bypass_kw_per_system)
-        # load shared equally by the modules in service (all installed modules run)
-        ups_loss = lambda it: float(ups_curve_loss_w(it, installed_w, curve))  # noqa: E731
-        recharge_w = 0.0 if ups.mode == "bypass" else UPS_RECHARGE_FRACTION * usable_kw * 1e3
-        out.append(Constraint("ups", "module rating after the design contingency" if ups.mode != "bypass"
-                              else "bypass path rating", usable_kw, usable_kw, ups_rule))
-    else:
-        curve = None
-        ups_loss = lambda it: 0.0  # noqa: E731
-        recharge_w = 0.0
-
-    def upstream_it(it):                      # what the IT chain draws above the UPS [W]
-        return it + ups_loss(it)
-
-    house_w = chain.mechanical.house_kw * 1e3
-
-    def mech(it):                             # cooling plant + house loads [W]
-        return float(mechanical_w(upstream_it(it))) + house_w
+    loads = _it_chain_loads(chain, mechanical_w)
+    ups_loss, upstream_it, mech = loads["ups_loss"], loads["upstream_it"], loads["mech"]
+    curve, recharge_w = loads["curve"], loads["recharge_w"]
+    if loads["ups"] is not None:
+        out.append(loads["ups"])
 
     def group(name, count, redundancy, unit_w, rule, detail_unit, extra_w=0.0, carries_mech=False):
         s = surviving_units(count, redundancy)
@@ -215,14 +267,9 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
                               f"{s} of {count} x {detail_unit} ({redundancy}) = {cap_w / 1e3:.0f} kW "
                               f"carries IT + UPS loss{mech_txt}{rech_txt}"))
 
-    if chain.utility is not None:
-        u = chain.utility
-        cap_w = u.kva * 1e3 * u.power_factor
-        carries = "utility" in mech_on
-        it_cap = it_capacity_behind_w(cap_w, lambda it: upstream_it(it) + (mech(it) if carries else 0.0))
-        out.append(Constraint("utility", "service capacity x power factor", it_cap / 1e3, cap_w / 1e3,
-                              f"{u.kva:g} kVA x pf {u.power_factor:g} = {cap_w / 1e3:.0f} kW carries IT + "
-                              f"UPS loss{' + mechanical' if carries else ''}"))
+    utility = _utility_constraint(chain, upstream_it, mech)
+    if utility is not None:
+        out.append(utility)
     if chain.transformers is not None:
         t = chain.transformers
         unit = t.kva * 1e3 * t.power_factor * t.loading_fraction

@@ -22,6 +22,7 @@ from twin.power.capacity import (
     chain_constraints,
     racks_fitting,
     surviving_units,
+    utility_constraint,
 )
 from twin.power.cooling_plant import scenario_cooling_power_w
 from twin.power.electrical import breaker_continuous_limit_w
@@ -36,7 +37,7 @@ from twin.power.swing import (
 from twin.scenario.power_chain import PowerChain, chain_at_stages
 
 __all__ = ["rack_figures_w", "chain_problems", "stage_capacity", "capacity_report",
-           "phase_node_power_w", "swing_report"]
+           "phase_node_power_w", "swing_report", "utility_it_limits_w", "utility_plan_notes"]
 
 #: Inlet temperature at which a rack's idle draw is taken [C] (ASHRAE recommended middle).
 IDLE_INLET_C = 22.0
@@ -111,6 +112,64 @@ def chain_problems(scenario) -> list[tuple[str, object, str]]:
                                                  "live_cords": live},
                     f"a branch circuit that carries at least one rack's idle draw ({idle_w / 1e3:.2f} kW); "
                     f"it carries {carried / 1e3:.2f} kW at the continuous rule (stages {', '.join(dates)})"))
+    return out
+
+
+def utility_it_limits_w(scenario) -> list[tuple[Any, float, str]]:
+    """The utility service's limit on the IT load at each of the chain's stages:
+    ``[(date or None, IT [W], name)]`` in the order of :func:`twin.scenario.power_chain.chain_at_stages`
+    (``None``: as built); empty without ``site.power.chain`` or without its ``utility``.
+
+    Each is :func:`twin.power.capacity.utility_constraint` of that stage with the cooling plant
+    the run uses at the chain's design outdoor temperature (:func:`mechanical_w_fn`): the one
+    definition ``twin capacity`` lists (:func:`capacity_report`) and the engine admits racks
+    against (``twin.sim.power_chain.PowerChain``). ``name`` says what the limit is, for the
+    ``power_stage`` and ``power_held`` events.
+    """
+    chain = scenario.site.power.chain
+    if chain is None or chain.utility is None:
+        return []
+    mech = mechanical_w_fn(scenario, chain)
+    out: list[tuple[Any, float, str]] = []
+    for date, _, ch in chain_at_stages(chain):
+        u, m, c = ch.utility, ch.mechanical, utility_constraint(ch, mech)
+        if u is None or c is None:
+            continue
+        less = ["the UPS loss"] if ch.ups is not None and ch.ups.mode != "bypass" else []
+        if "utility" in m.carried_by:
+            less += [f"the cooling at the {m.design_outdoor_temp_c:g} C design day", f"{m.house_kw:g} kW house loads"]
+        less_txt = (" less " + ", ".join(less[:-1]) + (" and " if len(less) > 1 else "") + less[-1]) if less else ""
+        name = (f"the utility service ({u.kva:g} kVA x pf {u.power_factor:g} = {c.equipment_limit_kw:.0f} kW"
+                f"{less_txt}; site.power.chain.utility)")
+        out.append((date, c.it_capacity_kw * 1e3, name))
+    return out
+
+
+def utility_plan_notes(scenario) -> list[tuple[str, str]]:
+    """Plan stages above what the utility service carries: ``[(dotted path, text)]`` for
+    ``twin validate``'s notes. A typed stage (``site.power.plan``) whose IT power exceeds the
+    service's limit at that date (:func:`utility_it_limits_w`, scaled by
+    ``site.power.oversubscription`` as the engine admits) powers only the racks the service
+    carries; none with ``stages_set_plan`` (the plan is then the chain's own capacity)."""
+    pw = scenario.site.power
+    limits = utility_it_limits_w(scenario)
+    if not limits or pw.chain.stages_set_plan:
+        return []
+    k = pw.oversubscription
+    worst = rack_figures_w(scenario)
+    per_rack = worst.get("worst_case_racks_w", worst["worst_case_w"])
+    n = rack_positions(scenario)
+    out: list[tuple[str, str]] = []
+    for i, st in enumerate(pw.plan):
+        # the chain's stage in force on the plan's date (the first stage before any date)
+        lim_w, name = next(((w, nm) for d, w, nm in reversed(limits) if d is None or d <= st.date),
+                           (limits[0][1], limits[0][2]))
+        if st.it_power_kw * 1e3 > lim_w * (1 + 1e-9):
+            racks = racks_fitting(lim_w * k / 1e3, np.asarray(per_rack) / 1e3, n)
+            out.append((f"site.power.plan.{i}.it_power_kw",
+                        f"{st.it_power_kw:g} kW from {st.date} is above the {lim_w / 1e3:.0f} kW of IT {name} "
+                        f"carries then (`twin capacity`): a run admits racks against the service, {racks} at "
+                        f"worst case"))
     return out
 
 

@@ -9,7 +9,12 @@ import numpy as np
 
 from twin import power
 from twin.plant import seconds_since
-from twin.power.chain import feed_it_limits_w, mechanical_on_feeds, split_mechanical_w
+from twin.power.chain import (
+    feed_it_limits_w,
+    mechanical_on_feeds,
+    split_mechanical_w,
+    utility_it_limits_w,
+)
 from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S, breaker_continuous_limit_w
 from twin.power.tree import evaluate_ups_stage
 from twin.scenario.power_chain import ups_mode_changes
@@ -69,7 +74,14 @@ class PowerChain(Component):
         self.tree = self._trees[mode0]
         #: the chain's limits in each UPS mode the run holds (the UPS limit is lifted in bypass)
         self._limits_by_mode = {m: self._mode_limits_w(m) for m in self._trees}
-        self._set_limits(mode0)
+        #: the utility service's limit on the IT power from each of the chain's stages on
+        #: [(s, W, name)], the first in force from the start: the constraint `twin capacity`
+        #: lists (:func:`twin.power.chain.utility_it_limits_w`); empty without a typed service
+        self.utility_changes_s = self._utility_schedule_s(engine.horizon_s)
+        #: the instants after the start at which a chain stage moves an admission limit
+        self._stage_times_s = sorted({t for t, _, _ in self.ups_changes_s}
+                                     | {t for t, _, _ in self.utility_changes_s[1:]})
+        self._limits_cache: dict[tuple, tuple[dict[str, float], np.ndarray]] = {}
         #: worst-case power one rack may draw on its branch circuits in normal operation (all its
         #: cords live, each at its breaker's continuous rule) [W]; inf without
         #: ``site.power.chain.branch``. A cord that would be overloaded on A/B failover is the
@@ -91,7 +103,8 @@ class PowerChain(Component):
         self.breakers_steady = True
 
     def _mode_limits_w(self, mode: str) -> tuple[dict[str, float], np.ndarray]:
-        """The chain's limits on admitted IT power [W], by name, with the UPS in ``mode``:
+        """The chain's limits on admitted IT power [W], by name, with the UPS in ``mode``
+        (the utility service's, by stage, joins them in :meth:`limits_at_s`):
         the chain under its redundancy (:func:`twin.power.facility_it_capacity_w`) and each
         feed path's worst-case IT limit (:func:`twin.power.chain.feed_it_limits_w`: its
         share of the IT chain and, where the chain puts the mechanical plant on the
@@ -111,11 +124,62 @@ class PowerChain(Component):
                 " incl. its share of the cooling)" if mechanical_on_feeds(s) else ")")] = float(lim)
         return limits, feed_limits
 
-    def _set_limits(self, mode: str) -> None:
-        #: the chain's limits on the IT power racks are admitted against [W], by name, and the
-        #: IT power each feed path carries at worst case before it reaches its capacity [W (F,)]
-        self.limits_w, self.feed_it_limit_w = self._limits_by_mode[mode]
-        self.chain_capacity_w = min(self.limits_w.values())
+    def _utility_schedule_s(self, horizon_s: float) -> list[tuple[float, float, str]]:
+        """The utility service's limit [(s, W, name)]: the stage in force at the start (the
+        first stage before any date, as the UPS mode's :func:`twin.scenario.power_chain.ups_mode_at`),
+        then each later stage before the horizon that moves it."""
+        s = self.s
+        sched = utility_it_limits_w(s)
+        if not sched:
+            return []
+        start = s.simulation.start
+        k0 = max(k for k, (d, _, _) in enumerate(sched) if k == 0 or d is None or d <= start)
+        out = [(0.0, sched[k0][1], sched[k0][2])]
+        for d, w, name in sched[k0 + 1:]:
+            t = seconds_since(start, d)
+            if t < horizon_s and (w, name) != out[-1][1:]:
+                out.append((t, w, name))
+        return out
+
+    def utility_at_s(self, t_s: float) -> tuple[float, str] | None:
+        """The utility service's limit on the IT power at simulation time ``t_s`` [s]:
+        ([W], name), None without a typed service."""
+        now = None
+        for t, w, name in self.utility_changes_s:
+            if t <= t_s:
+                now = (w, name)
+        return now
+
+    def limits_at_s(self, t_s: float) -> tuple[dict[str, float], np.ndarray]:
+        """The chain's limits on the IT power racks are admitted against at simulation time
+        ``t_s`` [s], by name [W] (the UPS mode's and the utility service's stage in force then),
+        and the IT power each feed path carries at worst case before it reaches its capacity
+        [W (F,)]. By the clock, not by the order in which processes wake at a stage's instant:
+        the ramp's plan stage and the chain's stage on one date see the same limits."""
+        mode, utility = self.ups_mode_at_s(t_s), self.utility_at_s(t_s)
+        hit = self._limits_cache.get((mode, utility))
+        if hit is None:
+            limits, feeds = self._limits_by_mode[mode]
+            limits = dict(limits)
+            if utility is not None:
+                limits[utility[1]] = utility[0]
+            hit = self._limits_cache[(mode, utility)] = (limits, feeds)
+        return hit
+
+    @property
+    def limits_w(self) -> dict[str, float]:
+        """The chain's limits on admitted IT power now [W], by name (:meth:`limits_at_s`)."""
+        return self.limits_at_s(self.env.now)[0]
+
+    @property
+    def feed_it_limit_w(self) -> np.ndarray:
+        """The IT power each feed path carries at worst case now [W (F,)] (:meth:`limits_at_s`)."""
+        return self.limits_at_s(self.env.now)[1]
+
+    @property
+    def chain_capacity_w(self) -> float:
+        """The chain's tightest limit on admitted IT power now [W]."""
+        return min(self.limits_w.values())
 
     def ups_mode_at_s(self, t_s: float) -> str:
         """The UPS mode at simulation time ``t_s`` [s] (a change applies from its instant)."""
@@ -143,24 +207,30 @@ class PowerChain(Component):
         return flow
 
     def processes(self):
-        if self.ups_changes_s:
-            yield self._ups_switches()
+        if self._stage_times_s:
+            yield self._chain_stages()
 
-    def _ups_switches(self):
-        """At each of the chain's dated UPS mode changes: the mode and the admission limits
-        of the new mode from then on (``ups_mode``); racks are admitted again when a limit
-        moved (bypass lifts the UPS's)."""
+    def _chain_stages(self):
+        """At each of the chain's dated stages that moves a limit: the UPS mode (``ups_mode``)
+        and the admission limits from then on (bypass lifts the UPS's; the utility service's
+        follows its kVA and the UPS loss); racks are admitted again, once, when the tightest
+        limit moved."""
         e = self.e
-        for t, mode, date in self.ups_changes_s:
+        ups_at = {t: (mode, date) for t, mode, date in self.ups_changes_s}
+        cap = min(self.limits_at_s(0.0)[0].values())
+        for t in self._stage_times_s:
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
-            old, cap = self.ups_mode, self.chain_capacity_w
-            self.ups_mode = mode
-            self._set_limits(mode)
-            e.log("ups_mode", "ups", f"{old} -> {mode} from {date} (site.power.chain.stages): UPS loss "
-                  + ("none" if mode == "bypass" else "on its curve")
-                  + ("; grid sags reach the PSUs" if mode == "bypass" else "; sags ridden through on battery"))
+            if t in ups_at:
+                old, (mode, date) = self.ups_mode, ups_at[t]
+                self.ups_mode = mode
+                e.log("ups_mode", "ups", f"{old} -> {mode} from {date} (site.power.chain.stages): UPS loss "
+                      + ("none" if mode == "bypass" else "on its curve")
+                      + ("; grid sags reach the PSUs" if mode == "bypass" else "; sags ridden through on battery"))
+            # the limits follow the clock (limits_at_s); the ramp may have admitted at this
+            # instant already, and admitting again then powers nothing more
             if self.chain_capacity_w != cap:
+                cap = self.chain_capacity_w
                 e.ramp.admit()
 
     def binding_limit(self) -> tuple[str, float]:
