@@ -1,7 +1,9 @@
 """The run admits racks against the utility service (``site.power.chain.utility``), the limit
 ``twin capacity`` computes from it (HUS, audit follow-up).
 
-Figures by hand: Blue Vela's service is 3,750 kVA x pf 0.95 = 3,562.5 kW, and its chain puts
+Figures by hand, on Blue Vela with the 3,750 kVA service it carried until 2 Dec 2026 (``OLD``; the
+shipped 3,900 kVA carries the plan's last stage, as seed 000 says the plan did, and
+``test_the_shipped_service_carries_the_plan`` checks it): that service is 3,750 kVA x pf 0.95 = 3,562.5 kW, and its chain puts
 the mechanical plant and 80 kW of house loads on it. The plant is the one the run uses (the
 physical plant at the 33 C design day, tests/power/test_feed_limits.py by hand): ``f(P) = F0 +
 M P`` with ``M = 0.01 + 1.01 (33/112.5 + 0.01) = 0.316367`` and ``F0 = 150 kW x (1 + 33/112.5
@@ -34,6 +36,8 @@ from twin.sim.engine import Engine
 ROOT = Path(__file__).resolve().parents[2]
 BV = ROOT / "scenarios" / "blue_vela.yaml"
 NEW_BUILD = ROOT / "scenarios" / "sites" / "new_build_hall.yaml"
+#: Blue Vela with a service that binds: the 3,750 kVA it carried until 2 Dec 2026
+OLD = ["site.power.chain.utility.kva=3750"]
 QUIET = ["site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0",
          "site.power.grid.feed_outage_rate_per_year=0"]
 #: the physical plant at the 33 C design day, by hand (module docstring)
@@ -49,7 +53,7 @@ def events(res, kind):
 
 
 def test_the_service_limit_by_hand():
-    lim = utility_it_limits_w(twin.load_scenario(BV))
+    lim = utility_it_limits_w(twin.load_scenario(BV, OLD))
     assert [d for d, _, _ in lim] == [dt.date(2024, 1, 1), dt.date(2024, 3, 15), dt.date(2024, 6, 1),
                                       dt.date(2024, 9, 1)]
     assert BYPASS_KW == pytest.approx(2_497.02, abs=0.01)
@@ -57,11 +61,11 @@ def test_the_service_limit_by_hand():
     assert lim[-1][2] == BYPASS_NAME
     # in line, the UPS loss at that load comes off too (and heats the hall): 2,416.9 kW
     assert lim[0][1] == pytest.approx(2_416.89e3, abs=10.0) and "less the UPS loss" in lim[0][2]
-    assert int(np.floor(BYPASS_KW / (rack_figures_w(twin.load_scenario(BV))["worst_case_w"] / 1e3))) == 125
+    assert int(np.floor(BYPASS_KW / (rack_figures_w(twin.load_scenario(BV, OLD))["worst_case_w"] / 1e3))) == 125
 
 
 def test_twin_capacity_lists_the_same_limit():
-    s = twin.load_scenario(BV)
+    s = twin.load_scenario(BV, OLD)
     rep = capacity_report(s)
     lim = utility_it_limits_w(s)
     mech = mechanical_w_fn(s, s.site.power.chain)
@@ -75,8 +79,8 @@ def test_twin_capacity_lists_the_same_limit():
 @pytest.fixture(scope="module")
 def september():
     # the last week of August and the first days of September: every rack delivered
-    return twin.simulate(twin.load_scenario(BV, ["simulation.start=2024-08-25", "simulation.duration_days=10",
-                                                 *QUIET]))
+    return twin.simulate(twin.load_scenario(BV, [*OLD, "simulation.start=2024-08-25",
+                                                 "simulation.duration_days=10", *QUIET]))
 
 
 def test_september_admits_the_racks_capacity_says(september):
@@ -85,7 +89,7 @@ def test_september_admits_the_racks_capacity_says(september):
     powered = res.dataset.gpus_powered.values
     switch = np.datetime64("2024-09-01T00:00:00")
     assert powered[t < switch].max() == 110 * 16            # the plan's 2,200 kW binds in August
-    racks = capacity_report(twin.load_scenario(BV))["stages"][-1]["racks_at_worst_case"]
+    racks = capacity_report(twin.load_scenario(BV, OLD))["stages"][-1]["racks_at_worst_case"]
     assert powered[t >= switch].min() == powered[t >= switch].max() == racks * 16 == 125 * 16
     stage = events(res, "power_stage")
     assert stage.time.tolist()[-1] == "2024-09-01T00:00:00.000"
@@ -115,9 +119,11 @@ def test_a_service_that_binds_from_the_start():
 
 
 def test_a_dated_service_upgrade_lifts_the_limit_mid_run():
-    # new_build_hall: 3,500 kVA at hand-over (2,171 kW of IT below the plan's 2,200 kW: 108
+    # new_build_hall with its hand-over plan at 2,200 kW (as shipped until 2 Dec 2026; now 2,170 kW,
+    # what the service carries): 3,500 kVA at hand-over (2,171 kW of IT below the plan: 108
     # racks), 7,000 kVA from 2024-07-15 (the plan's 3,000 kW binds again: all 128)
-    s = twin.load_scenario(NEW_BUILD, ["simulation.start=2024-07-01", "simulation.duration_days=20", *QUIET])
+    s = twin.load_scenario(NEW_BUILD, ["simulation.start=2024-07-01", "simulation.duration_days=20",
+                                       "site.power.plan.0.it_power_kw=2200", *QUIET])
     e = Engine(s)
     lim = utility_it_limits_w(s)
     assert [(t, w) for t, w, _ in e.power.utility_changes_s] == [(0.0, lim[0][1]), (14 * 86400.0, lim[1][1])]
@@ -130,12 +136,29 @@ def test_a_dated_service_upgrade_lifts_the_limit_mid_run():
 
 
 def test_validate_notes_a_plan_above_the_service():
-    notes = utility_plan_notes(twin.load_scenario(BV))
+    notes = utility_plan_notes(twin.load_scenario(BV, OLD))
     assert notes == [("site.power.plan.3.it_power_kw",
                       f"2585 kW from 2024-09-01 is above the {BYPASS_KW:.0f} kW of IT {BYPASS_NAME} carries then "
                       "(`twin capacity`): a run admits racks against the service, 125 at worst case")]
     assert utility_plan_notes(twin.load_scenario(BV, ["site.power.chain.utility.kva=4000"])) == []
-    assert utility_plan_notes(twin.load_scenario(BV, ["site.power.chain.stages_set_plan=true"])) == []
+    assert utility_plan_notes(twin.load_scenario(BV, [*OLD, "site.power.chain.stages_set_plan=true"])) == []
+    assert utility_plan_notes(twin.load_scenario(BV)) == []
+    assert utility_plan_notes(twin.load_scenario(NEW_BUILD)) == []
+    assert [k for k, _ in utility_plan_notes(twin.load_scenario(NEW_BUILD, ["site.power.plan.0.it_power_kw=2200"]))] \
+        == ["site.power.plan.0.it_power_kw"]
+
+
+def test_the_shipped_service_carries_the_plan():
+    # seed 000: the nine-month plan was made to fully meet Blue Vela's need. The shipped 3,900 kVA
+    # service carries the plan's last stage at worst case (all 128 racks) and keeps the bypass's
+    # gain over the as-built stage at "about 70 %" (x1.6-1.8): (3,900 x 0.95 - 80 - F0) / (1 + M)
+    s = twin.load_scenario(BV)
+    lim = utility_it_limits_w(s)
+    by_hand = (3900 * 0.95 - 80 - F0_KW) / (1 + M)
+    assert lim[-1][1] == pytest.approx(by_hand * 1e3, abs=1e-2) and by_hand == pytest.approx(2_605.28, abs=0.01)
+    rep = capacity_report(s)["stages"]
+    assert rep[-1]["racks_at_worst_case"] == 128
+    assert 1.6 <= rep[-1]["it_capacity_kw"] / rep[0]["it_capacity_kw"] <= 1.8
 
 
 def test_without_a_typed_service_the_limits_are_the_others():
