@@ -24,9 +24,12 @@ def peak_sample_fields(engine, results) -> dict[str, xr.Dataset]:
     :func:`twin.thermal.steady_field`). Every cooling unit runs. The Dataset carries ``time``
     of the sample, ``hall``, ``model``, ``rack_airflow`` (what the racks blow) and
     ``run_inlet_max_diff_k`` (largest |field - run| rack inlet at the sample [K]: the run's
-    inlets are its recirculation matrix's, linear in the heat; a buoyant matrix is derived at
-    each airflow knot's heat, so an open hall's full solve at the sample's heat can differ by
-    a few kelvin) in its attrs.
+    inlets are its recirculation matrix's, linear in the heat; with every unit running a
+    buoyant matrix is interpolated between knots derived at a uniform airflow over the racks
+    and at each knot's fan-law heat. The heat costs at most 0.3 K; the uniform airflow
+    costs nothing measurable in the shipped halls (0.01 K) but 2-3.5 K in an under-supplied
+    hall whose busy racks draw more than their share of the supply; helper HBZ, 2 Dec 2026,
+    tests/sim/test_buoyant_heat_scaling.py) in its attrs.
     """
     ds = results.dataset
     i = int(np.argmax(ds.facility_it_power_w.values))
@@ -55,8 +58,9 @@ def peak_sample_fields(engine, results) -> dict[str, xr.Dataset]:
         f.attrs["rack_airflow"] = AIRFLOW_OF_RUN if run_airflow else AIRFLOW_DESIGN
         if "rack_inlet_c" in ds:
             # the run's inlets come from its recirculation matrix (linear in the heat; under
-            # recirculation: buoyant derived at each airflow knot's heat), this field from a
-            # full solve at the sample's heat: say by how much they differ
+            # recirculation: buoyant derived at each airflow knot's uniform airflow and heat),
+            # this field from a full solve at the sample's heat and airflow: say by how much
+            # they differ
             run_c = np.asarray(ds.rack_inlet_c.values[i][model.idx], float)
             d = np.abs(f["rack_inlet_temp"].values - run_c)
             f.attrs["run_inlet_max_diff_k"] = float(np.nanmax(d)) if np.isfinite(d).any() else float("nan")

@@ -16,6 +16,15 @@ are exactly constant in s; in a real layout they change slowly. The model it ret
 carries the airflow it was asked for (``rack_airflow_m3_s``), so the heat balance of each
 rack (exhaust = inlet + Q / (rho cp V)) and the recirculation use the same airflow.
 :func:`airflow_changed` says when the airflow has moved enough to ask again.
+
+Limitation (measured, helper HBZ): the knots spread the airflow evenly over the racks, so a
+hall whose busy racks draw more than their share of the supply while the others idle is
+not seen starving. With supply to spare (the shipped halls) the interpolated model agrees
+with the buoyant field at the racks' own airflows within 0.01 K; in Blue Vela's hall with
+8 m3/s CRAHs during ramp-up (32 racks busy, 96 idle) it reads the busy racks' inlets 2.1 K
+low with enclosures and 3.2 K low without (worst 2.2 / 3.4 K;
+tests/sim/test_buoyant_heat_scaling.py). Deriving at every airflow state instead would
+cost about 1,400 derivations in Blue Vela's nine months.
 """
 
 from __future__ import annotations
