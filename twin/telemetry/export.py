@@ -3,6 +3,8 @@
 Every data variable with a ``time`` dimension becomes the metric family ``twin_<variable>``
 (a gauge) with ``# HELP`` (long name and units) and, when the name ends in a unit the
 OpenMetrics rule accepts as a suffix (``_w``, ``_c``, ``_fraction``, ``_s``), ``# UNIT``.
+Another prefix gets a separator (``dc1`` or ``dc1_`` gives ``dc1_<variable>``); ``twin
+compare`` recognises the file under any prefix (:func:`twin.telemetry.mapping.export_prefix`).
 Each rack/feed/rpp/job is a series with that label; every series also carries
 ``scenario`` and ``run`` (the first 12 hex digits of the scenario hash). Timestamps are
 seconds since 1970 UTC (the run's clock is UTC). NaN samples (a rack switched off has no
@@ -12,6 +14,7 @@ GPU temperature) are left out, as a meter that is off sends nothing.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,22 @@ def _fmt(x: float) -> str:
     return r[:-2] if r.endswith(".0") else r
 
 
+_PREFIX = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
+
+def metric_prefix(prefix: str) -> str:
+    """The prefix as written before each variable name: a separator ``_`` added when it
+    ends in neither ``_`` nor ``:`` (``dc1`` -> ``dc1_``, so the name stays readable and
+    the variable findable); '' stays ''. ValueError for a prefix that cannot start an
+    OpenMetrics metric name (letters, digits, ``_`` and ``:``, not starting with a digit)."""
+    if prefix == "":
+        return prefix
+    if not _PREFIX.match(prefix):
+        raise ValueError(f"metric name prefix {prefix!r}: use letters, digits, '_' and ':', "
+                         "not starting with a digit")
+    return prefix if prefix.endswith(("_", ":")) else prefix + "_"
+
+
 def _same_dimension(suffix: str, units: str) -> bool:
     from twin.telemetry.series import canonical_unit
     try:
@@ -41,7 +60,9 @@ def _same_dimension(suffix: str, units: str) -> bool:
 
 
 def openmetrics_families(ds, prefix: str = PREFIX):
-    """Yield the text of one metric family at a time (so a large run streams to disk)."""
+    """Yield the text of one metric family at a time (so a large run streams to disk);
+    ``prefix`` as :func:`metric_prefix` writes it."""
+    prefix = metric_prefix(prefix)
     t_ns = ds["time"].values.astype("datetime64[ns]").astype(np.int64)
     ts = [_fmt(x) for x in (t_ns / 1e9).tolist()]
     base = {"scenario": str(ds.attrs.get("scenario_name", "")),
@@ -80,8 +101,10 @@ def openmetrics_families(ds, prefix: str = PREFIX):
 def write_openmetrics(ds, path: str | Path, prefix: str = PREFIX) -> int:
     """Write the run's series to ``path`` (atomically: a temporary file renamed at the end).
 
-    Returns the number of metric families written.
+    Returns the number of metric families written. ValueError (before anything is written)
+    for a prefix no metric name can start with (:func:`metric_prefix`).
     """
+    prefix = metric_prefix(prefix)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")

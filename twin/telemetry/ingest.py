@@ -12,7 +12,8 @@ Formats:
   telemetry service's way of publishing timed readings (``MetricValues[].Timestamp``);
 * plain meter CSV: a ``timestamp`` column (ISO 8601, with or without an offset, or epoch
   seconds), one column per variable in SI units (``facility_total_power_w``) or with the unit
-  in brackets (``facility_power [kW]``), and optional text columns as labels (``rack``, ``feed``).
+  in brackets (``facility_total_power [kW]``, which ``twin compare`` matches to
+  ``facility_total_power_w`` in W), and optional text columns as labels (``rack``, ``feed``).
 
 Times are UTC: naive timestamps are read in ``timezone`` (an IANA name, default UTC).
 """
@@ -355,8 +356,10 @@ _BRACKET = re.compile(r"^\s*(.*?)\s*\[(.+)\]\s*$")
 def parse_meter_csv(text: str, source: str, *, timezone: str = "UTC") -> list[Series]:
     """A meter CSV: ``timestamp`` and one numeric column per variable.
 
-    The unit is in brackets (``facility_power [kW]``) or in the SI suffix of the name
-    (``_w``, ``_c``); text columns are labels (one series per distinct label set). Empty
+    The unit is in brackets (``feed_power [kW]``: the series ``feed_power`` in kW, which the
+    default mapping gives to the run's ``feed_power_w``, :func:`twin.telemetry.mapping.apply_mapping`)
+    or in the SI suffix of the name (``_w``, ``_c``); text columns are labels (one series per
+    distinct label set). Empty
     cells are NaN (rejected by the checks; a meter that skipped a reading leaves no row).
     """
     from io import StringIO

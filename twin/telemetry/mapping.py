@@ -24,8 +24,12 @@ YAML, validated (unknown keys are errors)::
         rate: true                 # a counter: its per-second rate (J -> W); a reset is an error
 
 Series no rule matches fall back to the twin's own names: ``twin_<variable>`` (what
-``twin export`` writes) or ``<variable>``, with a label named like each dimension
-(``rack``, ``feed``, ``rpp``, ``job``, ``cooling_unit``, ...).
+``twin export`` writes), ``<prefix><variable>`` of an export under another ``--prefix``
+(recognised by the ``scenario`` and ``run`` labels every exported series carries, the prefix
+found over the whole file), ``<variable>``, or a name without the variable's unit suffix
+whose unit is stated (the meter CSV column ``feed_power [kW]`` is ``feed_power_w``, converted
+kW -> W), with a label named like each dimension (``rack``, ``feed``, ``rpp``, ``job``,
+``cooling_unit``, ...).
 """
 
 from __future__ import annotations
@@ -135,10 +139,11 @@ def apply_mapping(series: list[Series], mapping: Mapping, ds,
     """
     groups: dict[tuple, Mapped] = {}
     unmapped: list[str] = []
+    prefix = export_prefix([s for s in series if not any(r.matches(s) for r in mapping.series)], ds)
     for s in series:
         rule = next((r for r in mapping.series if r.matches(s)), None)
         if rule is None:
-            rule = _default_rule(s, ds)
+            rule = _default_rule(s, ds, prefix)
         if rule is None:
             unmapped.append(s.key)
             continue
@@ -220,9 +225,60 @@ def _map_extra(s: Series, rule: Rule, target_unit: str, groups: dict) -> None:
     groups[key].members.append(Series(s.source, s.name, s.labels, s.t_ns, values, target_unit, "gauge", s.gaps))
 
 
-def _default_rule(s: Series, ds) -> Rule | None:
+#: The name suffix of a twin variable in each canonical unit (``rack_power_w``, ``rack_inlet_c``).
+SUFFIX_OF_UNIT = {"W": "_w", "degC": "_c", "1": "_fraction", "s": "_s"}
+#: Labels on every series ``twin export`` writes: a series carrying both is the twin's own.
+EXPORT_LABELS = ("scenario", "run")
+
+
+def _is_series_var(ds, name: str) -> bool:
+    return name in ds.data_vars and "time" in ds[name].dims
+
+
+def export_prefix(series: list[Series], ds) -> str | None:
+    """The metric-name prefix of a ``twin export`` file written with any ``--prefix``, or None.
+
+    Among the series carrying the export's labels (``scenario``, ``run``), each distinct name
+    that ends in a time-series variable of the run proposes the part before it as the prefix;
+    the prefix proposed by most names wins (ties: the shortest, i.e. the longest variable), so
+    that a variable that ends another one (``branch_load_fraction_max`` in
+    ``failover_branch_load_fraction_max``) cannot pick a wrong split.
+    """
+    names = {s.name for s in series if all(k in s.labels for k in EXPORT_LABELS)}
+    if not names:
+        return None
+    variables = [str(v) for v in ds.data_vars if _is_series_var(ds, str(v))]
+    votes: dict[str, int] = {}
+    for name in names:
+        for p in {name[:-len(v)] for v in variables if len(name) > len(v) and name.endswith(v)}:
+            votes[p] = votes.get(p, 0) + 1
+    if not votes:
+        return None
+    return min(votes, key=lambda p: (-votes[p], len(p)))
+
+
+def _own_variable(s: Series, ds, prefix: str | None = None) -> str | None:
+    """The run variable a series names without a mapping rule (module docstring), or None."""
     name = s.name[5:] if s.name.startswith("twin_") else s.name
-    if name not in ds.data_vars or "time" not in ds[name].dims:
+    if _is_series_var(ds, name):
+        return name
+    if prefix and s.name.startswith(prefix) and all(k in s.labels for k in EXPORT_LABELS):
+        own = s.name[len(prefix):]
+        if _is_series_var(ds, own):
+            return own
+    if s.unit:
+        try:
+            suffix = SUFFIX_OF_UNIT.get(canonical_unit(s.unit)[0])
+        except ValueError:
+            suffix = None   # an unknown unit: not a twin name (a rule must state the unit)
+        if suffix and _is_series_var(ds, name + suffix):
+            return name + suffix
+    return None
+
+
+def _default_rule(s: Series, ds, prefix: str | None = None) -> Rule | None:
+    name = _own_variable(s, ds, prefix)
+    if name is None:
         return None
     dims = {d: d for d in ds[name].dims if d != "time" and d in s.labels}
     own = s.unit is None or s.unit.lower() == name.rsplit("_", 1)[-1]
