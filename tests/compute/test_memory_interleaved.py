@@ -8,19 +8,22 @@ import pytest
 from reference_scripts import reference_script
 
 from twin.compute.memory import GIB, interleaved_chunks_in_flight, memory_per_gpu_bytes
+from twin.compute.schedules import schedule_microbatch_group
 
 
-def _schedule_states(pp, vpp, rank, m):
+def _schedule_states(pp, vpp, rank, m, group=None):
     """(chunk 0, ..., chunk vpp-1) micro-batches in flight after each forward from the warm-up's
-    end, stepping the schedule one pass at a time: forwards by groups of pp micro-batches a
-    chunk (chunk 0 for micro-batches 0..pp-1, chunk 1 for the same, ..., then the next group),
-    backwards in the same order with the chunks reversed; 2 (pp - rank - 1) + (vpp - 1) pp
-    warm-up forwards (all of them if fewer), then one forward and one backward a step.  A step
-    not a multiple of pp: the last group is the m mod pp micro-batches left, chunk by chunk
-    (Megatron-core's get_schedule_table)."""
-    order = [c for _ in range(m // pp) for c in range(vpp) for _ in range(pp)]
-    order += [c for c in range(vpp) for _ in range(m % pp)]
-    warmup = min(2 * (pp - rank - 1) + (vpp - 1) * pp, m * vpp)
+    end, stepping the schedule one pass at a time: forwards by groups of g micro-batches a
+    chunk (g = group, default pp: chunk 0 for micro-batches 0..g-1, chunk 1 for the same, ...,
+    then the next group; the last group the m mod g left, chunk by chunk, Megatron-core's
+    get_schedule_table), backwards in the same order with the chunks reversed; 2 (pp - rank -
+    1) + (vpp - 1) g warm-up forwards (all of them if fewer), then one forward and one backward
+    a step."""
+    g = pp if group is None else group
+    order = []
+    for first in range(0, m, g):
+        order += [c for c in range(vpp) for _ in range(min(g, m - first))]
+    warmup = min(2 * (pp - rank - 1) + (vpp - 1) * g, m * vpp)
     held = [0] * vpp
     for c in order[:warmup]:
         held[c] += 1
@@ -45,11 +48,12 @@ def test_chunks_in_flight_pp4_vpp2_by_hand():
     # Rank 0: warm-up c0 0-3, c1 0-3, c0 4-5; F c0 6 -> (7, 4); B c1 0, F c0 7 -> (8, 3);
     # B c1 1, F c1 4 -> (8, 3); ... B c0 0, F c1 7 -> (7, 4).
     # Rank 3 (the last): warm-up c0 0-3; F c1 0 -> (4, 1); ... B c1 3, F c0 8 -> (5, 0).
+    # Each distinct moment once, ascending (read from twin.compute.schedules' op order).
     got = [interleaved_chunks_in_flight(pp=4, vpp=2, rank=r) for r in range(4)]
     assert [set(g.sum(axis=1)) for g in got] == [{11}, {9}, {7}, {5}]
-    assert got[1].tolist() == [[5, 4], [6, 3], [7, 2], [8, 1], [8, 1], [7, 2], [6, 3], [5, 4]]
-    assert got[0].tolist() == [[7, 4]] + [[8, 3]] * 4 + [[7, 4]] * 3
-    assert {tuple(x) for x in got[3]} == {(4, 1), (5, 0)}
+    assert got[1].tolist() == [[5, 4], [6, 3], [7, 2], [8, 1]]
+    assert got[0].tolist() == [[7, 4], [8, 3]]
+    assert got[3].tolist() == [[4, 1], [5, 0]]
     # a step of pp micro-batches runs every forward before the first backward on ranks 0, 1
     # (warm-up 10 and 8 >= the step's 8 chunks), not on ranks 2 and 3
     m4 = [interleaved_chunks_in_flight(pp=4, vpp=2, rank=r, microbatches=4) for r in range(4)]
@@ -62,12 +66,16 @@ def test_chunks_in_flight_pp4_vpp2_by_hand():
 
 @pytest.mark.parametrize("pp, vpp", [(2, 2), (2, 5), (3, 2), (4, 3), (8, 4)])
 def test_chunks_in_flight_match_the_schedule_stepped_one_pass_at_a_time(pp, vpp):
-    # steps not a multiple of pp too (Megatron-core refuses them with its default group size;
-    # the twin counts the schedule table it would build)
+    # steps not a multiple of pp too: Megatron-core refuses its default group's short last
+    # group, so the step model runs them in the smallest group it accepts, and the memory model
+    # counts that schedule (schedule_microbatch_group; until HMS the default group's table)
     for m, rank in itertools.product((pp, 2 * pp, 3 * pp, 8 * pp, pp + 1, 2 * pp + 1, 3 * pp - 1,
                                       5 * pp + pp // 2), range(pp)):
         got = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=rank, microbatches=m)
-        assert {tuple(x) for x in got} == _schedule_states(pp, vpp, rank, m)
+        group = schedule_microbatch_group(pp, vpp, m)
+        assert (group is None) == (m % pp == 0)
+        assert {tuple(x) for x in got} == _schedule_states(pp, vpp, rank, m, group)
+        assert got.tolist() == sorted(got.tolist())  # distinct, ascending
 
 
 # a dense model, pp 4, vpp 2, 16 layers (4 a rank, 2 a chunk), one micro-batch of 128 tokens;
@@ -91,6 +99,14 @@ def test_every_rank_in_flight_with_interleaving_by_hand():
           for r in range(4)]
     assert m4 == [4 * layer_mb + 4 * 2 * 128 * 256, 4 * layer_mb, 3.5 * layer_mb,
                   2.5 * layer_mb]
+    # a step of 6 micro-batches runs in groups of 6 (pp 4 does not divide it; the smallest
+    # group Megatron-core accepts, as the step model times it): 12, 11, 9, 7 chunks in flight
+    # (the test above), 6, 5.5, 4.5, 3.5 micro-batches, chunk 0 holding 6 on rank 0 (until HMS
+    # the default group's 5.5, 4.5, 3.5, 2.5 and an embedding output at 6)
+    m6 = [memory_per_gpu_bytes(**DENSE, microbatches=6, pipeline_rank=r).activations
+          for r in range(4)]
+    assert m6 == [6 * layer_mb + 6 * 2 * 128 * 256, 5.5 * layer_mb, 4.5 * layer_mb,
+                  3.5 * layer_mb]
     # 1F1B (vpp 1): 4, 3, 2, 1 micro-batches
     one = [memory_per_gpu_bytes(**dict(DENSE, vpp=1), pipeline_rank=r).activations
            for r in range(4)]
@@ -200,19 +216,24 @@ def test_chunk_counts_sum_to_the_warm_up_plus_one_and_never_pass_the_step():
             if m is not None:
                 want = min(want, m * vpp)
             assert np.all(got.sum(axis=1) == want) and np.all(got >= 0)
-    # a step not a multiple of pp (Megatron-core refuses it with its default group size): the
-    # schedule table's last group is micro-batches 4, 5 (chunk 0, then chunk 1), so rank 0's
-    # 10 warm-up forwards are chunk 0 0-3, chunk 1 0-3, chunk 0 4-5 (6, 4) and the first steady
-    # forward, chunk 1 4, makes (6, 5): W + 1 = 11 chunks as for any step, no chunk above the
-    # step's 6 (until HU4 the closed form capped at 6 counted forwards that do not exist,
-    # (6, 4) and (6, 3), 10 chunks)
-    for m in (6, 5, 7, 9, 11):
+    # a step not a multiple of pp: Megatron-core refuses the default group's short last group
+    # (1 .. pp - 1 micro-batches), so the step and the memory model run the smallest group it
+    # accepts, g = 6, 5, 7, 5, 6 for m = 6, 5, 7, 9, 11 (9 mod 5 = 4 >= pp), and the warm-up is
+    # W = 2 (pp - r - 1) + (vpp - 1) g: W + 1 chunks a moment, at most the step's m vpp, no chunk
+    # above the step's m
+    for m, g in ((6, 6), (5, 5), (7, 7), (9, 5), (11, 6)):
+        assert schedule_microbatch_group(4, 2, m) == g
         for r in range(4):
             got = interleaved_chunks_in_flight(pp=4, vpp=2, rank=r, microbatches=m)
-            want = min(2 * (4 - r - 1) + 4 + 1, 2 * m)
+            want = min(2 * (4 - r - 1) + g + 1, 2 * m)
             assert np.all(got.sum(axis=1) == want) and got.max() <= m
-    got = interleaved_chunks_in_flight(pp=4, vpp=2, rank=0, microbatches=6)
-    assert got.tolist() == [[6, 5]]
+    # m 6, g 6: rank 0's W = 6 + 6 = 12 = m vpp, every forward before the first backward (6, 6)
+    # (until HMS the default group: the last group micro-batches 4, 5, W 10, (6, 5)); the last
+    # rank's W = 6 is chunk 0 for micro-batches 0-5, then each step's forward runs chunk 1 and
+    # its backward frees it: (6, 1) (was (4, 1) and (5, 0))
+    got = [interleaved_chunks_in_flight(pp=4, vpp=2, rank=r, microbatches=6).tolist()
+           for r in range(4)]
+    assert got == [[[6, 6]], [[6, 5]], [[6, 3]], [[6, 1]]]
 
 
 def test_expert_tensor_parallel_sizes_megatron_core_accepts():

@@ -1,6 +1,7 @@
 """The (interleaved) 1F1B op order and its replay (twin/compute/schedules.py): the bubble of
-equal chunks is the SC21 closed form, 1F1B's ``(pp - 1)`` stage times, the order is the one the
-memory model reads, and the makespan behaves as a longest path does."""
+equal chunks is the SC21 closed form, 1F1B's ``(pp - 1)`` stage times, the memory model's
+micro-batches in flight are read from the order the step runs (its group too), and the makespan
+behaves as a longest path does."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from twin.compute.schedules import (
     interleaved_rank_order,
     interleaved_schedule_s,
     megatron_microbatch_group,
+    schedule_microbatch_group,
 )
 
 
@@ -59,24 +61,67 @@ def test_order_follows_megatron_cores_table():
         assert [d for d, _, _ in steady] == [0, 1] * (10 - warm)
 
 
-@pytest.mark.parametrize("pp, vpp, m", [(4, 2, 8), (4, 2, 6), (4, 3, 5), (8, 4, 16),
-                                        (4, 2, 16), (2, 3, 3)])
-def test_order_is_the_memory_models_in_flight_table(pp, vpp, m):
-    # after each steady forward, chunk v holds its forwards minus its backwards: the rows of
-    # twin.compute.memory.interleaved_chunks_in_flight (one period of them when pp divides m)
+def _closed_form_in_flight(pp: int, vpp: int, m: int, rank: int) -> set:
+    """SC21 / Megatron-core's interleaved schedule with pp dividing m, written independently
+    of the op order (the memory model's own encoding until HMS): after n forwards and t
+    backwards chunk v holds F_v(n) - B_v(t), F_v(n) = pp floor(n / pp vpp) + clip(n mod pp vpp
+    - v pp, 0, pp), B_v(t) = F_{vpp-1-v}(t); warm-up W = 2 (pp - rank - 1) + (vpp - 1) pp."""
+    w = min(2 * (pp - rank - 1) + (vpp - 1) * pp, m * vpp)
+    if w == m * vpp:
+        return {(float(m),) * vpp}
+    v = np.arange(vpp)
+
+    def f(n: int) -> np.ndarray:
+        return pp * (n // (pp * vpp)) + np.clip(n % (pp * vpp) - v * pp, 0, pp)
+    return {tuple(map(float, f(w + 1 + k) - f(k)[::-1])) for k in range(m * vpp - w)}
+
+
+@pytest.mark.parametrize("pp, vpp, m", [(4, 2, 8), (4, 2, 16), (8, 4, 16), (8, 4, 24),
+                                        (3, 5, 9), (16, 8, 32), (2, 3, 6), (6, 2, 30)])
+def test_the_memory_models_in_flight_table_is_the_closed_form(pp, vpp, m):
+    # pp divides m: the moments read from the op order (twin.compute.memory's table) are the
+    # closed form's, every rank, and with m None (the pipeline full) one period of them
     for rank in range(pp):
-        ops = interleaved_rank_order(pp, vpp, m, rank)
-        warm = next((j for j, op in enumerate(ops) if op[0] == 1), len(ops)) - 1
-        if warm + 1 >= len(ops) or ops[warm + 1][0] == 0:
-            continue
-        held = np.zeros(vpp)
-        rows = set()
-        for j, (d, v, _) in enumerate(ops):
-            held[v] += -1 if d else 1
-            if d == 0 and j >= warm:
-                rows.add(tuple(held))
         table = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=rank, microbatches=m)
-        assert rows == {tuple(x) for x in table}
+        assert {tuple(x) for x in table} == _closed_form_in_flight(pp, vpp, m, rank)
+        full = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=rank)
+        assert {tuple(x) for x in full} == _closed_form_in_flight(pp, vpp, 8 * pp, rank)
+
+
+@pytest.mark.parametrize("pp, vpp, m", [(4, 2, 6), (4, 3, 5), (2, 3, 3), (8, 4, 12),
+                                        (8, 4, 15), (4, 2, 9), (6, 3, 4)])
+def test_the_memory_model_counts_the_order_the_step_runs(pp, vpp, m):
+    # pp not dividing m: the step runs the smallest group Megatron-core accepts
+    # (schedule_microbatch_group; m < pp: the default, one group), and the memory model counts
+    # that order's chunks in flight, not the default group's
+    group = schedule_microbatch_group(pp, vpp, m)
+    assert group == (megatron_microbatch_group(pp, vpp, m) if m >= pp else None)
+    moved = False
+    for rank in range(pp):
+        rows = {}
+        for g in (group, None):
+            ops = interleaved_rank_order(pp, vpp, m, rank, g)
+            first_b = next(j for j, op in enumerate(ops) if op[0] == 1)
+            held = np.zeros(vpp)
+            rows[g] = set()
+            for j, (d, v, _) in enumerate(ops):
+                held[v] += -1 if d else 1
+                if d == 0 and j >= first_b - 1:
+                    rows[g].add(tuple(held))
+        table = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=rank, microbatches=m)
+        assert {tuple(x) for x in table} == rows[group]
+        moved |= rows[group] != rows[None]
+    assert moved == (m >= pp)  # m < pp: the same single group
+
+
+def test_schedule_microbatch_group():
+    # the default when pp divides m or m < pp, else Megatron-core's smallest accepted group
+    assert schedule_microbatch_group(8, 4, 16) is None
+    assert schedule_microbatch_group(8, 4, 5) is None
+    assert schedule_microbatch_group(8, 4, 12) == 12
+    assert schedule_microbatch_group(16, 2, 72) == 18
+    assert schedule_microbatch_group(4, 2, 9) == 5  # 9 mod 5 = 4 >= pp
+    assert schedule_microbatch_group(4, 1, 9) is None  # no groups without interleaving
 
 
 def test_a_short_last_group_can_deadlock_and_megatrons_group_runs():

@@ -76,7 +76,12 @@ One pipeline stage's share on one GPU, as bytes [B]:
   above, while what sits in one chunk only counts at that chunk's own count, so the
   embedding output (chunk 0 of rank 0: early chunks hold more micro-batches than the mean)
   and the MTP modules (the last rank's last chunk: about one) are not taken at the rank's
-  mean (the twin's figures until HU4).
+  mean (the twin's figures until HU4).  The counts are read from the op order the step model
+  replays (:mod:`twin.compute.schedules`), in the same micro-batch group: ``pp`` when it
+  divides ``m``, else the smallest group ``g`` Megatron-core accepts (it refuses a last group
+  of 1 .. ``pp - 1``), whose warm-up is ``2 (pp - j - 1) + (vpp - 1) g`` forwards, so such a
+  step holds more than the figures above (until HMS the memory model counted the default
+  group's order, which Megatron-core does not run).
 * **DualPipe** (``pipeline_schedule="dualpipe"``; DeepSeek-V3 Technical Report arXiv
   2412.19437 sec. 3.2.1 and Table 2, deepseek-ai/DualPipe): rank ``j`` holds stages ``s =
   min(j, pp-1-j)`` and ``pp-1-s`` (``DualPipe``'s two modules, ``examples/example_dualpipe.py``),
@@ -138,6 +143,7 @@ from twin.compute.pipeline_layout import (
     even_pipeline_layout,
     parse_pipeline_layout,
 )
+from twin.compute.schedules import interleaved_in_flight, schedule_microbatch_group
 
 #: bytes per GiB
 GIB = 2.0**30
@@ -373,27 +379,30 @@ def saved_bytes_per_token_layer(*, hidden: int, heads: int, kv_heads: int, seq_l
 def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
                                  microbatches: int | None = None) -> np.ndarray:
     """Micro-batches in flight on pipeline rank ``rank``, by model chunk, at each moment a
-    forward has just run from the end of the warm-up on [-], shape ``(moments, vpp)``.
+    forward has just run from the end of the warm-up on [-], shape ``(moments, vpp)``: read
+    from the op order the step model replays
+    (:func:`twin.compute.schedules.interleaved_in_flight` of
+    :func:`twin.compute.schedules.interleaved_rank_order`), each distinct moment once, in
+    ascending order.
 
     Megatron-core's interleaved schedule (``schedules.py``: ``get_pp_rank_microbatches``,
-    ``get_schedule_table``, ``forward_backward_pipelining_with_interleaving``) runs
-    ``W = 2 (pp - rank - 1) + (vpp - 1) pp`` warm-up forwards (all ``m vpp`` if fewer), then
-    forward ``W + k`` and backward ``k`` in each steady step.  Forward ``n`` runs chunk
-    ``(n mod pp vpp) // pp`` (groups of ``pp`` micro-batches a chunk), backward ``n`` chunk
-    ``vpp - 1 -`` that, so after ``n`` forwards and ``t`` backwards chunk ``v`` holds
-    ``F_v(n) - B_v(t)`` micro-batches: ``F_v(n) = pp floor(n / pp vpp) + clip(n mod pp vpp -
-    v pp, 0, pp)``, ``B_v(t)`` alike for chunk ``vpp - 1 - v``.  Each moment holds ``W + 1``
-    chunks in all; the mix repeats every ``pp vpp`` steps, so one period is returned.  The
-    cooldown only frees chunks.  Without interleaving (``vpp = 1``, or ``pp = 1``) one chunk,
-    ``pp - rank`` micro-batches (1F1B), one with ``pp = 1``.  Never more than the step's
-    ``microbatches`` of a chunk (None: the pipeline is full).  ``microbatches`` not a multiple
-    of ``pp``: Megatron-core's ``get_schedule_table`` makes the last group the ``m mod pp``
-    micro-batches left (chunk 0 for them, then chunk 1, ...), and every moment of that table
-    is returned (forward ``n``'s chunk read from it, backward ``n``'s the reverse); with its
-    default group of ``pp`` Megatron-core refuses such a step (a last group of fewer than
-    ``pp``: ``forward_backward_pipelining_with_interleaving``), so this is the schedule it
-    would run, not one it runs.  The array is read-only (cached: every memory estimate asks for
-    each rank's).
+    ``get_schedule_table``, ``forward_backward_pipelining_with_interleaving``) runs the
+    forwards in groups of ``g`` micro-batches a chunk with ``W = 2 (pp - rank - 1) + (vpp - 1)
+    g`` warm-up forwards (all ``m vpp`` if fewer), then forward ``W + k`` and backward ``k`` in
+    each steady step; a moment holds ``W + 1`` chunks in all (``m vpp`` when every forward runs
+    first).  The group is the step model's
+    (:func:`~twin.compute.schedules.schedule_microbatch_group`): ``pp`` when it divides ``m``
+    or ``m < pp`` (one group), else the smallest group Megatron-core accepts
+    (:func:`~twin.compute.schedules.megatron_microbatch_group`; its default group's short last
+    group of ``m mod pp`` is refused), so the memory model counts the schedule the step model
+    times.  With ``g = pp`` chunk ``v`` holds ``F_v(n) - B_v(t)`` after ``n`` forwards and
+    ``t`` backwards, ``F_v(n) = pp floor(n / pp vpp) + clip(n mod pp vpp - v pp, 0, pp)``,
+    ``B_v`` alike for chunk ``vpp - 1 - v``, a mix that repeats every ``pp vpp`` steps.
+    ``microbatches`` None (the pipeline full, as in a long step): the order of ``3 pp``
+    micro-batches, whose ``2 pp vpp - pp + 2`` or more steady steps hold one whole period and
+    nothing else.  Without interleaving (``vpp = 1``, or ``pp = 1``) one chunk, 1F1B: ``pp -
+    rank`` micro-batches (one with ``pp = 1``), at most ``m``.  The array is read-only (cached:
+    every memory estimate asks for each rank's).
     """
     return _chunks_in_flight(int(pp), int(vpp), int(rank),
                              None if microbatches is None else int(microbatches))
@@ -402,37 +411,17 @@ def interleaved_chunks_in_flight(*, pp: int, vpp: int, rank: int,
 @functools.lru_cache(maxsize=4096)
 def _chunks_in_flight(pp: int, vpp: int, rank: int, m: int | None) -> np.ndarray:
     """:func:`interleaved_chunks_in_flight`, read-only."""
-    out = _chunks_in_flight_table(pp, vpp, rank, m)
+    v = 1 if pp == 1 else vpp  # one rank interleaves nothing
+    m_run = 3 * pp if m is None else m
+    rows = interleaved_in_flight(pp, v, m_run, rank, schedule_microbatch_group(pp, v, m_run))
+    # distinct moments, ascending (np.unique(rows, axis=0), about 10x faster through lexsort):
+    # a step of m micro-batches has ~m vpp moments and a few dozen distinct ones
+    rows = rows[np.lexsort(rows.T[::-1])]
+    keep = np.ones(len(rows), dtype=bool)
+    keep[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    out = rows[keep].astype(float)
     out.setflags(write=False)
     return out
-
-
-def _chunks_in_flight_table(pp: int, vpp: int, rank: int, m: int | None) -> np.ndarray:
-    if vpp == 1 or pp == 1:
-        n = float(pp - rank)
-        return np.array([[n if m is None else min(n, float(m))]])
-    group = pp * vpp
-    warmup = 2 * (pp - rank - 1) + (vpp - 1) * pp
-    if m is not None and warmup >= m * vpp:  # every forward runs before the first backward
-        return np.full((1, vpp), float(m))
-    if m is not None and m % pp:  # the schedule table itself, its last group m mod pp
-        full, rest = divmod(m, pp)
-        order = np.concatenate([np.repeat(np.tile(np.arange(vpp), full), pp),
-                                np.repeat(np.arange(vpp), rest)])
-        seen = np.zeros((m * vpp + 1, vpp))  # forwards of each chunk after n of them
-        seen[1:] = np.cumsum(order[:, None] == np.arange(vpp)[None, :], axis=0)
-        k = np.arange(m * vpp - warmup)
-        # after forward warmup + 1 + k and backward k (backward n runs chunk vpp-1 - order[n])
-        return np.unique(seen[warmup + 1 + k] - seen[k][:, ::-1], axis=0)
-    steps = group if m is None else min(group, m * vpp - warmup)
-    t = np.arange(steps)[:, None]
-    v = np.arange(vpp)[None, :]
-    done = warmup + 1 + t
-    fwd = pp * (done // group) + np.clip(done % group - v * pp, 0, pp)
-    bwd = pp * (t // group) + np.clip(t % group - (vpp - 1 - v) * pp, 0, pp)
-    if m is not None:
-        fwd = np.minimum(fwd, m)
-    return (fwd - bwd).astype(float)
 
 
 def memory_per_gpu_bytes(
@@ -839,9 +828,9 @@ def memory_per_gpu_bytes(
             per_chunk = layout_chunk_bytes(j)
             if interleaved:
                 # each chunk at its own micro-batches in flight, the peak over the schedule
-                # (Megatron-core's interleaved schedule: (pp - j - 1) 2 + (vpp - 1) pp warm-up
-                # forwards of a 1/vpp chunk and one more before the first backward,
-                # interleaved_chunks_in_flight; capped at the step's micro-batches)
+                # (interleaved_chunks_in_flight: the step model's op order and group, warm-up
+                # 2 (pp - j - 1) + (vpp - 1) g forwards of a 1/vpp chunk and one more before the
+                # first backward; capped at the step's micro-batches)
                 counts = interleaved_chunks_in_flight(pp=pp, vpp=vpp, rank=j,
                                                       microbatches=microbatches)
                 acts = tokens * float((counts @ per_chunk).max())

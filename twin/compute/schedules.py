@@ -9,14 +9,13 @@ no code taken from them.
 
 Each of the ``pp`` ranks holds ``vpp`` model chunks; rank ``r``'s chunk ``v`` is virtual stage
 ``v pp + r`` (layer order is chunk-major).  A rank runs ``m vpp`` forwards and as many backwards
-in this order (:func:`interleaved_rank_order`):
+in this order (:func:`interleaved_rank_ops`, :func:`interleaved_rank_order`):
 
 * the forward table: micro-batches in groups of ``group`` (Megatron-core's
   ``microbatch_group_size_per_vp_stage``, default ``pp``): chunk 0 for the group's
   micro-batches, then chunk 1, ..., chunk ``vpp - 1``, then the next group; the last group is
-  the ``m mod group`` micro-batches left when ``group`` does not divide ``m`` (as
-  :func:`twin.compute.memory.interleaved_chunks_in_flight` reads it).  Backward ``k`` runs
-  forward ``k``'s micro-batch on chunk ``vpp - 1 -`` its chunk;
+  the ``m mod group`` micro-batches left when ``group`` does not divide ``m``.  Backward ``k``
+  runs forward ``k``'s micro-batch on chunk ``vpp - 1 -`` its chunk;
 * warm-up: ``W = 2 (pp - r - 1) + (vpp - 1) group`` forwards (interleaved) or ``pp - r - 1``
   (1F1B, ``vpp = 1``), at most ``m vpp``; then forward ``W + k`` and backward ``k`` for each
   steady step ``k``; then the remaining backwards (cool-down).
@@ -31,8 +30,12 @@ Megatron-core refuses a last group of 1 .. ``pp - 1`` micro-batches ("dependency
 and ``m`` below ``group``; with the default group such an order can deadlock under these
 dependencies (pp 8, vpp 4, m 12: rank 0's warm-up needs a forward that the last rank runs
 only after a backward that waits for rank 0).  :func:`interleaved_program` raises
-:class:`ScheduleDeadlock` for those; the step model then takes the smallest group Megatron-core
-accepts (:func:`megatron_microbatch_group`).
+:class:`ScheduleDeadlock` for those; the twin runs such a step in the smallest group
+Megatron-core accepts (:func:`schedule_microbatch_group`, :func:`megatron_microbatch_group`).
+
+The memory model counts each chunk's micro-batches in flight on this order with that group
+(:func:`interleaved_in_flight`, read by :func:`twin.compute.memory.interleaved_chunks_in_flight`),
+so the step and the memory model run one schedule.
 """
 
 from __future__ import annotations
@@ -63,31 +66,78 @@ def megatron_microbatch_group(pp: int, vpp: int, microbatches: int) -> int | Non
     return None
 
 
+def interleaved_rank_ops(pp: int, vpp: int, microbatches: int, rank: int,
+                         group: int | None = None) -> np.ndarray:
+    """The ops of pipeline rank ``rank`` in the order it runs them [-], shape ``(2 m vpp, 3)``:
+    columns backward (0 or 1), chunk, micro-batch (module doc; the one definition of the order,
+    :func:`interleaved_rank_order` as a list).  ``vpp = 1`` is 1F1B (warm-up ``pp - rank -
+    1``); ``group`` None is ``pp``."""
+    m = microbatches
+    total = m * vpp
+    n = np.arange(total)
+    if vpp == 1:
+        chunk, mb = np.zeros(total, dtype=np.int64), n
+        warm = min(pp - rank - 1, total)
+    else:
+        # the forward table: groups of g micro-batches, chunk 0 for the group, then chunk 1, ...;
+        # the last group the m mod g left (Megatron-core's get_schedule_table)
+        g = pp if group is None else group
+        full = m // g
+        size = np.where(n < full * g * vpp, g, m - full * g)
+        grp = n // (g * vpp)
+        within = n - grp * g * vpp
+        chunk, mb = within // size, grp * g + within % size
+        warm = min(2 * (pp - rank - 1) + (vpp - 1) * g, total)
+    # forward n runs at n in the warm-up and at 2 n - warm after it (a backward between two
+    # steady forwards); backward k right after forward warm + k, at warm + 1 + 2 k, then the
+    # cool-down's at total + k; it runs forward k's micro-batch on chunk vpp - 1 - its chunk
+    fwd_at = np.maximum(n, 2 * n - warm)
+    bwd_at = np.minimum(warm + 1 + 2 * n, total + n)
+    ops = np.empty((2 * total, 3), dtype=np.int64)
+    ops[fwd_at, 0] = 0
+    ops[fwd_at, 1] = chunk
+    ops[fwd_at, 2] = mb
+    ops[bwd_at, 0] = 1
+    ops[bwd_at, 1] = vpp - 1 - chunk
+    ops[bwd_at, 2] = mb
+    return ops
+
+
 def interleaved_rank_order(pp: int, vpp: int, microbatches: int, rank: int,
                            group: int | None = None) -> list[tuple[int, int, int]]:
     """The ops of pipeline rank ``rank`` in the order it runs them, as ``(backward, chunk,
-    micro-batch)`` (backward 0 or 1) (module doc).  ``vpp = 1`` is 1F1B (warm-up
-    ``pp - rank - 1``); ``group`` None is ``pp``."""
-    m = microbatches
-    total = m * vpp
-    if vpp == 1:
-        table = [(i, 0) for i in range(m)]
-        warm = min(pp - rank - 1, total)
-    else:
-        g = pp if group is None else group
-        table = []
-        for first in range(0, m, g):
-            last = min(first + g, m)
-            table.extend((i, v) for v in range(vpp) for i in range(first, last))
-        warm = min(2 * (pp - rank - 1) + (vpp - 1) * g, total)
-    ops = [(0, v, i) for i, v in table[:warm]]
-    for k in range(total - warm):
-        i, v = table[warm + k]
-        ops.append((0, v, i))
-        i, v = table[k]
-        ops.append((1, vpp - 1 - v, i))
-    ops.extend((1, vpp - 1 - v, i) for i, v in table[max(total - warm, 0):])
-    return ops
+    micro-batch)`` (backward 0 or 1) (module doc; :func:`interleaved_rank_ops` as tuples).
+    ``vpp = 1`` is 1F1B (warm-up ``pp - rank - 1``); ``group`` None is ``pp``."""
+    return list(map(tuple, interleaved_rank_ops(pp, vpp, microbatches, rank, group).tolist()))
+
+
+def schedule_microbatch_group(pp: int, vpp: int, microbatches: int) -> int | None:
+    """The ``group`` the twin runs ``m`` micro-batches in [-] (:func:`interleaved_rank_order`'s
+    argument; None is the default, ``pp``): the default when ``pp`` divides ``m``, else the
+    smallest group Megatron-core accepts (:func:`megatron_microbatch_group`: the default's
+    short last group of 1 .. ``pp - 1`` is refused, and its order can deadlock); ``m < pp``
+    (none accepted): the default, one group of all ``m``.  One rule for the step model's bubble
+    (:func:`twin.compute.step.interleaved_bubble_s`) and the memory model's micro-batches in
+    flight (:func:`twin.compute.memory.interleaved_chunks_in_flight`)."""
+    return megatron_microbatch_group(pp, vpp, microbatches) if microbatches % pp else None
+
+
+def interleaved_in_flight(pp: int, vpp: int, microbatches: int, rank: int,
+                          group: int | None = None) -> np.ndarray:
+    """Micro-batches each chunk of rank ``rank`` holds after each forward of its order from the
+    last before the first backward on [-], shape ``(moments, vpp)``: chunk ``v``'s forwards so
+    far in :func:`interleaved_rank_order` minus its backwards (a forward keeps its activations
+    until the backward of the same chunk and micro-batch frees them).  Those are the moments a
+    rank's holdings can peak: the warm-up only adds, the cool-down only frees, and each steady
+    step's forward comes before its backward.  Every moment of the order, in its order, repeats
+    included; the order of every forward before any backward gives one row, ``m`` each."""
+    ops = interleaved_rank_ops(pp, vpp, microbatches, rank, group)
+    sign = np.zeros((len(ops), vpp), dtype=np.int64)
+    sign[np.arange(len(ops)), ops[:, 1]] = 1 - 2 * ops[:, 0]
+    held = np.cumsum(sign, axis=0)
+    start = int(np.argmax(ops[:, 0])) - 1  # the forward before the first backward (m >= 1)
+    fwd = np.flatnonzero(ops[start:, 0] == 0) + start
+    return held[fwd]
 
 
 @functools.lru_cache(maxsize=64)
