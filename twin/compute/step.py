@@ -111,7 +111,7 @@ from twin.compute.schedules import (
     ScheduleDeadlock,
     interleaved_program,
     interleaved_schedule_s,
-    megatron_microbatch_group,
+    schedule_microbatch_group,
 )
 
 
@@ -1245,8 +1245,9 @@ def interleaved_bubble_s(layout: Any, *, microbatches: int, **chunk_terms: Any) 
     m = int(microbatches)
     # pp not dividing m: Megatron-core refuses a last group of 1 .. pp - 1, so the run sets a
     # group it accepts (the default order's short last group can deadlock, and where it runs
-    # its dependency bubbles make the step shorten with more micro-batches); m < pp: one group
-    group = megatron_microbatch_group(pp, vpp, m) if m % pp else None
+    # its dependency bubbles make the step shorten with more micro-batches); m < pp: one group.
+    # The memory model's micro-batches in flight read the same rule.
+    group = schedule_microbatch_group(pp, vpp, m)
     try:
         interleaved_program(pp, vpp, m, group)
     except ScheduleDeadlock:  # none found for pp 2-9, vpp 1-5, m < 5 pp: a guard
