@@ -156,7 +156,8 @@ def test_step_on_a_scenario(capsys):
     capped = json.loads(capsys.readouterr().out)
     assert capped["step_time_s"] > first["step_time_s"]
     assert run_estimate_cli(["step", str(scen), "--job", "no_such_job"]) == 2
-    assert "no job" in capsys.readouterr().err
+    # the stream's training classes are listed (audit polish 13f, 5d9cff0)
+    assert "is not one of them" in (err := capsys.readouterr().err) and "pretrain, finetune, ablation" in err
 
 
 def test_step_reports_memory_and_refuses_a_job_that_does_not_fit(capsys):
