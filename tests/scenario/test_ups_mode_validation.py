@@ -33,7 +33,7 @@ def test_a_mode_the_engine_does_not_model_is_a_problem_when_the_chain_changes_it
     with pytest.raises(ScenarioError) as exc:
         twin.load_scenario(BV, ["site.power.chain.stages.3.set={ups.mode: line_interactive}"])
     assert [(p.path, p.value) for p in exc.value.problems] == [
-        ("site.power.chain.stages", "ups.mode line_interactive from 2024-09-01")]
+        ("site.power.chain.stages.3.set.ups.mode", "ups.mode line_interactive from 2024-09-01")]
 
 
 def test_shipped_scenarios_agree():

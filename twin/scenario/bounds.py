@@ -358,10 +358,139 @@ def _value_at(s: Scenario, dotted: str) -> object:
     return node if isinstance(node, (int, float, str, dict)) else str(node)
 
 
+#: how many times the worst-case draw of every rack position a power rating may be before
+#: validation takes it for a unit slip [-]. A rating in W typed into a kW field is 1,000x too
+#: large; a real feed, UPS, generator or plan stage is sized for the racks it serves with room
+#: to grow (a campus service built for halls still to come is a few times the first one), not
+#: a hundred times them. 100 leaves that headroom and still catches the slip of any rating
+#: above a tenth of the racks' draw.
+UNIT_SLIP_FACTOR = 100.0
+#: hours of the whole site's worst-case draw a battery's energy may hold before validation
+#: takes it for Wh typed into a kWh field [h]: grid batteries are built for 1-8 h of their
+#: rating (lithium-ion BESS), a UPS battery for minutes; a day of the whole site is not a battery
+UNIT_SLIP_BATTERY_H = 24.0
+
+#: the power ratings of the schema bounded by :data:`UNIT_SLIP_FACTOR`, as their paths inside
+#: ``site.power.chain`` (a chain stage may set them too)
+_CHAIN_RATINGS = ("utility.kva", "transformers.kva", "generators.kw", "ups.module_kw",
+                  "ups.bypass_kw_per_system", "mechanical.house_kw", "battery.power_kw",
+                  "battery.peak_shave_kw")
+
+
+def _chain_value(chain, dotted: str) -> object:
+    node = chain
+    for part in dotted.split("."):
+        node = getattr(node, part, None)
+        if node is None:
+            return None
+    return node
+
+
+def unit_slip_problems(s: Scenario) -> Found:
+    """Power ratings that look like W typed into a kW field (or Wh into kWh): above
+    :data:`UNIT_SLIP_FACTOR` times the worst-case draw of every rack position of the site
+    (:func:`twin.plant.rack_worst_cases_w`, what admission reserves per rack), a battery above
+    :data:`UNIT_SLIP_BATTERY_H` hours of it. The bounded fields: ``site.power.feeds.*.capacity_kw``,
+    ``site.power.ups.capacity_kw``, ``site.power.plan.*.it_power_kw``, the chain's
+    :data:`_CHAIN_RATINGS` (as built and in each stage's ``set``), ``battery.energy_kwh`` and
+    ``site.economics.upgrades.*.it_power_kw_added``."""
+    from twin.catalog import load_catalog
+    from twin.plant import rack_worst_cases_w, scenario_racks
+
+    if not set(scenario_racks(s)[0]) <= set(load_catalog().nodes):
+        return []                      # an unknown node model: reported by semantic_problems
+    site_kw = float(rack_worst_cases_w(s).sum()) / 1e3
+    if not site_kw > 0:
+        return []
+    limit_kw = UNIT_SLIP_FACTOR * site_kw
+    out: Found = []
+
+    racks = len(rack_worst_cases_w(s))
+    basis = f"the worst-case draw of all {racks:,} rack positions, {site_kw:,.1f} kW"
+
+    def check(path: str, value: object, limit: float = limit_kw, unit: str = "kW", small: str = "W",
+              times: str = f"{UNIT_SLIP_FACTOR:g}x") -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > limit:
+            v = f"{value:,.0f}"
+            out.append((path, value, f"a rating of at most {limit:,.0f} {unit} ({times} {basis}): {v} {unit} "
+                                     f"looks like {small} typed into a {unit} field ({v} {small} = "
+                                     f"{value / 1e3:,.4g} {unit})"))
+
+    pw = s.site.power
+    for i, f in enumerate(pw.feeds):
+        check(f"site.power.feeds.{i}.capacity_kw", f.capacity_kw)
+    check("site.power.ups.capacity_kw", pw.ups.capacity_kw)
+    for i, st in enumerate(pw.plan):
+        check(f"site.power.plan.{i}.it_power_kw", st.it_power_kw)
+    for i, up in enumerate(s.site.economics.upgrades):
+        check(f"site.economics.upgrades.{i}.it_power_kw_added", up.it_power_kw_added)
+    ch = pw.chain
+    if ch is not None:
+        for field in _CHAIN_RATINGS:
+            unit = "kVA" if field.endswith("kva") else "kW"
+            check(f"site.power.chain.{field}", _chain_value(ch, field), unit=unit, small=unit[1:])
+        energy_limit = UNIT_SLIP_BATTERY_H * site_kw
+        if ch.battery is not None:
+            check("site.power.chain.battery.energy_kwh", ch.battery.energy_kwh, energy_limit, "kWh", "Wh",
+                  f"{UNIT_SLIP_BATTERY_H:g} h of")
+        for k, change in enumerate(ch.stages):
+            for key, value in change.set.items():
+                if key in _CHAIN_RATINGS:
+                    unit = "kVA" if str(key).endswith("kva") else "kW"
+                    check(f"site.power.chain.stages.{k}.set.{key}", value, unit=unit, small=unit[1:])
+                elif key == "battery.energy_kwh":
+                    check(f"site.power.chain.stages.{k}.set.{key}", value, energy_limit, "kWh", "Wh",
+                          f"{UNIT_SLIP_BATTERY_H:g} h of")
+    return out
+
+
+def breaker_problems(s: Scenario) -> Found:
+    """Breaker ratings no breaker is made in: a chain circuit above the largest rating of its
+    frame (:attr:`twin.power.breakers.BreakerFrame.max_rating_a`: miniature 125 A, molded case
+    1,200 A, ..., air 6,300 A), the RPP feeder (``site.power.rpp``, no frame) above the largest
+    of any frame. Amps typed as mA, or a switchboard's kVA in its amps field."""
+    from twin.power.breakers import BREAKER_FRAMES
+
+    out: Found = []
+    largest = max(BREAKER_FRAMES.values(), key=lambda f: f.max_rating_a)
+    if s.site.power.rpp.breaker_a > largest.max_rating_a:
+        out.append(("site.power.rpp.breaker_a", s.site.power.rpp.breaker_a,
+                    f"a breaker rating of at most {largest.max_rating_a:,.0f} A (the largest {largest.name} "
+                    f"frame; no breaker is made larger)"))
+    ch = s.site.power.chain
+    if ch is None:
+        return out
+    for part, field in (("switchboards", "main_breaker_a"), ("rpps", "breaker_a"), ("branch", "breaker_a")):
+        circuit = getattr(ch, part)
+        if circuit is None or circuit.frame not in BREAKER_FRAMES:
+            continue
+        top = BREAKER_FRAMES[circuit.frame].max_rating_a
+        amps = getattr(circuit, field)
+        if amps > top:
+            out.append((f"site.power.chain.{part}.{field}", amps,
+                        f"a rating the {circuit.frame} frame is made in (at most {top:,.0f} A; "
+                        f"twin.power.breakers.BREAKER_FRAMES)"))
+    return out
+
+
+def redundancy_problems(s: Scenario) -> Found:
+    """``site.power.redundancy: 2N`` (every rack load must fit one feed alone, the other
+    carrying it when one is lost) needs a second feed to be redundant with."""
+    pw = s.site.power
+    if pw.redundancy == "2N" and len(pw.feeds) < 2:
+        names = ", ".join(f.name for f in pw.feeds)
+        return [("site.power.redundancy", pw.redundancy,
+                 f"'none' with {len(pw.feeds)} feed ({names}): 2N needs two feeds, each able to carry the "
+                 f"whole load when the other is lost; add a second feed to site.power.feeds or set "
+                 f"redundancy: none")]
+    return []
+
+
 def all_problems(s: Scenario) -> Found:
     """Every check of this module, cheapest first; the geometry check runs only on halls
     whose grid is bounded."""
-    out = name_problems(s) + time_problems(s)
+    out = name_problems(s) + time_problems(s) + redundancy_problems(s) + breaker_problems(s)
+    out += unit_slip_problems(s)
     work = work_problems(s)
     out += work
     if not work:              # the geometry check expands the racks: only when bounded

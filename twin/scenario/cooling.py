@@ -166,3 +166,93 @@ def cooling_problems(s, base_dir=None) -> list[tuple[str, object, str]]:
             out.append(("site.cooling_system.weather_file", cs.weather_file,
                         f"a readable TMY3 or EPW typical year ({exc})"))
     return out
+
+
+def cooling_capacity_notes(s) -> list[tuple[str, str]]:
+    """Notes (dotted path, text) on cooling units that cannot carry the racks' worst-case heat;
+    not problems: such a run is valid, its halls run hot.
+
+    - A hall: the worst-case heat of the racks the plan can power there (each delivered rack
+      at :func:`twin.plant.rack_worst_cases_w`, the draw admission reserves, all of which ends
+      as heat in the hall; at most the largest plan stage times ``oversubscription``) against
+      what its cooling units remove together (and the hall's share of a chilled-water plant
+      with a capacity, as the run shares it): the siting study's ``cooling_use_fraction``,
+      :func:`twin.studies.metrics.use_fraction`, hall by hall. Above 1 the hall has no steady
+      state at that heat (:func:`twin.thermal.capacity.hall_cooling_margin_w`). The scenario
+      names no cooling redundancy (no spare unit), so every unit counts.
+    - A unit, in a hall that is not short: one whose coil, at the hall's worst-case heat,
+      would supply air above the ASHRAE recommended inlet maximum (27 C) by the coil's own
+      law (:func:`twin.thermal.capacity.coil_supply_temp_c`, T_sup = T_ret - P_cap / (rho cp V))
+      with the hall's mixed return (every unit at its set point and design airflow, the heat
+      carried back in proportion to airflow: T_ret = T_set + Q / sum rho cp V). The threshold
+      is where the unit's own air, before any recirculation, puts the racks in front of it
+      outside the recommended envelope; a unit a little below its share only warms its air by
+      a fraction of a kelvin and is not noted.
+    """
+    import numpy as np
+
+    from twin.catalog import load_catalog
+    from twin.plant import rack_worst_cases_w, scenario_racks
+    from twin.studies.metrics import use_fraction
+    from twin.thermal.capacity import coil_supply_temp_c
+    from twin.thermal.properties import AIR_VOLUMETRIC_HEAT_J_M3_K, ASHRAE_RECOMMENDED_MAX_C
+
+    if not set(scenario_racks(s)[0]) <= set(load_catalog().nodes):
+        return []                      # an unknown node model: a problem elsewhere
+    worst_w = rack_worst_cases_w(s)
+    # the racks delivered within the run, as the siting study counts them (first racks first)
+    delivered = sum(w.racks for w in s.ramp.waves
+                    if (w.date - s.simulation.start).days < s.simulation.duration_days)
+    pw = s.site.power
+    plan_w = (np.inf if pw.chain is not None and pw.chain.stages_set_plan
+              else max(st.it_power_kw for st in pw.plan) * 1e3 * pw.oversubscription)
+    cs = s.site.cooling_system
+    physical = cs.model == "physical"
+    halls = s.site.halls
+    plant_w = (cs.plant.capacity_kw * 1e3 / len(halls)
+               if physical and cs.plant.capacity_kw is not None else np.inf)   # each hall's share, as the run
+    out: list[tuple[str, str]] = []
+    first = 0
+    for h, hall in enumerate(halls):
+        n = sum(r.racks for r in hall.rows)
+        k = int(min(max(delivered - first, 0), n))
+        racks_w = worst_w[first:first + k]
+        first += n
+        if not k:
+            continue
+        heat_w = min(float(racks_w.sum()), plan_w)
+        units_w = np.array([u.capacity_kw * 1e3 for u in hall.cooling_units])
+        cap_w = min(float(units_w.sum()), plant_w)
+        use = float(use_fraction(heat_w, cap_w))
+        by = "the plan's largest stage" if heat_w < float(racks_w.sum()) else f"{k} racks"
+        if use > 1.0:
+            what = (f"its {len(units_w)} cooling units' {units_w.sum() / 1e3:,.0f} kW" if cap_w == units_w.sum()
+                    else f"its share of the chilled-water plant, {cap_w / 1e3:,.0f} kW")
+            then = ("the run's hall heats up when the racks run near full load (cooling_short events, racks "
+                    f"shut down above a {cs.server_inlet_shutdown_c:g} C inlet)" if physical else
+                    "the legacy cooling model does not limit the coils, so only the cooling margin KPIs "
+                    "show it; model: physical runs the shortfall")
+            out.append((f"site.halls.{h}.cooling_units",
+                        f"hall {hall.name!r}: the worst-case heat of the racks the plan can power there "
+                        f"({heat_w / 1e3:,.0f} kW, {by} at full load and a 35 C inlet) is {use:.0%} of "
+                        f"{what} (no spare unit counted): {then}"))
+            continue
+        if not physical:
+            continue                    # the legacy coils hold their set point at any load
+        airflow = np.array([u.airflow_m3_s for u in hall.cooling_units])
+        g = AIR_VOLUMETRIC_HEAT_J_M3_K * airflow                            # [W/K]
+        setp = np.array([cs.supply_setpoint_c if cs.supply_setpoint_c is not None else u.supply_temp_c
+                         for u in hall.cooling_units])
+        ret_c = float((g * setp).sum() / g.sum() + heat_w / g.sum())         # mixed return [C]
+        sup_c = coil_supply_temp_c(ret_c, setp, airflow, units_w)
+        for c in np.flatnonzero(sup_c > ASHRAE_RECOMMENDED_MAX_C):
+            u = hall.cooling_units[c]
+            share_w = heat_w * g[c] / g.sum()
+            out.append((f"site.halls.{h}.cooling_units.{c}.capacity_kw",
+                        f"cooling unit {u.name!r} of hall {hall.name!r} removes {u.capacity_kw:,.4g} kW, against "
+                        f"its airflow's share ({u.airflow_m3_s:g} of {airflow.sum():g} m3/s) of the hall's "
+                        f"worst-case heat, {share_w / 1e3:,.0f} of {heat_w / 1e3:,.0f} kW: its coil saturates and "
+                        f"supplies air at {float(sup_c[c]):.1f} C (return {ret_c:.1f} C less P_cap / rho cp V), above "
+                        f"the {ASHRAE_RECOMMENDED_MAX_C:g} C ASHRAE recommended inlet; the racks it feeds run hot "
+                        f"or shut down"))
+    return out

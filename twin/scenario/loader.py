@@ -125,6 +125,54 @@ def safe_yaml(text: str) -> Any:
     return data
 
 
+# --------------------------------------------------------------------------- other YAML files
+@dataclass(frozen=True)
+class NotAScenario(Problem):
+    """A YAML file of the twin that is not an engine scenario (a sweep, a step estimate, a
+    room-benchmark case): one line saying what it is and what runs it."""
+
+    def __str__(self) -> str:
+        return f"not an engine scenario: {self.file} is {self.expected}"
+
+
+#: a top-level key that marks another kind of twin file, (what it is, what runs it; ``{file}``
+#: is the file as given): a scenario never has these keys (``Scenario`` forbids unknown keys)
+_OTHER_FILES: dict[str, tuple[str, str]] = {
+    "twin_grid": ("a room-benchmark validation case (a measured room encoded on the twin's layered grid)",
+                  "pytest tests/validation"),
+    "parallelism": ("a step-time estimate file (a model, its training and parallelism on a cluster)",
+                    "twin estimate step {file}"),
+}
+#: the room-benchmark cases and the tests that run them (twin.studies.room_benchmark's layouts)
+_ROOM_CASES = {
+    "rise_pod2.yaml": "pytest tests/validation/test_room_benchmark.py "
+                      "(twin.studies.room_benchmark.pod2_comparison)",
+    "rise_pod2_2018.yaml": "pytest tests/validation/test_room_benchmark.py -k pod2_2018 "
+                           "(twin.studies.room_benchmark.pod2_2018_comparison)",
+    "room_benchmark_contained_layout.yaml": "pytest tests/validation/test_contained_room.py",
+    "room_benchmark_module1_layout.yaml": "pytest tests/validation/test_module1_room.py",
+}
+
+
+def _other_file(data: dict, path: Path, shown: str) -> NotAScenario | None:
+    """The problem of a file that is another kind of twin file, or None: a mapping without
+    ``site`` or ``extends`` (every scenario has one) that is a sweep file (:func:`twin.sweep.spec.is_sweep_file`)
+    or has one of the keys of :data:`_OTHER_FILES`."""
+    if "site" in data or "extends" in data:
+        return None
+    from twin.sweep.spec import is_sweep_file
+
+    if is_sweep_file(path):
+        return NotAScenario(shown, "", "a sweep", "a sweep file (scenarios over a grid or cases and seeds, "
+                            f"twin.sweep); run it with twin sweep {shown} --out DIR")
+    for key, (kind, command) in _OTHER_FILES.items():
+        if key in data:
+            if key == "twin_grid":
+                command = _ROOM_CASES.get(path.name, "pytest tests/validation")
+            return NotAScenario(shown, "", key, f"{kind}; run it with {command.format(file=shown)}")
+    return None
+
+
 # --------------------------------------------------------------------------- YAML + extends
 def _read_yaml(path: Path, shown: str) -> dict:
     text = _read_text(path, shown)
@@ -142,6 +190,9 @@ def _read_yaml(path: Path, shown: str) -> dict:
         data = {}
     if not isinstance(data, dict):
         raise ScenarioError([Problem(shown, "", type(data).__name__, "a mapping at the top level")])
+    other = _other_file(data, path, shown)
+    if other is not None:
+        raise ScenarioError([other])
     return data
 
 
@@ -247,7 +298,11 @@ _UNION_TAGS = {"float", "int", "str", "bool", "date", "datetime", "none"}
 
 
 def _clean_loc(loc: tuple) -> list:
-    return [p for p in loc if not (isinstance(p, str) and ("[" in p or "-" in p or p in _UNION_TAGS))]
+    """``loc`` without the union members' tags; a part right after a list index is a field
+    of the list's item (``site.power.plan.1.date``), never a tag."""
+    return [p for k, p in enumerate(loc)
+            if not (isinstance(p, str) and ("[" in p or "-" in p or p in _UNION_TAGS)
+                    and not (k and isinstance(loc[k - 1], int)))]
 
 
 def _origin_of(path: str, origins: dict[str, str], default: str) -> str:
@@ -576,7 +631,12 @@ def _ups_mode_problems(s: Scenario) -> list[tuple[str, object, str]]:
     if len(sched) > 1:
         for when, mode in sched:
             if mode not in UPS_MODES:
-                out.append(("site.power.chain.stages", f"ups.mode {mode} from {when or 'as built'}",
+                path = "site.power.chain.ups.mode"       # as built, or the stage that sets it
+                for k, st in enumerate(pw.chain.stages):
+                    if st.date == when:
+                        key = next((key for key in st.set if str(key).startswith("ups")), None)
+                        path = f"site.power.chain.stages.{k}" + (f".set.{key}" if key else "")
+                out.append((path, f"ups.mode {mode} from {when or 'as built'}",
                             f"a UPS mode the engine models, {list(UPS_MODES)}"))
     return out
 
@@ -678,7 +738,9 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
     that may run another schedule: an elastic job on a size it may shrink to
     (:func:`_elastic_dualpipe_note`), a stream class refitted from a DualPipe job
     (:func:`_stream_dualpipe_notes`); and each stream class refitted from a job with a
-    ``pipeline_layout`` to another pp (:func:`_stream_layout_notes`)."""
+    ``pipeline_layout`` to another pp (:func:`_stream_layout_notes`); limits that keep some
+    racks dark (:func:`_power_limit_findings`); and cooling units short of the racks'
+    worst-case heat, a hall's or one unit's (:func:`twin.scenario.cooling.cooling_capacity_notes`)."""
     from twin.plant import job_memory_note
     from twin.scenario.racks import delivered_nodes_by_model, job_node_model
 
@@ -696,6 +758,8 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
                 out.append((f"workload.jobs.{j}.pipeline_schedule", note))
     if s.hardware.node_model in catalog.nodes:
         out += _power_limit_findings(s)[1]
+    from twin.scenario.cooling import cooling_capacity_notes
+    out += cooling_capacity_notes(s)
     refitter = _stream_refitter(s, catalog)    # the stream's refitted jobs, set up once
     if refitter is not None:
         out += _stream_memory_notes(s, catalog, refitter)

@@ -28,6 +28,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -41,12 +42,23 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 
+def _field_error(title: str, found: list[tuple[tuple, Any, str]]) -> ValidationError:
+    """A validation error at each ``(loc, value, message)`` of ``found``, ``loc`` relative to
+    the model that raises it: a cross-field check raises it so that the scenario's error
+    names the dotted path of the field (``site.power.chain.stages.2.date``), not the
+    whole model (pydantic prefixes the location of the model that raised it)."""
+    return ValidationError.from_exception_data(title, [
+        InitErrorDetails(type=PydanticCustomError("value_error", "{why}", {"why": why}), loc=loc, input=value)
+        for loc, value, why in found])
+
+
 def _check_group(part: str, count: int, redundancy: str, unit: str) -> None:
     if redundancy == "2N" and (count < 2 or count % 2):
-        raise ValueError(f"{part}: redundancy 2N needs an even number of {unit} (two independent "
-                         f"halves, each carrying the whole load); got count={count}")
+        raise _field_error(part, [(("count",), count, f"{part}: redundancy 2N needs an even number of {unit} "
+                                   f"(two independent halves, each carrying the whole load); got count={count}")])
     if redundancy == "N+1" and count < 2:
-        raise ValueError(f"{part}: redundancy N+1 needs at least 2 {unit} (one spare); got count={count}")
+        raise _field_error(part, [(("count",), count, f"{part}: redundancy N+1 needs at least 2 {unit} (one "
+                                   f"spare); got count={count}")])
 
 
 def _check_frame(value: str) -> str:
@@ -147,13 +159,14 @@ class UpsPlant(_Model):
     def _topology(self):
         n, m = self.systems, self.modules_per_system
         if self.topology == "2N" and (n < 2 or n % 2):
-            raise ValueError(f"ups: topology 2N needs an even number of UPS systems; got systems={n}")
+            raise _field_error("ups", [(("systems",), n, f"ups: topology 2N needs an even number of UPS "
+                                        f"systems; got systems={n}")])
         if self.topology == "distributed_redundant" and n < 3:
-            raise ValueError(f"ups: topology distributed_redundant needs at least 3 UPS systems "
-                             f"(N+1 at system level); got systems={n}")
+            raise _field_error("ups", [(("systems",), n, f"ups: topology distributed_redundant needs at least "
+                                        f"3 UPS systems (N+1 at system level); got systems={n}")])
         if self.topology == "N+1" and n * m < 2:
-            raise ValueError(f"ups: topology N+1 needs at least 2 power modules; got systems={n} x "
-                             f"modules_per_system={m}")
+            raise _field_error("ups", [(("modules_per_system",), m, f"ups: topology N+1 needs at least 2 power "
+                                        f"modules; got systems={n} x modules_per_system={m}")])
         return self
 
 
@@ -183,8 +196,8 @@ class BranchCircuits(_Circuit):
     @model_validator(mode="after")
     def _redundancy(self):
         if self.redundancy == "2N" and self.cords_per_rack < 2:
-            raise ValueError(f"branch: redundancy 2N needs at least 2 cords per rack; got "
-                             f"cords_per_rack={self.cords_per_rack}")
+            raise _field_error("branch", [(("cords_per_rack",), self.cords_per_rack, f"branch: redundancy 2N "
+                                           f"needs at least 2 cords per rack; got cords_per_rack={self.cords_per_rack}")])
         return self
 
 
@@ -222,13 +235,15 @@ class Battery(_Model):
     @model_validator(mode="after")
     def _energy(self):
         if self.power_kw > 0 and self.energy_kwh == 0:
-            raise ValueError(f"battery: power_kw={self.power_kw:g} with energy_kwh=0; a battery with "
-                             f"no energy cannot deliver power")
+            raise _field_error("battery", [(("energy_kwh",), self.energy_kwh, f"battery: power_kw={self.power_kw:g} "
+                                            f"with energy_kwh=0; a battery with no energy cannot deliver power")])
         if not self.soc_min < self.soc_max:
-            raise ValueError(f"battery: soc_min={self.soc_min:g} must be below soc_max={self.soc_max:g}")
+            raise _field_error("battery", [(("soc_min",), self.soc_min, f"battery: soc_min={self.soc_min:g} must "
+                                            f"be below soc_max={self.soc_max:g}")])
         if not self.soc_min <= self.initial_soc <= self.soc_max:
-            raise ValueError(f"battery: initial_soc={self.initial_soc:g} outside [soc_min, soc_max] = "
-                             f"[{self.soc_min:g}, {self.soc_max:g}]")
+            raise _field_error("battery", [(("initial_soc",), self.initial_soc, f"battery: initial_soc="
+                                            f"{self.initial_soc:g} outside [soc_min, soc_max] = "
+                                            f"[{self.soc_min:g}, {self.soc_max:g}]")])
         return self
 
 
@@ -269,26 +284,68 @@ class PowerChain(_Model):
 
     @model_validator(mode="after")
     def _stages(self):
-        if self.stages_set_plan and not any(st.date for st in self.stages):
-            raise ValueError("stages_set_plan needs dated stages")
+        """Stages in date order, each one's changes valid on the chain before it; every error
+        at the dotted path of the field (``stages.2.date``, ``stages.3.set.ups.mode``)."""
+        if self.stages_set_plan and not self.stages:
+            raise _field_error("chain", [(("stages_set_plan",), True, "stages_set_plan needs dated stages")])
+        found: list[tuple[tuple, Any, str]] = []
         for k in range(1, len(self.stages)):
             if self.stages[k].date <= self.stages[k - 1].date:
-                raise ValueError(f"stages.{k}.date: {self.stages[k].date} is not after "
-                                 f"stages.{k - 1}.date {self.stages[k - 1].date}")
+                found.append((("stages", k, "date"), self.stages[k].date.isoformat(),
+                              f"stages.{k}.date: {self.stages[k].date} is not after "
+                              f"stages.{k - 1}.date {self.stages[k - 1].date}"))
         chain = self
         for k, st in enumerate(self.stages):
             try:
                 chain = apply_stage(chain, st)
             except ValidationError as exc:
-                why = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-                raise ValueError(f"stages.{k} ({st.date}): {why}") from None
-            except KeyError as exc:
-                raise ValueError(f"stages.{k} ({st.date}): {exc.args[0]}") from None
+                for e in exc.errors():
+                    inner = tuple(e["loc"])
+                    key = _stage_key(st, inner)
+                    value = st.set[key] if key is not None else st.set
+                    msg = str(e["msg"]).removeprefix("Value error, ")
+                    found.append((("stages", k, "set") + ((key,) if key is not None else ()), value,
+                                  f"stages.{k} ({st.date}): {'.'.join(str(p) for p in inner)}: "
+                                  f"{msg[:1].lower()}{msg[1:]}"))
+                break                  # the later stages start from a chain this one could not make
+            except _NoSuchField as exc:
+                found.append((("stages", k, "set", exc.path), st.set[exc.path],
+                              f"stages.{k} ({st.date}): {exc.args[0]}"))
+                break
+        if found:
+            raise _field_error("chain", found)
         return self
 
 
+class _NoSuchField(KeyError):
+    """A stage's change names equipment or a field the chain does not have (``path``: its key)."""
+
+    def __init__(self, message: str, path: str):
+        super().__init__(message)
+        self.path = path
+
+
+def _stage_key(stage: ChainStage, loc: tuple) -> str | None:
+    """The key of ``stage.set`` that an error at ``loc`` (inside the chain) comes from: the
+    change whose dotted path shares the most leading parts with ``loc`` (a change of
+    ``transformers.redundancy`` for an error at ``transformers.count``); None when none does."""
+    best, best_n = None, (0, False)
+    for key in stage.set:
+        parts = str(key).split(".")
+        n = 0
+        for a, b in zip(parts, loc, strict=False):
+            if a != str(b):
+                break
+            n += 1
+        score = (n, n == len(parts))        # a change of the equipment itself first
+        if n and score > best_n:
+            best, best_n = key, score
+    return best
+
+
 def apply_stage(chain: PowerChain, stage: ChainStage) -> PowerChain:
-    """The chain after ``stage``'s changes (validated again; stages are dropped)."""
+    """The chain after ``stage``'s changes (validated again; stages are dropped). Raises
+    KeyError for a change of equipment or a field the chain does not have."""
     data = chain.model_dump(mode="python")
     data["stages"], data["stages_set_plan"] = [], False
     for path, value in stage.set.items():
@@ -296,10 +353,10 @@ def apply_stage(chain: PowerChain, stage: ChainStage) -> PowerChain:
         parts = str(path).split(".")
         for part in parts[:-1]:
             if not isinstance(node, dict) or part not in node or node[part] is None:
-                raise KeyError(f"no equipment at {path!r}")
+                raise _NoSuchField(f"no equipment at {path!r}", path)
             node = node[part]
         if not isinstance(node, dict) or parts[-1] not in node:
-            raise KeyError(f"no field {path!r} in the chain")
+            raise _NoSuchField(f"no field {path!r} in the chain", path)
         node[parts[-1]] = value
     return PowerChain.model_validate(data)
 
