@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from twin.errors import EXIT_BAD_INPUT
-from twin.studies.stats import LEVEL
+from twin.studies.stats import LEVEL, MIN_SEEDS_FOR_INTERVAL
 from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C
 
 CSS = """
@@ -126,8 +126,10 @@ def summary_section(answer: str, rows: list[tuple[str, str]], kpis: list[tuple[s
             + (f"<table class='inputs'><tbody>{inputs}</tbody></table>" if rows else "") + "</section>")
 
 
-HEADLINE_RUN_KPIS = {"tokens_total": "tokens trained", "tokens_per_day_mean": "mean token rate",
-                     "goodput_fraction": "goodput", "gpu_hours_installed": "GPU-hours installed",
+#: card label of each headline KPI of a run; the card's value carries the unit (human()), so
+#: a label names what was measured and never repeats the unit ("49.9 T tokens" over "trained")
+HEADLINE_RUN_KPIS = {"tokens_total": "trained", "tokens_per_day_mean": "mean rate",
+                     "goodput_fraction": "goodput", "gpu_hours_installed": "installed",
                      "energy_facility_mwh": "utility energy", "pue_mean": "mean PUE",
                      "peak_facility_power_kw": "peak utility power", "max_rack_inlet_c": "hottest inlet"}
 
@@ -135,12 +137,12 @@ HEADLINE_RUN_KPIS = {"tokens_total": "tokens trained", "tokens_per_day_mean": "m
 def kpi_table(kpis: dict, ds=None) -> pd.DataFrame:
     """KPIs with their long names and human units (identifier kept for scripts)."""
     from twin.results import KPI_UNITS
-    from twin.studies.labels import describe, human
+    from twin.studies.labels import describe, human, sentence_start
     rows = []
     for k in KPI_UNITS:
         if k in kpis:
             long_name, units = describe(k, ds)
-            rows.append({"KPI": long_name[:1].upper() + long_name[1:], "value": human(kpis[k], units, k),
+            rows.append({"KPI": sentence_start(long_name), "value": human(kpis[k], units, k),
                          "identifier": k})
     return pd.DataFrame(rows)
 
@@ -304,7 +306,7 @@ def _scale_for(name: str, ds, values) -> tuple[float, str]:
 def _axis_figure(ds, dim: str, kpis: list[str], level: float = LEVEL):
     """Each KPI against the values of ``dim``: mean over seeds with its t-interval; named
     values (categorical) as points with interval bars, numbers as a line."""
-    from twin.studies.labels import describe
+    from twin.studies.labels import describe, physical_bounds
     from twin.studies.stats import mean_interval
     from twin.studies.tables import grid_points
     plt = _plt()
@@ -321,10 +323,12 @@ def _axis_figure(ds, dim: str, kpis: list[str], level: float = LEVEL):
         div, unit = _scale_for(k, ds, ds[k].values)
         for c, combo in enumerate(combos):
             v = ds[k].sel(combo).transpose(dim, "seed").values / div
-            iv = [mean_interval(row, level) for row in v]
+            bounds = [b / div for b in physical_bounds(k, describe(k, ds)[1])]
+            iv = [mean_interval(row, level).clip(*bounds) for row in v]
             m = np.array([i.mean for i in iv])
-            lo = np.array([i.low if np.isfinite(i.low) else i.mean for i in iv])
-            hi = np.array([i.high if np.isfinite(i.high) else i.mean for i in iv])
+            # no bar where the interval is not meaningful (too few seeds)
+            lo = np.array([i.low if i.meaningful and np.isfinite(i.low) else i.mean for i in iv])
+            hi = np.array([i.high if i.meaningful and np.isfinite(i.high) else i.mean for i in iv])
             off = (c - (len(combos) - 1) / 2) * (0.12 if categorical else 0.08)
             lab = ", ".join(f"{d}={_short(val)}" for d, val in combo.items()) or None
             ax.errorbar(x + off, m, yerr=[m - lo, hi - m], fmt="o" if categorical else "o-", capsize=5,
@@ -346,8 +350,9 @@ def _axis_figure(ds, dim: str, kpis: list[str], level: float = LEVEL):
     if others:
         axes.ravel()[0].legend(fontsize=7)
     n_seeds = ds.sizes.get("seed", 1)
-    fig.suptitle(f"KPIs against {dim}: mean over seeds with its {level:.0%} t-interval (n = {n_seeds}); "
-                 f"dots: single seeds", fontsize=10)
+    what = (f"mean over seeds with its {level:.0%} t-interval (n = {n_seeds}; cut at the KPI's physical bounds)"
+            if n_seeds >= MIN_SEEDS_FOR_INTERVAL else f"mean over n = {n_seeds} seeds (too few for an interval)")
+    fig.suptitle(f"KPIs against {dim}: {what}; dots: single seeds", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -367,7 +372,7 @@ def _quiet():
 def _series_figure(ds, dims: list[str], names: list[str], level: float = LEVEL):
     from scipy import stats
 
-    from twin.studies.labels import describe
+    from twin.studies.labels import describe, physical_bounds
     from twin.studies.tables import grid_points
     plt = _plt()
     fig, axes = plt.subplots(1, len(names), figsize=(6 * len(names), 3.8), squeeze=False)
@@ -380,11 +385,13 @@ def _series_figure(ds, dims: list[str], names: list[str], level: float = LEVEL):
             with np.errstate(all="ignore"), _quiet():
                 m = np.nanmean(v, axis=0)
                 k = np.isfinite(v).sum(axis=0)
-                half = np.where(k >= 2, stats.t.ppf(0.5 + level / 2, np.maximum(k - 1, 1))
+                half = np.where(k >= MIN_SEEDS_FOR_INTERVAL, stats.t.ppf(0.5 + level / 2, np.maximum(k - 1, 1))
                                 * np.nanstd(v, axis=0, ddof=1) / np.sqrt(np.maximum(k, 1)), 0.0)
+            lower, upper = (b / div for b in physical_bounds(n, describe(n, ds)[1]))
             lab = ", ".join(f"{_short(val)}" for val in combo.values()) or "all"
             ax.plot(day, m, color=f"C{c}", lw=1.2, label=lab)
-            ax.fill_between(day, m - half, m + half, color=f"C{c}", alpha=0.2, lw=0)
+            ax.fill_between(day, np.maximum(m - half, lower), np.minimum(m + half, upper), color=f"C{c}",
+                            alpha=0.2, lw=0)
         long_name = describe(n, ds)[0]
         ax.set_title(f"{long_name} [{unit}]" if unit else long_name, fontsize=9)
         ax.set_xlabel("days since start")
@@ -396,8 +403,9 @@ def _series_figure(ds, dims: list[str], names: list[str], level: float = LEVEL):
 
 def interval_table(ds, dims: list[str], kpis: list[str], level: float = LEVEL) -> pd.DataFrame:
     """One row per grid point: runs ok/failed and, per KPI, "mean [low, high]" in human units
-    (t-interval of the mean over seeds)."""
-    from twin.studies.labels import describe, human
+    (t-interval of the mean over seeds, clipped to the KPI's physical bounds, a clipped bound
+    marked *; the mean alone below :data:`twin.studies.stats.MIN_SEEDS_FOR_INTERVAL` seeds)."""
+    from twin.studies.labels import describe, interval_text
     from twin.studies.stats import mean_interval
     from twin.studies.tables import grid_points
     rows = []
@@ -408,10 +416,7 @@ def interval_table(ds, dims: list[str], kpis: list[str], level: float = LEVEL) -
         for k in kpis:
             units = describe(k, ds)[1]
             iv = mean_interval(ds[k].sel(combo).values, level)
-            text = human(iv.mean, units, k)
-            if iv.method != "none":
-                text += f" [{human(iv.low, units, k)}, {human(iv.high, units, k)}]"
-            row[k.replace("_", " ")] = text
+            row[k.replace("_", " ")] = interval_text(iv, units, k)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -440,11 +445,11 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
     if spec.study == "siting" and dims:
         siting = tables.siting_table(ds, dims[0], weights)
         preface = tables.siting_reading(siting, dims[0]).split(". ")[0] + "."
-        short = siting[siting["gpus_hosted"] < siting["gpus_hosted"].max()]
+        asked = tables.gpus_asked(siting)
+        short = siting[siting["gpus_hosted"] < asked]
         if len(short):
             preface += " " + "Cannot host the whole cluster: " + "; ".join(
-                f"{r[dims[0]]} ({r.gpus_hosted:,.0f} of {siting['gpus_hosted'].max():,.0f} GPUs)"
-                for _, r in short.iterrows()) + "."
+                f"{r[dims[0]]} ({r.gpus_hosted:,.0f} of {asked:,.0f} GPUs)" for _, r in short.iterrows()) + "."
     if spec.study == "ramp_slip" and dims:
         base = "none" if "none" in [str(v) for v in ds[dims[0]].values] else ds[dims[0]].values[0]
         slip = (tables.slip_table(ds, dims[0], base), base)
@@ -469,8 +474,8 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
         with np.errstate(all="ignore"), _quiet():
             tok = ds["tokens_total"].mean("seed", skipna=True).values.ravel()
         if np.isfinite(tok).any():
-            cards = [("tokens, best grid point", human(np.nanmax(tok), "tokens")),
-                     ("tokens, worst grid point", human(np.nanmin(tok), "tokens"))]
+            cards = [("trained, best grid point", human(np.nanmax(tok), "tokens")),
+                     ("trained, worst grid point", human(np.nanmin(tok), "tokens"))]
     cards.append(("seeds per point", f"{n_seeds}"))
     sec = summary_section(answer, rows, cards, notes)
     if n_seeds < MIN_SEEDS:
@@ -497,11 +502,16 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
     if slip is not None:
         t, base = slip
         shown = t.copy()
+        if len(t) and int(t.n_seeds.min()) < MIN_SEEDS_FOR_INTERVAL:
+            # too few seeds for a meaningful interval: the table shows the means (slip_reading says why)
+            shown = shown.drop(columns=[c for c in shown.columns if c.endswith(("_low", "_high"))])
         for c in ("tokens_mean", "tokens_lost_mean", "tokens_lost_low", "tokens_lost_high", "tokens_lost_p05",
                   "tokens_lost_p95"):
-            shown[c] = shown[c].map(lambda v: human(v, "tokens"))
+            if c in shown:
+                shown[c] = shown[c].map(lambda v: human(v, "tokens"))
         for c in ("tokens_lost_fraction", "tokens_lost_fraction_low", "tokens_lost_fraction_high"):
-            shown[c] = shown[c].map(lambda v: f"{100 * v:.2f} %")
+            if c in shown:
+                shown[c] = shown[c].map(lambda v: f"{100 * v:.2f} %")
         for c in ("healthy_gpu_hours_lost", "busy_gpu_hours_lost", "busy_gpu_hours_lost_low",
                   "busy_gpu_hours_lost_high"):
             if c in shown:
@@ -539,7 +549,9 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
     series = [n for n in ("gpus_powered", "tokens_cumulative", "facility_total_power_w", "inlet_max_c")
               if n in ds and ds.sizes.get("day", 0)]
     if series and spec.study != "ramp_slip" and int((st == "ok").sum()):
-        sections.append(f"<h2>Time series (mean over seeds, band: {100 * LEVEL:.0f} % t-interval, n = {n_seeds})</h2>" + _img(
+        band = (f"band: {100 * LEVEL:.0f} % t-interval cut at the physical bounds, n = {n_seeds}"
+                if n_seeds >= MIN_SEEDS_FOR_INTERVAL else f"n = {n_seeds}, too few seeds for a band")
+        sections.append(f"<h2>Time series (mean over seeds, {band})</h2>" + _img(
             _series_figure(ds, dims, series[:2]), "series") + (_img(_series_figure(ds, dims, series[2:]), "series 2")
                                                                if len(series) > 2 else ""))
 
@@ -558,10 +570,12 @@ def sweep_report_html(ds, spec, title: str | None = None, weights=None) -> str:
 
 def _siting_display(t: pd.DataFrame, dim: str) -> pd.DataFrame:
     """The siting table as a planner reads it (human units, the columns that decide)."""
+    from twin.studies import tables
     from twin.studies.labels import human
     out = pd.DataFrame({dim: t[dim], "rank": t.get("overall_rank"), "score": t["score"].map(lambda v: f"{v:.2f}")})
-    out["GPUs hosted / delivered"] = [f"{h:,.0f} / {d:,.0f}" for h, d in zip(t.gpus_hosted, t.gpus_delivered,
-                                                                              strict=True)]
+    asked = tables.gpus_asked(t)
+    out[f"GPUs hosted / delivered of {asked:,.0f} asked"] = [
+        f"{h:,.0f} / {d:,.0f}" for h, d in zip(t.gpus_hosted, t.gpus_delivered, strict=True)]
     out["days to full capacity"] = t.days_to_full_capacity.map(lambda v: "never" if not np.isfinite(v) else f"{v:.0f}")
     out["tokens"] = t.tokens_total.map(lambda v: human(v, "tokens"))
     out["worst inlet"] = t.max_rack_inlet_c.map(lambda v: human(v, "degC"))

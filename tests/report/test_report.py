@@ -80,6 +80,17 @@ def test_sweep_report_reading_follows_the_numbers(sweep_dir):
     assert "ups_loss_mwh (0 MWh with bypass to" in reading
 
 
+def test_sweep_report_with_two_seeds_prints_means_without_intervals(sweep_dir):
+    """Two seeds (audit polish 13d: "goodput 99.3 % [97.1 %, 102 %]", "interruptions 4 [-8.63,
+    16.6]"): the summary table prints means and says why there is no interval; the cards do not
+    repeat the unit their value carries ("2.42 T tokens tokens, best grid point")."""
+    text = build_report(sweep_dir)
+    table = text.split("<h2>Summary per grid point</h2>")[1]
+    assert "(n = 2: no interval)" in table and "not meaningful" in table
+    assert not re.search(r"\[[^\]]*(GPU-h|%|MWh|tokens)\]", table)
+    assert "trained, best grid point" in text and "tokens, best grid point" not in text
+
+
 def _synthetic(values, dim="x", labels=("a", "b"), kpi="tokens_total"):
     v = np.asarray(values, float)
     ds = xr.Dataset({kpi: ((dim, "seed"), v, {"units": "tokens"}),

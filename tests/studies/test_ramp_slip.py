@@ -62,6 +62,19 @@ def test_reading_says_when_every_stage_is_resolved():
     assert "The cheapest is stage_2" in text
 
 
+def test_two_seeds_give_means_and_no_interval():
+    """n = 2: a t-interval would be 6.3 times the spread of the two losses (audit polish 13d);
+    the reading gives the means, says why there is no interval and claims no loss measured."""
+    plan = np.array([100.0, 120.0])
+    t = slip_table(_sweep([plan, plan - [3.0, 4.0], plan - [1.0, 1.5]]))
+    text = slip_reading(t)
+    assert "(mean over seeds of the seed-paired loss, n = 2, too few seeds for an interval)" in text
+    per_stage = text.split("Per stage")[1].split(". ")[0]
+    assert "[" not in per_stage and "stage_1 3.5 tokens (3.18 %)" in per_stage
+    assert "not separated from zero with n = 2 seeds (too few seeds for an interval)" in text
+    assert "Every slip costs tokens" not in text
+
+
 @pytest.mark.slow
 def test_a_late_stage_leaves_the_job_stream_unchanged(scenarios_dir):
     """Common random numbers: seed k draws the same jobs whether a stage is on time or late

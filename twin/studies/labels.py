@@ -70,13 +70,56 @@ def display_unit(name: str, units: str) -> str:
     return _UNIT_TEXT.get(units, units)
 
 
+def sentence_start(text: str) -> str:
+    """``text`` with its first letter capitalised, unless its first word is an identifier
+    (``tokens_total ...``): "Tokens_total" is neither the identifier nor a word."""
+    first = text.split(" ", 1)[0]
+    return text if "_" in first else text[:1].upper() + text[1:]
+
+
 def axis_label(name: str, ds=None, unit: str | None = None) -> str:
     """Plot label ``long name [unit]``; no brackets for a dimensionless quantity.
     ``unit`` overrides the displayed unit (when the plot rescales, e.g. W shown in kW)."""
     long_name, units = describe(name, ds)
     shown = display_unit(name, units) if unit is None else unit
-    text = long_name[:1].upper() + long_name[1:]
+    text = sentence_start(long_name)
     return f"{text} [{shown}]" if shown and shown not in DIMENSIONLESS else text
+
+
+#: units of quantities that cannot be negative: totals of tokens, GPU-, node- and rack-hours,
+#: energy, money, CO2, counts, durations, and ratios of such totals (``"1"``: PUE, shares,
+#: load fractions); kW and kW/s are not here (a capacity margin is negative when short),
+#: nor temperatures or their margins
+NON_NEGATIVE_UNITS = frozenset({"tokens", "tokens/day", "GPU-h", "node-h", "rack-h", "count", "GPU", "h",
+                                "min", "s", "days", "MWh", "kWh", "Wh", "GWh", "kWh/h", "USD", "t CO2",
+                                "USD/1e9 tokens", "1"})
+
+
+def physical_bounds(name: str, units: str) -> tuple[float, float]:
+    """(lowest, highest) value the quantity ``name`` in ``units`` can physically take, from
+    its unit and name (the output table's units, :func:`describe`): a share (``*_fraction``
+    or ``utilization*`` in units "1", not a load or use fraction, which exceed 1 when over a
+    limit) lies in [0, 1]; a quantity in :data:`NON_NEGATIVE_UNITS` is >= 0; anything else
+    is unbounded. Used to clip the intervals a report prints, never the data."""
+    lower = 0.0 if units in NON_NEGATIVE_UNITS else -math.inf
+    share = (units in ("1", "") and (name.endswith("_fraction") or name.startswith("utilization"))
+             and "load" not in name and "_use_" not in name)
+    return (0.0, 1.0) if share else (lower, math.inf)
+
+
+def interval_text(iv, units: str = "", name: str = "") -> str:
+    """``mean [low, high]`` of a :class:`twin.studies.stats.Interval` in human units, the
+    bounds clipped to :func:`physical_bounds` and a clipped bound marked ``*``; the mean alone
+    with "(n = 2: no interval)" when the interval is not meaningful (too few values)."""
+    text = human(iv.mean, units, name)
+    if iv.method == "none":
+        return text
+    if not iv.meaningful:
+        return f"{text} (n = {iv.n}: no interval)"
+    c = iv.clip(*physical_bounds(name, units))
+    low = human(c.low, units, name) + ("*" if c.low_clipped else "")
+    high = human(c.high, units, name) + ("*" if c.high_clipped else "")
+    return f"{text} [{low}, {high}]"
 
 
 # --------------------------------------------------------------------------- numbers

@@ -314,6 +314,9 @@ def contrast_sentence(c: dict, ds=None) -> str:
             f"{human(d.mean, units, c['kpi'])}")
     if d.method == "none":
         return text + f" ({d.describe()}: one seed gives no interval)."
+    if not d.meaningful:
+        return text + (f" (n = {d.n} seeds: too few for a meaningful interval, so the difference is not "
+                       f"established).")
     text += (f" [{human(d.low, units, c['kpi'])}, {human(d.high, units, c['kpi'])}] ({d.describe()}), ")
     return text + ("so the difference is established." if d.excludes(0.0) else
                    "an interval that includes zero: the difference is not established.")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from twin.studies.metrics import binding_constraint
-from twin.studies.stats import LEVEL, mean_interval, paired_difference
+from twin.studies.stats import LEVEL, MIN_SEEDS_FOR_INTERVAL, mean_interval, paired_difference
 from twin.thermal.properties import ASHRAE_ALLOWABLE_C, ASHRAE_RECOMMENDED_MAX_C
 
 A1_ALLOWABLE_MAX_C = ASHRAE_ALLOWABLE_C["A1"][1]
@@ -402,7 +402,9 @@ def axis_reading(ds, dim: str) -> str:
             parts.append(f"Across {dim} ({', '.join(_label(v) for v in ds[dim].values)}), training tokens "
                          f"change by less than 0.1 % ({_fmt(r.max_mean, 'tokens')}).")
         else:
-            sig = (f"within the overlapping {100 * LEVEL:.0f} % t-intervals of the means, so the difference is "
+            sig = (f"not established: n = {n_seeds} seed{'s are' if n_seeds != 1 else ' is'} too few for an "
+                   f"interval" if n_seeds < MIN_SEEDS_FOR_INTERVAL else
+                   f"within the overlapping {100 * LEVEL:.0f} % t-intervals of the means, so the difference is "
                    f"not established with n = {n_seeds} seeds" if r.bands_overlap else
                    f"outside the {100 * LEVEL:.0f} % t-intervals of the means (n = {n_seeds} seeds)")
             parts.append(
@@ -442,18 +444,22 @@ def slip_reading(table: pd.DataFrame, dim: str = "slip", base="none", slip_days:
     least = rows.loc[rows.tokens_lost_mean.idxmin()]
     base_tok = float(table[table[dim] == base].tokens_mean.iloc[0])
     # a loss is measured when its seed-paired interval lies above zero and it is not negligible
-    measured = (rows.tokens_lost_low > 0) & (rows.tokens_lost_mean.abs() > 1e-3 * abs(base_tok))
+    shown = n >= MIN_SEEDS_FOR_INTERVAL      # below it an interval is not meaningful: means only
+    measured = (rows.tokens_lost_low > 0) & (rows.tokens_lost_mean.abs() > 1e-3 * abs(base_tok)) & shown
     parts = [f"The costliest {slip_days:g}-day slip of a power stage is {worst[dim]}: "
              f"{_fmt(worst.tokens_lost_mean, 'tokens')} lost, {worst.tokens_lost_fraction:.1%} of the on-time "
              f"plan's {_fmt(base_tok, 'tokens')}."]
     if measured[least.name] and least.name != worst.name:
         parts.append(f"The cheapest is {least[dim]} ({_fmt(least.tokens_lost_mean, 'tokens')}).")
     busy = "busy_gpu_hours_lost" in rows
-    parts.append(f"Per stage (mean over seeds of the seed-paired loss, {100 * level:.0f} % t-interval, n = {n}): "
+    what = f"{100 * level:.0f} % t-interval, n = {n}" if shown else f"n = {n}, too few seeds for an interval"
+    parts.append(f"Per stage (mean over seeds of the seed-paired loss, {what}): "
                  + "; ".join(
-                     f"{r[dim]} {_fmt(r.tokens_lost_mean, 'tokens')} [{_fmt(r.tokens_lost_low)}, "
-                     f"{_fmt(r.tokens_lost_high)}] ({100 * r.tokens_lost_fraction:.2f} % "
-                     f"[{100 * r.tokens_lost_fraction_low:.2f}, {100 * r.tokens_lost_fraction_high:.2f}])"
+                     f"{r[dim]} {_fmt(r.tokens_lost_mean, 'tokens')}"
+                     + (f" [{_fmt(r.tokens_lost_low)}, {_fmt(r.tokens_lost_high)}]" if shown else "")
+                     + f" ({100 * r.tokens_lost_fraction:.2f} %"
+                     + (f" [{100 * r.tokens_lost_fraction_low:.2f}, {100 * r.tokens_lost_fraction_high:.2f}]"
+                        if shown else "") + ")"
                      + (f", {_fmt(r.busy_gpu_hours_lost, 'GPU-h')} busy" if busy else "")
                      + f", {_fmt(r.healthy_gpu_hours_lost, 'GPU-h')} of healthy GPU time withheld"
                      for _, r in rows.iterrows()) + ".")
@@ -465,16 +471,29 @@ def slip_reading(table: pd.DataFrame, dim: str = "slip", base="none", slip_days:
         one = len(names) == 1
         which = names[0] if one else ", ".join(names[:-1]) + " and " + names[-1]
         withheld = _fmt(float(idle.healthy_gpu_hours_lost.sum()), "GPU-h")
+        why = (("its interval reaches zero or the loss is below 0.1 % of the plan" if one else
+                "their intervals reach zero or the losses are below 0.1 % of the plan") if shown
+               else "too few seeds for an interval")
         parts.append(
-            (f"The token cost of the slip of {which} is not separated from zero with n = {n} seeds (its "
-             f"interval reaches zero or the loss is below 0.1 % of the plan), though it withholds {withheld}"
+            (f"The token cost of the slip of {which} is not separated from zero with n = {n} seeds ({why}), "
+             f"though it withholds {withheld}"
              if one else
-             f"The token costs of the slips of {which} are not separated from zero with n = {n} seeds (their "
-             f"intervals reach zero or the losses are below 0.1 % of the plan), though they withhold {withheld}")
+             f"The token costs of the slips of {which} are not separated from zero with n = {n} seeds ({why}), "
+             f"though they withhold {withheld}")
             + " of healthy GPU time: "
             "either that capacity would have idled (jobs already placed, no queue waiting for it) or the "
             "loss is below the run-to-run spread; more seeds narrow the interval.")
     return " ".join(parts)
+
+
+def gpus_asked(table: pd.DataFrame) -> float:
+    """GPUs the siting study asks every candidate to host [GPU]: the most any candidate had
+    delivered (or hosted). A candidate whose floor takes fewer racks is delivered fewer, so
+    its own ``gpus_delivered`` is not what was asked of it."""
+    cols = [c for c in ("gpus_delivered", "gpus_hosted") if c in table]
+    if table.empty or not cols:
+        return math.nan
+    return float(np.nanmax(table[cols].to_numpy(float)))
 
 
 def siting_reading(table: pd.DataFrame, dim: str = "site") -> str:
@@ -485,16 +504,18 @@ def siting_reading(table: pd.DataFrame, dim: str = "site") -> str:
     parts = [f"{best[dim]} ranks first overall with a weighted score of {best.get('score', math.nan):.2f} "
              f"(each criterion scored 1 for the best candidate and 0 for the worst; weights "
              f"{weights_text(w)}; set them with --weights or the sweep file's weights)."]
-    full = table["gpus_hosted"].max() if "gpus_hosted" in table else math.nan
-    short = table[table["gpus_hosted"] < full] if np.isfinite(full) else table.iloc[0:0]
+    asked = gpus_asked(table)
+    short = table[table["gpus_hosted"] < asked] if np.isfinite(asked) else table.iloc[0:0]
     if len(short):
         parts.append("Cannot host the whole cluster: " + "; ".join(
-            f"{r[dim]} ({r.gpus_hosted:,.0f} of {full:,.0f} GPUs)" for _, r in short.iterrows()) + ".")
+            f"{r[dim]} ({r.gpus_hosted:,.0f} of {asked:,.0f} GPUs)" for _, r in short.iterrows()) + ".")
     for _, r in table.iterrows():
         full = ("never reaches full capacity" if not np.isfinite(r.get("days_to_full_capacity", np.nan))
                 else f"reaches full capacity after {r.days_to_full_capacity:.0f} days")
         parts.append(
-            f"{r[dim]}: hosts {r.gpus_hosted:,.0f} of {r.gpus_delivered:,.0f} GPUs and {full}; "
+            f"{r[dim]}: hosts {r.gpus_hosted:,.0f} of the {asked:,.0f} GPUs asked"
+            + (f" ({r.gpus_delivered:,.0f} delivered)" if r.gpus_delivered < asked else "")
+            + f" and {full}; "
             f"{_fmt(r.tokens_total, 'tokens')} in the year, worst inlet {r.max_rack_inlet_c:.1f} C, "
             f"upgrades {_fmt(r.upgrade_cost_usd, 'USD')}, energy {_fmt(r.energy_cost_usd, 'USD')} and "
             f"{r.co2_t:,.0f} t CO2; binding: {r.binds} (power {r.power_use_fraction:.0%}, cooling "
