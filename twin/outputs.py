@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from twin.power.cooling_plant import economizer_hours
 from twin.thermal.properties import ASHRAE_RECOMMENDED_MAX_C, ASHRAE_RECOMMENDED_MIN_C
 from twin.workload.run_kpis import workload_kpi_specs
 
@@ -87,6 +88,11 @@ class JobRecord:
     gpus: int = 0
     queue: str = ""
     user: str = ""
+    # GPU-seconds of the nodes held beyond the job's size (hot spares, idle), and of its working
+    # nodes not training (checkpoint writes, (re)starts, detection windows): gpu_s_allocated =
+    # gpu_s_useful_total + gpu_s_lost + gpu_s_overhead + gpu_s_spare
+    gpu_s_spare: float = 0.0
+    gpu_s_overhead: float = 0.0
 
 
 @dataclass
@@ -187,8 +193,10 @@ OUTPUTS: tuple[Output, ...] = (
     Output("job_tokens", ("time", "job"), "float64", "tokens", "job progress (incl. not checkpointed)"),
     Output("job_tokens_per_s", ("time", "job"), "float64", "tokens/s", "job training rate"),
     Output("job_gpus", ("time", "job"), "int32", "GPU", "GPUs allocated to the job"),
-    Output("job_goodput_fraction", ("job",), "float64", "1", "GPU-time whose work survived / GPU-time allocated",
-           recorded=False),
+    Output("job_goodput_fraction", ("job",), "float64", "1", "GPU-time whose work survived / GPU-time of the "
+           "job's working nodes (its hot spares apart: job_spare_gpu_hours)", recorded=False),
+    Output("job_spare_gpu_hours", ("job",), "float64", "GPU-h", "GPU-time of the job's hot spare nodes, held "
+           "idle beyond its size", recorded=False),
     Output("job_interruptions", ("job",), "int64", "count", "interruptions of the job", recorded=False),
     Output("jobs_queued", _T, "int32", "count", "jobs waiting in the scheduler's queue"),
     Output("job_class", ("job",), "<U12", "1", "job class (pretrain, finetune, ablation, evaluation, "
@@ -267,8 +275,17 @@ def _gpu_hours(name: str) -> Callable[[RunRecord], float]:
     return lambda r: float(r.series[name].sum() * r.dt_s / H)
 
 
+def goodput_fraction(useful_gpu_s: float, allocated_gpu_s: float, spare_gpu_s: float) -> float:
+    """Goodput [-]: GPU-time whose work survived / GPU-time of the working nodes, i.e.
+    useful / (allocated - hot spares). The GPU-time held as idle hot spares is a separate
+    figure (``spare_gpu_hours``): a spare does no work, so none of it can be lost. NaN when
+    no working-node time was allocated. All arguments in GPU-s."""
+    return _ratio(useful_gpu_s, allocated_gpu_s - spare_gpu_s)
+
+
 def _goodput(r: RunRecord) -> float:
-    return _ratio(sum(j.gpu_s_useful_total for j in r.jobs), sum(j.gpu_s_allocated for j in r.jobs))
+    return goodput_fraction(sum(j.gpu_s_useful_total for j in r.jobs), sum(j.gpu_s_allocated for j in r.jobs),
+                            sum(j.gpu_s_spare for j in r.jobs))
 
 
 def _interruptions(r: RunRecord) -> int:
@@ -406,7 +423,10 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("gpu_hours_installed", "GPU-h", "GPUs delivered x time", _gpu_hours("gpus_installed")),
     Kpi("gpu_hours_healthy", "GPU-h", "GPUs powered, burned in and healthy x time", _gpu_hours("gpus_healthy")),
     Kpi("gpu_hours_busy", "GPU-h", "GPUs allocated to jobs x time", _gpu_hours("gpus_busy")),
-    Kpi("goodput_fraction", "1", "GPU-time whose work survived / GPU-time allocated to jobs", _goodput),
+    Kpi("goodput_fraction", "1", "GPU-time whose work survived / GPU-time of the jobs' working nodes (allocated "
+        "minus hot spares); the rest is lost_gpu_hours and checkpoint writes, restarts and detection", _goodput),
+    Kpi("spare_gpu_hours", "GPU-h", "GPU-time of the jobs' hot spare nodes, held idle beyond each job's size "
+        "(apart from goodput_fraction)", lambda r: float(sum(j.gpu_s_spare for j in r.jobs) / H)),
     Kpi("interruptions", "count", "job interruptions (failures, grid drops, feed losses, trips, shutdowns, "
                                   "maintenance)", _interruptions),
     Kpi("lost_gpu_hours", "GPU-h", "GPU-time of work lost since the last checkpoint",
@@ -433,8 +453,10 @@ KPIS: tuple[Kpi, ...] = (
                          "the low-load hours read high)", _pue_peak),
     Kpi("pue_peak_at_load", "1", "highest sampled PUE over the samples at 90 % or more of the run's peak IT "
                                  "power (the design-day reading at design load)", _pue_peak_at_load),
-    Kpi("economizer_hours", "h", "hours of free cooling (a partial economizer counts by its share)",
-        lambda r: float(np.sum(r.series["economizer_fraction"]) * r.dt_s / H)),
+    Kpi("economizer_hours", "h", "hours of free cooling with heat to remove: each sample with IT power above "
+        "zero counts its interval x the economizer's share of the heat (a partial economizer counts by its share, "
+        "at any IT load); samples with no IT load count nothing",
+        lambda r: economizer_hours(r.series["economizer_fraction"], r.dt_s, it_power_w=r.series["facility_it_power_w"])),
     Kpi("cooling_capacity_margin_kw", "kW", "lowest hall margin over the run: what a hall's running cooling "
         "units together (and the chilled-water plant) can remove minus its heat (negative: the hall cannot "
         "remove its heat)", _lowest_kw("cooling_capacity_margin_w")),

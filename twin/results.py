@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from twin._version import __version__
-from twin.outputs import OUTPUTS, RunRecord, compute_kpis, kpi_units
+from twin.outputs import OUTPUTS, RunRecord, compute_kpis, goodput_fraction, kpi_units
 from twin.scenario.loader import scenario_hash
 
 H = 3600.0
@@ -75,8 +75,9 @@ def build_results(scenario, plant, run: RunRecord) -> Results:
     start = np.datetime64(s.simulation.start.isoformat(), "s")
     times = start + (t_s * 1e3).astype("timedelta64[ms]")
     derived = {
-        "job_goodput_fraction": np.array([j.gpu_s_useful_total / j.gpu_s_allocated if j.gpu_s_allocated > 0
-                                          else np.nan for j in run.jobs]),
+        "job_goodput_fraction": np.array([goodput_fraction(j.gpu_s_useful_total, j.gpu_s_allocated, j.gpu_s_spare)
+                                          for j in run.jobs]),
+        "job_spare_gpu_hours": np.array([j.gpu_s_spare / H for j in run.jobs]),
         "job_interruptions": np.array([j.interruptions for j in run.jobs]),
     }
     agg = run.rack_agg

@@ -45,6 +45,15 @@ def test_sinks_and_economizer_share():
     assert economizer_hours([1.0, 0.5, 0.0], 3600.0, full_only=True) == 1.0
 
 
+def test_economizer_hours_count_only_samples_with_it_load():
+    # 30-min samples; economizer shares 1, 0.5, 0.25, 1, 0.75 at IT loads 0, 0, 2 kW, 800 kW, 1 MW:
+    # the two empty samples count nothing, a partial load counts whole: (0.25 + 1 + 0.75) x 0.5 h
+    f, it = [1.0, 0.5, 0.25, 1.0, 0.75], [0.0, 0.0, 2e3, 8e5, 1e6]
+    assert economizer_hours(f, 1800.0, it_power_w=it) == 1.0
+    assert economizer_hours(f, 1800.0) == 1.75                     # every sample: the old count
+    assert economizer_hours(f, 1800.0, full_only=True, it_power_w=it) == 0.5
+
+
 def test_raising_the_supply_set_point_saves_energy_and_costs_inlet_and_fans():
     w = read_weather("723170TYA.CSV")
     heat = np.full(8760, 1.5e6)

@@ -120,12 +120,20 @@ def cooling_plant_power_w(
             "sink_c": sink}
 
 
-def economizer_hours(economizer_fraction_series, sample_interval_s, *, full_only=False) -> float:
-    """Hours on economizer [h]: each sample stands for ``sample_interval_s``; a partial
-    economizer counts its fraction (``full_only``: only samples with the chiller off)."""
+def economizer_hours(economizer_fraction_series, sample_interval_s, *, full_only=False, it_power_w=None) -> float:
+    """Hours on economizer [h]: each sample stands for ``sample_interval_s`` [s]; a partial
+    economizer counts its fraction (``full_only``: only samples with the chiller off).
+
+    h = sum_t f_t [P_IT,t > 0] dt / 3600. With ``it_power_w`` [W (T,)], a sample with no IT
+    load counts nothing: the economizer's share of no heat saves no chiller energy (a site
+    before its first rack is powered would otherwise log free cooling). A sample at partial
+    IT load counts its whole interval: the unit is hours of operation, not full-load hours.
+    """
     f = np.asarray(economizer_fraction_series, float)
     if full_only:
         f = (f >= 1.0).astype(float)
+    if it_power_w is not None:
+        f = np.where(np.asarray(it_power_w, float) > 0.0, f, 0.0)
     return float(f.sum() * sample_interval_s / 3600.0)
 
 

@@ -38,7 +38,10 @@ class JobState:
     tokens_committed: float = 0.0      # progress safe in the last checkpoint
     rate_tok_s: float = 0.0
     t_last: float = 0.0
-    gpu_s_allocated: float = 0.0       # GPU-seconds the job held nodes
+    gpu_s_allocated: float = 0.0       # GPU-seconds the job held nodes (= useful + lost + overhead + spare)
+    gpu_s_spare: float = 0.0           # GPU-seconds of nodes held beyond the job's size (hot spares, idle)
+    gpu_s_overhead: float = 0.0        # GPU-seconds of working nodes not training: checkpoint writes,
+                                       # (re)starts, the detection window after a failure
     gpu_s_useful: float = 0.0          # GPU-seconds of running whose work survived
     gpu_s_pending: float = 0.0         # GPU-seconds of running since the last checkpoint
     gpu_s_lost: float = 0.0
@@ -118,8 +121,9 @@ class Jobs(Component):
     reads = ("node_up", "node_clock", "brake_clock", "rack_inlet_c", "su_degraded")
     writes = ("node_job", "node_job_phase")
     emits = ("job_start", "checkpoint", "job_done", "job_interrupted", "job_spare_swap", "job_requeued")
-    outputs = ("job_tokens", "job_tokens_per_s", "job_gpus", "job_goodput_fraction", "job_interruptions",
-               "job_class", "job_state", "job_submit_s", "job_start_s", "job_end_s", "job_gpus_requested")
+    outputs = ("job_tokens", "job_tokens_per_s", "job_gpus", "job_goodput_fraction", "job_spare_gpu_hours",
+               "job_interruptions", "job_class", "job_state", "job_submit_s", "job_start_s", "job_end_s",
+               "job_gpus_requested")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
@@ -516,16 +520,29 @@ class Jobs(Component):
         if dt > 0:
             per_node = self._gpn if self._gpn is not None else self.gpus_per_node_of(job)
             n = len(job.nodes)
-            job.gpu_s_allocated += (n + len(job.spares)) * per_node * dt
+            held = n + len(job.spares)
+            job.gpu_s_allocated += held * per_node * dt
+            # nodes beyond the job's size are its hot spares (in a detection window every node
+            # kept sits in ``spares``: the job's size of them are its working nodes waiting)
+            spare = held - job.spec.nodes
+            if spare > 0:
+                job.gpu_s_spare += spare * per_node * dt
+            else:
+                spare = 0
             status = job.status
             if status == "running":
                 job.tokens += job.rate_tok_s * dt
                 job.gpu_s_pending += n * per_node * dt
                 job.wall_s_pending += dt
-            elif status == "checkpointing":
-                job.checkpoint_s += dt
-            elif status == "starting":
-                job.restart_s += dt
+                idle = held - spare - n
+            else:
+                idle = held - spare
+                if status == "checkpointing":
+                    job.checkpoint_s += dt
+                elif status == "starting":
+                    job.restart_s += dt
+            if idle > 0:
+                job.gpu_s_overhead += idle * per_node * dt
         job.t_last = now
 
     def advance_all(self) -> None:
@@ -900,18 +917,25 @@ class Jobs(Component):
                 # adds nothing at dt <= 0; adding 0.0 to these non-negative sums changes none)
                 dts = np.diff(t, prepend=job.t_last)
                 dts[0] = max(dts[0], 0.0)
-                job.gpu_s_allocated = float(_added(job.gpu_s_allocated,
-                                                   (len(job.nodes) + len(job.spares)) * per_node * dts)[-1])
+                held = len(job.nodes) + len(job.spares)
+                job.gpu_s_allocated = float(_added(job.gpu_s_allocated, held * per_node * dts)[-1])
+                spare = max(held - job.spec.nodes, 0)     # as in advance()
+                if spare:
+                    job.gpu_s_spare = float(_added(job.gpu_s_spare, spare * per_node * dts)[-1])
                 tok = None
+                idle = held - spare
                 if job.status == "running":
                     tok = _added(job.tokens, job.rate_tok_s * dts)
                     job.tokens = float(tok[-1])
                     job.gpu_s_pending = float(_added(job.gpu_s_pending, len(job.nodes) * per_node * dts)[-1])
                     job.wall_s_pending = float(_added(job.wall_s_pending, dts)[-1])
+                    idle -= len(job.nodes)
                 elif job.status == "checkpointing":
                     job.checkpoint_s = float(_added(job.checkpoint_s, dts)[-1])
                 elif job.status == "starting":
                     job.restart_s = float(_added(job.restart_s, dts)[-1])
+                if idle > 0:
+                    job.gpu_s_overhead = float(_added(job.gpu_s_overhead, idle * per_node * dts)[-1])
                 job.t_last = ts[-1]
                 tokens[i0:i0 + m, j] = job.tokens if tok is None else tok
             else:
@@ -1169,6 +1193,7 @@ class Jobs(Component):
                              gpus=(j.spec.nodes + j.spec.hot_spares) * gpn, queue="", user="")
             out.append(JobRecord(name=j.spec.name, tokens=j.tokens, gpu_s_allocated=j.gpu_s_allocated,
                                  gpu_s_useful_total=j.gpu_s_useful_total, gpu_s_lost=j.gpu_s_lost,
+                                 gpu_s_spare=j.gpu_s_spare, gpu_s_overhead=j.gpu_s_overhead,
                                  wall_s_useful_total=j.wall_s_useful + j.wall_s_pending,
                                  checkpoint_s=j.checkpoint_s, first_start_s=j.first_start_s, end_s=j.end_s,
                                  interruptions=j.interruptions, **extra))
