@@ -365,8 +365,11 @@ def build_scenario(inv: Inventory, name: str = "imported", start: dt.date | None
     from twin.plant import rack_worst_cases_w
     supply = template["site"]["halls"][0]["cooling_units"][0].get("supply_temp_c", 18.0)
     probe_halls = [dict(h, cooling_units=_cooling_units(h["width_m"], h["depth_m"], 100.0, supply)) for h in halls]
-    probe = load_scenario_from_mapping(_with_power(scenario, template, 1e6, 1e6, 1, len(racks), 1e4, volts,
-                                                   phases, start, probe_halls, 1e6))
+    # the racks' worst case needs only the racks: the probe's power is a placeholder that
+    # validation would refuse (1 GW for a few racks looks like W typed as kW), so schema only
+    from twin.scenario.schema import Scenario
+    probe = Scenario.model_validate(_with_power(scenario, template, 1e6, 1e6, 1, len(racks), 1e4, volts,
+                                                phases, start, probe_halls, 1e6))
     worst_kw = float(rack_worst_cases_w(probe).sum()) / 1e3        # every rack at its own model's worst case
     feed_kw = side_a_kw if side_a_kw > 0 else worst_kw * 1.1
     if side_a_kw <= 0:
