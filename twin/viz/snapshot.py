@@ -62,6 +62,8 @@ class Snapshot:
     fields: list[xr.Dataset | None] = field(default_factory=list)   # per hall steady field
     rack_names: list[str] = field(default_factory=list)             # (R,) e.g. "r1-01"
     rack_models: list[str] = field(default_factory=list)            # (R,) catalog node model of each rack
+    rack_inlet_c: np.ndarray | None = None   # (R,) [°C] the inlets the caption's "max inlet" quotes (NaN: off)
+    field_is_design: bool = False  # the room air is the design-airflow plan view, not the run's state
 
     @property
     def n_racks(self) -> int:
@@ -345,12 +347,14 @@ def snapshot_from_results(results, quantity: str = "inlet_temp", time_index: int
     active = cooling_active_at(s, results.events, t_s)
     fields = steady_fields(s, p, power_w, active) if field else []
     when = f"{pd.Timestamp(ds['time'].values[i]):%Y-%m-%d %H:%M} (day {t_s / 86400:.0f})"
+    design = any(f is not None for f in fields) and field_differs_from_run(s)
     return Snapshot(scenario=s, rack_xy_m=p.rack_xy_m, rack_intake=p.rack_intake,
                     rack_enclosed=p.rack_enclosed, rack_hall=p.rack_hall, rack_state=state,
                     rack_value=value, rack_heat_w=power_w, scale=scale, cooling_active=active,
-                    label=when, caption=_caption(ds, i) + (f" · {FIELD_DESIGN_NOTE}" if fields and any(
-                        f is not None for f in fields) and field_differs_from_run(s) else ""), fields=fields, rack_names=list(p.rack_names),
-                    rack_models=list(p.rack_node_model))
+                    label=when, caption=_caption(ds, i) + (f" · {FIELD_DESIGN_NOTE}" if design else ""),
+                    fields=fields, rack_names=list(p.rack_names), rack_models=list(p.rack_node_model),
+                    rack_inlet_c=np.where(state >= 1, ds["rack_inlet_c"].values[i].astype(float), np.nan),
+                    field_is_design=design)
 
 
 def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", field: bool = True,
@@ -394,7 +398,7 @@ def snapshot_from_scenario(scenario: Scenario, quantity: str = "inlet_temp", fie
                     rack_value=value, rack_heat_w=heat, scale=color_scale(quantity, value, p.model_names),
                     cooling_active=active, label="design point", caption=caption,
                     fields=fields if field else [], rack_names=list(p.rack_names),
-                    rack_models=list(p.rack_node_model))
+                    rack_models=list(p.rack_node_model), rack_inlet_c=np.where(there, inlet, np.nan))
 
 
 def with_clim(snap: Snapshot, clim: tuple[float, float] | None) -> Snapshot:
@@ -415,22 +419,27 @@ def with_clim(snap: Snapshot, clim: tuple[float, float] | None) -> Snapshot:
 def containment_note(snap: Snapshot, threshold_c: float = 3.0) -> str:
     """A sentence explaining why the room air looks hot while the racks breathe cool air,
     when the hottest room air of the slice exceeds the hottest inlet by ``threshold_c``
-    [K] and the racks draw from enclosures or a contained aisle; '' otherwise."""
+    [K] and the racks draw from enclosures or a contained aisle; '' otherwise.
+
+    The inlet figure is the caption's "max inlet" (``snap.rack_inlet_c``: the run's inlets
+    of its powered racks, or the design point's); the room air is the drawn field. When that
+    field is the design-airflow plan view and not the run's state (``snap.field_is_design``),
+    the sentence says that the room-air figure comes from that picture."""
     temps = [f["temperature"].values for f in snap.fields if f is not None and "temperature" in f]
-    inlet = snap.rack_value if snap.scale.quantity == "inlet_temp" else None
     if not temps:
         return ""
     room = float(max(np.nanmax(t) for t in temps))
-    if inlet is None:
-        inlet_vals = [f["rack_inlet_temp"].values for f in snap.fields if f is not None and "rack_inlet_temp" in f]
-        if not inlet_vals:
-            return ""
-        hot_inlet = float(max(np.nanmax(v) for v in inlet_vals))
-    else:
-        on = np.isfinite(inlet)
-        if not on.any():
-            return ""
-        hot_inlet = float(np.nanmax(inlet[on]))
+    if snap.rack_inlet_c is not None:
+        inlet = np.asarray(snap.rack_inlet_c, float)
+    elif snap.scale.quantity == "inlet_temp":
+        inlet = np.asarray(snap.rack_value, float)
+    else:   # a snapshot built by hand without inlets: the field's own
+        vals = [f["rack_inlet_temp"].values for f in snap.fields if f is not None and "rack_inlet_temp" in f]
+        inlet = np.concatenate(vals) if vals else np.array([np.nan])
+    on = np.isfinite(inlet)
+    if not on.any():
+        return ""
+    hot_inlet = float(np.max(inlet[on]))
     if room - hot_inlet < threshold_c:
         return ""
     halls = snap.scenario.site.halls
@@ -442,6 +451,12 @@ def containment_note(snap: Snapshot, threshold_c: float = 3.0) -> str:
         how = f"from the contained {contained[0].replace('_', ' ')}"
     else:
         how = "from the cold aisle in front of them"
+    if snap.field_is_design:
+        # the run's inlets beside room air re-solved at full-speed design airflow: say which
+        # figure is which (the run's fans may turn slower, leaving hotter exhaust than drawn)
+        return (f"Racks breathe {how}: every inlet of the run is at most {hot_inlet:.1f} °C, while "
+                f"the room air outside is their exhaust (up to {room:.1f} °C on the slice in the "
+                "design-airflow picture drawn, every rack at full-speed airflow).")
     return (f"Racks breathe {how}: every inlet is at most {hot_inlet:.1f} °C, while the room air "
             f"outside (up to {room:.1f} °C on the slice) is their exhaust.")
 
