@@ -126,15 +126,15 @@ def paired_difference(a, b, level: float = LEVEL, method: str = "t") -> Interval
 def interval_note(n: int, level: float = LEVEL, method: str = "t") -> str:
     """The sentence printed beside intervals: n, level, method and, below
     :data:`MIN_SEEDS`, a warning."""
-    what = "Student-t interval of the mean" if method == "t" else "bootstrap interval of the mean"
+    what = "Student-t intervals of the mean" if method == "t" else "bootstrap intervals of the mean"
     text = f"Intervals are {100 * level:.0f} % {what} over n = {n} seed{'s' if n != 1 else ''}."
     if n < 2:
         return text + " With one seed there is no interval: differences cannot be told from noise."
     if n < MIN_SEEDS_FOR_INTERVAL:
-        return (f"Means over n = {n} seeds. Warning: no {100 * level:.0f} % interval is shown: below "
-                f"{MIN_SEEDS_FOR_INTERVAL} seeds it is not meaningful (with 2 seeds the t-interval is 6.3 "
-                f"times the spread of the two values). Re-run with --seeds {MIN_SEEDS} or more before "
-                f"acting on a difference.")
+        return (f"Means over n = {n} seeds. Warning: below {MIN_SEEDS_FOR_INTERVAL} seeds a "
+                f"{100 * level:.0f} % interval is not meaningful (with 2 seeds the t-interval is 6.3 times "
+                f"the spread of the two values), so a report prints the means only. Re-run with --seeds "
+                f"{MIN_SEEDS} or more before acting on a difference.")
     text += (" A bound beyond what the quantity can take (a share outside 0-100 %, a count, energy, "
              "token or GPU-hour total below zero) is shown at that limit and marked *.")
     if n < MIN_SEEDS:
