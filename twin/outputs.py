@@ -416,7 +416,7 @@ def _max_inlet_peak(r: RunRecord) -> float:
 
 KPIS: tuple[Kpi, ...] = (
     Kpi("tokens_total", "tokens", "training tokens that survived to the end of the run", _tokens_total),
-    Kpi("tokens_per_day_mean", "tokens/day", "tokens_total over the simulated days",
+    Kpi("tokens_per_day_mean", "tokens/day", "surviving training tokens per simulated day (tokens_total / run length)",
         lambda r: _tokens_total(r) / (r.horizon_s / DAY)),
     Kpi("tokens_per_day_full_capacity", "tokens/day", "token rate while every delivered GPU was powered",
         _tokens_per_day_full_capacity),
@@ -448,7 +448,7 @@ KPIS: tuple[Kpi, ...] = (
     Kpi("energy_facility_mwh", "MWh", "utility energy: IT + UPS/distribution losses + cooling",
         lambda r: r.energy_mwh("facility_total_power_w")),
     Kpi("ups_loss_mwh", "MWh", "UPS conversion loss", lambda r: r.energy_mwh("ups_loss_w")),
-    Kpi("pue_mean", "1", "energy_facility_mwh / energy_it_mwh", _pue),
+    Kpi("pue_mean", "1", "utility energy / IT energy over the run (energy-weighted PUE)", _pue),
     Kpi("pue_peak", "1", "highest sampled PUE, facility / IT power, at any IT load above zero (in a ramp "
                          "the low-load hours read high)", _pue_peak),
     Kpi("pue_peak_at_load", "1", "highest sampled PUE over the samples at 90 % or more of the run's peak IT "

@@ -42,8 +42,6 @@ def test_kpi_labels_never_capitalise_an_identifier():
     assert sentence_start("hottest inlet") == "Hottest inlet"
 
 
-@pytest.mark.xfail(strict=True, reason="needs real-word long names of tokens_per_day_mean and pue_mean in "
-                                       "twin/outputs.py (not this helper's file; wording in HP2's report)")
 def test_kpi_labels_are_words_not_identifiers():
     table = kpi_table({k: 1.0 for k in KPI_UNITS})
     # tokens_per_day_mean "tokens_total over the simulated days", pue_mean "energy_facility_mwh /

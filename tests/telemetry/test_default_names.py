@@ -119,3 +119,11 @@ def test_export_prefix_is_found_over_the_file_not_per_name(small_run):
     assert export_prefix([foreign], ds) is None
     _, unmapped = apply_mapping([check_series(foreign)], load_mapping(None), ds)
     assert unmapped == ["dc1_gpus_busy"]
+
+
+def test_export_cli_refuses_a_prefix_that_cannot_start_a_metric_name(tmp_path, capsys):
+    # exit 2 with one line naming the option, before any run is read (not a traceback)
+    from twin.cli.export import run_export_cli
+    assert run_export_cli([str(tmp_path / "no_run"), "--out", str(tmp_path / "x.om"), "--prefix", "1dc"]) == 2
+    assert capsys.readouterr().err.startswith("error: --prefix: ")
+    assert not (tmp_path / "x.om").exists()

@@ -18,15 +18,21 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("run", help="run folder (results.nc) written by `twin run`")
     ap.add_argument("--format", choices=("openmetrics",), default="openmetrics")
     ap.add_argument("--out", required=True, help="output file (e.g. run.om)")
-    ap.add_argument("--prefix", default="twin_", help="metric name prefix (default twin_)")
+    ap.add_argument("--prefix", default="twin_",
+                    help="metric name prefix; a '_' is added if it ends in neither '_' nor ':' (default twin_)")
     return ap
 
 
 def run_export_cli(argv: list[str]) -> int:
     from twin.cli.compare import load_run_dataset
-    from twin.telemetry.export import write_openmetrics
+    from twin.telemetry.export import metric_prefix, write_openmetrics
     from twin.telemetry.series import TelemetryError
     args = build_parser().parse_args(argv)
+    try:  # a prefix that cannot start a metric name: exit 2 before anything is read or written
+        metric_prefix(args.prefix)
+    except ValueError as err:
+        print(f"error: --prefix: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         ds = load_run_dataset(args.run)
     except TelemetryError as err:
