@@ -323,19 +323,24 @@ class Failures(Component):
             st.node_healthy[n] = False
             e.jobs.interrupt_nodes(np.array([n]), f"{c.name} on {name}", 0.0)
         if c.repair != "none":
-            self.env.process(self._repair(n, c, 0.0, detected=True, name=name))
+            # the repair clock (MTTR: failure -> back in service) starts at the corruption,
+            # not at its detection
+            self.env.process(self._repair(n, c, 0.0, detected=True, name=name, failed_s=t0))
 
-    def _repair(self, n: int, c, detect_s: float, *, name: str, detected: bool = False):
+    def _repair(self, n: int, c, detect_s: float, *, name: str, detected: bool = False,
+                failed_s: float | None = None):
         """Repair node ``n`` (named ``name``) after failure class ``c``, detected ``detect_s``
-        [s] from now (already logged as detected when ``detected``)."""
+        [s] from now (already logged as detected when ``detected``). ``failed_s`` [s]: the
+        failure's time, when it was before now (silent corruption found later); the repair
+        time (``repair_times_s``, the open repairs' ages) runs from it."""
         e, st = self.e, self.state
         rng = e.rng["repair"]
         rid, self._next_repair = self._next_repair, self._next_repair + 1
-        self.open_repairs[rid] = self.env.now
+        t0 = self.env.now if failed_s is None else failed_s
+        self.open_repairs[rid] = t0
         yield self.env.timeout(detect_s)
         if not detected:
             e.log("detected", name, c.name)
-        t0 = self.env.now - detect_s
         how = self._repair_how.get(c)
         if how is None:
             how = self._repair_how[c] = (
