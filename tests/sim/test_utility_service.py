@@ -105,8 +105,11 @@ def test_september_admits_the_racks_capacity_says(september):
 
 def test_a_service_that_binds_from_the_start():
     # 2,000 kVA: 1,900 kW at the service carries 1,188 kW of IT with the UPS loss, the cooling
-    # and the house loads, below the plan (1,520 kW) and every other limit of the run
-    s = twin.load_scenario(BV, ["simulation.duration_days=40", "site.power.chain.utility.kva=2000", *QUIET])
+    # and the house loads, below the plan (1,520 kW) and every other limit of the run. The RPPs
+    # re-fed (N) from the start: as built their A/B pairs carry 10 of each pair's 16 positions,
+    # 20 racks of the first wave's 32 (tests/sim/test_rpp_stages.py), below the service's 59
+    s = twin.load_scenario(BV, ["simulation.duration_days=40", "site.power.chain.utility.kva=2000",
+                                "site.power.chain.rpps.redundancy=N", *QUIET])
     st = capacity_report(s)["stages"][0]
     assert st["binding"]["equipment"] == "utility" and st["racks_at_worst_case"] == 59
     res = twin.simulate(s)

@@ -48,7 +48,11 @@ __all__ = [
     "utility_constraint",
     "chain_constraints",
     "binding_constraints",
+    "rpp_groups",
+    "racks_on_groups",
     "rpp_whole_racks",
+    "rpp_unit_w",
+    "rpp_constraint",
     "racks_fitting",
 ]
 
@@ -131,33 +135,114 @@ def ups_usable_kw(systems: int, modules_per_system: int, module_kw: float, topol
             f"{s} of {systems} systems x {modules_per_system} modules x {module_kw:g} kW ({topology})")
 
 
-def rpp_whole_racks(unit_kw: float, groups: int, rack_worst_case_kw, rack_positions: int) -> tuple[int, float]:
+def rpp_groups(rack_positions: int, groups: int, panels: int | None = None) -> np.ndarray:
+    """The RPP group (panel, or 2N A/B pair) of each rack position [int (R,)].
+
+    The ``panels`` RPPs (default ``groups``) each feed ``ceil(positions / panels)``
+    consecutive positions in delivery order, as ``site.power.rpp`` lays racks on its panels
+    (``racks_per_rpp`` consecutive racks each); panel ``q`` is in group ``q mod groups``: under
+    N (``groups = panels``) each panel is its own group, under 2N (``groups = panels / 2``) the
+    A side is panels ``0 .. G-1`` and the B side ``G .. 2G-1``, pair ``g`` panels ``g`` and
+    ``g + G``. So a hall filled in delivery order fills the pairs evenly (its first half puts
+    one panel's racks on each pair). The one map :func:`rpp_whole_racks` (``twin capacity``)
+    and the run's admission (``twin.sim.power_chain.PowerChain``) share.
+    """
+    n, g = int(rack_positions), int(groups)
+    p = g if panels is None else int(panels)
+    if n <= 0 or g <= 0 or p <= 0:
+        return np.zeros(max(n, 0), int)
+    return (np.arange(n) // (-(-n // p))) % g
+
+
+def racks_on_groups(rack_w, group, group_limit_w, *, candidate=None, powered=None) -> np.ndarray:
+    """Which racks their RPP groups carry whole [bool (R,)]: the rule of :func:`rpp_whole_racks`.
+
+    A rack's cord sits on one panel (on 2N, on one A/B pair whose surviving panel carries the
+    pair's racks alone), so a group cannot take a fraction of a rack. ``rack_w`` (R,) or scalar
+    [any power unit]; ``group`` (R,) int, each rack's group; ``group_limit_w`` (G,) each group's
+    limit [same unit]. The ``powered`` racks (default none) are committed to their groups first
+    and stay; then each group takes the longest prefix, in index order, of its ``candidate``
+    racks (default all) whose sum fits: ``base_g + sum(w[:k]) <= limit_g`` (admission's order;
+    a rack that does not fit its group keeps the group's later racks out, not other groups')."""
+    grp = np.asarray(group, dtype=np.intp)
+    n = grp.shape[0]
+    w = np.broadcast_to(np.asarray(rack_w, dtype=float), (n,))
+    lim = np.asarray(group_limit_w, dtype=float)
+    on = np.zeros(n, bool) if powered is None else np.asarray(powered, bool)
+    cand = (np.ones(n, bool) if candidate is None else np.asarray(candidate, bool)) & ~on
+    base = np.bincount(grp, weights=np.where(on, w, 0.0), minlength=lim.shape[0])
+    order = np.argsort(grp, kind="stable")              # index order within each group
+    g_sorted = grp[order]
+    cs = np.cumsum(np.where(cand, w, 0.0)[order])
+    start = np.searchsorted(g_sorted, g_sorted, side="left")
+    cum = np.empty(n)
+    cum[order] = cs - np.concatenate(([0.0], cs))[start]
+    # a group's running sum never falls (w >= 0): once over, it stays over, so the racks that
+    # fit are the longest prefix
+    return on | (cand & (base[grp] + cum <= lim[grp] * (1 + 1e-12)))
+
+
+def rpp_whole_racks(unit_kw: float, groups: int, rack_worst_case_kw, rack_positions: int,
+                    panels: int | None = None) -> tuple[int, float]:
     """Racks the RPPs power at their worst case when racks are whole: (count, their kW).
 
-    A rack's cord sits on one panel (on 2N, on one A/B pair whose surviving panel carries
-    the pair's racks alone), so a panel cannot take a fraction of a rack: group ``g`` of
-    the ``groups`` panels (pairs) holds at most ``floor(unit / worst)`` racks, and the RPPs
+    A panel cannot take a fraction of a rack (:func:`racks_on_groups`): group ``g`` of the
+    ``groups`` panels (pairs) holds at most ``floor(unit / worst)`` racks, and the RPPs
     together ``sum_g floor(unit / worst_g)`` racks, not ``floor(groups x unit / worst)``
     (Blue Vela's 2N stage: 8 pairs x floor(218.5 / 19.94) = 80 racks, not 87). The rack
-    positions are spread over the groups in delivery order, ``ceil(positions / groups)``
-    per group; with (R,) worst cases [kW] each group takes the longest prefix of its racks
-    whose sum fits (admission's order). ``unit_kw``: one panel's continuous limit [kW].
+    positions lie on the ``panels`` RPPs (default ``groups``) and their groups as
+    :func:`rpp_groups` maps them; with (R,) worst cases [kW] each group takes the longest
+    prefix of its racks whose sum fits (admission's order). ``unit_kw``: one panel's
+    continuous limit [kW].
     """
     groups = int(groups)
     if groups <= 0 or rack_positions <= 0:
         return 0, 0.0
-    per = -(-int(rack_positions) // groups)
     w = np.asarray(rack_worst_case_kw, float)
     if w.ndim == 0:
         w = np.full(int(rack_positions), float(w))
     w = w[:rack_positions]
-    count, kw = 0, 0.0
+    grp = rpp_groups(len(w), groups, panels)
+    ok = racks_on_groups(w, grp, np.full(groups, float(unit_kw)))
+    kw = 0.0
     for g in range(groups):
-        mine = w[g * per:(g + 1) * per]
-        k = int(np.searchsorted(np.cumsum(mine), unit_kw * (1 + 1e-12), side="right"))
-        count += k
-        kw += float(mine[:k].sum())
-    return count, kw
+        kw += float(w[ok & (grp == g)].sum())
+    return int(ok.sum()), kw
+
+
+def rpp_unit_w(rpps) -> float:
+    """One RPP's continuous limit [W] (``site.power.chain.rpps``: its feeder breaker at the
+    continuous rule, :func:`twin.power.electrical.breaker_continuous_limit_w`)."""
+    return float(breaker_continuous_limit_w(rpps.breaker_a, rpps.voltage_v, rpps.phases, rpps.rated_100pct,
+                                            rpps.power_factor))
+
+
+def rpp_constraint(rpps, rack_positions: int, rack_worst_case_w=None) -> Constraint:
+    """The RPPs' limit on the IT load of one stage [:class:`Constraint`, kW of IT].
+
+    The surviving panels (:func:`surviving_units`: all under N, one per A/B pair under 2N) at
+    their continuous limit (:func:`rpp_unit_w`); with ``rack_worst_case_w`` [W] (one figure or
+    (R,) in delivery order) the racks they carry whole (:func:`rpp_whole_racks`) when fewer
+    than the positions fit. What ``twin capacity`` lists and the run admits against
+    (:func:`twin.power.chain.rpp_stage_limits`).
+    """
+    r = rpps
+    unit = rpp_unit_w(r)
+    s = surviving_units(r.count, r.redundancy)
+    rule = "100%-rated feeder breaker" if r.rated_100pct else "NEC 80% continuous on the RPP feeder breaker"
+    it_kw, whole = s * unit / 1e3, ""
+    if rack_worst_case_w is not None:
+        worst_kw = np.asarray(rack_worst_case_w, float) / 1e3
+        n_racks, racks_kw = rpp_whole_racks(unit / 1e3, s, worst_kw, rack_positions, r.count)
+        # every position fits its panel: the panels never turn a rack away, the kW stand
+        if n_racks < rack_positions and racks_kw < it_kw * (1 - 1e-12):
+            it_kw = racks_kw
+            what = "pair" if r.redundancy == "2N" else "panel"
+            whole = (f"; whole racks: {n_racks} at worst case on {s} {what}s "
+                     f"({n_racks / s:.3g} per {what})")
+    return Constraint("rpps", rule, it_kw, s * unit / 1e3,
+                      f"{s} of {r.count} RPPs ({r.redundancy}) x {r.breaker_a:g} A {r.voltage_v:g} V "
+                      f"= {unit / 1e3:.1f} kW continuous each{whole}")
 
 
 def _it_chain_loads(chain, mechanical_w: Callable[[float], float]) -> dict:
@@ -289,24 +374,7 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
               f"{g.rating} rating x planned loading", f"{g.kw:g} kW", extra_w=recharge_w,
               carries_mech="generators" in mech_on)
     if chain.rpps is not None:
-        r = chain.rpps
-        unit = float(breaker_continuous_limit_w(r.breaker_a, r.voltage_v, r.phases, r.rated_100pct,
-                                                r.power_factor))
-        s = surviving_units(r.count, r.redundancy)
-        rule = "100%-rated feeder breaker" if r.rated_100pct else "NEC 80% continuous on the RPP feeder breaker"
-        it_kw, whole = s * unit / 1e3, ""
-        if rack_worst_case_w is not None:
-            worst_kw = np.asarray(rack_worst_case_w, float) / 1e3
-            n_racks, racks_kw = rpp_whole_racks(unit / 1e3, s, worst_kw, rack_positions)
-            # every position fits its panel: the panels never turn a rack away, the kW stand
-            if n_racks < rack_positions and racks_kw < it_kw * (1 - 1e-12):
-                it_kw = racks_kw
-                what = "pair" if r.redundancy == "2N" else "panel"
-                whole = (f"; whole racks: {n_racks} at worst case on {s} {what}s "
-                         f"({n_racks / s:.3g} per {what})")
-        out.append(Constraint("rpps", rule, it_kw, s * unit / 1e3,
-                              f"{s} of {r.count} RPPs ({r.redundancy}) x {r.breaker_a:g} A {r.voltage_v:g} V "
-                              f"= {unit / 1e3:.1f} kW continuous each{whole}"))
+        out.append(rpp_constraint(chain.rpps, rack_positions, rack_worst_case_w))
     if chain.branch is not None:
         br = chain.branch
         cord = float(breaker_continuous_limit_w(br.breaker_a, br.voltage_v, br.phases, br.rated_100pct,

@@ -8,6 +8,7 @@ physics (:mod:`twin.power.capacity`, :mod:`~twin.power.branch`,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -21,6 +22,10 @@ from twin.power.capacity import (
     binding_constraints,
     chain_constraints,
     racks_fitting,
+    rpp_constraint,
+    rpp_groups,
+    rpp_unit_w,
+    rpp_whole_racks,
     surviving_units,
     utility_constraint,
 )
@@ -37,7 +42,8 @@ from twin.power.swing import (
 from twin.scenario.power_chain import PowerChain, chain_at_stages
 
 __all__ = ["rack_figures_w", "chain_problems", "stage_capacity", "capacity_report",
-           "phase_node_power_w", "swing_report", "utility_it_limits_w", "utility_plan_notes"]
+           "phase_node_power_w", "swing_report", "utility_it_limits_w", "utility_plan_notes",
+           "RppStage", "rpp_stage_limits", "rpp_plan_notes"]
 
 #: Inlet temperature at which a rack's idle draw is taken [C] (ASHRAE recommended middle).
 IDLE_INLET_C = 22.0
@@ -170,6 +176,108 @@ def utility_plan_notes(scenario) -> list[tuple[str, str]]:
                         f"{st.it_power_kw:g} kW from {st.date} is above the {lim_w / 1e3:.0f} kW of IT {name} "
                         f"carries then (`twin capacity`): a run admits racks against the service, {racks} at "
                         f"worst case"))
+    return out
+
+
+@dataclass(frozen=True)
+class RppStage:
+    """The chain's RPPs at one stage, as the run admits racks against them.
+
+    ``group`` (R,) int: each rack position's group (:func:`twin.power.capacity.rpp_groups`): an
+    A/B pair under 2N (panels ``g`` and ``g + G``), a panel under N; ``panels``: the RPPs; ``group_limit_w`` (G,) [W]: what each group carries, one
+    panel's continuous limit (a pair's surviving panel carries the pair's racks alone on
+    failover); ``it_w`` [W]: the stage's RPP limit on the IT load as ``twin capacity`` lists it
+    (:func:`twin.power.capacity.rpp_constraint`: the racks the groups carry whole at worst
+    case, or the panels' kW); ``what``: "pair" or "panel"; ``name``: for the events."""
+
+    group: np.ndarray
+    panels: int
+    group_limit_w: np.ndarray
+    it_w: float
+    what: str
+    name: str
+
+
+def rpp_stage_limits(scenario) -> list[tuple[Any, RppStage]]:
+    """The chain's RPPs at each of its stages: ``[(date or None, RppStage)]`` in the order of
+    :func:`twin.scenario.power_chain.chain_at_stages`; empty without ``site.power.chain`` or its
+    ``rpps``. Each stage's limit is :func:`twin.power.capacity.rpp_constraint` with the racks'
+    worst cases of :func:`rack_figures_w`, the figure ``twin capacity`` lists
+    (:func:`capacity_report`), and its groups the map :func:`twin.power.capacity.rpp_whole_racks`
+    counts on: the run admits each rack only while its group carries it whole
+    (``twin.sim.power_chain.PowerChain.racks_admitted``)."""
+    chain = scenario.site.power.chain
+    if chain is None or chain.rpps is None:
+        return []
+    n = rack_positions(scenario)
+    fig = rack_figures_w(scenario)
+    worst = fig.get("worst_case_racks_w", fig["worst_case_w"])
+    out: list[tuple[Any, RppStage]] = []
+    for date, _, ch in chain_at_stages(chain):
+        r = ch.rpps
+        if r is None:
+            continue
+        s = surviving_units(r.count, r.redundancy)
+        unit = rpp_unit_w(r)
+        c = rpp_constraint(r, n, worst)
+        what = "pair" if r.redundancy == "2N" else "panel"
+        rule = ("each A/B pair carries its racks on one panel on failover" if what == "pair"
+                else "each panel its own racks")
+        name = (f"the RPP {what}s ({s} of {r.count} RPPs ({r.redundancy}) x {unit / 1e3:.1f} kW continuous, "
+                f"{rule}: {c.it_capacity_kw:.0f} kW{' of whole racks' if 'whole racks' in c.detail else ''}; "
+                f"site.power.chain.rpps)")
+        out.append((date, RppStage(group=rpp_groups(n, s, r.count), panels=r.count,
+                                   group_limit_w=np.full(s, unit), it_w=c.it_capacity_kw * 1e3, what=what,
+                                   name=name)))
+    return out
+
+
+def rpp_plan_notes(scenario) -> list[tuple[str, str]]:
+    """The chain's RPPs against the plan and the panels the run models: ``[(dotted path, text)]``
+    for ``twin validate``'s notes.
+
+    * A typed plan stage (``site.power.plan``) whose IT power exceeds what the chain's RPPs
+      carry at that date (:func:`rpp_stage_limits`) and would take more racks at worst case
+      (:func:`twin.power.capacity.racks_fitting`) than their groups carry whole
+      (:func:`twin.power.capacity.rpp_whole_racks`), both scaled by
+      ``site.power.oversubscription`` as the engine admits: the run powers only those racks. None with ``stages_set_plan`` (the plan is then the chain's own
+      capacity).
+    * The chain's RPPs laid over different panels than ``site.power.rpp`` (another count, or
+      ``racks_per_rpp`` not the chain's ``ceil(positions / count)`` consecutive racks): ``twin
+      capacity`` and the run's admission by stage group the racks by the chain's count, the
+      run's breakers and RPP series by ``site.power.rpp``; the run admits against both, so
+      it stays within each, but the two describe different panels. A note, not a problem: the
+      run is conservative, and the chain's figure holds for its own panels.
+    """
+    pw = scenario.site.power
+    stages = rpp_stage_limits(scenario)
+    if not stages:
+        return []
+    out: list[tuple[str, str]] = []
+    n = rack_positions(scenario)
+    site_map = np.arange(n) // pw.rpp.racks_per_rpp
+    counts = sorted({ch.rpps.count for _, _, ch in chain_at_stages(pw.chain) if ch.rpps is not None})
+    for c in counts:
+        if c != pw.rpp.count or not np.array_equal(rpp_groups(n, c), site_map):
+            out.append(("site.power.chain.rpps.count",
+                        f"the chain's {c} RPPs hold {-(-n // c)} consecutive racks each (`twin capacity`, and the "
+                        f"run's admission by stage), site.power.rpp's {pw.rpp.count} panels {pw.rpp.racks_per_rpp} "
+                        f"each (the run's breakers and RPP series): a run admits against both"))
+    if pw.chain.stages_set_plan:
+        return out
+    k = pw.oversubscription
+    fig = rack_figures_w(scenario)
+    worst_kw = np.asarray(fig.get("worst_case_racks_w", fig["worst_case_w"]), float) / 1e3
+    for i, st in enumerate(pw.plan):
+        rs = next((r for d, r in reversed(stages) if d is None or d <= st.date), stages[0][1])
+        racks, _ = rpp_whole_racks(float(rs.group_limit_w[0]) * k / 1e3, len(rs.group_limit_w), worst_kw, n,
+                                   rs.panels)
+        # above the RPPs' kW but every rack the plan takes still fits its group: no note
+        if st.it_power_kw * 1e3 > rs.it_w * (1 + 1e-9) and racks_fitting(st.it_power_kw * k, worst_kw, n) > racks:
+            out.append((f"site.power.plan.{i}.it_power_kw",
+                        f"{st.it_power_kw:g} kW from {st.date} is above the {rs.it_w / 1e3:.0f} kW of IT {rs.name} "
+                        f"carry then (`twin capacity`): a run admits each rack only while its {rs.what} carries it, "
+                        f"{racks} at worst case when every position is delivered"))
     return out
 
 

@@ -9,9 +9,12 @@ import numpy as np
 
 from twin import power
 from twin.plant import seconds_since
+from twin.power.capacity import racks_on_groups
 from twin.power.chain import (
+    RppStage,
     feed_it_limits_w,
     mechanical_on_feeds,
+    rpp_stage_limits,
     split_mechanical_w,
     utility_it_limits_w,
 )
@@ -78,9 +81,15 @@ class PowerChain(Component):
         #: [(s, W, name)], the first in force from the start: the constraint `twin capacity`
         #: lists (:func:`twin.power.chain.utility_it_limits_w`); empty without a typed service
         self.utility_changes_s = self._utility_schedule_s(engine.horizon_s)
+        #: the chain's RPPs from each of its stages on [(s, RppStage)], the first in force from
+        #: the start: each rack is admitted only while its A/B pair (2N) or panel (N) carries it
+        #: whole, the rule `twin capacity` counts (:func:`twin.power.chain.rpp_stage_limits`);
+        #: empty without ``site.power.chain.rpps``
+        self.rpp_changes_s = self._rpp_schedule_s(engine.horizon_s)
         #: the instants after the start at which a chain stage moves an admission limit
         self._stage_times_s = sorted({t for t, _, _ in self.ups_changes_s}
-                                     | {t for t, _, _ in self.utility_changes_s[1:]})
+                                     | {t for t, _, _ in self.utility_changes_s[1:]}
+                                     | {t for t, _ in self.rpp_changes_s[1:]})
         self._limits_cache: dict[tuple, tuple[dict[str, float], np.ndarray]] = {}
         #: worst-case power one rack may draw on its branch circuits in normal operation (all its
         #: cords live, each at its breaker's continuous rule) [W]; inf without
@@ -141,6 +150,74 @@ class PowerChain(Component):
                 out.append((t, w, name))
         return out
 
+    def _rpp_schedule_s(self, horizon_s: float) -> list[tuple[float, RppStage]]:
+        """The chain's RPPs [(s, RppStage)]: the stage in force at the start, then each later
+        stage before the horizon that changes them (as :meth:`_utility_schedule_s`)."""
+        s = self.s
+        sched = rpp_stage_limits(s)
+        if not sched:
+            return []
+        start = s.simulation.start
+        k0 = max(k for k, (d, _) in enumerate(sched) if k == 0 or d is None or d <= start)
+        out = [(0.0, sched[k0][1])]
+        for d, rs in sched[k0 + 1:]:
+            t = seconds_since(start, d)
+            last = out[-1][1]
+            if t < horizon_s and (rs.name != last.name or not np.array_equal(rs.group, last.group)
+                                  or not np.array_equal(rs.group_limit_w, last.group_limit_w)):
+                out.append((t, rs))
+        return out
+
+    def rpp_at_s(self, t_s: float) -> RppStage | None:
+        """The chain's RPPs at simulation time ``t_s`` [s], None without ``site.power.chain.rpps``."""
+        now = None
+        for t, rs in self.rpp_changes_s:
+            if t <= t_s:
+                now = rs
+        return now
+
+    def racks_admitted(self, limit_w: float, k: float, *, candidate: np.ndarray,
+                       powered: np.ndarray) -> np.ndarray:
+        """Racks that may be powered now [bool (R,)]: the ramp's admission (its order, the
+        powered racks committed first). The chain's RPPs in force now (:meth:`rpp_at_s`) keep
+        a candidate out unless its pair (2N: one panel carries the pair's racks) or panel (N)
+        carries it whole at worst case, each group's limit x ``k`` (``site.power.oversubscription``),
+        by :func:`twin.power.capacity.racks_on_groups`, the rule ``twin capacity`` counts; a
+        full group keeps its later racks out, not the other groups'. The rest must fit
+        ``limit_w`` [W] (already x ``k``) and each ``site.power.rpp`` panel
+        (:func:`twin.power.racks_admitted`, the first that does not ends the admission)."""
+        p = self.plant
+        rs = self.rpp_at_s(self.env.now)
+        if rs is not None:
+            candidate = candidate & racks_on_groups(self.rack_worst_w, rs.group, rs.group_limit_w * k,
+                                                    candidate=candidate, powered=powered)
+        return power.racks_admitted(self.rack_worst_w, limit_w, p.rack_rpp, p.rpp_limit_w * k,
+                                    candidate=candidate, powered=powered, policy="stop")
+
+    def rpp_held_why(self, r: int, k: float) -> str:
+        """Why rack ``r`` stays dark when the facility limit would take it: its pair or panel of
+        the chain's RPPs in force now is full (naming the group, the site panels it spans and
+        its limit), else its ``site.power.rpp`` panel's continuous limit."""
+        p, st = self.plant, self.state
+        wc = self.rack_worst_w
+        w = float(wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[r])
+        rs = self.rpp_at_s(self.env.now)
+        if rs is not None:
+            g = int(rs.group[r])
+            mine = (rs.group == g) & st.rack_powered
+            committed = float(mine.sum() * wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[mine].sum())
+            lim = float(rs.group_limit_w[g]) * k
+            if committed + w > lim * (1 + 1e-12):
+                panels = np.unique(np.asarray(p.rack_rpp).reshape(len(rs.group), -1)[rs.group == g])
+                on = ("site.power.rpp panels " + " and ".join(str(int(q)) for q in panels) if len(panels) > 1
+                      else f"site.power.rpp panel {int(panels[0])}")
+                return (f"RPP {rs.what} {g} ({on}) carries {int(mine.sum())} racks, {committed / 1e3:.1f} kW "
+                        f"worst case, and cannot take {p.rack_names[r]}'s {w / 1e3:.1f} kW within "
+                        f"{lim / 1e3:.1f} kW, {rs.name}")
+        q = int(np.ravel(p.rack_rpp)[r]) if np.ndim(p.rack_rpp) == 1 else int(p.rack_rpp[r, 0])
+        return (f"RPP {q}'s continuous limit {p.rpp_limit_w[q] * k / 1e3:.1f} kW "
+                f"(site.power.rpp) cannot take {p.rack_names[r]}'s {w / 1e3:.1f} kW worst case")
+
     def utility_at_s(self, t_s: float) -> tuple[float, str] | None:
         """The utility service's limit on the IT power at simulation time ``t_s`` [s]:
         ([W], name), None without a typed service."""
@@ -156,14 +233,19 @@ class PowerChain(Component):
         and the IT power each feed path carries at worst case before it reaches its capacity
         [W (F,)]. By the clock, not by the order in which processes wake at a stage's instant:
         the ramp's plan stage and the chain's stage on one date see the same limits."""
-        mode, utility = self.ups_mode_at_s(t_s), self.utility_at_s(t_s)
-        hit = self._limits_cache.get((mode, utility))
+        mode, utility, rpps = self.ups_mode_at_s(t_s), self.utility_at_s(t_s), self.rpp_at_s(t_s)
+        key = (mode, utility, None if rpps is None else (rpps.name, rpps.it_w))
+        hit = self._limits_cache.get(key)
         if hit is None:
             limits, feeds = self._limits_by_mode[mode]
             limits = dict(limits)
             if utility is not None:
                 limits[utility[1]] = utility[0]
-            hit = self._limits_cache[(mode, utility)] = (limits, feeds)
+            if rpps is not None:
+                # the kW of the racks the groups carry whole (`twin capacity`'s RPP figure); the
+                # groups themselves are checked rack by rack (racks_admitted)
+                limits[rpps.name] = rpps.it_w
+            hit = self._limits_cache[key] = (limits, feeds)
         return hit
 
     @property
@@ -214,9 +296,13 @@ class PowerChain(Component):
         """At each of the chain's dated stages that moves a limit: the UPS mode (``ups_mode``)
         and the admission limits from then on (bypass lifts the UPS's; the utility service's
         follows its kVA and the UPS loss); racks are admitted again, once, when the tightest
-        limit moved."""
+        limit moved or the chain's RPPs changed (after shedding, from the end of each pair or
+        panel, the racks a tighter RPP stage no longer carries)."""
         e = self.e
         ups_at = {t: (mode, date) for t, mode, date in self.ups_changes_s}
+        rpp_at = dict(self.rpp_changes_s)
+        p = self.plant
+        ramp_at = set(p.plan_s.tolist()) | set(p.rack_delivery_s[np.isfinite(p.rack_delivery_s)].tolist())
         cap = min(self.limits_at_s(0.0)[0].values())
         for t in self._stage_times_s:
             if t > self.env.now:
@@ -227,11 +313,26 @@ class PowerChain(Component):
                 e.log("ups_mode", "ups", f"{old} -> {mode} from {date} (site.power.chain.stages): UPS loss "
                       + ("none" if mode == "bypass" else "on its curve")
                       + ("; grid sags reach the PSUs" if mode == "bypass" else "; sags ridden through on battery"))
-            # the limits follow the clock (limits_at_s); the ramp may have admitted at this
-            # instant already, and admitting again then powers nothing more
-            if self.chain_capacity_w != cap:
+            shed = self._shed_rpp_groups(rpp_at[t]) if t in rpp_at else 0
+            # the limits follow the clock (limits_at_s, rpp_at_s): at an instant the ramp wakes
+            # at too (a plan stage or a delivery) its admission, before or after this one, sees
+            # them, so one admission, not two split by the plan's old level; after shedding,
+            # which the ramp may have admitted before, the groups with room fill again
+            if self.chain_capacity_w != cap or t in rpp_at:
                 cap = self.chain_capacity_w
-                e.ramp.admit()
+                if t not in ramp_at or shed:
+                    e.ramp.admit()
+
+    def _shed_rpp_groups(self, rs: RppStage) -> int:
+        """Power off, from the end of each group, the racks a new RPP stage's pair or panel no
+        longer carries at worst case (x ``site.power.oversubscription``); how many."""
+        st, k = self.state, self.s.site.power.oversubscription
+        keep = racks_on_groups(self.rack_worst_w, rs.group, rs.group_limit_w * k,
+                               candidate=st.rack_powered, powered=np.zeros_like(st.rack_powered))
+        off = np.flatnonzero(st.rack_powered & ~keep)[::-1]
+        for r in off:
+            self.e.ramp.power_off_rack(int(r), f"RPP {rs.what} {int(rs.group[r])} over its limit: {rs.name}")
+        return len(off)
 
     def binding_limit(self) -> tuple[str, float]:
         """The chain's tightest limit on admitted IT power: (what it is, [W])."""
