@@ -151,4 +151,5 @@ class Grid(Component):
         st.psu_capacity_w = float(node.psu_count * node.psu_rating_w)
         e.log("feed_restored", name, f"after {dur / H:.2f} h")
         e.jobs.rates_changed()
+        e.ramp.admit()          # racks held while the feed was lost (Ramp.admit)
         e.scheduler.schedule()

@@ -19,10 +19,11 @@ class Ramp(Component):
     the chain says so, of the cooling: ``PowerChain.feed_it_limit_w``), each RPP and the
     rack's branch circuits; shedding when a limit falls. Delivered racks a limit keeps dark
     are logged (``power_held``, naming the limit), as is the limit a stage is admitted
-    against when the chain's is below the plan's."""
+    against when the chain's is below the plan's. While a feed is lost no rack is powered on
+    (``power_held`` names the feed; they are admitted when it is restored)."""
 
     name = "ramp"
-    reads = ("rack_delivered", "rack_powered", "rack_ready")
+    reads = ("rack_delivered", "rack_powered", "rack_ready", "feed_up")
     writes = ("rack_delivered", "rack_powered", "rack_on_since", "rack_ready")
     emits = ("delivery", "power_stage", "power_on", "power_off", "burn_in_done", "power_held")
     outputs = ("power_available_w", "gpus_installed")
@@ -86,6 +87,12 @@ class Ramp(Component):
                                         candidate=st.rack_delivered & fits_branch, powered=st.rack_powered,
                                         policy="stop")
         turned_on = np.flatnonzero(admitted & ~st.rack_powered)
+        if len(turned_on) and not st.feed_up.all():
+            # a feed is lost: the limits above hold with every feed live, and the survivor was
+            # judged (Grid._feed_outage) on the load of the loss; no new load goes onto it, the
+            # racks wait for the feed (Grid admits again when it is restored)
+            self._log_held(limit, k, fits_branch, feed_hold=len(turned_on))
+            return
         st.rack_powered[turned_on] = True
         st.rack_on_since[turned_on] = self.env.now
         committed = e.power.rack_committed_w(st.rack_powered)
@@ -95,9 +102,10 @@ class Ramp(Component):
             self.env.process(self._burn_in(turned_on))
         self._log_held(limit, k, fits_branch)
 
-    def _log_held(self, limit_w: float, k: float, fits_branch) -> None:
+    def _log_held(self, limit_w: float, k: float, fits_branch, feed_hold: int = 0) -> None:
         """Log ``power_held`` when delivered racks stay dark, naming the limit that holds the
-        first of them (its branch circuits, the facility limit, or its RPP); once per change."""
+        first of them (its branch circuits, the facility limit, or its RPP), or the lost feed
+        when ``feed_hold`` racks that fit every limit wait for it; once per change."""
         p, st, e = self.plant, self.state, self.e
         held = np.flatnonzero(st.rack_delivered & ~st.rack_powered)
         if len(held) == 0:
@@ -107,7 +115,11 @@ class Ramp(Component):
         wc = e.power.rack_worst_w
         w = float(wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[r])
         committed = e.power.rack_committed_w(st.rack_powered)
-        if not bool(np.broadcast_to(fits_branch, st.rack_delivered.shape)[r]):
+        if feed_hold:
+            lost = [f.name for f, up in zip(self.s.site.power.feeds, st.feed_up, strict=True) if not up]
+            why = (f"feed {', '.join(lost)} lost: {feed_hold} racks that fit every limit wait until it is "
+                   f"restored (the limits hold with every feed live; no new load on the surviving feed)")
+        elif not bool(np.broadcast_to(fits_branch, st.rack_delivered.shape)[r]):
             why = (f"one rack's worst case {w / 1e3:.1f} kW exceeds its branch circuits' "
                    f"{e.power.branch_rack_limit_w * k / 1e3:.1f} kW (site.power.chain.branch)")
         elif committed + w > limit_w * (1 + 1e-12):

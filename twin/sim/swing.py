@@ -9,7 +9,8 @@ with the job's last step estimate and the run's typical inlet temperature), and 
 mitigations of ``site.power.chain`` (battery, GPU power floor) with their energy cost.
 At every sample it checks each powered rack's cords against the chain's branch circuits
 (:mod:`twin.power.branch`); a rack whose remaining cord would be overloaded if its partner
-were lost is logged once (``branch_failover_overload``).
+were lost is logged once (``branch_failover_overload``). During a feed loss the cords on the
+lost feed carry nothing and the live ones the whole rack, in both fractions.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import math
 
 import numpy as np
 
-from twin import storage
+from twin import power, storage
 from twin.power.chain import swing_report
 from twin.power.electrical import breaker_continuous_limit_w
 from twin.sim.component import Component
@@ -27,7 +28,7 @@ from twin.sim.state import RackState
 
 class Swing(Component):
     name = "swing"
-    reads = ()
+    reads = ("feed_up",)
     writes = ()
     emits = ("branch_failover_overload",)
     outputs = ("branch_load_fraction_max", "failover_branch_load_fraction_max", "job_meter_ramp_kw_per_s",
@@ -52,18 +53,24 @@ class Swing(Component):
             return
         p = rec["rack_power_w"][i]
         top = float(p.max()) if p.size else 0.0          # an unpowered rack draws nothing
-        live = max(self.cords - 1, 1)
-        rec["branch_load_fraction_max"][i] = top / self.cords / self.cord_limit_w
+        # during a feed loss the cords on the lost feed carry nothing and the live ones the
+        # whole rack (cord i on feed i mod F, as the PSUs: power.psus_without_input)
+        up = self.state.feed_up
+        dark = 0 if up.all() else power.psus_without_input(self.cords, up)
+        now = max(self.cords - dark, 1)
+        live = max(now - 1, 1)
+        rec["branch_load_fraction_max"][i] = top / now / self.cord_limit_w
         rec["failover_branch_load_fraction_max"][i] = top / live / self.cord_limit_w
         if top / live <= self.cord_limit_w:              # the common case: nothing to log
             return
         p = np.where(RackState.powered(rec["rack_state"][i]), p.astype(float), 0.0)
         fail = p / live / self.cord_limit_w
         new = (fail > 1.0) & ~self._overloaded
+        why = "if its partner is lost" if dark == 0 else "with its partner's feed lost"
         for r in np.flatnonzero(new):
             self.e.log("branch_failover_overload", self.plant.rack_names[r],
                        f"{p[r] / 1e3:.1f} kW on one cord of {self.cord_limit_w / 1e3:.1f} kW continuous "
-                       f"({fail[r]:.2f} x) if its partner is lost")
+                       f"({fail[r]:.2f} x) {why}")
         self._overloaded |= new
 
     def _typical_inlet_c(self, rec) -> float:
