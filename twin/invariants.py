@@ -5,7 +5,10 @@ A warning does not stop a run: it says which number cannot be trusted and why.
 
 - **energy balance**: utility power = IT + UPS loss + distribution loss + cooling, sample
   by sample; the distribution loss is the RPP and feed losses; the facility IT power is the
-  sum of the rack powers; the energy KPIs are the integrals of those series.
+  sum of the rack powers; the utility feeds together carry the utility power (less the
+  cooling, unless ``site.power.chain.mechanical`` puts the plant and the house loads on the
+  switchboards, when they carry the house loads too), also during a single-feed loss; the
+  energy KPIs are the integrals of those series.
 - **non-negative energies**: no power, loss or energy below zero.
 - **temperature ceilings**: a powered rack's inlet stays within the ASHRAE A4 allowable
   envelope (45 C), beyond which every air-cooled server class is out of specification; a
@@ -80,6 +83,7 @@ def energy_balance(ds, kpis: dict, out: list) -> None:
         if not ok:
             _warn(out, "energy_balance", f"distribution loss differs from RPP + feed losses by "
                                          f"{worst / 1e3:.3g} kW at {_when(ds, i)}")
+    _feeds_carry_the_utility_power(ds, tot, scale, out)
     if "rack_power_w" in ds:
         ok, i, worst = _close(it, np.asarray(ds["rack_power_w"].sum("rack").values, float), scale)
         if not ok:
@@ -93,6 +97,36 @@ def energy_balance(ds, kpis: dict, out: list) -> None:
             if not math.isclose(v, want, rel_tol=REL_TOL, abs_tol=1e-9):
                 _warn(out, "energy_balance", f"{kpi} = {v:.6g} MWh but its power series integrates to "
                                              f"{want:.6g} MWh")
+
+
+def _mechanical_on_feeds(ds) -> tuple[bool, float]:
+    """(the chain puts the cooling plant and house loads on the switchboards, house loads [W])
+    from the run's scenario (``scenario_json``), as :func:`twin.power.chain.mechanical_on_feeds`."""
+    try:
+        chain = json.loads(ds.attrs["scenario_json"])["site"]["power"]["chain"]
+    except (KeyError, TypeError, ValueError):
+        return False, 0.0
+    if not chain or "switchboards" not in chain["mechanical"]["carried_by"]:
+        return False, 0.0
+    return True, float(chain["mechanical"]["house_kw"]) * 1e3
+
+
+def _feeds_carry_the_utility_power(ds, tot: np.ndarray, scale: float, out: list) -> None:
+    """Sum of ``feed_power_w`` = the utility power less the cooling, or plus the house loads
+    where the feeds carry the mechanical plant; samples with no feed carrying anything (every
+    feed lost) are skipped."""
+    feed, cool = _series(ds, "feed_power_w"), _series(ds, "cooling_power_w")
+    if feed is None or cool is None or "scenario_json" not in ds.attrs:
+        return
+    on_feeds, house_w = _mechanical_on_feeds(ds)
+    want = tot + house_w if on_feeds else tot - cool
+    got = feed.reshape(feed.shape[0], -1).sum(axis=1)
+    live = got > 0
+    ok, i, worst = _close(got[live], want[live], scale)
+    if not ok:
+        what = "the utility power and the house loads" if on_feeds else "the utility power less the cooling"
+        _warn(out, "energy_balance", f"the utility feeds together differ from {what} by {worst / 1e3:.3g} kW "
+                                     f"at {_when(ds, int(np.flatnonzero(live)[i]))} (feed_power_w)")
 
 
 def non_negative(ds, kpis: dict, out: list) -> None:
