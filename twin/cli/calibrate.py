@@ -138,6 +138,9 @@ def _table(cal) -> str:
         prior = f"{f.prior:10.4g}" if f.prior is not None else f"{'-':>10s}"
         rm = f" RMS {f.rmse_before:.3g} -> {f.rmse_after:.3g}" if f.rmse_before is not None else ""
         lines.append(f"{f.name:42s} {val} {sig} {prior}  {f.unit:5s} {f.n:<6d} {f.path or '(comment)'}{rm}")
+    for f in cal.fits:
+        if not f.identified:   # the reason, so "n/a" is not read as a missing series
+            lines.append(f"{f.name}: {f.note}")
     for s in cal.skipped:
         lines.append(f"not fitted: {s}")
     return "\n".join(lines)

@@ -9,7 +9,10 @@ variance (samples are treated as independent, so with autocorrelated residuals t
   ``P_IT(t) = P_busy N_busy(t) + P_idle N_idle(t) + P_other N_other(t) + P_net R_on(t)``
   with node counts from the measured ``gpus_busy``/``gpus_healthy``/``gpus_powered`` (the
   run's when not measured) and the scenario's ``network_power_per_rack_w`` as ``P_net``.
-  A state whose count never varies independently is reported as not identified.
+  A state whose count never varies independently, or only together with another's (a
+  condition index of the column-scaled design above 30), or whose fitted power is not
+  positive, is reported as not identified; the prior printed is the node model's own power in
+  the TRAINING, IDLE and BURN_IN phases.
   The scenario has no node-power field yet, so the scenario written carries the per-rack
   residual ``mean((P_meas - P_sim) / R_on)`` in ``hardware.network_power_per_rack_w`` (the
   one per-rack power term it has) and the node powers as comments.
@@ -73,11 +76,49 @@ class Calibration:
 
 
 # --------------------------------------------------------------------------- generic fits
-def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+#: Largest condition index of the column-scaled design matrix at which a column still counts as
+#: identified. Belsley, Kuh & Welsch, "Regression Diagnostics" (Wiley, 1980), ch. 3: condition
+#: indices of 30 and more mark near-dependencies strong enough to degrade the estimates; the
+#: columns a dependency involves are those with more than half of their variance on it.
+MAX_CONDITION_INDEX = 30.0
+
+
+def collinear_columns(x: np.ndarray, max_condition_index: float = MAX_CONDITION_INDEX) -> tuple[np.ndarray, float]:
+    """Columns of ``x`` caught in a near-linear dependency: ``(mask, condition number)``.
+
+    Each column is scaled to unit length (not centred: the dependency on a constant counts);
+    for each singular value ``s_k`` with condition index ``s_max / s_k`` above
+    ``max_condition_index``, column ``j`` is collinear when its variance-decomposition
+    proportion ``(v_jk / s_k)^2 / sum_l (v_jl / s_l)^2`` exceeds 0.5 (Belsley et al. 1980).
+    Zero columns are left to the rank test of :func:`linear_fit`.
+    """
+    x = np.asarray(x, float)
+    k = x.shape[1]
+    mask = np.zeros(k, bool)
+    norms = np.linalg.norm(x, axis=0)
+    live = np.flatnonzero(norms > 0)
+    if live.size < 2:
+        return mask, 1.0
+    _, s, vt = np.linalg.svd(x[:, live] / norms[live], full_matrices=False)
+    if s[-1] <= 0:
+        return mask, float("inf")
+    index = s[0] / s
+    phi = (vt.T / s) ** 2                      # (columns, singular values)
+    prop = phi / phi.sum(axis=1, keepdims=True)
+    for m in np.flatnonzero(index > max_condition_index):
+        mask[live[prop[:, m] > 0.5]] = True
+    return mask, float(index[-1])
+
+
+def linear_fit(x: np.ndarray, y: np.ndarray, *, max_condition_index: float | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Least squares ``y = x @ b``: ``(b, sigma_b, identified, rmse)``.
 
     Columns that are zero, or linearly dependent on earlier columns, are not identified
     (their ``b`` is NaN); the rest are fitted with the covariance ``s^2 (X^T X)^-1``.
+    With ``max_condition_index``, columns that are independent but caught in a near-dependency
+    (:func:`collinear_columns`) are fitted and returned with ``identified`` False: the data fix
+    only a combination of them.
     """
     n, k = x.shape
     keep: list[int] = []
@@ -99,6 +140,8 @@ def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     b[keep] = coef
     sig[keep] = np.sqrt(np.diag(cov))
     ident[keep] = True
+    if max_condition_index is not None:
+        ident[np.asarray(keep)[collinear_columns(xs, max_condition_index)[0]]] = False
     return b, sig, ident, float(np.sqrt(np.mean(resid * resid)))
 
 
@@ -108,41 +151,71 @@ def fit_node_state_power_w(it_w, n_busy, n_idle, n_other, racks_on, network_w_pe
     Model (module docstring): ``P_IT - P_net R_on = P_busy N_busy + P_idle N_idle +
     P_other N_other``. Returns ``(values, sigmas, identified, rmse)`` for
     ``(busy, idle, other)``.
+    A state whose count moves only together with another's (:func:`collinear_columns`,
+    condition index above :data:`MAX_CONDITION_INDEX`), or whose fitted power is not positive,
+    is fitted but not identified.
     """
     y = np.asarray(it_w, float) - network_w_per_rack * np.asarray(racks_on, float)
     x = np.column_stack([n_busy, n_idle, n_other]).astype(float)
-    return linear_fit(x, y)
+    b, sig, ident, rmse = linear_fit(x, y, max_condition_index=MAX_CONDITION_INDEX)
+    ident &= ~(b <= 0)   # a node draws power in every powered state: <= 0 is no fit of one
+    return b, sig, ident, rmse
 
 
 def fit_cooling(cooling_w, heat_w, outdoor_c, prior_cop: float, prior_fan_pump: float):
-    """``(cop25, fan_pump, sigmas, rmse_before, rmse_after)`` for ``twin.power.cooling_power_w``.
+    """``(cop25, fan_pump, sigmas, rmse_before, rmse_after, why)`` for ``twin.power.cooling_power_w``.
 
     Nonlinear least squares (scipy ``least_squares``) of the twin's own law, started at the
-    scenario's values; the economiser and COP ceiling stay as the twin models them.
+    scenario's values; the economiser and COP ceiling stay as the twin models them. The
+    covariance ``s^2 (J^T J)^-1`` is taken over the parameters the data move: ``why[i]`` is
+    "" for a parameter with a 1-sigma, else why it has none (NaN sigma) and is not
+    identified: it has no effect on the modelled cooling power on any sample (its Jacobian
+    column is zero, e.g. the chiller COP when the economiser carries all the heat), or it
+    ends at a bound of the search range (the curvature there is not a symmetric interval).
     """
     from scipy.optimize import least_squares
 
     from twin import power
+    from twin.power.facility import economizer_fraction
     y = np.asarray(cooling_w, float)
 
     def model(p):
         return np.asarray(power.cooling_power_w(heat_w, outdoor_c, chiller_cop_at_25c=p[0],
                                                 fan_pump_fraction=p[1]), float)
 
+    lo, hi = [0.5, 0.0], [20.0, 1.0]
     scale = max(float(np.abs(y).mean()), 1.0)
     res = least_squares(lambda p: (model(p) - y) / scale, x0=[prior_cop, prior_fan_pump],
-                        bounds=([0.5, 0.0], [20.0, 1.0]), x_scale=[1.0, 0.01])
+                        bounds=(lo, hi), x_scale=[1.0, 0.01])
     before = float(np.sqrt(np.mean((model([prior_cop, prior_fan_pump]) - y) ** 2)))
     after = float(np.sqrt(np.mean((model(res.x) - y) ** 2)))
     j = res.jac * scale
-    dof = max(y.size - 2, 1)
-    s2 = float(np.sum((model(res.x) - y) ** 2)) / dof
-    try:
-        cov = s2 * np.linalg.inv(j.T @ j)
-        sig = np.sqrt(np.clip(np.diag(cov), 0, None))
-    except np.linalg.LinAlgError:
-        sig = np.full(2, np.nan)
-    return float(res.x[0]), float(res.x[1]), sig, before, after
+    why = ["", ""]
+    norms = np.linalg.norm(j, axis=0)
+    for i in np.flatnonzero(norms <= 1e-12 * max(float(norms.max()), 1e-300)):
+        why[i] = "it has no effect on the modelled cooling power on any sample"
+        if i == 0 and bool(np.all(economizer_fraction(outdoor_c) >= 1.0)):
+            why[i] = (f"the economiser carried all the heat on every sample (outdoor {np.min(outdoor_c):.1f} "
+                      f"to {np.max(outdoor_c):.1f} C), so the chiller never ran and its COP has no effect "
+                      "on the cooling power; measure a window with warmer weather")
+    for i in np.flatnonzero(res.active_mask != 0):
+        if not why[i]:
+            bound = lo[i] if res.active_mask[i] < 0 else hi[i]
+            why[i] = (f"the fit ends at the bound {bound:g} of its search range [{lo[i]:g}, {hi[i]:g}], "
+                      "where a 1-sigma is not a symmetric interval")
+    live = [i for i in range(2) if not why[i]]
+    sig = np.full(2, np.nan)
+    if live:
+        dof = max(y.size - len(live), 1)
+        s2 = float(np.sum((model(res.x) - y) ** 2)) / dof
+        jl = j[:, live]
+        try:
+            cov = s2 * np.linalg.inv(jl.T @ jl)
+            sig[live] = np.sqrt(np.clip(np.diag(cov), 0, None))
+        except np.linalg.LinAlgError:
+            for p in live:
+                why[p] = "the two parameters move the cooling power the same way (singular Jacobian)"
+    return float(res.x[0]), float(res.x[1]), sig, before, after, why
 
 
 def fit_recirculation(delta_inlet_c: np.ndarray, hall_heat_w: np.ndarray):
@@ -288,6 +361,18 @@ def node_level_fits(groups, node) -> tuple[list[Fit], list[str]]:
 
 
 # --------------------------------------------------------------------------- orchestration
+def node_state_prior_w(scenario, inlet_c: float) -> tuple[np.ndarray, str]:
+    """The node model's own wall power [W] for ``(busy, idle, burn-in or failed)``: the
+    ``hardware.node_model`` in the TRAINING, IDLE and BURN_IN phases at the GPU power cap and
+    ``inlet_c`` [degC] (``twin.power.chain.phase_node_power_w``), and a note saying so."""
+    from twin.phases import Phase
+    from twin.power.chain import phase_node_power_w
+    w = phase_node_power_w(scenario, inlet_c=inlet_c)["node_w"]
+    vals = np.array([w[int(Phase.TRAINING)], w[int(Phase.IDLE)], w[int(Phase.BURN_IN)]], float)
+    return vals, (f"the node model {scenario.hardware.node_model} (TRAINING, IDLE, BURN_IN phases at "
+                  f"{inlet_c:.1f} C inlet)")
+
+
 def _series(cmp, var: str, ds):
     """Measured (T,) of a facility-level variable on the grid, or None."""
     ps = [p for p in cmp.pairs if p.mapped.variable == var and p.mapped.dim is None]
@@ -337,19 +422,39 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
         b, s, ident, rmse = fit_node_state_power_w(it_meas[ok], busy[ok], (healthy - busy)[ok],
                                                    (powered - healthy)[ok], r_on[ok], net)
         sim_it = np.asarray(ds["facility_it_power_w"].values, float)
-        sb, _, sident, _ = fit_node_state_power_w(sim_it[ok], busy[ok], (healthy - busy)[ok],
-                                                  (powered - healthy)[ok], r_on[ok], net)
         x = np.column_stack([busy, healthy - busy, powered - healthy])[ok]
         y = it_meas[ok] - net * r_on[ok]
-        prior_fit = x @ np.where(sident, sb, 0.0)
-        rms_prior = float(np.sqrt(np.mean((y - prior_fit) ** 2)))
-        for j, lab in enumerate(("busy (training)", "idle", "burn-in or failed, powered")):
+        inlets = np.asarray(ds["rack_inlet_c"].values, float) if "rack_inlet_c" in ds else np.zeros(0)
+        mean_inlet_c = float(np.nanmean(inlets)) if np.isfinite(inlets).any() else 25.0
+        prior, prior_note = node_state_prior_w(scenario, mean_inlet_c)
+        rms_prior = float(np.sqrt(np.mean((y - x @ prior) ** 2)))
+        kept = np.flatnonzero(np.isfinite(b))   # the columns linear_fit fitted (rank test passed)
+        collinear = np.zeros(3, bool)
+        sub, cond = collinear_columns(x[:, kept]) if kept.size else (np.zeros(0, bool), 1.0)
+        collinear[kept[sub]] = True
+        labels = ("busy (training)", "idle", "burn-in or failed, powered")
+        short = ("busy", "idle", "burn-in/failed")
+        for j, lab in enumerate(labels):
+            if not ident[j] and np.isfinite(b[j]) and collinear[j]:
+                grp = np.flatnonzero(collinear)
+                on = (x[:, grp] > 0).any(axis=1)     # the samples where the dependency acts
+                counts = x[on][:, grp].mean(axis=0)
+                combo = " + ".join(f"{c:.4g} x P_{short[g]}" for c, g in zip(counts, grp, strict=True))
+                note = (f"not identified: the {' and '.join(short[g] for g in grp)} node counts move together "
+                        f"(condition index {cond:.3g} > {MAX_CONDITION_INDEX:g} of the column-scaled design, "
+                        f"Belsley et al. 1980): only {combo} = {float(counts @ b[grp]) / 1e3:.4g} kW is "
+                        f"determined (this state's own fit {b[j]:.4g} +/- {s[j]:.2g} W means nothing)")
+            elif not np.isfinite(b[j]):
+                note = "not identified: this count never varies on its own"
+            elif b[j] <= 0:
+                note = (f"not identified: fitted {b[j]:.4g} +/- {s[j]:.2g} W, not a physical node power "
+                        "(the counts or the IT power series do not fit a node-power-per-state model)")
+            else:
+                note = f"no scenario field yet; prior = {prior_note}"
             out.fits.append(Fit(f"node power, {lab}", float(b[j]), float(s[j]), "W",
-                                prior=float(sb[j]) if sident[j] else None, n=int(ok.sum()),
+                                prior=float(prior[j]), n=int(ok.sum()),
                                 rmse_before=rms_prior, rmse_after=rmse,
-                                identified=bool(ident[j]),
-                                note="no scenario field yet; prior = the same fit on the run"
-                                     if ident[j] else "not identified: this count never varies on its own"))
+                                identified=bool(ident[j]), note=note))
         use = ok & (r_on > 0)
         if use.sum() >= 2:
             per_rack = (it_meas[use] - sim_it[use]) / r_on[use]
@@ -380,12 +485,15 @@ def calibrate(scenario, ds, cmp, *, events_measured=None, events_simulated=None,
         out_c = pick("outdoor_temp_c")
         ok = np.isfinite(cool) & np.isfinite(heat) & np.isfinite(out_c) & (heat > 0)
         c = scenario.site.power.cooling
-        cop, fp, sig, before, after = fit_cooling(cool[ok], heat[ok], out_c[ok],
-                                                  c.chiller_cop_at_25c, c.fan_pump_fraction)
-        out.fits.append(Fit("chiller COP at 25 C", cop, float(sig[0]), "1", c.chiller_cop_at_25c,
-                            "site.power.cooling.chiller_cop_at_25c", int(ok.sum()), before, after))
-        out.fits.append(Fit("CRAH fan + pump power per heat", fp, float(sig[1]), "W/W", c.fan_pump_fraction,
-                            "site.power.cooling.fan_pump_fraction", int(ok.sum()), before, after))
+        cop, fp, sig, before, after, why = fit_cooling(cool[ok], heat[ok], out_c[ok],
+                                                       c.chiller_cop_at_25c, c.fan_pump_fraction)
+        for name, val, k, unit, prior, path in (
+                ("chiller COP at 25 C", cop, 0, "1", c.chiller_cop_at_25c, "site.power.cooling.chiller_cop_at_25c"),
+                ("CRAH fan + pump power per heat", fp, 1, "W/W", c.fan_pump_fraction,
+                 "site.power.cooling.fan_pump_fraction")):
+            out.fits.append(Fit(name, val, float(sig[k]), unit, prior, path, int(ok.sum()), before, after,
+                                note=f"not identified: {why[k]} (the scenario keeps {prior:g})" if why[k] else "",
+                                identified=not why[k]))
     else:
         out.skipped.append("cooling: no measured cooling_power_w")
 
