@@ -29,6 +29,23 @@ def _coord(labels: tuple) -> np.ndarray:
     return np.array([v if isinstance(v, str) else _yaml_scalar(v) for v in labels], dtype=str)
 
 
+#: Attributes of the sweep's time coordinate: one value per sample of the runs (hourly by
+#: default), in days since the scenario start, not one value per day.
+DAY_ATTRS = {"units": "days", "long_name": "time since the scenario start [days]",
+             "comment": "one value per sample of the runs (simulation.sample_interval_s), not per day"}
+
+
+def series_attrs(name: str) -> dict[str, str]:
+    """``units`` and ``long_name`` of a selected series, as the run's results.nc has them
+    (``twin.outputs``: recorded variables and the series derived from per-rack/job data)."""
+    from twin.outputs import OUTPUT_BY_NAME
+    o = OUTPUT_BY_NAME.get(name)
+    if o is not None:
+        return {"units": o.units, "long_name": o.long_name}
+    unit, long = DERIVED_SERIES.get(name, ("", name))
+    return {"units": unit, "long_name": long}
+
+
 def assemble(spec: SweepSpec, tasks: list, store: RunStore, records: dict | None = None):
     """Build the sweep Dataset from the stored runs: KPIs (axis..., seed), series
     (axis..., seed, day), and status/error/key per run. Runs not on disk are 'missing'.
@@ -84,15 +101,14 @@ def assemble(spec: SweepSpec, tasks: list, store: RunStore, records: dict | None
     data: dict[str, tuple] = {k: (dims, v, {"units": units[k][0], "long_name": units[k][1]})
                               for k, v in kpi.items()}
     for n, v in ser.items():
-        unit, long = DERIVED_SERIES.get(n, ("", n))
-        data[n] = ((*dims, "day"), v, {"units": unit, "long_name": long})
+        data[n] = ((*dims, "day"), v, series_attrs(n))
     data["status"] = (dims, status.astype(str), {"long_name": "ok, failed or missing"})
     data["error"] = (dims, error.astype(str), {"long_name": "error of a failed run"})
     data["run_key"] = (dims, keys.astype(str), {"long_name": "SHA-256 of the resolved scenario (runs/<key>.json)"})
     data["wall_s"] = (dims, wall, {"units": "s", "long_name": "wall time of the run"})
     coords: dict[str, Any] = {a.name: (a.name, _coord(a.labels)) for a in spec.axes}
     coords["seed"] = ("seed", np.array(spec.seeds, dtype=np.int64))
-    coords["day"] = ("day", day, {"units": "days", "long_name": "days since the scenario start"})
+    coords["day"] = ("day", day, DAY_ATTRS)
     ds = xr.Dataset(data, coords=coords)
     from twin._version import __version__
     starts = sorted({r["start"] for r in recs.values() if r and r.get("start")})
