@@ -137,6 +137,14 @@ def _print_text(rep: dict) -> None:
                   f"SoC {bt['soc_min_seen']:.2f}-{bt['soc_max_seen']:.2f}")
 
 
+def no_chain_message(path: str) -> str:
+    """Exit-2 text for a scenario without ``site.power.chain``: a scenario may leave it out (the
+    run then uses its power plan), so this is not a field error but what ``twin capacity`` needs."""
+    return (f"error: {path}: this scenario has no site.power.chain (the equipment chain `twin capacity` "
+            "derives the usable IT capacity from: utility, transformers, switchboards, generators, UPS, "
+            "RPPs, branch circuits); see scenarios/blue_vela.yaml for one")
+
+
 def run_capacity_cli(argv: list[str]) -> int:
     from twin.cli.main import _report_problems
     from twin.errors import ScenarioError
@@ -153,8 +161,7 @@ def run_capacity_cli(argv: list[str]) -> int:
     except ScenarioError as err:
         return _report_problems(err)
     if s.site.power.chain is None:
-        print(f"error: {args.scenario}: site.power.chain: got None; expected the power chain as equipment "
-              f"(utility, transformers, switchboards, generators, ups, rpps, branch)", file=sys.stderr)
+        print(no_chain_message(args.scenario), file=sys.stderr)
         return EXIT_BAD_INPUT
     problems = chain_problems(s)
     if problems:
