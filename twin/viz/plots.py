@@ -225,6 +225,36 @@ def failure_timeline(results, kinds: tuple[str, ...] = ("failure",)) -> Figure:
     return fig
 
 
+def _ci_band(g: xr.DataArray, seed_dim: str, name: str, units: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Lower and upper band of the 90 % t-interval of the mean over ``seed_dim`` at each point,
+    as the reports print it (:func:`twin.studies.labels.interval_text`): cut to the quantity's
+    physical range (:func:`twin.studies.labels.physical_bounds`, from ``name`` and ``units``)
+    and NaN (nothing drawn) where the interval is not meaningful (fewer than
+    ``MIN_SEEDS_FOR_INTERVAL`` values, :attr:`Interval.meaningful`). Returns ``(low, high,
+    any bound cut)``."""
+    from twin.studies.labels import physical_bounds
+    from twin.studies.stats import mean_interval
+    bounds = physical_bounds(name, units)
+    rows = np.moveaxis(g.values, g.dims.index(seed_dim), -1)
+    ivs = [mean_interval(r) for r in rows.reshape(-1, rows.shape[-1])]
+    shown = [i.clip(*bounds) if i.meaningful else None for i in ivs]
+    lo = np.array([i.low if i is not None else np.nan for i in shown]).reshape(rows.shape[:-1])
+    hi = np.array([i.high if i is not None else np.nan for i in shown]).reshape(rows.shape[:-1])
+    cut = any(i is not None and (i.low_clipped or i.high_clipped) for i in shown)
+    return lo, hi, cut
+
+
+def _ci_title(n_seeds: int, clipped: bool) -> str:
+    """Title words for a ``"ci"`` band: what is drawn, as the reports' interval note says it."""
+    from twin.studies.stats import MIN_SEEDS, MIN_SEEDS_FOR_INTERVAL
+    if n_seeds < MIN_SEEDS_FOR_INTERVAL:
+        return f"means only: below {MIN_SEEDS_FOR_INTERVAL} seeds no interval is meaningful"
+    text = "90 % t-interval of the mean"
+    if clipped:
+        text += ", cut at the physical bound"
+    return text + (f" (< {MIN_SEEDS} seeds: wide)" if n_seeds < MIN_SEEDS else "")
+
+
 def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None,
           seed_dim: str = "seed", band: str = "ci") -> Figure:
     """A KPI of a sweep Dataset against swept parameter ``x`` (default: its first non-seed
@@ -256,6 +286,7 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
     def shift(k):  # side by side when categories carry several hue values
         return 0.0 if len(groups) == 1 else (k - (len(groups) - 1) / 2) * 0.6 / len(groups)
 
+    clipped = False
     for k, (value, g) in enumerate(groups):
         color = f"C{k % 10}"
         if seed_dim in g.dims:
@@ -263,11 +294,8 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
             lo: np.ndarray | None
             hi: np.ndarray | None
             if band == "ci":
-                from twin.studies.stats import mean_interval
-                rows = np.moveaxis(g.values, g.dims.index(seed_dim), -1)
-                iv = [mean_interval(r) for r in rows.reshape(-1, rows.shape[-1])]
-                lo = np.array([i.low if np.isfinite(i.low) else i.mean for i in iv]).reshape(rows.shape[:-1])
-                hi = np.array([i.high if np.isfinite(i.high) else i.mean for i in iv]).reshape(rows.shape[:-1])
+                lo, hi, cut = _ci_band(g, seed_dim, kpi, da.attrs.get("units", ""))
+                clipped = clipped or cut
             elif band == "minmax":
                 lo, hi = g.min(seed_dim).values, g.max(seed_dim).values
             elif band == "std":
@@ -298,9 +326,8 @@ def sweep(ds: xr.Dataset, kpi: str, x: str | None = None, hue: str | None = None
     ax.set_xlabel(x + (f" [{ds[x].attrs['units']}]" if x in ds.coords and "units" in ds[x].attrs else ""))
     ax.set_ylabel(axis_label(kpi, ds))
     n_seeds = ds.sizes.get(seed_dim, 1)
-    what = {"ci": "90 % t-interval of the mean", "minmax": "min-max", "std": "±1 sd", "none": "no band"}[band]
-    warn = " (< 5 seeds: wide)" if band == "ci" and n_seeds < 5 else ""
-    ax.set_title(f"{kpi} vs {x}: mean of n = {n_seeds} seed{'s' if n_seeds != 1 else ''}, {what}{warn}",
+    what = {"ci": _ci_title(n_seeds, clipped), "minmax": "min-max", "std": "±1 sd", "none": "no band"}[band]
+    ax.set_title(f"{kpi} vs {x}: mean of n = {n_seeds} seed{'s' if n_seeds != 1 else ''}, {what}",
                  fontsize=10)
     if hue is not None:
         ax.legend(fontsize=8)
@@ -312,7 +339,8 @@ def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: 
                  time_dim: str = "day", band: str = "minmax") -> Figure:
     """A time series of a sweep (dims: axes..., seed, day) against time, one line per value
     of ``hue`` (default: the first swept dimension), mean over seeds with a band
-    (``"minmax"``, ``"std"`` or ``"none"``). Other dimensions must have length 1."""
+    (``"minmax"``, ``"std"``, ``"ci"`` as in :func:`sweep`, or ``"none"``). Other dimensions
+    must have length 1."""
     if series not in ds:
         raise KeyError(f"{series!r} is not a variable of the sweep dataset")
     da = ds[series]
@@ -328,16 +356,14 @@ def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: 
     fig, (ax,) = _figure(figsize=(8.5, 4.5))
     t = da[time_dim].values
     groups = [(None, da)] if hue is None else [(v, da.sel({hue: v})) for v in da[hue].values]
+    clipped = False
     for k, (value, g) in enumerate(groups):
         color = f"C{k % 10}"
         mean = g.mean(seed_dim).values if seed_dim in g.dims else g.values
         if seed_dim in g.dims and band != "none":
             if band == "ci":
-                from twin.studies.stats import mean_interval
-                rows = np.moveaxis(g.values, g.dims.index(seed_dim), -1)
-                iv = [mean_interval(r) for r in rows.reshape(-1, rows.shape[-1])]
-                lo = np.array([i.low if np.isfinite(i.low) else i.mean for i in iv]).reshape(rows.shape[:-1])
-                hi = np.array([i.high if np.isfinite(i.high) else i.mean for i in iv]).reshape(rows.shape[:-1])
+                lo, hi, cut = _ci_band(g, seed_dim, series, da.attrs.get("units", ""))
+                clipped = clipped or cut
             elif band == "minmax":
                 lo, hi = g.min(seed_dim).values, g.max(seed_dim).values
             elif band == "std":
@@ -351,7 +377,8 @@ def sweep_series(ds: xr.Dataset, series: str, hue: str | None = None, seed_dim: 
     from twin.studies.labels import axis_label
     ax.set_ylabel(axis_label(series, ds))
     n_seeds = ds.sizes.get(seed_dim, 1)
-    ax.set_title(f"{series} (mean of {n_seeds} seed{'s' if n_seeds != 1 else ''}, band {band})")
+    what = _ci_title(n_seeds, clipped) if band == "ci" else f"band {band}"
+    ax.set_title(f"{series} (mean of {n_seeds} seed{'s' if n_seeds != 1 else ''}, {what})")
     if hue is not None:
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
