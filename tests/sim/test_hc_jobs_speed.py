@@ -73,7 +73,9 @@ def _engine() -> Engine:
                                                           "workload.storage.write_gb_s_per_unit=0.4"])
     e = Engine(s)
     e.start()
-    e.env.run(until=2166048.0)     # day 25.07: 9 jobs running, checkpointing, queued
+    # day 23.29: 5 jobs running, checkpointing, queued (day 25.07 until the stream jobs' wall
+    # time held their first launch and checkpoint writes, audit HA2 F13: 1 job live there now)
+    e.env.run(until=2011849.0)
     return e
 
 
@@ -159,41 +161,45 @@ def test_record_equals_a_store_per_job():
 
 
 def _roll_back_reference(times: list, states: list, job, corruption_s: float) -> float:
-    """JobState.roll_back_before as first written, checkpoints as (tokens, GPU-s, wall-s) tuples."""
+    """JobState.roll_back_before as first written, checkpoints as (tokens, GPU-s, wall-s, wall-s
+    inside a wall-time job's length) tuples (the fourth since audit HA2 F13)."""
     from twin import reliability
     i = reliability.last_clean_checkpoint_index(np.array(times), corruption_s)
-    tokens, gpu_s, wall_s = states[i] if i >= 0 else (0.0, 0.0, 0.0)
+    tokens, gpu_s, wall_s, inside = states[i] if i >= 0 else (0.0, 0.0, 0.0, job.wall_s_launch)
     thrown = job.tokens_committed - tokens
     if thrown > 0:
         job.gpu_s_lost += job.gpu_s_useful - gpu_s
         job.tokens_lost += thrown
         job.tokens -= thrown
         job.tokens_committed, job.gpu_s_useful, job.wall_s_useful = tokens, gpu_s, wall_s
+        job.wall_s_inside = inside
         del times[i + 1:], states[i + 1:]
     return max(thrown, 0.0)
 
 
 def _totals(job) -> tuple:
     return (job.tokens, job.tokens_committed, job.gpu_s_useful, job.wall_s_useful, job.gpu_s_lost,
-            job.tokens_lost, job.gpu_s_pending, job.wall_s_pending)
+            job.tokens_lost, job.gpu_s_pending, job.wall_s_pending, job.wall_s_inside)
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_roll_back_equals_the_tuple_per_checkpoint_form(seed):
-    """Checkpoints kept as three floats each in one flat list roll back as the tuples did."""
+    """Checkpoints kept as four floats each in one flat list roll back as the tuples did."""
     rng = np.random.default_rng(seed)
     job = jobs_module.JobState(spec=None, index=0, params=1.0, checkpoint_bytes=1.0)
     times: list = []
     states: list = []
     t = 0.0
+    job.wall_s_launch = job.wall_s_inside = float(rng.uniform(0.0, 600.0))     # a first launch
     for _ in range(int(rng.integers(0, 12))):
         t += float(rng.uniform(1.0, 100.0))
         job.tokens += float(rng.uniform(0.0, 1e9))
         job.gpu_s_pending += float(rng.uniform(0.0, 1e5))
         job.wall_s_pending += float(rng.uniform(0.0, 1e3))
+        job.wall_s_inside += float(rng.uniform(0.0, 60.0))      # the write's time
         job.commit(t)
         times.append(t)
-        states.append((job.tokens_committed, job.gpu_s_useful, job.wall_s_useful))
+        states.append((job.tokens_committed, job.gpu_s_useful, job.wall_s_useful, job.wall_s_inside))
     job.tokens += 123.0
     ref = copy.copy(job)
     ref_times, ref_states = list(times), list(states)

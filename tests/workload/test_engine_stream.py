@@ -47,7 +47,14 @@ def test_stream_jobs_run_their_drawn_time_and_end_in_their_state(stream_run):
     done = [j for j in e.jobs if j.stream is not None and j.status == "done"]
     assert len(done) > 20
     for j in done:
-        assert j.wall_s_useful + j.wall_s_pending == pytest.approx(j.stream.run_s, rel=1e-9, abs=1e-6)
+        # the drawn time is a wall time holding the first launch and the committed checkpoint
+        # writes (audit HA2 F13): training alone is shorter; a job no failure hit holds its
+        # nodes for exactly that time
+        assert j.wall_s_useful + j.wall_s_pending + j.wall_s_inside == pytest.approx(
+            j.stream.run_s, rel=1e-9, abs=1e-6)
+        if j.interruptions == 0:
+            assert j.wall_s_inside >= min(j.spec.restart_s, j.stream.run_s) - 1e-6
+            assert j.end_s - j.first_start_s == pytest.approx(j.stream.run_s, rel=1e-9, abs=1e-6)
         assert j.end_s >= j.first_start_s >= j.submit_s
     ds = r.dataset
     state = ds.job_state.values.astype(str)
@@ -93,7 +100,8 @@ def test_a_recorded_trace_starts_its_jobs_at_their_recorded_times(tmp_path, scen
     got = np.sort(ds.job_start_s.values)
     assert len(got) == len(want) > 0
     np.testing.assert_allclose(got, want)
-    assert math.isclose(float(ds.job_submit_s.min()), t0 + jobs.start.min())
+    # the jobs table keeps the trace's submit times (the engine submits at the recorded starts)
+    assert math.isclose(float(ds.job_submit_s.min()), t0 + jobs.submit.min())
 
 
 def test_preemption_in_the_engine(tmp_path, scenarios_dir_module):
@@ -163,27 +171,44 @@ def test_the_stream_fills_what_the_fixed_jobs_leave_idle(blue_vela_stream_full, 
     assert r.kpis["utilization_last_90_days"] > rf.kpis["utilization_last_90_days"] + 0.05
 
 
+#: seeds the late-stage test pools over: in one seed's 30-day window the share of withheld
+#: healthy GPU-hours lost as busy ones ranged from -0.05 to 1.22 (seeds 1-3, 7, before audit
+#: HA2 F13) and from 0.02 to 1.12 (after): a 128-node head job's reservation may keep the
+#: stage's nodes idle anyway, which one seed's packing decides
+LATE_SEEDS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def blue_vela_stream_seeds(scenarios_dir_module):
+    """The whole ramp of the stream scenario for each of :data:`LATE_SEEDS`, 6-hour samples."""
+    return {seed: Engine(load_scenario(scenarios_dir_module / "blue_vela.yaml", [
+        "simulation.sample_interval_s=21600", f"simulation.seed={seed}"])).run() for seed in LATE_SEEDS}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stage,late", [(1, "2024-04-14"), (2, "2024-07-01"), (3, "2024-10-01")])
-def test_every_late_stage_costs_busy_gpu_hours(blue_vela_stream_full, scenarios_dir_module, stage, late):
+def test_every_late_stage_costs_busy_gpu_hours(blue_vela_stream_seeds, scenarios_dir_module, stage, late):
     """The ramp question on the default: while a power stage is 30 days late, the GPUs it
-    would have powered stay dark and the queue has work for them, so at least half of the
-    healthy GPU-hours the slip withholds in that window are busy GPU-hours lost (same seed,
-    same job stream: arrivals follow the delivered GPUs, not the powered ones). Over the
-    whole run the loss is noisier: the packing of whole-node jobs varies by about a point
-    of utilization between runs (notebooks/02_power_plan.ipynb pairs seeds for it)."""
-    s0, r = blue_vela_stream_full
-    s = load_scenario(scenarios_dir_module / "blue_vela.yaml",
-                      ["simulation.sample_interval_s=21600", f"site.power.plan.{stage}.date={late}"])
-    rs = Engine(s).run()
-    t = r.dataset.time.values
-    d = np.datetime64(s0.site.power.plan[stage].date.isoformat())
-    w = (t >= d) & (t < d + np.timedelta64(30, "D"))
-    dt_h = s.simulation.sample_interval_s / 3600.0
+    would have powered stay dark and the queue has work for them, so, pooled over three
+    seeds (each late run paired with its on-time run: same job stream, since arrivals follow
+    the delivered GPUs, not the powered ones), at least half of the healthy GPU-hours the
+    slip withholds in that window are busy GPU-hours lost. One seed alone is too noisy for
+    that (:data:`LATE_SEEDS`); over the whole run the packing of whole-node jobs varies by
+    about a point of utilization between runs (notebooks/02_power_plan.ipynb pairs seeds)."""
+    on_time = load_scenario(scenarios_dir_module / "blue_vela.yaml")
+    withheld = lost = 0.0
+    for seed, r in blue_vela_stream_seeds.items():
+        s = load_scenario(scenarios_dir_module / "blue_vela.yaml", [
+            "simulation.sample_interval_s=21600", f"simulation.seed={seed}", f"site.power.plan.{stage}.date={late}"])
+        rs = Engine(s).run()
+        t = r.dataset.time.values
+        d = np.datetime64(on_time.site.power.plan[stage].date.isoformat())
+        w = (t >= d) & (t < d + np.timedelta64(30, "D"))
+        dt_h = s.simulation.sample_interval_s / 3600.0
 
-    def window(res, name):
-        return float(res.dataset[name].values[w].astype(float).sum()) * dt_h
-    withheld = window(r, "gpus_healthy") - window(rs, "gpus_healthy")
-    lost = window(r, "gpus_busy") - window(rs, "gpus_busy")
-    assert withheld > 20_000                     # GPU-h: racks the stage would have powered
+        def window(res, name, w=w, dt_h=dt_h):
+            return float(res.dataset[name].values[w].astype(float).sum()) * dt_h
+        withheld += window(r, "gpus_healthy") - window(rs, "gpus_healthy")
+        lost += window(r, "gpus_busy") - window(rs, "gpus_busy")
+    assert withheld > 3 * 20_000                 # GPU-h: racks the stage would have powered
     assert lost > 0.5 * withheld, (withheld, lost)

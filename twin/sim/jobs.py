@@ -49,6 +49,10 @@ class JobState:
     wall_s_pending: float = 0.0        # wall time of running since the last checkpoint
     checkpoint_s: float = 0.0          # wall time spent writing checkpoints
     restart_s: float = 0.0             # wall time spent (re)starting
+    # a job whose length is a wall time (stream, trace): wall time inside that length that is
+    # not training, its first launch and its committed checkpoint writes (Jobs._lifecycle)
+    wall_s_inside: float = 0.0
+    wall_s_launch: float = 0.0         # ... of which its first launch
     interruptions: int = 0
     tokens_lost: float = 0.0
     first_start_s: float = math.nan
@@ -56,8 +60,8 @@ class JobState:
     step: compute.StepEstimate | None = None
     process: simpy.Process | None = None
     placed: simpy.Event | None = None
-    # completed checkpoints: time [s]; tokens, GPU-s and wall-s made safe by then, three
-    # floats a checkpoint in one flat list (no tuple per checkpoint for the collector to scan)
+    # completed checkpoints: time [s]; tokens, GPU-s, wall-s made safe by then and wall_s_inside,
+    # four floats a checkpoint in one flat list (no tuple per checkpoint for the collector to scan)
     ckpt_time_s: list = field(default_factory=list)
     ckpt_state: list = field(default_factory=list)
     # a job of a stream or trace (twin.workload): submit time [s], training time it needs,
@@ -87,20 +91,24 @@ class JobState:
             state.append(self.tokens_committed)
             state.append(self.gpu_s_useful)
             state.append(self.wall_s_useful)
+            state.append(self.wall_s_inside)
 
     def roll_back_before(self, corruption_s: float) -> float:
         """Silent data corruption at ``corruption_s``: checkpoints written since then hold
         corrupt state; fall back to the last clean one (``reliability.last_clean_checkpoint_index``).
         Returns the tokens of committed work thrown away."""
         i = reliability.last_clean_checkpoint_index(np.array(self.ckpt_time_s), corruption_s)
-        tokens, gpu_s, wall_s = self.ckpt_state[3 * i:3 * i + 3] if i >= 0 else (0.0, 0.0, 0.0)
+        tokens, gpu_s, wall_s, inside = (self.ckpt_state[4 * i:4 * i + 4] if i >= 0
+                                         else (0.0, 0.0, 0.0, self.wall_s_launch))
         thrown = self.tokens_committed - tokens
         if thrown > 0:
             self.gpu_s_lost += self.gpu_s_useful - gpu_s
             self.tokens_lost += thrown
             self.tokens -= thrown              # work since the last checkpoint stays pending
             self.tokens_committed, self.gpu_s_useful, self.wall_s_useful = tokens, gpu_s, wall_s
-            del self.ckpt_time_s[i + 1:], self.ckpt_state[3 * (i + 1):]
+            # the thrown checkpoints' writes are redone: no longer inside the job's length
+            self.wall_s_inside = inside
+            del self.ckpt_time_s[i + 1:], self.ckpt_state[4 * (i + 1):]
         return max(thrown, 0.0)
 
     def lose(self) -> float:
@@ -592,6 +600,21 @@ class Jobs(Component):
         self.state.node_job_phase[job.nodes] = phase
 
     def _lifecycle(self, job: JobState):
+        """A job from its submission to its end: queue, (re)start, train, checkpoint, and the
+        recovery from interruptions.
+
+        A fixed job's length is work (a token target, or the run's end): its start-ups and
+        checkpoint writes come on top of its training. A stream or trace job's length
+        (``EngineJob.run_s``) is a wall time, a recorded duration or one drawn from recorded
+        durations, which already holds the job's own start-up and checkpoint writes; so the
+        job ends when its training wall time + its first launch (``restart_s``, cut at
+        ``run_s``) + its committed checkpoint writes reach ``run_s`` (:func:`_wall_s_done`),
+        and a checkpoint that would end at or after that end is not written (the job's last
+        seconds train). What the twin's own failures add comes on top, since a recorded
+        duration cannot hold them: the relaunch (and reload) after an interruption, the
+        detection window, a write cut by the failure, the work lost since the last
+        checkpoint (or since the last clean one, for silent corruption) and redone. With no
+        failure a job holds its nodes for exactly ``run_s``."""
         spec, e = job.spec, self.e
         if job.stream is not None:
             t_submit = job.submit_s
@@ -613,9 +636,24 @@ class Jobs(Component):
                 if math.isnan(job.first_start_s):
                     job.first_start_s = self.env.now
                 reload = self.checkpoint_read_s(job) if job.tokens_committed > 0 else 0.0
-                e.log("job_start", spec.name, f"{len(job.nodes)} nodes, reload {reload:.0f} s")
-                yield self.env.timeout(spec.restart_s + reload)
+                launch_s = spec.restart_s + reload
+                # the first launch of a wall-time job is inside its length (_lifecycle's doc)
+                first = job.stream is not None and job.interruptions == 0
+                if first:
+                    launch_s = min(launch_s, max(_wall_s_left(job), 0.0))
+                text = f"{len(job.nodes)} nodes, reload {reload:.0f} s"
+                late_s = self.env.now - job.submit_s
+                if first and job.stream.start_recorded and late_s > 1.0:    # type: ignore[union-attr]
+                    text += f"; {late_s / 3600:.2f} h after its recorded start (nodes not ready then)"
+                e.log("job_start", spec.name, text)
+                yield self.env.timeout(launch_s)
                 self.advance(job)
+                if first:
+                    job.wall_s_launch = launch_s
+                    job.wall_s_inside += launch_s
+                    if _wall_s_done(job) >= job.stream.run_s - 1e-6:    # type: ignore[union-attr]
+                        self._finish(job)           # shorter than a launch: it ends starting
+                        break
                 job.status = "running"
                 self.update_rate(job)
                 self._fabric_changed()
@@ -628,7 +666,7 @@ class Jobs(Component):
                 while True:
                     now = self.env.now
                     if job.stream is not None:      # a stream job ends after its training time
-                        eta = now + max(job.stream.run_s - job.wall_s_useful - job.wall_s_pending, 0.0)
+                        eta = now + max(_wall_s_left(job), 0.0)
                         wake = min(next_ckpt, eta)  # neither moves with the step rate
                         yield self.env.timeout(max(wake - now, 0.0))
                     else:                           # re-read the rate at every sample
@@ -645,11 +683,14 @@ class Jobs(Component):
                         break
                     # absolute tolerance: at t ~ 1e7 s a float step is ~2e-9 s, so a relative
                     # one could leave a sliver no timeout can advance (a zero-length loop)
-                    if job.stream is not None and (job.wall_s_useful + job.wall_s_pending
-                                                   >= job.stream.run_s - 1e-6):
+                    if job.stream is not None and _wall_s_done(job) >= job.stream.run_s - 1e-6:
                         self._finish(job)
                         break
                     if self.env.now >= next_ckpt:
+                        if job.stream is not None and (_wall_s_left(job)
+                                                       <= self.checkpoint_write_s(job, self.writers + 1)):
+                            next_ckpt = math.inf    # its length ends before the write would
+                            continue
                         yield from self._checkpoint(job)
                         next_ckpt = self.env.now + self.checkpoint_interval_s(job)
             except simpy.Interrupt as intr:
@@ -683,7 +724,7 @@ class Jobs(Component):
             now = env._now
             # max() and min() written as the comparisons they make (the first argument unless
             # the second is strictly larger, smaller)
-            left = run_s - job.wall_s_useful - job.wall_s_pending
+            left = run_s - job.wall_s_useful - job.wall_s_pending - job.wall_s_inside
             eta = now + (0.0 if 0.0 > left else left)
             wake = eta if eta < next_ckpt else next_ckpt    # neither moves with the step rate
             delay = wake - now
@@ -691,12 +732,15 @@ class Jobs(Component):
             now = env._now
             advance(job)
             if ((reach is not None and job.tokens >= reach)
-                    or job.wall_s_useful + job.wall_s_pending >= run_s - 1e-6):
+                    or job.wall_s_useful + job.wall_s_pending + job.wall_s_inside >= run_s - 1e-6):
                 self._finish(job)
                 return
             if now >= next_ckpt:
                 writers = self.writers
                 dur = alone_s if not writers else self.checkpoint_write_s(job, writers + 1)
+                if run_s - job.wall_s_useful - job.wall_s_pending - job.wall_s_inside <= dur:
+                    next_ckpt = math.inf            # its length ends before the write would
+                    continue
                 end = now + dur
                 if (self.closed_form_checkpoints and end < (queue[0][0] if queue else math.inf)
                         and (job.training_ver == version("node_job_phase") or self._all_training(job))):
@@ -706,6 +750,7 @@ class Jobs(Component):
                     _skip_to(env, end)
                     self.checkpoints_closed_form += 1
                     advance(job)
+                    job.wall_s_inside += dur
                     job.commit(end)
                     job.status = "running"
                     if shared:
@@ -1041,8 +1086,11 @@ class Jobs(Component):
         return True
 
     def _checkpoint_done(self, job: JobState, dur: float) -> None:
-        """The end of a checkpoint write of ``dur`` [s]: progress to now, committed, running again."""
+        """The end of a checkpoint write of ``dur`` [s]: progress to now, committed, running again
+        (a wall-time job's write is inside its length: :meth:`_lifecycle`)."""
         self.advance(job)
+        if job.stream is not None:
+            job.wall_s_inside += dur
         job.commit(self.env.now)
         job.status = "running"
         self._fabric_changed()
@@ -1183,7 +1231,10 @@ class Jobs(Component):
             if ej is not None:
                 state = ej.final_state if j.status == "done" else (
                     "pending" if math.isnan(j.first_start_s) else "running")
-                extra = dict(job_class=ej.job_class, submit_s=j.submit_s, state=state,
+                # a trace replayed at its recorded starts keeps the trace's submit time: its
+                # queue wait is the trace's own, plus any delay of the twin's (nodes not ready)
+                sub = ej.trace_submit_s if ej.start_recorded else j.submit_s
+                extra = dict(job_class=ej.job_class, submit_s=sub, state=state,
                              gpus=j.spec.nodes * gpn, queue=ej.queue, user=ej.user)
             else:
                 sub = seconds_since(self.s.simulation.start, j.spec.submit) if j.spec.submit else 0.0
@@ -1322,6 +1373,19 @@ _INT_MIN, _INT_MAX = (int(x) for x in (np.iinfo(np.asarray(0).dtype).min, np.iin
 
 #: a job has reached its token target at this share of it (float rounding of the sums)
 _DONE_SHARE = 1 - 1e-12
+
+
+def _wall_s_done(job: JobState) -> float:
+    """Wall time [s] of a stream or trace job's length used so far: training whose work
+    survived or is pending, its first launch and its committed checkpoint writes
+    (:meth:`Jobs._lifecycle`)."""
+    return job.wall_s_useful + job.wall_s_pending + job.wall_s_inside
+
+
+def _wall_s_left(job: JobState) -> float:
+    """Wall time [s] left of a stream or trace job's length (:func:`_wall_s_done`), subtracted
+    term by term as :meth:`Jobs._stream_training` does (the same float sums)."""
+    return job.stream.run_s - job.wall_s_useful - job.wall_s_pending - job.wall_s_inside  # type: ignore[union-attr]
 
 
 def _target_reached(job: JobState) -> bool:

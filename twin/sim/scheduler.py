@@ -289,7 +289,7 @@ class Scheduler(Component):
                 self.lsf.submit(LsfRequest(
                     id=job.index, gpus=spec.nodes + spec.hot_spares, queue=queue,
                     submit_s=job.submit_s if ej is not None else self.env.now,
-                    runlimit_s=max(ej.runlimit_s - job.wall_s_useful, 1.0) if ej is not None else 1e12,
+                    runlimit_s=max(ej.runlimit_s - job.wall_s_useful - job.wall_s_inside, 1.0) if ej is not None else 1e12,
                     user=ej.user if ej is not None else spec.name,
                     project=ej.project if ej is not None else spec.name,
                     checkpoint_interval_s=float(spec.checkpoint_interval_s)

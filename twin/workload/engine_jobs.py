@@ -11,6 +11,7 @@ ablations, 34B fine-tuning, 8B evaluation and debug). Evaluation and debug jobs 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,11 +58,16 @@ class EngineJob:
     user: str
     project: str
     queue: str
-    submit_s: float
-    run_s: float             # training time the job needs before it ends (in its final state)
+    submit_s: float          # when the engine submits it (with recorded starts: the recorded start)
+    # the job's wall time, recorded or drawn from recorded ones, from its start to its end (in
+    # its final state); its first launch and its checkpoint writes are inside it, what the
+    # twin's failures add is not (twin.sim.jobs.Jobs._lifecycle)
+    run_s: float
     runlimit_s: float        # what it asked for (the scheduler plans backfill with it)
     final_state: str
     counts_tokens: bool
+    start_recorded: bool = False        # a trace replayed at its recorded starts
+    trace_submit_s: float = math.nan    # ... the trace's own submit time [s] (the jobs table's)
 
 
 def fit_parallelism(template: Job, nodes: int, gpus_per_node: int) -> Job:
@@ -137,7 +143,7 @@ def trace_engine_jobs(s: Scenario, base_dir: str | Path, cluster_gpus: int,
                       gpus_per_node: int) -> tuple[list[EngineJob], dict[str, float]]:
     """The trace's jobs, aligned to the scenario start (or kept at their dates), each of the
     class its type or queue maps to. With recorded starts a job is submitted at its recorded
-    start (no queue wait of its own)."""
+    start (no queue wait of its own) and keeps the trace's submit time for the jobs table."""
     spec = s.workload.trace
     assert spec is not None, "trace_engine_jobs needs workload.trace"
     tr = load_trace(spec, base_dir, cluster_gpus=cluster_gpus)
@@ -146,17 +152,24 @@ def trace_engine_jobs(s: Scenario, base_dir: str | Path, cluster_gpus: int,
     if spec.align == "first_submit":
         start = pd.Timestamp(s.simulation.start, tz="UTC")
         shift = (tr.epoch - start).total_seconds()
-    sub = (df["start_s"] if spec.starts == "recorded" else df["submit_s"]).to_numpy(float) + shift
+    recorded = spec.starts == "recorded"
+    sub = (df["start_s"] if recorded else df["submit_s"]).to_numpy(float) + shift
     cls = [spec.class_map.get(t) or spec.class_map.get(q) or spec.default_class
            for t, q in zip(df["job_class"], df["queue"], strict=True)]
     run = df["duration_s"].to_numpy(float)
     out = pd.DataFrame({"job_class": cls, "user": df["user"], "project": df["project"],
                         "queue": df["queue"], "gpus": df["gpus"], "nodes": -(-df["gpus"] // gpus_per_node),
                         "submit_s": sub, "duration_s": run, "runlimit_s": run, "state": df["state"]})
-    out = out[(out.submit_s >= 0) & (out.submit_s < s.simulation.duration_days * DAY)]
+    keep = (out.submit_s >= 0) & (out.submit_s < s.simulation.duration_days * DAY)
+    out = out[keep]
     stats = {"trace_rows": float(tr.rows_read), "trace_jobs": float(len(tr.jobs)),
              "trace_jobs_in_run": float(len(out)), **{f"skipped {k}": float(v) for k, v in tr.skipped.items()}}
-    return _engine_jobs(s, out.reset_index(drop=True), gpus_per_node), stats
+    jobs = _engine_jobs(s, out.reset_index(drop=True), gpus_per_node)
+    if recorded:
+        submitted = (df["submit_s"].to_numpy(float) + shift)[keep.to_numpy()]
+        jobs = [dataclasses.replace(j, start_recorded=True, trace_submit_s=float(t))
+                for j, t in zip(jobs, submitted, strict=True)]
+    return jobs, stats
 
 
 def _engine_jobs(s: Scenario, df: pd.DataFrame, gpus_per_node: int) -> list[EngineJob]:
