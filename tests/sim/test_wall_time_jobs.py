@@ -80,3 +80,42 @@ def test_a_job_recorded_in_the_burn_in_starts_later_with_an_event(tmp_path):
     # still exactly their recorded durations
     np.testing.assert_allclose(ds.job_end_s.values - ds.job_start_s.values, jobs.end - jobs.start,
                                rtol=0, atol=1e-6)
+
+
+def test_what_a_failure_adds_comes_on_top_of_the_recorded_duration(tmp_path):
+    """The trace's duration cannot hold the twin's own failures: a job interrupted once holds
+    its nodes for its recorded duration + the relaunch (restart_s + reload of its checkpoint)
+    + the training lost since its last checkpoint, redone."""
+    epoch = START + pd.Timedelta(days=3)
+    jobs = _jobs(first_start_s=5000.0)
+    path = write_acme(jobs, tmp_path / "trace.csv", epoch=epoch)
+    s = load_scenario(SCEN, ["simulation.duration_days=6", "workload.jobs=[]", "failures.enabled=false",
+                             f"workload.trace={{path: {path}, format: acme, starts: recorded, "
+                             "align: first_submit}"])
+    e = Engine(s)
+    t_start = (epoch - START).total_seconds() + jobs.start[4]     # the day-long job, one node
+    t_hit = t_start + 6000.0       # launch 600 s, first write from 4,200 s, then 1,800 s less the write
+    job = e.jobs.all[4]
+
+    def hit():
+        yield e.env.timeout(t_hit)
+        e.jobs.interrupt_nodes(job.nodes.copy(), "test failure", 0.0)
+
+    start = e.start
+
+    def start_and_hit():
+        start()
+        e.env.process(hit())
+    e.start = start_and_hit                  # type: ignore[method-assign]
+    r = e.run()
+    assert job.interruptions == 1 and job.status == "done"
+    write_s = e.jobs.checkpoint_write_s(job, 1)
+    reload_s = e.jobs.checkpoint_read_s(job)
+    lost_s = 6000.0 - 4200.0 - write_s                  # training since the first checkpoint
+    assert job.gpu_s_lost == pytest.approx(8 * lost_s, rel=1e-9)
+    held = r.dataset.job_end_s.values[4] - r.dataset.job_start_s.values[4]
+    assert held == pytest.approx(86400.0 + job.spec.restart_s + reload_s + lost_s, abs=1e-6)
+    # the other jobs are untouched: exactly their recorded durations
+    others = np.arange(len(jobs)) != 4
+    np.testing.assert_allclose((r.dataset.job_end_s.values - r.dataset.job_start_s.values)[others],
+                               (jobs.end - jobs.start)[others], rtol=0, atol=1e-6)
