@@ -106,7 +106,7 @@ def test_what_a_failure_adds_comes_on_top_of_the_recorded_duration(tmp_path):
     def start_and_hit():
         start()
         e.env.process(hit())
-    e.start = start_and_hit                  # type: ignore[method-assign]
+    e.start = start_and_hit
     r = e.run()
     assert job.interruptions == 1 and job.status == "done"
     write_s = e.jobs.checkpoint_write_s(job, 1)
