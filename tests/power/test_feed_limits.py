@@ -99,7 +99,9 @@ def test_split_mechanical_series_and_survivor_check_agree():
     up = np.array([[True, True], [True, False], [False, True]])
     cool = np.array([600e3, 600e3, 300e3])
     got = split_mechanical_w(s, cool, up)
-    np.testing.assert_allclose(got, [[340e3, 340e3], [340e3, 0.0], [0.0, 190e3]])     # (cool + 80 kW) / 2
+    # (cool + 80 kW) / 2 with both feeds; the survivor carries all of it (re-pinned by audit
+    # HA2 F1: the plant keeps cooling whole during a feed loss, its power comes from the survivor)
+    np.testing.assert_allclose(got, [[340e3, 340e3], [680e3, 0.0], [0.0, 380e3]])
     # the feed-loss survivor check uses the same split of the plant the run uses (physical:
     # 150 kW of CRAH fans and COP 4.5 x 25/30 at 30 C), not the legacy law
     plant = float(scenario_cooling_power_w(s, 1e6, 30.0))

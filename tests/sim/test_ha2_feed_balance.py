@@ -9,11 +9,17 @@ nobody (audit HA2, /tmp/ha2/w_e2)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 
-from twin.invariants import energy_balance
+import twin
+from twin.invariants import check_results, energy_balance
+from twin.power.chain import capacity_report, feed_mechanical_w
+from twin.power.cooling_plant import scenario_cooling_power_w
+from twin.power.electrical import breaker_continuous_limit_w
 
 
 def _ds(feeds_kw, total_kw, cool_kw, chain) -> xr.Dataset:
@@ -53,3 +59,58 @@ def test_feeds_without_the_plant_carry_the_utility_power_less_the_cooling():
     assert _messages(_ds([[368.7, 368.7]], [896.8], [159.4], off)) == []
     assert _messages(_ds([[368.7, 368.7]], [896.8], [159.4], None)) == []
     assert len(_messages(_ds([[448.4, 448.4]], [896.8], [159.4], None))) == 1
+
+
+# ----------------------------------------------------------------------------- the run
+ROOT = Path(__file__).resolve().parents[2]
+BV = ROOT / "scenarios" / "blue_vela.yaml"
+QUIET = ["site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0",
+         "site.power.grid.feed_outage_rate_per_year=0"]
+LOSS = 'site.power.grid.events=[{time: "2024-01-31T12:00:00", kind: outage, duration_s: 7200, feed: A}]'
+
+
+def _with_transfer(s, transfers: bool):
+    mech = s.site.power.chain.mechanical.model_copy(update={"transfers_on_feed_loss": transfers})
+    chain = s.site.power.chain.model_copy(update={"mechanical": mech})
+    return s.model_copy(update={"site": s.site.model_copy(update={"power": s.site.power.model_copy(
+        update={"chain": chain})})})
+
+
+@pytest.mark.parametrize("transfers", [False, True])
+def test_survivor_carries_the_whole_plant_and_house_loads(transfers):
+    s = _with_transfer(twin.load_scenario(BV), transfers)
+    whole = float(scenario_cooling_power_w(s, 1e6, 30.0)) + 80e3          # Blue Vela's 80 kW house loads
+    lost = feed_mechanical_w(s, 1e6, 30.0, np.array([False, True]))
+    assert lost[0] == 0.0 and lost[1] == pytest.approx(whole, rel=1e-12)
+    both = feed_mechanical_w(s, 1e6, 30.0, np.array([True, True]))
+    np.testing.assert_allclose(both, [whole / 2, whole / 2], rtol=1e-12)
+
+
+def test_recorded_feeds_sum_to_the_facility_during_a_feed_loss():
+    res = twin.simulate(twin.load_scenario(BV, [*QUIET, "simulation.duration_days=35", LOSS]))
+    ds = res.dataset
+    out = ds.sel(time=["2024-01-31T12:00", "2024-01-31T13:00"])
+    a, b = out.feed_power_w.sel(feed="A").values, out.feed_power_w.sel(feed="B").values
+    tot, cool = out.facility_total_power_w.values, out.cooling_power_w.values
+    assert np.all(a == 0.0)
+    # B: the whole IT path, the whole plant and the 80 kW house loads (it was half of the last two)
+    np.testing.assert_allclose(b, tot + 80e3, rtol=1e-6)
+    np.testing.assert_allclose(b - (tot - cool), cool + 80e3, rtol=1e-5)
+    np.testing.assert_allclose(ds.feed_power_w.values.sum(axis=1), ds.facility_total_power_w.values + 80e3,
+                               rtol=1e-6)
+    assert not [w for w in check_results(res) if w["check"] == "energy_balance"]
+    # the survivor check at the loss counts the whole plant too
+    d = res.events[res.events.kind == "feed_loss"].detail.iloc[0]
+    assert "survivor holds at" in d
+
+
+def test_capacity_survivor_fraction_counts_the_whole_plant():
+    s = twin.load_scenario(BV)
+    st = capacity_report(s)["stages"][0]                     # as built: 2N A/B, 1,465 kW
+    sb = s.site.power.chain.switchboards
+    unit_kw = float(breaker_continuous_limit_w(sb.main_breaker_a, sb.voltage_v, sb.phases, sb.rated_100pct,
+                                               sb.power_factor)) / 1e3
+    load_kw = st["it_capacity_kw"] + st["ups_loss_kw"] + st["mechanical_kw"]   # mechanical_kw incl. house
+    assert st["feed_loss_survivor_load_fraction"] == pytest.approx(load_kw / unit_kw, rel=1e-9)
+    assert st["feed_loss_survivor_load_fraction"] == pytest.approx(1.20, abs=0.01)   # was 1.00 with half the plant
+    assert not st["feed_loss_holds"]

@@ -89,3 +89,29 @@ def test_same_racks_as_without_the_loss_once_the_feed_is_back(held):
     late = a.time >= np.datetime64("2024-02-01T03:00")
     np.testing.assert_array_equal(a[late].values, b[late].values)
     assert int(b.sel(time="2024-02-01T01:00")) == 64 * 16          # without the loss: at delivery
+
+
+def test_branch_trip_check_sees_the_live_cord_during_a_feed_loss():
+    """A 20 kW rack on two 20 A cords (100 % rating 20 x 415 x sqrt(3) x 0.95 = 13.66 kW each):
+    0.73 x the two cords' rating, but 1.46 x its one live cord's with feed A lost, past the
+    1.3 x ultimate trip: the branch breaker trips within the hour."""
+    from twin import power
+    from twin.sim.engine import Engine
+
+    eng = Engine(twin.load_scenario(BV, [*QUIET, "simulation.duration_days=2",
+                                         "site.power.chain.branch.breaker_a=20"]))
+    st, pc = eng.state, eng.power
+    st.rack_delivered[:2] = st.rack_powered[:2] = st.rack_ready[:2] = True
+    rack_w = np.zeros(len(st.rack_powered))
+    rack_w[0] = 20e3
+    eng.sampler.last_rack_power_w = lambda: rack_w
+    cord_w = 20 * 415 * math.sqrt(3) * 0.95
+    assert pc._check_branches() is True and not st.rack_tripped.any()     # both feeds: 0.73 x
+    assert pc.branch_theta[0] == pytest.approx((20e3 / 2 / cord_w) ** 2, rel=1e-12)
+    assert float(power.breaker_trip_time_s(20e3 / cord_w)) < eng.dt_s
+    st.feed_up[0] = False
+    assert pc._check_branches() is False
+    assert st.rack_tripped.tolist()[:2] == [True, False]
+    ev = [e for e in eng.events if e[1] == "breaker_trip"]
+    assert len(ev) == 1 and ev[0][2] == eng.plant.rack_names[0]
+    assert ev[0][3] == f"branch circuit at {20e3 / cord_w:.2f} x its live cords' rating with feed A lost, rack down"

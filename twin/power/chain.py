@@ -315,9 +315,9 @@ def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w,
         # one switchboard (feed path) lost with the IT at this stage's capacity
         unit = float(breaker_continuous_limit_w(sb.main_breaker_a, sb.voltage_v, sb.phases,
                                                 sb.rated_100pct, sb.power_factor))
-        mech_share = 1.0 if chain.mechanical.transfers_on_feed_loss else (sb.count - 1) / sb.count
+        # the survivors carry the whole plant and house loads (split_mechanical_w)
         carries = "switchboards" in chain.mechanical.carried_by
-        load = it_w + ctx["ups_loss_w"](it_w) + (mech_share * ctx["mechanical_at_it_w"](it_w) if carries else 0)
+        load = it_w + ctx["ups_loss_w"](it_w) + (ctx["mechanical_at_it_w"](it_w) if carries else 0)
         extras["feed_loss_survivor_load_fraction"] = load / ((sb.count - 1) * unit)
         extras["feed_loss_holds"] = load <= (sb.count - 1) * unit * (1 + 1e-9)
         extras["feed_redundancy"] = sb.redundancy
@@ -456,23 +456,25 @@ def split_mechanical_w(scenario, mechanical_w, feed_up) -> np.ndarray:
 
     ``mechanical_w`` [W] scalar or (T,): the cooling plant's electric power; ``feed_up`` (F,)
     or (T, F) bool: the live feeds. Zero unless :func:`mechanical_on_feeds`. The plant's power
-    plus ``chain.mechanical.house_kw`` is split equally over the feeds; a lost feed's share
-    moves to the survivors only when ``transfers_on_feed_loss`` (else it is lost with the
-    feed: N+1 chillers on the other path carry the heat). This is the one definition of a
-    feed's mechanical share, used by the recorded ``feed_power_w``, the feed-loss survivor
-    check and the per-feed admission limit (:func:`feed_it_limits_w`).
+    plus ``chain.mechanical.house_kw`` is split equally over the live feeds: during a feed
+    loss the survivors carry all of it, whatever ``transfers_on_feed_loss`` says. The run
+    keeps the whole plant cooling the hall through a single-feed loss (the hall thermal model
+    has one plant), so its power must come from somewhere: with ``transfers_on_feed_loss:
+    false`` the N+1 chillers (and pumps) on the surviving path carry the heat and draw its
+    power, with ``true`` a transfer switch moves the lost path's units to the survivor; the
+    two differ in the transient (a restart), not in the power the survivor then carries.
+    This is the one definition of a feed's mechanical share, used by the recorded
+    ``feed_power_w`` (the feeds sum to the utility power and the house loads, a run-time
+    invariant), the feed-loss survivor check, ``twin capacity``'s survivor figure and the
+    per-feed admission limit (:func:`feed_it_limits_w`).
     """
     up = np.asarray(feed_up, dtype=bool)
     if not mechanical_on_feeds(scenario):
         return np.zeros(np.broadcast_shapes(np.shape(mechanical_w) + (up.shape[-1],), up.shape))
     chain = scenario.site.power.chain
     total = np.asarray(mechanical_w, dtype=float) + chain.mechanical.house_kw * 1e3
-    n_f = up.shape[-1]
-    if chain.mechanical.transfers_on_feed_loss:
-        live = up.sum(axis=-1, keepdims=True)
-        share = np.where(up, 1.0 / np.maximum(live, 1), 0.0)
-    else:
-        share = up / n_f
+    live = up.sum(axis=-1, keepdims=True)
+    share = np.where(up, 1.0 / np.maximum(live, 1), 0.0)
     return total[..., None] * share
 
 
@@ -502,7 +504,7 @@ def feed_it_limits_w(scenario) -> np.ndarray:
     :func:`twin.power.cooling_plant.scenario_cooling_power_w`, affine in the heat: the physical
     plant's CRAH fans at the racks' full airflow are ``f(0)``; ``m = (f(1 MW) - f(0)) / 1 MW``),
     and of the house loads, ``H`` = ``house_kw`` + ``f(0)``: ``s = 1/F``, or 1 for a 2N survivor
-    when the load transfers on a feed loss (:func:`split_mechanical_w`), so
+    (it carries the whole plant on a feed loss: :func:`split_mechanical_w`), so
     ``a P + s (m P + H) <= feed_f``. The limit is the smaller ``P`` of the two (0 when the
     house loads alone exceed the feed). Losses are ignored, as in
     :func:`twin.power.tree.chain_it_capacity_w`. The engine admits racks against it, beside
@@ -520,7 +522,7 @@ def feed_it_limits_w(scenario) -> np.ndarray:
         f0, f1 = float(f[0]), float(f[1])
         m = (f1 - f0) / 1e6
         house = mech.house_kw * 1e3 + f0
-        s = 1.0 if (alone and mech.transfers_on_feed_loss) else 1.0 / n_f
+        s = 1.0 if alone else 1.0 / n_f
     out = np.maximum(feed - s * house, 0.0) / (a + s * m)
     if pw.ups.mode != "bypass":
         out = np.minimum(out, pw.ups.capacity_kw * 1e3 / n_f / a)

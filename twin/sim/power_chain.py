@@ -32,7 +32,7 @@ class PowerChain(Component):
     every sample at once after the run (nothing in the feedback loops needs them within)."""
 
     name = "power_chain"
-    reads = ("rack_powered", "rack_tripped", "psu_capacity_w")
+    reads = ("rack_powered", "rack_tripped", "psu_capacity_w", "feed_up")
     writes = ("rack_tripped",)
     emits = ("breaker_trip", "breaker_reset", "feed_overload", "ups_mode")
     outputs = ("rpp_load_fraction", "rpp_power_w", "feed_load_fraction", "feed_power_w", "ups_output_w",
@@ -100,7 +100,9 @@ class PowerChain(Component):
         #: a rack's load over its branch breakers' rating (trip-curve reference) in normal operation
         #: [W]: cords x the breaker's 100 % rating; None without branch circuits
         self._branch_rating_w: float | None = None
+        self._branch_cords = 1
         if br is not None:
+            self._branch_cords = br.cords_per_rack
             self.branch_rack_limit_w = br.cords_per_rack * float(breaker_continuous_limit_w(
                 br.breaker_a, br.voltage_v, br.phases, br.rated_100pct, br.power_factor))
             self._branch_rating_w = br.cords_per_rack * float(breaker_continuous_limit_w(
@@ -386,18 +388,24 @@ class PowerChain(Component):
             self.env.process(self._breaker_reset(racks))
 
     def _check_branches(self) -> bool:
-        """The branch breakers of every rack at its power of this sample, in normal operation
-        (its cords share it equally): each rack's load over its cords' rating advances their
-        thermal state as an RPP breaker's does; a rack whose branch breakers reach their trip
-        state (or magnetic pick-up) goes down until the reset (``breaker_trip``). True when
-        every branch is at or below rating (steady: the same load repeats the same check)."""
+        """The branch breakers of every rack at its power of this sample, its live cords
+        sharing it equally (all of them in normal operation; during a feed loss the cords on
+        the lost feed carry nothing, cord i on feed i mod F as the swing component's series):
+        each rack's load over its live cords' rating advances their thermal state as an RPP
+        breaker's does; a rack whose branch breakers reach their trip state (or magnetic
+        pick-up) goes down until the reset (``breaker_trip``). True when every branch is at or
+        below rating with every feed live (steady: the same load repeats the same check; a
+        feed loss is checked at every sample)."""
         if self._branch_rating_w is None:
             return True
         p, st, e = self.plant, self.state, self.e
-        frac = e.sampler.last_rack_power_w() / self._branch_rating_w
+        up = st.feed_up
+        dark = 0 if up.all() else power.psus_without_input(self._branch_cords, up)
+        live = max(self._branch_cords - dark, 1)
+        frac = e.sampler.last_rack_power_w() / (self._branch_rating_w * live / self._branch_cords)
         if frac.max(initial=0.0) <= 1.0 and self.branch_theta.max(initial=0.0) <= 1.0:
             self.branch_theta = frac ** 2
-            return True
+            return dark == 0
         self.branch_theta = np.asarray(power.breaker_thermal_state_step(self.branch_theta, frac, e.dt_s))
         magnetic = np.asarray(power.breaker_trip_time_s(frac)) <= BREAKER_MAGNETIC_TRIP_S
         trip = ((self.branch_theta >= power.breaker_thermal_trip_state()) | magnetic) & st.rack_powered & ~st.rack_tripped
@@ -405,9 +413,10 @@ class PowerChain(Component):
         if len(racks):
             self.branch_theta[racks] = 0.0          # reset cold
             st.rack_tripped[racks] = True
+            when = "its cords' rating in normal operation" if dark == 0 else "its live cords' rating with feed " + \
+                ", ".join(f.name for f, u in zip(self.s.site.power.feeds, up, strict=True) if not u) + " lost"
             for r in racks:
-                e.log("breaker_trip", p.rack_names[r], f"branch circuit at {frac[r]:.2f} x its cords' rating "
-                                                         f"in normal operation, rack down")
+                e.log("breaker_trip", p.rack_names[r], f"branch circuit at {frac[r]:.2f} x {when}, rack down")
             e.jobs.interrupt_nodes(np.flatnonzero(np.isin(p.node_rack, racks)), "branch breaker trip")
             self.env.process(self._breaker_reset(racks))
         return False
