@@ -39,6 +39,22 @@ def report(blue_vela):
     return capacity_report(blue_vela)
 
 
+#: Blue Vela's chain before 2 Dec 2026: main redundancy removed on 2024-03-15 with the RPP pairs
+#: still 2N, the RPPs re-fed on 2024-06-01. The shipped chain reads the re-feed into the March
+#: stage (the typed 1,830 kW from then needs it); this keeps a stage where the RPP pairs bind.
+OLD_CHAIN = ("site.power.chain.stages=["
+             "{date: 2024-01-01, note: as built}, "
+             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
+             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
+             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
+             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
+
+
+@pytest.fixture(scope="module")
+def report_rpp_pairs():
+    return capacity_report(load_scenario(ROOT / "scenarios" / "blue_vela.yaml", [OLD_CHAIN]))
+
+
 # --- hand calculation of the Blue Vela chain ----------------------------------------
 # Modern transformerless UPS loss (3040 kW installed: 2 systems x 4 x 380 kW), three-term
 # fit of 95.5/96.5/96.8/96.8 % (twin.power.ups_curves); cooling at the 33 C design day with
@@ -104,7 +120,9 @@ def test_stage_0_as_built_2n_switchboard_binds_then_ups(report):
     assert not st["feed_loss_holds"]
 
 
-def test_stage_1_redundancy_removed_rpp_pairs_bind(report):
+def test_rpp_pairs_bind_with_main_redundancy_removed_alone(report_rpp_pairs):
+    # the old chain's 2024-03-15 stage (OLD_CHAIN): main redundancy removed, RPP pairs still 2N
+    report = report_rpp_pairs
     st = report["stages"][1]
     # 8 A/B RPP pairs of 400 A 415 V at 80 % and pf 0.95: 8 x 218.5 kW, but a rack's cord sits
     # on one pair: floor(218.5 / 19.94) = 10 whole racks per pair, 80 racks (re-pinned from
@@ -120,7 +138,7 @@ def test_stage_1_redundancy_removed_rpp_pairs_bind(report):
     assert not st["feed_loss_holds"]
 
 
-def test_stage_2_and_3_utility_service_binds(report):
+def test_stage_1_and_2_utility_service_binds(report, report_rpp_pairs):
     service = 3900e3 * 0.95
     # double conversion, N: IT + UPS loss + all mechanical + house on the 3.9 MVA service (3.75
     # MVA until 2 Dec 2026, which carried 2,497.0 kW on bypass, 125 of the plan's 128 racks;
@@ -129,10 +147,20 @@ def test_stage_2_and_3_utility_service_binds(report):
     # UPS bypassed: no UPS loss. 2,605.3 kW
     it3 = (service - HOUSE_W - MECH_0_W) / (1 + MECH_PER_HEAT)
     assert it3 == pytest.approx(2_605_300, abs=500)
-    s2, s3 = report["stages"][2], report["stages"][3]
+    # re-pinned 2 Dec 2026: the chain's 2024-03-15 stage removes the main redundancy and re-feeds
+    # the RPPs (it2, 2,521.9 kW, was the 2024-06-01 stage's), the UPS bypass is stage 2 (was 3)
+    assert [st["date"] for st in report["stages"]] == ["2024-01-01", "2024-03-15", "2024-09-01"]
+    s2, s3 = report["stages"][1], report["stages"][2]
+    assert it2 == pytest.approx(2_521_900, abs=500)
     assert s2["it_capacity_kw"] == pytest.approx(it2 / 1e3, abs=0.01)
     assert s3["it_capacity_kw"] == pytest.approx(it3 / 1e3, abs=0.01)
     assert s2["binding"]["equipment"] == s3["binding"]["equipment"] == "utility"
+    assert s2["racks_at_worst_case"] == 126 and s3["racks_at_worst_case"] == 128
+    # the re-fed RPPs (N: 16 panels of 8 positions) carry every rack: not what binds
+    rpps = next(c for c in s2["constraints"] if c["equipment"] == "rpps")
+    assert rpps["it_capacity_kw"] > it2 / 1e3
+    # the old chain's re-fed stage (2024-06-01) is the same equipment as the shipped March stage
+    assert report_rpp_pairs["stages"][2]["it_capacity_kw"] == pytest.approx(s2["it_capacity_kw"], rel=1e-12)
     assert s3["next"]["equipment"] == "switchboards"
     # the switchboards behind: 2 x 1,895.8 kW carry IT + all mechanical + house
     swb2 = 2 * 0.8 * np.sqrt(3) * 480 * 3000 * 0.95

@@ -68,3 +68,28 @@ def test_every_plan_stage_below_one_rack_is_a_problem():
 def test_shipped_scenarios_have_no_power_limit_notes():
     for path in (BV, VELA):
         assert not [n for n in check_scenario(path).notes if n.path.startswith("site.power")]
+
+
+#: Blue Vela's chain until 2 Dec 2026: RPP pairs still 2N at the 2024-03-15 stage, re-fed on 06-01
+OLD_CHAIN = ("site.power.chain.stages=["
+             "{date: 2024-01-01, note: as built}, "
+             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
+             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
+             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
+             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
+
+
+def test_validate_notes_plan_stages_above_the_chains_service_and_rpps(capsys):
+    # twin validate carries twin.power.chain's plan notes (utility_plan_notes, rpp_plan_notes):
+    # the typed 1,830 kW from 2024-03-15 over the old chain's 2N RPP pairs (80 racks), and the
+    # typed 2,585 kW from 2024-09-01 over the 3,750 kVA service (125 racks)
+    notes = check_scenario(BV, [OLD_CHAIN, "site.power.chain.utility.kva=3750"]).notes
+    assert [n.path for n in notes] == ["site.power.plan.3.it_power_kw", "site.power.plan.1.it_power_kw"]
+    assert "above the 2497 kW of IT the utility service (3750 kVA" in notes[0].text
+    assert notes[0].text.endswith("a run admits racks against the service, 125 at worst case")
+    assert "1830 kW from 2024-03-15 is above the 1595 kW of IT the RPP pairs" in notes[1].text
+    assert notes[1].text.endswith("80 at worst case when every position is delivered")
+    assert main(["validate", str(BV), "--set", OLD_CHAIN]) == 0
+    assert "note: " in capsys.readouterr().out
+    # the shipped chain re-feeds the RPPs in the March stage and its service carries the plan
+    assert check_scenario(BV).notes == ()

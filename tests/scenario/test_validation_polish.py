@@ -78,8 +78,9 @@ def test_shipped_scenarios_have_no_cooling_note(path):
 @pytest.mark.parametrize("setting, path, value, says", [
     ("site.power.chain.stages.2.date=2024-01-01", "site.power.chain.stages.2.date", "2024-01-01",
      "is not after stages.1.date 2024-03-15"),
-    ("site.power.chain.stages.3.set={ups.mode: banana}", "site.power.chain.stages.3.set.ups.mode", "banana",
-     "stages.3 (2024-09-01): ups.mode: input should be 'double_conversion'"),
+    # Blue Vela's UPS bypass is its chain's stage 2 since 2 Dec 2026 (stage 3 before; no 2024-06-01 stage)
+    ("site.power.chain.stages.2.set={ups.mode: banana}", "site.power.chain.stages.2.set.ups.mode", "banana",
+     "stages.2 (2024-09-01): ups.mode: input should be 'double_conversion'"),
     ("site.power.chain.stages.1.set={switchboards.main_breaker_a: -5}",
      "site.power.chain.stages.1.set.switchboards.main_breaker_a", -5, "greater than 0"),
     ("site.power.chain.stages.1.set={ups.module_kw: -3}", "site.power.chain.stages.1.set.ups.module_kw", -3,
@@ -107,8 +108,8 @@ def test_a_date_field_of_a_list_item_keeps_its_name_in_the_path():
 
 
 def test_a_stage_setting_an_unmodelled_ups_mode_names_that_stage():
-    (p,) = _problems(BV, ["site.power.chain.stages.3.set={ups.mode: line_interactive}"])
-    assert p.path == "site.power.chain.stages.3.set.ups.mode"
+    (p,) = _problems(BV, ["site.power.chain.stages.2.set={ups.mode: line_interactive}"])
+    assert p.path == "site.power.chain.stages.2.set.ups.mode"      # the 2024-09-01 stage (3 until 2 Dec 2026)
 
 
 # --------------------------------------------------------------------------- h. plausibility

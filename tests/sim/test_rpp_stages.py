@@ -2,7 +2,11 @@
 capacity`` counts (HRPP, audit follow-up).
 
 Blue Vela's chain: 16 RPPs of 400 A 415 V, 0.8 x sqrt(3) x 415 V x 400 A x 0.95 = 218.52 kW
-continuous each, in A/B pairs (2N) until the 2024-06-01 re-feed (N). Under 2N a pair's
+continuous each, in A/B pairs (2N) as built, re-fed (N) in the 2024-03-15 stage with the main
+redundancy removed. The pairs bind at no stage of the shipped chain (as built the typed 1,520 kW
+takes 76 racks, under the pairs' 80), so the tests of the pair rule run on the chain Blue Vela
+had until 2 Dec 2026 (``OLD_CHAIN``: main redundancy removed 2024-03-15 with the pairs still 2N,
+the re-feed on 2024-06-01), where the pairs bind under the typed 1,830 kW. Under 2N a pair's
 surviving panel carries the pair's racks alone: floor(218.52 / 19.94) = 10 racks of the 16
 positions a pair holds (``rpp_groups``: site.power.rpp's panels of 8 consecutive racks, A side
 panels 0-7, B side 8-15, pair g = panels g and g + 8), 80 racks (1,595.3 kW) when every position
@@ -34,6 +38,14 @@ QUIET = ["site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per
 ALL_IN = ["ramp.waves=[{date: 2024-01-01, racks: 128}]", "ramp.burn_in_days=0"]
 PAIRS_NAME = ("the RPP pairs (8 of 16 RPPs (2N) x 218.5 kW continuous, each A/B pair carries its racks on one "
               "panel on failover: 1595 kW of whole racks; site.power.chain.rpps)")
+#: Blue Vela's chain until 2 Dec 2026: the RPP pairs still 2N at the 2024-03-15 stage, where they
+#: bind (80 racks under the typed 1,830 kW); the shipped chain re-feeds them in that stage
+OLD_CHAIN = ("site.power.chain.stages=["
+             "{date: 2024-01-01, note: as built}, "
+             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
+             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
+             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
+             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 REFEED = ("site.power.chain.stages.1.set={transformers.redundancy: N, switchboards.redundancy: N, "
           "generators.redundancy: N, ups.topology: N, rpps.redundancy: N, branch.redundancy: N}")
 #: the run's admission delegated to the power chain (twin/sim/ramp.py, not this helper's file:
@@ -71,7 +83,7 @@ def test_pair_rule_by_hand():
 
 
 def test_stage_limits_are_twin_capacitys():
-    s = twin.load_scenario(BV)
+    s = twin.load_scenario(BV, [OLD_CHAIN])
     rep = capacity_report(s)["stages"]
     lim = rpp_stage_limits(s)
     assert [d.isoformat() for d, _ in lim] == [st["date"] for st in rep]
@@ -89,10 +101,21 @@ def test_stage_limits_are_twin_capacitys():
     # is panels g and g + 8 under 2N
     rack_rpp = Engine(s).plant.rack_rpp
     assert np.array_equal(panels.group, rack_rpp) and np.array_equal(pairs.group, rack_rpp % 8)
+    # the shipped chain: pairs as built, panels from 2024-03-15 (re-pinned 2 Dec 2026: the re-feed
+    # is read into the March stage), each stage's limit the one twin capacity lists
+    shipped = twin.load_scenario(BV)
+    lim = rpp_stage_limits(shipped)
+    assert [(d.isoformat(), rs.what) for d, rs in lim] == [("2024-01-01", "pair"), ("2024-03-15", "panel"),
+                                                           ("2024-09-01", "panel")]
+    assert lim[0][1].it_w == pairs.it_w and lim[1][1].it_w == lim[2][1].it_w == panels.it_w
+    for st, (_, rs) in zip(capacity_report(shipped)["stages"], lim, strict=True):
+        assert rs.it_w == next(c for c in st["constraints"] if c["equipment"] == "rpps")["it_capacity_kw"] * 1e3
 
 
 def test_engine_admits_ten_racks_per_pair_under_2n():
-    e = Engine(twin.load_scenario(BV, QUIET))
+    # the shipped chain changes its RPPs once, on 2024-03-15 (day 74), the old one on 2024-06-01
+    assert [t for t, _ in Engine(twin.load_scenario(BV, QUIET)).power.rpp_changes_s] == [0.0, 74 * 86400.0]
+    e = Engine(twin.load_scenario(BV, [OLD_CHAIN, *QUIET]))
     assert [t for t, _ in e.power.rpp_changes_s] == [0.0, (152 - 0) * 86400.0]      # 2024-06-01
     assert e.power.limits_w[PAIRS_NAME] == pytest.approx(80 * e.power.rack_worst_w, rel=1e-12)
     n = e.plant.n_racks
@@ -133,18 +156,21 @@ def test_without_chain_rpps_admission_is_site_rpps_alone():
 
 
 def test_validate_notes_a_plan_above_the_pairs():
-    notes = rpp_plan_notes(twin.load_scenario(BV))
+    # the shipped chain re-feeds the RPPs in the March stage: no note (the pairs' 1,595 kW as built
+    # are above the typed 1,520 kW); the old chain's March stage is noted
+    assert rpp_plan_notes(twin.load_scenario(BV)) == []
+    notes = rpp_plan_notes(twin.load_scenario(BV, [OLD_CHAIN]))
     assert notes == [("site.power.plan.1.it_power_kw",
                       f"1830 kW from 2024-03-15 is above the 1595 kW of IT {PAIRS_NAME} carry then (`twin capacity`): "
                       "a run admits each rack only while its pair carries it, 80 at worst case when every position "
                       "is delivered")]
-    assert rpp_plan_notes(twin.load_scenario(BV, ["site.power.chain.stages_set_plan=true"])) == []
-    assert rpp_plan_notes(twin.load_scenario(BV, [REFEED])) == []
-    assert rpp_plan_notes(twin.load_scenario(BV, ["site.power.plan.1.it_power_kw=1595"])) == []
+    assert rpp_plan_notes(twin.load_scenario(BV, [OLD_CHAIN, "site.power.chain.stages_set_plan=true"])) == []
+    assert rpp_plan_notes(twin.load_scenario(BV, [OLD_CHAIN, REFEED])) == []
+    assert rpp_plan_notes(twin.load_scenario(BV, [OLD_CHAIN, "site.power.plan.1.it_power_kw=1595"])) == []
     for site in ("colo_hydro_hall.yaml", "new_build_hall.yaml"):
         assert rpp_plan_notes(twin.load_scenario(ROOT / "scenarios" / "sites" / site)) == []
     # the chain's panels laid over other panels than site.power.rpp's: a note, both are admitted against
-    odd = rpp_plan_notes(twin.load_scenario(BV, ["site.power.rpp.count=8", "site.power.rpp.racks_per_rpp=16",
+    odd = rpp_plan_notes(twin.load_scenario(BV, [OLD_CHAIN, "site.power.rpp.count=8", "site.power.rpp.racks_per_rpp=16",
                                                  "site.power.plan.1.it_power_kw=1500"]))
     assert odd == [("site.power.chain.rpps.count",
                     "the chain's 16 RPPs hold 8 consecutive racks each (`twin capacity`, and the run's admission "
@@ -155,14 +181,14 @@ def test_validate_notes_a_plan_above_the_pairs():
 @pytest.fixture(scope="module")
 def all_in_march():
     # every position delivered; 2024-03-10 .. 03-20 crosses the stage of 2024-03-15 (RPP pairs
-    # still 2N, the typed plan 1,830 kW)
-    return twin.simulate(twin.load_scenario(BV, [*ALL_IN, *QUIET, "simulation.start=2024-03-10",
+    # still 2N in OLD_CHAIN, the typed plan 1,830 kW)
+    return twin.simulate(twin.load_scenario(BV, [OLD_CHAIN, *ALL_IN, *QUIET, "simulation.start=2024-03-10",
                                                  "simulation.duration_days=10"]))
 
 
 def test_the_run_admits_the_racks_twin_capacity_lists(all_in_march):
     res = all_in_march
-    rep = capacity_report(twin.load_scenario(BV))["stages"]
+    rep = capacity_report(twin.load_scenario(BV, [OLD_CHAIN]))["stages"]
     assert rep[1]["binding"]["equipment"] == "rpps" and rep[1]["racks_at_worst_case"] == 80
     t, racks = res.dataset.time.values, powered_racks(res)
     # before the stage the typed 1,520 kW binds (76 racks) under the pairs' 80; from it, the pairs
@@ -188,25 +214,39 @@ def test_the_run_powers_ten_racks_per_pair(all_in_march):
 
 def test_stages_set_plan_admits_each_stages_racks():
     # with the chain's capacity as the plan, every stage admits exactly the racks twin capacity
-    # lists: 73 (switchboards), 80 (RPP pairs), 126 (utility), 128
-    s = twin.load_scenario(BV, [*ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true"])
+    # lists: 73 (switchboards), 80 (RPP pairs), 126 (utility), 128 on OLD_CHAIN (its RPP-bound
+    # stage); the shipped chain's stages are its first, third and fourth (re-pinned 2 Dec 2026)
+    shipped = twin.load_scenario(BV, [*ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true"])
+    assert [st["racks_at_worst_case"] for st in capacity_report(shipped)["stages"]] == [73, 126, 128]
+    s = twin.load_scenario(BV, [OLD_CHAIN, *ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true"])
     want = [st["racks_at_worst_case"] for st in capacity_report(s)["stages"]]
     assert want == [73, 80, 126, 128]
     got = []
     for start, days in (("2024-01-01", 2), ("2024-03-15", 2), ("2024-06-01", 2), ("2024-09-01", 2)):
-        res = twin.simulate(twin.load_scenario(BV, [*ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true",
+        res = twin.simulate(twin.load_scenario(BV, [OLD_CHAIN, *ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true",
                                                     f"simulation.start={start}", f"simulation.duration_days={days}"]))
         got.append(int(powered_racks(res).max()))
     assert got == want
 
 
 @needs_ramp
-def test_shipped_blue_vela_fills_pairs_in_delivery_order():
-    # deliveries fill the positions in order: the first two waves put 8 racks on each pair (all
-    # powered), the third fills pairs 0-3 to 10 each (72 racks, not the typed plan's 91)
-    res = twin.simulate(twin.load_scenario(BV, [*QUIET, "simulation.duration_days=95"]))
+def test_blue_vela_fills_pairs_in_delivery_order():
+    # on OLD_CHAIN (the pairs still 2N in March): deliveries fill the positions in order, the first
+    # two waves put 8 racks on each pair (all powered), the third fills pairs 0-3 to 10 each (72
+    # racks, not the typed plan's 91)
+    res = twin.simulate(twin.load_scenario(BV, [OLD_CHAIN, *QUIET, "simulation.duration_days=95"]))
     t, racks = res.dataset.time.values, powered_racks(res)
     for day, n in (("2024-01-10", 32), ("2024-02-03", 64), ("2024-04-03", 72)):
+        assert racks[np.searchsorted(t, np.datetime64(day))] == n
+
+
+def test_shipped_blue_vela_powers_the_typed_plan_in_april():
+    # the shipped chain re-feeds the RPPs on 2024-03-15: each panel carries its own 8 positions,
+    # so the third wave is powered up to the typed 1,830 kW (91 racks at worst case), as before the
+    # run admitted against the RPPs (7e73fff); OLD_CHAIN powers 72 there (the test above)
+    res = twin.simulate(twin.load_scenario(BV, [*QUIET, "simulation.duration_days=95"]))
+    t, racks = res.dataset.time.values, powered_racks(res)
+    for day, n in (("2024-01-10", 32), ("2024-02-03", 64), ("2024-04-03", 91)):
         assert racks[np.searchsorted(t, np.datetime64(day))] == n
 
 
