@@ -19,8 +19,8 @@ A warning does not stop a run: it says which number cannot be trusted and why.
 - **power limits**: no utility feed carries more than its capacity (``feed_load_fraction``,
   its IT path and, where the chain says so, its share of the cooling: nothing in the model
   trips a feed in normal operation, so the run goes on and the warning says so), and no
-  rack PDU cord carries more than its branch breaker's continuous limit in normal operation
-  (``branch_load_fraction_max``).
+  rack PDU cord carries more than its branch breaker's continuous limit in normal operation,
+  nor a live cord during a feed loss (``branch_load_fraction_max``).
 - **accounting**: busy <= healthy <= powered <= installed GPUs; nodes in repair <= nodes
   failed; spares in stock >= 0; every detected failure is repaired or still open at the end.
 
@@ -188,9 +188,9 @@ def power_limits(ds, kpis: dict, out: list) -> None:
         over = br > 1.0
         i = int(np.nanargmax(br))
         h = float(ds.attrs.get("sample_interval_s", _H)) / _H
-        _warn(out, "power_limits", f"rack PDU cords above their branch breaker's continuous limit in normal "
-                                   f"operation for {over.sum() * h:.4g} h, at most {br[i]:.3g} x at {_when(ds, i)} "
-                                   f"(branch_load_fraction_max)")
+        _warn(out, "power_limits", f"rack PDU cords above their branch breaker's continuous limit (in normal "
+                                   f"operation, or the live cords during a feed loss) for {over.sum() * h:.4g} h, "
+                                   f"at most {br[i]:.3g} x at {_when(ds, i)} (branch_load_fraction_max)")
 
 
 def accounting(ds, kpis: dict, out: list, events=None) -> None:

@@ -114,3 +114,17 @@ def test_capacity_survivor_fraction_counts_the_whole_plant():
     assert st["feed_loss_survivor_load_fraction"] == pytest.approx(load_kw / unit_kw, rel=1e-9)
     assert st["feed_loss_survivor_load_fraction"] == pytest.approx(1.20, abs=0.01)   # was 1.00 with half the plant
     assert not st["feed_loss_holds"]
+
+
+def test_branch_warning_says_it_covers_a_feed_loss():
+    # branch_load_fraction_max holds the live cords during a feed loss (audit HA2 F3): the
+    # warning does not call an hour of a feed loss normal operation
+    from twin.invariants import power_limits
+    ds = xr.Dataset({"branch_load_fraction_max": ("time", np.array([0.5, 1.3]))},
+                    coords={"time": np.array(["2024-01-01T00", "2024-01-01T01"], dtype="datetime64[ns]")},
+                    attrs={"sample_interval_s": 3600.0})
+    out: list = []
+    power_limits(ds, {}, out)
+    assert [w["message"] for w in out] == [
+        "rack PDU cords above their branch breaker's continuous limit (in normal operation, or the live cords "
+        "during a feed loss) for 1 h, at most 1.3 x at 2024-01-01T01:00 (branch_load_fraction_max)"]
