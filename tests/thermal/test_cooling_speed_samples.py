@@ -29,7 +29,9 @@ def _reference(fam: RecirculationFamily, v):
     def scaled(xa, xb):
         out = np.multiply(xa, (1 - w) * sa)
         out += np.multiply(xb, w * sb)
-        out /= s
+        # divided by the clipped scale (helper HOF): beyond the knots the end knot's maps as
+        # they are, so the unit heat shares still sum to 1 (before: / s, the same inside them)
+        out /= s_c
         return out
 
     s_mix = (1 - w) * a.supply_mix + w * b.supply_mix

@@ -41,8 +41,12 @@ def _run(views: bool, control: str, monkeypatch):
         mp.setattr(HallThermal, "sample_views", views)
         if not views:
             mp.setattr(HallThermal, "_hall_fan_power_w", _reference_fan_power_w)
+        # VFD fans with a 0.1 floor: since the racks not yet delivered draw no air (helper HOF)
+        # the first days' few racks keep 0.3-floored fans at their floor (2 figures, as
+        # constant fans); at 0.1 the fans follow the racks and the airflow memo is exercised
+        floor = ["site.cooling_system.crah_fans.min_speed_fraction=0.1"] if control == "vfd" else []
         return twin.simulate(load_scenario(BV, ["simulation.duration_days=11", fault,
-                                                f"site.cooling_system.crah_fans.control={control}"]))
+                                                f"site.cooling_system.crah_fans.control={control}", *floor]))
 
 
 @pytest.mark.parametrize("control", ["constant", "vfd"])

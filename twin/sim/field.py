@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from twin import thermal
+from twin.thermal.airflow import flow_field_airflow_m3_s
 
 #: ``attrs["rack_airflow"]`` of a field file: where its racks' airflow comes from
 AIRFLOW_OF_RUN = "the run's rack airflow at this sample (servers' fan law, the engine's airflow state)"
@@ -48,6 +49,9 @@ def peak_sample_fields(engine, results) -> dict[str, xr.Dataset]:
     for h, hall in enumerate(engine.s.site.halls):
         model = th.halls[h]
         airflow = peak[2][h] if run_airflow and peak is not None else th.rack_airflow_m3_s[model.idx]
+        # racks off at that sample draw no air; the field solver needs air through every rack,
+        # so a stopped one passes the running racks' scale (it gives off no heat)
+        airflow = flow_field_airflow_m3_s(airflow, th.rack_airflow_m3_s[model.idx])
         if buoyant:
             from twin.thermal.buoyancy import buoyant_field
             f = buoyant_field(th.buoyant_geometry(model.geom), heat[model.idx], airflow)

@@ -19,7 +19,8 @@ Two models, chosen by ``site.cooling_system.model``:
   A utility outage of :mod:`twin.sim.grid` is a power transfer of the plant.
 
 In both models a running rack whose inlet reaches :data:`twin.thermal.SERVER_INLET_SHUTDOWN_C`
-shuts itself down (:meth:`HallThermal.protect_racks`).
+shuts itself down (:meth:`HallThermal.protect_racks`). A node that is off (any cause) has its
+fans stopped: a rack with every node off draws no air (:meth:`HallThermal.rack_fan_airflow_m3_s`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from twin import power, reliability, thermal
+from twin.phases import Phase
 from twin.plant import hall_geometries, seconds_since
 from twin.power import cooling_plant
 from twin.power.node import node_heat_w
@@ -40,7 +42,12 @@ from twin.sim.component import Component, repeat_record
 from twin.thermal import events as hall_events
 from twin.thermal import transient as thermal_transient
 from twin.thermal import weather as thermal_weather
-from twin.thermal.airflow import RecirculationFamily, airflow_change_threshold_m3_s, airflow_changed
+from twin.thermal.airflow import (
+    RecirculationFamily,
+    airflow_change_threshold_m3_s,
+    airflow_changed,
+    flow_field_airflow_m3_s,
+)
 from twin.thermal.capacity import capped_steady_state, cooling_margin_w
 from twin.thermal.fans import (
     crah_airflow_m3_s,
@@ -97,6 +104,11 @@ class HallModel:
     #: cause, the hall's heat then [W]) and every rack's hottest inlet since [degC (R_h,)]
     excursion: tuple | None = None
     excursion_peak_c: np.ndarray | None = None
+    #: (R_h,) racks powered at some time of the open excursion (the only ones whose inlet counts)
+    excursion_powered: np.ndarray | None = None
+    #: racks of the hall shut down by their inlet protection within the open excursion:
+    #: (plant rack indices, nodes up in them, GPUs up in them, jobs on them) per shutdown
+    excursion_shut: list = field(default_factory=list)
 
 
 NO_LOAD = "no IT load in the hall"
@@ -328,7 +340,7 @@ class HallThermal(Component):
         key = keyed[1]
         if self.physical:
             assert hall.airflow is not None  # set when the hall is built
-            key = key + (round(float(hall.airflow.sum()), 6),)
+            key = key + _airflow_key(hall.airflow)
         if key not in hall.models:
             if self.physical and len(hall.models) >= MODEL_CACHE:
                 hall.models.pop(next(iter(hall.models)))    # oldest first: airflow moves on
@@ -341,10 +353,19 @@ class HallThermal(Component):
                     hall.models[key] = hall.derive(hall.airflow, hall.active)
                 except thermal.NoSteadyStateError:
                     hall.models[key] = None
+            elif self.physical:
+                # the field solver needs air through every rack: a stopped rack passes the
+                # others' scale in the derivation, and the model carries its zero airflow
+                try:
+                    v_field = flow_field_airflow_m3_s(hall.airflow, self.rack_airflow_m3_s[hall.idx])
+                    m = thermal.inlet_model(hall.geom, v_field, hall.active)
+                    hall.models[key] = m if v_field is hall.airflow else replace(
+                        m, rack_airflow_m3_s=np.array(hall.airflow, float))
+                except thermal.NoSteadyStateError:
+                    hall.models[key] = None
             else:
                 try:
-                    hall.models[key] = thermal.inlet_model(hall.geom, hall.airflow if self.physical
-                                                           else self.rack_airflow_m3_s[hall.idx], hall.active)
+                    hall.models[key] = thermal.inlet_model(hall.geom, self.rack_airflow_m3_s[hall.idx], hall.active)
                 except thermal.NoSteadyStateError:
                     hall.models[key] = None
         hall.model = hall.models[key]
@@ -432,6 +453,8 @@ class HallThermal(Component):
             if hall.excursion is None:
                 hall.excursion = (self.env.now, cause, float(self._heat(hall).sum()))
                 hall.excursion_peak_c = np.full(len(hall.idx), -np.inf)
+                hall.excursion_powered = self.state.rack_on.view(np.ndarray)[hall.idx].copy()
+                hall.excursion_shut = []
         if pl.fans_on_ups:
             for hall in self.halls:
                 self._begin_dynamic(hall, pl.restart_delay_s)
@@ -476,8 +499,12 @@ class HallThermal(Component):
         heat_full = (node.gpu_count * node.gpu_tdp_w + node.host_active_w) * v_full / node.airflow_m3_s_at_max
 
         def derive(rack_airflow_m3_s, cooling_active=None):
+            # a stopped rack (V = 0) gives off no heat; the field passes the others' scale
+            # through it (the solver needs air through every rack), the model carries V = 0
             v = np.asarray(rack_airflow_m3_s, float)
-            return buoyant_inlet_model(g_b, heat_full * v / v_full, v, cooling_active)
+            v_field = flow_field_airflow_m3_s(v, v_full)
+            m = buoyant_inlet_model(g_b, heat_full * v / v_full, v_field, cooling_active)
+            return m if v_field is v else replace(m, rack_airflow_m3_s=v.copy())
         return derive
 
     def buoyant_geometry(self, geom):
@@ -534,6 +561,16 @@ class HallThermal(Component):
         [degC (R,)] that tripped it); operators restart them an hour later (if the room is
         still hot they trip again)."""
         st, p, e = self.state, self.plant, self.e
+        for hall in self.halls:
+            if hall.excursion is None:
+                continue
+            mine = np.asarray(racks)[np.isin(racks, hall.idx)]
+            if mine.size:                # what the power event costs: kept for its closing event
+                nodes = np.flatnonzero(np.isin(p.node_rack, mine) & st.node_up.view(np.ndarray))
+                gpus = np.broadcast_to(np.asarray(p.node_param("gpu_count"), float), p.node_rack.shape)
+                n_gpus = float(np.sum(gpus[nodes]))
+                jobs = np.unique(st.node_job.view(np.ndarray)[nodes])
+                hall.excursion_shut.append((mine, int(nodes.size), n_gpus, jobs[jobs >= 0]))
         st.rack_thermal_off[racks] = True
         for r in racks:
             e.log("rack_thermal_shutdown", p.rack_names[r], f"inlet {inlet_c[r]:.1f} C reached the servers' "
@@ -573,8 +610,12 @@ class HallThermal(Component):
         """Make the hall carry its thermal state from now for ``hold_s`` plus the time the
         IT mass needs to settle (three of its time constants)."""
         assert hall.airflow is not None  # set when the hall is built
-        settle = 3.0 * float(np.max(hall.masses.it_heat_capacity_j_k
-                                    / (thermal.AIR_DENSITY_KG_M3 * thermal.AIR_CP_J_KG_K * hall.airflow)))
+        # a stopped rack (no airflow) exchanges nothing with the air and holds no heat: it
+        # does not set the time to settle (and its C / (rho cp V) would be infinite)
+        draws = hall.airflow > 0.0
+        settle = 3.0 * float(np.max(hall.masses.it_heat_capacity_j_k[draws]
+                                    / (thermal.AIR_DENSITY_KG_M3 * thermal.AIR_CP_J_KG_K * hall.airflow[draws]),
+                                    initial=0.0))
         if hall.hstate is None:
             self._resolve(hall)
             heat = self._heat(hall)
@@ -593,12 +634,23 @@ class HallThermal(Component):
         its steady state: how long the chillers were off, how long the hall's share of the
         stored chilled water lasts at the heat of the transfer (V rho cp dT_design / Q, the
         storage's first design rise; beyond it the supply air warms with the water), and the
-        hottest inlet since the transfer (sub-sample, every rack of the hall), so the run
-        says that a peak is a power-event transient and not a steady cooling shortfall."""
+        hottest inlet since the transfer (sub-sample, of the racks with power, each up to its
+        own trip: an unpowered rack's inlet means nothing), so the run says that a peak is a
+        power-event transient and not a steady cooling shortfall. When racks shut down on
+        their inlet protection meanwhile it also says which (count and the first
+        :data:`EXCURSION_RACKS_NAMED`), the nodes, GPUs, GPU-hours and jobs lost
+        (:func:`excursion_shutdown_text`, audit HA2 F7): such an event is not benign."""
         assert hall.excursion is not None and hall.excursion_peak_c is not None
         t0, cause, heat_w = hall.excursion
-        peak = hall.excursion_peak_c
-        hall.excursion, hall.excursion_peak_c = None, None
+        shut = hall.excursion_shut
+        # only a rack with power has an inlet that means anything (as max_rack_inlet_c reads
+        # them): racks never powered in the excursion, or not delivered, are left out
+        powered = (hall.excursion_powered if hall.excursion_powered is not None
+                   else np.ones(len(hall.idx), bool)) | self.state.rack_on.view(np.ndarray)[hall.idx]
+        for racks, *_ in shut:
+            powered = powered | np.isin(hall.idx, racks)
+        peak = np.where(powered, hall.excursion_peak_c, -np.inf)
+        hall.excursion, hall.excursion_peak_c, hall.excursion_powered, hall.excursion_shut = None, None, None, []
         pl = self.cs.plant
         off_min = max(self.chiller_available_s - t0, 0.0) / 60.0
         store_j = (pl.storage_m3 / len(self.halls)) * WATER_VOLUMETRIC_HEAT_J_M3_K * pl.chilled_water_rise_k
@@ -607,19 +659,24 @@ class HallThermal(Component):
         if np.isfinite(peak).any():
             r = int(np.nanargmax(peak))
             hot = (f"hottest inlet {peak[r]:.1f} C ({self.plant.rack_names[hall.idx[r]]}); "
-                   f"{int((peak > ASHRAE_RECOMMENDED_MAX_C).sum())} racks above {ASHRAE_RECOMMENDED_MAX_C:g} C, "
-                   f"{int((peak > A1_ALLOWABLE_MAX_C).sum())} above the A1 allowable {A1_ALLOWABLE_MAX_C:g} C")
+                   f"{int((peak > ASHRAE_RECOMMENDED_MAX_C).sum())} of {int(powered.sum())} powered racks above "
+                   f"{ASHRAE_RECOMMENDED_MAX_C:g} C, {int((peak > A1_ALLOWABLE_MAX_C).sum())} above the A1 allowable "
+                   f"{A1_ALLOWABLE_MAX_C:g} C")
         else:
             hot = "the hall kept its steady inlets"
+        back = f"back to steady after {(self.env.now - t0) / 60.0:.0f} min"
+        if not shut:
+            verdict = f"{back}: a power-event transient, not a steady cooling shortfall"
+        else:
+            verdict = f"{back}; {excursion_shutdown_text(shut, self.plant.rack_names, self.cs.server_inlet_shutdown_c)}"
         self.e.log("cooling_restart_excursion", self.s.site.halls[h].name,
                    f"{cause}: chillers off {off_min:.0f} min; {pl.storage_m3:g} m3 of stored "
                    f"chilled water ({store_j / 1e6:.0f} MJ over its {pl.chilled_water_rise_k:g} K rise for this hall) "
-                   f"lasts {lasts}; {hot}; back to steady after {(self.env.now - t0) / 60.0:.0f} min: "
-                   f"a power-event transient, not a steady cooling shortfall")
+                   f"lasts {lasts}; {hot}; {verdict}")
 
     def _operator(self, hall: HallModel):
         assert hall.airflow is not None  # set when the hall is built
-        key = (tuple(hall.active), round(float(hall.airflow.sum()), 6))
+        key = (tuple(hall.active),) + _airflow_key(hall.airflow)
         if key not in hall.ops:
             if len(hall.ops) >= MODEL_CACHE:
                 hall.ops.pop(next(iter(hall.ops)))
@@ -652,7 +709,9 @@ class HallThermal(Component):
             else seg.max_gpu_temp_c
         hall.last_inlet_c = seg.inlet_temp_c
         if hall.excursion_peak_c is not None:
-            hall.excursion_peak_c = np.fmax(hall.excursion_peak_c, seg.max_inlet_temp_c)
+            # a rack's inlet counts while it has power (up to its own trip in this segment)
+            on = self.state.rack_on.view(np.ndarray)[hall.idx]
+            hall.excursion_peak_c = np.fmax(hall.excursion_peak_c, np.where(on, seg.max_inlet_temp_c, -np.inf))
         tripped = hall.idx[~seg.state.rack_on & self.state.rack_on[hall.idx] & (seg.max_inlet_temp_c
                                                                                   >= self.cs.server_inlet_shutdown_c)]
         if tripped.size:                 # shut down by their inlet protection within the segment
@@ -879,7 +938,12 @@ class HallThermal(Component):
         reads in the same physics evaluation; V = V_max s per node, summed over the rack.
         The fan law is defined on that DC heat; feeding it the rack's AC power (fans, PSU loss
         and the network share included) turned the fans 17 % faster than the power model bills
-        (audit finding 2). The heat the rack puts into the air stays its AC power."""
+        (audit finding 2). The heat the rack puts into the air stays its AC power.
+        A node that is off (phase OFF: rack not delivered or powered, unfed, tripped, shut
+        down on its inlet, the node failed or in repair) has its fans stopped and moves no
+        air, as the power model bills it no fan power: a rack with every node off draws
+        none (before helper HOF the fan law's 0.30 minimum speed kept it moving 0.3 of its
+        full airflow)."""
         p, st = self.plant, self.state
         fixed = self._fan_fixed
         if fixed is None:
@@ -890,9 +954,11 @@ class HallThermal(Component):
                                        np.asarray(p.node_rack), int(p.n_racks))
         heat_kw, design_w, v_max, node_rack, n_racks = fixed
         clock = st.node_clock.view(np.ndarray) * st.brake_clock
-        q = node_heat_w(st.node_phase, self.e.power.gpu_cap_w, clock_fraction=clock, **heat_kw)
+        phase = st.node_phase
+        q = node_heat_w(phase, self.e.power.gpu_cap_w, clock_fraction=clock, **heat_kw)
         inlet = st.rack_inlet_c.view(np.ndarray)[node_rack]
-        v = rack_airflow_from_fans_m3_s(q, inlet, nodes_per_rack=1, design_heat_w=design_w, airflow_max_m3_s=v_max)
+        v = rack_airflow_from_fans_m3_s(q, inlet, nodes_per_rack=1, design_heat_w=design_w, airflow_max_m3_s=v_max,
+                                        powered=np.asarray(phase) != int(Phase.OFF))
         return np.bincount(node_rack, weights=v, minlength=n_racks)
 
     def _update_airflow(self, hall: HallModel, rack_w: np.ndarray) -> None:
@@ -1322,6 +1388,38 @@ def _crah_fans_w(fans, airflow_m3_s: np.ndarray, active: np.ndarray, v_c: np.nda
     return float(np.sum(np.where(active, crah_fan_power_w(
         flow, v_c, fans.design_pressure_pa, fans.fan_efficiency, control=fans.control,
         static_pressure_fraction=fans.static_pressure_fraction, design_power_w=design_power_w), 0.0)))
+
+
+#: racks a ``cooling_restart_excursion`` event names before "and N more"
+EXCURSION_RACKS_NAMED = 5
+
+
+def excursion_shutdown_text(shut: list, rack_names, shutdown_c: float, restart_h: float = H / 3600.0) -> str:
+    """What the racks a power event shut down cost, for the ``cooling_restart_excursion``
+    event: shut is a list of (plant rack indices, nodes up, GPUs up, job ids) per shutdown
+    (:meth:`HallThermal._shut_racks`); each rack stays off ``restart_h`` [h] until operators
+    restart it, so the GPU-hours lost are sum(GPUs up) x restart_h (a lower bound: a rack that
+    trips again, and the work the jobs lose back to their checkpoints, are not in it)."""
+    racks = np.concatenate([r for r, *_ in shut])
+    nodes = sum(n for _, n, _, _ in shut)
+    gpus = sum(g for _, _, g, _ in shut)
+    jobs = np.unique(np.concatenate([np.asarray(j, int) for *_, j in shut]))
+    names = [str(rack_names[r]) for r in racks[:EXCURSION_RACKS_NAMED]]
+    more = f" and {racks.size - len(names)} more" if racks.size > len(names) else ""
+    return (f"{racks.size} racks shut down on their {shutdown_c:g} C inlet protection ({', '.join(names)}{more}): "
+            f"{nodes} nodes, {gpus:,.0f} GPUs off for {restart_h:g} h until restarted, {gpus * restart_h:,.0f} "
+            f"GPU-h lost and {jobs.size} jobs interrupted: the stored chilled water did not carry the hall "
+            f"through the chiller restart (a power-event transient, not a steady cooling shortfall, but one that "
+            f"cost work)")
+
+
+def _airflow_key(airflow_m3_s: np.ndarray) -> tuple:
+    """The part of a physical hall's model and operator keys that its rack airflow sets: the
+    total [m3/s] (rounded) and, when some rack draws no air, which racks do (two states of
+    one total with different racks stopped hold different zero airflows)."""
+    total = round(float(airflow_m3_s.sum()), 6)
+    draws = airflow_m3_s > 0.0
+    return (total,) if draws.all() else (total, draws.tobytes())
 
 
 def _next_crossing_s(time_s: np.ndarray, inlet_c: np.ndarray, after_s: float, limit_c: float) -> np.ndarray:

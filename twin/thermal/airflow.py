@@ -25,6 +25,19 @@ with the buoyant field at the racks' own airflows within 0.01 K; in Blue Vela's 
 low with enclosures and 3.2 K low without (worst 2.2 / 3.4 K;
 tests/sim/test_buoyant_heat_scaling.py). Deriving at every airflow state instead would
 cost about 1,400 derivations in Blue Vela's nine months.
+
+Racks that draw no air (their servers off: V = 0, :func:`twin.thermal.fans.
+rack_airflow_from_fans_m3_s`, helper HOF) count 0 in the hall's scale s = sum V / sum V_0:
+the supply the running racks do not take goes to the returns (more bypass, less
+recirculation, as the knots at lower s hold). Below the lowest knot (0.30, the fans'
+minimum speed, reached only with racks stopped) the lowest knot is used as it is: its
+per-watt maps are those of every rack at 0.30, so a running rack's rise per watt is read
+for 0.30 of its airflow (hotter than its own, on the safe side) and no map is divided by
+the small or zero mean. A derivation at a hall's own airflows (a unit down,
+:func:`flow_field_airflow_m3_s`) keeps air through every rack, as the field solver needs:
+there a stopped rack passes the running racks' scale, its share of the supply going through
+it rather than around it (it gives off no heat either way). The model carries V = 0 for a
+stopped rack, and nothing divides by it.
 """
 
 from __future__ import annotations
@@ -39,7 +52,8 @@ from .geometry import HallGeometry
 from .inlet import InletModel, inlet_model
 from .properties import AIR_VOLUMETRIC_HEAT_J_M3_K
 
-__all__ = ["RecirculationFamily", "airflow_change_threshold_m3_s", "airflow_changed"]
+__all__ = ["RecirculationFamily", "airflow_change_threshold_m3_s", "airflow_changed", "drawing_scale",
+           "flow_field_airflow_m3_s"]
 
 
 def airflow_change_threshold_m3_s(old_m3_s, rel_tol: float = 0.05) -> np.ndarray:
@@ -56,6 +70,32 @@ def airflow_changed(old_m3_s, new_m3_s, rel_tol: float = 0.05, *, threshold_m3_s
     old = np.asarray(old_m3_s, float)
     thr = airflow_change_threshold_m3_s(old, rel_tol) if threshold_m3_s is None else threshold_m3_s
     return bool((np.abs(np.asarray(new_m3_s, float) - old) > thr).any())
+
+
+def drawing_scale(rack_airflow_m3_s, nominal_m3_s, default: float) -> float:
+    """Mean airflow scale of the racks that draw air [-]: sum_on V / sum_on V_0 over the
+    racks with V > 0; ``default`` when none does (a hall with every rack off holds no heat)."""
+    v = np.asarray(rack_airflow_m3_s, float)
+    v0 = np.broadcast_to(np.asarray(nominal_m3_s, float), v.shape)
+    on = v > 0.0
+    if on.all():
+        return float(v.sum() / v0.sum())
+    return float(v[on].sum() / v0[on].sum()) if on.any() else float(default)
+
+
+def flow_field_airflow_m3_s(rack_airflow_m3_s, nominal_m3_s, default_scale: float = 0.3) -> np.ndarray:
+    """Rack airflows [m3/s (R,)] a flow-field derivation can take: a rack that draws no air
+    (V = 0, its servers off) passes the others' mean scale of its nominal airflow V_0
+    (:func:`drawing_scale`; ``default_scale`` when no rack draws), the others their own. The
+    field solver needs air through every rack (:func:`twin.thermal.solver.build_problem`);
+    a stopped rack gives off no heat, so only where its share of the supply goes changes
+    (through it rather than around it). The same array when every rack draws."""
+    v = np.asarray(rack_airflow_m3_s, float)
+    off = v <= 0.0
+    if not off.any():
+        return v
+    v0 = np.broadcast_to(np.asarray(nominal_m3_s, float), v.shape)
+    return np.where(off, drawing_scale(v, v0, default_scale) * v0, v)
 
 
 @dataclass(eq=False)
@@ -118,7 +158,7 @@ class RecirculationFamily:
         return sum(m is not None for m in self._models)
 
     def scale_of(self, rack_airflow_m3_s) -> float:
-        """Mean airflow scale of V over the nominal airflow [-]."""
+        """Mean airflow scale of V over the nominal airflow [-] (a stopped rack counts 0)."""
         return float(self._airflow(rack_airflow_m3_s).sum() / self._nominal_sum)
 
     def _airflow(self, rack_airflow_m3_s) -> np.ndarray:
@@ -134,8 +174,12 @@ class RecirculationFamily:
 
         With scales s_a <= s <= s_b and w = (s - s_a) / (s_b - s_a):
         X(s) = (1 - w) X_a + w X_b for X in (S, R0, s D, s R_k), then divided by s.
-        Exact at the precomputed scales; outside their range the nearest one is used
-        (with its airflow-scaled maps).
+        Exact at the precomputed scales; outside their range the nearest one is used as it
+        is (s clipped to the range, so its maps are not divided by an s they were not
+        derived at: below the lowest knot, which only racks that draw no air reach, dividing
+        by s would inflate the rise per watt and break the heat balance, and s = 0 with every
+        rack stopped). s is the hall's total draw, sum V / sum V_0, a stopped rack at 0; the
+        model carries V itself.
         """
         v = self._airflow(rack_airflow_m3_s)
         s = float(v.sum() / self._nominal_sum)    # scale_of(v)
@@ -156,10 +200,12 @@ class RecirculationFamily:
                 a, b = self.exact(k), self.exact(k + 1)
 
         (scaled_a, mixed_a), (scaled_b, mixed_b) = self._stacked(a), self._stacked(b)
-        # s D and s R_k: ((1 - w) sa xa + w sb xb) / s, in place (the same operations, no temporaries)
+        # s D and s R_k: ((1 - w) sa xa + w sb xb) / s_c, in place (the same operations, no
+        # temporaries). s_c = (1 - w) sa + w sb, so the unit heat shares vol R_k still sum to
+        # 1 over the units (every watt ends in a coil); within the knots s_c is s itself
         scaled = np.multiply(scaled_a, (1 - w) * sa)
         scaled += np.multiply(scaled_b, w * sb)
-        scaled /= s
+        scaled /= s_c
         # S and R0: (1 - w) xa + w xb
         mixed = np.multiply(mixed_a, 1 - w)
         mixed += np.multiply(mixed_b, w)

@@ -134,7 +134,9 @@ def hall_steady_state(model: InletModel, rack_heat_w, *, chilled_water_temp_c: f
     q = np.asarray(rack_heat_w, float)
     s = model.cooling_supply_temp_c if supply_temp_c is None else np.nan_to_num(np.asarray(supply_temp_c, float))
     z = model.supply_mix @ s + model.recirculation_k_per_w @ q
-    y = z + q / (AIR_VOLUMETRIC_HEAT_J_M3_K * model.rack_airflow_m3_s)
+    # a rack that draws no air (servers off) gives off no heat: its exhaust is its inlet
+    g_r = AIR_VOLUMETRIC_HEAT_J_M3_K * np.asarray(model.rack_airflow_m3_s, float)
+    y = z + np.divide(q, g_r, out=np.zeros_like(z), where=g_r > 0.0)
     act = np.asarray(model.cooling_active, bool)
     ret = model.return_mix @ s + model.return_k_per_w @ q
     v = model.cooling_airflow_m3_s
@@ -251,8 +253,11 @@ def _operator(model: InletModel | None, masses: ThermalMasses, rack_airflow_m3_s
         a[n_r, :n_r] = g_r / c_node[0]
         a[n_r, n_r] = -g_r.sum() / c_node[0]
         b_s = None
+    # a rack that draws no air (servers off) is not coupled to the air: no time constant
+    draws = g_r > 0.0
     tau = np.min(np.concatenate([c_node / np.maximum(g_c, 1e-9) if running else [np.inf],
-                                 c_it / g_r, [c_node[0] / g_r.sum()] if not running else [np.inf]]))
+                                 c_it[draws] / g_r[draws],
+                                 [c_node[0] / g_r.sum() if draws.any() else np.inf] if not running else [np.inf]]))
     return _Operator(running, act, g_r, g_c, c_node, m_zy, m_zs, a, b_s, min(step_s, 0.5 * tau))
 
 

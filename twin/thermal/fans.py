@@ -94,20 +94,29 @@ def crah_fan_power_w(airflow_m3_s, design_airflow_m3_s, design_pressure_pa, fan_
 
 def rack_airflow_from_fans_m3_s(node_heat_w, inlet_temp_c, *, nodes_per_rack, design_heat_w,
                                 airflow_max_m3_s, fan_min_speed_fraction=None, fan_control_temp_c=None,
-                                fan_design_inlet_c=None):
+                                fan_design_inlet_c=None, powered=None):
     """Rack airflow [m3/s] from the servers' fan controller at a load and inlet temperature.
 
     Each node's fans turn at s = clip(Q / Q_d (T_ctl - T_d) / (T_ctl - T_in), s_min, 1)
     (:func:`twin.power.node.node_fan_speed_fraction`, the twin's one fan-control law) and
     move V = V_max s (affinity law); a rack of n nodes moves n V. node_heat_w (R,) [W] is
     the DC heat of one node of each rack (GPU + host), inlet_temp_c (R,) [C].
+    powered (R,) bool, optional: False where the node is off (not delivered, powered off,
+    unfed, tripped, shut down, failed): its fans stand still and it moves no air, V = 0,
+    as :func:`twin.power.node.node_dc_power_w` bills them no fan power (the fan law alone
+    would clip an off node's zero heat to the minimum speed). The small leak a stopped
+    server lets through under the room's pressure differences is not modelled. None: every
+    node powered.
     """
     law = _NODE_FAN_LAW or _node_fan_law()
     speed = law[0](node_heat_w, inlet_temp_c, design_heat_w=design_heat_w,
                    fan_min_speed_fraction=law[2] if fan_min_speed_fraction is None else fan_min_speed_fraction,
                    fan_control_temp_c=law[3] if fan_control_temp_c is None else fan_control_temp_c,
                    fan_design_inlet_c=law[4] if fan_design_inlet_c is None else fan_design_inlet_c)
-    return nodes_per_rack * law[1](speed, airflow_max_m3_s=airflow_max_m3_s)
+    v = nodes_per_rack * law[1](speed, airflow_max_m3_s=airflow_max_m3_s)
+    if powered is not None:
+        v = np.where(np.asarray(powered, bool), v, 0.0)
+    return v
 
 
 #: (node_fan_speed_fraction, node_airflow_m3_s, FAN_MIN_SPEED_FRACTION, FAN_CONTROL_TEMP_C,
