@@ -16,7 +16,6 @@ delivery order the first 64 racks put 8 on each pair (all fit), the next 32 fill
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,6 @@ from twin import power
 from twin.power.capacity import racks_on_groups, rpp_groups, rpp_whole_racks
 from twin.power.chain import capacity_report, rack_figures_w, rpp_plan_notes, rpp_stage_limits
 from twin.sim.engine import Engine
-from twin.sim.ramp import Ramp
 
 ROOT = Path(__file__).resolve().parents[2]
 BV = ROOT / "scenarios" / "blue_vela.yaml"
@@ -48,11 +46,6 @@ OLD_CHAIN = ("site.power.chain.stages=["
              "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 REFEED = ("site.power.chain.stages.1.set={transformers.redundancy: N, switchboards.redundancy: N, "
           "generators.redundancy: N, ups.topology: N, rpps.redundancy: N, branch.redundancy: N}")
-#: the run's admission delegated to the power chain (twin/sim/ramp.py, not this helper's file:
-#: the change is in HRPP's report); until then the run-level tests are expected to fail
-RAMP_DELEGATES = "e.power.racks_admitted(" in inspect.getsource(Ramp.admit)
-needs_ramp = pytest.mark.xfail(not RAMP_DELEGATES, strict=True,
-                               reason="twin/sim/ramp.py must call PowerChain.racks_admitted (HRPP report)")
 
 
 def powered_racks(res) -> np.ndarray:
@@ -203,7 +196,6 @@ def test_the_run_admits_the_racks_twin_capacity_lists(all_in_march):
                                     f"1595 kW limit of {PAIRS_NAME}")
 
 
-@needs_ramp
 def test_the_run_powers_ten_racks_per_pair(all_in_march):
     # which racks: each pair's first 10 in index order (the A-side panel's 8, 2 of the B side's),
     # not the first 80 positions (which would put 16 racks, 319 kW, on pairs 0-4)
@@ -229,7 +221,6 @@ def test_stages_set_plan_admits_each_stages_racks():
     assert got == want
 
 
-@needs_ramp
 def test_blue_vela_fills_pairs_in_delivery_order():
     # on OLD_CHAIN (the pairs still 2N in March): deliveries fill the positions in order, the first
     # two waves put 8 racks on each pair (all powered), the third fills pairs 0-3 to 10 each (72
@@ -250,7 +241,6 @@ def test_shipped_blue_vela_powers_the_typed_plan_in_april():
         assert racks[np.searchsorted(t, np.datetime64(day))] == n
 
 
-@needs_ramp
 def test_a_stage_that_restores_2n_sheds_from_each_pairs_end():
     # RPPs N as built (the typed 1,520 kW: racks 0-75), A/B pairs from 2024-03-15: each pair keeps
     # its first 10 racks (pair 0 = panels 0 and 8 holds 16: sheds 66-71; pair 1 holds 12: sheds

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin import power
 from twin.plant import available_it_w
 from twin.sim.component import Component, repeat_record
 
@@ -71,7 +70,7 @@ class Ramp(Component):
     def admit(self) -> None:
         """Power on delivered racks, in order, while their worst-case draw fits every limit;
         shed the last racks if a limit fell."""
-        p, st, e = self.plant, self.state, self.e
+        st, e = self.state, self.e
         k = self.s.site.power.oversubscription
         limit = self.facility_limit_w() * k
         wc = e.power.rack_worst_w
@@ -83,9 +82,9 @@ class Ramp(Component):
             committed -= float(wc) if np.ndim(wc) == 0 else float(np.asarray(wc)[r])
         # a rack whose worst case its branch circuits cannot carry is never a candidate
         fits_branch = np.asarray(wc) <= e.power.branch_rack_limit_w * k * (1 + 1e-12)
-        admitted = power.racks_admitted(wc, limit, p.rack_rpp, p.rpp_limit_w * k,
-                                        candidate=st.rack_delivered & fits_branch, powered=st.rack_powered,
-                                        policy="stop")
+        # the power chain admits: site.power.rpp's panels and, by stage, the chain's RPP pairs
+        admitted = e.power.racks_admitted(limit, k, candidate=st.rack_delivered & fits_branch,
+                                          powered=st.rack_powered)
         turned_on = np.flatnonzero(admitted & ~st.rack_powered)
         if len(turned_on) and not st.feed_up.all():
             # a feed is lost: the limits above hold with every feed live, and the survivor was
@@ -106,7 +105,7 @@ class Ramp(Component):
         """Log ``power_held`` when delivered racks stay dark, naming the limit that holds the
         first of them (its branch circuits, the facility limit, or its RPP), or the lost feed
         when ``feed_hold`` racks that fit every limit wait for it; once per change."""
-        p, st, e = self.plant, self.state, self.e
+        st, e = self.state, self.e
         held = np.flatnonzero(st.rack_delivered & ~st.rack_powered)
         if len(held) == 0:
             self._held = None
@@ -129,9 +128,7 @@ class Ramp(Component):
             why = (f"{committed / 1e3:.0f} kW committed + {w / 1e3:.1f} kW worst case over the "
                    f"{limit_w / 1e3:.0f} kW limit of {what}")
         else:
-            q = int(np.ravel(p.rack_rpp)[r]) if np.ndim(p.rack_rpp) == 1 else int(p.rack_rpp[r, 0])
-            why = (f"RPP {q}'s continuous limit {p.rpp_limit_w[q] * k / 1e3:.1f} kW "
-                   f"(site.power.rpp) cannot take {p.rack_names[r]}'s {w / 1e3:.1f} kW worst case")
+            why = e.power.rpp_held_why(r, k)
         key = (len(held), why)
         if key != self._held:
             self._held = key
