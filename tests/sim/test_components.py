@@ -199,7 +199,7 @@ def test_component_state_declarations_name_real_state():
 
 def test_labels_come_from_the_table_with_units():
     assert label("gpus_powered") == "GPUs with power [GPU]"
-    assert label("pue_mean") == "energy_facility_mwh / energy_it_mwh"      # dimensionless
+    assert label("pue_mean") == "utility energy / IT energy over the run (energy-weighted PUE)"  # dimensionless
     assert all(k.units for k in KPIS)
 
 
