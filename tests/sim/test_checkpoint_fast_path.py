@@ -47,7 +47,9 @@ def stream_runs(request):
 def test_closed_form_checkpoints_equal_the_event_driven_ones_on_a_job_stream(stream_runs):
     slow_storage, fast_engine, fast, slow_engine, slow = stream_runs
     ck = fast.events[fast.events.kind == "checkpoint"]
-    assert len(ck) > 1000
+    # enough writes to exercise both paths: 893 with slow storage since a stream job's writes
+    # count inside its drawn wall time (second audit F13, HJT), more than 1,000 before
+    assert len(ck) > 850
     # both paths ran: most writes end before anything else happens, some do not
     assert slow_engine.jobs.checkpoints_closed_form == 0
     assert 0 < fast_engine.jobs.checkpoints_closed_form < len(ck)
