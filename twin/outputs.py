@@ -209,7 +209,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("branch_load_fraction_max", _T, "float64", "1", "highest rack-PDU cord load / branch breaker "
            "continuous limit (NaN without site.power.chain.branch)"),
     Output("failover_branch_load_fraction_max", _T, "float64", "1",
-           "highest cord load / continuous limit if each rack lost one cord (A/B failover)"),
+           "highest cord load / continuous limit if each rack lost one cord (A/B failover; "
+           "during a feed loss, from the cords still live)"),
     Output("job_meter_ramp_kw_per_s", ("job",), "float64", "kW/s",
            "largest 1-s change of utility power when the job's nodes move together, with the site's "
            "battery and GPU power floor (NaN: never trained)"),

@@ -211,8 +211,9 @@ class Mechanical(_Model):
         35.0, description="outdoor dry bulb for sizing (ASHRAE 0.4% design day) [C]")
     house_kw: NonNegFloat = Field(0.0, description="lighting, offices, BMS on the same stages [kW]")
     transfers_on_feed_loss: StrictBool = Field(
-        False, description="True: the mechanical load of a lost path moves to the survivors "
-                           "(ATS); False: each path's share is lost with it (N+1 chillers)")
+        False, description="True: a transfer switch moves the lost path's units to the survivors; "
+                           "False: N+1 chillers on the surviving path carry the heat. Either way the "
+                           "survivors carry the plant's power during a feed loss")
 
 
 class Battery(_Model):
