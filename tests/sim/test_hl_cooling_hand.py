@@ -282,7 +282,9 @@ def _hand_rack_airflow_m3_s(s, ds):
     (68 - T_in), 0.3, 1) on its GPU + host DC heat Q (:func:`_hand_node_heat_w`), not on the
     rack's AC power (fans, PSU loss, network: 14-17 % more air), T_in its recorded inlet."""
     node = load_catalog().nodes[s.hardware.node_model]
-    speed = np.clip(_hand_node_heat_w(s, ds) * _fan_heat_term_per_w(s, ds), 0.3, 1.0)
+    q = _hand_node_heat_w(s, ds)
+    # a rack that is off (no power: its nodes' heat 0) has its fans stopped: no air (HOF, 642e307)
+    speed = np.where(q > 0.0, np.clip(q * _fan_heat_term_per_w(s, ds), 0.3, 1.0), 0.0)
     return s.hardware.nodes_per_rack * node.airflow_m3_s_at_max * speed
 
 
