@@ -1,8 +1,8 @@
 """Per-feed limits and each sample's live feeds (audit findings 3 and 14, the physics side).
 
 Figures by hand: Blue Vela's feeds pinned at 1,600 kW each, the UPS too large to bind,
-``redundancy: none``, and its chain puts the mechanical plant and 80 kW of house loads on the
-switchboards, half on each feed. The plant is the one the run uses (site.cooling_system:
+``redundancy: none``, and the mechanical plant and 80 kW of house loads on the switchboards
+(``ON_SWB``; shipped Blue Vela keeps them off since 2 Dec 2026), half on each feed. The plant is the one the run uses (site.cooling_system:
 physical; audit finding 5, re-pinned from the legacy law's 0.3685 W per W of heat): at the
 33 C design day a dry cooler gives chiller COP 4.5 x 25/33, and 12 constant-speed CRAH fans
 draw 150 kW at any load, so ``f(P) = F0 + M P`` with
@@ -33,6 +33,10 @@ VELA = ROOT / "scenarios" / "vela.yaml"
 FEEDS = ["site.power.feeds.0.capacity_kw=1600", "site.power.feeds.1.capacity_kw=1600"]
 #: a UPS that never binds (instead of the bypass, which the chain's as-built mode may refuse)
 BIG_UPS = "site.power.ups.capacity_kw=20000"
+#: the plant on the switchboards (the feeds), which these hand figures are about; shipped Blue
+#: Vela has it on its own mechanical boards since 2 Dec 2026 (helper HMP: a 2N survivor carries
+#: the whole plant, which its 3000 A UPS switchboards could not with ~1.5 MW of IT)
+ON_SWB = "site.power.chain.mechanical.carried_by=[utility,transformers,switchboards,generators]"
 #: the physical plant at the 33 C design day, by hand (module docstring)
 M = 0.01 + 1.01 * (33 / 112.5 + 0.01)
 F0 = 150e3 * (1 + 33 / 112.5 + 0.01)
@@ -52,23 +56,27 @@ def test_the_physical_plant_at_the_design_day_by_hand():
 
 
 def test_blue_vela_feed_limit_by_hand():
-    lim = feed_it_limits_w(twin.load_scenario(BV, [*FEEDS, BIG_UPS]))
+    lim = feed_it_limits_w(twin.load_scenario(BV, [*FEEDS, BIG_UPS, ON_SWB]))
     # the plant's constant part is a house load: (1,600 - (80 + 195.5) / 2) / DEN = 2,221.65 kW;
     # a slope of f(1 MW) / 1 MW (the constant folded in) would give 2,075 kW
     np.testing.assert_allclose(lim, [(1_600e3 - (80e3 + F0) / 2) / DEN] * 2, rtol=1e-12)
     assert lim[0] == pytest.approx(2_221_650, abs=10)
     # unequal feeds: A binds at (1,000 - 137.75) / DEN = 1,310.0 kW
-    lim = feed_it_limits_w(twin.load_scenario(BV, ["site.power.feeds.0.capacity_kw=1000", BIG_UPS,
+    lim = feed_it_limits_w(twin.load_scenario(BV, ["site.power.feeds.0.capacity_kw=1000", BIG_UPS, ON_SWB,
                                                    "site.power.feeds.1.capacity_kw=2200"]))
     np.testing.assert_allclose(lim, [(1_000e3 - 137.75e3) / DEN, (2_200e3 - 137.75e3) / DEN], rtol=1e-12)
 
 
 def test_blue_vela_as_shipped_powers_all_its_racks():
-    # feeds at the switchboards' 1,895.6 kW: (1,895.6 - 137.75) / DEN = 2,670.8 kW, above the
-    # September plan (2,585 kW) and 128 racks at worst case
+    # re-pinned 2 Dec 2026 (helper HMP): the shipped plant is off the switchboards, so a feed at
+    # the switchboards' 1,895.6 kW carries half the IT (3,791 kW) and its 1,520 kW UPS share
+    # binds: 3,040 kW (was (1,895.6 - 137.75) / DEN = 2,670.8 kW with the plant on the feeds);
+    # above the September plan (2,585 kW) and 128 racks at worst case either way
     s = twin.load_scenario(BV)
     lim = feed_it_limits_w(s)
-    np.testing.assert_allclose(lim, [(1_895.6e3 - 137.75e3) / DEN] * 2, rtol=1e-12)
+    np.testing.assert_allclose(lim, [3_040e3] * 2, rtol=1e-12)
+    on = feed_it_limits_w(twin.load_scenario(BV, [ON_SWB]))
+    np.testing.assert_allclose(on, [(1_895.6e3 - 137.75e3) / DEN] * 2, rtol=1e-12)
     from twin.power.chain import rack_figures_w
     assert lim.min() >= max(128 * rack_figures_w(s)["worst_case_w"], 2_585e3)
 
@@ -87,7 +95,7 @@ def test_feed_limit_without_mechanical_on_the_feeds():
 def test_the_ups_carries_the_it_side_only():
     # double conversion, 2 x 1,000 kW: the UPS binds at 2 x 1,000 kW of IT; with 2 x 2,500 kW
     # the feed binds (the cooling is on the switchboards, not behind the UPS)
-    sets = ["site.power.ups.mode=double_conversion", *FEEDS]
+    sets = ["site.power.ups.mode=double_conversion", *FEEDS, ON_SWB]
     s = twin.load_scenario(BV, [*sets, "site.power.ups.capacity_kw=2000"])
     np.testing.assert_allclose(feed_it_limits_w(s), [2_000e3, 2_000e3], rtol=1e-12)
     s = twin.load_scenario(BV, [*sets, "site.power.ups.capacity_kw=5000"])
@@ -95,7 +103,7 @@ def test_the_ups_carries_the_it_side_only():
 
 
 def test_split_mechanical_series_and_survivor_check_agree():
-    s = twin.load_scenario(BV)
+    s = twin.load_scenario(BV, [ON_SWB])
     up = np.array([[True, True], [True, False], [False, True]])
     cool = np.array([600e3, 600e3, 300e3])
     got = split_mechanical_w(s, cool, up)

@@ -206,13 +206,15 @@ def test_the_run_powers_ten_racks_per_pair(all_in_march):
 
 def test_stages_set_plan_admits_each_stages_racks():
     # with the chain's capacity as the plan, every stage admits exactly the racks twin capacity
-    # lists: 73 (switchboards), 80 (RPP pairs), 126 (utility), 128 on OLD_CHAIN (its RPP-bound
-    # stage); the shipped chain's stages are its first, third and fourth (re-pinned 2 Dec 2026)
+    # lists: 76 (generators), 80 (RPP pairs), 126 (utility), 128 on OLD_CHAIN (its RPP-bound
+    # stage); the shipped chain's stages are its first, third and fourth (re-pinned 2 Dec 2026).
+    # Re-pinned 2 Dec 2026 (helper HMP): the as-built stage was 73 racks (the switchboards with
+    # half the plant); the plant is now on its own boards and one genset binds, 1,519.9 kW
     shipped = twin.load_scenario(BV, [*ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true"])
-    assert [st["racks_at_worst_case"] for st in capacity_report(shipped)["stages"]] == [73, 126, 128]
+    assert [st["racks_at_worst_case"] for st in capacity_report(shipped)["stages"]] == [76, 126, 128]
     s = twin.load_scenario(BV, [OLD_CHAIN, *ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true"])
     want = [st["racks_at_worst_case"] for st in capacity_report(s)["stages"]]
-    assert want == [73, 80, 126, 128]
+    assert want == [76, 80, 126, 128]
     got = []
     for start, days in (("2024-01-01", 2), ("2024-03-15", 2), ("2024-06-01", 2), ("2024-09-01", 2)):
         res = twin.simulate(twin.load_scenario(BV, [OLD_CHAIN, *ALL_IN, *QUIET, "site.power.chain.stages_set_plan=true",

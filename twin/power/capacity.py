@@ -19,10 +19,11 @@ Each stage of the chain gives one limit on the IT load, in kW of IT:
   UPS rating). Distribution losses below the UPS (about 1 %) are not counted.
 * **Mechanical load** (chillers, CRAH fans, pumps) is ``mech(heat)`` from the cooling
   plant model at the design outdoor temperature, with ``heat = IT + UPS loss``, plus the
-  house loads (lighting, offices, BMS). It sits on the stages the scenario names. On 2N
-  paths each path feeds its share, and after the loss of a path that share moves to the
-  survivors only when ``transfers_on_feed_loss``; N and N+1 units on a common bus (e.g.
-  paralleled generator sets) carry all of it.
+  house loads (lighting, offices, BMS). It sits on the stages the scenario names, and the
+  survivors after the design contingency carry all of it: the plant keeps cooling the hall
+  whole through the loss of a 2N path (its power moves to the surviving path whatever
+  ``transfers_on_feed_loss`` says, :func:`twin.power.chain.split_mechanical_w`), and N and
+  N+1 units on a common bus (e.g. paralleled generator sets) carry all of it anyway.
 
 The binding constraint is the smallest limit; the next constraint is the smallest limit
 of a different piece of equipment. All limits are solved exactly (monotone root find).
@@ -329,7 +330,6 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
     """
     out: list[Constraint] = []
     mech_on = set(chain.mechanical.carried_by)
-    transfers = chain.mechanical.transfers_on_feed_loss
     loads = _it_chain_loads(chain, mechanical_w)
     ups_loss, upstream_it, mech = loads["ups_loss"], loads["upstream_it"], loads["mech"]
     curve, recharge_w = loads["curve"], loads["recharge_w"]
@@ -339,14 +339,14 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
     def group(name, count, redundancy, unit_w, rule, detail_unit, extra_w=0.0, carries_mech=False):
         s = surviving_units(count, redundancy)
         cap_w = s * unit_w
-        # 2N paths each feed their own share of the plant; N+1 units share one bus
-        share = s / count if (redundancy == "2N" and not transfers) else 1.0
+        # The surviving units carry the whole plant: the plant keeps cooling the hall whole
+        # through the loss of a path (twin.power.chain.split_mechanical_w), so a 2N survivor
+        # carries all of it, as feed_loss_survivor_load_fraction counts it
 
         def load(it):
-            return upstream_it(it) + extra_w + (share * mech(it) if carries_mech else 0.0)
+            return upstream_it(it) + extra_w + (mech(it) if carries_mech else 0.0)
         it_cap = it_capacity_behind_w(cap_w, load)
-        mech_txt = (f" + mechanical ({'all' if share == 1 else f'{share:.2g} share'})"
-                    if carries_mech else "")
+        mech_txt = " + mechanical (all)" if carries_mech else ""
         rech_txt = f" + UPS recharge {extra_w / 1e3:.0f} kW" if extra_w else ""
         out.append(Constraint(name, rule, it_cap / 1e3, cap_w / 1e3,
                               f"{s} of {count} x {detail_unit} ({redundancy}) = {cap_w / 1e3:.0f} kW "
