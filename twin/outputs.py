@@ -543,6 +543,8 @@ KPIS: tuple[Kpi, ...] = (
         group="study"),
     Kpi("power_event_peak_inlet_c", "degC", "hottest rack inlet within a chiller restart's transient "
                                             "(sub-sample peak, any rack; NaN without one)", group="study"),
+    Kpi("power_event_racks_shut", "count", "racks shut down on their inlet protection within a chiller "
+                                           "restart's transient (rack_thermal_shutdown events)", group="study"),
     Kpi("max_rack_inlet_steady_c", "degC", "hottest sampled inlet of a powered rack outside the chiller restarts",
         group="study"),
     Kpi("cooling_capacity_margin_steady_kw", "kW", "lowest hall cooling margin outside the chiller restarts",

@@ -126,3 +126,23 @@ def test_siting_verdict_keeps_a_chiller_restart_apart_from_a_steady_shortfall():
     text = siting_reading(t.reset_index(), "site")
     assert "worst inlet 18.0 C" in text and "a power-event transient, not a steady cooling shortfall" in text
     assert power_event_note(np.nan, 0, 2, 18.0) == ""
+
+
+def test_racks_shut_down_within_a_restart_are_counted_and_named_in_the_note():
+    # second audit F7: a restart that shuts racks down on their inlet protection is a transient
+    # that cost work; only the shutdowns between the transfer and its excursion's end count
+    import types
+
+    import pandas as pd
+    ev = pd.DataFrame({"time_s": [100.0, 200.0, 300.0, 400.0, 500.0, 900.0],
+                       "kind": ["cooling_power_transfer", "rack_thermal_shutdown", "rack_thermal_shutdown",
+                                "cooling_restart_excursion", "rack_thermal_shutdown", "rack_thermal_shutdown"],
+                       "target": ["hall_1", "r1", "r2", "hall_1", "r3", "r4"], "detail": [""] * 6})
+    ds = xr.Dataset(coords={"time": np.array(["2024-01-01T00:00", "2024-01-01T01:00"], dtype="datetime64[ns]")})
+    k = power_event_figures(types.SimpleNamespace(dataset=ds, events=ev), np.datetime64("2024-01-01"),
+                            3600.0, 7200.0)
+    assert k["chiller_restarts"] == 1.0 and k["power_event_racks_shut"] == 2.0
+    note = power_event_note(43.4, 1, 2, 24.0, racks_shut=110)
+    assert "it shut 110 racks down on their inlet protection (worst seed)" in note
+    assert note.count("not a steady cooling shortfall, but one that cost work") == 1
+    assert "cost work" not in power_event_note(30.0, 1, 2, 24.0)

@@ -12,7 +12,8 @@ import xarray as xr
 
 from twin.studies.metrics import STUDY_KPI_UNITS, power_event_figures
 
-UNITS = {"chiller_restarts": "count", "power_event_peak_inlet_c": "degC", "max_rack_inlet_steady_c": "degC",
+UNITS = {"chiller_restarts": "count", "power_event_peak_inlet_c": "degC", "power_event_racks_shut": "count",
+         "max_rack_inlet_steady_c": "degC",
          "cooling_capacity_margin_steady_kw": "kW", "hours_cooling_over_capacity_steady": "h"}
 
 

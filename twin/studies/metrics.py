@@ -119,6 +119,8 @@ def power_event_figures(results, start, dt_s, horizon_s) -> dict[str, float]:
     - ``chiller_restarts``: power transfers of the cooling plant [count];
     - ``power_event_peak_inlet_c``: hottest inlet within their transients (sub-sample peak,
       any rack) [degC], NaN without one;
+    - ``power_event_racks_shut``: racks shut down on their inlet protection within them
+      (``rack_thermal_shutdown`` events between a transfer and its excursion's end) [count];
     - ``max_rack_inlet_steady_c``: hottest sampled inlet of a powered rack outside them [degC];
     - ``cooling_capacity_margin_steady_kw``: lowest hall margin outside them [kW];
     - ``hours_cooling_over_capacity_steady``: hours with a negative margin outside them [h].
@@ -133,7 +135,12 @@ def power_event_figures(results, start, dt_s, horizon_s) -> dict[str, float]:
     closes = ev["time_s"].values[kinds == POWER_EVENT_CLOSE] if len(ev) else []
     tr = power_event_samples(t_s, dt_s, opens, closes, horizon_s)
     out = {"chiller_restarts": float(len(opens)), "power_event_peak_inlet_c": math.nan,
-           "max_rack_inlet_steady_c": math.nan}
+           "power_event_racks_shut": 0.0, "max_rack_inlet_steady_c": math.nan}
+    if len(opens):
+        shut_t = ev["time_s"].values[kinds == "rack_thermal_shutdown"]
+        ends = [min((c for c in closes if c >= o), default=horizon_s) for o in opens]
+        out["power_event_racks_shut"] = float(sum(int(np.sum((shut_t >= o) & (shut_t <= c)))
+                                                  for o, c in zip(opens, ends, strict=True)))
     if "rack_inlet_c" in ds and "rack_state" in ds:
         inlet = np.where(RackState.powered(ds["rack_state"].values), ds["rack_inlet_c"].values, np.nan)[~tr]
         out["max_rack_inlet_steady_c"] = float(np.nanmax(inlet)) if np.isfinite(inlet).any() else math.nan

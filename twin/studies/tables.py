@@ -239,12 +239,15 @@ def cooling_note(cooling_unit_margin_kw=math.nan, hours_cooling_unit_saturated=m
     return text if hall_short else text + "; its neighbours take the rest"
 
 
-def power_event_note(peak_inlet_c=math.nan, seeds_with_restart=0, seeds=0, steady_inlet_c=math.nan) -> str:
+def power_event_note(peak_inlet_c=math.nan, seeds_with_restart=0, seeds=0, steady_inlet_c=math.nan,
+                     racks_shut=0.0) -> str:
     """What a siting table says about a hall's power events ('' without one): a utility outage
     (or a dated power transfer) stops the chillers for their restart and the hall runs on its
     stored chilled water; the hottest inlet of those transients (``peak_inlet_c``, the worst
     seed) is a power-event transient, drawn in ``seeds_with_restart`` of ``seeds`` seeds, and
-    not a steady cooling shortfall (``steady_inlet_c``, outside the transients)."""
+    not a steady cooling shortfall (``steady_inlet_c``, outside the transients); when it shut
+    racks down on their inlet protection (``racks_shut``, the worst seed) the note says so: a
+    transient, but one that cost work."""
     if not seeds_with_restart:
         return ""
     text = f"a chiller restart after a utility outage or power transfer in {seeds_with_restart:.0f} of {seeds:.0f} seeds"
@@ -253,7 +256,11 @@ def power_event_note(peak_inlet_c=math.nan, seeds_with_restart=0, seeds=0, stead
         if peak_inlet_c > A1_ALLOWABLE_MAX_C:
             text += f" (above the A1 allowable {A1_ALLOWABLE_MAX_C:g} C: more stored chilled water, or chillers " \
                     "that restart faster, would ride it through)"
-    text += ": a power-event transient, not a steady cooling shortfall"
+    if racks_shut > 0:
+        text += (f"; it shut {racks_shut:.0f} racks down on their inlet protection (worst seed): a power-event "
+                 "transient, not a steady cooling shortfall, but one that cost work")
+    else:
+        text += ": a power-event transient, not a steady cooling shortfall"
     if np.isfinite(steady_inlet_c):
         text += f" (hottest inlet outside it {steady_inlet_c:.1f} C)"
     return text
@@ -297,9 +304,12 @@ def siting_table(ds, dim: str = "site", weights: dict[str, float] | str | None =
                 steady = k.replace("_kw", "_steady_kw") if k.endswith("_kw") else k + "_steady"
                 if steady in r:
                     g[k] = float(r[steady])
+            shut = np.asarray(per_seed["power_event_racks_shut"].values, float) \
+                if "power_event_racks_shut" in r else np.zeros(0)
             g["power_event_note"] = power_event_note(
                 float(np.nanmax(peaks)) if np.isfinite(peaks).any() else math.nan,
-                int(np.sum(restarts > 0)), int(restarts.size), g["max_rack_inlet_c"])
+                int(np.sum(restarts > 0)), int(restarts.size), g["max_rack_inlet_c"],
+                float(np.nanmax(shut)) if np.isfinite(shut).any() else 0.0)
         g["binds"] = binding_constraint(g.get("power_use_fraction", math.nan),
                                         g.get("cooling_use_fraction", math.nan),
                                         g.get("floor_use_fraction", math.nan), g.get("inlet_margin_c", math.nan))
