@@ -52,7 +52,10 @@ def test_a_binding_feed_is_named_in_the_study_figures_and_the_answer():
     s = twin.load_scenario(root / "scenarios" / "blue_vela.yaml",
                            ["simulation.duration_days=40", "site.power.feeds.0.capacity_kw=600",
                             "site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per_year=0",
-                            "site.power.grid.feed_outage_rate_per_year=0"])
+                            "site.power.grid.feed_outage_rate_per_year=0",
+                            # the plant on the switchboards, as Blue Vela had it until 2 Dec 2026
+                            # (HMP moved it to its own boards): the feed then carries its share
+                            "site.power.chain.mechanical.carried_by=[utility,transformers,switchboards,generators]"])
     res = twin.simulate(s)
     limit_w = (600e3 - (80e3 + 195.5e3) / 2) / (0.5 + (0.01 + 1.01 * (33 / 112.5 + 0.01)) / 2)
     k = study_kpis(s, res)
