@@ -93,14 +93,14 @@ def test_survivor_feed_carries_the_mechanical_load():
     d = off.events[off.events.kind == "feed_loss"].detail.iloc[0]
     assert "survivor holds" in d
     # ... but not with its half of the chillers, fans, pumps and house loads (~115 kW at 30 C)
-    on = run(*FEED_LOSS)
+    on = run(*FEED_LOSS, "site.power.chain.mechanical.carried_by=[utility,transformers,switchboards,generators]")
     d = on.events[on.events.kind == "feed_loss"].detail.iloc[0]
     assert "survivor overloaded" in d and "kW mechanical" in d
     assert on.kpis["interruptions"] > off.kpis["interruptions"]
 
 
 def test_feed_mechanical_split_and_transfer():
-    s = twin.load_scenario(BV)
+    s = twin.load_scenario(BV, ["site.power.chain.mechanical.carried_by=[utility,transformers,switchboards,generators]"])
     up = np.array([True, False])
     half = feed_mechanical_w(s, 1e6, 30.0, up)
     assert half[1] == 0.0 and half[0] > 0

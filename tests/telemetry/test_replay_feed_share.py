@@ -16,7 +16,8 @@ from .conftest import ROOT
 SCENARIO = str(ROOT / "scenarios" / "blue_vela.yaml")
 # racks arrive 2024-01-08; replay drives the legacy cooling model only; no grid events
 SETS = ["simulation.duration_days=12", "site.cooling_system.model=legacy", "site.power.grid.sag_rate_per_year=0",
-        "site.power.grid.outage_rate_per_year=0", "site.power.grid.feed_outage_rate_per_year=0"]
+        "site.power.grid.outage_rate_per_year=0", "site.power.grid.feed_outage_rate_per_year=0",
+        "site.power.chain.mechanical.carried_by=[utility,transformers,switchboards,generators]"]
 
 
 def test_replay_feed_power_carries_the_cooling_share_as_the_run(tmp_path):
