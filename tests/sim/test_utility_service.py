@@ -171,3 +171,13 @@ def test_without_a_typed_service_the_limits_are_the_others():
         e = Engine(s)
         assert e.power.utility_changes_s == []
         assert not [k for k in e.power.limits_w if "utility" in k]
+
+
+def test_a_hold_under_stages_set_plan_names_the_chains_stage():
+    # the second audit's F12b: with stages_set_plan the plan is the chain's derived stage, and a
+    # hold at it names that stage, not the typed plan the scenario no longer uses
+    s = twin.load_scenario(BV, ["simulation.duration_days=170", "site.power.chain.stages_set_plan=true", *OLD])
+    held = events(twin.simulate(s), "power_held").detail
+    assert len(held) and held.iloc[0].endswith(
+        "over the 2417 kW limit of the power chain's derived stage (site.power.chain.stages)")
+    assert not held.str.contains("site.power.plan").any()

@@ -98,14 +98,20 @@ def _fmt_constraint(c: dict | None) -> str:
 
 
 def _print_text(rep: dict) -> None:
+    lo, hi = rep.get("rack_worst_case_range_kw", (rep["rack_worst_case_kw"],) * 2)
+    # racks of several node models: the range, not the largest alone
+    worst = f"{hi:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
     print(f"power chain of {rep['scenario']}: {rep['rack_positions']} rack positions, "
-          f"rack worst case {rep['rack_worst_case_kw']:.1f} kW, idle {rep['rack_idle_kw']:.1f} kW")
+          f"rack worst case {worst} kW, idle {rep['rack_idle_kw']:.1f} kW")
     for st in rep["stages"]:
         when = st["date"] or "as built"
         typed = f"; typed plan {st['plan_it_power_kw']:.0f} kW" if st.get("plan_it_power_kw") else ""
         print(f"\n{when}  {st['note']}")
-        print(f"  usable IT capacity  {st['it_capacity_kw']:8.0f} kW  (x{st['ratio_to_first']:.2f} of the "
-              f"first stage{typed}); {st['racks_at_worst_case']} racks at worst case")
+        ratio = st["ratio_to_first"]
+        # a first stage of 0 kW has no ratio to give
+        rel = f"x{ratio:.2f} of the first stage{typed}" if ratio == ratio else typed.removeprefix("; ")
+        print(f"  usable IT capacity  {st['it_capacity_kw']:8.0f} kW  ({rel}); "
+              f"{st['racks_at_worst_case']} racks at worst case")
         print(f"  binding             {_fmt_constraint(st['binding'])}")
         print(f"  next                {_fmt_constraint(st['next'])}")
         print(f"  mechanical + house  {st['mechanical_kw']:8.0f} kW at that IT; UPS loss {st['ups_loss_kw']:.1f} kW "

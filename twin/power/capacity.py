@@ -383,9 +383,20 @@ def chain_constraints(chain, *, rack_positions: int, mechanical_w: Callable[[flo
         per_rack = live * cord
         rule = ("100%-rated branch breaker" if br.rated_100pct else "NEC 80% continuous on the branch breaker") + (
             ", one cord carries the rack on failover" if br.redundancy == "2N" else "")
-        out.append(Constraint("branch", rule, rack_positions * per_rack / 1e3, per_rack / 1e3,
+        it_cap_w = rack_positions * per_rack
+        short = ""
+        if rack_worst_case_w is not None:
+            # only racks the circuits carry count: cords no rack can use are no capacity (the
+            # racks in delivery order up to the first that does not fit, as racks_fitting counts)
+            w = np.broadcast_to(np.asarray(rack_worst_case_w, float), (rack_positions,))
+            over = np.flatnonzero(w > per_rack * (1 + 1e-12))
+            if len(over):
+                it_cap_w = min(it_cap_w, float(np.sum(w[:over[0]])))
+                short = (f"; rack {over[0] + 1}'s worst case {w[over[0]] / 1e3:.1f} kW is above the "
+                         f"{per_rack / 1e3:.1f} kW its circuits carry, {over[0]} racks before it fit")
+        out.append(Constraint("branch", rule, it_cap_w / 1e3, per_rack / 1e3,
                               f"{rack_positions} racks x {live} of {br.cords_per_rack} cords x {br.breaker_a:g} A "
-                              f"{br.voltage_v:g} V ({cord / 1e3:.1f} kW continuous per cord)"))
+                              f"{br.voltage_v:g} V ({cord / 1e3:.1f} kW continuous per cord){short}"))
     ctx = dict(ups_loss_w=ups_loss, mechanical_at_it_w=mech, ups_curve=curve)
     return out, ctx
 

@@ -8,6 +8,7 @@ physics (:mod:`twin.power.capacity`, :mod:`~twin.power.branch`,
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -41,7 +42,7 @@ from twin.power.swing import (
 )
 from twin.scenario.power_chain import PowerChain, chain_at_stages
 
-__all__ = ["rack_figures_w", "chain_problems", "stage_capacity", "capacity_report",
+__all__ = ["rack_figures_w", "chain_problems", "stage_capacity", "capacity_report", "capacity_plan_notes",
            "phase_node_power_w", "swing_report", "utility_it_limits_w", "utility_plan_notes",
            "RppStage", "rpp_stage_limits", "rpp_plan_notes"]
 
@@ -281,6 +282,54 @@ def rpp_plan_notes(scenario) -> list[tuple[str, str]]:
     return out
 
 
+#: equipment the run does not admit racks against by date (twin.sim.power_chain admits against
+#: the typed plan, the feeds, the UPS, the branch circuits, the utility service and the RPPs)
+_NOT_ADMITTED = ("transformers", "generators")
+
+
+def capacity_plan_notes(scenario) -> list[tuple[str, str]]:
+    """Plan stages above the chain's usable IT capacity at their dates, whatever equipment
+    binds: ``[(dotted path, text)]`` for ``twin validate``'s notes.
+
+    The limit is ``twin capacity``'s (:func:`capacity_report`, the stage in force on the plan's
+    date). Whole racks at worst case decide: a typed stage (``site.power.plan``) is a finding
+    only when it takes more racks (:func:`twin.power.capacity.racks_fitting`) than the limit
+    holds, both scaled by ``site.power.oversubscription`` as the engine admits. A stage bound
+    by the utility service or the RPPs is left to :func:`utility_plan_notes` and
+    :func:`rpp_plan_notes` (which say how the run admits against them). None with
+    ``stages_set_plan`` (the plan is then the chain's own capacity)."""
+    pw = scenario.site.power
+    if pw.chain is None or pw.chain.stages_set_plan or not pw.plan:
+        return []
+    rep = capacity_report(scenario)
+    fig = rack_figures_w(scenario)
+    worst_kw = np.asarray(fig.get("worst_case_racks_w", fig["worst_case_w"]), float) / 1e3
+    n, k = rep["rack_positions"], pw.oversubscription
+    stages = [(None if st["date"] is None else dt.date.fromisoformat(st["date"]), st) for st in rep["stages"]]
+    out: list[tuple[str, str]] = []
+    for i, p in enumerate(pw.plan):
+        st = next((st for d, st in reversed(stages) if d is None or d <= p.date), stages[0][1])
+        b = st["binding"]
+        if b["equipment"] in ("utility", "rpps"):
+            continue
+        cap_kw = st["it_capacity_kw"]
+        holds = racks_fitting(cap_kw * k, worst_kw, n)
+        takes = racks_fitting(p.it_power_kw * k, worst_kw, n)
+        if p.it_power_kw > cap_kw * (1 + 1e-9) and takes > holds:
+            run = (f"a run does not admit against the {b['equipment']} and powers up to {takes}"
+                   if b["equipment"] in _NOT_ADMITTED else f"a run admits {holds}")
+            if b["equipment"] == "branch" and "failover" in b["rule"]:
+                run = ("a run admits racks on both cords (the 2N failover rule is not applied) and logs "
+                       "branch_failover_overload")
+            # a limit within a kW of the plan reads as the plan at whole kW: give its tenth
+            cap_txt = f"{cap_kw:.1f}" if round(cap_kw) == round(p.it_power_kw) else f"{cap_kw:.0f}"
+            out.append((f"site.power.plan.{i}.it_power_kw",
+                        f"{p.it_power_kw:g} kW from {p.date} is above the {cap_txt} kW of IT the power chain "
+                        f"carries then, bound by the {b['equipment']} ({b['detail']}; `twin capacity`): "
+                        f"{holds} racks at worst case where the plan takes {takes}; {run}"))
+    return out
+
+
 def stage_capacity(chain: PowerChain, *, rack_positions: int, rack_worst_case_w,
                    mechanical_w) -> StageCapacity:
     """Usable IT capacity, binding and next constraint, and the figures around them.
@@ -355,8 +404,11 @@ def capacity_report(scenario) -> dict:
     base = stages[0]["it_capacity_kw"]
     for st in stages:
         st["ratio_to_first"] = st["it_capacity_kw"] / base if base > 0 else float("nan")
+    per_rack_kw = np.asarray(rack.get("worst_case_racks_w", rack["worst_case_w"]), float) / 1e3
     return {"scenario": scenario.name, "rack_positions": n,
-            "rack_worst_case_kw": rack["worst_case_w"] / 1e3, "rack_idle_kw": rack["idle_w"] / 1e3,
+            "rack_worst_case_kw": rack["worst_case_w"] / 1e3,
+            "rack_worst_case_range_kw": (float(per_rack_kw.min()), float(per_rack_kw.max())),
+            "rack_idle_kw": rack["idle_w"] / 1e3,
             "stages": stages}
 
 

@@ -741,7 +741,8 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
     ``pipeline_layout`` to another pp (:func:`_stream_layout_notes`); limits that keep some
     racks dark (:func:`_power_limit_findings`), among them plan stages above the chain's
     utility service or RPPs at their dates (:func:`twin.power.chain.utility_plan_notes`,
-    :func:`twin.power.chain.rpp_plan_notes`); and cooling units short of the racks'
+    :func:`twin.power.chain.rpp_plan_notes`) or above the chain's usable IT capacity whatever
+    else binds (:func:`twin.power.chain.capacity_plan_notes`); and cooling units short of the racks'
     worst-case heat, a hall's or one unit's (:func:`twin.scenario.cooling.cooling_capacity_notes`)."""
     from twin.plant import job_memory_note
     from twin.scenario.racks import delivered_nodes_by_model, job_node_model
@@ -760,8 +761,8 @@ def semantic_notes(s: Scenario) -> list[tuple[str, str]]:
                 out.append((f"workload.jobs.{j}.pipeline_schedule", note))
     if s.hardware.node_model in catalog.nodes:
         out += _power_limit_findings(s)[1]
-        from twin.power.chain import rpp_plan_notes, utility_plan_notes
-        out += utility_plan_notes(s) + rpp_plan_notes(s)
+        from twin.power.chain import capacity_plan_notes, rpp_plan_notes, utility_plan_notes
+        out += utility_plan_notes(s) + rpp_plan_notes(s) + capacity_plan_notes(s)
     from twin.scenario.cooling import cooling_capacity_notes
     out += cooling_capacity_notes(s)
     refitter = _stream_refitter(s, catalog)    # the stream's refitted jobs, set up once

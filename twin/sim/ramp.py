@@ -124,7 +124,11 @@ class Ramp(Component):
         elif committed + w > limit_w * (1 + 1e-12):
             plan = self.power_available_w * k
             name, chain_w = e.power.binding_limit()
-            what = "the power plan (site.power.plan)" if plan <= chain_w * k else name
+            pch = self.s.site.power.chain
+            # with stages_set_plan the plan is the chain's own derived capacity by date
+            planned = ("the power chain's derived stage (site.power.chain.stages)"
+                       if pch is not None and pch.stages_set_plan else "the power plan (site.power.plan)")
+            what = planned if plan <= chain_w * k else name
             why = (f"{committed / 1e3:.0f} kW committed + {w / 1e3:.1f} kW worst case over the "
                    f"{limit_w / 1e3:.0f} kW limit of {what}")
         else:
