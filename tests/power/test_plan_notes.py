@@ -88,3 +88,15 @@ def test_capacity_header_gives_the_range_of_rack_worst_cases(capsys):
     out = capsys.readouterr().out
     assert "rack worst case 19.9 kW, idle" in out.splitlines()[0]
     assert "usable IT capacity         0 kW  (typed plan 1520 kW); 0 racks at worst case" in out
+
+
+def test_the_legacy_ups_study_point_is_a_finding():
+    # scenarios/studies/ups_mode.yaml's legacy-transformer point: its larger UPS loss leaves the
+    # as-built generators 1,435 kW of IT, 71 racks where the typed 1,520 kW takes 76
+    s = twin.load_scenario(BV, ["site.power.ups.mode=double_conversion",
+                                "site.power.chain.stages.2.set={ups.mode: double_conversion}",
+                                "site.power.chain.ups.curve=legacy_transformer"])
+    (path, text), = capacity_plan_notes(s)
+    assert path == "site.power.plan.0.it_power_kw"
+    assert "above the 1435 kW of IT the power chain carries then, bound by the generators" in text
+    assert "71 racks at worst case where the plan takes 76" in text
