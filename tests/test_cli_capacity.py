@@ -4,19 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
+from blue_vela_chains import OLD_CHAIN
 
 from twin.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BV = str(ROOT / "scenarios" / "blue_vela.yaml")
-#: Blue Vela's chain before 2 Dec 2026: RPP pairs and rack cords still 2N after the 2024-03-15
-#: stage, re-fed on 2024-06-01 (the shipped chain re-feeds them in the March stage)
-OLD_CHAIN = ("site.power.chain.stages=["
-             "{date: 2024-01-01, note: as built}, "
-             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
-             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
-             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
-             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 
 
 def test_json_has_a_stage_per_date_with_binding_and_swing(capsys):

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from blue_vela_chains import OLD_CHAIN
 from pydantic import ValidationError
 
 from twin.power.capacity import (
@@ -39,15 +40,6 @@ def report(blue_vela):
     return capacity_report(blue_vela)
 
 
-#: Blue Vela's chain before 2 Dec 2026: main redundancy removed on 2024-03-15 with the RPP pairs
-#: still 2N, the RPPs re-fed on 2024-06-01. The shipped chain reads the re-feed into the March
-#: stage (the typed 1,830 kW from then needs it); this keeps a stage where the RPP pairs bind.
-OLD_CHAIN = ("site.power.chain.stages=["
-             "{date: 2024-01-01, note: as built}, "
-             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
-             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
-             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
-             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from blue_vela_chains import OLD_CHAIN
 
 from twin.power.capacity import chain_constraints, racks_fitting, rpp_whole_racks
 from twin.power.chain import rack_figures_w
@@ -19,13 +20,6 @@ from twin.scenario import load_scenario
 from twin.scenario.power_chain import PowerChain, Rpps, chain_at_stages
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Blue Vela's chain before 2 Dec 2026, where the RPP pairs bind at the 2024-03-15 stage
-OLD_CHAIN = ("site.power.chain.stages=["
-             "{date: 2024-01-01, note: as built}, "
-             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
-             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
-             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
-             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 PANEL_KW = 0.8 * np.sqrt(3) * 415 * 400 * 0.95 / 1e3          # 218.52 kW
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from blue_vela_chains import OLD_CHAIN
 
 from twin.cli.main import main
 from twin.errors import ScenarioError
@@ -74,13 +75,6 @@ def test_shipped_scenarios_have_no_power_limit_notes():
         assert not [n for n in check_scenario(path).notes if n.path.startswith("site.power")]
 
 
-#: Blue Vela's chain until 2 Dec 2026: RPP pairs still 2N at the 2024-03-15 stage, re-fed on 06-01
-OLD_CHAIN = ("site.power.chain.stages=["
-             "{date: 2024-01-01, note: as built}, "
-             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
-             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
-             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
-             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 
 
 def test_validate_notes_plan_stages_above_the_chains_service_and_rpps(capsys):

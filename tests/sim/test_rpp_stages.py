@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from blue_vela_chains import OLD_CHAIN
 
 import twin
 from twin import power
@@ -36,14 +37,6 @@ QUIET = ["site.power.grid.sag_rate_per_year=0", "site.power.grid.outage_rate_per
 ALL_IN = ["ramp.waves=[{date: 2024-01-01, racks: 128}]", "ramp.burn_in_days=0"]
 PAIRS_NAME = ("the RPP pairs (8 of 16 RPPs (2N) x 218.5 kW continuous, each A/B pair carries its racks on one "
               "panel on failover: 1595 kW of whole racks; site.power.chain.rpps)")
-#: Blue Vela's chain until 2 Dec 2026: the RPP pairs still 2N at the 2024-03-15 stage, where they
-#: bind (80 racks under the typed 1,830 kW); the shipped chain re-feeds them in that stage
-OLD_CHAIN = ("site.power.chain.stages=["
-             "{date: 2024-01-01, note: as built}, "
-             "{date: 2024-03-15, note: main redundancy removed (RPP pairs still 2N), set: {transformers.redundancy: N, "
-             "switchboards.redundancy: N, generators.redundancy: N, ups.topology: N}}, "
-             "{date: 2024-06-01, note: RPPs re-fed, set: {rpps.redundancy: N, branch.redundancy: N}}, "
-             "{date: 2024-09-01, note: UPS on maintenance bypass, set: {ups.mode: bypass}}]")
 REFEED = ("site.power.chain.stages.1.set={transformers.redundancy: N, switchboards.redundancy: N, "
           "generators.redundancy: N, ups.topology: N, rpps.redundancy: N, branch.redundancy: N}")
 
