@@ -173,6 +173,10 @@ def utility_plan_notes(scenario) -> list[tuple[str, str]]:
                            (limits[0][1], limits[0][2]))
         if st.it_power_kw * 1e3 > lim_w * (1 + 1e-9):
             racks = racks_fitting(lim_w * k / 1e3, np.asarray(per_rack) / 1e3, n)
+            # whole racks decide, as for the other limits: a plan a few kW over a service that
+            # still carries every rack the plan admits is no finding
+            if racks >= racks_fitting(st.it_power_kw * k, np.asarray(per_rack) / 1e3, n):
+                continue
             out.append((f"site.power.plan.{i}.it_power_kw",
                         f"{st.it_power_kw:g} kW from {st.date} is above the {lim_w / 1e3:.0f} kW of IT {name} "
                         f"carries then (`twin capacity`): a run admits racks against the service, {racks} at "
