@@ -40,7 +40,7 @@ from twin.power.swing import (
     peak_meter_ramp_kw_per_s,
     sync_load_w,
 )
-from twin.scenario.power_chain import PowerChain, chain_at_stages
+from twin.scenario.power_chain import PowerChain, chain_at_stages, stage_in_force
 
 __all__ = ["rack_figures_w", "chain_problems", "stage_capacity", "capacity_report", "capacity_plan_notes",
            "phase_node_power_w", "swing_report", "utility_it_limits_w", "utility_plan_notes",
@@ -57,9 +57,10 @@ def rack_positions(scenario) -> int:
 
 
 def rack_figures_w(scenario) -> dict[str, Any]:
-    """One rack's worst-case draw (what admission reserves) and idle draw [W]. With racks
-    of several node models or node counts: the largest rack's, and ``worst_case_racks_w``
-    (R,) [W] of every rack position in delivery order."""
+    """One rack's worst-case draw (what admission reserves) and idle draw [W], and
+    ``worst_case_racks_w``: every rack position's worst case (R,) [W] in delivery order with
+    racks of several node models or node counts (``worst_case_w`` is then the largest), else
+    the one rack's [W] (what :func:`twin.power.capacity.racks_fitting` takes either way)."""
     from twin import power
     from twin.catalog import node_model
     from twin.plant import node_power_kwargs, rack_worst_case_w, rack_worst_cases_w, scenario_racks
@@ -73,7 +74,8 @@ def rack_figures_w(scenario) -> dict[str, Any]:
     node = node_model(scenario.hardware.node_model)
     npr = scenario.hardware.nodes_per_rack
     if set(models) <= {scenario.hardware.node_model} and bool(np.all(counts == npr)):
-        return {"worst_case_w": float(rack_worst_case_w(scenario, node)), "idle_w": idle_node_w(node) * npr + net}
+        worst_w = float(rack_worst_case_w(scenario, node))
+        return {"worst_case_w": worst_w, "worst_case_racks_w": worst_w, "idle_w": idle_node_w(node) * npr + net}
     idle = {m: idle_node_w(node_model(m)) for m in set(models)}
     worst = rack_worst_cases_w(scenario)
     return {"worst_case_w": float(worst.max()), "worst_case_racks_w": worst,
@@ -164,13 +166,11 @@ def utility_plan_notes(scenario) -> list[tuple[str, str]]:
         return []
     k = pw.oversubscription
     worst = rack_figures_w(scenario)
-    per_rack = worst.get("worst_case_racks_w", worst["worst_case_w"])
+    per_rack = worst["worst_case_racks_w"]
     n = rack_positions(scenario)
     out: list[tuple[str, str]] = []
     for i, st in enumerate(pw.plan):
-        # the chain's stage in force on the plan's date (the first stage before any date)
-        lim_w, name = next(((w, nm) for d, w, nm in reversed(limits) if d is None or d <= st.date),
-                           (limits[0][1], limits[0][2]))
+        _, lim_w, name = limits[stage_in_force([d for d, _, _ in limits], st.date)]
         if st.it_power_kw * 1e3 > lim_w * (1 + 1e-9):
             racks = racks_fitting(lim_w * k / 1e3, np.asarray(per_rack) / 1e3, n)
             # whole racks decide, as for the other limits: a plan a few kW over a service that
@@ -216,7 +216,7 @@ def rpp_stage_limits(scenario) -> list[tuple[Any, RppStage]]:
         return []
     n = rack_positions(scenario)
     fig = rack_figures_w(scenario)
-    worst = fig.get("worst_case_racks_w", fig["worst_case_w"])
+    worst = fig["worst_case_racks_w"]
     out: list[tuple[Any, RppStage]] = []
     for date, _, ch in chain_at_stages(chain):
         r = ch.rpps
@@ -272,9 +272,9 @@ def rpp_plan_notes(scenario) -> list[tuple[str, str]]:
         return out
     k = pw.oversubscription
     fig = rack_figures_w(scenario)
-    worst_kw = np.asarray(fig.get("worst_case_racks_w", fig["worst_case_w"]), float) / 1e3
+    worst_kw = np.asarray(fig["worst_case_racks_w"], float) / 1e3
     for i, st in enumerate(pw.plan):
-        rs = next((r for d, r in reversed(stages) if d is None or d <= st.date), stages[0][1])
+        rs = stages[stage_in_force([d for d, _ in stages], st.date)][1]
         racks, _ = rpp_whole_racks(float(rs.group_limit_w[0]) * k / 1e3, len(rs.group_limit_w), worst_kw, n,
                                    rs.panels)
         # above the RPPs' kW but every rack the plan takes still fits its group: no note
@@ -307,12 +307,12 @@ def capacity_plan_notes(scenario) -> list[tuple[str, str]]:
         return []
     rep = capacity_report(scenario)
     fig = rack_figures_w(scenario)
-    worst_kw = np.asarray(fig.get("worst_case_racks_w", fig["worst_case_w"]), float) / 1e3
+    worst_kw = np.asarray(fig["worst_case_racks_w"], float) / 1e3
     n, k = rep["rack_positions"], pw.oversubscription
     stages = [(None if st["date"] is None else dt.date.fromisoformat(st["date"]), st) for st in rep["stages"]]
     out: list[tuple[str, str]] = []
     for i, p in enumerate(pw.plan):
-        st = next((st for d, st in reversed(stages) if d is None or d <= p.date), stages[0][1])
+        st = stages[stage_in_force([d for d, _ in stages], p.date)][1]
         b = st["binding"]
         if b["equipment"] in ("utility", "rpps"):
             continue
@@ -391,7 +391,7 @@ def capacity_report(scenario) -> dict:
     plan = scenario.site.power.plan
     stages = []
     for date, note, ch in chain_at_stages(chain):
-        sc = stage_capacity(ch, rack_positions=n, rack_worst_case_w=rack.get("worst_case_racks_w", rack["worst_case_w"]),
+        sc = stage_capacity(ch, rack_positions=n, rack_worst_case_w=rack["worst_case_racks_w"],
                             mechanical_w=mech)
         typed = None
         if date is not None:
@@ -408,7 +408,7 @@ def capacity_report(scenario) -> dict:
     base = stages[0]["it_capacity_kw"]
     for st in stages:
         st["ratio_to_first"] = st["it_capacity_kw"] / base if base > 0 else float("nan")
-    per_rack_kw = np.asarray(rack.get("worst_case_racks_w", rack["worst_case_w"]), float) / 1e3
+    per_rack_kw = np.asarray(rack["worst_case_racks_w"], float) / 1e3
     return {"scenario": scenario.name, "rack_positions": n,
             "rack_worst_case_kw": rack["worst_case_w"] / 1e3,
             "rack_worst_case_range_kw": (float(per_rack_kw.min()), float(per_rack_kw.max())),

@@ -657,7 +657,7 @@ def _power_limit_findings(s: Scenario) -> tuple[list[tuple[str, object, str]], l
     pw = s.site.power
     k = pw.oversubscription
     fig = rack_figures_w(s)
-    wc = np.atleast_1d(np.asarray(fig.get("worst_case_racks_w", fig["worst_case_w"]), float))
+    wc = np.atleast_1d(np.asarray(fig["worst_case_racks_w"], float))
     lo, hi = float(wc.min()), float(wc.max())
     problems: list[tuple[str, object, str]] = []
     notes: list[tuple[str, str]] = []

@@ -378,6 +378,13 @@ def chain_at_stages(chain: PowerChain) -> list[tuple[dt.date | None, str, PowerC
     return out
 
 
+def stage_in_force(dates, date: dt.date) -> int:
+    """Index of the stage in force on ``date`` among stage dates in
+    :func:`chain_at_stages`' order (``None``: as built): the last one on or before ``date``,
+    the first before any of them."""
+    return max(k for k, d in enumerate(dates) if k == 0 or d is None or d <= date)
+
+
 def ups_mode_schedule(chain: PowerChain) -> list[tuple[dt.date | None, str]]:
     """The UPS mode the chain's dated stages give, from the as-built state on:
     ``[(date, mode), ...]``, one entry per change (``None`` = as built, i.e. from the start

@@ -20,7 +20,7 @@ from twin.power.chain import (
 )
 from twin.power.electrical import BREAKER_MAGNETIC_TRIP_S, breaker_continuous_limit_w
 from twin.power.tree import evaluate_ups_stage
-from twin.scenario.power_chain import ups_mode_changes
+from twin.scenario.power_chain import stage_in_force, ups_mode_changes
 from twin.sim.component import Component
 
 H = 3600.0
@@ -144,7 +144,7 @@ class PowerChain(Component):
         if not sched:
             return []
         start = s.simulation.start
-        k0 = max(k for k, (d, _, _) in enumerate(sched) if k == 0 or d is None or d <= start)
+        k0 = stage_in_force([d for d, _, _ in sched], start)
         out = [(0.0, sched[k0][1], sched[k0][2])]
         for d, w, name in sched[k0 + 1:]:
             t = seconds_since(start, d)
@@ -160,7 +160,7 @@ class PowerChain(Component):
         if not sched:
             return []
         start = s.simulation.start
-        k0 = max(k for k, (d, _) in enumerate(sched) if k == 0 or d is None or d <= start)
+        k0 = stage_in_force([d for d, _ in sched], start)
         out = [(0.0, sched[k0][1])]
         for d, rs in sched[k0 + 1:]:
             t = seconds_since(start, d)
